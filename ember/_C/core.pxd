@@ -1,0 +1,129 @@
+# The typed contract of ember's native core: other Cython modules `cimport` this
+# to reach TensorBase's C fields and the core helpers without Python overhead.
+from libc.stdint cimport int64_t, uint8_t, uint16_t
+
+
+cdef extern from "ember.h" nogil:
+    enum:
+        EM_BOOL
+        EM_U8
+        EM_I8
+        EM_I16
+        EM_I32
+        EM_I64
+        EM_F16
+        EM_BF16
+        EM_F32
+        EM_F64
+        EM_NDTYPES
+    const int em_itemsize[]
+    ctypedef void (*em_loop)(char **ptrs, const int64_t *strides, int64_t n,
+                             const void *aux) noexcept nogil
+    void em_run_nd(em_loop fn, int nargs, char **ptrs, int ndim, const int64_t *shape,
+                   const int64_t *strides, const void *aux, int nthreads)
+    em_loop em_cast_loop(int dst_dtype, int src_dtype)
+    void em_fill(int dtype, char *dst, int64_t stride, int64_t n, const void *value,
+                 int nthreads)
+    int ember_cpu_isa()
+    const char *ember_isa_name(int isa)
+    float em_h2f(uint16_t h)
+    uint16_t em_f2h(float f)
+    float em_bf2f(uint16_t h)
+    uint16_t em_f2bf(float f)
+
+cdef enum:
+    MAX_DIMS = 16
+    MAX_ARGS = 8
+    DEV_CPU = 0
+    DEV_CUDA = 1
+    DEV_PLUGIN = 2
+    DEV_META = 3
+
+
+cdef class DType:
+    cdef readonly int code
+    cdef readonly int itemsize
+    cdef readonly str _name
+    cdef readonly bint is_floating_point
+    cdef readonly bint is_signed
+    cdef readonly bint is_complex
+
+
+cdef class Device:
+    cdef readonly str type
+    cdef readonly object index
+    cdef int kind
+
+
+cdef class Storage:
+    cdef char *data
+    cdef int64_t _nbytes
+    cdef object owner          # keeps foreign memory alive; None when we own data
+    cdef readonly Device device
+    cdef public int64_t version  # shared by every view: autograd's version counter
+    cdef object __weakref__
+
+
+cdef class TensorBase:
+    cdef Storage _storage
+    cdef int64_t _offset       # in elements
+    cdef int _ndim
+    cdef int _dtype
+    cdef int64_t _shape[MAX_DIMS]
+    cdef int64_t _strides[MAX_DIMS]   # in elements
+    cdef Device _device
+    cdef public bint _requires_grad
+    cdef public object _grad
+    cdef public object _grad_fn
+
+
+# A broadcast, coalesced iteration over up to MAX_ARGS operands (arg 0 = output).
+cdef struct NdIter:
+    int nargs
+    int ndim
+    int64_t numel
+    int64_t shape[MAX_DIMS]
+    int64_t strides[MAX_ARGS * MAX_DIMS]   # [arg][dim], bytes
+    char *ptrs[MAX_ARGS]
+
+
+cdef DType dtype_obj(int code)
+cdef int dtype_code(object d) except -2          # -1 for None
+cdef Device as_device(object d)
+cdef Device cpu_device()
+cdef int default_dtype() noexcept
+cdef object default_device()
+cdef int promote(int a, int b) noexcept
+cdef int category(int d) noexcept
+cdef int scalar_category(object v) noexcept      # -1 when v is not a Python number
+cdef int result_type2(object a, object b) except -1
+
+cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device)
+cdef TensorBase new_like(TensorBase t, int dtype)
+cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
+                          const int64_t *strides, int64_t offset)
+cdef TensorBase wrap_scalar(object v, int dtype)
+cdef int64_t numel_of(int ndim, const int64_t *shape) noexcept nogil
+cdef bint is_contig(TensorBase t) noexcept nogil
+cdef TensorBase contig(TensorBase t)
+cdef TensorBase cast(TensorBase t, int dtype)
+cdef int copy_into(TensorBase dst, TensorBase src) except -1
+cdef int fill_scalar(TensorBase dst, object v) except -1
+cdef int scalar_to_buf(object v, int dtype, void *buf) except -1
+cdef object buf_to_scalar(const void *buf, int dtype)
+cdef tuple shape_tuple(TensorBase t)
+cdef int parse_shape(object args, int64_t *out, str op) except -1
+cdef int wrap_dim(int64_t d, int ndim, str op) except -100
+cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
+                         int64_t *out) except -1
+cdef int iter_init(NdIter *it, list ops, int ndim, const int64_t *shape) except -1
+cdef void iter_coalesce(NdIter *it) noexcept nogil
+
+cdef int nthreads_for(int64_t work) noexcept nogil
+cdef bint grad_on() noexcept nogil
+cdef bint slow_path() noexcept
+cdef object record(str name, tuple inputs, object out, object attrs)
+cdef object redispatch(str name, object fn, tuple args, dict kwargs)
+cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1
+cdef void bump_version(TensorBase t) noexcept
+cdef int check_inplace(TensorBase t, str op) except -1

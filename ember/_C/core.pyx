@@ -1,0 +1,2273 @@
+# cython: freethreading_compatible = False
+"""ember's native core: dtypes, devices, Storage, TensorBase, views, copies,
+broadcasting, type promotion, threads, grad mode and the dispatcher hooks.
+
+Everything that other Cython modules need is declared in core.pxd."""
+import math as _math
+import os as _os
+
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_STRIDES, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New,
+                                PyCapsule_SetName)
+from libc.math cimport isnan
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+cdef extern from "ember.h" nogil:
+    void *em_alloc(size_t nbytes)
+    void em_free(void *p, size_t nbytes)
+    void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks)
+    void em_alloc_empty_cache()
+    int ember_cpu_has(const char *feature)
+
+cdef extern from *:
+    """
+    /* grad mode is thread-local, like PyTorch's */
+    static __thread int em_grad_on = 1;
+    static __thread int em_inference_on = 0;
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int em_omp_max(void) { return omp_get_max_threads(); }
+    #else
+    static int em_omp_max(void) { return 1; }
+    #endif
+    """
+    int em_grad_on
+    int em_inference_on
+    int em_omp_max() nogil
+
+include "dlpack.pxi"
+
+# ----------------------------------------------------------------------------
+# dtypes
+
+_NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+          "float32", "float64")
+# the buffer-protocol / __array_interface__ type strings (bfloat16 has none)
+_TYPESTR = ("|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", None, "<f4", "<f8")
+cdef list _dtypes = [None] * EM_NDTYPES
+
+
+cdef class DType:
+    """A tensor element type, e.g. ``ember.float32``."""
+
+    def __repr__(self):
+        return "ember." + self._name
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self._name,))
+
+    def to_real(self):
+        return self
+
+    def to_complex(self):
+        raise TypeError(f"to_complex: ember has no complex dtypes (got {self!r})")
+
+
+def _dtype_by_name(str name):
+    return _dtypes[_NAMES.index(name)]
+
+
+cdef DType _make_dtype(int i):
+    cdef DType d = DType.__new__(DType)
+    d.code = i
+    d.itemsize = em_itemsize[i]
+    d._name = _NAMES[i]
+    d.is_floating_point = i >= EM_F16
+    d.is_signed = i != EM_BOOL and i != EM_U8
+    return d
+
+
+for _i in range(EM_NDTYPES):
+    _dtypes[_i] = _make_dtype(_i)
+
+bool_ = _dtypes[EM_BOOL]
+uint8 = _dtypes[EM_U8]
+int8 = _dtypes[EM_I8]
+int16 = _dtypes[EM_I16]
+int32 = _dtypes[EM_I32]
+int64 = _dtypes[EM_I64]
+float16 = _dtypes[EM_F16]
+bfloat16 = _dtypes[EM_BF16]
+float32 = _dtypes[EM_F32]
+float64 = _dtypes[EM_F64]
+
+cdef int _default_dtype = EM_F32
+
+
+cdef DType dtype_obj(int code):
+    return <DType>_dtypes[code]
+
+
+cdef int dtype_code(object d) except -2:
+    if d is None:
+        return -1
+    if isinstance(d, DType):
+        return (<DType>d).code
+    if d is float:
+        return EM_F64
+    if d is int:
+        return EM_I64
+    if d is bool:
+        return EM_BOOL
+    if isinstance(d, str) and d in _NAMES:
+        return _NAMES.index(d)
+    npname = getattr(d, "name", None) if not isinstance(d, str) else None
+    if isinstance(npname, str) and npname in _NAMES and type(d).__module__.startswith("numpy"):
+        return _NAMES.index(npname)
+    raise TypeError(f"dtype must be an ember.dtype (e.g. ember.float32), got {d!r}")
+
+
+cdef int default_dtype() noexcept:
+    return _default_dtype
+
+
+def _get_default_dtype():
+    return _dtypes[_default_dtype]
+
+
+def _set_default_dtype(d):
+    global _default_dtype
+    cdef int c = dtype_code(d) if isinstance(d, DType) else -1
+    if c not in (EM_F32, EM_F64):
+        raise TypeError(f"set_default_dtype: only floating-point types float32 and float64 are "
+                        f"supported as the default type, got {d!r}")
+    _default_dtype = c
+
+
+def _dtype_from_typestr(str ts):
+    """Map an __array_interface__ type string to an ember dtype (or None)."""
+    key = ts[1:]
+    table = {"b1": EM_BOOL, "u1": EM_U8, "i1": EM_I8, "i2": EM_I16,
+             "i4": EM_I32, "i8": EM_I64, "f2": EM_F16, "f4": EM_F32, "f8": EM_F64}
+    if ts[0] == ">" and key not in ("b1", "u1", "i1"):
+        return None
+    c = table.get(key)
+    return None if c is None else _dtypes[c]
+
+
+cdef int category(int d) noexcept:
+    return 0 if d == EM_BOOL else (2 if d >= EM_F16 else 1)
+
+
+cdef int promote(int a, int b) noexcept:
+    """PyTorch's promoteTypes for the dtypes ember has."""
+    if a == b:
+        return a
+    if a == EM_BOOL:
+        return b
+    if b == EM_BOOL:
+        return a
+    cdef int ca = category(a), cb = category(b)
+    if ca == 2 and cb == 2:
+        if (a == EM_F16 and b == EM_BF16) or (a == EM_BF16 and b == EM_F16):
+            return EM_F32
+        return a if a > b else b
+    if ca == 2:
+        return a
+    if cb == 2:
+        return b
+    # both integer
+    if a == EM_U8:
+        return EM_I16 if b == EM_I8 else b
+    if b == EM_U8:
+        return EM_I16 if a == EM_I8 else a
+    return a if a > b else b
+
+
+cdef int scalar_category(object v) noexcept:
+    cdef type t = type(v)
+    if t is float:
+        return 2
+    if t is int:
+        return 1
+    if t is bool:
+        return 0
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, int):
+        return 1
+    if isinstance(v, float):
+        return 2
+    if hasattr(v, "__index__") and not hasattr(v, "_ndim"):
+        return 1
+    if hasattr(v, "__float__") and not isinstance(v, TensorBase) and not isinstance(v, (str, bytes)):
+        return 2
+    return -1
+
+
+cdef int _wrapped_dtype(int cat) noexcept:
+    return EM_BOOL if cat == 0 else (EM_I64 if cat == 1 else _default_dtype)
+
+
+cdef int result_type2(object a, object b) except -1:
+    """Promotion of two operands (tensors or Python scalars) exactly as PyTorch:
+    dimensioned tensors win over 0-dim tensors, which win over Python scalars,
+    unless the lower-priority operand is of a higher category."""
+    cdef int dim_r = -1, zero_r = -1, wrap_r = -1, c, r
+    for x in (a, b):
+        if isinstance(x, TensorBase):
+            c = (<TensorBase>x)._dtype
+            if (<TensorBase>x)._ndim > 0:
+                dim_r = c if dim_r < 0 else promote(dim_r, c)
+            else:
+                zero_r = c if zero_r < 0 else promote(zero_r, c)
+        else:
+            c = scalar_category(x)
+            if c < 0:
+                raise TypeError(f"unsupported operand type: {type(x).__name__}")
+            c = _wrapped_dtype(c)
+            wrap_r = c if wrap_r < 0 else promote(wrap_r, c)
+    r = dim_r
+    if zero_r >= 0:
+        if r < 0 or category(zero_r) > category(r):
+            r = zero_r if r < 0 else promote(r, zero_r)
+    if wrap_r >= 0:
+        if r < 0:
+            r = wrap_r
+        elif category(wrap_r) > category(r):
+            r = promote(r, wrap_r) if category(wrap_r) < 2 else (
+                _default_dtype if category(r) < 2 else r)
+    return r
+
+
+def result_type(a, b):
+    """Return the dtype PyTorch's type promotion gives for ``a op b``."""
+    return _dtypes[result_type2(a, b)]
+
+
+def promote_types(a, b):
+    return _dtypes[promote(dtype_code(a), dtype_code(b))]
+
+
+def can_cast(from_, to):
+    cdef int f = dtype_code(from_), t = dtype_code(to)
+    return category(f) <= category(t)
+
+
+# ----------------------------------------------------------------------------
+# devices
+
+cdef dict _device_kinds = {"cpu": DEV_CPU, "cuda": DEV_CUDA, "meta": DEV_META}
+cdef list _device_stack = []
+
+
+cdef class Device:
+    """A device, e.g. ``ember.device("cpu")`` or ``ember.device("cuda", 1)``.
+
+    Used as a context manager it becomes the default device of factory
+    functions inside the ``with`` block."""
+
+    def __init__(self, type, index=None):
+        if isinstance(type, Device):
+            if index is not None:
+                raise ValueError("device(): index must be None when a device is given")
+            self.type = (<Device>type).type
+            self.index = (<Device>type).index
+            self.kind = (<Device>type).kind
+            return
+        if isinstance(type, int) and not isinstance(type, bool):
+            self.type, self.index, self.kind = "cuda", type, DEV_CUDA
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device(): expected a string or device, got {type!r}")
+        s = <str>type
+        if ":" in s:
+            if index is not None:
+                raise RuntimeError(f"device(): type (string) must not include an index because "
+                                   f"index was passed explicitly: {s}")
+            s, _, idx = s.partition(":")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(idx)
+        if s not in _device_kinds:
+            raise RuntimeError(f"Expected one of {', '.join(_device_kinds)} device type at start "
+                               f"of device string: {type}")
+        if index is not None:
+            if not isinstance(index, int) or index < 0:
+                raise RuntimeError(f"Device index must not be negative, got {index}")
+        self.type = s
+        self.index = index
+        self.kind = _device_kinds[s]
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except RuntimeError:
+                return False
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.type == (<Device>other).type and self.index == (<Device>other).index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (Device, (self.type, self.index))
+
+    def __enter__(self):
+        _device_stack.append(_default_device)
+        _set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        _set_default_device(_device_stack.pop())
+        return False
+
+
+cdef Device _cpu = Device("cpu")
+cdef object _default_device = None
+
+
+cdef Device cpu_device():
+    return _cpu
+
+
+cdef Device as_device(object d):
+    if d is None:
+        return _cpu if _default_device is None else <Device>_default_device
+    if isinstance(d, Device):
+        return _cpu if (<Device>d).kind == DEV_CPU else <Device>d
+    if d == "cpu":
+        return _cpu
+    return Device(d)
+
+
+cdef object default_device():
+    return _default_device
+
+
+def _set_default_device(d):
+    global _default_device
+    _default_device = None if d is None else as_device(d)
+    if _default_device is _cpu:
+        _default_device = None
+
+
+def _get_default_device():
+    return _cpu if _default_device is None else _default_device
+
+
+def _register_device_type(str name):
+    """Make ``name`` a valid device type (for out-of-tree backends)."""
+    if name in _device_kinds:
+        raise RuntimeError(f"device type '{name}' is already registered")
+    _device_kinds[name] = DEV_PLUGIN
+
+
+# ----------------------------------------------------------------------------
+# threads, grad mode and the dispatcher's hooks
+
+cdef int _num_threads = 1
+_env_threads = _os.environ.get("EMBER_NUM_THREADS") or _os.environ.get("OMP_NUM_THREADS")
+_num_threads = int(_env_threads) if (_env_threads or "").isdigit() and int(_env_threads) > 0 \
+    else max(1, em_omp_max())
+# Below this much work a kernel runs on the calling thread: waking a team costs µs.
+cdef int64_t PAR_GRAIN = 32768
+
+
+def set_num_threads(int n):
+    """Set the number of threads used by ember's CPU kernels."""
+    global _num_threads
+    if n < 1:
+        raise ValueError(f"set_num_threads: expected a positive number of threads, got {n}")
+    _num_threads = n
+
+
+def get_num_threads():
+    """Number of threads ember's CPU kernels use."""
+    return _num_threads
+
+
+cdef int nthreads_for(int64_t work) noexcept nogil:
+    return 1 if work < PAR_GRAIN else _num_threads
+
+
+cdef bint grad_on() noexcept nogil:
+    return em_grad_on != 0
+
+
+def is_grad_enabled():
+    """True when operations are being recorded for autograd (this thread)."""
+    return em_grad_on != 0
+
+
+def _set_grad_enabled(bint mode):
+    global em_grad_on
+    em_grad_on = 1 if mode else 0
+
+
+def is_inference_mode_enabled():
+    return em_inference_on != 0
+
+
+def _set_inference_mode(bint mode):
+    global em_inference_on
+    em_inference_on = 1 if mode else 0
+
+
+cdef object _autograd_hook = None
+cdef list _modes = []
+cdef bint _slow = False
+cdef dict _backend_kernels = {}
+# op name -> {"deterministic": {device_type: bool}, ...}: kernels declare here.
+_op_info = {}
+
+
+def _set_autograd_hook(fn):
+    """Installed by ember.autograd: called as fn(op, inputs, output, attrs)."""
+    global _autograd_hook
+    _autograd_hook = fn
+
+
+cdef object record(str name, tuple inputs, object out, object attrs):
+    if _autograd_hook is not None:
+        _autograd_hook(name, inputs, out, attrs)
+    return out
+
+
+cdef bint slow_path() noexcept:
+    return _slow
+
+
+def _push_mode(mode):
+    """Install a Python dispatch mode (the Python key): mode.__ember_dispatch__(
+    name, func, args, kwargs) then sees every op until popped."""
+    global _slow
+    _modes.append(mode)
+    _slow = True
+
+
+def _pop_mode():
+    global _slow
+    m = _modes.pop()
+    _slow = len(_modes) > 0
+    return m
+
+
+def _register_kernel(str op, str device_type, fn):
+    """Register a Python kernel for (op, device_type): the plugin-backend key."""
+    if device_type in ("cpu", "cuda"):
+        raise RuntimeError(f"register_kernel: '{device_type}' kernels are native; "
+                           f"register kernels for a plugin device type")
+    if device_type not in _device_kinds:
+        _register_device_type(device_type)
+    _backend_kernels.setdefault(device_type, {})[op] = fn
+
+
+def _declare_op(str name, deterministic=("cpu",)):
+    _op_info[name] = {"deterministic": tuple(deterministic)}
+
+
+cdef object _first_device(tuple args, dict kwargs):
+    for a in args:
+        if isinstance(a, TensorBase):
+            return (<TensorBase>a)._device
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, TensorBase):
+                    return (<TensorBase>b)._device
+    dev = kwargs.get("device") if kwargs else None
+    return as_device(dev) if dev is not None else as_device(None)
+
+
+cdef object redispatch(str name, object fn, tuple args, dict kwargs):
+    """The slow path: a Python mode, or a tensor on a non-CPU device."""
+    global _slow
+    if kwargs is None:
+        kwargs = {}
+    if _modes:
+        mode = _pop_mode()
+        try:
+            return mode.__ember_dispatch__(name, fn, args, kwargs)
+        finally:
+            _push_mode(mode)
+    cdef Device dev = <Device>_first_device(args, kwargs)
+    if dev.kind == DEV_PLUGIN:
+        kern = _backend_kernels.get(dev.type, {}).get(name)
+        if kern is None:
+            raise NotImplementedError(f"Could not run '{name}' with arguments from the "
+                                      f"'{dev.type}' backend: no kernel registered")
+        return kern(*args, **kwargs)
+    if dev.kind == DEV_CUDA:
+        raise RuntimeError(f"{name}: CUDA is not available in this build of ember "
+                           f"(see ember.cuda.unavailable_reason())")
+    if dev.kind == DEV_META:
+        raise NotImplementedError(f"{name}: the meta device has no kernels")
+    return fn(*args, **kwargs)
+
+
+cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1:
+    if a._device is b._device or a._device == b._device:
+        return 0
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {a._device} and {b._device}! (when checking argument for "
+                       f"argument {argname} in method {op})")
+
+
+cdef void bump_version(TensorBase t) noexcept:
+    t._storage.version += 1
+
+
+cdef int check_inplace(TensorBase t, str op) except -1:
+    if em_grad_on and t._requires_grad and t._grad_fn is None:
+        raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
+                           f"in-place operation.")
+    return 0
+
+
+# ----------------------------------------------------------------------------
+# Storage
+
+cdef class Storage:
+    """A flat, 64-byte-aligned buffer (or foreign memory kept alive by `owner`)."""
+
+    def __dealloc__(self):
+        if self.owner is None and self.data != NULL:
+            em_free(self.data, <size_t>self._nbytes)
+            self.data = NULL
+
+    def nbytes(self):
+        return self._nbytes
+
+    def size(self):
+        return self._nbytes
+
+    def data_ptr(self):
+        return <size_t>self.data
+
+    def __len__(self):
+        return self._nbytes
+
+    @property
+    def _owner(self):
+        return self.owner
+
+    def __repr__(self):
+        return f"ember.UntypedStorage(nbytes={self._nbytes}, device={self.device})"
+
+
+cdef Storage _alloc_storage(int64_t nbytes, Device device):
+    cdef Storage s = Storage.__new__(Storage)
+    s.device = device
+    s._nbytes = nbytes
+    if device.kind != DEV_CPU and device.kind != DEV_META:
+        raise RuntimeError(f"cannot allocate native storage on device '{device}'")
+    if device.kind == DEV_META:
+        return s
+    s.data = <char *>em_alloc(<size_t>nbytes)
+    if s.data == NULL:
+        raise RuntimeError(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                           f"{nbytes} bytes.")
+    return s
+
+
+def _wrap_memory(size_t ptr, int64_t nbytes, owner, device=None):
+    """A Storage over foreign memory kept alive by `owner` (plugins, interop)."""
+    cdef Storage s = Storage.__new__(Storage)
+    s.data = <char *>ptr
+    s._nbytes = nbytes
+    s.owner = owner if owner is not None else False
+    s.device = as_device(device) if device is not None else _cpu
+    return s
+
+
+def _alloc_stats():
+    cdef int64_t b, n
+    em_alloc_stats(&b, &n)
+    return {"cached_bytes": b, "cached_blocks": n}
+
+
+def _empty_cache():
+    em_alloc_empty_cache()
+
+
+# ----------------------------------------------------------------------------
+# TensorBase
+
+cdef type TensorType = None
+
+
+def _set_tensor_class(cls):
+    global TensorType
+    TensorType = cls
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints."""
+
+    def __repr__(self):
+        return f"ember.Size([{', '.join(map(str, self))}])"
+
+    def numel(self):
+        cdef int64_t n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+cdef int64_t numel_of(int ndim, const int64_t *shape) noexcept nogil:
+    cdef int64_t n = 1
+    cdef int i
+    for i in range(ndim):
+        n *= shape[i]
+    return n
+
+
+cdef bint is_contig(TensorBase t) noexcept nogil:
+    cdef int64_t expected = 1
+    cdef int i
+    for i in range(t._ndim - 1, -1, -1):
+        if t._shape[i] != 1:
+            if t._strides[i] != expected:
+                return False
+            expected *= t._shape[i]
+    return True
+
+
+cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device):
+    cdef TensorBase t = TensorBase.__new__(TensorType)
+    cdef int64_t n = 1, st = 1
+    cdef int i
+    if ndim > MAX_DIMS:
+        raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
+    for i in range(ndim - 1, -1, -1):
+        t._shape[i] = shape[i]
+        t._strides[i] = st
+        if shape[i] > 1:
+            st *= shape[i]
+        n *= shape[i]
+    if n > (<int64_t>1 << 60) // em_itemsize[dtype]:
+        raise RuntimeError(f"tensor of {n} elements is too large to allocate")
+    t._ndim = ndim
+    t._dtype = dtype
+    t._offset = 0
+    t._device = device
+    t._storage = _alloc_storage(n * em_itemsize[dtype], device)
+    return t
+
+
+cdef TensorBase new_like(TensorBase t, int dtype):
+    return new_tensor(t._ndim, t._shape, t._dtype if dtype < 0 else dtype, t._device)
+
+
+cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
+                          const int64_t *strides, int64_t offset):
+    cdef TensorBase t = TensorBase.__new__(TensorType)
+    cdef int i
+    if ndim > MAX_DIMS:
+        raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
+    for i in range(ndim):
+        t._shape[i] = shape[i]
+        t._strides[i] = strides[i]
+    t._ndim = ndim
+    t._dtype = base._dtype
+    t._offset = offset
+    t._device = base._device
+    t._storage = base._storage
+    return t
+
+
+cdef TensorBase wrap_scalar(object v, int dtype):
+    cdef TensorBase t = new_tensor(0, NULL, dtype, _cpu)
+    scalar_to_buf(v, dtype, t._storage.data)
+    return t
+
+
+cdef inline char *_ptr(TensorBase t) noexcept nogil:
+    return t._storage.data + t._offset * em_itemsize[t._dtype]
+
+
+cdef tuple shape_tuple(TensorBase t):
+    return tuple([t._shape[i] for i in range(t._ndim)])
+
+
+cdef int wrap_dim(int64_t d, int ndim, str op) except -100:
+    cdef int n = ndim if ndim > 0 else 1
+    if d < -n or d >= n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {d})")
+    return <int>(d + n if d < 0 else d)
+
+
+cdef int parse_shape(object args, int64_t *out, str op) except -1:
+    """Accept f(2, 3), f((2, 3)), f([2, 3]) and f(Size); return ndim."""
+    if isinstance(args, tuple) and len(<tuple>args) == 1 and not isinstance(
+            (<tuple>args)[0], (int, TensorBase)) and hasattr((<tuple>args)[0], "__len__"):
+        args = (<tuple>args)[0]
+    elif isinstance(args, TensorBase):
+        args = (<TensorBase>args).tolist()
+    cdef int n = 0
+    for a in args:
+        if n >= MAX_DIMS:
+            raise RuntimeError(f"{op}: ember supports at most {MAX_DIMS} dimensions")
+        if isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "__index__")):
+            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element "
+                            f"of type {type(a).__name__} at pos {n}")
+        out[n] = a.__index__() if not isinstance(a, int) else a
+        n += 1
+    return n
+
+
+cdef int _check_nonneg(int ndim, const int64_t *shape, str op) except -1:
+    for i in range(ndim):
+        if shape[i] < 0:
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
+                               f"{shape[i]}: [{', '.join(str(shape[j]) for j in range(ndim))}]")
+    return 0
+
+
+cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
+                         int64_t *out) except -1:
+    cdef int nd = nda if nda > ndb else ndb, i
+    cdef int64_t x, y
+    for i in range(nd):
+        x = sa[nda - nd + i] if nda - nd + i >= 0 else 1
+        y = sb[ndb - nd + i] if ndb - nd + i >= 0 else 1
+        if x == y or y == 1:
+            out[i] = x
+        elif x == 1:
+            out[i] = y
+        else:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
+    return nd
+
+
+def broadcast_shapes(*shapes):
+    """Shape that the given shapes broadcast to (PyTorch's rules)."""
+    cdef int64_t acc[MAX_DIMS]
+    cdef int64_t cur[MAX_DIMS]
+    cdef int nd = 0, n
+    for s in shapes:
+        if isinstance(s, int):
+            s = (s,)
+        n = parse_shape(tuple(s), cur, "broadcast_shapes")
+        nd = broadcast_shape(nd, acc, n, cur, acc)
+    return Size([acc[i] for i in range(nd)])
+
+
+cdef int iter_init(NdIter *it, list ops, int ndim, const int64_t *shape) except -1:
+    """Set up a broadcast iteration of ops (tensors) over `shape` (the output's)."""
+    cdef int a, d, k
+    cdef TensorBase t
+    cdef int nargs = len(ops)
+    it.nargs = nargs
+    it.ndim = ndim
+    it.numel = numel_of(ndim, shape)
+    for d in range(ndim):
+        it.shape[d] = shape[d]
+    for a in range(nargs):
+        t = <TensorBase>ops[a]
+        it.ptrs[a] = _ptr(t)
+        k = ndim - t._ndim
+        for d in range(ndim):
+            if d < k or t._shape[d - k] == 1:
+                it.strides[a * MAX_DIMS + d] = 0
+            else:
+                it.strides[a * MAX_DIMS + d] = t._strides[d - k] * em_itemsize[t._dtype]
+    iter_coalesce(it)
+    return 0
+
+
+cdef void iter_coalesce(NdIter *it) noexcept nogil:
+    """Drop size-1 dims and merge dims that are contiguous for every operand;
+    then repack strides to the [arg][ndim] layout em_run_nd expects."""
+    cdef int nd = 0, d, a
+    cdef bint ok
+    cdef int64_t tmp[MAX_ARGS * MAX_DIMS]
+    for d in range(it.ndim):
+        if it.shape[d] == 1:
+            continue
+        if nd > 0:
+            ok = True
+            for a in range(it.nargs):
+                if it.strides[a * MAX_DIMS + nd - 1] != it.shape[d] * it.strides[a * MAX_DIMS + d]:
+                    ok = False
+                    break
+            if ok:
+                it.shape[nd - 1] *= it.shape[d]
+                for a in range(it.nargs):
+                    it.strides[a * MAX_DIMS + nd - 1] = it.strides[a * MAX_DIMS + d]
+                continue
+        it.shape[nd] = it.shape[d]
+        for a in range(it.nargs):
+            it.strides[a * MAX_DIMS + nd] = it.strides[a * MAX_DIMS + d]
+        nd += 1
+    if it.numel == 0:
+        nd = 1
+        it.shape[0] = 0
+    it.ndim = nd
+    for a in range(it.nargs):
+        for d in range(nd):
+            tmp[a * nd + d] = it.strides[a * MAX_DIMS + d]
+    memcpy(it.strides, tmp, sizeof(int64_t) * it.nargs * nd)
+
+
+# ----------------------------------------------------------------------------
+# scalars <-> raw buffers
+
+cdef int scalar_to_buf(object v, int dtype, void *buf) except -1:
+    cdef double d
+    cdef int64_t i
+    if isinstance(v, TensorBase):
+        v = (<TensorBase>v).item()
+    if dtype >= EM_F16:
+        d = float(v)
+        if dtype == EM_F32:
+            (<float *>buf)[0] = <float>d
+        elif dtype == EM_F64:
+            (<double *>buf)[0] = d
+        elif dtype == EM_F16:
+            (<uint16_t *>buf)[0] = em_f2h(<float>d)
+        else:
+            (<uint16_t *>buf)[0] = em_f2bf(<float>d)
+        return 0
+    if dtype == EM_BOOL:
+        (<uint8_t *>buf)[0] = 1 if v else 0
+        return 0
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise RuntimeError(f"value cannot be converted to type {_NAMES[dtype]} without "
+                               f"overflow: {v}")
+        i = <int64_t>v
+    else:
+        try:
+            i = v
+        except OverflowError:
+            raise RuntimeError(f"value cannot be converted to type {_NAMES[dtype]} without "
+                               f"overflow: {v}") from None
+    if dtype == EM_I64:
+        (<int64_t *>buf)[0] = i
+    elif dtype == EM_I32:
+        (<int32_t *>buf)[0] = <int32_t>i
+    elif dtype == EM_I16:
+        (<int16_t *>buf)[0] = <int16_t>i
+    elif dtype == EM_I8:
+        (<int8_t *>buf)[0] = <int8_t>i
+    else:
+        (<uint8_t *>buf)[0] = <uint8_t>i
+    return 0
+
+
+cdef object buf_to_scalar(const void *buf, int dtype):
+    if dtype == EM_F32:
+        return <double>(<const float *>buf)[0]
+    if dtype == EM_F64:
+        return (<const double *>buf)[0]
+    if dtype == EM_F16:
+        return <double>em_h2f((<const uint16_t *>buf)[0])
+    if dtype == EM_BF16:
+        return <double>em_bf2f((<const uint16_t *>buf)[0])
+    if dtype == EM_I64:
+        return (<const int64_t *>buf)[0]
+    if dtype == EM_I32:
+        return (<const int32_t *>buf)[0]
+    if dtype == EM_I16:
+        return (<const int16_t *>buf)[0]
+    if dtype == EM_I8:
+        return (<const int8_t *>buf)[0]
+    if dtype == EM_U8:
+        return (<const uint8_t *>buf)[0]
+    return (<const uint8_t *>buf)[0] != 0
+
+
+# ----------------------------------------------------------------------------
+# copies and casts
+
+cdef int copy_into(TensorBase dst, TensorBase src) except -1:
+    """dst[...] = src with broadcasting and dtype conversion (no autograd)."""
+    cdef NdIter it
+    cdef int64_t bshape[MAX_DIMS]
+    cdef int nd = broadcast_shape(dst._ndim, dst._shape, src._ndim, src._shape, bshape)
+    cdef int i
+    if nd != dst._ndim or any([bshape[i] != dst._shape[i] for i in range(nd)]):
+        raise RuntimeError(f"output with shape {list(shape_tuple(dst))} doesn't match the "
+                           f"broadcast shape {[bshape[i] for i in range(nd)]}")
+    if dst._device.kind != DEV_CPU or src._device.kind != DEV_CPU:
+        raise RuntimeError(f"copy_: cannot copy between {src._device} and {dst._device} natively")
+    iter_init(&it, [dst, src], dst._ndim, dst._shape)
+    cdef em_loop fn = em_cast_loop(dst._dtype, src._dtype)
+    cdef int64_t isz = em_itemsize[dst._dtype]
+    cdef int nt = nthreads_for(it.numel)
+    with nogil:
+        em_run_nd(fn, 2, it.ptrs, it.ndim, it.shape, it.strides, &isz, nt)
+    return 0
+
+
+cdef TensorBase contig(TensorBase t):
+    if is_contig(t):
+        return t
+    cdef TensorBase r = new_like(t, -1)
+    copy_into(r, t)
+    return r
+
+
+cdef TensorBase cast(TensorBase t, int dtype):
+    if t._dtype == dtype:
+        return t
+    cdef TensorBase r = new_like(t, dtype)
+    copy_into(r, t)
+    return r
+
+
+cdef int fill_scalar(TensorBase dst, object v) except -1:
+    cdef uint64_t buf = 0
+    cdef NdIter it
+    scalar_to_buf(v, dst._dtype, &buf)
+    if is_contig(dst):
+        with nogil:
+            em_fill(dst._dtype, _ptr(dst), em_itemsize[dst._dtype], numel_of(dst._ndim, dst._shape),
+                    &buf, nthreads_for(numel_of(dst._ndim, dst._shape)))
+        return 0
+    cdef TensorBase s = wrap_scalar(v, dst._dtype)
+    copy_into(dst, s)
+    return 0
+
+
+cdef bint _compute_view_strides(TensorBase t, int nnd, const int64_t *nshape,
+                                int64_t *nstrides) noexcept:
+    """PyTorch's computeStride: strides for viewing t as nshape without a copy,
+    or False when the memory layout does not allow it."""
+    cdef int64_t numel = numel_of(t._ndim, t._shape)
+    cdef int i, tensor_d, view_d
+    cdef int64_t chunk_base_stride, tensor_numel, view_numel
+    if numel == 0 or t._ndim == 0:
+        chunk_base_stride = 1
+        for i in range(nnd - 1, -1, -1):
+            nstrides[i] = chunk_base_stride
+            chunk_base_stride *= nshape[i] if nshape[i] > 1 else 1
+        return True
+    view_d = nnd - 1
+    chunk_base_stride = t._strides[t._ndim - 1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(t._ndim - 1, -1, -1):
+        tensor_numel *= t._shape[tensor_d]
+        if tensor_d == 0 or (t._shape[tensor_d - 1] != 1 and
+                             t._strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or nshape[view_d] == 1):
+                nstrides[view_d] = view_numel * chunk_base_stride
+                view_numel *= nshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if tensor_d > 0:
+                chunk_base_stride = t._strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    return view_d == -1
+
+
+cdef int _infer_size(int64_t *shape, int nd, int64_t numel, str op) except -1:
+    cdef int infer = -1, i
+    cdef int64_t prod = 1
+    for i in range(nd):
+        if shape[i] == -1:
+            if infer >= 0:
+                raise RuntimeError(f"{op}: only one dimension can be inferred")
+            infer = i
+        elif shape[i] < 0:
+            raise RuntimeError(f"{op}: invalid shape dimension {shape[i]}")
+        else:
+            prod *= shape[i]
+    if infer >= 0:
+        if prod == 0 or numel % prod != 0:
+            raise RuntimeError(f"shape '[{', '.join(str(shape[j]) for j in range(nd))}]' is "
+                               f"invalid for input of size {numel}")
+        shape[infer] = numel // prod
+    elif prod != numel:
+        raise RuntimeError(f"shape '[{', '.join(str(shape[j]) for j in range(nd))}]' is "
+                           f"invalid for input of size {numel}")
+    return 0
+
+
+cdef class TensorBase:
+    """The C-level tensor: storage, offset, shape and strides in fixed arrays,
+    dtype code, device and the autograd fields."""
+
+    # ---- metadata -----------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(shape_tuple(self))
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(shape_tuple(self))
+        return self._shape[wrap_dim(dim, self._ndim, "size")] if self._ndim else \
+            _raise_index("size", dim, 0)
+
+    def stride(self, dim=None):
+        if dim is None:
+            return tuple([self._strides[i] for i in range(self._ndim)])
+        return self._strides[wrap_dim(dim, self._ndim, "stride")]
+
+    @property
+    def ndim(self):
+        return self._ndim
+
+    def dim(self):
+        return self._ndim
+
+    def ndimension(self):
+        return self._ndim
+
+    @property
+    def dtype(self):
+        return _dtypes[self._dtype]
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def is_cuda(self):
+        return self._device.kind == DEV_CUDA
+
+    @property
+    def is_cpu(self):
+        return self._device.kind == DEV_CPU
+
+    @property
+    def is_meta(self):
+        return self._device.kind == DEV_META
+
+    def numel(self):
+        return numel_of(self._ndim, self._shape)
+
+    def nelement(self):
+        return numel_of(self._ndim, self._shape)
+
+    def element_size(self):
+        return em_itemsize[self._dtype]
+
+    @property
+    def itemsize(self):
+        return em_itemsize[self._dtype]
+
+    @property
+    def nbytes(self):
+        return numel_of(self._ndim, self._shape) * em_itemsize[self._dtype]
+
+    def storage_offset(self):
+        return self._offset
+
+    def data_ptr(self):
+        return <size_t>_ptr(self)
+
+    def untyped_storage(self):
+        return self._storage
+
+    def _storage_id(self):
+        return id(self._storage)
+
+    def is_contiguous(self, memory_format=None):
+        return is_contig(self)
+
+    def is_floating_point(self):
+        return self._dtype >= EM_F16
+
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return self._dtype not in (EM_BOOL, EM_U8)
+
+    @property
+    def _version(self):
+        return self._storage.version
+
+    def _bump_version(self):
+        self._storage.version += 1
+
+    def get_device(self):
+        return -1 if self._device.kind == DEV_CPU else (self._device.index or 0)
+
+    # ---- autograd fields ----------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, bint value):
+        if value and self._dtype < EM_F16:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if not value and self._grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        self._requires_grad = value
+
+    def requires_grad_(self, bint requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    def detach(self):
+        """A view of the same storage that is cut off from the autograd graph."""
+        return make_view(self, self._ndim, self._shape, self._strides, self._offset)
+
+    def detach_(self):
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    # ---- views --------------------------------------------------------------
+    def view(self, *shape):
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        if len(shape) == 1 and isinstance(shape[0], DType):
+            return self._view_dtype(shape[0])
+        cdef int nd = parse_shape(shape, ns, "view")
+        _infer_size(ns, nd, numel_of(self._ndim, self._shape), "view")
+        if not _compute_view_strides(self, nd, ns, nst):
+            raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                               "(at least one dimension spans across two contiguous subspaces). "
+                               "Use .reshape(...) instead.")
+        return self._record_view("view", make_view(self, nd, ns, nst, self._offset),
+                                 (shape_tuple(self),))
+
+    def _view_dtype(self, d):
+        cdef int c = dtype_code(d)
+        if em_itemsize[c] != em_itemsize[self._dtype] or not is_contig(self):
+            raise RuntimeError("view(dtype): only same-itemsize views of contiguous tensors are "
+                               "supported")
+        cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
+        r._dtype = c
+        return r
+
+    def reshape(self, *shape):
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        cdef int nd = parse_shape(shape, ns, "reshape")
+        _infer_size(ns, nd, numel_of(self._ndim, self._shape), "reshape")
+        if _compute_view_strides(self, nd, ns, nst):
+            return self._record_view("view", make_view(self, nd, ns, nst, self._offset),
+                                     (shape_tuple(self),))
+        c = self.contiguous()
+        return c.view(*[ns[i] for i in range(nd)])
+
+    def _record_view(self, str name, TensorBase out, attrs):
+        if em_grad_on and self._requires_grad:
+            record(name, (self,), out, attrs)
+        return out
+
+    def as_strided(self, size, stride, storage_offset=None):
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        cdef int nd = parse_shape(tuple(size), ns, "as_strided")
+        cdef int nd2 = parse_shape(tuple(stride), nst, "as_strided")
+        if nd != nd2:
+            raise RuntimeError(f"as_strided: mismatch in length of strides and shape")
+        off = self._offset if storage_offset is None else storage_offset
+        cdef int64_t hi = off
+        for i in range(nd):
+            if ns[i] < 0 or nst[i] < 0:
+                raise RuntimeError("as_strided: negative size or stride")
+            if ns[i] > 0:
+                hi += (ns[i] - 1) * nst[i]
+        if numel_of(nd, ns) > 0 and (hi + 1) * em_itemsize[self._dtype] > self._storage._nbytes:
+            raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)} out of "
+                               f"bounds for storage of size {self._storage._nbytes}")
+        return self._record_view("as_strided", make_view(self, nd, ns, nst, off),
+                                 (shape_tuple(self), self.stride(), self._offset,
+                                  tuple(size), tuple(stride), off))
+
+    def permute(self, *dims):
+        cdef int64_t d[MAX_DIMS]
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        cdef int nd = parse_shape(dims, d, "permute"), i, k
+        cdef bint seen[MAX_DIMS]
+        if nd != self._ndim:
+            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input "
+                               f"does not match the length of the desired ordering of dimensions "
+                               f"i.e. input.dim() = {self._ndim} is not equal to len(dims) = {nd}")
+        memset(seen, 0, sizeof(seen))
+        for i in range(nd):
+            k = wrap_dim(d[i], nd, "permute")
+            if seen[k]:
+                raise RuntimeError("permute(): duplicate dims are not allowed.")
+            seen[k] = True
+            d[i] = k
+            ns[i] = self._shape[k]
+            nst[i] = self._strides[k]
+        return self._record_view("permute", make_view(self, nd, ns, nst, self._offset),
+                                 (tuple([d[i] for i in range(nd)]),))
+
+    def transpose(self, dim0, dim1):
+        cdef int a = wrap_dim(dim0, self._ndim, "transpose")
+        cdef int b = wrap_dim(dim1, self._ndim, "transpose")
+        cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
+        if self._ndim == 0:
+            return self._record_view("transpose", r, (0, 0))
+        r._shape[a], r._shape[b] = self._shape[b], self._shape[a]
+        r._strides[a], r._strides[b] = self._strides[b], self._strides[a]
+        return self._record_view("transpose", r, (a, b))
+
+    swapaxes = transpose
+    swapdims = transpose
+
+    def t(self):
+        if self._ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self._ndim}D")
+        return self.transpose(0, 1) if self._ndim == 2 else self._record_view(
+            "view", make_view(self, self._ndim, self._shape, self._strides, self._offset),
+            (shape_tuple(self),))
+
+    @property
+    def T(self):
+        return self.permute(*range(self._ndim - 1, -1, -1))
+
+    @property
+    def mT(self):
+        if self._ndim < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {self._ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        return self.T
+
+    @property
+    def mH(self):
+        return self.mT
+
+    def unsqueeze(self, dim):
+        cdef int d = wrap_dim(dim, self._ndim + 1, "unsqueeze"), i
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        for i in range(d):
+            ns[i] = self._shape[i]
+            nst[i] = self._strides[i]
+        ns[d] = 1
+        nst[d] = self._strides[d] * self._shape[d] if d < self._ndim else 1
+        for i in range(d, self._ndim):
+            ns[i + 1] = self._shape[i]
+            nst[i + 1] = self._strides[i]
+        return self._record_view("view", make_view(self, self._ndim + 1, ns, nst, self._offset),
+                                 (shape_tuple(self),))
+
+    def squeeze(self, dim=None):
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        cdef bint drop[MAX_DIMS]
+        cdef int nd = 0, i
+        for i in range(self._ndim):
+            drop[i] = dim is None and self._shape[i] == 1
+        if dim is not None:
+            for dd in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+                i = wrap_dim(dd, self._ndim, "squeeze")
+                drop[i] = self._shape[i] == 1 if self._ndim else False
+        for i in range(self._ndim):
+            if not drop[i]:
+                ns[nd] = self._shape[i]
+                nst[nd] = self._strides[i]
+                nd += 1
+        return self._record_view("view", make_view(self, nd, ns, nst, self._offset),
+                                 (shape_tuple(self),))
+
+    def expand(self, *sizes):
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        cdef int nd = parse_shape(sizes, ns, "expand"), i, k
+        if nd < self._ndim:
+            raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or "
+                               f"equal to the number of dimensions in the tensor ({self._ndim})")
+        k = nd - self._ndim
+        for i in range(nd):
+            if i < k:
+                if ns[i] < 0:
+                    raise RuntimeError(f"expand: the expanded size of the tensor ({ns[i]}) isn't "
+                                       f"allowed in a leading, non-existing dimension {i}")
+                nst[i] = 0
+            else:
+                if ns[i] == -1:
+                    ns[i] = self._shape[i - k]
+                if self._shape[i - k] == ns[i]:
+                    nst[i] = self._strides[i - k]
+                elif self._shape[i - k] == 1:
+                    nst[i] = 0
+                else:
+                    raise RuntimeError(f"The expanded size of the tensor ({ns[i]}) must match the "
+                                       f"existing size ({self._shape[i - k]}) at non-singleton "
+                                       f"dimension {i}.  Target sizes: "
+                                       f"{[ns[j] for j in range(nd)]}.  Tensor sizes: "
+                                       f"{list(shape_tuple(self))}")
+        return self._record_view("expand", make_view(self, nd, ns, nst, self._offset),
+                                 (shape_tuple(self),))
+
+    def expand_as(self, other):
+        return self.expand(*other.shape)
+
+    def broadcast_to(self, *sizes):
+        return self.expand(*sizes)
+
+    def narrow(self, dim, start, length):
+        cdef int d = wrap_dim(dim, self._ndim, "narrow")
+        cdef int64_t size = self._shape[d]
+        if isinstance(start, TensorBase):
+            start = start.item()
+        if start < 0:
+            start += size
+        if start < 0 or start > size or length < 0 or start + length > size:
+            raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                             f"size ({size}).")
+        cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides,
+                                      self._offset + start * self._strides[d])
+        r._shape[d] = length
+        return self._record_view("narrow", r, (shape_tuple(self), d, start, length))
+
+    def select(self, dim, index):
+        cdef int d = wrap_dim(dim, self._ndim, "select"), i
+        cdef int64_t size = self._shape[d]
+        cdef int64_t idx = index
+        if idx < -size or idx >= size:
+            raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+        if idx < 0:
+            idx += size
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        for i in range(d):
+            ns[i] = self._shape[i]
+            nst[i] = self._strides[i]
+        for i in range(d + 1, self._ndim):
+            ns[i - 1] = self._shape[i]
+            nst[i - 1] = self._strides[i]
+        return self._record_view("select", make_view(
+            self, self._ndim - 1, ns, nst, self._offset + idx * self._strides[d]),
+            (shape_tuple(self), d, idx))
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        cdef int a = wrap_dim(dim1, self._ndim, "diagonal")
+        cdef int b = wrap_dim(dim2, self._ndim, "diagonal"), i, nd = 0
+        if a == b:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        cdef int64_t off = self._offset, n
+        if offset >= 0:
+            n = min(self._shape[a], self._shape[b] - offset)
+            off += offset * self._strides[b]
+        else:
+            n = min(self._shape[a] + offset, self._shape[b])
+            off -= offset * self._strides[a]
+        if n <= 0:
+            n = 0
+            off = self._offset
+        cdef int64_t ns[MAX_DIMS]
+        cdef int64_t nst[MAX_DIMS]
+        for i in range(self._ndim):
+            if i != a and i != b:
+                ns[nd] = self._shape[i]
+                nst[nd] = self._strides[i]
+                nd += 1
+        ns[nd] = n
+        nst[nd] = self._strides[a] + self._strides[b]
+        return self._record_view("diagonal", make_view(self, nd + 1, ns, nst, off),
+                                 (shape_tuple(self), offset, a, b))
+
+    def unfold(self, dimension, size, step):
+        cdef int d = wrap_dim(dimension, self._ndim, "unfold"), i
+        if size > self._shape[d] or step <= 0:
+            raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is "
+                               f"{self._shape[d]} but size is {size}")
+        shp = list(shape_tuple(self))
+        st = list(self.stride())
+        shp[d] = (self._shape[d] - size) // step + 1
+        st[d] = self._strides[d] * step
+        return self.as_strided(shp + [size], st + [self._strides[d]], self._offset)
+
+    # ---- copies -------------------------------------------------------------
+    def contiguous(self, memory_format=None):
+        if is_contig(self):
+            return self
+        cdef TensorBase r = new_like(self, -1)
+        copy_into(r, self)
+        if em_grad_on and self._requires_grad:
+            record("clone", (self,), r, None)
+        return r
+
+    def clone(self, memory_format=None):
+        cdef TensorBase r = new_like(self, -1)
+        if self._device.kind != DEV_CPU:
+            return redispatch("clone", TensorBase.clone, (self,), None)
+        copy_into(r, self)
+        if em_grad_on and self._requires_grad:
+            record("clone", (self,), r, None)
+        return r
+
+    def copy_(self, src, non_blocking=False):
+        if not isinstance(src, TensorBase):
+            src = _tensor_from_data(src, -1, None)
+        cdef TensorBase s = <TensorBase>src
+        if _slow or self._device.kind != DEV_CPU or s._device.kind != DEV_CPU:
+            if self._device.kind == DEV_PLUGIN or s._device.kind == DEV_PLUGIN:
+                dev = self._device if self._device.kind == DEV_PLUGIN else s._device
+                kern = _backend_kernels.get(dev.type, {}).get("copy_")
+                if kern is None:
+                    raise NotImplementedError(f"copy_: no kernel registered for '{dev.type}'")
+                kern(self, s)
+                self._storage.version += 1
+                return self
+            if _slow:
+                return redispatch("copy_", TensorBase.copy_, (self, src), None)
+        check_inplace(self, "copy_")
+        if em_grad_on and (s._requires_grad or self._requires_grad):
+            old = make_view(self, self._ndim, self._shape, self._strides, self._offset)
+            copy_into(self, s)
+            self._storage.version += 1
+            record("copy_", (old, s), self, None)
+            return self
+        copy_into(self, s)
+        self._storage.version += 1
+        return self
+
+    def to(self, *args, **kwargs):
+        """to(dtype) / to(device) / to(device, dtype) / to(other) with copy=."""
+        dtype = kwargs.get("dtype")
+        device = kwargs.get("device")
+        copy = kwargs.get("copy", False)
+        for a in args:
+            if isinstance(a, DType):
+                dtype = a
+            elif isinstance(a, TensorBase):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (str, Device)):
+                device = a
+            elif isinstance(a, bool):
+                copy = a
+            elif a is not None:
+                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        cdef Device dev = self._device if device is None else as_device(device)
+        cdef int dt = self._dtype if dtype is None else dtype_code(dtype)
+        if dev == self._device and dt == self._dtype:
+            return self.clone() if copy else self
+        if dev != self._device:
+            if dev.kind == DEV_PLUGIN or self._device.kind == DEV_PLUGIN:
+                devtype = dev.type if dev.kind == DEV_PLUGIN else self._device.type
+                kern = _backend_kernels.get(devtype, {}).get("to")
+                if kern is None:
+                    raise NotImplementedError(f"to: no kernel registered for '{devtype}'")
+                return kern(self, dev, _dtypes[dt])
+            raise RuntimeError(f"to: cannot move a tensor to {dev}: CUDA is not available in "
+                               f"this build of ember")
+        return self._cast(dt)
+
+    def _cast(self, int dt):
+        if dt == self._dtype:
+            return self
+        cdef TensorBase r = new_like(self, dt)
+        copy_into(r, self)
+        if em_grad_on and self._requires_grad and dt >= EM_F16:
+            record("to_dtype", (self,), r, (self._dtype,))
+        return r
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return {EM_F32: "ember.FloatTensor", EM_F64: "ember.DoubleTensor",
+                    EM_I64: "ember.LongTensor", EM_I32: "ember.IntTensor",
+                    EM_BOOL: "ember.BoolTensor", EM_U8: "ember.ByteTensor",
+                    EM_I8: "ember.CharTensor", EM_I16: "ember.ShortTensor",
+                    EM_F16: "ember.HalfTensor", EM_BF16: "ember.BFloat16Tensor"}[self._dtype]
+        return self._cast(dtype_code(dtype))
+
+    def type_as(self, other):
+        return self._cast((<TensorBase>other)._dtype)
+
+    def float(self):
+        return self._cast(EM_F32)
+
+    def double(self):
+        return self._cast(EM_F64)
+
+    def half(self):
+        return self._cast(EM_F16)
+
+    def bfloat16(self):
+        return self._cast(EM_BF16)
+
+    def long(self):
+        return self._cast(EM_I64)
+
+    def int(self):
+        return self._cast(EM_I32)
+
+    def short(self):
+        return self._cast(EM_I16)
+
+    def char(self):
+        return self._cast(EM_I8)
+
+    def byte(self):
+        return self._cast(EM_U8)
+
+    def bool(self):
+        return self._cast(EM_BOOL)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to("cuda" if device is None else device)
+
+    # ---- Python values ------------------------------------------------------
+    def item(self):
+        if numel_of(self._ndim, self._shape) != 1:
+            raise RuntimeError(f"a Tensor with {numel_of(self._ndim, self._shape)} elements "
+                               f"cannot be converted to Scalar")
+        if self._device.kind != DEV_CPU:
+            return self.to("cpu").item()
+        return buf_to_scalar(_ptr(self), self._dtype)
+
+    def tolist(self):
+        if self._device.kind != DEV_CPU:
+            return self.to("cpu").tolist()
+        if self._ndim == 0:
+            return buf_to_scalar(_ptr(self), self._dtype)
+        return _tolist(self, 0, _ptr(self))
+
+    def __len__(self):
+        if self._ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __bool__(self):
+        if numel_of(self._ndim, self._shape) != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype >= EM_F16 or numel_of(self._ndim, self._shape) != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    # ---- interop ------------------------------------------------------------
+    @property
+    def __array_interface__(self):
+        if self._device.kind != DEV_CPU:
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
+                            f"Tensor.cpu() to copy the tensor to host memory first.")
+        ts = _TYPESTR[self._dtype]
+        if ts is None:
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        isz = em_itemsize[self._dtype]
+        return {"shape": shape_tuple(self), "typestr": ts, "version": 3,
+                "data": (<size_t>_ptr(self), False),
+                "strides": tuple([self._strides[i] * isz for i in range(self._ndim)])}
+
+    def numpy(self, *, force=False):
+        """A NumPy array sharing this tensor's memory."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        import numpy
+        return numpy.asarray(_NumpyView(self))
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy
+        a = numpy.asarray(_NumpyView(self))
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a.copy() if copy else a
+
+    def __dlpack_device__(self):
+        if self._device.kind == DEV_CPU:
+            return (kDLCPU, 0)
+        if self._device.kind == DEV_CUDA:
+            return (kDLCUDA, self._device.index or 0)
+        raise BufferError(f"__dlpack_device__: device {self._device} has no DLPack code")
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if copy:
+            return self.clone().__dlpack__(max_version=max_version)
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"__dlpack__: can't export to device {dl_device} without a copy")
+        versioned = max_version is not None and max_version[0] >= 1
+        return _to_dlpack(self, versioned)
+
+    def __reduce_ex__(self, proto):
+        import numpy
+        return (_rebuild_from_numpy, (numpy.array(_NumpyView(self)) if self._dtype != EM_BF16
+                                      else numpy.array(_NumpyView(self._cast(EM_F32))),
+                                      self._dtype, self._requires_grad))
+
+
+def _rebuild_from_numpy(arr, int dt, rg):
+    t = _tensor_from_data(arr, dt, None)
+    if rg:
+        t.requires_grad_(True)
+    return t
+
+
+cdef object _raise_index(str op, dim, int n):
+    raise IndexError(f"{op}: Dimension specified as {dim} but tensor has no dimensions")
+
+
+cdef object _tolist(TensorBase t, int d, char *p):
+    cdef int64_t i, n = t._shape[d], st = t._strides[d] * em_itemsize[t._dtype]
+    if d == t._ndim - 1:
+        return [buf_to_scalar(p + i * st, t._dtype) for i in range(n)]
+    return [_tolist(t, d + 1, p + i * st) for i in range(n)]
+
+
+cdef class _NumpyView:
+    """Carries a tensor's __array_interface__ and keeps the tensor alive."""
+    cdef public object __array_interface__
+    cdef object base
+
+    def __cinit__(self, TensorBase t):
+        self.base = t
+        self.__array_interface__ = t.__array_interface__
+
+
+# ----------------------------------------------------------------------------
+# creation
+
+cdef object _infer_nested(object data, list shape, int depth):
+    """Walk nested sequences: fill `shape`, return the promoted scalar category."""
+    cdef int cat = -1, c
+    if isinstance(data, TensorBase):
+        t = <TensorBase>data
+        for i in range(t._ndim):
+            if depth + i >= len(shape):
+                shape.append(t._shape[i])
+        return 3 + t._dtype
+    if isinstance(data, (list, tuple)):
+        n = len(data)
+        if depth == len(shape):
+            shape.append(n)
+        elif shape[depth] != n:
+            raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} "
+                             f"(got {n})")
+        for x in data:
+            c = _infer_nested(x, shape, depth + 1)
+            cat = c if cat < 0 else (c if c > cat else cat)
+        return cat
+    if depth < len(shape):
+        raise ValueError(f"expected a sequence at dim {depth} but got {type(data).__name__}")
+    c = scalar_category(data)
+    if c < 0:
+        raise TypeError(f"tensor(): could not infer dtype of {type(data).__name__}")
+    return c
+
+
+cdef void _fill_nested(object data, TensorBase t, int d, char *p) except *:
+    cdef int64_t st = t._strides[d] * em_itemsize[t._dtype] if d < t._ndim else 0
+    cdef int64_t i = 0
+    if isinstance(data, TensorBase):
+        dst = make_view(t, t._ndim - d, &t._shape[d], &t._strides[d],
+                        (p - t._storage.data) // em_itemsize[t._dtype])
+        copy_into(dst, <TensorBase>data)
+        return
+    if d == t._ndim:
+        scalar_to_buf(data, t._dtype, p)
+        return
+    for x in data:
+        _fill_nested(x, t, d + 1, p + i * st)
+        i += 1
+
+
+cdef TensorBase _tensor_from_data(object data, int dt, object device):
+    cdef TensorBase t
+    cdef int64_t shp[MAX_DIMS]
+    cdef int c
+    if isinstance(data, TensorBase):
+        return cast(contig(<TensorBase>data), dt if dt >= 0 else (<TensorBase>data)._dtype).clone() \
+            if dt < 0 or dt == (<TensorBase>data)._dtype else cast(<TensorBase>data, dt)
+    if hasattr(data, "__array_interface__") or (hasattr(data, "__array__") and
+                                                not isinstance(data, (list, tuple))):
+        src = _from_array_like(data, True)
+        return cast(src, dt).clone() if dt >= 0 and dt != src._dtype else src.clone()
+    shape = []
+    c = _infer_nested(data, shape, 0)
+    if dt < 0:
+        dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (_default_dtype if c == 2 else c - 3))
+        if c >= 3:
+            # tensors nested in lists: promote among them
+            dt = c - 3
+    for i in range(len(shape)):
+        shp[i] = shape[i]
+    t = new_tensor(len(shape), shp, dt, _cpu)
+    if numel_of(t._ndim, t._shape):
+        _fill_nested(data, t, 0, t._storage.data)
+    return t
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Construct a tensor by copying ``data`` (nested sequences, scalars, arrays).
+
+    Examples
+    --------
+    >>> import ember
+    >>> ember.tensor([[1., 2.]])
+    tensor([[1., 2.]])
+    """
+    cdef TensorBase t = _tensor_from_data(data, dtype_code(dtype), device)
+    cdef Device dev = as_device(device)
+    if dev.kind != DEV_CPU:
+        t = t.to(dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+cdef TensorBase _from_array_like(object arr, bint allow_copy):
+    """Zero-copy wrap of an object with __array_interface__ (NumPy arrays)."""
+    if not hasattr(arr, "__array_interface__"):
+        import numpy
+        arr = numpy.asarray(arr)
+    ai = arr.__array_interface__
+    d = _dtype_from_typestr(ai["typestr"])
+    if d is None:
+        if allow_copy:
+            import numpy
+            a2 = numpy.asarray(arr)
+            if a2.dtype.kind in "iu" and a2.dtype.itemsize == 8 and a2.dtype.kind == "u":
+                raise TypeError(f"can't convert np.ndarray of type {a2.dtype}. The only "
+                                f"supported types are: float64, float32, float16, int64, int32, "
+                                f"int16, int8, uint8, and bool.")
+            if a2.dtype.byteorder == ">":
+                return _from_array_like(a2.astype(a2.dtype.newbyteorder("=")), False)
+        raise TypeError(f"can't convert np.ndarray of type {getattr(arr, 'dtype', ai['typestr'])}. "
+                        f"The only supported types are: float64, float32, float16, int64, "
+                        f"int32, int16, int8, uint8, and bool.")
+    cdef int dt = (<DType>d).code
+    cdef int isz = em_itemsize[dt]
+    shape = ai["shape"]
+    strides = ai.get("strides")
+    cdef int nd = len(shape), i
+    cdef int64_t shp[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int64_t lo = 0, hi = 0
+    for i in range(nd):
+        shp[i] = shape[i]
+    if strides is None:
+        acc = 1
+        for i in range(nd - 1, -1, -1):
+            st[i] = acc
+            acc *= shp[i]
+    else:
+        for i in range(nd):
+            if strides[i] < 0:
+                raise ValueError("At least one stride in the given numpy array is negative, and "
+                                 "tensors with negative strides are not currently supported. "
+                                 "(You can probably work around this by making a copy of your "
+                                 "array with array.copy().)")
+            if strides[i] % isz:
+                raise ValueError("given numpy array strides not a multiple of the element byte "
+                                 "size. Copy the numpy array to reallocate the memory.")
+            st[i] = strides[i] // isz
+    for i in range(nd):
+        if shp[i] > 0:
+            hi += (shp[i] - 1) * st[i]
+    ptr, _ro = ai["data"]
+    cdef Storage s = Storage.__new__(Storage)
+    s.data = <char *><size_t>ptr
+    s._nbytes = (hi + 1) * isz if numel_of(nd, shp) else 0
+    s.owner = arr
+    s.device = _cpu
+    cdef TensorBase t = TensorBase.__new__(TensorType)
+    t._storage = s
+    t._offset = 0
+    t._ndim = nd
+    t._dtype = dt
+    t._device = _cpu
+    for i in range(nd):
+        t._shape[i] = shp[i]
+        t._strides[i] = st[i]
+    return t
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with a NumPy array."""
+    if not hasattr(ndarray, "__array_interface__") or type(ndarray).__module__ != "numpy":
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return _from_array_like(ndarray, False)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Convert to a tensor, sharing memory when possible (tensors, NumPy arrays)."""
+    cdef int dt = dtype_code(dtype)
+    cdef TensorBase t
+    if isinstance(data, TensorBase):
+        t = <TensorBase>data
+        if dt >= 0 and dt != t._dtype:
+            t = t._cast(dt)
+        return t.to(device) if device is not None else t
+    if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__"):
+        try:
+            t = _from_array_like(data, False)
+        except TypeError:
+            t = _tensor_from_data(data, -1, None)
+        return t._cast(dt) if dt >= 0 else t
+    return tensor(data, dtype=dtype, device=device)
+
+
+def _make_tensor(size_t ptr, shape, strides, dtype, device, owner, int64_t offset=0,
+                 int64_t nbytes=-1):
+    """Build a tensor over memory `owner` keeps alive (for plugin backends and loaders)."""
+    cdef int64_t shp[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int nd = parse_shape(tuple(shape), shp, "_make_tensor"), i
+    cdef int dt = dtype_code(dtype)
+    if strides is None:
+        acc = 1
+        for i in range(nd - 1, -1, -1):
+            st[i] = acc
+            acc *= shp[i]
+    else:
+        parse_shape(tuple(strides), st, "_make_tensor")
+    cdef Storage s = Storage.__new__(Storage)
+    s.data = <char *>ptr
+    s._nbytes = nbytes if nbytes >= 0 else (offset + numel_of(nd, shp)) * em_itemsize[dt]
+    s.owner = owner if owner is not None else False
+    s.device = as_device(device)
+    cdef TensorBase t = TensorBase.__new__(TensorType)
+    t._storage = s
+    t._offset = offset
+    t._ndim = nd
+    t._dtype = dt
+    t._device = s.device
+    for i in range(nd):
+        t._shape[i] = shp[i]
+        t._strides[i] = st[i]
+    return t
+
+
+def _from_storage(Storage s, shape, strides, dtype, int64_t offset=0):
+    """A tensor viewing an existing Storage (serialization rebuilds views with this)."""
+    cdef int64_t shp[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int nd = parse_shape(tuple(shape), shp, "_from_storage"), i
+    parse_shape(tuple(strides), st, "_from_storage")
+    cdef TensorBase t = TensorBase.__new__(TensorType)
+    t._storage = s
+    t._offset = offset
+    t._ndim = nd
+    t._dtype = dtype_code(dtype)
+    t._device = s.device
+    for i in range(nd):
+        t._shape[i] = shp[i]
+        t._strides[i] = st[i]
+    return t
+
+
+def _new_storage(int64_t nbytes, device=None):
+    return _alloc_storage(nbytes, as_device(device))
+
+
+cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=False):
+    cdef int64_t shp[MAX_DIMS]
+    cdef int nd = parse_shape(size, shp, op)
+    _check_nonneg(nd, shp, op)
+    cdef int dt = dtype_code(dtype)
+    if dt < 0:
+        dt = _default_dtype
+    cdef Device dev = as_device(device)
+    if dev.kind == DEV_PLUGIN:
+        kern = _backend_kernels.get(dev.type, {}).get("empty")
+        if kern is None:
+            raise NotImplementedError(f"{op}: no 'empty' kernel registered for '{dev.type}'")
+        return kern(tuple([shp[i] for i in range(nd)]), _dtypes[dt], dev)
+    if dev.kind == DEV_CUDA:
+        raise RuntimeError(f"{op}: CUDA is not available in this build of ember "
+                           f"(see ember.cuda.unavailable_reason())")
+    return new_tensor(nd, shp, dt, dev)
+
+
+cdef object _finish(TensorBase t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+cdef object _fill_any(TensorBase t, v):
+    if t._device.kind == DEV_PLUGIN:
+        kern = _backend_kernels.get(t._device.type, {}).get("fill_")
+        if kern is None:
+            raise NotImplementedError(f"fill_: no kernel registered for '{t._device.type}'")
+        kern(t, v)
+    else:
+        fill_scalar(t, v)
+    return t
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
+          memory_format=None, out=None):
+    """A tensor of the given shape with uninitialised values."""
+    return _finish(_factory(size, dtype, device, "empty"), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
+    """A tensor filled with 0."""
+    return _finish(<TensorBase>_fill_any(_factory(size, dtype, device, "zeros"), 0), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
+    """A tensor filled with 1."""
+    return _finish(<TensorBase>_fill_any(_factory(size, dtype, device, "ones"), 1), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+         out=None):
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if dtype is None:
+        c = scalar_category(fill_value)
+        if isinstance(fill_value, TensorBase):
+            dtype = fill_value.dtype
+        elif c < 0:
+            raise TypeError(f"full(): fill_value must be a number, got {type(fill_value).__name__}")
+        else:
+            dtype = _dtypes[_wrapped_dtype(c)]
+    if isinstance(size, int):
+        size = (size,)
+    return _finish(<TensorBase>_fill_any(_factory((tuple(size),), dtype, device, "full"),
+                                         fill_value), requires_grad)
+
+
+cdef object _like_args(TensorBase t, dtype, device):
+    return (t.dtype if dtype is None else dtype, t._device if device is None else device)
+
+
+def empty_like(TensorBase input, *, dtype=None, device=None, requires_grad=False,
+               layout=None, memory_format=None):
+    d, dev = _like_args(input, dtype, device)
+    return empty(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def zeros_like(TensorBase input, *, dtype=None, device=None, requires_grad=False,
+               layout=None, memory_format=None):
+    d, dev = _like_args(input, dtype, device)
+    return zeros(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(TensorBase input, *, dtype=None, device=None, requires_grad=False,
+              layout=None, memory_format=None):
+    d, dev = _like_args(input, dtype, device)
+    return ones(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def full_like(TensorBase input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              layout=None, memory_format=None):
+    d, dev = _like_args(input, dtype, device)
+    return full(shape_tuple(input), fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def _cpu_info():
+    """CPU features seen at run time and the kernel ISA chosen."""
+    feats = [f for f in ("sse4.2", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+                         "avx512dq") if ember_cpu_has(f.encode())]
+    isa = ember_cpu_isa()
+    return {"isa": ember_isa_name(isa).decode(), "features": feats}
+
+
+# ----------------------------------------------------------------------------
+# DLPack
+
+cdef class _DLOwner:
+    """Keeps an imported DLPack tensor alive; calls its deleter when freed."""
+    cdef void *managed
+    cdef bint versioned
+    cdef object capsule
+
+    def __dealloc__(self):
+        if self.managed == NULL:
+            return
+        if self.versioned:
+            if (<DLManagedTensorVersioned *>self.managed).deleter != NULL:
+                (<DLManagedTensorVersioned *>self.managed).deleter(
+                    <DLManagedTensorVersioned *>self.managed)
+        elif (<DLManagedTensor *>self.managed).deleter != NULL:
+            (<DLManagedTensor *>self.managed).deleter(<DLManagedTensor *>self.managed)
+
+
+cdef struct _ExportCtx:
+    int64_t shape[MAX_DIMS]
+    int64_t strides[MAX_DIMS]
+    void *pyref
+
+
+cdef void _dl_deleter(DLManagedTensor *m) noexcept with gil:
+    cdef _ExportCtx *ctx = <_ExportCtx *>m.manager_ctx
+    Py_DECREF(<object>ctx.pyref)
+    free(ctx)
+    free(m)
+
+
+cdef void _dlv_deleter(DLManagedTensorVersioned *m) noexcept with gil:
+    cdef _ExportCtx *ctx = <_ExportCtx *>m.manager_ctx
+    Py_DECREF(<object>ctx.pyref)
+    free(ctx)
+    free(m)
+
+
+cdef void _capsule_destructor(object cap) noexcept:
+    # called when a capsule is dropped without being consumed
+    cdef DLManagedTensor *m
+    cdef DLManagedTensorVersioned *mv
+    if PyCapsule_IsValid(cap, "dltensor"):
+        m = <DLManagedTensor *>PyCapsule_GetPointer(cap, "dltensor")
+        if m.deleter != NULL:
+            m.deleter(m)
+    elif PyCapsule_IsValid(cap, "dltensor_versioned"):
+        mv = <DLManagedTensorVersioned *>PyCapsule_GetPointer(cap, "dltensor_versioned")
+        if mv.deleter != NULL:
+            mv.deleter(mv)
+
+
+cdef DLDataType _dl_dtype(int dt):
+    cdef DLDataType r
+    r.lanes = 1
+    r.bits = em_itemsize[dt] * 8
+    if dt == EM_BOOL:
+        r.code = kDLBool
+    elif dt == EM_U8:
+        r.code = kDLUInt
+    elif dt <= EM_I64:
+        r.code = kDLInt
+    elif dt == EM_BF16:
+        r.code = kDLBfloat
+    else:
+        r.code = kDLFloat
+    return r
+
+
+cdef object _to_dlpack(TensorBase t, bint versioned):
+    cdef _ExportCtx *ctx = <_ExportCtx *>malloc(sizeof(_ExportCtx))
+    cdef DLTensor *dl
+    cdef DLManagedTensor *m
+    cdef DLManagedTensorVersioned *mv
+    cdef int i
+    for i in range(t._ndim):
+        ctx.shape[i] = t._shape[i]
+        ctx.strides[i] = t._strides[i]
+    ctx.pyref = <void *>t
+    Py_INCREF(t)
+    if versioned:
+        mv = <DLManagedTensorVersioned *>malloc(sizeof(DLManagedTensorVersioned))
+        mv.version.major = 1
+        mv.version.minor = 0
+        mv.manager_ctx = ctx
+        mv.deleter = _dlv_deleter
+        mv.flags = 0
+        dl = &mv.dl_tensor
+    else:
+        m = <DLManagedTensor *>malloc(sizeof(DLManagedTensor))
+        m.manager_ctx = ctx
+        m.deleter = _dl_deleter
+        dl = &m.dl_tensor
+    dl.data = _ptr(t)
+    dl.device.device_type = kDLCPU
+    dl.device.device_id = 0
+    dl.ndim = t._ndim
+    dl.dtype = _dl_dtype(t._dtype)
+    dl.shape = ctx.shape
+    dl.strides = ctx.strides
+    dl.byte_offset = 0
+    if versioned:
+        return PyCapsule_New(mv, "dltensor_versioned", _capsule_destructor)
+    return PyCapsule_New(m, "dltensor", _capsule_destructor)
+
+
+def from_dlpack(ext):
+    """Import a tensor from any object with ``__dlpack__`` (or a DLPack capsule), zero-copy."""
+    if hasattr(ext, "__dlpack__"):
+        dev = ext.__dlpack_device__() if hasattr(ext, "__dlpack_device__") else (kDLCPU, 0)
+        if dev[0] != kDLCPU:
+            raise RuntimeError(f"from_dlpack: only CPU tensors can be imported in this build "
+                               f"(device type {dev[0]})")
+        try:
+            cap = ext.__dlpack__(max_version=(1, 0))
+        except TypeError:
+            cap = ext.__dlpack__()
+    else:
+        cap = ext
+    cdef DLTensor *dl
+    cdef _DLOwner owner = _DLOwner.__new__(_DLOwner)
+    if PyCapsule_IsValid(cap, "dltensor_versioned"):
+        mv = <DLManagedTensorVersioned *>PyCapsule_GetPointer(cap, "dltensor_versioned")
+        if mv.version.major > 1:
+            raise BufferError(f"from_dlpack: DLPack version {mv.version.major} is newer than "
+                              f"the supported 1.x")
+        dl = &mv.dl_tensor
+        owner.managed = mv
+        owner.versioned = True
+        PyCapsule_SetName(cap, "used_dltensor_versioned")
+    elif PyCapsule_IsValid(cap, "dltensor"):
+        m = <DLManagedTensor *>PyCapsule_GetPointer(cap, "dltensor")
+        dl = &m.dl_tensor
+        owner.managed = m
+        owner.versioned = False
+        PyCapsule_SetName(cap, "used_dltensor")
+    else:
+        raise TypeError("from_dlpack: expected an object with __dlpack__ or a DLPack capsule")
+    if dl.device.device_type != kDLCPU:
+        raise RuntimeError("from_dlpack: only CPU tensors are supported in this build")
+    cdef int dt = -1
+    if dl.dtype.lanes != 1:
+        raise BufferError("from_dlpack: vector dtypes are not supported")
+    code, bits = dl.dtype.code, dl.dtype.bits
+    if code == kDLBool or (code == kDLUInt and bits == 8 and False):
+        dt = EM_BOOL
+    elif code == kDLUInt and bits == 8:
+        dt = EM_U8
+    elif code == kDLInt:
+        dt = {8: EM_I8, 16: EM_I16, 32: EM_I32, 64: EM_I64}.get(bits, -1)
+    elif code == kDLFloat:
+        dt = {16: EM_F16, 32: EM_F32, 64: EM_F64}.get(bits, -1)
+    elif code == kDLBfloat and bits == 16:
+        dt = EM_BF16
+    if dt < 0:
+        raise BufferError(f"from_dlpack: unsupported DLPack dtype (code {code}, bits {bits})")
+    cdef int nd = dl.ndim, i
+    cdef int64_t shp[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int64_t hi = 0, acc = 1
+    for i in range(nd - 1, -1, -1):
+        shp[i] = dl.shape[i]
+        st[i] = dl.strides[i] if dl.strides != NULL else acc
+        acc *= shp[i]
+    for i in range(nd):
+        if shp[i] > 0:
+            hi += (shp[i] - 1) * st[i]
+    cdef Storage s = Storage.__new__(Storage)
+    s.data = <char *>dl.data + dl.byte_offset
+    s._nbytes = (hi + 1) * em_itemsize[dt] if numel_of(nd, shp) else 0
+    s.owner = owner
+    s.device = _cpu
+    cdef TensorBase t = TensorBase.__new__(TensorType)
+    t._storage = s
+    t._offset = 0
+    t._ndim = nd
+    t._dtype = dt
+    t._device = _cpu
+    for i in range(nd):
+        t._shape[i] = shp[i]
+        t._strides[i] = st[i]
+    return t
+
+
+# ----------------------------------------------------------------------------
+# basic indexing (ints, slices, None, Ellipsis); advanced indexing lives in index.pyx
+
+def _basic_getitem(TensorBase self, idx):
+    """Views for int / slice / None / Ellipsis indices; returns None when the
+    index needs advanced indexing."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    cdef int64_t ns[MAX_DIMS]
+    cdef int64_t nst[MAX_DIMS]
+    cdef int64_t off = self._offset, size, start, stop, step, n, k
+    cdef int nd = 0, d = 0, nspec = 0
+    for it in idx:
+        if it is None or it is Ellipsis:
+            continue
+        if isinstance(it, (int, slice)) or (isinstance(it, TensorBase) and
+                                            (<TensorBase>it)._ndim == 0 and
+                                            (<TensorBase>it)._dtype not in (EM_BOOL,) and
+                                            (<TensorBase>it)._dtype < EM_F16 and False):
+            nspec += 1
+        else:
+            return None
+    if nspec > self._ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self._ndim}")
+    cdef bint seen_ellipsis = False
+    for it in idx:
+        if it is Ellipsis:
+            if seen_ellipsis:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen_ellipsis = True
+            for k in range(self._ndim - nspec):
+                ns[nd] = self._shape[d]
+                nst[nd] = self._strides[d]
+                nd += 1
+                d += 1
+        elif it is None:
+            if nd >= MAX_DIMS:
+                raise IndexError(f"ember supports at most {MAX_DIMS} dimensions")
+            ns[nd] = 1
+            nst[nd] = 1
+            nd += 1
+        elif isinstance(it, slice):
+            size = self._shape[d]
+            step = 1 if it.step is None else it.step
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            start = 0 if it.start is None else it.start
+            stop = size if it.stop is None else it.stop
+            if start < 0:
+                start = max(0, start + size)
+            if stop < 0:
+                stop = max(0, stop + size)
+            start = min(start, size)
+            stop = min(stop, size)
+            n = (stop - start + step - 1) // step if stop > start else 0
+            ns[nd] = n
+            nst[nd] = self._strides[d] * step
+            off += start * self._strides[d]
+            nd += 1
+            d += 1
+        else:
+            size = self._shape[d]
+            k = it
+            if k < -size or k >= size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+            if k < 0:
+                k += size
+            off += k * self._strides[d]
+            d += 1
+    while d < self._ndim:
+        ns[nd] = self._shape[d]
+        nst[nd] = self._strides[d]
+        nd += 1
+        d += 1
+    cdef TensorBase r = make_view(self, nd, ns, nst, off)
+    if em_grad_on and self._requires_grad:
+        record("as_strided", (self,), r,
+               (shape_tuple(self), self.stride(), self._offset, shape_tuple(r), r.stride(), off))
+    return r
+
+
+def _scalar_like(x):
+    """True when x is a Python/NumPy number that ops accept as a scalar operand."""
+    return scalar_category(x) >= 0

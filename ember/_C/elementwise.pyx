@@ -1,0 +1,908 @@
+"""Elementwise ops: arithmetic, comparisons, unary math, where, clamp, lerp.
+
+Every op goes: argument checks -> (slow path: Python mode / plugin device) ->
+type promotion -> broadcast -> one C inner loop from the ISA table ->
+autograd record when an input requires grad."""
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memset
+
+from ember._C.core cimport *
+from ember._C.core import Size
+import builtins as _bi
+
+cdef extern from "ember_ew.h" nogil:
+    enum:
+        EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_REM, EW_FMOD, EW_POW, EW_MAX, EW_MIN
+        EW_FMAX, EW_FMIN, EW_ATAN2, EW_HYPOT, EW_COPYSIGN, EW_BAND, EW_BOR, EW_BXOR, EW_LSHIFT
+        EW_RSHIFT, EW_XLOGY, EW_LOGADDEXP
+        EW_RELU_BW, EW_SIGMOID_BW, EW_TANH_BW, EW_GELU_BW, EW_GELU_TANH_BW, EW_SILU_BW
+        EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE, EW_LAND, EW_LOR, EW_LXOR
+        EW_NEG, EW_ABS, EW_SIGN, EW_EXP, EW_EXP2, EW_EXPM1, EW_LOG, EW_LOG2, EW_LOG10, EW_LOG1P
+        EW_SQRT, EW_RSQRT, EW_SIN, EW_COS, EW_TAN, EW_ASIN, EW_ACOS, EW_ATAN, EW_SINH, EW_COSH
+        EW_TANH, EW_ASINH, EW_ACOSH, EW_ATANH, EW_SIGMOID, EW_RELU, EW_GELU, EW_GELU_TANH, EW_SILU
+        EW_MISH, EW_ERF, EW_ERFC, EW_FLOOR, EW_CEIL, EW_ROUND, EW_TRUNC, EW_FRAC, EW_RECIP
+        EW_SQUARE, EW_BNOT, EW_LGAMMA, EW_SOFTPLUS, EW_LEAKY_RELU, EW_ELU, EW_CLAMP
+        EW_HARDSIGMOID, EW_HARDSWISH
+        EW_ISNAN, EW_ISINF, EW_ISFINITE, EW_LNOT, EW_SIGNBIT
+        EW_NBIN, EW_NCMP, EW_NUN, EW_NPRED
+    ctypedef struct em_ew_table:
+        em_loop bin[EW_NBIN][EM_NDTYPES]
+        em_loop cmp[EW_NCMP][EM_NDTYPES]
+        em_loop un[EW_NUN][EM_NDTYPES]
+        em_loop pred[EW_NPRED][EM_NDTYPES]
+        em_loop where[EM_NDTYPES]
+        em_loop lerp[EM_NDTYPES]
+    const em_ew_table *em_ew_get()
+
+cdef const em_ew_table *TAB = em_ew_get()
+
+# kinds of binary op: how the result dtype follows from the promoted one
+cdef enum:
+    K_ARITH = 0    # promoted dtype
+    K_DIV = 1      # integers go to the default float dtype
+    K_CMP = 2      # bool result, compare in the promoted dtype
+    K_INT = 3      # integers / bool only
+    K_FLOAT = 4    # float math (ints promoted to the default float dtype)
+
+cdef dict _PUBLIC = {}     # op name -> public function, for re-dispatch
+_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+               "Double")
+
+
+cdef inline bint _is_t(object x):
+    return isinstance(x, TensorBase)
+
+
+cdef int _compute_dtype(int d) noexcept:
+    return EM_F32 if d == EM_F16 or d == EM_BF16 else d
+
+
+cdef TensorBase _operand(object x, int cd):
+    if isinstance(x, TensorBase):
+        return cast(<TensorBase>x, cd)
+    return wrap_scalar(x, cd)
+
+
+cdef int _check_overlap(TensorBase o, str op) except -1:
+    for i in range(o._ndim):
+        if o._strides[i] == 0 and o._shape[i] > 1:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                               f"written-to tensor refers to a single memory location. Please "
+                               f"clone() the tensor before performing the operation.")
+    return 0
+
+
+cdef int _run(em_loop fn, list ops, int ndim, const int64_t *shape, const void *aux) except -1:
+    cdef NdIter it
+    cdef TensorBase o = <TensorBase>ops[0]
+    cdef int64_t n
+    cdef int k
+    cdef bint flat = True
+    cdef char *ptrs[MAX_ARGS]
+    cdef int64_t st[MAX_ARGS]
+    cdef TensorBase t
+    # fast path: every operand contiguous with the output's shape (or a 0-dim scalar)
+    n = numel_of(ndim, shape)
+    for k in range(len(ops)):
+        t = <TensorBase>ops[k]
+        if t._ndim == 0:
+            st[k] = 0
+        elif t._ndim == ndim and is_contig(t) and numel_of(t._ndim, t._shape) == n:
+            st[k] = em_itemsize[t._dtype]
+            for d in range(ndim):
+                if t._shape[d] != shape[d]:
+                    flat = False
+        else:
+            flat = False
+        ptrs[k] = t._storage.data + t._offset * em_itemsize[t._dtype]
+    if flat:
+        if n == 0:
+            return 0
+        if n < 32768:
+            with nogil:
+                fn(ptrs, st, n, aux)
+        else:
+            k = len(ops)
+            with nogil:
+                em_run_nd(fn, k, ptrs, 1, &n, st, aux, nthreads_for(n))
+        return 0
+    iter_init(&it, ops, ndim, shape)
+    with nogil:
+        em_run_nd(fn, it.nargs, it.ptrs, it.ndim, it.shape, it.strides, aux, nthreads_for(it.numel))
+    return 0
+
+
+cdef object _binary(int op, str name, object a, object b, object out, int kind,
+                    bint inplace=False):
+    cdef bint ta = _is_t(a), tb = _is_t(b)
+    cdef TensorBase x, y, r, res
+    cdef int64_t shape[MAX_DIMS]
+    cdef int nd, rd, cd, odt
+    cdef int flag = 0
+    cdef em_loop fn
+    if not ta and not tb:
+        raise TypeError(f"{name}(): expected at least one tensor argument, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if slow_path() or (ta and (<TensorBase>a)._device.kind) or (tb and (<TensorBase>b)._device.kind):
+        if ta and tb:
+            check_same_device(<TensorBase>a, <TensorBase>b, name, "other")
+        return redispatch(name, _PUBLIC[name], (a, b), {} if out is None else {"out": out})
+    if ta and tb:
+        if (<TensorBase>a)._device is not (<TensorBase>b)._device:
+            check_same_device(<TensorBase>a, <TensorBase>b, name, "other")
+    elif (not ta and scalar_category(a) < 0) or (not tb and scalar_category(b) < 0):
+        bad = b if ta else a
+        raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not "
+                        f"{type(bad).__name__}")
+    rd = result_type2(a, b)
+    if kind == K_DIV or kind == K_FLOAT:
+        if category(rd) < 2:
+            rd = default_dtype()
+    elif kind == K_INT and category(rd) == 2:
+        raise TypeError(f"{name}: \"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+    if op == EW_SUB and kind == K_ARITH and rd == EM_BOOL:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    cd = _compute_dtype(rd)
+    fn = TAB.cmp[op][cd] if kind == K_CMP else TAB.bin[op][cd]
+    if fn == NULL:
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+    odt = EM_BOOL if kind == K_CMP else rd
+    x = _operand(a, cd)
+    y = _operand(b, cd)
+    nd = broadcast_shape(x._ndim, x._shape, y._ndim, y._shape, shape)
+    if inplace:
+        res = <TensorBase>a
+        if nd != res._ndim or any([shape[i] != res._shape[i] for i in range(nd)]):
+            raise RuntimeError(f"output with shape {list(res.shape)} doesn't match the broadcast "
+                               f"shape {[shape[i] for i in range(nd)]}")
+        if category(odt) > category(res._dtype) or (odt == EM_BOOL and res._dtype != EM_BOOL and False):
+            raise RuntimeError(f"result type {_TYPE_NAMES[odt]} can't be cast to the desired "
+                               f"output type {_TYPE_NAMES[res._dtype]}")
+        _check_overlap(res, name)
+        odt = res._dtype
+        out = res
+    if out is not None:
+        res = <TensorBase>out
+        if res._ndim != nd or any([shape[i] != res._shape[i] for i in range(nd)]):
+            if numel_of(res._ndim, res._shape) != 0:
+                raise RuntimeError(f"{name}: output with shape {list(res.shape)} doesn't match "
+                                   f"the broadcast shape {[shape[i] for i in range(nd)]}")
+            raise RuntimeError(f"{name}: out= must be allocated with the broadcast shape "
+                               f"{[shape[i] for i in range(nd)]}")
+        r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
+            new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
+    else:
+        r = new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, x._device)
+    _run(fn, [r, x, y], nd, shape, &flag)
+    if flag:
+        raise RuntimeError("ZeroDivisionError")
+    if out is not None:
+        if r is not out:
+            copy_into(<TensorBase>out, r)
+        r = <TensorBase>out
+        bump_version(r)
+    elif odt != r._dtype:
+        r = cast(r, odt)
+    if grad_on() and kind != K_CMP and kind != K_INT and (
+            (ta and (<TensorBase>a)._requires_grad) or (tb and (<TensorBase>b)._requires_grad)):
+        if inplace or out is not None:
+            raise RuntimeError(f"{name}: in-place / out= operations on tensors that require "
+                               f"grad are handled by the autograd layer")
+        record(name, (a, b), r, None)
+    return r
+
+
+cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
+    """a.op_(b): in the graph, a's old value is replaced by op(old a, b)."""
+    cdef TensorBase old, r
+    if slow_path() or a._device.kind:
+        return redispatch(name + "_", _PUBLIC[name + "_"], (a, b), {})
+    if grad_on() and (a._requires_grad or (_is_t(b) and (<TensorBase>b)._requires_grad)):
+        check_inplace(a, name + "_")
+        old = a.clone() if a._requires_grad else a.detach().clone()
+        r = <TensorBase>_binary(op, name, old, b, None, kind)
+        if category(r._dtype) > category(a._dtype):
+            raise RuntimeError(f"result type {_TYPE_NAMES[r._dtype]} can't be cast to the "
+                               f"desired output type {_TYPE_NAMES[a._dtype]}")
+        copy_into(a, r)
+        bump_version(a)
+        a._grad_fn = r._grad_fn
+        a._requires_grad = True
+        if a._grad_fn is not None and hasattr(a._grad_fn, "_rebase"):
+            a._grad_fn._rebase(a)
+        return a
+    return _binary(op, name, a, b, None, kind, True)
+
+
+cdef object _unary(int op, str name, object a, object out, int kind, const void *aux,
+                   object attrs=None, bint inplace=False):
+    """kind: K_ARITH keeps the dtype, K_FLOAT promotes ints, K_CMP -> bool predicate."""
+    cdef TensorBase x, r, t
+    cdef int rd, cd
+    cdef em_loop fn
+    if not isinstance(a, TensorBase):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(a).__name__}")
+    t = <TensorBase>a
+    if slow_path() or t._device.kind:
+        return redispatch(name, _PUBLIC[name], (a,), {} if out is None else {"out": out})
+    rd = t._dtype
+    if kind == K_FLOAT and category(rd) < 2:
+        rd = default_dtype()
+    cd = _compute_dtype(rd)
+    fn = TAB.pred[op][cd] if kind == K_CMP else TAB.un[op][cd]
+    if fn == NULL:
+        if op == EW_NEG and rd == EM_BOOL:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.")
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+    x = cast(t, cd)
+    if inplace:
+        if category(rd) > category(t._dtype):
+            raise RuntimeError(f"result type {_TYPE_NAMES[rd]} can't be cast to the desired "
+                               f"output type {_TYPE_NAMES[t._dtype]}")
+        out = t
+    if out is not None:
+        r = <TensorBase>out
+        if r._ndim != t._ndim or any([r._shape[i] != t._shape[i] for i in range(t._ndim)]):
+            raise RuntimeError(f"{name}: output with shape {list(r.shape)} doesn't match the "
+                               f"input shape {list(t.shape)}")
+        if r._dtype != (EM_BOOL if kind == K_CMP else cd):
+            r = new_tensor(t._ndim, t._shape, EM_BOOL if kind == K_CMP else cd, t._device)
+    else:
+        r = new_tensor(t._ndim, t._shape, EM_BOOL if kind == K_CMP else cd, t._device)
+    _run(fn, [r, x], t._ndim, t._shape, aux)
+    if out is not None:
+        if r is not out:
+            copy_into(<TensorBase>out, r)
+        r = <TensorBase>out
+        bump_version(r)
+    elif kind != K_CMP and rd != cd:
+        r = cast(r, rd)
+    if kind != K_CMP and grad_on() and t._requires_grad and not inplace:
+        record(name, (a,), r, attrs)
+    return r
+
+
+cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void *aux,
+                           object attrs=None):
+    cdef TensorBase old, r
+    if grad_on() and a._requires_grad:
+        check_inplace(a, name + "_")
+        old = a.clone()
+        r = <TensorBase>_unary(op, name, old, None, kind, aux, attrs)
+        copy_into(a, r)
+        bump_version(a)
+        a._grad_fn = r._grad_fn
+        return a
+    return _unary(op, name, a, None, kind, aux, attrs, True)
+
+
+# ---------------------------------------------------------------------------
+# binary ops
+
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other, with broadcasting and PyTorch's type promotion."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _binary(EW_ADD, "add", input, other, out, K_ARITH)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _binary(EW_SUB, "sub", input, other, out, K_ARITH)
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    if alpha != 1:
+        input = mul(input, alpha)
+    return _binary(EW_SUB, "sub", other, input, None, K_ARITH)
+
+
+def mul(input, other, *, out=None):
+    """input * other."""
+    return _binary(EW_MUL, "mul", input, other, out, K_ARITH)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other; rounding_mode None (true division), "trunc" or "floor"."""
+    if rounding_mode is None:
+        return _binary(EW_DIV, "div", input, other, out, K_DIV)
+    if rounding_mode == "floor":
+        return _binary(EW_FLOORDIV, "floor_divide", input, other, out, K_ARITH)
+    if rounding_mode == "trunc":
+        rd = result_type2(input, other)
+        if category(rd) == 2:
+            return _g["trunc"](_binary(EW_DIV, "div", input, other, None, K_DIV), out=out)
+        q = _binary(EW_FLOORDIV, "floor_divide", input, other, None, K_ARITH)
+        # floor and trunc differ where the remainder is non-zero and signs differ
+        rem = _binary(EW_FMOD, "fmod", input, other, None, K_ARITH)
+        fix = logical_and(ne(rem, 0), ne(lt(rem, 0), lt(other, 0) if _is_t(other) else other < 0))
+        return add(q, fix, out=out)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
+
+
+def true_divide(input, other, *, out=None):
+    return div(input, other, out=out)
+
+
+def floor_divide(input, other, *, out=None):
+    return _binary(EW_FLOORDIV, "floor_divide", input, other, out, K_ARITH)
+
+
+def remainder(input, other, *, out=None):
+    """Python-style modulus (the result has the sign of the divisor)."""
+    return _binary(EW_REM, "remainder", input, other, out, K_ARITH)
+
+
+def fmod(input, other, *, out=None):
+    """C-style modulus (the result has the sign of the dividend)."""
+    return _binary(EW_FMOD, "fmod", input, other, out, K_ARITH)
+
+
+def pow(input, exponent, *, out=None):
+    """input ** exponent."""
+    if not _is_t(exponent) and _is_t(input) and category((<TensorBase>input)._dtype) < 2 \
+            and isinstance(exponent, int) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return _binary(EW_POW, "pow", input, exponent, out, K_ARITH)
+
+
+def float_power(input, exponent, *, out=None):
+    return pow(_to64(input), _to64(exponent), out=out)
+
+
+cdef object _to64(object x):
+    return (<TensorBase>x)._cast(EM_F64) if _is_t(x) else float(x)
+
+
+def maximum(input, other, *, out=None):
+    return _binary(EW_MAX, "maximum", input, other, out, K_ARITH)
+
+
+def minimum(input, other, *, out=None):
+    return _binary(EW_MIN, "minimum", input, other, out, K_ARITH)
+
+
+def fmax(input, other, *, out=None):
+    return _binary(EW_FMAX, "fmax", input, other, out, K_FLOAT)
+
+
+def fmin(input, other, *, out=None):
+    return _binary(EW_FMIN, "fmin", input, other, out, K_FLOAT)
+
+
+def atan2(input, other, *, out=None):
+    return _binary(EW_ATAN2, "atan2", input, other, out, K_FLOAT)
+
+
+def hypot(input, other, *, out=None):
+    return _binary(EW_HYPOT, "hypot", input, other, out, K_FLOAT)
+
+
+def copysign(input, other, *, out=None):
+    return _binary(EW_COPYSIGN, "copysign", input, other, out, K_FLOAT)
+
+
+def xlogy(input, other, *, out=None):
+    return _binary(EW_XLOGY, "xlogy", input, other, out, K_FLOAT)
+
+
+def logaddexp(input, other, *, out=None):
+    return _binary(EW_LOGADDEXP, "logaddexp", input, other, out, K_FLOAT)
+
+
+def bitwise_and(input, other, *, out=None):
+    return _binary(EW_BAND, "bitwise_and", input, other, out, K_INT)
+
+
+def bitwise_or(input, other, *, out=None):
+    return _binary(EW_BOR, "bitwise_or", input, other, out, K_INT)
+
+
+def bitwise_xor(input, other, *, out=None):
+    return _binary(EW_BXOR, "bitwise_xor", input, other, out, K_INT)
+
+
+def bitwise_left_shift(input, other, *, out=None):
+    return _binary(EW_LSHIFT, "bitwise_left_shift", input, other, out, K_INT)
+
+
+def bitwise_right_shift(input, other, *, out=None):
+    return _binary(EW_RSHIFT, "bitwise_right_shift", input, other, out, K_INT)
+
+
+def eq(input, other, *, out=None):
+    return _binary(EW_EQ, "eq", input, other, out, K_CMP)
+
+
+def ne(input, other, *, out=None):
+    return _binary(EW_NE, "ne", input, other, out, K_CMP)
+
+
+def lt(input, other, *, out=None):
+    return _binary(EW_LT, "lt", input, other, out, K_CMP)
+
+
+def le(input, other, *, out=None):
+    return _binary(EW_LE, "le", input, other, out, K_CMP)
+
+
+def gt(input, other, *, out=None):
+    return _binary(EW_GT, "gt", input, other, out, K_CMP)
+
+
+def ge(input, other, *, out=None):
+    return _binary(EW_GE, "ge", input, other, out, K_CMP)
+
+
+def logical_and(input, other, *, out=None):
+    return _binary(EW_LAND, "logical_and", input, other, out, K_CMP)
+
+
+def logical_or(input, other, *, out=None):
+    return _binary(EW_LOR, "logical_or", input, other, out, K_CMP)
+
+
+def logical_xor(input, other, *, out=None):
+    return _binary(EW_LXOR, "logical_xor", input, other, out, K_CMP)
+
+
+# backward helpers (fused kernels the autograd formulas call)
+def relu_backward(grad, input):
+    return _binary(EW_RELU_BW, "relu_backward", grad, input, None, K_FLOAT)
+
+
+def sigmoid_backward(grad, output):
+    return _binary(EW_SIGMOID_BW, "sigmoid_backward", grad, output, None, K_FLOAT)
+
+
+def tanh_backward(grad, output):
+    return _binary(EW_TANH_BW, "tanh_backward", grad, output, None, K_FLOAT)
+
+
+def gelu_backward(grad, input, approximate="none"):
+    if approximate == "tanh":
+        return _binary(EW_GELU_TANH_BW, "gelu_backward", grad, input, None, K_FLOAT)
+    return _binary(EW_GELU_BW, "gelu_backward", grad, input, None, K_FLOAT)
+
+
+def silu_backward(grad, input):
+    return _binary(EW_SILU_BW, "silu_backward", grad, input, None, K_FLOAT)
+
+
+# in-place binary variants
+def add_(TensorBase self, other, *, alpha=1):
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _inplace_binary(EW_ADD, "add", self, other, K_ARITH)
+
+
+def sub_(TensorBase self, other, *, alpha=1):
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _inplace_binary(EW_SUB, "sub", self, other, K_ARITH)
+
+
+def mul_(TensorBase self, other):
+    return _inplace_binary(EW_MUL, "mul", self, other, K_ARITH)
+
+
+def div_(TensorBase self, other, *, rounding_mode=None):
+    if rounding_mode is not None:
+        return self.copy_(div(self, other, rounding_mode=rounding_mode))
+    return _inplace_binary(EW_DIV, "div", self, other, K_DIV)
+
+
+def floor_divide_(TensorBase self, other):
+    return _inplace_binary(EW_FLOORDIV, "floor_divide", self, other, K_ARITH)
+
+
+def remainder_(TensorBase self, other):
+    return _inplace_binary(EW_REM, "remainder", self, other, K_ARITH)
+
+
+def fmod_(TensorBase self, other):
+    return _inplace_binary(EW_FMOD, "fmod", self, other, K_ARITH)
+
+
+def pow_(TensorBase self, exponent):
+    return _inplace_binary(EW_POW, "pow", self, exponent, K_ARITH)
+
+
+def maximum_(TensorBase self, other):
+    return _inplace_binary(EW_MAX, "maximum", self, other, K_ARITH)
+
+
+def minimum_(TensorBase self, other):
+    return _inplace_binary(EW_MIN, "minimum", self, other, K_ARITH)
+
+
+def atan2_(TensorBase self, other):
+    return _inplace_binary(EW_ATAN2, "atan2", self, other, K_FLOAT)
+
+
+def bitwise_and_(TensorBase self, other):
+    return _inplace_binary(EW_BAND, "bitwise_and", self, other, K_INT)
+
+
+def bitwise_or_(TensorBase self, other):
+    return _inplace_binary(EW_BOR, "bitwise_or", self, other, K_INT)
+
+
+def bitwise_xor_(TensorBase self, other):
+    return _inplace_binary(EW_BXOR, "bitwise_xor", self, other, K_INT)
+
+
+def bitwise_left_shift_(TensorBase self, other):
+    return _inplace_binary(EW_LSHIFT, "bitwise_left_shift", self, other, K_INT)
+
+
+def bitwise_right_shift_(TensorBase self, other):
+    return _inplace_binary(EW_RSHIFT, "bitwise_right_shift", self, other, K_INT)
+
+
+def logical_and_(TensorBase self, other):
+    return self.copy_(logical_and(self, other))
+
+
+def logical_or_(TensorBase self, other):
+    return self.copy_(logical_or(self, other))
+
+
+def eq_(TensorBase self, other):
+    return self.copy_(eq(self, other))
+
+
+def ne_(TensorBase self, other):
+    return self.copy_(ne(self, other))
+
+
+def lt_(TensorBase self, other):
+    return self.copy_(lt(self, other))
+
+
+def le_(TensorBase self, other):
+    return self.copy_(le(self, other))
+
+
+def gt_(TensorBase self, other):
+    return self.copy_(gt(self, other))
+
+
+def ge_(TensorBase self, other):
+    return self.copy_(ge(self, other))
+
+
+# ---------------------------------------------------------------------------
+# unary ops: (public name, op code, kind); the functions are generated below
+
+cdef dict _UNARY = {
+    "neg": (EW_NEG, K_ARITH), "abs": (EW_ABS, K_ARITH), "sign": (EW_SIGN, K_ARITH),
+    "exp": (EW_EXP, K_FLOAT), "exp2": (EW_EXP2, K_FLOAT), "expm1": (EW_EXPM1, K_FLOAT),
+    "log": (EW_LOG, K_FLOAT), "log2": (EW_LOG2, K_FLOAT), "log10": (EW_LOG10, K_FLOAT),
+    "log1p": (EW_LOG1P, K_FLOAT), "sqrt": (EW_SQRT, K_FLOAT), "rsqrt": (EW_RSQRT, K_FLOAT),
+    "sin": (EW_SIN, K_FLOAT), "cos": (EW_COS, K_FLOAT), "tan": (EW_TAN, K_FLOAT),
+    "asin": (EW_ASIN, K_FLOAT), "acos": (EW_ACOS, K_FLOAT), "atan": (EW_ATAN, K_FLOAT),
+    "sinh": (EW_SINH, K_FLOAT), "cosh": (EW_COSH, K_FLOAT), "tanh": (EW_TANH, K_FLOAT),
+    "asinh": (EW_ASINH, K_FLOAT), "acosh": (EW_ACOSH, K_FLOAT), "atanh": (EW_ATANH, K_FLOAT),
+    "sigmoid": (EW_SIGMOID, K_FLOAT), "relu": (EW_RELU, K_ARITH), "silu": (EW_SILU, K_FLOAT),
+    "mish": (EW_MISH, K_FLOAT), "erf": (EW_ERF, K_FLOAT), "erfc": (EW_ERFC, K_FLOAT),
+    "frac": (EW_FRAC, K_FLOAT), "reciprocal": (EW_RECIP, K_FLOAT),
+    "square": (EW_SQUARE, K_ARITH), "lgamma": (EW_LGAMMA, K_FLOAT),
+    "hardsigmoid": (EW_HARDSIGMOID, K_FLOAT), "hardswish": (EW_HARDSWISH, K_FLOAT),
+}
+# rounding is the identity on integer tensors (PyTorch returns a copy)
+cdef dict _ROUNDING = {"floor": EW_FLOOR, "ceil": EW_CEIL, "round": EW_ROUND, "trunc": EW_TRUNC}
+cdef dict _PRED = {"isnan": EW_ISNAN, "isinf": EW_ISINF, "isfinite": EW_ISFINITE,
+                   "logical_not": EW_LNOT, "signbit": EW_SIGNBIT}
+
+
+cdef object _call_unary(str name, object input, object out):
+    op, kind = _UNARY[name]
+    return _unary(op, name, input, out, kind, NULL)
+
+
+cdef object _call_unary_(str name, TensorBase self):
+    op, kind = _UNARY[name]
+    return _inplace_unary(op, name, self, kind, NULL)
+
+
+def _make_unary(str name):
+    def f(input, *, out=None):
+        return _call_unary(name, input, out)
+
+    def f_(self):
+        return _call_unary_(name, self)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` of ``input``."
+    f_.__name__ = f_.__qualname__ = name + "_"
+    return f, f_
+
+
+def _make_rounding(str name):
+    cdef int op = _ROUNDING[name]
+
+    def f(input, *, decimals=0, out=None):
+        if not isinstance(input, TensorBase):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
+                            f"{type(input).__name__}")
+        if category((<TensorBase>input)._dtype) < 2:
+            r = (<TensorBase>input).clone()
+            return r if out is None else (<TensorBase>out).copy_(r)
+        if decimals:
+            s = 10.0 ** decimals
+            return div(_unary(op, name, mul(input, s), None, K_ARITH, NULL), s, out=out)
+        return _unary(op, name, input, out, K_ARITH, NULL)
+
+    def f_(TensorBase self, *, decimals=0):
+        if category(self._dtype) < 2:
+            return self
+        if decimals:
+            return self.copy_(f(self, decimals=decimals))
+        return _inplace_unary(op, name, self, K_ARITH, NULL)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` of ``input`` (the identity on integer tensors)."
+    f_.__name__ = f_.__qualname__ = name + "_"
+    return f, f_
+
+
+def _make_pred(str name):
+    cdef int op = _PRED[name]
+
+    def f(input, *, out=None):
+        return _unary(op, name, input, out, K_CMP, NULL)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` of ``input`` (a bool tensor)."
+    return f
+
+
+_g = globals()
+for _name in _UNARY:
+    _g[_name], _g[_name + "_"] = _make_unary(_name)
+for _name in _ROUNDING:
+    _g[_name], _g[_name + "_"] = _make_rounding(_name)
+for _name in _PRED:
+    _g[_name] = _make_pred(_name)
+
+
+def logical_not_(TensorBase self):
+    return self.copy_(_g["logical_not"](self))
+
+
+def bitwise_not(input, *, out=None):
+    return _unary(EW_BNOT, "bitwise_not", input, out, K_ARITH, NULL)
+
+
+def bitwise_not_(TensorBase self):
+    return _inplace_unary(EW_BNOT, "bitwise_not", self, K_ARITH, NULL)
+
+
+def positive(input):
+    if (<TensorBase>input)._dtype == EM_BOOL:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def gelu(input, *, approximate="none", out=None):
+    """Gaussian error linear unit, exact (erf) or with the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    op = EW_GELU_TANH if approximate == "tanh" else EW_GELU
+    return _unary(op, "gelu", input, out, K_FLOAT, NULL, (approximate,))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above ``threshold``."""
+    cdef double prm[2]
+    prm[0] = beta
+    prm[1] = threshold
+    return _unary(EW_SOFTPLUS, "softplus", input, None, K_FLOAT, prm, (beta, threshold))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    cdef double prm[1]
+    prm[0] = negative_slope
+    if inplace:
+        return _inplace_unary(EW_LEAKY_RELU, "leaky_relu", input, K_FLOAT, prm, (negative_slope,))
+    return _unary(EW_LEAKY_RELU, "leaky_relu", input, None, K_FLOAT, prm, (negative_slope,))
+
+
+def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    cdef double prm[3]
+    prm[0] = alpha
+    prm[1] = scale
+    prm[2] = input_scale
+    return _unary(EW_ELU, "elu", input, None, K_FLOAT, prm, (alpha, scale, input_scale))
+
+
+def relu_(TensorBase self):
+    return _inplace_unary(EW_RELU, "relu", self, K_ARITH, NULL)
+
+
+cdef object _clamp_scalar(object input, object lo, object hi, object out, bint inplace):
+    cdef TensorBase t = <TensorBase>input
+    cdef char aux[24]
+    cdef int rd = t._dtype, cd
+    memset(aux, 0, 24)
+    for v in (lo, hi):
+        if v is not None and category(t._dtype) < 2 and scalar_category(v) == 2:
+            rd = default_dtype()
+    if inplace:
+        rd = t._dtype
+    cd = _compute_dtype(rd)
+    if lo is not None:
+        scalar_to_buf(lo, cd, aux)
+        (<int *>(aux + 16))[0] |= 1
+    if hi is not None:
+        scalar_to_buf(hi, cd, aux + 8)
+        (<int *>(aux + 16))[0] |= 2
+    x = t if rd == t._dtype else cast(t, rd)
+    if inplace:
+        return _inplace_unary(EW_CLAMP, "clamp", t, K_ARITH, aux, (lo, hi))
+    return _unary(EW_CLAMP, "clamp", x, out, K_ARITH, aux, (lo, hi))
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Clamp every element into [min, max]; bounds may be numbers or tensors."""
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if _is_t(min) or _is_t(max):
+        r = input
+        if min is not None:
+            r = maximum(r, min)
+        if max is not None:
+            r = minimum(r, max)
+        return r if out is None else (<TensorBase>out).copy_(r)
+    return _clamp_scalar(input, min, max, out, False)
+
+
+def clamp_(TensorBase self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    if _is_t(min) or _is_t(max):
+        return self.copy_(clamp(self, min, max))
+    return _clamp_scalar(self, min, max, None, True)
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if inplace:
+        return clamp_(input, min_val, max_val)
+    return clamp(input, min_val, max_val)
+
+
+clip = clamp
+clip_ = clamp_
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """Elements of ``input`` where ``condition`` holds, else of ``other``."""
+    cdef TensorBase c, x, y, r
+    cdef int64_t s1[MAX_DIMS]
+    cdef int64_t s2[MAX_DIMS]
+    cdef int nd, rd
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if not isinstance(condition, TensorBase):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not "
+                        f"{type(condition).__name__}")
+    c = <TensorBase>condition
+    if slow_path() or c._device.kind:
+        return redispatch("where", where, (condition, input, other), {})
+    if c._dtype != EM_BOOL:
+        if c._dtype == EM_U8:
+            c = cast(c, EM_BOOL)
+        else:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {_TYPE_NAMES[c._dtype]}")
+    for v, nm in ((input, "input"), (other, "other")):
+        if _is_t(v):
+            check_same_device(c, <TensorBase>v, "where", nm)
+    rd = result_type2(input, other)
+    x = _operand(input, rd)
+    y = _operand(other, rd)
+    nd = broadcast_shape(x._ndim, x._shape, y._ndim, y._shape, s1)
+    nd = broadcast_shape(nd, s1, c._ndim, c._shape, s2)
+    r = new_tensor(nd, s2, rd, c._device)
+    _run(TAB.where[rd], [r, c, x, y], nd, s2, NULL)
+    if grad_on() and ((_is_t(input) and (<TensorBase>input)._requires_grad) or
+                      (_is_t(other) and (<TensorBase>other)._requires_grad)):
+        record("where", (input, other), r, (c,))
+    if out is not None:
+        return (<TensorBase>out).copy_(r)
+    return r
+
+
+def lerp(input, end, weight, *, out=None):
+    """input + weight * (end - input), computed stably."""
+    cdef TensorBase a, b, w, r
+    cdef int64_t s1[MAX_DIMS]
+    cdef int64_t s2[MAX_DIMS]
+    cdef int nd, rd, cd
+    rd = result_type2(input, end)
+    if category(rd) < 2:
+        raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{_TYPE_NAMES[rd]}'")
+    cd = _compute_dtype(rd)
+    a = _operand(input, cd)
+    b = _operand(end, cd)
+    w = _operand(weight, cd)
+    nd = broadcast_shape(a._ndim, a._shape, b._ndim, b._shape, s1)
+    nd = broadcast_shape(nd, s1, w._ndim, w._shape, s2)
+    r = new_tensor(nd, s2, cd, a._device)
+    _run(TAB.lerp[cd], [r, a, b, w], nd, s2, NULL)
+    if rd != cd:
+        r = cast(r, rd)
+    if grad_on() and any([_is_t(v) and (<TensorBase>v)._requires_grad
+                          for v in (input, end, weight)]):
+        record("lerp", (input, end, weight), r, None)
+    if out is not None:
+        return (<TensorBase>out).copy_(r)
+    return r
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise."""
+    cdef TensorBase a = <TensorBase>input
+    if _is_t(other) and (<TensorBase>other)._dtype != a._dtype:
+        raise RuntimeError(f"isclose: {a.dtype} did not match {other.dtype}")
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must be non-negative")
+    if category(a._dtype) < 2:
+        return eq(input, other)
+    absf = _g["abs"]
+    close = eq(input, other)
+    diff = absf(sub(input, other))
+    tol = add(mul(absf(other) if _is_t(other) else _bi.abs(other), rtol), atol)
+    close = logical_or(close, logical_and(_g["isfinite"](diff), le(diff, tol)))
+    if equal_nan:
+        close = logical_or(close, logical_and(_g["isnan"](input), _g["isnan"](other)))
+    return close
+
+
+cdef bint _all_true(TensorBase c):
+    cdef TensorBase t = contig(cast(c, EM_BOOL))
+    cdef int64_t i, n = numel_of(t._ndim, t._shape)
+    cdef const char *p = t._storage.data + t._offset
+    for i in range(n):
+        if p[i] == 0:
+            return False
+    return True
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every element is close (see isclose)."""
+    return _all_true(isclose(input, other, rtol, atol, equal_nan))
+
+
+def equal(input, other):
+    """True when both tensors have the same shape and elements."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return _all_true(eq(input, other))
+
+
+# the public functions, for re-dispatch to modes and plugin backends
+for _name, _fn in list(globals().items()):
+    if callable(_fn) and not _name.startswith("_") and _name != "Size":
+        _PUBLIC[_name] = _fn
+_PUBLIC["sub"] = sub
+_PUBLIC["floor_divide"] = floor_divide

@@ -1,0 +1,1835 @@
+# cython: freethreading_compatible = False
+"""Matrix products, convolution and pooling over ember's hand-written kernels.
+
+GEMM (src_c/gemm*.c) takes every operand with arbitrary element strides, so
+transposed, sliced and broadcast (stride 0) operands go to the kernel without
+a copy.  float16/bfloat16 compute in float32; integer products use a plain
+int64 loop.  Convolution and pooling (src_c/conv.c, pool.c) take contiguous
+NCHW float32/float64 operands.  Every op validates its arguments once here,
+releases the GIL around the kernel and records autograd through core.record
+with the op name and the attributes its backward formula needs (see
+ember/autograd/_formulas_linalg.py)."""
+from libc.stdint cimport int64_t
+from libc.string cimport memset
+
+from ember._C.core cimport (
+    EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
+    MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
+    numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
+    nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim)
+
+cdef extern from "ember_gemm.h" nogil:
+    void ember_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                             const float *A, int64_t rsa, int64_t csa,
+                             const float *B, int64_t rsb, int64_t csb,
+                             float beta, float *C, int64_t rsc, int64_t csc,
+                             int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
+    void ember_dgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                             const double *A, int64_t rsa, int64_t csa,
+                             const double *B, int64_t rsb, int64_t csb,
+                             double beta, double *C, int64_t rsc, int64_t csc,
+                             int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
+    int ember_gemm_isa()
+    int ember_gemm_set_isa(int isa)
+
+cdef extern from "ember_conv.h" nogil:
+    ctypedef struct ember_conv2d_params:
+        int64_t N, C, H, W, OC, kh, kw, sh, sw, ph, pw, dh, dw, groups, Ho, Wo
+    ctypedef struct ember_pool2d_params:
+        int64_t planes, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo
+        int count_include_pad
+        int64_t divisor
+    void ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
+                              const float *bias, float *y, int nthreads)
+    void ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
+                              const double *bias, double *y, int nthreads)
+    void ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy,
+                                    const float *w, float *dx, int nthreads)
+    void ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy,
+                                    const double *w, double *dx, int nthreads)
+    void ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x,
+                                     const float *dy, float *dw, float *dbias, int nthreads)
+    void ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x,
+                                     const double *dy, double *dw, double *dbias, int nthreads)
+    void ember_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
+                                  int64_t *idx, int nthreads)
+    void ember_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y,
+                                  int64_t *idx, int nthreads)
+    void ember_max_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy,
+                                  const int64_t *idx, float *dx, int nthreads)
+    void ember_max_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy,
+                                  const int64_t *idx, double *dx, int nthreads)
+    void ember_avg_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
+                                  int nthreads)
+    void ember_avg_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y,
+                                  int nthreads)
+    void ember_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy, float *dx,
+                                  int nthreads)
+    void ember_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx,
+                                  int nthreads)
+    void ember_adaptive_avg_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x,
+                                           float *y, int nthreads)
+    void ember_adaptive_avg_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
+                                           double *y, int nthreads)
+    void ember_adaptive_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy,
+                                           float *dx, int nthreads)
+    void ember_adaptive_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy,
+                                           double *dx, int nthreads)
+    void ember_adaptive_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x,
+                                           float *y, int64_t *idx, int nthreads)
+    void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
+                                           double *y, int64_t *idx, int nthreads)
+
+
+# ----------------------------------------------------------------------------
+# helpers
+
+cdef inline char *_ptr(TensorBase t) noexcept nogil:
+    return t._storage.data + t._offset * em_itemsize[t._dtype]
+
+
+cdef inline int _nthreads() noexcept nogil:
+    return nthreads_for(<int64_t>1 << 40)
+
+
+_TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+                "Double")
+_C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
+            "c10::BFloat16", "float", "double")
+
+
+cdef str _shape_str(TensorBase t, str sep="x"):
+    return sep.join([str(t._shape[i]) for i in range(t._ndim)])
+
+
+cdef str _shape_list(TensorBase t):
+    return "[" + ", ".join([str(t._shape[i]) for i in range(t._ndim)]) + "]"
+
+
+cdef TensorBase _as_tensor(object x, str op, str arg):
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{op}(): argument '{arg}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return <TensorBase>x
+
+
+cdef bint _needs_slow(tuple ts):
+    if slow_path():
+        return True
+    for t in ts:
+        if t is not None and (<TensorBase>t)._device.kind != DEV_CPU:
+            return True
+    return False
+
+
+cdef bint _any_grad(tuple ts):
+    if not grad_on():
+        return False
+    for t in ts:
+        if isinstance(t, TensorBase) and (<TensorBase>t)._requires_grad:
+            return True
+    return False
+
+
+cdef int _compute_dtype(int dt, str op) except -1:
+    if dt == EM_F32 or dt == EM_F16 or dt == EM_BF16:
+        return EM_F32
+    if dt == EM_F64:
+        return EM_F64
+    if dt == EM_BOOL:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    return EM_I64
+
+
+cdef TensorBase _view(TensorBase t, int nd, const int64_t *shape, const int64_t *strides,
+                      int64_t offset):
+    """a view that records nothing (internal plumbing)."""
+    return make_view(t, nd, shape, strides, offset)
+
+
+# ----------------------------------------------------------------------------
+# the batched strided GEMM over tensors
+
+cdef int _gemm_raw(int dt, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                   char *A, int64_t rsa, int64_t csa, int64_t bsa,
+                   char *B, int64_t rsb, int64_t csb, int64_t bsb,
+                   double beta, char *C, int64_t rsc, int64_t csc, int64_t bsc,
+                   int nt) except -1 nogil:
+    cdef int64_t b, i, j, k
+    cdef int64_t s, ia, ib
+    cdef int64_t *ap
+    cdef int64_t *bp
+    cdef int64_t *cp
+    if dt == EM_F32:
+        ember_sgemm_batched(batch, M, N, K, <float>alpha, <float *>A, rsa, csa, <float *>B,
+                            rsb, csb, <float>beta, <float *>C, rsc, csc, bsa, bsb, bsc, nt)
+    elif dt == EM_F64:
+        ember_dgemm_batched(batch, M, N, K, alpha, <double *>A, rsa, csa, <double *>B,
+                            rsb, csb, beta, <double *>C, rsc, csc, bsa, bsb, bsc, nt)
+    else:  # int64
+        ap = <int64_t *>A
+        bp = <int64_t *>B
+        cp = <int64_t *>C
+        ia = <int64_t>alpha
+        ib = <int64_t>beta
+        for b in range(batch):
+            for i in range(M):
+                for j in range(N):
+                    s = 0
+                    for k in range(K):
+                        s += ap[b * bsa + i * rsa + k * csa] * bp[b * bsb + k * rsb + j * csb]
+                    if beta == 0:
+                        cp[b * bsc + i * rsc + j * csc] = ia * s
+                    else:
+                        cp[b * bsc + i * rsc + j * csc] = ia * s + ib * cp[b * bsc + i * rsc + j * csc]
+    return 0
+
+
+cdef int _matmul_into(TensorBase a, TensorBase b, TensorBase c, double alpha, double beta,
+                      int nb) except -1:
+    """c = alpha * a @ b + beta * c over nb leading batch dims.  a, b and c have
+    exactly nb + 2 dims with equal batch sizes (broadcast dims have stride 0).
+    beta == 0: c is not read."""
+    cdef int dt = c._dtype
+    cdef int cdt = _compute_dtype(dt, "addmm_impl_cpu_")
+    cdef TensorBase a2 = a, b2 = b, c2 = c
+    if a._dtype != cdt:
+        a2 = cast(a, cdt)
+    if b._dtype != cdt:
+        b2 = cast(b, cdt)
+    if dt != cdt:
+        c2 = cast(c, cdt) if beta != 0 else new_tensor(c._ndim, c._shape, cdt, c._device)
+    _matmul_strided(a2, b2, c2, alpha, beta, nb)
+    if c2 is not c:
+        copy_into(c, c2)
+    return 0
+
+
+cdef int _matmul_strided(TensorBase a, TensorBase b, TensorBase c, double alpha, double beta,
+                         int nb) except -1:
+    cdef int64_t M = c._shape[nb], N = c._shape[nb + 1], K = a._shape[nb + 1]
+    cdef int64_t rsa = a._strides[nb], csa = a._strides[nb + 1]
+    cdef int64_t rsb = b._strides[nb], csb = b._strides[nb + 1]
+    cdef int64_t rsc = c._strides[nb], csc = c._strides[nb + 1]
+    # coalesce the batch dims of the three operands
+    cdef int64_t bs[MAX_DIMS]
+    cdef int64_t sa[MAX_DIMS]
+    cdef int64_t sb[MAX_DIMS]
+    cdef int64_t sc[MAX_DIMS]
+    cdef int n = 0, d
+    for d in range(nb):
+        if c._shape[d] == 1:
+            continue
+        if n > 0 and sa[n - 1] == a._strides[d] * c._shape[d] and \
+                sb[n - 1] == b._strides[d] * c._shape[d] and \
+                sc[n - 1] == c._strides[d] * c._shape[d]:
+            bs[n - 1] *= c._shape[d]
+            sa[n - 1] = a._strides[d]
+            sb[n - 1] = b._strides[d]
+            sc[n - 1] = c._strides[d]
+            continue
+        bs[n] = c._shape[d]
+        sa[n] = a._strides[d]
+        sb[n] = b._strides[d]
+        sc[n] = c._strides[d]
+        n += 1
+    if n == 0:
+        bs[0] = 1
+        sa[0] = sb[0] = sc[0] = 0
+        n = 1
+    if M == 1:
+        rsa = 1
+        rsc = 1
+    if N == 1:
+        csb = 1
+        csc = 1
+    # B shared by every batch and A's batches stacked by rows: one tall GEMM
+    if n == 1 and sb[0] == 0 and sa[0] == M * rsa and sc[0] == M * rsc and bs[0] > 1:
+        M *= bs[0]
+        bs[0] = 1
+    cdef int isz = em_itemsize[c._dtype]
+    cdef char *A = _ptr(a)
+    cdef char *B = _ptr(b)
+    cdef char *C = _ptr(c)
+    cdef int64_t idx[MAX_DIMS]
+    cdef int64_t outer = 1, o, oa, ob, oc
+    for d in range(n - 1):
+        outer *= bs[d]
+        idx[d] = 0
+    cdef int nt = _nthreads()
+    cdef int dt = c._dtype
+    if M == 0 or N == 0 or numel_of(c._ndim, c._shape) == 0:
+        return 0
+    with nogil:
+        for o in range(outer):
+            oa = ob = oc = 0
+            for d in range(n - 1):
+                oa += idx[d] * sa[d]
+                ob += idx[d] * sb[d]
+                oc += idx[d] * sc[d]
+            _gemm_raw(dt, bs[n - 1], M, N, K, alpha, A + oa * isz, rsa, csa, sa[n - 1],
+                      B + ob * isz, rsb, csb, sb[n - 1], beta, C + oc * isz, rsc, csc,
+                      sc[n - 1], nt)
+            d = n - 2
+            while d >= 0:
+                idx[d] += 1
+                if idx[d] < bs[d]:
+                    break
+                idx[d] = 0
+                d -= 1
+    return 0
+
+
+cdef int _check_same_dtype(TensorBase a, TensorBase b, str msg) except -1:
+    if a._dtype != b._dtype:
+        raise RuntimeError(f"{msg}{_C_NAMES[a._dtype]} != {_C_NAMES[b._dtype]}")
+    return 0
+
+
+cdef TensorBase _unsq(TensorBase t, int d):
+    """view with a size-1 dim inserted at d"""
+    cdef int64_t ns[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int i, k = 0
+    for i in range(t._ndim + 1):
+        if i == d:
+            ns[i] = 1
+            st[i] = 0
+        else:
+            ns[i] = t._shape[k]
+            st[i] = t._strides[k]
+            k += 1
+    return _view(t, t._ndim + 1, ns, st, t._offset)
+
+
+cdef TensorBase _expand_batch(TensorBase t, int nb, const int64_t *bshape):
+    """view of a (..., R, C) tensor as (bshape..., R, C) with stride-0 broadcasting"""
+    cdef int64_t ns[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int tb = t._ndim - 2, i, k
+    for i in range(nb):
+        k = i - (nb - tb)
+        ns[i] = bshape[i]
+        st[i] = t._strides[k] if k >= 0 and t._shape[k] != 1 else 0
+    for i in range(2):
+        ns[nb + i] = t._shape[tb + i]
+        st[nb + i] = t._strides[tb + i]
+    return _view(t, nb + 2, ns, st, t._offset)
+
+
+# ----------------------------------------------------------------------------
+# matrix products
+
+def mm(input, mat2, *, out=None):
+    """Matrix product of two 2-D tensors."""
+    cdef TensorBase a = _as_tensor(input, "mm", "input")
+    cdef TensorBase b = _as_tensor(mat2, "mm", "mat2")
+    if _needs_slow((a, b)):
+        return redispatch("mm", mm, (input, mat2), {"out": out} if out is not None else None)
+    check_same_device(a, b, "mm", "mat2")
+    if a._ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b._ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if a._shape[1] != b._shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} and "
+                           f"{_shape_str(b)})")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    cdef int64_t shp[2]
+    shp[0] = a._shape[0]
+    shp[1] = b._shape[1]
+    cdef TensorBase c = _out_tensor(out, 2, shp, a, "mm")
+    _matmul_into(a, b, c, 1.0, 0.0, 0)
+    if _any_grad((a, b)):
+        record("mm", (a, b), c, None)
+    return c
+
+
+cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase like, str op):
+    cdef TensorBase o
+    if out is None:
+        return new_tensor(nd, shp, like._dtype, like._device)
+    o = _as_tensor(out, op, "out")
+    if o._dtype != like._dtype:
+        raise RuntimeError(f"{op}: Expected out tensor to have dtype {dtype_obj(like._dtype)}, "
+                           f"but got {dtype_obj(o._dtype)} instead")
+    if o._ndim != nd or any([o._shape[i] != shp[i] for i in range(nd)]):
+        raise RuntimeError(f"{op}: out tensor has shape {list(shape_tuple(o))}, expected "
+                           f"{[shp[i] for i in range(nd)]}")
+    o._storage.version += 1
+    return o
+
+
+def bmm(input, mat2, *, out=None):
+    """Batched matrix product of two 3-D tensors with the same batch size."""
+    cdef TensorBase a = _as_tensor(input, "bmm", "input")
+    cdef TensorBase b = _as_tensor(mat2, "bmm", "mat2")
+    if _needs_slow((a, b)):
+        return redispatch("bmm", bmm, (input, mat2), {"out": out} if out is not None else None)
+    check_same_device(a, b, "bmm", "mat2")
+    if a._ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b._ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b._shape[0] != a._shape[0] or b._shape[1] != a._shape[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+                           f"{b._shape[1]}].")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    cdef int64_t shp[3]
+    shp[0] = a._shape[0]
+    shp[1] = a._shape[1]
+    shp[2] = b._shape[2]
+    cdef TensorBase c = _out_tensor(out, 3, shp, a, "bmm")
+    _matmul_into(a, b, c, 1.0, 0.0, 1)
+    if _any_grad((a, b)):
+        record("bmm", (a, b), c, None)
+    return c
+
+
+def matmul(input, other, *, out=None):
+    """Matrix product with PyTorch's rules: 1-D operands are vectors (a dim is
+    added then removed), batch dims broadcast."""
+    cdef TensorBase a = _as_tensor(input, "matmul", "input")
+    cdef TensorBase b = _as_tensor(other, "matmul", "other")
+    if _needs_slow((a, b)):
+        return redispatch("matmul", matmul, (input, other),
+                          {"out": out} if out is not None else None)
+    check_same_device(a, b, "matmul", "other")
+    cdef int da = a._ndim, db = b._ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if da == 1 and db == 1:
+        _check_dot_sizes(a, b)
+    elif da == 2 and db == 1:
+        if a._shape[1] != b._shape[0]:
+            raise RuntimeError(f"size mismatch, got input ({a._shape[0]}), mat "
+                               f"({_shape_str(a)}), vec ({b._shape[0]})")
+    cdef TensorBase a3 = _unsq(a, 0) if da == 1 else a
+    cdef TensorBase b3 = _unsq(b, 1) if db == 1 else b
+    cdef int64_t M = a3._shape[a3._ndim - 2], K = a3._shape[a3._ndim - 1]
+    cdef int64_t K2 = b3._shape[b3._ndim - 2], N = b3._shape[b3._ndim - 1]
+    cdef int64_t rows = M
+    cdef int i
+    if K != K2:
+        if db <= 2:
+            for i in range(a3._ndim - 2):
+                rows *= a3._shape[i]
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{K} and "
+                               f"{K2}x{N})")
+        bb = 1
+        for i in range(b3._ndim - 2):
+            bb *= b3._shape[i]
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{bb}, {K}] but got: [{bb}, {K2}].")
+    cdef int64_t bshape[MAX_DIMS]
+    cdef int nb = broadcast_shape(a3._ndim - 2, a3._shape, b3._ndim - 2, b3._shape, bshape)
+    cdef int64_t cshape[MAX_DIMS]
+    for i in range(nb):
+        cshape[i] = bshape[i]
+    cshape[nb] = M
+    cshape[nb + 1] = N
+    cdef TensorBase c3 = new_tensor(nb + 2, cshape, a._dtype, a._device)
+    _matmul_into(_expand_batch(a3, nb, bshape), _expand_batch(b3, nb, bshape), c3, 1.0, 0.0, nb)
+    # final shape: drop the added dims
+    cdef int64_t fshape[MAX_DIMS]
+    cdef int nf = 0
+    for i in range(nb):
+        fshape[nf] = bshape[i]
+        nf += 1
+    if da > 1:
+        fshape[nf] = M
+        nf += 1
+    if db > 1:
+        fshape[nf] = N
+        nf += 1
+    cdef int64_t fst[MAX_DIMS]
+    cdef int64_t st = 1
+    for i in range(nf - 1, -1, -1):
+        fst[i] = st
+        st *= fshape[i]
+    cdef TensorBase c = _view(c3, nf, fshape, fst, 0)
+    if out is not None:
+        o = _out_tensor(out, nf, fshape, a, "matmul")
+        copy_into(o, c)
+        c = o
+    if _any_grad((a, b)):
+        record("matmul", (a, b), c, None)
+    return c
+
+
+cdef int _check_dot_sizes(TensorBase a, TensorBase b) except -1:
+    if a._shape[0] != b._shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._shape[0]}] and src "
+                           f"[{b._shape[0]}] to have the same number of elements, but got "
+                           f"{a._shape[0]} and {b._shape[0]} elements respectively")
+    return 0
+
+
+def dot(input, tensor, *, out=None):
+    """Inner product of two 1-D tensors (a 0-d tensor)."""
+    cdef TensorBase a = _as_tensor(input, "dot", "input")
+    cdef TensorBase b = _as_tensor(tensor, "dot", "tensor")
+    if _needs_slow((a, b)):
+        return redispatch("dot", dot, (input, tensor), None)
+    check_same_device(a, b, "dot", "tensor")
+    if a._ndim != 1 or b._ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._ndim}D and {b._ndim}D tensors")
+    if a._dtype != b._dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_TORCH_NAMES[a._dtype]} and {_TORCH_NAMES[b._dtype]}")
+    _check_dot_sizes(a, b)
+    cdef TensorBase c = new_tensor(0, NULL, a._dtype, a._device)
+    cdef int64_t one2[2]
+    one2[0] = one2[1] = 1
+    cdef TensorBase c2 = _view(c, 2, one2, one2, 0)
+    _matmul_into(_unsq(a, 0), _unsq(b, 1), c2, 1.0, 0.0, 0)
+    if out is not None:
+        copy_into(_as_tensor(out, "dot", "out"), c)
+        c = out
+    if _any_grad((a, b)):
+        record("dot", (a, b), c, None)
+    return c
+
+
+def vdot(input, other, *, out=None):
+    """Like dot (ember has no complex dtypes, so there is nothing to conjugate)."""
+    cdef TensorBase a = _as_tensor(input, "vdot", "input")
+    cdef TensorBase b = _as_tensor(other, "vdot", "other")
+    if a._ndim != 1 or b._ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._ndim}D and {b._ndim}D tensors")
+    if a._dtype != b._dtype:
+        raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found "
+                           f"{_TORCH_NAMES[a._dtype]} and {_TORCH_NAMES[b._dtype]}")
+    return dot(a, b, out=out)
+
+
+def mv(input, vec, *, out=None):
+    """Matrix-vector product."""
+    cdef TensorBase a = _as_tensor(input, "mv", "input")
+    cdef TensorBase v = _as_tensor(vec, "mv", "vec")
+    if _needs_slow((a, v)):
+        return redispatch("mv", mv, (input, vec), None)
+    check_same_device(a, v, "mv", "vec")
+    if a._ndim != 2 or v._ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a._ndim}, {v._ndim}")
+    if a._shape[1] != v._shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._shape[0]}), mat ({_shape_str(a)}), "
+                           f"vec ({v._shape[0]})")
+    _check_same_dtype(a, v, "expected m1 and m2 to have the same dtype, but got: ")
+    cdef int64_t n = a._shape[0]
+    cdef TensorBase c = _out_tensor(out, 1, &n, a, "mv")
+    _matmul_into(a, _unsq(v, 1), _unsq(c, 1), 1.0, 0.0, 0)
+    if _any_grad((a, v)):
+        record("mv", (a, v), c, None)
+    return c
+
+
+def outer(input, vec2, *, out=None):
+    """Outer product of two 1-D tensors."""
+    cdef TensorBase a = _as_tensor(input, "outer", "input")
+    cdef TensorBase b = _as_tensor(vec2, "outer", "vec2")
+    if _needs_slow((a, b)):
+        return redispatch("outer", outer, (input, vec2), None)
+    check_same_device(a, b, "outer", "vec2")
+    if a._ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {a._ndim}-D")
+    if b._ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b._ndim}-D")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    cdef int64_t shp[2]
+    shp[0] = a._shape[0]
+    shp[1] = b._shape[0]
+    cdef TensorBase c = _out_tensor(out, 2, shp, a, "outer")
+    _matmul_into(_unsq(a, 1), _unsq(b, 0), c, 1.0, 0.0, 0)
+    if _any_grad((a, b)):
+        record("outer", (a, b), c, None)
+    return c
+
+
+ger = outer
+
+
+cdef TensorBase _prefill(TensorBase inp, int nd, const int64_t *shp, TensorBase like,
+                         double beta, str op):
+    """a new (shp) tensor holding inp broadcast (or uninitialised when beta == 0)."""
+    cdef TensorBase c = new_tensor(nd, shp, like._dtype, like._device)
+    cdef int64_t bs[MAX_DIMS]
+    if beta != 0:
+        try:
+            nb = broadcast_shape(inp._ndim, inp._shape, nd, shp, bs)
+            ok = nb == nd and all([bs[i] == shp[i] for i in range(nd)])
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise RuntimeError(f"The expanded size of the tensor ({shp[nd - 1]}) must match the "
+                               f"existing size ({inp._shape[inp._ndim - 1] if inp._ndim else 1}) "
+                               f"at non-singleton dimension {nd - 1}.  Target sizes: "
+                               f"[{', '.join([str(shp[i]) for i in range(nd)])}].  Tensor sizes: "
+                               f"{_shape_list(inp)}")
+        copy_into(c, inp)
+    return c
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat1 @ mat2); input broadcasts to the result."""
+    cdef TensorBase i = _as_tensor(input, "addmm", "input")
+    cdef TensorBase a = _as_tensor(mat1, "addmm", "mat1")
+    cdef TensorBase b = _as_tensor(mat2, "addmm", "mat2")
+    if _needs_slow((i, a, b)):
+        return redispatch("addmm", addmm, (input, mat1, mat2), {"beta": beta, "alpha": alpha})
+    if a._ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got " + str(a._ndim) + "-D tensor")
+    if b._ndim != 2:
+        raise RuntimeError("mat2 must be a matrix, got " + str(b._ndim) + "-D tensor")
+    if a._shape[1] != b._shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} and "
+                           f"{_shape_str(b)})")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    _check_same_dtype(i, a, "expected self and mat1 to have the same dtype, but got: ")
+    cdef int64_t shp[2]
+    shp[0] = a._shape[0]
+    shp[1] = b._shape[1]
+    cdef TensorBase c = _prefill(i, 2, shp, a, beta, "addmm")
+    _matmul_into(a, b, c, alpha, beta, 0)
+    if out is not None:
+        copy_into(_as_tensor(out, "addmm", "out"), c)
+        c = out
+    if _any_grad((i, a, b)):
+        record("addmm", (i, a, b), c, {"beta": beta, "alpha": alpha})
+    return c
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * bmm(batch1, batch2)."""
+    cdef TensorBase i = _as_tensor(input, "baddbmm", "input")
+    cdef TensorBase a = _as_tensor(batch1, "baddbmm", "batch1")
+    cdef TensorBase b = _as_tensor(batch2, "baddbmm", "batch2")
+    if _needs_slow((i, a, b)):
+        return redispatch("baddbmm", baddbmm, (input, batch1, batch2),
+                          {"beta": beta, "alpha": alpha})
+    if a._ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b._ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b._shape[0] != a._shape[0] or b._shape[1] != a._shape[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+                           f"{b._shape[1]}].")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    _check_same_dtype(i, a, "expected self and batch1 to have the same dtype, but got: ")
+    cdef int64_t shp[3]
+    shp[0] = a._shape[0]
+    shp[1] = a._shape[1]
+    shp[2] = b._shape[2]
+    cdef TensorBase c = _prefill(i, 3, shp, a, beta, "baddbmm")
+    _matmul_into(a, b, c, alpha, beta, 1)
+    if out is not None:
+        copy_into(_as_tensor(out, "baddbmm", "out"), c)
+        c = out
+    if _any_grad((i, a, b)):
+        record("baddbmm", (i, a, b), c, {"beta": beta, "alpha": alpha})
+    return c
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec)."""
+    cdef TensorBase i = _as_tensor(input, "addmv", "input")
+    cdef TensorBase a = _as_tensor(mat, "addmv", "mat")
+    cdef TensorBase v = _as_tensor(vec, "addmv", "vec")
+    if _needs_slow((i, a, v)):
+        return redispatch("addmv", addmv, (input, mat, vec), {"beta": beta, "alpha": alpha})
+    if a._ndim != 2 or v._ndim != 1 or i._ndim > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {i._ndim}, {a._ndim}, "
+                           f"{v._ndim}")
+    if a._shape[1] != v._shape[0] or (i._ndim == 1 and i._shape[0] not in (1, a._shape[0])):
+        raise RuntimeError(f"size mismatch, got input ({i._shape[0] if i._ndim else 1}), mat "
+                           f"({_shape_str(a)}), vec ({v._shape[0]})")
+    _check_same_dtype(a, v, "expected m1 and m2 to have the same dtype, but got: ")
+    _check_same_dtype(i, a, "expected self and mat to have the same dtype, but got: ")
+    cdef int64_t n = a._shape[0]
+    cdef TensorBase c = _prefill(i, 1, &n, a, beta, "addmv")
+    _matmul_into(a, _unsq(v, 1), _unsq(c, 1), alpha, beta, 0)
+    if out is not None:
+        copy_into(_as_tensor(out, "addmv", "out"), c)
+        c = out
+    if _any_grad((i, a, v)):
+        record("addmv", (i, a, v), c, {"beta": beta, "alpha": alpha})
+    return c
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias in one GEMM (C pre-filled with the bias, beta=1)."""
+    cdef TensorBase x = _as_tensor(input, "linear", "input")
+    cdef TensorBase w = _as_tensor(weight, "linear", "weight")
+    cdef TensorBase bt = None
+    if bias is not None:
+        bt = _as_tensor(bias, "linear", "bias")
+    if _needs_slow((x, w, bt)):
+        return redispatch("linear", linear, (input, weight, bias), None)
+    check_same_device(x, w, "linear", "weight")
+    if x._ndim == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D "
+                           f"and {w._ndim}D")
+    if w._ndim not in (1, 2):
+        raise RuntimeError(f"linear(): weight should be 1-D or 2-D, but got {w._ndim}-D")
+    _check_same_dtype(x, w, "expected m1 and m2 to have the same dtype, but got: ")
+    cdef int64_t K = x._shape[x._ndim - 1]
+    cdef int64_t N = w._shape[0] if w._ndim == 2 else 1
+    cdef int64_t Kw = w._shape[w._ndim - 1]
+    cdef int64_t rows = 1
+    cdef int i
+    for i in range(x._ndim - 1):
+        rows *= x._shape[i]
+    if K != Kw:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{K} and "
+                           f"{Kw}x{N})")
+    # output shape: x.shape[:-1] + (N,) (no N dim for a 1-D weight)
+    cdef int64_t oshape[MAX_DIMS]
+    cdef int no = x._ndim - 1
+    for i in range(no):
+        oshape[i] = x._shape[i]
+    if w._ndim == 2:
+        oshape[no] = N
+        no += 1
+    cdef TensorBase out = new_tensor(no, oshape, x._dtype, x._device)
+    cdef double beta = 0.0
+    if bt is not None:
+        _check_same_dtype(x, bt, "expected input and bias to have the same dtype, but got: ")
+        try:
+            copy_into(out, bt)
+        except RuntimeError:
+            raise RuntimeError(f"linear(): bias of size {_shape_list(bt)} does not broadcast "
+                               f"to the output size {[oshape[i] for i in range(no)]}")
+        beta = 1.0
+    # A: x as (batch..., rows, K); B = w^T as (K, N); C: out as (batch..., N)
+    cdef TensorBase xv = x
+    cdef int64_t ash[MAX_DIMS]
+    cdef int64_t ast[MAX_DIMS]
+    cdef int nb = x._ndim - 1, d
+    if nb == 0:
+        xv = _unsq(x, 0)
+        nb = 1
+    cdef TensorBase a3, b3, c3
+    # A (nb-1 batch dims, rows=shape[nb-1], K)
+    a3 = xv
+    ash[0] = K
+    ast[0] = w._strides[w._ndim - 1]
+    ash[1] = N
+    ast[1] = w._strides[0] if w._ndim == 2 else 0
+    b3 = _view(w, 2, ash, ast, w._offset)
+    for d in range(nb):
+        ash[d] = xv._shape[d]
+    ash[nb] = N
+    cdef int64_t st = 1
+    for d in range(nb, -1, -1):
+        ast[d] = st
+        st *= ash[d]
+    c3 = _view(out, nb + 1, ash, ast, 0)
+    cdef int64_t bsh[MAX_DIMS]
+    for d in range(nb - 1):
+        bsh[d] = ash[d]
+    _matmul_into(a3, _expand_batch(b3, nb - 1, bsh), c3, 1.0, beta, nb - 1)
+    if _any_grad((x, w, bt)):
+        record("linear", (x, w, bt) if bt is not None else (x, w), out, None)
+    return out
+
+
+# ----------------------------------------------------------------------------
+# einsum: lowered to permute / reshape / batched GEMM
+
+def _einsum_parse(str eq, list shapes):
+    eq = eq.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->")
+    else:
+        lhs, rhs = eq, None
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum(): more operands were provided than specified in the equation"
+                         if len(shapes) > len(terms) else
+                         "einsum(): fewer operands were provided than specified in the equation")
+    used = set(c for c in eq if c.isalpha())
+    free = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in used]
+    ell_nd = 0
+    for t, shp in zip(terms, shapes):
+        if "..." in t:
+            ell_nd = max(ell_nd, len(shp) - (len(t) - 3))
+    ell = "".join(free[:ell_nd][::-1])
+    out_terms = []
+    for t, shp in zip(terms, shapes):
+        if "..." in t:
+            n = len(shp) - (len(t) - 3)
+            t = t.replace("...", ell[ell_nd - n:] if n > 0 else "")
+        for c in t:
+            if not c.isalpha():
+                raise ValueError(f"einsum(): invalid subscript given in the equation string: {c!r}")
+        if len(t) != len(shp):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) "
+                               f"does not match the number of dimensions ({len(shp)}) for "
+                               f"operand {len(out_terms)}" + ("" if "..." in eq else
+                               " and no ellipsis was given"))
+        out_terms.append(t)
+    if rhs is None:
+        counts = {}
+        for t in out_terms:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    else:
+        rhs = rhs.replace("...", ell)
+        for c in rhs:
+            if not any(c in t for t in out_terms):
+                raise ValueError(f"einsum(): output subscript {c} does not appear in the "
+                                 f"equation for any input operand")
+    return out_terms, rhs
+
+
+def _einsum_diag(t, str sub):
+    """take diagonals for repeated subscripts of one operand"""
+    while True:
+        seen = {}
+        rep = None
+        for i, c in enumerate(sub):
+            if c in seen:
+                rep = (seen[c], i)
+                break
+            seen[c] = i
+        if rep is None:
+            return t, sub
+        i, j = rep
+        t = t.diagonal(0, i, j)
+        sub = "".join(c for k, c in enumerate(sub) if k != i and k != j) + sub[i]
+
+
+def _einsum_sum(t, str sub, keep):
+    """sum out subscripts of t not in keep (a GEMV with a ones vector)"""
+    drop = [c for c in sub if c not in keep]
+    if not drop:
+        return t, sub
+    kept = [c for c in sub if c in keep]
+    perm = [sub.index(c) for c in kept + drop]
+    t = t.permute(*perm)
+    ks = list(t.shape[:len(kept)])
+    nd = 1
+    for s in t.shape[len(kept):]:
+        nd *= s
+    t = t.reshape(-1, nd) if ks else t.reshape(1, nd)
+    ones = new_tensor(1, [nd], (<TensorBase>t)._dtype, (<TensorBase>t)._device)
+    fill_scalar(ones, 1)
+    r = mv(t, ones)
+    return r.reshape(*ks) if ks else r.reshape(()), "".join(kept)
+
+
+def _einsum_pair(a, str sa, b, str sb, keep):
+    """contract a and b over shared subscripts not in keep -> (tensor, subs)"""
+    batch = [c for c in sa if c in sb and c in keep]
+    contr = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    dims = {}
+    for t, s in ((a, sa), (b, sb)):
+        for c, n in zip(s, t.shape):
+            if c in dims and dims[c] != n and dims[c] != 1 and n != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                                   f"(original->remapped): subscript {c} has sizes "
+                                   f"{dims[c]} and {n}")
+            dims[c] = max(dims.get(c, 1), n)
+    def prod(cs):
+        p = 1
+        for c in cs:
+            p *= dims[c]
+        return p
+    A = a.permute(*[sa.index(c) for c in batch + left + contr])
+    B = b.permute(*[sb.index(c) for c in batch + contr + right])
+    # broadcast size-1 batch/contracted dims
+    A = A.expand(*[dims[c] for c in batch] + list(A.shape[len(batch):len(batch) + len(left)]) +
+                 [dims[c] for c in contr])
+    B = B.expand(*[dims[c] for c in batch + contr] + list(B.shape[len(batch) + len(contr):]))
+    A = A.reshape(prod(batch), prod(left), prod(contr))
+    B = B.reshape(prod(batch), prod(contr), prod(right))
+    C = bmm(A, B)
+    C = C.reshape(*([dims[c] for c in batch] + [dims[c] for c in left] + [dims[c] for c in right]))
+    return C, "".join(batch + left + right)
+
+
+def einsum(equation, *operands):
+    """Einstein summation.  Pairs of operands are contracted left to right by
+    batched GEMM (permute + reshape + bmm); repeated subscripts take diagonals
+    and subscripts used only once are summed first."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' must be str, not "
+                        f"{type(equation).__name__}")
+    if len(operands) == 0:
+        raise ValueError("einsum(): must provide at least one operand")
+    for o in operands:
+        _as_tensor(o, "einsum", "operands")
+    terms, rhs = _einsum_parse(equation, [tuple(o.shape) for o in operands])
+    for c in rhs:
+        if rhs.count(c) > 1:
+            raise ValueError(f"einsum(): output subscript {c} appears more than once in the output")
+    ts = []
+    subs = []
+    for o, s in zip(operands, terms):
+        t, s = _einsum_diag(o, s)
+        ts.append(t)
+        subs.append(s)
+    # sum out subscripts private to one operand and absent from the output
+    for k in range(len(ts)):
+        others = set(rhs)
+        for m in range(len(ts)):
+            if m != k:
+                others |= set(subs[m])
+        ts[k], subs[k] = _einsum_sum(ts[k], subs[k], others)
+    cur, cs = ts[0], subs[0]
+    for k in range(1, len(ts)):
+        keep = set(rhs)
+        for m in range(k + 1, len(ts)):
+            keep |= set(subs[m])
+        cur, cs = _einsum_pair(cur, cs, ts[k], subs[k], keep)
+        cur, cs = _einsum_sum(cur, cs, keep)
+    cur, cs = _einsum_sum(cur, cs, set(rhs))
+    if cs != rhs:
+        cur = cur.permute(*[cs.index(c) for c in rhs])
+    if len(operands) == 1 and cur is operands[0]:
+        cur = cur.clone()
+    return cur
+
+
+# ----------------------------------------------------------------------------
+# convolution
+
+cdef tuple _tuple_n(object v, int n, str name, str op):
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(v)
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got "
+                           f"{name}={list(v)}")
+    return tuple(int(x) for x in v)
+
+
+cdef TensorBase _float_contig(TensorBase t, int cdt):
+    if t._dtype != cdt:
+        return cast(t, cdt)
+    return contig(t)
+
+
+cdef int _conv_dtype(TensorBase x, str op) except -1:
+    if x._dtype == EM_F64:
+        return EM_F64
+    if x._dtype in (EM_F32, EM_F16, EM_BF16):
+        return EM_F32
+    raise NotImplementedError(f"\"{op}\" not implemented for '{_TORCH_NAMES[x._dtype]}'")
+
+
+cdef class _ConvArgs:
+    cdef ember_conv2d_params p
+    cdef int64_t pt, pb, pl, pr   # resolved (possibly asymmetric) padding
+    cdef bint batched
+    cdef int nd                   # 1 or 2 spatial dims
+
+
+cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, padding,
+                           dilation, groups, bint transposed=False, output_padding=0):
+    """validate a conv's shapes (PyTorch's messages) and fill the 2-D params.
+    xshape: the conv *input* shape (for transposed: the transposed conv's input)."""
+    cdef _ConvArgs a = _ConvArgs()
+    cdef int xnd = len(xshape)
+    a.nd = nd
+    if xnd != nd + 1 and xnd != nd + 2:
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{op}, but got input of size: {list(xshape)}")
+    if len(wshape) != nd + 2:
+        raise RuntimeError(f"{op}: expected weight to be {nd + 2}-dimensional, but got weight of "
+                           f"size {list(wshape)}")
+    a.batched = xnd == nd + 2
+    if not a.batched:
+        xshape = (1,) + xshape
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    s = _tuple_n(stride, nd, "stride", op)
+    d = _tuple_n(dilation, nd, "dilation", op)
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    k = tuple(wshape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for i in range(nd):
+                tot = d[i] * (k[i] - 1)
+                pads.append((tot // 2, tot - tot // 2))
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pv = _tuple_n(padding, nd, "padding", op)
+        if any(v < 0 for v in pv):
+            raise RuntimeError("negative padding is not supported")
+        pads = [(v, v) for v in pv]
+    N, C = xshape[0], xshape[1]
+    spatial = tuple(xshape[2:])
+    OC = wshape[0]
+    if transposed:
+        # weight (Cin, Cout/g, k...); x is (N, Cin, ...)
+        if wshape[0] % groups != 0:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                               f"{groups} at dimension 0, but got weight of size "
+                               f"[{list(wshape)}] instead")
+        if C != wshape[0]:
+            raise RuntimeError(f"Given transposed=1, weight of size {list(wshape)}, expected "
+                               f"input{list(xshape)} to have {wshape[0]} channels, but got {C} "
+                               f"channels instead")
+        op_ = _tuple_n(output_padding, nd, "output_padding", op)
+        for i in range(nd):
+            if op_[i] >= max(s[i], d[i]) or op_[i] < 0:
+                raise RuntimeError(f"output padding must be smaller than either stride or "
+                                   f"dilation, but got output_padding={list(op_)}, "
+                                   f"stride={list(s)}, dilation={list(d)}")
+        out_sp = [(spatial[i] - 1) * s[i] - pads[i][0] - pads[i][1] + d[i] * (k[i] - 1) +
+                  op_[i] + 1 for i in range(nd)]
+        if any(v <= 0 for v in out_sp):
+            raise RuntimeError(f"Given input size per channel: {list(spatial)}. Calculated "
+                               f"output size per channel: {out_sp}. Output size is too small")
+        # the equivalent forward conv: input (N, Cout, out_sp), output (N, Cin, spatial)
+        full_in = out_sp
+        full_out = list(spatial)
+        convC = wshape[1] * groups
+        convOC = wshape[0]
+    else:
+        if OC % groups != 0:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                               f"{groups} at dimension 0, but got weight of size "
+                               f"[{list(wshape)}] instead")
+        if C != wshape[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(wshape)}, expected "
+                               f"input{list(xshape)} to have {wshape[1] * groups} channels, but "
+                               f"got {C} channels instead")
+        padded = [spatial[i] + pads[i][0] + pads[i][1] for i in range(nd)]
+        eff = [d[i] * (k[i] - 1) + 1 for i in range(nd)]
+        if any(padded[i] < eff[i] for i in range(nd)):
+            raise RuntimeError(f"Calculated padded input size per channel: "
+                               f"({' x '.join(map(str, padded))}). Kernel size: "
+                               f"({' x '.join(map(str, eff))}). Kernel size can't be greater "
+                               f"than actual input size")
+        full_in = list(spatial)
+        full_out = [(padded[i] - eff[i]) // s[i] + 1 for i in range(nd)]
+        convC = C
+        convOC = OC
+    if nd == 1:
+        full_in = [1] + full_in
+        full_out = [1] + full_out
+        s = (1,) + s
+        d = (1,) + d
+        k = (1,) + k
+        pads = [(0, 0)] + pads
+    a.p.N = N
+    a.p.C = convC
+    a.p.H = full_in[0]
+    a.p.W = full_in[1]
+    a.p.OC = convOC
+    a.p.kh = k[0]
+    a.p.kw = k[1]
+    a.p.sh = s[0]
+    a.p.sw = s[1]
+    a.p.dh = d[0]
+    a.p.dw = d[1]
+    a.p.groups = groups
+    a.p.Ho = full_out[0]
+    a.p.Wo = full_out[1]
+    a.pt, a.pb = pads[0]
+    a.pl, a.pr = pads[1]
+    a.p.ph = a.pt
+    a.p.pw = a.pl
+    return a
+
+
+cdef tuple _sp(int nd, int64_t H, int64_t W):
+    if nd == 1:
+        return (W,)
+    return (H, W)
+
+
+cdef TensorBase _as4d(TensorBase t, int64_t N, int64_t C, int64_t H, int64_t W):
+    """contiguous t viewed as (N, C, H, W)"""
+    cdef int64_t sh[4]
+    cdef int64_t st[4]
+    sh[0] = N
+    sh[1] = C
+    sh[2] = H
+    sh[3] = W
+    st[3] = 1
+    st[2] = W
+    st[1] = H * W
+    st[0] = C * H * W
+    return _view(t, 4, sh, st, t._offset)
+
+
+cdef TensorBase _pad_input(TensorBase x, _ConvArgs a):
+    """explicitly zero-pad a contiguous (N, C, H, W) input for asymmetric padding"""
+    cdef int64_t Hp = a.p.H + a.pt + a.pb, Wp = a.p.W + a.pl + a.pr
+    cdef int64_t sh[4]
+    sh[0] = a.p.N
+    sh[1] = a.p.C
+    sh[2] = Hp
+    sh[3] = Wp
+    cdef TensorBase xp = new_tensor(4, sh, x._dtype, x._device)
+    fill_scalar(xp, 0)
+    cdef int64_t st[4]
+    st[0] = a.p.C * Hp * Wp
+    st[1] = Hp * Wp
+    st[2] = Wp
+    st[3] = 1
+    sh[2] = a.p.H
+    sh[3] = a.p.W
+    copy_into(_view(xp, 4, sh, st, a.pt * Wp + a.pl), x)
+    return xp
+
+
+cdef bint _asym(_ConvArgs a):
+    return a.pt != a.pb or a.pl != a.pr
+
+
+cdef TensorBase _shape_back(TensorBase y, tuple full_shape):
+    """view contiguous y with the user-facing shape"""
+    cdef int64_t sh[MAX_DIMS]
+    cdef int64_t st[MAX_DIMS]
+    cdef int n = len(full_shape), i
+    cdef int64_t s = 1
+    for i in range(n - 1, -1, -1):
+        sh[i] = full_shape[i]
+        st[i] = s
+        s *= sh[i]
+    return _view(y, n, sh, st, y._offset)
+
+
+cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, TensorBase b,
+                                  int cdt):
+    """x (N,C,H,W) contiguous compute dtype, w (OC,Cg,kh,kw) contiguous; -> y (N,OC,Ho,Wo)"""
+    cdef ember_conv2d_params p = a.p
+    if _asym(a):
+        x = _pad_input(x, a)
+        p.H = a.p.H + a.pt + a.pb
+        p.W = a.p.W + a.pl + a.pr
+        p.ph = 0
+        p.pw = 0
+    cdef int64_t sh[4]
+    sh[0] = p.N
+    sh[1] = p.OC
+    sh[2] = p.Ho
+    sh[3] = p.Wo
+    cdef TensorBase y = new_tensor(4, sh, cdt, x._device)
+    cdef char *bp = _ptr(b) if b is not None else NULL
+    cdef int nt = _nthreads()
+    cdef int64_t bst[3]
+    if numel_of(4, sh) == 0:
+        return y
+    if p.C == 0 or p.kh * p.kw == 0:
+        if b is not None:
+            sh[1] = sh[2] = 1
+            sh[0] = p.OC
+            bst[0] = b._strides[0]
+            bst[1] = bst[2] = 0
+            copy_into(y, _view(b, 3, sh, bst, b._offset))
+        else:
+            fill_scalar(y, 0)
+        return y
+    with nogil:
+        if cdt == EM_F32:
+            ember_conv2d_fwd_f32(&p, <float *>_ptr(x), <float *>_ptr(w), <float *>bp,
+                                 <float *>_ptr(y), nt)
+        else:
+            ember_conv2d_fwd_f64(&p, <double *>_ptr(x), <double *>_ptr(w), <double *>bp,
+                                 <double *>_ptr(y), nt)
+    return y
+
+
+cdef TensorBase _conv_input_grad_raw(_ConvArgs a, TensorBase dy, TensorBase w, int cdt):
+    """dy (N,OC,Ho,Wo), w contiguous -> dx (N,C,H,W)"""
+    cdef ember_conv2d_params p = a.p
+    cdef bint asym = _asym(a)
+    if asym:
+        p.H = a.p.H + a.pt + a.pb
+        p.W = a.p.W + a.pl + a.pr
+        p.ph = 0
+        p.pw = 0
+    cdef int64_t sh[4]
+    sh[0] = p.N
+    sh[1] = p.C
+    sh[2] = p.H
+    sh[3] = p.W
+    cdef TensorBase dx = new_tensor(4, sh, cdt, dy._device)
+    cdef int nt = _nthreads()
+    if numel_of(4, sh) == 0:
+        return dx
+    if p.OC == 0 or p.Ho * p.Wo == 0:
+        fill_scalar(dx, 0)
+    else:
+        with nogil:
+            if cdt == EM_F32:
+                ember_conv2d_bwd_input_f32(&p, <float *>_ptr(dy), <float *>_ptr(w),
+                                           <float *>_ptr(dx), nt)
+            else:
+                ember_conv2d_bwd_input_f64(&p, <double *>_ptr(dy), <double *>_ptr(w),
+                                           <double *>_ptr(dx), nt)
+    cdef int64_t vsh[4]
+    cdef int64_t vst[4]
+    if asym:
+        vsh[0] = a.p.N
+        vsh[1] = a.p.C
+        vsh[2] = a.p.H
+        vsh[3] = a.p.W
+        vst[0] = p.C * p.H * p.W
+        vst[1] = p.H * p.W
+        vst[2] = p.W
+        vst[3] = 1
+        dx = contig(_view(dx, 4, vsh, vst, a.pt * p.W + a.pl))
+    return dx
+
+
+cdef tuple _conv_weight_grad_raw(_ConvArgs a, TensorBase x, TensorBase dy, tuple wshape4,
+                                 bint want_bias, int cdt):
+    cdef ember_conv2d_params p = a.p
+    if _asym(a):
+        x = _pad_input(x, a)
+        p.H = a.p.H + a.pt + a.pb
+        p.W = a.p.W + a.pl + a.pr
+        p.ph = 0
+        p.pw = 0
+    cdef int64_t sh[4]
+    for i in range(4):
+        sh[i] = wshape4[i]
+    cdef TensorBase dw = new_tensor(4, sh, cdt, x._device)
+    cdef TensorBase db = None
+    cdef char *dbp = NULL
+    if want_bias:
+        sh[0] = p.OC
+        db = new_tensor(1, sh, cdt, x._device)
+        dbp = _ptr(db)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_conv2d_bwd_weight_f32(&p, <float *>_ptr(x), <float *>_ptr(dy),
+                                        <float *>_ptr(dw), <float *>dbp, nt)
+        else:
+            ember_conv2d_bwd_weight_f64(&p, <double *>_ptr(x), <double *>_ptr(dy),
+                                        <double *>_ptr(dw), <double *>dbp, nt)
+    return dw, db
+
+
+cdef int _check_conv_dtypes(TensorBase x, TensorBase w, TensorBase b, str op) except -1:
+    if x._dtype != w._dtype:
+        raise RuntimeError(f"{op}: Input type ({_C_NAMES[x._dtype]}) and weight type "
+                           f"({_C_NAMES[w._dtype]}) should be the same")
+    if b is not None and b._dtype != x._dtype:
+        raise RuntimeError(f"{op}: Input type ({_C_NAMES[x._dtype]}) and bias type "
+                           f"({_C_NAMES[b._dtype]}) should be the same")
+    return 0
+
+
+cdef object _conv_nd(str op, int nd, object input, object weight, object bias, object stride,
+                     object padding, object dilation, object groups):
+    cdef TensorBase x = _as_tensor(input, op, "input")
+    cdef TensorBase w = _as_tensor(weight, op, "weight")
+    cdef TensorBase b = None if bias is None else _as_tensor(bias, op, "bias")
+    cdef _ConvArgs a = _conv_setup(op, nd, tuple(x.shape), tuple(w.shape), stride, padding,
+                                   dilation, groups)
+    _check_conv_dtypes(x, w, b, op)
+    check_same_device(x, w, op, "weight")
+    if b is not None and (b._ndim != 1 or b._shape[0] != w._shape[0]):
+        raise RuntimeError(f"Given weight of size {_shape_list(w)}, expected bias to be "
+                           f"1-dimensional with {w._shape[0]} elements, but got bias of size "
+                           f"{_shape_list(b)} instead")
+    cdef int cdt = _conv_dtype(x, op)
+    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
+    cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
+                               a.p.kw)
+    cdef TensorBase bc = _float_contig(b, cdt) if b is not None else None
+    cdef TensorBase y = _conv_forward_raw(a, xc, wc, bc, cdt)
+    if y._dtype != x._dtype:
+        y = cast(y, x._dtype)
+    shp = (a.p.N, a.p.OC) + _sp(nd, a.p.Ho, a.p.Wo)
+    if not a.batched:
+        shp = shp[1:]
+    y = _shape_back(y, shp)
+    if _any_grad((x, w, b)):
+        record(op, (x, w, b) if b is not None else (x, w), y,
+               {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
+    return y
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) over NCHW input; padding may be an int,
+    a pair, "same" or "valid"."""
+    if _needs_slow((input, weight, bias)):
+        return redispatch("conv2d", conv2d, (input, weight, bias, stride, padding, dilation,
+                                             groups), None)
+    return _conv_nd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over (N, C, L) input: conv2d with H = 1."""
+    if _needs_slow((input, weight, bias)):
+        return redispatch("conv1d", conv1d, (input, weight, bias, stride, padding, dilation,
+                                             groups), None)
+    return _conv_nd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dilation=1,
+                      groups=1):
+    """Gradient of conv2d (or conv1d: 3-D weight) with respect to its input, like
+    torch.nn.grad.conv2d_input; input_size is the input's shape."""
+    cdef TensorBase w = _as_tensor(weight, "conv2d_input_grad", "weight")
+    cdef TensorBase dy = _as_tensor(grad_output, "conv2d_input_grad", "grad_output")
+    if _needs_slow((w, dy)):
+        return redispatch("conv2d_input_grad", conv2d_input_grad,
+                          (input_size, weight, grad_output, stride, padding, dilation, groups),
+                          None)
+    cdef int nd = w._ndim - 2
+    op = "conv2d_input_grad"
+    input_size = tuple(input_size)
+    cdef _ConvArgs a = _conv_setup(op, nd, input_size, tuple(w.shape), stride, padding,
+                                   dilation, groups)
+    oshape = (a.p.N, a.p.OC) + _sp(nd, a.p.Ho, a.p.Wo)
+    if not a.batched:
+        oshape = oshape[1:]
+    if tuple(dy.shape) != oshape:
+        raise RuntimeError(f"{op}: expected grad_output of size {list(oshape)}, but got "
+                           f"{_shape_list(dy)}")
+    cdef int cdt = _conv_dtype(dy, op)
+    cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
+    cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
+                               a.p.kw)
+    cdef TensorBase dx = _conv_input_grad_raw(a, dyc, wc, cdt)
+    if dx._dtype != dy._dtype:
+        dx = cast(dx, dy._dtype)
+    dx = _shape_back(dx, input_size)
+    if _any_grad((w, dy)):
+        record("conv2d_input_grad", (w, dy), dx,
+               {"input_size": input_size, "stride": stride, "padding": padding,
+                "dilation": dilation, "groups": groups})
+    return dx
+
+
+def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dilation=1,
+                       groups=1, *, bias_grad=False):
+    """Gradient of conv2d (conv1d for 3-D input batches) with respect to the
+    weight, like torch.nn.grad.conv2d_weight.  bias_grad=True also returns the
+    bias gradient: (grad_weight, grad_bias)."""
+    cdef TensorBase x = _as_tensor(input, "conv2d_weight_grad", "input")
+    cdef TensorBase dy = _as_tensor(grad_output, "conv2d_weight_grad", "grad_output")
+    if _needs_slow((x, dy)):
+        return redispatch("conv2d_weight_grad", conv2d_weight_grad,
+                          (input, weight_size, grad_output, stride, padding, dilation, groups),
+                          {"bias_grad": bias_grad})
+    weight_size = tuple(weight_size)
+    cdef int nd = len(weight_size) - 2
+    op = "conv2d_weight_grad"
+    cdef _ConvArgs a = _conv_setup(op, nd, tuple(x.shape), weight_size, stride, padding,
+                                   dilation, groups)
+    oshape = (a.p.N, a.p.OC) + _sp(nd, a.p.Ho, a.p.Wo)
+    if not a.batched:
+        oshape = oshape[1:]
+    if tuple(dy.shape) != oshape:
+        raise RuntimeError(f"{op}: expected grad_output of size {list(oshape)}, but got "
+                           f"{_shape_list(dy)}")
+    if x._dtype != dy._dtype:
+        raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
+                           f"got {_C_NAMES[x._dtype]} and {_C_NAMES[dy._dtype]}")
+    cdef int cdt = _conv_dtype(x, op)
+    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
+    cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
+    w4 = (a.p.OC, a.p.C // a.p.groups, a.p.kh, a.p.kw)
+    dw, db = _conv_weight_grad_raw(a, xc, dyc, w4, bias_grad, cdt)
+    if (<TensorBase>dw)._dtype != x._dtype:
+        dw = cast(dw, x._dtype)
+        if db is not None:
+            db = cast(db, x._dtype)
+    dw = _shape_back(dw, weight_size)
+    if _any_grad((x, dy)):
+        record("conv2d_weight_grad", (x, dy), dw,
+               {"weight_size": weight_size, "stride": stride, "padding": padding,
+                "dilation": dilation, "groups": groups})
+    return (dw, db) if bias_grad else dw
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """Transposed 2-D convolution (the input gradient of conv2d); weight is
+    (C_in, C_out / groups, kh, kw)."""
+    if _needs_slow((input, weight, bias)):
+        return redispatch("conv_transpose2d", conv_transpose2d,
+                          (input, weight, bias, stride, padding, output_padding, groups,
+                           dilation), None)
+    return _conv_transpose_nd("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """Transposed 1-D convolution: conv_transpose2d with H = 1."""
+    if _needs_slow((input, weight, bias)):
+        return redispatch("conv_transpose1d", conv_transpose1d,
+                          (input, weight, bias, stride, padding, output_padding, groups,
+                           dilation), None)
+    return _conv_transpose_nd("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation)
+
+
+cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padding,
+                               output_padding, groups, dilation):
+    cdef TensorBase x = _as_tensor(input, op, "input")
+    cdef TensorBase w = _as_tensor(weight, op, "weight")
+    cdef TensorBase b = None if bias is None else _as_tensor(bias, op, "bias")
+    if isinstance(padding, str):
+        raise RuntimeError(f"{op}: padding must be an int or a tuple of ints, got '{padding}'")
+    cdef _ConvArgs a = _conv_setup(op, nd, tuple(x.shape), tuple(w.shape), stride, padding,
+                                   dilation, groups, True, output_padding)
+    _check_conv_dtypes(x, w, b, op)
+    cdef int64_t cout = w._shape[1] * groups
+    if b is not None and (b._ndim != 1 or b._shape[0] != cout):
+        raise RuntimeError(f"Given transposed=1, weight of size {_shape_list(w)}, expected bias "
+                           f"to be 1-dimensional with {cout} elements, but got bias of size "
+                           f"{_shape_list(b)} instead")
+    cdef int cdt = _conv_dtype(x, op)
+    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
+    cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
+                               a.p.kw)
+    cdef TensorBase y = _conv_input_grad_raw(a, xc, wc, cdt)
+    if b is not None:
+        bc = _float_contig(b, cdt)
+        _add_channel_bias(y, bc)
+    if y._dtype != x._dtype:
+        y = cast(y, x._dtype)
+    shp = (a.p.N, a.p.C) + _sp(nd, a.p.H, a.p.W)
+    if not a.batched:
+        shp = shp[1:]
+    y = _shape_back(y, shp)
+    if _any_grad((x, w, b)):
+        record(op, (x, w, b) if b is not None else (x, w), y,
+               {"stride": stride, "padding": padding, "output_padding": output_padding,
+                "dilation": dilation, "groups": groups})
+    return y
+
+
+cdef int _add_channel_bias(TensorBase y, TensorBase b) except -1:
+    """y (N, C, H, W) contiguous += b[c]"""
+    cdef int64_t N = y._shape[0], C = y._shape[1], P = y._shape[2] * y._shape[3], n, c, q
+    cdef float *yf
+    cdef double *yd
+    with nogil:
+        if y._dtype == EM_F32:
+            yf = <float *>_ptr(y)
+            for n in range(N):
+                for c in range(C):
+                    for q in range(P):
+                        yf[(n * C + c) * P + q] += (<float *>_ptr(b))[c]
+        else:
+            yd = <double *>_ptr(y)
+            for n in range(N):
+                for c in range(C):
+                    for q in range(P):
+                        yd[(n * C + c) * P + q] += (<double *>_ptr(b))[c]
+    return 0
+
+
+# ----------------------------------------------------------------------------
+# pooling
+
+cdef tuple _pair(object v, str name, str op):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) == 1:
+        return (int(v[0]), int(v[0]))
+    if len(v) != 2:
+        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of two ints")
+    return (int(v[0]), int(v[1]))
+
+
+cdef int64_t _pool_out(int64_t size, int64_t k, int64_t pad, int64_t s, int64_t d,
+                       bint ceil_mode):
+    cdef int64_t num = size + 2 * pad - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    cdef int64_t o = (num // s if num >= 0 else -((-num + s - 1) // s)) + 1
+    if ceil_mode and (o - 1) * s >= size + pad:
+        o -= 1
+    return o
+
+
+cdef TensorBase _pool_input(object input, str op, str kind):
+    cdef TensorBase x = _as_tensor(input, op, "input")
+    if x._ndim not in (3, 4):
+        if kind == "adaptive":
+            raise RuntimeError(f"{op}(): Expected 3D or 4D tensor, but got {_shape_list(x)}")
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    return x
+
+
+cdef class _PoolArgs:
+    cdef ember_pool2d_params p
+    cdef tuple oshape
+
+
+cdef _PoolArgs _pool_setup(TensorBase x, str op, kernel_size, stride, padding, dilation,
+                           bint ceil_mode):
+    cdef _PoolArgs a = _PoolArgs()
+    k = _pair(kernel_size, "kernel_size", op)
+    s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) \
+        else _pair(stride, "stride", op)
+    pd = _pair(padding, "padding", op)
+    dl = _pair(dilation, "dilation", op)
+    if k[0] <= 0 or k[1] <= 0:
+        raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got "
+                           f"kH: {k[0]} kW: {k[1]}")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError(f"{op}: stride must be greater than zero, but got dH: {s[0]} "
+                           f"dW: {s[1]}")
+    if dl[0] <= 0 or dl[1] <= 0:
+        raise RuntimeError(f"{op}: dilation must be greater than zero, but got dilationH: "
+                           f"{dl[0]} dilationW: {dl[1]}")
+    for i in range(2):
+        if pd[i] < 0 or pd[i] > (dl[i] * (k[i] - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pd[i]}, kernel_size={k[i]} and dilation={dl[i]}")
+    cdef int nd = x._ndim
+    cdef int64_t H = x._shape[nd - 2], W = x._shape[nd - 1], C = x._shape[nd - 3]
+    cdef int64_t N = x._shape[0] if nd == 4 else 1
+    cdef int64_t Ho = _pool_out(H, k[0], pd[0], s[0], dl[0], ceil_mode)
+    cdef int64_t Wo = _pool_out(W, k[1], pd[1], s[1], dl[1], ceil_mode)
+    if Ho <= 0 or Wo <= 0 or C == 0 or H == 0 or W == 0:
+        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: "
+                           f"({C}x{Ho}x{Wo}). Output size is too small")
+    a.p.planes = N * C
+    a.p.H = H
+    a.p.W = W
+    a.p.kh, a.p.kw = k
+    a.p.sh, a.p.sw = s
+    a.p.ph, a.p.pw = pd
+    a.p.dh, a.p.dw = dl
+    a.p.Ho = Ho
+    a.p.Wo = Wo
+    a.p.count_include_pad = 1
+    a.p.divisor = 0
+    a.oshape = ((N,) if nd == 4 else ()) + (C, Ho, Wo)
+    return a
+
+
+cdef int _pool_dtype(TensorBase x, str op) except -1:
+    if x._dtype == EM_F32 or x._dtype == EM_F64:
+        return x._dtype
+    if x._dtype == EM_F16 or x._dtype == EM_BF16:
+        return EM_F32
+    if x._dtype == EM_BOOL:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    return EM_F64
+
+
+cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
+    cdef int64_t sh[MAX_DIMS]
+    cdef int i
+    for i in range(len(shp)):
+        sh[i] = shp[i]
+    return new_tensor(len(shp), sh, dt, dev)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-D max pooling over (N, C, H, W) or (C, H, W); indices are flat h*W+w per plane."""
+    if _needs_slow((input,)):
+        return redispatch("max_pool2d", max_pool2d, (input, kernel_size, stride, padding,
+                                                     dilation, ceil_mode, return_indices), None)
+    op = "max_pool2d"
+    cdef TensorBase x = _pool_input(input, op, "")
+    cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, dilation, ceil_mode)
+    cdef int cdt = _pool_dtype(x, op)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
+    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_max_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y),
+                                     <int64_t *>_ptr(idx), nt)
+        else:
+            ember_max_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y),
+                                     <int64_t *>_ptr(idx), nt)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if _any_grad((x,)):
+        record("max_pool2d", (x,), y, {"indices": idx, "kernel_size": kernel_size,
+                                       "stride": stride, "padding": padding,
+                                       "dilation": dilation, "ceil_mode": ceil_mode})
+    return (y, idx) if return_indices else y
+
+
+cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBase idx):
+    """dx = zeros_like(x); dx.view(planes, -1)[idx] += dy (max pool backward)"""
+    if idx._dtype != EM_I64:
+        raise RuntimeError(f"{op}: expected indices to be int64, got {dtype_obj(idx._dtype)}")
+    if tuple(dy.shape) != tuple(idx.shape):
+        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match "
+                           f"indices of size {_shape_list(idx)}")
+    cdef ember_pool2d_params p
+    cdef int nd = x._ndim
+    memset(&p, 0, sizeof(p))
+    p.H = x._shape[nd - 2]
+    p.W = x._shape[nd - 1]
+    p.planes = numel_of(nd - 2, x._shape)
+    p.Ho = dy._shape[nd - 2]
+    p.Wo = dy._shape[nd - 1]
+    cdef int cdt = _pool_dtype(x, op)
+    cdef TensorBase dyc = _float_contig(dy, cdt)
+    cdef TensorBase ic = contig(idx)
+    cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_max_pool2d_bwd_f32(&p, <float *>_ptr(dyc), <int64_t *>_ptr(ic),
+                                     <float *>_ptr(dx), nt)
+        else:
+            ember_max_pool2d_bwd_f64(&p, <double *>_ptr(dyc), <int64_t *>_ptr(ic),
+                                     <double *>_ptr(dx), nt)
+    if cdt != x._dtype:
+        dx = cast(dx, x._dtype)
+    return dx
+
+
+def max_pool2d_backward(grad_output, input, indices):
+    """Gradient of max_pool2d: grad_output scattered to the argmax positions."""
+    cdef TensorBase dy = _as_tensor(grad_output, "max_pool2d_backward", "grad_output")
+    cdef TensorBase x = _as_tensor(input, "max_pool2d_backward", "input")
+    cdef TensorBase idx = _as_tensor(indices, "max_pool2d_backward", "indices")
+    if _needs_slow((dy, x, idx)):
+        return redispatch("max_pool2d_backward", max_pool2d_backward,
+                          (grad_output, input, indices), None)
+    dx = _scatter_backward("max_pool2d_backward", dy, x, idx)
+    if _any_grad((dy,)):
+        record("max_pool2d_backward", (dy,), dx, {"indices": idx})
+    return dx
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D average pooling (PyTorch's padding/ceil_mode/divisor rules)."""
+    if _needs_slow((input,)):
+        return redispatch("avg_pool2d", avg_pool2d, (input, kernel_size, stride, padding,
+                                                     ceil_mode, count_include_pad,
+                                                     divisor_override), None)
+    op = "avg_pool2d"
+    cdef TensorBase x = _pool_input(input, op, "")
+    cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    a.p.count_include_pad = 1 if count_include_pad else 0
+    a.p.divisor = 0 if divisor_override is None else divisor_override
+    cdef int cdt = _conv_dtype(x, op)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_avg_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y), nt)
+        else:
+            ember_avg_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y), nt)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if _any_grad((x,)):
+        record("avg_pool2d", (x,), y, {"kernel_size": kernel_size, "stride": stride,
+                                       "padding": padding, "ceil_mode": ceil_mode,
+                                       "count_include_pad": count_include_pad,
+                                       "divisor_override": divisor_override})
+    return y
+
+
+def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
+                        ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """Gradient of avg_pool2d with respect to its input."""
+    op = "avg_pool2d_backward"
+    cdef TensorBase dy = _as_tensor(grad_output, op, "grad_output")
+    cdef TensorBase x = _pool_input(input, op, "")
+    if _needs_slow((dy, x)):
+        return redispatch(op, avg_pool2d_backward, (grad_output, input, kernel_size, stride,
+                                                    padding, ceil_mode, count_include_pad,
+                                                    divisor_override), None)
+    cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, 1, ceil_mode)
+    if tuple(dy.shape) != a.oshape:
+        raise RuntimeError(f"{op}: expected grad_output of size {list(a.oshape)}, but got "
+                           f"{_shape_list(dy)}")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    a.p.count_include_pad = 1 if count_include_pad else 0
+    a.p.divisor = 0 if divisor_override is None else divisor_override
+    cdef int cdt = _conv_dtype(dy, op)
+    cdef TensorBase dyc = _float_contig(dy, cdt)
+    cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_avg_pool2d_bwd_f32(&a.p, <float *>_ptr(dyc), <float *>_ptr(dx), nt)
+        else:
+            ember_avg_pool2d_bwd_f64(&a.p, <double *>_ptr(dyc), <double *>_ptr(dx), nt)
+    if cdt != dy._dtype:
+        dx = cast(dx, dy._dtype)
+    if _any_grad((dy,)):
+        record(op, (dy,), dx, {"kernel_size": kernel_size, "stride": stride,
+                               "padding": padding, "ceil_mode": ceil_mode,
+                               "count_include_pad": count_include_pad,
+                               "divisor_override": divisor_override})
+    return dx
+
+
+cdef _PoolArgs _adaptive_setup(TensorBase x, output_size, str op):
+    cdef _PoolArgs a = _PoolArgs()
+    cdef int nd = x._ndim, i
+    for i in range(nd - 2, nd):
+        if x._shape[i] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {_shape_list(x)} with "
+                               f"dimension {i} being empty")
+    if isinstance(output_size, int):
+        os_ = (output_size, output_size)
+    else:
+        os_ = tuple(output_size)
+        if len(os_) == 1:
+            os_ = os_ * 2
+        if len(os_) != 2:
+            raise RuntimeError(f"{op}: output_size must be 2")
+    cdef int64_t H = x._shape[nd - 2], W = x._shape[nd - 1]
+    Ho = H if os_[0] is None else int(os_[0])
+    Wo = W if os_[1] is None else int(os_[1])
+    if Ho < 0 or Wo < 0:
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {[Ho, Wo]}")
+    memset(&a.p, 0, sizeof(a.p))
+    a.p.planes = numel_of(nd - 2, x._shape)
+    a.p.H = H
+    a.p.W = W
+    a.p.Ho = Ho
+    a.p.Wo = Wo
+    a.oshape = tuple(x.shape[:nd - 2]) + (Ho, Wo)
+    return a
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Adaptive average pooling: window [floor(i*H/Ho), ceil((i+1)*H/Ho))."""
+    if _needs_slow((input,)):
+        return redispatch("adaptive_avg_pool2d", adaptive_avg_pool2d, (input, output_size), None)
+    op = "adaptive_avg_pool2d"
+    cdef TensorBase x = _pool_input(input, op, "adaptive")
+    cdef _PoolArgs a = _adaptive_setup(x, output_size, op)
+    cdef int cdt = _conv_dtype(x, op)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_adaptive_avg_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y), nt)
+        else:
+            ember_adaptive_avg_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y), nt)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if _any_grad((x,)):
+        record(op, (x,), y, {"output_size": output_size})
+    return y
+
+
+def adaptive_avg_pool2d_backward(grad_output, input):
+    """Gradient of adaptive_avg_pool2d with respect to its input."""
+    op = "adaptive_avg_pool2d_backward"
+    cdef TensorBase dy = _as_tensor(grad_output, op, "grad_output")
+    cdef TensorBase x = _pool_input(input, op, "adaptive")
+    if _needs_slow((dy, x)):
+        return redispatch(op, adaptive_avg_pool2d_backward, (grad_output, input), None)
+    cdef int nd = x._ndim
+    cdef _PoolArgs a = _adaptive_setup(x, (dy._shape[dy._ndim - 2], dy._shape[dy._ndim - 1]), op)
+    if tuple(dy.shape) != a.oshape:
+        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
+                           f"input {_shape_list(x)}")
+    cdef int cdt = _conv_dtype(dy, op)
+    cdef TensorBase dyc = _float_contig(dy, cdt)
+    cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_adaptive_avg_pool2d_bwd_f32(&a.p, <float *>_ptr(dyc), <float *>_ptr(dx), nt)
+        else:
+            ember_adaptive_avg_pool2d_bwd_f64(&a.p, <double *>_ptr(dyc), <double *>_ptr(dx), nt)
+    if cdt != dy._dtype:
+        dx = cast(dx, dy._dtype)
+    if _any_grad((dy,)):
+        record(op, (dy,), dx, {"input_shape": tuple(x.shape)})
+    return dx
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Adaptive max pooling (indices flat h*W+w per plane)."""
+    if _needs_slow((input,)):
+        return redispatch("adaptive_max_pool2d", adaptive_max_pool2d,
+                          (input, output_size, return_indices), None)
+    op = "adaptive_max_pool2d"
+    cdef TensorBase x = _pool_input(input, op, "adaptive")
+    cdef _PoolArgs a = _adaptive_setup(x, output_size, op)
+    cdef int cdt = _pool_dtype(x, op)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
+    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
+    cdef int nt = _nthreads()
+    with nogil:
+        if cdt == EM_F32:
+            ember_adaptive_max_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y),
+                                              <int64_t *>_ptr(idx), nt)
+        else:
+            ember_adaptive_max_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y),
+                                              <int64_t *>_ptr(idx), nt)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if _any_grad((x,)):
+        record(op, (x,), y, {"indices": idx, "output_size": output_size})
+    return (y, idx) if return_indices else y
+
+
+def adaptive_max_pool2d_backward(grad_output, input, indices):
+    """Gradient of adaptive_max_pool2d: grad_output scattered to the argmax positions."""
+    op = "adaptive_max_pool2d_backward"
+    cdef TensorBase dy = _as_tensor(grad_output, op, "grad_output")
+    cdef TensorBase x = _as_tensor(input, op, "input")
+    cdef TensorBase idx = _as_tensor(indices, op, "indices")
+    if _needs_slow((dy, x, idx)):
+        return redispatch(op, adaptive_max_pool2d_backward, (grad_output, input, indices), None)
+    dx = _scatter_backward(op, dy, x, idx)
+    if _any_grad((dy,)):
+        record(op, (dy,), dx, {"indices": idx})
+    return dx
+
+
+# ----------------------------------------------------------------------------
+# introspection (tests / benchmarks)
+
+def _gemm_isa():
+    """ISA the GEMM kernels use: 0 generic, 1 AVX2+FMA, 2 AVX-512."""
+    return ember_gemm_isa()
+
+
+def _set_gemm_isa(int isa):
+    """Force a lower GEMM ISA (tests); -1 restores detection.  Returns the ISA in use."""
+    return ember_gemm_set_isa(isa)
+
+
+__all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "outer",
+           "ger", "linear", "einsum", "conv1d", "conv2d", "conv_transpose1d",
+           "conv_transpose2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
+           "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
+           "adaptive_avg_pool2d_backward", "adaptive_max_pool2d",
+           "adaptive_max_pool2d_backward"]

@@ -1,0 +1,347 @@
+"""Native loading: how ember's extensions and its optional CUDA library get loaded.
+
+``ember/__init__.py`` calls :func:`_before_extensions` before importing
+``ember._C`` and :func:`_after_extensions` once the extensions are in:
+
+* Unix: extensions load with ``RTLD_LOCAL`` (Python's default), so ember's
+  symbols cannot clash with another library's.  ``EMBER_USE_RTLD_GLOBAL=1``
+  loads them with ``RTLD_GLOBAL`` instead (for tools that need to see them).
+* Windows: the package's ``lib`` folder and the CUDA runtime's ``bin`` folder
+  are added to the DLL search path and the runtime DLLs the extensions need
+  are loaded one by one, so a missing one gives a per-DLL report (which DLL,
+  where it was looked for, what to install) instead of a bare
+  ``WinError 126``.  ``EMBER_SKIP_WIN32_DLLS=1`` skips all of it.
+
+The CUDA side (``ember/lib/libember_cuda.so``, the CUDA runtime and driver)
+is located only when first asked for, by :func:`cuda_status` (used by
+``ember.cuda`` and ``python -m ember``); it records *why* CUDA is
+unavailable.  Nothing here lists a directory: only fixed paths are checked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from _thread import allocate_lock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
+
+__all__ = ["cuda_status", "CudaStatus", "DllLoadError", "load_flags"]
+
+
+def _record(name: str, fields: tuple, doc: str | None = None, module: str = __name__) -> type:
+    """An immutable named tuple type, like :func:`collections.namedtuple`.
+
+    ``import ember`` must stay cheap: ``collections`` and ``typing`` (and the
+    ``re``/``enum``/``functools`` they pull in) would cost more than the rest
+    of the front door, and ``_dll`` is the first module ember imports.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        if kwargs:
+            args = args + tuple(kwargs.pop(f) for f in fields[len(args):] if f in kwargs)
+        if kwargs or len(args) != len(fields):
+            raise TypeError(f"{name}() takes the fields {', '.join(fields)}")
+        return tuple.__new__(cls, args)
+
+    def __repr__(self):
+        return f"{name}(" + ", ".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
+
+    def _asdict(self):
+        return dict(zip(fields, self))
+
+    ns = {"__slots__": (), "_fields": fields, "__doc__": doc, "__module__": module,
+          "__new__": __new__, "__repr__": __repr__, "_asdict": _asdict,
+          "__getnewargs__": lambda self: tuple(self)}
+    for i, f in enumerate(fields):
+        ns[f] = property(lambda self, i=i: tuple.__getitem__(self, i), doc=f"field {f!r}")
+    return type(name, (tuple,), ns)
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIB_DIR = os.path.join(_PKG_DIR, "lib")
+
+_saved_flags: int | None = None
+_load_mode = "RTLD_LOCAL"
+_windows_report: list = []
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def load_flags() -> str:
+    """How the extension modules were loaded: ``"RTLD_LOCAL"``, ``"RTLD_GLOBAL"`` or
+    ``"windows"``."""
+    return _load_mode
+
+
+def _before_extensions(environ: Mapping[str, str] | None = None) -> None:
+    """Prepare the loader; call right before the first ``import ember._C...``."""
+    global _saved_flags, _load_mode
+    env = os.environ if environ is None else environ
+    if os.name == "nt":  # pragma: no cover - exercised with stubs in tests
+        _load_mode = "windows"
+        _load_windows_dlls(environ=env)
+        return
+    if _truthy(env.get("EMBER_USE_RTLD_GLOBAL")):
+        _saved_flags = sys.getdlopenflags()
+        sys.setdlopenflags(os.RTLD_GLOBAL | os.RTLD_LAZY)
+        _load_mode = "RTLD_GLOBAL"
+
+
+def _after_extensions() -> None:
+    """Restore the interpreter's dlopen flags once ember's extensions are loaded."""
+    global _saved_flags
+    if _saved_flags is not None:
+        sys.setdlopenflags(_saved_flags)
+        _saved_flags = None
+
+
+# ---------------------------------------------------------------------------
+# Windows
+# ---------------------------------------------------------------------------
+
+class DllLoadError(OSError):
+    """One or more DLLs ember needs could not be loaded; ``failures`` lists them."""
+
+    def __init__(self, failures: list) -> None:
+        self.failures = failures
+        lines = ["ember could not load the DLLs it needs:"]
+        for f in failures:
+            lines.append(f"  - {f.name}: {f.error}")
+            lines.append(f"      looked in: {', '.join(f.searched) or '(system search path)'}")
+            lines.append(f"      fix: {f.hint}")
+        lines.append("Set EMBER_SKIP_WIN32_DLLS=1 to skip this check if you manage DLL "
+                     "paths yourself.")
+        super().__init__("\n".join(lines))
+
+
+DllFailure = _record("DllFailure", ("name", "searched", "error", "hint"),
+                     "One DLL that failed to load: where it was looked for and the fix.")
+
+# The Windows calls, as a boundary that tests replace with stubs:
+# add_dll_directory(path), load_library(path) -> handle (raises OSError), exists(path).
+WinApi = _record("WinApi", ("add_dll_directory", "load_library", "exists"),
+                 "The Windows calls ember makes, as a boundary that tests stub.")
+
+
+def _real_winapi() -> WinApi:  # pragma: no cover - Windows only
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32.dll", use_last_error=True)
+    kernel32.LoadLibraryExW.restype = ctypes.c_void_p
+    flags = 0x00001100  # LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR
+
+    def load_library(path: str) -> Any:
+        handle = kernel32.LoadLibraryExW(path, None, flags)
+        if not handle:
+            err = ctypes.WinError(ctypes.get_last_error())
+            raise OSError(err.winerror, err.strerror, path)
+        return handle
+
+    return WinApi(os.add_dll_directory, load_library, os.path.exists)
+
+
+# DLLs the extension modules link against, with the fix when missing.  Fixed
+# names: nothing is discovered by listing folders.
+_WIN_REQUIRED = (
+    ("vcruntime140.dll", "install the Microsoft Visual C++ Redistributable (x64)"),
+    ("vcruntime140_1.dll", "install the Microsoft Visual C++ Redistributable (x64)"),
+    ("msvcp140.dll", "install the Microsoft Visual C++ Redistributable (x64)"),
+    ("vcomp140.dll", "install the Microsoft Visual C++ Redistributable (OpenMP runtime) "
+                     "or rebuild ember with EMBER_NO_OPENMP=1"),
+)
+_WIN_OPTIONAL = (
+    ("ember_cuda.dll", "rebuild ember with EMBER_BUILD_CUDA=1 to get CUDA support"),
+)
+
+
+def _windows_dll_dirs(environ: Mapping[str, str], exists: Callable[[str], bool],
+                      pkg_dir: str = _PKG_DIR) -> list:
+    """The folders added to the DLL search path, in order, existing ones only."""
+    dirs = [os.path.join(pkg_dir, "lib")]
+    cuda = environ.get("CUDA_PATH")
+    if cuda:
+        dirs.append(os.path.join(cuda, "bin"))
+    prefix = environ.get("CONDA_PREFIX")
+    if prefix:
+        dirs.append(os.path.join(prefix, "Library", "bin"))
+    seen = []
+    for d in dirs:
+        if d not in seen and exists(d):
+            seen.append(d)
+    return seen
+
+
+def _load_windows_dlls(environ: Mapping[str, str] | None = None, api: WinApi | None = None,
+                       pkg_dir: str = _PKG_DIR) -> list:
+    """Set up the DLL search path and load the runtime DLLs; return the report.
+
+    Returns a list of ``(dll, status)`` pairs; raises :class:`DllLoadError`
+    naming every required DLL that failed.  Optional DLLs (CUDA) only record
+    their failure, which :func:`cuda_status` reports.
+    """
+    global _windows_report
+    env = os.environ if environ is None else environ
+    if _truthy(env.get("EMBER_SKIP_WIN32_DLLS")):
+        _windows_report = [("*", "skipped (EMBER_SKIP_WIN32_DLLS=1)")]
+        return _windows_report
+    api = _real_winapi() if api is None else api
+    dirs = _windows_dll_dirs(env, api.exists, pkg_dir)
+    for d in dirs:
+        api.add_dll_directory(d)
+    report = []
+    failures = []
+    for group, required in ((_WIN_REQUIRED, True), (_WIN_OPTIONAL, False)):
+        for name, hint in group:
+            local = [os.path.join(d, name) for d in dirs if api.exists(os.path.join(d, name))]
+            if not local and not required:
+                report.append((name, f"not found in {', '.join(dirs) or '(no folder)'}"))
+                continue
+            target = local[0] if local else name
+            try:
+                api.load_library(target)
+                report.append((name, f"loaded from {target}"))
+            except OSError as e:
+                msg = getattr(e, "strerror", None) or str(e)
+                report.append((name, f"failed: {msg}"))
+                if required:
+                    failures.append(DllFailure(name, tuple(dirs) + ("(system search path)",),
+                                               msg, hint))
+    _windows_report = report
+    if failures:
+        raise DllLoadError(failures)
+    return report
+
+
+# ---------------------------------------------------------------------------
+# CUDA discovery (lazy)
+# ---------------------------------------------------------------------------
+
+CudaStatus = _record(
+    "CudaStatus",
+    ("available", "reason", "library", "runtime", "driver", "device_count", "device_names"),
+    """What :func:`cuda_status` found.
+
+    ``available`` is True only when ember's CUDA library (``library``), the
+    CUDA runtime (``runtime``) and a driver (``driver``) with at least one
+    device were all found; otherwise ``reason`` says which piece is missing
+    and how to fix it.
+    """)
+
+
+_status: CudaStatus | None = None
+_status_lock = allocate_lock()
+_handles: dict = {}
+
+_CUDA_LIB = "libember_cuda.so"
+_RUNTIME_NAMES = ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0")
+_DRIVER_NAMES = ("libcuda.so.1", "libcuda.so")
+
+
+def _cuda_homes(environ: Mapping[str, str]) -> list:
+    homes = [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    return [h for h in dict.fromkeys(homes) if h]
+
+
+def _dlopen(candidates: list, mode: int) -> tuple:
+    """Try each candidate in order; return (handle, name, errors)."""
+    import ctypes
+
+    errors = []
+    for c in candidates:
+        try:
+            return ctypes.CDLL(c, mode=mode), c, errors
+        except OSError as e:
+            errors.append(f"{c}: {e}")
+    return None, None, errors
+
+
+def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStatus:
+    import ctypes
+
+    mode = ctypes.RTLD_GLOBAL if _truthy(environ.get("EMBER_USE_RTLD_GLOBAL")) \
+        else ctypes.RTLD_LOCAL
+    lib = os.path.join(lib_dir, _CUDA_LIB)
+    if not os.path.isfile(lib):
+        return CudaStatus(False, f"ember was built without CUDA support: {lib} does not exist "
+                          f"(rebuild with EMBER_BUILD_CUDA=1 and nvcc on PATH)",
+                          None, None, None, 0, ())
+    # The runtime: the dynamic linker's search first, then fixed CUDA homes.
+    runtime_candidates = list(_RUNTIME_NAMES)
+    for home in _cuda_homes(environ):
+        for sub in ("lib64", "lib"):
+            for n in _RUNTIME_NAMES:
+                p = os.path.join(home, sub, n)
+                if os.path.isfile(p):
+                    runtime_candidates.append(p)
+    runtime, runtime_name, errs = _dlopen(runtime_candidates, mode)
+    if runtime is None:
+        return CudaStatus(False, "the CUDA runtime (libcudart) was not found: install the CUDA "
+                          "toolkit/runtime or put it on LD_LIBRARY_PATH (tried "
+                          + "; ".join(errs[:3]) + ")", lib, None, None, 0, ())
+    _handles["cudart"] = runtime
+    driver, driver_name, derrs = _dlopen(list(_DRIVER_NAMES), mode)
+    if driver is None:
+        return CudaStatus(False, "the NVIDIA driver library (libcuda.so.1) was not found: no "
+                          "NVIDIA driver is installed on this machine", lib, runtime_name, None,
+                          0, ())
+    _handles["driver"] = driver
+    rc = driver.cuInit(0)
+    if rc != 0:
+        what = {100: "no CUDA-capable device is detected", 999: "unknown driver error",
+                3: "the driver is not initialised", 35: "the driver is older than the runtime"}
+        return CudaStatus(False, f"cuInit failed with error {rc}: {what.get(rc, 'driver error')}",
+                          lib, runtime_name, driver_name, 0, ())
+    count = ctypes.c_int(0)
+    driver.cuDeviceGetCount(ctypes.byref(count))
+    names = []
+    for i in range(count.value):
+        dev = ctypes.c_int(0)
+        buf = ctypes.create_string_buffer(256)
+        if driver.cuDeviceGet(ctypes.byref(dev), i) == 0 and \
+                driver.cuDeviceGetName(buf, 256, dev) == 0:
+            names.append(buf.value.decode(errors="replace"))
+        else:
+            names.append(f"CUDA device {i}")
+    if count.value == 0:
+        return CudaStatus(False, "the NVIDIA driver reports no CUDA devices", lib, runtime_name,
+                          driver_name, 0, ())
+    try:
+        _handles["ember_cuda"] = ctypes.CDLL(lib, mode=mode)
+    except OSError as e:
+        return CudaStatus(False, f"{lib} failed to load: {e}", lib, runtime_name, driver_name,
+                          count.value, tuple(names))
+    return CudaStatus(True, None, lib, runtime_name, driver_name, count.value, tuple(names))
+
+
+def cuda_status(refresh: bool = False) -> CudaStatus:
+    """Locate and load ember's CUDA library, the CUDA runtime and driver (once).
+
+    Parameters
+    ----------
+    refresh : bool
+        Probe again instead of returning the cached result.
+
+    Returns
+    -------
+    CudaStatus
+        ``available`` and, when False, ``reason``.
+    """
+    global _status
+    with _status_lock:
+        if _status is None or refresh:
+            if os.name == "nt":  # pragma: no cover
+                _status = CudaStatus(False, "CUDA on Windows: see the DLL report "
+                                     f"{_windows_report}", None, None, None, 0, ())
+            else:
+                _status = _probe_cuda(os.environ)
+        return _status
+
+
+def _cuda_handle(name: str) -> Any:
+    """A loaded library handle (``"cudart"``, ``"driver"``, ``"ember_cuda"``) or None."""
+    cuda_status()
+    return _handles.get(name)

@@ -1,0 +1,72 @@
+"""The tensor API re-exported at ``ember.*``: dtypes, devices, creation and ops.
+
+One place lists what each native op module contributes to the public namespace."""
+from ember._C import core as _core
+from ember._C import elementwise as _ew
+from ember._C.core import (Size, as_tensor, broadcast_shapes, can_cast, empty, empty_like,
+                           from_dlpack, from_numpy, full, full_like, get_num_threads,
+                           is_grad_enabled, ones, ones_like, promote_types, result_type,
+                           set_num_threads, tensor, zeros, zeros_like)
+from ember._tensor import Tensor
+from ember._tensor_str import set_printoptions
+
+dtype = _core.DType
+device = _core.Device
+bool = _core.bool_  # noqa: A001 - PyTorch's name
+uint8, int8, int16, int32, int64 = _core.uint8, _core.int8, _core.int16, _core.int32, _core.int64
+float16, bfloat16, float32, float64 = (_core.float16, _core.bfloat16, _core.float32,
+                                       _core.float64)
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+
+_EW_FUNCS = (
+    "add sub rsub mul div true_divide floor_divide remainder fmod pow float_power maximum "
+    "minimum fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
+    "bitwise_left_shift bitwise_right_shift bitwise_not eq ne lt le gt ge logical_and "
+    "logical_or logical_xor logical_not neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt "
+    "rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh sigmoid relu relu_ silu "
+    "mish erf erfc frac reciprocal square lgamma floor ceil round trunc isnan isinf isfinite "
+    "signbit clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal "
+    "positive gelu softplus exp_ sigmoid_ tanh_ neg_ abs_ sqrt_ log_"
+).split()
+for _n in _EW_FUNCS:
+    globals()[_n] = getattr(_ew, _n)
+multiply, subtract, divide, negative, absolute = mul, sub, div, neg, abs  # noqa: F821
+arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2  # noqa: F821
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne  # noqa: F821
+fix = trunc  # noqa: F821
+
+
+def get_default_dtype():
+    """The default floating-point dtype (float32 unless changed)."""
+    return _core._get_default_dtype()
+
+
+def set_default_dtype(d):
+    """Set the default floating-point dtype: ``ember.float32`` or ``ember.float64``."""
+    _core._set_default_dtype(d)
+
+
+def is_tensor(obj) -> "bool":
+    """True when ``obj`` is an ember tensor."""
+    return isinstance(obj, _core.TensorBase)
+
+
+def is_floating_point(input) -> "bool":
+    return input.is_floating_point()
+
+
+def numel(input) -> "int":
+    return input.numel()
+
+
+__all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16", "int32",
+            "int64", "float16", "bfloat16", "float32", "float64", "half", "float", "double",
+            "short", "int", "long", "tensor", "as_tensor", "from_numpy", "from_dlpack",
+            "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+            "full_like", "broadcast_shapes", "result_type", "promote_types", "can_cast",
+            "get_num_threads", "set_num_threads", "is_grad_enabled", "get_default_dtype",
+            "set_default_dtype", "is_tensor", "is_floating_point", "numel", "set_printoptions",
+            "multiply", "subtract", "divide", "negative", "absolute", "arccos", "arcsin",
+            "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
+            "fix"] + _EW_FUNCS)

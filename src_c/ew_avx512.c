@@ -1,0 +1,7 @@
+/* Elementwise kernels compiled for AVX-512 (F/BW/VL/DQ); chosen at run time. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#define EW_TABLE_FN em_ew_table_avx512
+#include "ew_impl.h"

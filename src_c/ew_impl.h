@@ -1,0 +1,431 @@
+/* Elementwise inner loops, included once per ISA (ew_generic.c, ew_avx2.c,
+   ew_avx512.c) under a `#pragma GCC target`; EW_TABLE_FN names the table
+   getter.  Loops are plain C that GCC auto-vectorises for the target ISA:
+   contiguous and scalar-broadcast rows get their own loop, anything else the
+   strided one. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "ember_ew.h"
+
+typedef uint8_t em_bool;
+
+/* exp for float32 that vectorises (Cephes-style range reduction + degree-6
+   polynomial, ~1 ulp); glibc's expf is a scalar call. */
+static inline float ew_expf(float x) {
+    float xc = x > 88.3762626647949f ? 88.3762626647949f : (x < -87.3365447504f ? -87.3365447504f : x);
+    float fx = floorf(xc * 1.44269504088896341f + 0.5f);
+    float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
+    float y = 1.9875691500E-4f;
+    y = y * r + 1.3981999507E-3f;
+    y = y * r + 8.3334519073E-3f;
+    y = y * r + 4.1665795894E-2f;
+    y = y * r + 1.6666665459E-1f;
+    y = y * r + 5.0000001201E-1f;
+    y = y * r * r + r + 1.0f;
+    int32_t e = ((int32_t)fx + 127) << 23;
+    float scale;
+    memcpy(&scale, &e, 4);
+    float res = y * scale;
+    res = x > 88.72283935546875f ? INFINITY : res;
+    res = x < -103.972077083991796f ? 0.0f : res;
+    return x != x ? x : res;
+}
+static inline double ew_expd(double x) { return exp(x); }
+static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + ew_expf(-x)); }
+static inline double ew_sigmoidd(double x) { return 1.0 / (1.0 + exp(-x)); }
+static inline float ew_tanhf(float x) {
+    /* tanh via exp away from 0; the odd polynomial of tanhf near 0 */
+    float ax = fabsf(x);
+    if (ax < 0.55f) return tanhf(x);
+    float e = ew_expf(2.0f * ax);
+    float r = 1.0f - 2.0f / (e + 1.0f);
+    return copysignf(r, x);
+}
+
+#define SQRT1_2 0.70710678118654752440
+#define SQRT_2_PI 0.79788456080286535588
+
+/* --- scalar math per type, shared between the loops ---------------------- */
+#define F_EXP(T, x) (sizeof(T) == 4 ? (T)ew_expf((float)(x)) : (T)exp((double)(x)))
+
+static inline int64_t ipow64(int64_t a, int64_t b) {
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    uint64_t r = 1, base = (uint64_t)a;
+    while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
+    return (int64_t)r;
+}
+
+/* --- loop templates ------------------------------------------------------ */
+#define BIN_LOOP(name, TY, EXPR)                                                         \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        (void)aux;                                                                      \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                      \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+            for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }    \
+        } else if (s[0] == z && s[1] == z && s[2] == 0) {                               \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1]; const T b = *(const T *)p[2]; \
+            for (int64_t i = 0; i < n; i++) { T a = x[i]; o[i] = (EXPR); }              \
+        } else if (s[0] == z && s[1] == 0 && s[2] == z) {                               \
+            T *o = (T *)p[0]; const T a = *(const T *)p[1]; const T *y = (const T *)p[2]; \
+            for (int64_t i = 0; i < n; i++) { T b = y[i]; o[i] = (EXPR); }              \
+        } else {                                                                        \
+            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
+                T a = *(const T *)x, b = *(const T *)y; *(T *)o = (EXPR);               \
+            }                                                                           \
+        }                                                                               \
+    }
+
+/* integer division: a zero divisor yields 0 and raises the aux flag */
+#define IDIV_LOOP(name, TY, EXPR)                                                        \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        int bad = 0;                                                                    \
+        char *o = p[0]; const char *x = p[1], *y = p[2];                                \
+        for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {              \
+            T a = *(const T *)x, b = *(const T *)y;                                     \
+            if (b == 0) { bad = 1; *(T *)o = 0; continue; }                             \
+            *(T *)o = (EXPR);                                                           \
+        }                                                                               \
+        if (bad && aux) *(volatile int *)aux = 1;                                       \
+    }
+
+#define CMP_LOOP(name, TY, EXPR)                                                         \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        (void)aux;                                                                      \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == 1 && s[1] == z && s[2] == z) {                                      \
+            em_bool *o = (em_bool *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2]; \
+            for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }    \
+        } else if (s[0] == 1 && s[1] == z && s[2] == 0) {                               \
+            em_bool *o = (em_bool *)p[0]; const T *x = (const T *)p[1]; const T b = *(const T *)p[2]; \
+            for (int64_t i = 0; i < n; i++) { T a = x[i]; o[i] = (EXPR); }              \
+        } else {                                                                        \
+            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
+                T a = *(const T *)x, b = *(const T *)y; *(em_bool *)o = (EXPR);         \
+            }                                                                           \
+        }                                                                               \
+    }
+
+#define UN_LOOP(name, TY, OT, EXPR)                                                      \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        const double *prm = (const double *)aux; (void)prm;                             \
+        if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                                  \
+            OT *o = (OT *)p[0]; const T *in = (const T *)p[1];                          \
+            for (int64_t i = 0; i < n; i++) { T x = in[i]; o[i] = (EXPR); }             \
+        } else {                                                                        \
+            char *o = p[0]; const char *in = p[1];                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                T x = *(const T *)in; *(OT *)o = (EXPR);                                \
+            }                                                                           \
+        }                                                                               \
+    }
+
+/* clamp: aux = {T lo (8-byte slot), T hi (8-byte slot), int flags}; NaN propagates */
+#define CLAMP_LOOP(name, TY)                                                             \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        const char *ab = (const char *)aux;                                             \
+        T lo = *(const T *)ab, hi = *(const T *)(ab + 8);                               \
+        int fl = *(const int *)(ab + 16);                                               \
+        if (!(fl & 1)) { lo = hi; } if (!(fl & 2)) { hi = lo; }                                 \
+        int hl = fl & 1, hh = (fl & 2) >> 1;                                            \
+        char *o = p[0]; const char *in = p[1];                                          \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                   \
+            T *oo = (T *)o; const T *ii = (const T *)in;                                \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                T x = ii[i], r = x;                                                     \
+                r = (hl && r < lo) ? lo : r; r = (hh && r > hi) ? hi : r;               \
+                oo[i] = (x != x) ? x : r;                                               \
+            }                                                                           \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                T x = *(const T *)in, r = x;                                            \
+                r = (hl && r < lo) ? lo : r; r = (hh && r > hi) ? hi : r;               \
+                *(T *)o = (x != x) ? x : r;                                             \
+            }                                                                           \
+        }                                                                               \
+    }
+
+#define WHERE_LOOP(name, TY)                                                             \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        (void)aux;                                                                      \
+        char *o = p[0]; const char *c = p[1], *x = p[2], *y = p[3];                     \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) { \
+            T *oo = (T *)o; const em_bool *cc = (const em_bool *)c;                     \
+            const T *xx = (const T *)x, *yy = (const T *)y;                             \
+            for (int64_t i = 0; i < n; i++) oo[i] = cc[i] ? xx[i] : yy[i];              \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++, o += s[0], c += s[1], x += s[2], y += s[3]) \
+                *(T *)o = *(const em_bool *)c ? *(const T *)x : *(const T *)y;          \
+        }                                                                               \
+    }
+
+#define LERP_LOOP(name, TY)                                                              \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+        (void)aux;                                                                      \
+        char *o = p[0]; const char *a = p[1], *b = p[2], *w = p[3];                     \
+        for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2], w += s[3]) {   \
+            T x = *(const T *)a, y = *(const T *)b, t = *(const T *)w;                  \
+            *(T *)o = (t < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);              \
+        }                                                                               \
+    }
+
+/* --- type lists ---------------------------------------------------------- */
+#define FOR_INTS(M, op, ...) M(op, uint8_t, u8, __VA_ARGS__) M(op, int8_t, i8, __VA_ARGS__) \
+    M(op, int16_t, i16, __VA_ARGS__) M(op, int32_t, i32, __VA_ARGS__) M(op, int64_t, i64, __VA_ARGS__)
+#define FOR_FLOATS(M, op, ...) M(op, float, f32, __VA_ARGS__) M(op, double, f64, __VA_ARGS__)
+#define FOR_NUM(M, op, ...) FOR_INTS(M, op, __VA_ARGS__) FOR_FLOATS(M, op, __VA_ARGS__)
+
+#define MK_BIN(op, T, sfx, EXPR) BIN_LOOP(bin_##op##_##sfx, T, EXPR)
+#define MK_IDIV(op, T, sfx, EXPR) IDIV_LOOP(bin_##op##_##sfx, T, EXPR)
+#define MK_CMP(op, T, sfx, EXPR) CMP_LOOP(cmp_##op##_##sfx, T, EXPR)
+#define MK_UN(op, T, sfx, EXPR) UN_LOOP(un_##op##_##sfx, T, T, EXPR)
+#define MK_PRED(op, T, sfx, EXPR) UN_LOOP(pred_##op##_##sfx, T, em_bool, EXPR)
+
+/* --- binary ops ---------------------------------------------------------- */
+FOR_NUM(MK_BIN, add, a + b)
+BIN_LOOP(bin_add_bool, em_bool, a | b)
+FOR_NUM(MK_BIN, sub, a - b)
+FOR_NUM(MK_BIN, mul, a * b)
+BIN_LOOP(bin_mul_bool, em_bool, a & b)
+FOR_FLOATS(MK_BIN, div, a / b)
+#define FLOORDIV_F(T, a, b) ({ T m_ = (T)fmod(a, b); T d_ = (a - m_) / b;                  \
+    if (m_ != 0 && ((b < 0) != (m_ < 0))) d_ -= 1;                                        \
+    T f_ = (T)floor(d_); if (d_ - f_ > 0.5) f_ += 1; (b == 0) ? a / b : (d_ == 0 ? copysign(0, a / b) : f_); })
+FOR_FLOATS(MK_BIN, floordiv, FLOORDIV_F(T, a, b))
+FOR_INTS(MK_IDIV, floordiv, (b == -1 ? (T)(0 - (uint64_t)a) :
+                             (T)(a / b - ((a % b != 0) && ((a < 0) != (b < 0))))))
+FOR_FLOATS(MK_BIN, rem, ({ T r_ = (T)fmod(a, b); (r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_; }))
+FOR_INTS(MK_IDIV, rem, (b == -1 ? 0 : ({ T r_ = a % b; (T)((r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_); })))
+FOR_FLOATS(MK_BIN, fmod, (T)fmod(a, b))
+FOR_INTS(MK_IDIV, fmod, (b == -1 ? 0 : a % b))
+BIN_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : powf(a, b)))
+BIN_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : pow(a, b)))
+FOR_INTS(MK_BIN, pow, (T)ipow64((int64_t)a, (int64_t)b))
+/* maximum/minimum propagate NaN; fmax/fmin ignore it */
+FOR_FLOATS(MK_BIN, max, (a != a || b != b) ? a + b : (a > b ? a : b))
+FOR_FLOATS(MK_BIN, min, (a != a || b != b) ? a + b : (a < b ? a : b))
+FOR_INTS(MK_BIN, max, a > b ? a : b)
+FOR_INTS(MK_BIN, min, a < b ? a : b)
+BIN_LOOP(bin_max_bool, em_bool, a | b)
+BIN_LOOP(bin_min_bool, em_bool, a & b)
+FOR_FLOATS(MK_BIN, fmax, (T)fmax(a, b))
+FOR_FLOATS(MK_BIN, fmin, (T)fmin(a, b))
+FOR_FLOATS(MK_BIN, atan2, (T)atan2(a, b))
+FOR_FLOATS(MK_BIN, hypot, (T)hypot(a, b))
+FOR_FLOATS(MK_BIN, copysign, (T)copysign(a, b))
+FOR_INTS(MK_BIN, band, a & b)
+FOR_INTS(MK_BIN, bor, a | b)
+FOR_INTS(MK_BIN, bxor, a ^ b)
+BIN_LOOP(bin_band_bool, em_bool, a & b)
+BIN_LOOP(bin_bor_bool, em_bool, a | b)
+BIN_LOOP(bin_bxor_bool, em_bool, a ^ b)
+FOR_INTS(MK_BIN, lshift, (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b))
+FOR_INTS(MK_BIN, rshift, (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (T)(a >> b))
+FOR_FLOATS(MK_BIN, xlogy, (b != b) ? b : (a == 0 ? 0 : a * (T)log(b)))
+FOR_FLOATS(MK_BIN, logaddexp, ({ T m_ = a > b ? a : b; (m_ == -INFINITY || m_ == INFINITY) && a == b ? a : m_ + (T)log1p(exp(-fabs((double)(a - b)))); }))
+/* backward helpers: a = incoming grad, b = saved input or output */
+FOR_FLOATS(MK_BIN, relu_bw, b > 0 ? a : 0)
+FOR_FLOATS(MK_BIN, sigmoid_bw, a * b * (1 - b))
+FOR_FLOATS(MK_BIN, tanh_bw, a * (1 - b * b))
+FOR_FLOATS(MK_BIN, gelu_bw, a * (T)(0.5 * (1 + erf(b * SQRT1_2)) + b * 0.3989422804014327 * exp(-0.5 * b * b)))
+FOR_FLOATS(MK_BIN, gelu_tanh_bw, ({ double x_ = b, u_ = SQRT_2_PI * (x_ + 0.044715 * x_ * x_ * x_);
+    double t_ = tanh(u_); (T)(a * (0.5 * (1 + t_) + 0.5 * x_ * (1 - t_ * t_) * SQRT_2_PI * (1 + 3 * 0.044715 * x_ * x_))); }))
+BIN_LOOP(bin_silu_bw_f32, float, ({ float s_ = ew_sigmoidf(b); a * s_ * (1 + b * (1 - s_)); }))
+BIN_LOOP(bin_silu_bw_f64, double, ({ double s_ = ew_sigmoidd(b); a * s_ * (1 + b * (1 - s_)); }))
+
+/* --- comparisons (bool out) ---------------------------------------------- */
+#define MK_CMP_ALL(op, EXPR) FOR_NUM(MK_CMP, op, EXPR) CMP_LOOP(cmp_##op##_bool, em_bool, EXPR)
+MK_CMP_ALL(eq, a == b)
+MK_CMP_ALL(ne, a != b)
+MK_CMP_ALL(lt, a < b)
+MK_CMP_ALL(le, a <= b)
+MK_CMP_ALL(gt, a > b)
+MK_CMP_ALL(ge, a >= b)
+MK_CMP_ALL(land, (a != 0) & (b != 0))
+MK_CMP_ALL(lor, (a != 0) | (b != 0))
+MK_CMP_ALL(lxor, (a != 0) ^ (b != 0))
+
+/* --- unary ops ----------------------------------------------------------- */
+FOR_NUM(MK_UN, neg, (T)(0 - x))
+FOR_INTS(MK_UN, abs, (T)(x < 0 ? 0 - x : x))
+FOR_FLOATS(MK_UN, abs, (T)fabs(x))
+UN_LOOP(un_abs_bool, em_bool, em_bool, x)
+FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
+FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
+UN_LOOP(un_sign_bool, em_bool, em_bool, x)
+UN_LOOP(un_exp_f32, float, float, ew_expf(x))
+FOR_FLOATS(MK_UN, exp2, (T)exp2(x))
+UN_LOOP(un_exp_f64, double, double, exp(x))
+FOR_FLOATS(MK_UN, expm1, (T)expm1(x))
+FOR_FLOATS(MK_UN, log, (T)log(x))
+FOR_FLOATS(MK_UN, log2, (T)log2(x))
+FOR_FLOATS(MK_UN, log10, (T)log10(x))
+FOR_FLOATS(MK_UN, log1p, (T)log1p(x))
+UN_LOOP(un_sqrt_f32, float, float, sqrtf(x))
+UN_LOOP(un_sqrt_f64, double, double, sqrt(x))
+UN_LOOP(un_rsqrt_f32, float, float, 1.0f / sqrtf(x))
+UN_LOOP(un_rsqrt_f64, double, double, 1.0 / sqrt(x))
+FOR_FLOATS(MK_UN, sin, (T)sin(x))
+FOR_FLOATS(MK_UN, cos, (T)cos(x))
+FOR_FLOATS(MK_UN, tan, (T)tan(x))
+FOR_FLOATS(MK_UN, asin, (T)asin(x))
+FOR_FLOATS(MK_UN, acos, (T)acos(x))
+FOR_FLOATS(MK_UN, atan, (T)atan(x))
+FOR_FLOATS(MK_UN, sinh, (T)sinh(x))
+FOR_FLOATS(MK_UN, cosh, (T)cosh(x))
+UN_LOOP(un_tanh_f32, float, float, ew_tanhf(x))
+UN_LOOP(un_tanh_f64, double, double, tanh(x))
+FOR_FLOATS(MK_UN, asinh, (T)asinh(x))
+FOR_FLOATS(MK_UN, acosh, (T)acosh(x))
+FOR_FLOATS(MK_UN, atanh, (T)atanh(x))
+UN_LOOP(un_sigmoid_f32, float, float, ew_sigmoidf(x))
+UN_LOOP(un_sigmoid_f64, double, double, ew_sigmoidd(x))
+FOR_NUM(MK_UN, relu, (x != x) ? x : (x > 0 ? x : 0))
+FOR_FLOATS(MK_UN, gelu, (T)(0.5 * x * (1 + erf(x * SQRT1_2))))
+FOR_FLOATS(MK_UN, gelu_tanh, (T)(0.5 * x * (1 + tanh(SQRT_2_PI * (x + 0.044715 * x * x * x)))))
+UN_LOOP(un_silu_f32, float, float, x * ew_sigmoidf(x))
+UN_LOOP(un_silu_f64, double, double, x * ew_sigmoidd(x))
+FOR_FLOATS(MK_UN, mish, (T)(x * tanh(x > 20 ? x : log1p(exp(x)))))
+FOR_FLOATS(MK_UN, erf, (T)erf(x))
+FOR_FLOATS(MK_UN, erfc, (T)erfc(x))
+FOR_FLOATS(MK_UN, floor, (T)floor(x))
+FOR_FLOATS(MK_UN, ceil, (T)ceil(x))
+FOR_FLOATS(MK_UN, round, (T)nearbyint(x))
+FOR_FLOATS(MK_UN, trunc, (T)trunc(x))
+FOR_FLOATS(MK_UN, frac, (T)(x - trunc(x)))
+FOR_FLOATS(MK_UN, recip, (T)(1 / x))
+FOR_NUM(MK_UN, square, (T)(x * x))
+FOR_INTS(MK_UN, bnot, (T)~x)
+UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
+FOR_FLOATS(MK_UN, lgamma, (T)lgamma(x))
+/* softplus: prm = {beta, threshold} */
+FOR_FLOATS(MK_UN, softplus, (x * prm[0] > prm[1]) ? x : (T)(log1p(exp(x * prm[0])) / prm[0]))
+/* leaky_relu: prm = {slope} */
+FOR_FLOATS(MK_UN, leaky_relu, x > 0 ? x : (T)(x * prm[0]))
+/* elu: prm = {alpha, scale, input_scale} */
+FOR_FLOATS(MK_UN, elu, x > 0 ? (T)(x * prm[1]) : (T)(prm[1] * prm[0] * expm1(x * prm[2])))
+FOR_FLOATS(MK_UN, hardsigmoid, (T)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5)))
+FOR_FLOATS(MK_UN, hardswish, (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)))
+CLAMP_LOOP(un_clamp_u8, uint8_t)
+CLAMP_LOOP(un_clamp_i8, int8_t)
+CLAMP_LOOP(un_clamp_i16, int16_t)
+CLAMP_LOOP(un_clamp_i32, int32_t)
+CLAMP_LOOP(un_clamp_i64, int64_t)
+CLAMP_LOOP(un_clamp_f32, float)
+CLAMP_LOOP(un_clamp_f64, double)
+
+/* --- predicates (bool out) ----------------------------------------------- */
+FOR_FLOATS(MK_PRED, isnan, x != x)
+FOR_FLOATS(MK_PRED, isinf, (x == INFINITY) | (x == -INFINITY))
+FOR_FLOATS(MK_PRED, isfinite, (x == x) & (x != INFINITY) & (x != -INFINITY))
+FOR_FLOATS(MK_PRED, signbit, signbit(x) != 0)
+FOR_INTS(MK_PRED, isnan, 0)
+FOR_INTS(MK_PRED, isinf, 0)
+FOR_INTS(MK_PRED, isfinite, 1)
+FOR_INTS(MK_PRED, signbit, x < 0)
+FOR_NUM(MK_PRED, lnot, x == 0)
+UN_LOOP(pred_lnot_bool, em_bool, em_bool, x == 0)
+UN_LOOP(pred_isnan_bool, em_bool, em_bool, 0)
+UN_LOOP(pred_isinf_bool, em_bool, em_bool, 0)
+UN_LOOP(pred_isfinite_bool, em_bool, em_bool, 1)
+UN_LOOP(pred_signbit_bool, em_bool, em_bool, 0)
+
+WHERE_LOOP(where_1, uint8_t)
+WHERE_LOOP(where_2, uint16_t)
+WHERE_LOOP(where_4, uint32_t)
+WHERE_LOOP(where_8, uint64_t)
+LERP_LOOP(lerp_f32, float)
+LERP_LOOP(lerp_f64, double)
+
+/* --- the table ----------------------------------------------------------- */
+static em_ew_table tab;
+static int tab_ready = 0;
+
+#define SET_INTS(arr, op, pre) arr[op][EM_U8] = pre##_u8; arr[op][EM_I8] = pre##_i8; \
+    arr[op][EM_I16] = pre##_i16; arr[op][EM_I32] = pre##_i32; arr[op][EM_I64] = pre##_i64;
+#define SET_FLOATS(arr, op, pre) arr[op][EM_F32] = pre##_f32; arr[op][EM_F64] = pre##_f64;
+#define SET_NUM(arr, op, pre) SET_INTS(arr, op, pre) SET_FLOATS(arr, op, pre)
+
+const em_ew_table *EW_TABLE_FN(void) {
+    if (tab_ready) return &tab;
+    memset(&tab, 0, sizeof(tab));
+    SET_NUM(tab.bin, EW_ADD, bin_add) tab.bin[EW_ADD][EM_BOOL] = bin_add_bool;
+    SET_NUM(tab.bin, EW_SUB, bin_sub)
+    SET_NUM(tab.bin, EW_MUL, bin_mul) tab.bin[EW_MUL][EM_BOOL] = bin_mul_bool;
+    SET_FLOATS(tab.bin, EW_DIV, bin_div)
+    SET_NUM(tab.bin, EW_FLOORDIV, bin_floordiv)
+    SET_NUM(tab.bin, EW_REM, bin_rem)
+    SET_NUM(tab.bin, EW_FMOD, bin_fmod)
+    SET_NUM(tab.bin, EW_POW, bin_pow)
+    SET_NUM(tab.bin, EW_MAX, bin_max) tab.bin[EW_MAX][EM_BOOL] = bin_max_bool;
+    SET_NUM(tab.bin, EW_MIN, bin_min) tab.bin[EW_MIN][EM_BOOL] = bin_min_bool;
+    SET_FLOATS(tab.bin, EW_FMAX, bin_fmax)
+    SET_FLOATS(tab.bin, EW_FMIN, bin_fmin)
+    SET_FLOATS(tab.bin, EW_ATAN2, bin_atan2)
+    SET_FLOATS(tab.bin, EW_HYPOT, bin_hypot)
+    SET_FLOATS(tab.bin, EW_COPYSIGN, bin_copysign)
+    SET_INTS(tab.bin, EW_BAND, bin_band) tab.bin[EW_BAND][EM_BOOL] = bin_band_bool;
+    SET_INTS(tab.bin, EW_BOR, bin_bor) tab.bin[EW_BOR][EM_BOOL] = bin_bor_bool;
+    SET_INTS(tab.bin, EW_BXOR, bin_bxor) tab.bin[EW_BXOR][EM_BOOL] = bin_bxor_bool;
+    SET_INTS(tab.bin, EW_LSHIFT, bin_lshift)
+    SET_INTS(tab.bin, EW_RSHIFT, bin_rshift)
+    SET_FLOATS(tab.bin, EW_XLOGY, bin_xlogy)
+    SET_FLOATS(tab.bin, EW_LOGADDEXP, bin_logaddexp)
+    SET_FLOATS(tab.bin, EW_RELU_BW, bin_relu_bw)
+    SET_FLOATS(tab.bin, EW_SIGMOID_BW, bin_sigmoid_bw)
+    SET_FLOATS(tab.bin, EW_TANH_BW, bin_tanh_bw)
+    SET_FLOATS(tab.bin, EW_GELU_BW, bin_gelu_bw)
+    SET_FLOATS(tab.bin, EW_GELU_TANH_BW, bin_gelu_tanh_bw)
+    SET_FLOATS(tab.bin, EW_SILU_BW, bin_silu_bw)
+
+#define SET_CMP(op, pre) SET_NUM(tab.cmp, op, pre) tab.cmp[op][EM_BOOL] = pre##_bool;
+    SET_CMP(EW_EQ, cmp_eq) SET_CMP(EW_NE, cmp_ne) SET_CMP(EW_LT, cmp_lt) SET_CMP(EW_LE, cmp_le)
+    SET_CMP(EW_GT, cmp_gt) SET_CMP(EW_GE, cmp_ge) SET_CMP(EW_LAND, cmp_land)
+    SET_CMP(EW_LOR, cmp_lor) SET_CMP(EW_LXOR, cmp_lxor)
+
+    SET_NUM(tab.un, EW_NEG, un_neg)
+    SET_NUM(tab.un, EW_ABS, un_abs) tab.un[EW_ABS][EM_BOOL] = un_abs_bool;
+    SET_NUM(tab.un, EW_SIGN, un_sign) tab.un[EW_SIGN][EM_BOOL] = un_sign_bool;
+    SET_FLOATS(tab.un, EW_EXP, un_exp) SET_FLOATS(tab.un, EW_EXP2, un_exp2)
+    SET_FLOATS(tab.un, EW_EXPM1, un_expm1) SET_FLOATS(tab.un, EW_LOG, un_log)
+    SET_FLOATS(tab.un, EW_LOG2, un_log2) SET_FLOATS(tab.un, EW_LOG10, un_log10)
+    SET_FLOATS(tab.un, EW_LOG1P, un_log1p) SET_FLOATS(tab.un, EW_SQRT, un_sqrt)
+    SET_FLOATS(tab.un, EW_RSQRT, un_rsqrt) SET_FLOATS(tab.un, EW_SIN, un_sin)
+    SET_FLOATS(tab.un, EW_COS, un_cos) SET_FLOATS(tab.un, EW_TAN, un_tan)
+    SET_FLOATS(tab.un, EW_ASIN, un_asin) SET_FLOATS(tab.un, EW_ACOS, un_acos)
+    SET_FLOATS(tab.un, EW_ATAN, un_atan) SET_FLOATS(tab.un, EW_SINH, un_sinh)
+    SET_FLOATS(tab.un, EW_COSH, un_cosh) SET_FLOATS(tab.un, EW_TANH, un_tanh)
+    SET_FLOATS(tab.un, EW_ASINH, un_asinh) SET_FLOATS(tab.un, EW_ACOSH, un_acosh)
+    SET_FLOATS(tab.un, EW_ATANH, un_atanh) SET_FLOATS(tab.un, EW_SIGMOID, un_sigmoid)
+    SET_NUM(tab.un, EW_RELU, un_relu)
+    SET_FLOATS(tab.un, EW_GELU, un_gelu) SET_FLOATS(tab.un, EW_GELU_TANH, un_gelu_tanh)
+    SET_FLOATS(tab.un, EW_SILU, un_silu) SET_FLOATS(tab.un, EW_MISH, un_mish)
+    SET_FLOATS(tab.un, EW_ERF, un_erf) SET_FLOATS(tab.un, EW_ERFC, un_erfc)
+    SET_FLOATS(tab.un, EW_FLOOR, un_floor) SET_FLOATS(tab.un, EW_CEIL, un_ceil)
+    SET_FLOATS(tab.un, EW_ROUND, un_round) SET_FLOATS(tab.un, EW_TRUNC, un_trunc)
+    SET_FLOATS(tab.un, EW_FRAC, un_frac) SET_FLOATS(tab.un, EW_RECIP, un_recip)
+    SET_NUM(tab.un, EW_SQUARE, un_square)
+    SET_INTS(tab.un, EW_BNOT, un_bnot) tab.un[EW_BNOT][EM_BOOL] = un_bnot_bool;
+    SET_FLOATS(tab.un, EW_LGAMMA, un_lgamma) SET_FLOATS(tab.un, EW_SOFTPLUS, un_softplus)
+    SET_FLOATS(tab.un, EW_LEAKY_RELU, un_leaky_relu) SET_FLOATS(tab.un, EW_ELU, un_elu)
+    SET_NUM(tab.un, EW_CLAMP, un_clamp)
+    SET_FLOATS(tab.un, EW_HARDSIGMOID, un_hardsigmoid)
+    SET_FLOATS(tab.un, EW_HARDSWISH, un_hardswish)
+
+#define SET_PRED(op, pre) SET_NUM(tab.pred, op, pre) tab.pred[op][EM_BOOL] = pre##_bool;
+    SET_PRED(EW_ISNAN, pred_isnan) SET_PRED(EW_ISINF, pred_isinf)
+    SET_PRED(EW_ISFINITE, pred_isfinite) SET_PRED(EW_LNOT, pred_lnot)
+    SET_PRED(EW_SIGNBIT, pred_signbit)
+
+    for (int d = 0; d < EM_NDTYPES; d++) {
+        int sz = em_itemsize[d];
+        tab.where[d] = sz == 1 ? where_1 : sz == 2 ? where_2 : sz == 4 ? where_4 : where_8;
+    }
+    tab.lerp[EM_F32] = lerp_f32;
+    tab.lerp[EM_F64] = lerp_f64;
+    tab_ready = 1;
+    return &tab;
+}

@@ -1,0 +1,566 @@
+/* BLIS-style GEMM, written once and compiled per ISA.
+ *
+ * The including file defines EMBER_GEMM_ISA (0 generic, 1 AVX2+FMA, 2 AVX-512)
+ * and EMBER_GEMM_SFX (a token: generic / avx2 / avx512) *after* its
+ * `#pragma GCC target` line, then includes this header.  The header includes
+ * itself twice more to instantiate the float and double versions; every
+ * function it defines is `static` except the ISA-suffixed entry points
+ *     ember_{s,d}gemm_<sfx>(...)   and   ember_{s,d}gemm_batched_<sfx>(...)
+ * declared in gemm.c.
+ *
+ * Structure (BLIS): jc (NC columns of B) -> pc (KC of K, pack B panel,
+ * shared by all threads) -> ic (MC rows of A, pack A block, private per
+ * thread) -> jr (NR columns) -> ir (MR rows) -> micro-kernel MR x NR.
+ * Threads form a tm x tn grid over (rows of C, NR-panels of each NC block).
+ * Packing reads arbitrary element strides, so transposed / sliced operands
+ * are never copied first.  Edge tiles go through a small stack tile.
+ */
+#ifndef EMBER_GEMM_IMPL_BODY
+/* ------------------------------------------------------------------ outer */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if EMBER_GEMM_ISA >= 1
+#include <immintrin.h>
+#endif
+
+#define EG_CAT2(a, b) a##_##b
+#define EG_CAT(a, b) EG_CAT2(a, b)
+#define EG_FN(name) EG_CAT(name, EMBER_GEMM_SFX)
+
+#ifndef EMBER_GEMM_IMPL_COMMON
+#define EMBER_GEMM_IMPL_COMMON
+static inline int64_t eg_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t eg_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t eg_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int eg_tid(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static inline int eg_nthr(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* Per-thread packing buffers, kept for the life of the thread (no malloc per call). */
+static _Thread_local void *eg_tl_buf[2];
+static _Thread_local size_t eg_tl_cap[2];
+static void *eg_buf(int which, size_t bytes) {
+    if (bytes > eg_tl_cap[which]) {
+        free(eg_tl_buf[which]);
+        size_t cap = (bytes + 4095) & ~(size_t)4095;
+        eg_tl_buf[which] = aligned_alloc(64, cap);
+        eg_tl_cap[which] = eg_tl_buf[which] ? cap : 0;
+    }
+    return eg_tl_buf[which];
+}
+
+/* Tunables (elements); env overrides exist only in the standalone harness. */
+#ifdef EMBER_GEMM_TUNE
+extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
+#define EG_TUNE(v, d) ((v) > 0 ? (v) : (d))
+#else
+#define eg_tune_mc 0
+#define eg_tune_kc 0
+#define eg_tune_nc 0
+#define EG_TUNE(v, d) (d)
+#endif
+#endif /* EMBER_GEMM_IMPL_COMMON */
+
+#define EMBER_GEMM_IMPL_BODY 1
+/* float */
+#define T float
+#define TS s
+#define EG_F32 1
+#include "gemm_impl.h"
+#undef T
+#undef TS
+#undef EG_F32
+/* double */
+#define T double
+#define TS d
+#define EG_F32 0
+#include "gemm_impl.h"
+#undef T
+#undef TS
+#undef EG_F32
+#undef EMBER_GEMM_IMPL_BODY
+
+#else
+/* ------------------------------------------------------------------- body */
+#define EGT_CAT3(a, b, c) a##b##c
+#define EGT_CAT(a, b, c) EGT_CAT3(a, b, c)
+#define EGT(name) EG_FN(EGT_CAT(eg_, TS, name))       /* static helpers */
+#define EGPUB(name) EG_FN(EGT_CAT(ember_, TS, name))  /* public entry points */
+
+/* ---- vector abstraction: VT (W lanes), MR x (NV*W) register tile ---- */
+#if EMBER_GEMM_ISA == 2
+#  if EG_F32
+#    define VT __m512
+#    define W 16
+#    define VLOAD(p) _mm512_loadu_ps(p)
+#    define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#    define VSET1(x) _mm512_set1_ps(x)
+#    define VZERO() _mm512_setzero_ps()
+#    define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#    define VMUL(a, b) _mm512_mul_ps(a, b)
+#  else
+#    define VT __m512d
+#    define W 8
+#    define VLOAD(p) _mm512_loadu_pd(p)
+#    define VSTORE(p, v) _mm512_storeu_pd(p, v)
+#    define VSET1(x) _mm512_set1_pd(x)
+#    define VZERO() _mm512_setzero_pd()
+#    define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#    define VMUL(a, b) _mm512_mul_pd(a, b)
+#  endif
+#  define MR 12
+#  define NV 2
+#elif EMBER_GEMM_ISA == 1
+#  if EG_F32
+#    define VT __m256
+#    define W 8
+#    define VLOAD(p) _mm256_loadu_ps(p)
+#    define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#    define VSET1(x) _mm256_set1_ps(x)
+#    define VZERO() _mm256_setzero_ps()
+#    define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#    define VMUL(a, b) _mm256_mul_ps(a, b)
+#  else
+#    define VT __m256d
+#    define W 4
+#    define VLOAD(p) _mm256_loadu_pd(p)
+#    define VSTORE(p, v) _mm256_storeu_pd(p, v)
+#    define VSET1(x) _mm256_set1_pd(x)
+#    define VZERO() _mm256_setzero_pd()
+#    define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
+#    define VMUL(a, b) _mm256_mul_pd(a, b)
+#  endif
+#  define MR 6
+#  define NV 2
+#else
+   /* portable: GCC vector extensions (SSE2 registers on x86-64, NEON elsewhere) */
+#  if EG_F32
+typedef float EGT(_v) __attribute__((vector_size(16)));
+#    define W 4
+#  else
+typedef double EGT(_v) __attribute__((vector_size(16)));
+#    define W 2
+#  endif
+#  define VT EGT(_v)
+#  define VLOAD(p) EGT(_vload)(p)
+#  define VSTORE(p, v) EGT(_vstore)(p, v)
+#  define VSET1(x) ((VT){0} + (T)(x))
+#  define VZERO() ((VT){0})
+#  define VFMA(a, b, c) ((a) * (b) + (c))
+#  define VMUL(a, b) ((a) * (b))
+static inline VT EGT(_vload)(const T *p) { VT v; memcpy(&v, p, sizeof v); return v; }
+static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
+#  define MR 4
+#  define NV 2
+#endif
+#define NR (NV * W)
+
+/* cache blocking (elements).  KC*NR*sizeof(T) of B stays in L1, MC*KC of A in
+   L2, KC*NC of B in L3. */
+#if EG_F32
+#  define KC_DEF 384
+#  define MC_DEF (MR * 16)
+#else
+#  define KC_DEF 256
+#  define MC_DEF (MR * 16)
+#endif
+#define NC_DEF (NR * 256)
+
+/* ------------------------------------------------------------ micro-kernel */
+/* acc = sum_k a[k*MR + i] * b[k*NR + j]; then
+   C[i*rsc + j] = alpha*acc + beta*C (beta == 0: C not read).
+   Direct stores when the tile is full and C rows are contiguous; otherwise
+   through a stack tile with element strides. */
+static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b,
+                             T alpha, T beta, T *restrict c, int64_t rsc, int64_t csc,
+                             int64_t mr, int64_t nr) {
+    VT acc[MR][NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[i][v] = VZERO();
+
+    int64_t k = 0;
+    for (; k + 4 <= kc; k += 4) {
+#pragma GCC unroll 4
+        for (int kk = 0; kk < 4; kk++) {
+            VT b0 = VLOAD(b + kk * NR);
+            VT b1 = VLOAD(b + kk * NR + W);
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; i++) {
+                VT ai = VSET1(a[kk * MR + i]);
+                acc[i][0] = VFMA(ai, b0, acc[i][0]);
+                acc[i][1] = VFMA(ai, b1, acc[i][1]);
+            }
+        }
+        a += 4 * MR;
+        b += 4 * NR;
+    }
+    for (; k < kc; k++) {
+        VT b0 = VLOAD(b);
+        VT b1 = VLOAD(b + W);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            VT ai = VSET1(a[i]);
+            acc[i][0] = VFMA(ai, b0, acc[i][0]);
+            acc[i][1] = VFMA(ai, b1, acc[i][1]);
+        }
+        a += MR;
+        b += NR;
+    }
+
+    VT va = VSET1(alpha);
+    if (mr == MR && nr == NR && csc == 1) {
+        if (beta == (T)0) {
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; i++) {
+                VSTORE(c + i * rsc, VMUL(va, acc[i][0]));
+                VSTORE(c + i * rsc + W, VMUL(va, acc[i][1]));
+            }
+        } else if (beta == (T)1) {
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; i++) {
+                VSTORE(c + i * rsc, VFMA(va, acc[i][0], VLOAD(c + i * rsc)));
+                VSTORE(c + i * rsc + W, VFMA(va, acc[i][1], VLOAD(c + i * rsc + W)));
+            }
+        } else {
+            VT vb = VSET1(beta);
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; i++) {
+                VSTORE(c + i * rsc, VFMA(va, acc[i][0], VMUL(vb, VLOAD(c + i * rsc))));
+                VSTORE(c + i * rsc + W, VFMA(va, acc[i][1], VMUL(vb, VLOAD(c + i * rsc + W))));
+            }
+        }
+        return;
+    }
+    T tile[MR * NR] __attribute__((aligned(64)));
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+        VSTORE(tile + i * NR, VMUL(va, acc[i][0]));
+        VSTORE(tile + i * NR + W, VMUL(va, acc[i][1]));
+    }
+    if (beta == (T)0) {
+        for (int64_t i = 0; i < mr; i++)
+            for (int64_t j = 0; j < nr; j++) c[i * rsc + j * csc] = tile[i * NR + j];
+    } else {
+        for (int64_t i = 0; i < mr; i++)
+            for (int64_t j = 0; j < nr; j++)
+                c[i * rsc + j * csc] = tile[i * NR + j] + beta * c[i * rsc + j * csc];
+    }
+}
+
+/* ---------------------------------------------------------------- packing */
+/* A block rows [0,mc) x k [0,kc) -> panels of MR rows: ap[p*MR*kc + k*MR + i] */
+static void EGT(_pack_a)(int64_t mc, int64_t kc, const T *restrict A, int64_t rsa,
+                         int64_t csa, T *restrict ap) {
+    for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+        int64_t mr = eg_min(MR, mc - i0);
+        const T *a = A + i0 * rsa;
+        if (mr == MR && csa == 1) {
+            const T *rows[MR];
+            for (int i = 0; i < MR; i++) rows[i] = a + i * rsa;
+            for (int64_t k = 0; k < kc; k++) {
+#pragma GCC unroll 16
+                for (int i = 0; i < MR; i++) ap[k * MR + i] = rows[i][k];
+            }
+        } else if (mr == MR && rsa == 1) {
+            for (int64_t k = 0; k < kc; k++) {
+                const T *src = a + k * csa;
+#pragma GCC unroll 16
+                for (int i = 0; i < MR; i++) ap[k * MR + i] = src[i];
+            }
+        } else {
+            for (int64_t k = 0; k < kc; k++) {
+                int64_t i = 0;
+                for (; i < mr; i++) ap[k * MR + i] = a[i * rsa + k * csa];
+                for (; i < MR; i++) ap[k * MR + i] = 0;
+            }
+        }
+        ap += MR * kc;
+    }
+}
+
+/* B panel k [0,kc) x cols [0,nc): panel p (NR cols) -> bp[p*NR*kc + k*NR + j] */
+static void EGT(_pack_b_panel)(int64_t nr, int64_t kc, const T *restrict b, int64_t rsb,
+                               int64_t csb, T *restrict bp) {
+    if (nr == NR && csb == 1) {
+        for (int64_t k = 0; k < kc; k++) {
+            const T *src = b + k * rsb;
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) VSTORE(bp + k * NR + v * W, VLOAD(src + v * W));
+        }
+    } else if (nr == NR && rsb == 1) {
+        /* columns contiguous: read 4 k at a time from each column */
+        int64_t k = 0;
+        for (; k + 4 <= kc; k += 4) {
+#pragma GCC unroll 4
+            for (int j = 0; j < NR; j++) {
+                const T *src = b + j * csb + k;
+                bp[(k + 0) * NR + j] = src[0];
+                bp[(k + 1) * NR + j] = src[1];
+                bp[(k + 2) * NR + j] = src[2];
+                bp[(k + 3) * NR + j] = src[3];
+            }
+        }
+        for (; k < kc; k++)
+            for (int j = 0; j < NR; j++) bp[k * NR + j] = b[j * csb + k];
+    } else {
+        for (int64_t k = 0; k < kc; k++) {
+            int64_t j = 0;
+            for (; j < nr; j++) bp[k * NR + j] = b[k * rsb + j * csb];
+            for (; j < NR; j++) bp[k * NR + j] = 0;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ small paths */
+/* C = alpha*A@B + beta*C with plain loops: tiny problems, no packing. */
+static void EGT(_naive)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                        int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
+                        int64_t rsc, int64_t csc) {
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            T s = 0;
+            for (int64_t k = 0; k < K; k++) s += A[i * rsa + k * csa] * B[k * rsb + j * csb];
+            T *c = C + i * rsc + j * csc;
+            *c = beta == (T)0 ? alpha * s : alpha * s + beta * *c;
+        }
+    }
+}
+
+#define EG_LANES (4 * W)
+/* dot of contiguous x with y at stride incy, lane-parallel accumulators */
+static inline T EGT(_dot_c)(int64_t n, const T *restrict x, const T *restrict y) {
+    T acc[EG_LANES] = {0};
+    int64_t k = 0;
+    for (; k + EG_LANES <= n; k += EG_LANES)
+#pragma GCC unroll 64
+        for (int l = 0; l < EG_LANES; l++) acc[l] += x[k + l] * y[k + l];
+    T s = 0;
+    for (int l = 0; l < EG_LANES; l++) s += acc[l];
+    for (; k < n; k++) s += x[k] * y[k];
+    return s;
+}
+
+/* y[i*incy] = alpha * sum_k A[i*rsa + k*csa] x[k*incx] + beta*y  (i < M) */
+static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, int64_t csa,
+                       const T *x, int64_t incx, T beta, T *y, int64_t incy, int nthreads) {
+    T *xc = NULL;
+    const T *xv = x;
+    if (incx != 1) {
+        xc = (T *)malloc((size_t)K * sizeof(T));
+        for (int64_t k = 0; k < K; k++) xc[k] = x[k * incx];
+        xv = xc;
+    }
+    int nt = (M * K < 65536) ? 1 : nthreads;
+    if (csa == 1 || (rsa != 1)) {
+        /* rows (or neither) contiguous: one dot per row */
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t i = 0; i < M; i++) {
+            const T *a = A + i * rsa;
+            T s;
+            if (csa == 1) s = EGT(_dot_c)(K, a, xv);
+            else {
+                s = 0;
+                for (int64_t k = 0; k < K; k++) s += a[k * csa] * xv[k];
+            }
+            T *yi = y + i * incy;
+            *yi = beta == (T)0 ? alpha * s : alpha * s + beta * *yi;
+        }
+    } else {
+        /* columns contiguous: y += A[:,k] * x[k], split rows over threads */
+        int64_t chunk = 1024;
+        int64_t nch = eg_cdiv(M, chunk);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t c = 0; c < nch; c++) {
+            int64_t i0 = c * chunk, m = eg_min(chunk, M - i0);
+            T acc[1024];
+            for (int64_t i = 0; i < m; i++) acc[i] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                const T *a = A + i0 + k * csa;
+                T xk = xv[k];
+                for (int64_t i = 0; i < m; i++) acc[i] += a[i] * xk;
+            }
+            for (int64_t i = 0; i < m; i++) {
+                T *yi = y + (i0 + i) * incy;
+                *yi = beta == (T)0 ? alpha * acc[i] : alpha * acc[i] + beta * *yi;
+            }
+        }
+    }
+    free(xc);
+}
+
+/* ---------------------------------------------------------- blocked GEMM */
+static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                          int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
+                          int64_t rsc, int64_t csc, int nt) {
+    const int64_t MC = EG_TUNE(eg_tune_mc, MC_DEF) / MR * MR;
+    const int64_t KC = EG_TUNE(eg_tune_kc, KC_DEF);
+    const int64_t NC = EG_TUNE(eg_tune_nc, NC_DEF) / NR * NR;
+    const int64_t kc_max = eg_min(KC, K);
+    const int64_t nc_max = eg_min(NC, eg_cdiv(N, NR) * NR);
+    T *bp = (T *)eg_buf(1, (size_t)(kc_max * nc_max) * sizeof(T));
+
+    /* thread grid: tm x tn minimising the largest per-thread tile count */
+    const int64_t tiles_m = eg_cdiv(M, MR), tiles_n = eg_cdiv(eg_min(N, NC), NR);
+    int tm = 1, tn = 1;
+    if (nt > 1) {
+        int64_t best = -1;
+        for (int a = 1; a <= nt; a++) {
+            if (nt % a) continue;
+            int b = nt / a;
+            int64_t w = eg_cdiv(tiles_m, a) * eg_cdiv(tiles_n, b);
+            /* prefer splitting rows (no duplicated A packing) on ties */
+            if (best < 0 || w < best || (w == best && a > tm)) { best = w; tm = a; tn = b; }
+        }
+    }
+
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int tid = eg_tid();
+        int gtm = tm, gtn = tn;
+        if (eg_nthr() != nt) { gtm = eg_nthr(); gtn = 1; } /* runtime gave fewer threads */
+        int ti = tid / gtn, tj = tid % gtn;
+        int64_t t0 = tiles_m * ti / gtm, t1 = tiles_m * (ti + 1) / gtm;
+        int64_t m0 = eg_min(M, t0 * MR), m1 = eg_min(M, t1 * MR);
+        T *ap = (T *)eg_buf(0, (size_t)(eg_min(MC, eg_cdiv(M, MR) * MR) * kc_max) * sizeof(T));
+
+        for (int64_t jc = 0; jc < N; jc += NC) {
+            const int64_t nc = eg_min(NC, N - jc);
+            const int64_t np = eg_cdiv(nc, NR);
+            const int64_t p0 = np * tj / gtn, p1 = np * (tj + 1) / gtn;
+            for (int64_t pc = 0; pc < K; pc += KC) {
+                const int64_t kc = eg_min(KC, K - pc);
+                const T beta_eff = pc == 0 ? beta : (T)1;
+#pragma omp for schedule(static)
+                for (int64_t p = 0; p < np; p++)
+                    EGT(_pack_b_panel)(eg_min(NR, nc - p * NR), kc,
+                                       B + pc * rsb + (jc + p * NR) * csb, rsb, csb,
+                                       bp + p * NR * kc);
+                for (int64_t ic = m0; ic < m1; ic += MC) {
+                    const int64_t mc = eg_min(MC, m1 - ic);
+                    EGT(_pack_a)(mc, kc, A + ic * rsa + pc * csa, rsa, csa, ap);
+                    for (int64_t p = p0; p < p1; p++) {
+                        const int64_t nr = eg_min(NR, nc - p * NR);
+                        const T *bpp = bp + p * NR * kc;
+                        T *cc = C + ic * rsc + (jc + p * NR) * csc;
+                        for (int64_t ir = 0; ir < mc; ir += MR) {
+                            EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff, cc + ir * rsc,
+                                      rsc, csc, eg_min(MR, mc - ir), nr);
+                        }
+                    }
+                }
+#pragma omp barrier
+            }
+        }
+    }
+}
+
+/* C = beta*C over an M x N strided matrix (K == 0 or alpha == 0) */
+static void EGT(_scale)(int64_t M, int64_t N, T beta, T *C, int64_t rsc, int64_t csc) {
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            T *c = C + i * rsc + j * csc;
+            *c = beta == (T)0 ? (T)0 : beta * *c;
+        }
+}
+
+static void EGT(_gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                       int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
+                       int64_t rsc, int64_t csc, int nthreads) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == (T)0) { EGT(_scale)(M, N, beta, C, rsc, csc); return; }
+    /* work on the orientation whose C rows are contiguous: C^T = B^T A^T */
+    if (csc != 1 && rsc == 1) {
+        int64_t t;
+        const T *tp;
+        t = M; M = N; N = t;
+        tp = A; A = B; B = tp;
+        t = rsa; rsa = csb; csb = t;   /* new A = B^T: rs = csb(old), cs = rsb(old) */
+        t = csa; csa = rsb; rsb = t;
+        t = rsc; rsc = csc; csc = t;
+    }
+    if (nthreads < 1) nthreads = 1;
+    if (M * N * K <= 512) {
+        EGT(_naive)(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+        return;
+    }
+    if (N == 1) {
+        EGT(_gemv)(M, K, alpha, A, rsa, csa, B, rsb, beta, C, rsc, nthreads);
+        return;
+    }
+    if (M == 1) { /* y^T = x^T B: a gemv with B^T */
+        EGT(_gemv)(N, K, alpha, B, csb, rsb, A, csa, beta, C, csc, nthreads);
+        return;
+    }
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    int nt = nthreads;
+    if (flops < 4.0e5) nt = 1;
+    else if (flops < 4.0e5 * nt) nt = (int)(flops / 4.0e5);
+    EGT(_blocked)(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, nt);
+}
+
+void EGPUB(gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                 int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C, int64_t rsc,
+                 int64_t csc, int nthreads) {
+    EGT(_gemm)(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, nthreads);
+}
+
+void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
+                         int64_t rsa, int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta,
+                         T *C, int64_t rsc, int64_t csc, int64_t bsa, int64_t bsb, int64_t bsc,
+                         int nthreads) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    if (nthreads < 1) nthreads = 1;
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    int over_batch = nthreads > 1 && batch > 1 &&
+                     (batch % nthreads == 0 || batch >= 4 * nthreads || flops < 4.0e6);
+    if (!over_batch) {
+        for (int64_t b = 0; b < batch; b++)
+            EGT(_gemm)(M, N, K, alpha, A + b * bsa, rsa, csa, B + b * bsb, rsb, csb, beta,
+                       C + b * bsc, rsc, csc, nthreads);
+        return;
+    }
+    int nt = (int)eg_min(nthreads, batch);
+    if (flops * (double)batch < 4.0e5) nt = 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t b = 0; b < batch; b++)
+        EGT(_gemm)(M, N, K, alpha, A + b * bsa, rsa, csa, B + b * bsb, rsb, csb, beta,
+                   C + b * bsc, rsc, csc, 1);
+}
+
+#undef VT
+#undef W
+#undef VLOAD
+#undef VSTORE
+#undef VSET1
+#undef VZERO
+#undef VFMA
+#undef VMUL
+#undef MR
+#undef NV
+#undef NR
+#undef KC_DEF
+#undef MC_DEF
+#undef NC_DEF
+#undef EG_LANES
+#undef EGT
+#undef EGPUB
+#undef EGT_CAT
+#undef EGT_CAT3
+#endif

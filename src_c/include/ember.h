@@ -1,0 +1,78 @@
+/* ember's C ABI: dtype codes, the inner-loop signature and the shared helpers.
+   Nothing here knows about Python. */
+#ifndef EMBER_H
+#define EMBER_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    EM_BOOL = 0, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
+    EM_NDTYPES
+};
+
+static const int em_itemsize[EM_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+
+/* NumPy-ufunc-style inner loop: ptrs[0] is the output, ptrs[1..] the inputs,
+   strides in bytes, n elements, aux an op-specific constant block. */
+typedef void (*em_loop)(char **ptrs, const int64_t *strides, int64_t n, const void *aux);
+
+/* Walk an N-d iteration space calling `fn` on the innermost dimension.
+   strides is [nargs][ndim] in bytes.  Work is split over nthreads by outer
+   index (or by chunks of the inner dimension when there is only one row). */
+void em_run_nd(em_loop fn, int nargs, char **ptrs, int ndim, const int64_t *shape,
+               const int64_t *strides, const void *aux, int nthreads);
+
+/* CPU features, detected once: 0 generic, 1 AVX2+FMA, 2 AVX-512. EMBER_ISA
+   (generic|avx2|avx512) caps the choice. */
+int ember_cpu_isa(void);
+const char *ember_isa_name(int isa);
+int ember_cpu_has(const char *feature);
+
+/* Caching allocator: 64-byte aligned; large blocks are kept for reuse so a
+   fresh output does not fault in new pages. */
+void *em_alloc(size_t nbytes);
+void em_free(void *p, size_t nbytes);
+void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks);
+void em_alloc_empty_cache(void);
+
+/* dtype conversion: copy n elements src(dtype s) -> dst(dtype d), strided (bytes). */
+em_loop em_cast_loop(int dst_dtype, int src_dtype);
+/* fill n elements of dtype at stride with the value stored in *value (same dtype) */
+void em_fill(int dtype, char *dst, int64_t stride, int64_t n, const void *value, int nthreads);
+
+/* half <-> float helpers */
+static inline float em_h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) bits = sign;
+        else { /* subnormal */
+            int e = -1; do { e++; man <<= 1; } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+    else bits = sign | ((exp + 112) << 23) | (man << 13);
+    union { uint32_t u; float f; } v; v.u = bits; return v.f;
+}
+static inline uint16_t em_f2h(float f) {
+    union { float f; uint32_t u; } v; v.f = f;
+    uint32_t x = v.u, sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* overflow -> inf */
+    if (absx < 0x38800000u) { /* subnormal or zero: round to nearest even */
+        if (absx < 0x33000000u) return (uint16_t)sign;
+        uint32_t e = absx >> 23, m = (absx & 0x7fffff) | 0x800000;
+        int shift = 126 - (int)e;
+        uint32_t r = m >> (shift); uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = absx + 0xc8000fffu + ((absx >> 13) & 1); /* rebias and round to nearest even */
+    return (uint16_t)(sign | (r >> 13));
+}
+static inline float em_bf2f(uint16_t h) { union { uint32_t u; float f; } v; v.u = (uint32_t)h << 16; return v.f; }
+static inline uint16_t em_f2bf(float f) {
+    union { float f; uint32_t u; } v; v.f = f;
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40);
+    return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1)) >> 16);
+}
+#endif

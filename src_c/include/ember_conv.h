@@ -1,0 +1,71 @@
+/* ember's convolution and pooling C ABI (NCHW, contiguous operands).
+   Kernels check nothing: the Cython layer validates shapes once.  conv1d is
+   conv2d with H = 1; conv_transpose2d is conv2d's input gradient. */
+#ifndef EMBER_CONV_H
+#define EMBER_CONV_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int64_t N, C, H, W;        /* input */
+    int64_t OC, kh, kw;        /* weight (OC, C/groups, kh, kw) */
+    int64_t sh, sw, ph, pw, dh, dw, groups;
+    int64_t Ho, Wo;            /* output (caller computes) */
+} ember_conv2d_params;
+
+/* y (N, OC, Ho, Wo) = conv(x, w) + bias (bias may be NULL). */
+void ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
+                          const float *bias, float *y, int nthreads);
+void ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
+                          const double *bias, double *y, int nthreads);
+/* dx (N, C, H, W) = grad of conv wrt its input (overwritten, not accumulated). */
+void ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy, const float *w,
+                                float *dx, int nthreads);
+void ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy, const double *w,
+                                double *dx, int nthreads);
+/* dw (OC, C/groups, kh, kw) overwritten; dbias (OC) too when not NULL. */
+void ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+                                 float *dw, float *dbias, int nthreads);
+void ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x, const double *dy,
+                                 double *dw, double *dbias, int nthreads);
+
+/* im2col of one (C, H, W) image -> col (C*kh*kw, Ho*Wo); col2im adds back into x. */
+void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x, float *col);
+void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x, double *col);
+void ember_col2im_f32(const ember_conv2d_params *p, int64_t C, const float *col, float *x);
+void ember_col2im_f64(const ember_conv2d_params *p, int64_t C, const double *col, double *x);
+
+/* ------------------------------------------------------------- pooling */
+typedef struct {
+    int64_t planes, H, W;      /* N*C planes of H x W */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t Ho, Wo;
+    int count_include_pad;     /* avg only */
+    int64_t divisor;           /* avg only: 0 = none */
+} ember_pool2d_params;
+
+/* max: idx is flat h*W+w within the plane (PyTorch's convention); NaN wins. */
+void ember_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int64_t *idx, int nthreads);
+void ember_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int64_t *idx, int nthreads);
+/* dx (planes, H, W) overwritten: zero then scatter-add dy at idx.  Works for
+   adaptive max pooling too (only planes/H/W/Ho/Wo are read). */
+void ember_max_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy, const int64_t *idx, float *dx, int nthreads);
+void ember_max_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, const int64_t *idx, double *dx, int nthreads);
+void ember_avg_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int nthreads);
+void ember_avg_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int nthreads);
+void ember_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy, float *dx, int nthreads);
+void ember_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx, int nthreads);
+/* adaptive: window [floor(o*In/Out), ceil((o+1)*In/Out)); only planes/H/W/Ho/Wo read */
+void ember_adaptive_avg_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int nthreads);
+void ember_adaptive_avg_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int nthreads);
+void ember_adaptive_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy, float *dx, int nthreads);
+void ember_adaptive_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx, int nthreads);
+void ember_adaptive_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int64_t *idx, int nthreads);
+void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int64_t *idx, int nthreads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

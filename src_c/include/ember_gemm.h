@@ -1,0 +1,44 @@
+/* ember's GEMM C ABI.  C = alpha*A@B + beta*C where A is M x K, B is K x N and
+   C is M x N, each with arbitrary element strides (rs = row stride, cs =
+   column stride, in elements; op(A) = A^T is just swapped strides).
+   beta == 0 means C is not read (NaN/garbage in C is overwritten).
+   K == 0 gives C = beta*C.  Kernels check nothing; nthreads >= 1. */
+#ifndef EMBER_GEMM_H
+#define EMBER_GEMM_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void ember_sgemm(int64_t M, int64_t N, int64_t K, float alpha,
+                 const float *A, int64_t rsa, int64_t csa,
+                 const float *B, int64_t rsb, int64_t csb,
+                 float beta, float *C, int64_t rsc, int64_t csc, int nthreads);
+void ember_dgemm(int64_t M, int64_t N, int64_t K, double alpha,
+                 const double *A, int64_t rsa, int64_t csa,
+                 const double *B, int64_t rsb, int64_t csb,
+                 double beta, double *C, int64_t rsc, int64_t csc, int nthreads);
+
+/* batched: batch b uses A + b*bsa, B + b*bsb, C + b*bsc (element strides;
+   bsa/bsb may be 0 to broadcast one operand). */
+void ember_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t rsa, int64_t csa,
+                         const float *B, int64_t rsb, int64_t csb,
+                         float beta, float *C, int64_t rsc, int64_t csc,
+                         int64_t bsa, int64_t bsb, int64_t bsc, int nthreads);
+void ember_dgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                         const double *A, int64_t rsa, int64_t csa,
+                         const double *B, int64_t rsb, int64_t csb,
+                         double beta, double *C, int64_t rsc, int64_t csc,
+                         int64_t bsa, int64_t bsb, int64_t bsc, int nthreads);
+
+/* The ISA the GEMM kernels run with (0 generic, 1 AVX2+FMA, 2 AVX-512), and a
+   way to force a lower one (tests; -1 = back to detection).  Returns the ISA
+   now in use. */
+int ember_gemm_isa(void);
+int ember_gemm_set_isa(int isa);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,219 @@
+/* Standalone GEMM harness: correctness against a naive triple loop (odd sizes,
+   transposed / sliced strides, alpha/beta, every ISA this CPU has, batched)
+   and GFLOP/s for square float32 sizes at 1 and 2 threads.
+
+   gcc -std=c11 -O3 -fopenmp -fno-math-errno -fno-trapping-math -Isrc_c/include \
+       -DEMBER_GEMM_TUNE tools/bench_gemm.c src_c/gemm.c src_c/gemm_generic.c \
+       src_c/gemm_avx2.c src_c/gemm_avx512.c src_c/cpu.c -o /tmp/bench_gemm
+   /tmp/bench_gemm check | bench [sizes...] | dbench [sizes...] | bmm
+   env: EG_MC / EG_KC / EG_NC override the cache blocking (elements). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ember_gemm.h"
+
+int eg_tune_mc, eg_tune_kc, eg_tune_nc;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* one check: layouts ta/tb/tc (0 row-major, 1 transposed), pad = extra leading dim */
+static int check_one(int dbl, int64_t M, int64_t N, int64_t K, int ta, int tb, int tc, int pad,
+                     double alpha, double beta, int nt) {
+    int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = (tc ? M : N) + pad;
+    int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+    int64_t rsb = tb ? 1 : ldb, csb = tb ? ldb : 1;
+    int64_t rsc = tc ? 1 : ldc, csc = tc ? ldc : 1;
+    int64_t na = (ta ? K : M) * lda + 1, nb = (tb ? N : K) * ldb + 1, nc = (tc ? N : M) * ldc + 1;
+    double *a = malloc(na * 8), *b = malloc(nb * 8), *c = malloc(nc * 8), *ref = malloc(nc * 8);
+    for (int64_t i = 0; i < na; i++) a[i] = urand();
+    for (int64_t i = 0; i < nb; i++) b[i] = urand();
+    for (int64_t i = 0; i < nc; i++) c[i] = beta == 0 ? NAN : urand();
+    memcpy(ref, c, nc * 8);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) s += a[i * rsa + k * csa] * b[k * rsb + j * csb];
+            double *r = ref + i * rsc + j * csc;
+            *r = alpha * s + (beta == 0 ? 0 : beta * *r);
+        }
+    double err = 0;
+    if (dbl) {
+        ember_dgemm(M, N, K, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc, nt);
+        for (int64_t i = 0; i < nc; i++) err = fmax(err, fabs(c[i] - ref[i]) / (1 + fabs(ref[i])));
+        if (isnan(err)) err = 1e9;
+        for (int64_t i = 0; i < nc; i++) if (isnan(c[i]) != isnan(ref[i])) err = 1e9;
+    } else {
+        float *af = malloc(na * 4), *bf = malloc(nb * 4), *cf = malloc(nc * 4);
+        for (int64_t i = 0; i < na; i++) af[i] = (float)a[i];
+        for (int64_t i = 0; i < nb; i++) bf[i] = (float)b[i];
+        for (int64_t i = 0; i < nc; i++) cf[i] = (float)c[i];
+        ember_sgemm(M, N, K, (float)alpha, af, rsa, csa, bf, rsb, csb, (float)beta, cf, rsc, csc, nt);
+        for (int64_t i = 0; i < nc; i++) {
+            if (isnan(cf[i]) != isnan(ref[i])) err = 1e9;
+            else if (!isnan(ref[i])) err = fmax(err, fabs(cf[i] - ref[i]) / (1 + fabs(ref[i])));
+        }
+        free(af); free(bf); free(cf);
+    }
+    double tol = (dbl ? 1e-13 : 2e-6) * sqrt((double)K + 1) * 4;
+    free(a); free(b); free(c); free(ref);
+    if (!(err <= tol)) {
+        printf("FAIL %s M=%ld N=%ld K=%ld ta=%d tb=%d tc=%d pad=%d alpha=%g beta=%g nt=%d err=%g\n",
+               dbl ? "d" : "s", (long)M, (long)N, (long)K, ta, tb, tc, pad, alpha, beta, nt, err);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_batched(int dbl, int isa) {
+    int64_t bt = 7, M = 13, N = 21, K = 17;
+    int fails = 0;
+    for (int bcast = 0; bcast < 2; bcast++) {
+        double *a = malloc(bt * M * K * 8), *b = malloc(bt * K * N * 8), *c = malloc(bt * M * N * 8), *ref = malloc(bt * M * N * 8);
+        for (int64_t i = 0; i < bt * M * K; i++) a[i] = urand();
+        for (int64_t i = 0; i < bt * K * N; i++) b[i] = urand();
+        int64_t bsb = bcast ? 0 : K * N;
+        for (int64_t p = 0; p < bt; p++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int64_t k = 0; k < K; k++) s += a[p * M * K + i * K + k] * b[p * bsb + k * N + j];
+                    ref[p * M * N + i * N + j] = s;
+                }
+        double err = 0;
+        for (int nt = 1; nt <= 2; nt++) {
+            if (dbl) {
+                ember_dgemm_batched(bt, M, N, K, 1.0, a, K, 1, b, N, 1, 0.0, c, N, 1, M * K, bsb, M * N, nt);
+                for (int64_t i = 0; i < bt * M * N; i++) err = fmax(err, fabs(c[i] - ref[i]));
+            } else {
+                float *af = malloc(bt * M * K * 4), *bf = malloc(bt * K * N * 4), *cf = malloc(bt * M * N * 4);
+                for (int64_t i = 0; i < bt * M * K; i++) af[i] = a[i];
+                for (int64_t i = 0; i < bt * K * N; i++) bf[i] = b[i];
+                ember_sgemm_batched(bt, M, N, K, 1.f, af, K, 1, bf, N, 1, 0.f, cf, N, 1, M * K, bsb, M * N, nt);
+                for (int64_t i = 0; i < bt * M * N; i++) err = fmax(err, fabs(cf[i] - ref[i]));
+                free(af); free(bf); free(cf);
+            }
+        }
+        if (!(err < (dbl ? 1e-12 : 1e-4))) { printf("FAIL batched isa=%d dbl=%d bcast=%d err=%g\n", isa, dbl, bcast, err); fails++; }
+        free(a); free(b); free(c); free(ref);
+    }
+    return fails;
+}
+
+static int run_checks(void) {
+    int hw = ember_gemm_set_isa(-1), fails = 0, count = 0;
+    int64_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 64, 95, 130};
+    int ns = sizeof sizes / sizeof *sizes;
+    for (int isa = 0; isa <= hw; isa++) {
+        ember_gemm_set_isa(isa);
+        for (int dbl = 0; dbl < 2; dbl++) {
+            for (int t = 0; t < 400; t++) {
+                int64_t M = sizes[(rng >> 3) % ns]; urand();
+                int64_t N = sizes[(rng >> 3) % ns]; urand();
+                int64_t K = sizes[(rng >> 3) % ns]; urand();
+                int ta = urand() > 0, tb = urand() > 0, tc = urand() > 0, pad = urand() > 0 ? 3 : 0;
+                double alpha = t % 3 == 0 ? 1.0 : 0.7, beta = t % 4 == 0 ? 0.0 : t % 4 == 1 ? 1.0 : -0.5;
+                fails += check_one(dbl, M, N, K, ta, tb, tc, pad, alpha, beta, 1 + (t & 1));
+                count++;
+            }
+            /* larger: cross the cache blocks (K > KC, M > MC, N > NR*...) */
+            int64_t big[][3] = {{333, 517, 701}, {1, 600, 900}, {600, 1, 900}, {700, 9, 1200}, {5, 900, 333}};
+            for (int t = 0; t < 5; t++)
+                for (int v = 0; v < 4; v++) {
+                    fails += check_one(dbl, big[t][0], big[t][1], big[t][2], v & 1, v >> 1, t & 1, 1,
+                                       1.0, v == 3 ? 0.5 : 0.0, 2);
+                    count++;
+                }
+            fails += check_batched(dbl, isa);
+        }
+        printf("isa %d: checks done (%d cases so far, %d failures)\n", isa, count, fails);
+    }
+    ember_gemm_set_isa(-1);
+    return fails;
+}
+
+static int cmpd(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double best_gflops;
+static double time_gemm(int dbl, int64_t n, int nt) {
+    void *a = aligned_alloc(64, n * n * 8), *b = aligned_alloc(64, n * n * 8), *c = aligned_alloc(64, n * n * 8);
+    for (int64_t i = 0; i < n * n; i++) {
+        if (dbl) { ((double *)a)[i] = urand(); ((double *)b)[i] = urand(); }
+        else { ((float *)a)[i] = urand(); ((float *)b)[i] = urand(); }
+    }
+    double flop = 2.0 * n * n * n;
+    int reps = (int)(3e10 / flop / (nt == 1 ? 2 : 1));
+    if (reps < 3) reps = 3;
+    if (reps > 41) reps = 41;
+    double t[64];
+    for (int r = -1; r < reps; r++) {
+        double t0 = now();
+        if (dbl) ember_dgemm(n, n, n, 1.0, a, n, 1, b, n, 1, 0.0, c, n, 1, nt);
+        else ember_sgemm(n, n, n, 1.f, a, n, 1, b, n, 1, 0.f, c, n, 1, nt);
+        if (r >= 0) t[r] = now() - t0;
+    }
+    qsort(t, reps, sizeof(double), cmpd);
+    free(a); free(b); free(c);
+    best_gflops = flop / t[0] * 1e-9;
+    return flop / t[reps / 2] * 1e-9;
+}
+
+static void bench_bmm(void) {
+    int64_t bt = 64, n = 128;
+    float *a = aligned_alloc(64, bt * n * n * 4), *b = aligned_alloc(64, bt * n * n * 4), *c = aligned_alloc(64, bt * n * n * 4);
+    for (int64_t i = 0; i < bt * n * n; i++) { a[i] = urand(); b[i] = urand(); }
+    for (int nt = 1; nt <= 2; nt++) {
+        double t[32];
+        for (int r = -1; r < 21; r++) {
+            double t0 = now();
+            ember_sgemm_batched(bt, n, n, n, 1.f, a, n, 1, b, n, 1, 0.f, c, n, 1, n * n, n * n, n * n, nt);
+            if (r >= 0) t[r] = now() - t0;
+        }
+        qsort(t, 21, sizeof(double), cmpd);
+        printf("bmm 64x128^3 nt=%d: %.3f ms  %.1f GFLOP/s\n", nt, t[10] * 1e3, 2.0 * bt * n * n * n / t[10] * 1e-9);
+    }
+    free(a); free(b); free(c);
+}
+
+int main(int argc, char **argv) {
+    if (getenv("EG_MC")) eg_tune_mc = atoi(getenv("EG_MC"));
+    if (getenv("EG_KC")) eg_tune_kc = atoi(getenv("EG_KC"));
+    if (getenv("EG_NC")) eg_tune_nc = atoi(getenv("EG_NC"));
+    const char *mode = argc > 1 ? argv[1] : "all";
+    printf("gemm isa: %d\n", ember_gemm_isa());
+    if (!strcmp(mode, "check") || !strcmp(mode, "all")) {
+        int f = run_checks();
+        printf(f ? "CHECKS FAILED: %d\n" : "all checks passed\n", f);
+        if (f) return 1;
+    }
+    if (!strcmp(mode, "bench") || !strcmp(mode, "dbench") || !strcmp(mode, "all")) {
+        int dbl = !strcmp(mode, "dbench");
+        int64_t def[] = {256, 512, 1024, 2048};
+        int ns = argc > 2 ? argc - 2 : 4;
+        printf("%s   size   1 thread GFLOP/s   2 threads GFLOP/s   (peak 116.5 / 233)\n", dbl ? "f64" : "f32");
+        for (int i = 0; i < ns; i++) {
+            int64_t n = argc > 2 ? atol(argv[i + 2]) : def[i];
+            double g1 = time_gemm(dbl, n, 1), b1 = best_gflops;
+            double g2 = time_gemm(dbl, n, 2), b2 = best_gflops;
+            printf("      %5ld   %7.1f (%4.1f%%) best %6.1f   %7.1f (%4.1f%%) best %6.1f\n", (long)n, g1,
+                   g1 / 116.5 * 100 * (dbl ? 2 : 1), b1, g2, g2 / 233 * 100 * (dbl ? 2 : 1), b2);
+            fflush(stdout);
+        }
+    }
+    if (!strcmp(mode, "bmm") || !strcmp(mode, "all")) bench_bmm();
+    return 0;
+}
