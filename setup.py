@@ -6,6 +6,7 @@ Environment flags:
   EMBER_NO_OPENMP=1    build without OpenMP
   EMBER_BUILD_CUDA=1   also build src_cuda/ into libember_cuda.so with nvcc (needs nvcc)
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -42,6 +43,7 @@ if OPENMP:
     cflags.append("-fopenmp")
     ldflags.append("-fopenmp")
 
+HEADERS = sorted(glob.glob("src_c/*.h") + glob.glob("src_c/include/*.h"))
 only = [m for m in os.environ.get("EMBER_BUILD_ONLY", "").split(",") if m]
 
 
@@ -52,8 +54,9 @@ def _extensions():
         if not os.path.exists(os.path.join(ROOT, pyx)) or (only and name not in only):
             continue
         srcs = [pyx] + [s for s in dict.fromkeys(csrc) if os.path.exists(os.path.join(ROOT, s))]
-        exts.append(Extension(f"ember._C.{name}", srcs, include_dirs=["src_c/include"],
-                              extra_compile_args=cflags, extra_link_args=ldflags))
+        exts.append(Extension(f"ember._C.{name}", srcs, include_dirs=["src_c/include", "src_c"],
+                              depends=HEADERS, extra_compile_args=cflags,
+                              extra_link_args=ldflags))
     return exts
 
 

@@ -280,7 +280,8 @@ def is_deterministic(op_name: str, device: Any = "cpu") -> bool:
 
         close = difflib.get_close_matches(op_name, _known_ops(), n=3)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(f"is_deterministic(): unknown op {op_name!r}{hint}")
+        raise ValueError(f"is_deterministic(): no kernel declared op {op_name!r} (kernels "
+                         f"declare with ember._C.core._declare_op / declare_op){hint}")
     return dev in devices
 
 

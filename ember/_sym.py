@@ -416,6 +416,31 @@ class SymInt(_SymNumber):
             return SymInt(_node_of(self.node, other).binary("pow", self.node, int))
         return sym_float(self).__rpow__(sym_float(other))
 
+    def __divmod__(self, other):
+        q = self.__floordiv__(other)
+        return q if q is NotImplemented else (q, self.__mod__(other))
+
+    def __rdivmod__(self, other):
+        q = self.__rfloordiv__(other)
+        return q if q is NotImplemented else (q, self.__rmod__(other))
+
+    def __lshift__(self, other):
+        if not isinstance(other, (int, SymInt)):
+            return NotImplemented
+        if other < 0:  # a guard, as Python raises for negative shift counts
+            raise ValueError("negative shift count")
+        return self * (2 ** other)
+
+    def __rshift__(self, other):
+        if not isinstance(other, (int, SymInt)):
+            return NotImplemented
+        if other < 0:
+            raise ValueError("negative shift count")
+        return self // (2 ** other)  # Python's >> floors, also for negative numbers
+
+    def __invert__(self):
+        return -self - 1
+
     def __int__(self) -> int:
         return self.node.int_()
 

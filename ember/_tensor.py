@@ -258,21 +258,7 @@ def _index_setitem(t, idx, value):
 
 
 # ---- methods and operators bound from the native op modules -----------------
-_EW_METHODS = (
-    "add sub mul div true_divide floor_divide remainder fmod pow float_power maximum minimum "
-    "fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift eq ne lt le gt ge logical_and logical_or "
-    "logical_xor add_ sub_ mul_ div_ floor_divide_ remainder_ fmod_ pow_ maximum_ minimum_ "
-    "atan2_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_ "
-    "logical_and_ logical_or_ eq_ ne_ lt_ le_ gt_ ge_ "
-    "neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
-    "sinh cosh tanh asinh acosh atanh sigmoid relu silu mish erf erfc frac reciprocal square "
-    "lgamma floor ceil round trunc isnan isinf isfinite logical_not signbit bitwise_not "
-    "neg_ abs_ sign_ exp_ exp2_ expm1_ log_ log2_ log10_ log1p_ sqrt_ rsqrt_ sin_ cos_ tan_ "
-    "asin_ acos_ atan_ sinh_ cosh_ tanh_ asinh_ acosh_ atanh_ sigmoid_ relu_ silu_ erf_ erfc_ "
-    "frac_ reciprocal_ square_ floor_ ceil_ round_ trunc_ logical_not_ bitwise_not_ "
-    "clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal positive"
-).split()
+
 _ALIASES = {"multiply": "mul", "subtract": "sub", "divide": "div", "negative": "neg",
             "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan",
             "arctan2": "atan2", "greater": "gt", "greater_equal": "ge", "less": "lt",
@@ -300,7 +286,12 @@ def _bind(cls, module, names):
         setattr(cls, n, getattr(module, n))
 
 
-_bind(Tensor, _ew, _EW_METHODS)
+# Each native op module lists the names it binds as Tensor methods in
+# __ember_methods__; adding a module here is the only edit a new module needs.
+_OP_MODULES = ("elementwise", "linalg")
+for _m in _OP_MODULES:
+    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
+    _bind(Tensor, _mod, _mod.__ember_methods__)
 for _a, _n in _ALIASES.items():
     setattr(Tensor, _a, getattr(Tensor, _n))
 for _k, _f in _OPS.items():

@@ -2,7 +2,6 @@
 
 One place lists what each native op module contributes to the public namespace."""
 from ember._C import core as _core
-from ember._C import elementwise as _ew
 from ember._C.core import (Size, as_tensor, broadcast_shapes, can_cast, empty, empty_like,
                            from_dlpack, from_numpy, full, full_like, get_num_threads,
                            is_grad_enabled, ones, ones_like, promote_types, result_type,
@@ -19,18 +18,14 @@ float16, bfloat16, float32, float64 = (_core.float16, _core.bfloat16, _core.floa
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
-_EW_FUNCS = (
-    "add sub rsub mul div true_divide floor_divide remainder fmod pow float_power maximum "
-    "minimum fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift bitwise_not eq ne lt le gt ge logical_and "
-    "logical_or logical_xor logical_not neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt "
-    "rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh sigmoid relu relu_ silu "
-    "mish erf erfc frac reciprocal square lgamma floor ceil round trunc isnan isinf isfinite "
-    "signbit clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal "
-    "positive gelu softplus exp_ sigmoid_ tanh_ neg_ abs_ sqrt_ log_"
-).split()
-for _n in _EW_FUNCS:
-    globals()[_n] = getattr(_ew, _n)
+# Each native op module lists its public functions in __ember_functions__.
+_OP_MODULES = ("elementwise", "linalg")
+_FUNCS = []
+for _m in _OP_MODULES:
+    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
+    for _n in _mod.__ember_functions__:
+        globals()[_n] = getattr(_mod, _n)
+        _FUNCS.append(_n)
 multiply, subtract, divide, negative, absolute = mul, sub, div, neg, abs  # noqa: F821
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2  # noqa: F821
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne  # noqa: F821
@@ -69,4 +64,4 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "set_default_dtype", "is_tensor", "is_floating_point", "numel", "set_printoptions",
             "multiply", "subtract", "divide", "negative", "absolute", "arccos", "arcsin",
             "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
-            "fix"] + _EW_FUNCS)
+            "fix"] + _FUNCS)

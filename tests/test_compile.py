@@ -157,6 +157,19 @@ def test_compiling_a_module_like_object_forwards_attributes():
     m = Mod()
     cm = ember.compile(m)
     assert cm(2) == 10 and cm.weight == 5 and cm._orig_mod is m
+    m.weight = 7                      # state is read through, never copied
+    assert cm(2) == 14 and cm.weight == 7
+
+
+def test_decorating_a_method_binds_self():
+    class C:
+        k = 3
+
+        @ember.compile
+        def f(self, x):
+            return self.k * x
+
+    assert C().f(2) == 6
 
 
 def test_non_callable_raises():

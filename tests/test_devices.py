@@ -99,3 +99,47 @@ def test_get_device_module_none_prefers_available_plugin(monkeypatch):
     mod.is_available = lambda: True
     monkeypatch.setattr(_devices, "_registered", {"fakeaccel": mod})
     assert ember.get_device_module() is mod
+
+
+class FakeCudart:
+    """Stands in for libcudart at its C boundary (the functions ember.cuda calls)."""
+
+    def __init__(self):
+        self.current = 0
+        self.synced = []
+
+    def cudaGetDevice(self, ref):
+        ref._obj.value = self.current
+        return 0
+
+    def cudaSetDevice(self, idx):
+        self.current = idx
+        return 0
+
+    def cudaDeviceSynchronize(self):
+        self.synced.append(self.current)
+        return 0
+
+
+def test_cuda_module_logic_with_a_stubbed_runtime(monkeypatch):
+    from ember import _dll
+
+    rt = FakeCudart()
+    st = _dll.CudaStatus(True, None, "/x/libember_cuda.so", "libcudart.so", "libcuda.so.1", 2,
+                         ("GPU A", "GPU B"))
+    monkeypatch.setattr(_dll, "_status", st)
+    monkeypatch.setitem(_dll._handles, "cudart", rt)
+    cuda = ember.cuda
+    assert cuda.is_available() and cuda.unavailable_reason() is None
+    assert cuda.device_count() == 2 and cuda.is_initialized()
+    assert cuda.current_device() == 0 and cuda.get_device_name() == "GPU A"
+    cuda.set_device("cuda:1")
+    assert cuda.current_device() == 1 and cuda.get_device_name() == "GPU B"
+    assert cuda.get_device_name(ember.device("cuda", 0)) == "GPU A"
+    cuda.synchronize(0)
+    assert rt.synced == [0] and rt.current == 1      # synchronised device 0, restored 1
+    with pytest.raises(RuntimeError, match="invalid CUDA device index 5"):
+        cuda.set_device(5)
+    with pytest.raises(ValueError):
+        cuda.get_device_name("cpu")
+    assert ember.get_device_module() is cuda

@@ -158,3 +158,14 @@ def test_no_ctypes_or_cuda_probe_at_import():
     out = _run("import sys, ember, ember._dll as d; "
                "print(d._status is None, 'ember.cuda' in sys.modules)")
     assert out == "True False"
+
+
+def test_before_extensions_takes_the_windows_path_on_nt(monkeypatch):
+    fake = FakeWin(dirs={os.path.join(os.path.dirname(_dll.__file__), "lib")})
+    monkeypatch.setattr(_dll, "_real_winapi", fake.api)
+    monkeypatch.setattr(_dll, "_load_mode", _dll._load_mode)
+    monkeypatch.setattr(os, "name", "nt")
+    _dll._before_extensions({})
+    monkeypatch.undo()
+    assert fake.added and fake.loaded[0].endswith("vcruntime140.dll")
+    assert _dll.load_flags() in ("RTLD_LOCAL", "RTLD_GLOBAL")  # restored by undo

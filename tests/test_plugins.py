@@ -99,9 +99,11 @@ def test_plugin_autoloads_and_registers_device_module(good):
                         "print(ember.fakedev.device_count(), ember.fakedev.get_device_name(), "
                         "sys.modules['ember.fakedev'] is ember.fakedev, ember_fakedev.CALLS, "
                         "[e.name for e in ember._plugins.loaded()], "
-                        "ember.get_device_module('fakedev') is ember.fakedev)")
+                        "ember.get_device_module('fakedev') is ember.fakedev, "
+                        "ember.device('fakedev:1'))")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["3", "Fake", "Device", "True", "[1]", "['fakedev']", "True"]
+    assert r.stdout.split() == ["3", "Fake", "Device", "True", "[1]", "['fakedev']", "True",
+                                "fakedev:1"]
 
 
 def test_env_var_disables_autoload(good):

@@ -30,7 +30,7 @@ def test_default_dtype_roundtrip():
     assert ember.zeros(2).dtype is ember.float32
 
 
-@pytest.mark.parametrize("bad", ["int32", "int64", "bool_", "uint8", "float16", "bfloat16"])
+@pytest.mark.parametrize("bad", ["int32", "int64", "bool", "uint8", "float16", "bfloat16"])
 def test_default_dtype_rejects_non_float32_64(bad):
     with pytest.raises(TypeError, match="float32 and"):
         ember.set_default_dtype(getattr(ember, bad))
@@ -218,7 +218,7 @@ def test_typename_like_torch():
     for et, tt in ((ember.zeros(2), torch.zeros(2)),
                    (ember.zeros(2, dtype=ember.float64), torch.zeros(2, dtype=torch.float64)),
                    (ember.zeros(2, dtype=ember.int64), torch.zeros(2, dtype=torch.int64)),
-                   (ember.zeros(2, dtype=ember.bool_), torch.zeros(2, dtype=torch.bool))):
+                   (ember.zeros(2, dtype=ember.bool), torch.zeros(2, dtype=torch.bool))):
         assert ember.typename(et) == torch.typename(tt).replace("torch.", "ember.")
     for obj in (3, 2.5, "s", None, [1], warnings.catch_warnings, pytest.raises):
         assert ember.typename(obj) == torch.typename(obj)

@@ -78,6 +78,19 @@ def test_python_semantics_of_floordiv_and_mod_signs(env):
         assert hint(-s % b) == -7 % b
 
 
+@pytest.mark.parametrize("v", [7, 12, 5])
+def test_divmod_shifts_invert(env, v):
+    s = env.create_symint(v)
+    q, r = divmod(s, 3)
+    assert (hint(q), hint(r)) == divmod(v, 3)
+    q, r = divmod(20, s)
+    assert (hint(q), hint(r)) == divmod(20, v)
+    assert hint(s << 3) == v << 3 and hint(s >> 1) == v >> 1 and hint(-s >> 1) == -v >> 1
+    assert hint(~s) == ~v
+    with pytest.raises(ValueError):
+        s << -1
+
+
 def test_negative_exponent_gives_float(env):
     s = env.create_symint(2)
     r = s ** -2

@@ -1827,6 +1827,21 @@ def _set_gemm_isa(int isa):
     return ember_gemm_set_isa(isa)
 
 
+def __rmatmul__(self, other):
+    """other @ self"""
+    return matmul(other, self)
+
+
+__matmul__ = matmul
+
+# Bound as Tensor methods by ember/_tensor.py and exported at ember.* by
+# ember/_tensor_api.py (the lead's convention for native op modules).
+__ember_methods__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot",
+                     "outer", "ger", "__matmul__", "__rmatmul__"]
+__ember_functions__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot",
+                       "outer", "ger", "einsum", "conv1d", "conv2d", "conv_transpose1d",
+                       "conv_transpose2d", "max_pool2d"]
+
 __all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "outer",
            "ger", "linear", "einsum", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",

@@ -295,10 +295,9 @@ class CompiledFunction:
         object.__setattr__(self, "mode", mode)
         object.__setattr__(self, "fullgraph", fullgraph)
         object.__setattr__(self, "dynamic", dynamic)
-        try:
-            functools.update_wrapper(self, orig)
-        except AttributeError:
-            pass
+        # Name, qualname, doc and __wrapped__ only: copying the original's
+        # __dict__ would freeze a module's state (``training``...) in the wrapper.
+        functools.update_wrapper(self, orig, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._compiled(*args, **kwargs)

@@ -1,0 +1,98 @@
+"""``ember.nn.Parameter``: a Tensor subclass that a Module registers as a parameter.
+
+A Parameter shares its data's storage (``Parameter(t)`` is a view of ``t`` detached
+from any graph); ops on it return plain ``ember.Tensor`` results, as in PyTorch."""
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+
+def _as_subclass(data, cls):
+    """A ``cls`` instance viewing ``data``'s storage (no copy), cut from the graph."""
+    t = data.detach()
+    t.__class__ = cls
+    return t
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter (``requires_grad=True`` by default)."""
+
+    __module__ = "ember.nn"
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = ember.empty(0)
+        if not isinstance(data, ember.Tensor):
+            raise TypeError(f"Parameter: expected data to be a Tensor, got "
+                            f"{type(data).__name__}")
+        t = _as_subclass(data, cls)
+        t.requires_grad_(requires_grad)
+        return t
+
+    def __init__(self, data=None, requires_grad=True):
+        pass
+
+    def __repr__(self, *, tensor_contents=None):
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        with ember.autograd.no_grad():
+            r = type(self)(self.detach().clone(), self.requires_grad)
+        if self.grad is not None:
+            r.grad = self.grad.clone()
+        memo[id(self)] = r
+        return r
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
+
+class Buffer(Tensor):
+    """Marks a tensor as a buffer when assigned to a Module attribute
+    (``ember.nn.Buffer(t, persistent=True)``); stored as a plain tensor."""
+
+    __module__ = "ember.nn"
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = ember.empty(0)
+        t = _as_subclass(data, cls)
+        t.persistent = persistent
+        return t
+
+    def __init__(self, data=None, *, persistent=True):
+        pass
+
+
+class UninitializedParameter(Parameter):
+    """The placeholder weight of a lazy module until its first forward."""
+
+    __module__ = "ember.nn"
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        t = Parameter.__new__(cls, ember.empty(0, dtype=dtype), requires_grad)
+        return t
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def __repr__(self, *, tensor_contents=None):
+        return "<UninitializedParameter>"
+
+    __str__ = __repr__
+
+    def materialize(self, shape, device=None, dtype=None):
+        return Parameter(ember.empty(*shape, dtype=dtype or self.dtype), self.requires_grad)
+
+
+def is_lazy(param):
+    return isinstance(param, UninitializedParameter)

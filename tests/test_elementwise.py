@@ -1,0 +1,198 @@
+"""Elementwise ops against NumPy, and against PyTorch (values, dtypes, errors) when installed."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+
+rng = np.random.default_rng(0)
+FLOAT_UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "asinh": np.arcsinh, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "round": np.round, "abs": np.abs, "neg": np.negative, "sign": np.sign,
+    "square": np.square, "reciprocal": np.reciprocal,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
+    "rsqrt": lambda x: 1 / np.sqrt(x), "frac": lambda x: x - np.trunc(x),
+    "silu": lambda x: x / (1 + np.exp(-x)),
+}
+POSITIVE = {"log", "log2", "log10", "sqrt", "rsqrt", "log1p", "reciprocal"}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_UNARY))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unary_float_against_numpy(name, dtype):
+    x = rng.standard_normal(1000).astype(dtype) * 3
+    if name in POSITIVE:
+        x = np.abs(x) + 0.1
+    got = getattr(ember, name)(ember.tensor(x)).numpy()
+    want = FLOAT_UNARY[name](x.astype(np.float64))
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert got.dtype == dtype
+
+
+def test_exp_float32_large_array_and_specials():
+    x = np.linspace(-120, 100, 100_003).astype(np.float32)
+    x[:3] = [np.nan, np.inf, -np.inf]
+    got = ember.exp(ember.tensor(x)).numpy()
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got[3:], want[3:], rtol=3e-7, atol=1e-38)
+    assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 0
+
+
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2,
+          "remainder": np.remainder, "fmod": np.fmod, "floor_divide": np.floor_divide,
+          "pow": np.power, "hypot": np.hypot}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcast_noncontiguous(name):
+    x = rng.standard_normal((4, 6)).astype(np.float64) + 3
+    y = rng.standard_normal((6,)).astype(np.float64) + 2
+    a = ember.tensor(x).t()  # non-contiguous (6, 4)
+    b = ember.tensor(y).unsqueeze(1)  # (6, 1)
+    got = getattr(ember, name)(a, b).numpy()
+    want = BINARY[name](x.T, y[:, None])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod"])
+def test_integer_division_semantics(name):
+    x = np.array([-7, -3, 0, 3, 7], dtype=np.int64)
+    y = np.array([2, -2, 3, -3, 5], dtype=np.int64)
+    got = getattr(ember, name)(ember.tensor(x), ember.tensor(y)).numpy()
+    np.testing.assert_array_equal(got, BINARY[name](x, y))
+
+
+def test_integer_division_by_zero_is_an_error_not_a_crash():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.tensor([1, 2]) // ember.tensor([1, 0])
+
+
+def test_comparisons_and_logical():
+    x = ember.tensor([1.0, 2.0, float("nan")])
+    assert (x == 2).tolist() == [False, True, False]
+    assert (x != x).tolist() == [False, False, True]
+    assert ember.isnan(x).tolist() == [False, False, True]
+    assert ember.logical_and(ember.tensor([1, 0, 2]), ember.tensor([True, True, False])).tolist() == [True, False, False]
+    assert (~ember.tensor([True, False])).tolist() == [False, True]
+    assert (~ember.tensor([5], dtype=ember.int32)).tolist() == [-6]
+
+
+def test_python_operators_and_reflected():
+    a = ember.tensor([1.0, 2.0, 4.0])
+    np.testing.assert_allclose((2 - a).numpy(), [1, 0, -2])
+    np.testing.assert_allclose((2 / a).numpy(), [2, 1, 0.5])
+    np.testing.assert_allclose((2 ** a).numpy(), [2, 4, 16])
+    np.testing.assert_allclose((a ** 2).numpy(), [1, 4, 16])
+    np.testing.assert_allclose((7 % a).numpy(), [0, 1, 3])
+    np.testing.assert_allclose((-a).numpy(), [-1, -2, -4])
+    b = a.clone()
+    b += 1
+    b *= 2
+    np.testing.assert_allclose(b.numpy(), [4, 6, 10])
+    assert a.tolist() == [1.0, 2.0, 4.0]
+
+
+def test_inplace_shares_storage_and_bumps_version():
+    a = ember.zeros(4)
+    v = a[1:3]
+    ver = a._version
+    v.add_(5)
+    assert a.tolist() == [0, 5, 5, 0]
+    assert a._version > ver
+
+
+def test_out_argument_writes_in_place():
+    a, b = ember.ones(5), ember.ones(5)
+    out = ember.empty(5)
+    r = ember.add(a, b, out=out)
+    assert r is out and out.tolist() == [2] * 5
+    with pytest.raises(RuntimeError):
+        ember.add(a, b, out=ember.empty(3))
+
+
+def test_type_promotion_rules():
+    i = ember.tensor([1, 2], dtype=ember.int32)
+    f16 = ember.tensor([1, 2], dtype=ember.float16)
+    assert (i + 1).dtype is ember.int32
+    assert (i + 1.5).dtype is ember.float32
+    assert (f16 + 1.5).dtype is ember.float16
+    assert (i + ember.tensor(1.5, dtype=ember.float64)).dtype is ember.float64
+    assert (i + ember.tensor([1], dtype=ember.int64)).dtype is ember.int64
+    assert (ember.tensor([True]) + 1).dtype is ember.int64
+    assert (i / 2).dtype is ember.float32
+    u8 = ember.tensor([1], dtype=ember.uint8)
+    assert (u8 + ember.tensor([1], dtype=ember.int8)).dtype is ember.int16
+    assert (f16 + ember.tensor([1], dtype=ember.bfloat16)).dtype is ember.float32
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        ember.tensor([True]) - ember.tensor([False])
+
+
+def test_div_rounding_modes():
+    x = ember.tensor([-7.0, 7.0, -7.5])
+    assert ember.div(x, 2, rounding_mode="floor").tolist() == [-4.0, 3.0, -4.0]
+    assert ember.div(x, 2, rounding_mode="trunc").tolist() == [-3.0, 3.0, -3.0]
+    xi = ember.tensor([-7, 7])
+    assert ember.div(xi, 2, rounding_mode="trunc").tolist() == [-3, 3]
+    with pytest.raises(ValueError):
+        ember.div(x, 2, rounding_mode="bad")
+
+
+def test_clamp_where_lerp_isclose():
+    x = ember.tensor([-2.0, 0.5, 3.0, float("nan")])
+    r = ember.clamp(x, -1, 1).tolist()
+    assert r[:3] == [-1.0, 0.5, 1.0] and math.isnan(r[3])
+    assert ember.clamp(ember.tensor([1, 5, 9]), max=6).tolist() == [1, 5, 6]
+    with pytest.raises(RuntimeError, match="At least one"):
+        ember.clamp(x)
+    w = ember.where(ember.tensor([True, False]), ember.tensor([1.0, 2.0]), 0.0)
+    assert w.tolist() == [1.0, 0.0]
+    np.testing.assert_allclose(ember.lerp(ember.zeros(3), ember.ones(3), 0.25).numpy(), [0.25] * 3)
+    assert ember.allclose(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0 + 1e-7]))
+    assert not ember.allclose(ember.tensor([1.0]), ember.tensor([1.1]))
+
+
+def test_half_and_bfloat16_compute_in_float32():
+    x = np.array([0.1, 1.5, -2.25, 1000.0], dtype=np.float32)
+    h = ember.tensor(x, dtype=ember.float16)
+    np.testing.assert_allclose((h * 2).float().numpy(), (x.astype(np.float16) * 2).astype(np.float32))
+    b = ember.tensor(x, dtype=ember.bfloat16)
+    assert (b + b).dtype is ember.bfloat16
+    np.testing.assert_allclose((b + b).float().numpy(), 2 * x, rtol=1e-2)
+
+
+def test_large_parallel_add_matches_numpy():
+    x = rng.standard_normal(3_000_001).astype(np.float32)
+    y = rng.standard_normal(3_000_001).astype(np.float32)
+    np.testing.assert_array_equal((ember.tensor(x) + ember.tensor(y)).numpy(), x + y)
+
+
+def test_torch_parity_values_and_dtypes(torch):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    for name in ["exp", "tanh", "sigmoid", "erf", "gelu", "silu", "mish", "softplus", "log1p"]:
+        e = getattr(ember, name)(ember.tensor(x)) if hasattr(ember, name) else None
+        t = getattr(torch, name, None) or getattr(torch.nn.functional, name)
+        np.testing.assert_allclose(e.numpy(), t(torch.tensor(x)).numpy(), rtol=2e-6, atol=2e-6)
+    for a, b in [(1, 2.5), (True, 2), (1, True)]:
+        ea = ember.tensor([a]) + b
+        ta = torch.tensor([a]) + b
+        assert str(ea.dtype).split(".")[1] == str(ta.dtype).split(".")[1]
+    ei = ember.tensor([3], dtype=ember.int16) * ember.tensor(2.0)
+    ti = torch.tensor([3], dtype=torch.int16) * torch.tensor(2.0)
+    assert str(ei.dtype).split(".")[1] == str(ti.dtype).split(".")[1]
+
+
+def test_torch_parity_errors(torch):
+    for fn in (lambda m: m.ones(2, 3) + m.ones(4), lambda m: -m.tensor([True]),
+               lambda m: m.tensor([1.0]).bitwise_and(m.tensor([1.0]))):
+        with pytest.raises(Exception) as te:
+            fn(torch)
+        with pytest.raises(Exception) as ee:
+            fn(ember)
+        assert ee.type is te.type or issubclass(ee.type, te.type)
