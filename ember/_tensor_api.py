@@ -23,36 +23,18 @@ _OP_MODULES = ("elementwise", "linalg")
 _FUNCS = []
 for _m in _OP_MODULES:
     _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
+    # the determinism registry: a module lists ops whose kernels are not
+    # deterministic on some device in __ember_nondeterministic__ {name: devices}
+    _nondet = getattr(_mod, "__ember_nondeterministic__", {})
     for _n in _mod.__ember_functions__:
         globals()[_n] = getattr(_mod, _n)
         _FUNCS.append(_n)
+        _core._declare_op(_n, deterministic=tuple(
+            d for d in ("cpu",) if d not in _nondet.get(_n, ())))
 multiply, subtract, divide, negative, absolute = mul, sub, div, neg, abs  # noqa: F821
 arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2  # noqa: F821
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne  # noqa: F821
 fix = trunc  # noqa: F821
-
-
-def get_default_dtype():
-    """The default floating-point dtype (float32 unless changed)."""
-    return _core._get_default_dtype()
-
-
-def set_default_dtype(d):
-    """Set the default floating-point dtype: ``ember.float32`` or ``ember.float64``."""
-    _core._set_default_dtype(d)
-
-
-def is_tensor(obj) -> "bool":
-    """True when ``obj`` is an ember tensor."""
-    return isinstance(obj, _core.TensorBase)
-
-
-def is_floating_point(input) -> "bool":
-    return input.is_floating_point()
-
-
-def numel(input) -> "int":
-    return input.numel()
 
 
 __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16", "int32",
@@ -60,8 +42,7 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "short", "int", "long", "tensor", "as_tensor", "from_numpy", "from_dlpack",
             "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
             "full_like", "broadcast_shapes", "result_type", "promote_types", "can_cast",
-            "get_num_threads", "set_num_threads", "is_grad_enabled", "get_default_dtype",
-            "set_default_dtype", "is_tensor", "is_floating_point", "numel", "set_printoptions",
+            "get_num_threads", "set_num_threads", "is_grad_enabled", "set_printoptions",
             "multiply", "subtract", "divide", "negative", "absolute", "arccos", "arcsin",
             "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
             "fix"] + _FUNCS)

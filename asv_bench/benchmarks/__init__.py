@@ -1,0 +1,1 @@
+"""ember's asv benchmarks: one module per area, helpers in ``_lib``."""
