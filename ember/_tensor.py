@@ -219,6 +219,17 @@ class Tensor(core.TensorBase):
         return r
 
     def __setitem__(self, idx, value):
+        # plain views (ints, slices, None, ...) are written in place here when
+        # autograd has nothing to record; everything else goes to ember._C.index
+        if not (core.is_grad_enabled() and (self.requires_grad or getattr(
+                value, "requires_grad", False))):
+            v = core._basic_getitem(self, idx)
+            if v is not None:
+                if isinstance(value, core.TensorBase):
+                    v.copy_(value)
+                else:
+                    v.fill_(value)
+                return
         _index_setitem(self, idx, value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -6,6 +6,7 @@ from ember._C.core import (Size, as_tensor, broadcast_shapes, can_cast, empty, e
                            from_dlpack, from_numpy, full, full_like, get_num_threads,
                            is_grad_enabled, ones, ones_like, promote_types, result_type,
                            set_num_threads, tensor, zeros, zeros_like)
+from ember._dtype_info import finfo, iinfo
 from ember._tensor import Tensor
 from ember._tensor_str import set_printoptions
 
@@ -43,6 +44,7 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
             "full_like", "broadcast_shapes", "result_type", "promote_types", "can_cast",
             "get_num_threads", "set_num_threads", "is_grad_enabled", "set_printoptions",
+            "finfo", "iinfo",
             "multiply", "subtract", "divide", "negative", "absolute", "arccos", "arcsin",
             "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
             "fix"] + _FUNCS)

@@ -68,7 +68,7 @@ class _Formatter:
         if nonzero:
             mx, mn = max(nonzero), min(nonzero)
             if self.int_mode:
-                self.sci_mode = mx > 1e8
+                self.sci_mode = mx / mn > 1000.0 or mx > 1e8
             else:
                 self.sci_mode = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
         self.width = max([len(self._fmt(v)) for v in values] or [1])
@@ -92,7 +92,7 @@ def _render(v, fmt, indent, ndim):
     if ndim == 0:
         return fmt.format(v)
     if ndim == 1:
-        items = ["..." if x is None else fmt.format(x) for x in v]
+        items = [" ..." if x is None else fmt.format(x) for x in v]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"

@@ -1721,10 +1721,8 @@ cdef TensorBase _tensor_from_data(object data, int dt, object device):
     shape = []
     c = _infer_nested(data, shape, 0)
     if dt < 0:
-        dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (_default_dtype if c == 2 else c - 3))
-        if c >= 3:
-            # tensors nested in lists: promote among them
-            dt = c - 3
+        # no elements -> the default dtype; tensors nested in lists keep theirs
+        dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (c - 3 if c >= 3 else _default_dtype))
     for i in range(len(shape)):
         shp[i] = shape[i]
     t = new_tensor(len(shape), shp, dt, _cpu)
@@ -2271,3 +2269,7 @@ def _basic_getitem(TensorBase self, idx):
 def _scalar_like(x):
     """True when x is a Python/NumPy number that ops accept as a scalar operand."""
     return scalar_category(x) >= 0
+
+
+def _backend_kernel_names(str device_type):
+    return list(_backend_kernels.get(device_type, {}))

@@ -1,0 +1,674 @@
+"""The graph and the engine: nodes, the record hook the native core calls, and a
+dependency-counting reverse pass that runs on the calling thread.
+
+Lean on purpose: every training step pays for this file. Graph nodes use
+``__slots__``; the hook does one pass over the op's inputs; the engine keeps a
+dependency count per node and a stack of ready nodes.
+
+A node's edges (``_next``) are ``(node, output_nr)`` pairs, ``None`` for inputs
+that need no gradient. A formula node keeps the op's inputs as passed (tensors or
+Python scalars), the op's ``attrs`` and, when its formula needs it, a detached
+alias of the output; the version of every saved tensor is recorded at forward
+and checked when the formula reads it."""
+from __future__ import annotations
+
+import sys
+import weakref
+
+from ember._C import core as _core
+from ember._C.core import TensorBase, _set_grad_enabled, is_grad_enabled
+
+_getrefcount = sys.getrefcount
+
+FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
+             "tensors after they have already been freed). Saved intermediate values of the "
+             "graph are freed when you call .backward() or autograd.grad(). Specify "
+             "retain_graph=True if you need to backward through the graph a second time or "
+             "if you need to access saved tensors after calling backward.")
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+
+# anomaly mode (global, like PyTorch's): set by ember.autograd.anomaly_mode
+_anomaly = [False, True]   # [enabled, check_nan]
+
+
+def _type_str(t):
+    return f"ember.{_TYPE_NAMES.get(str(t.dtype).split('.')[-1], 'Tensor')}"
+
+
+def _version_error(t, saved_version, producer, consumer):
+    where = f", which is output {producer[1]} of {producer[0].name()}," if producer else ""
+    return RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{_type_str(t)} {list(t.shape)}]{where} is at version {t._version}; "
+        f"expected version {saved_version} instead (saved for {consumer.name()}). Hint: enable "
+        f"anomaly detection to find the operation that failed to compute its gradient, with "
+        f"ember.autograd.set_detect_anomaly(True).")
+
+
+class _Freed:
+    """Stands in for a saved tensor after the graph was freed: it still answers the
+    metadata the engine needs (shape, dtype) and raises PyTorch's error for the rest."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self.dtype = t.dtype
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def size(self, d=None):
+        return self.shape if d is None else self.shape[d]
+
+    def __getattr__(self, name):
+        raise RuntimeError(FREED_MSG)
+
+    def _raise(self, *a, **k):
+        raise RuntimeError(FREED_MSG)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _raise
+    __rtruediv__ = __pow__ = __rpow__ = __neg__ = __gt__ = __lt__ = __ge__ = __le__ = _raise
+    __eq__ = __ne__ = _raise
+    __hash__ = object.__hash__
+
+
+_FREED_SCALAR = object()
+
+
+class Node:
+    """A node of the backward graph (PyTorch's ``torch.autograd.graph.Node``)."""
+
+    __slots__ = ("_next", "_inputs", "_attrs", "_out", "_vers", "_nout", "_extra",
+                 "__weakref__")
+    _save_out = False
+    _released_ok = True
+
+    # --- public API ---------------------------------------------------------
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return tuple((None, 0) if e is None else e for e in self._next)
+
+    @property
+    def metadata(self):
+        ex = self._ext()
+        md = ex.get("metadata")
+        if md is None:
+            md = ex["metadata"] = {}
+        return md
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or replacement grad_inputs; runs after
+        the node computed the gradients of its inputs."""
+        from ember.autograd._hooks import RemovableHandle
+        return RemovableHandle(self._ext().setdefault("post", {}), fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or replacement grad_outputs; runs before the node."""
+        from ember.autograd._hooks import RemovableHandle
+        return RemovableHandle(self._ext().setdefault("pre", {}), fn)
+
+    def _register_hook_dict(self, tensor):  # PyTorch internal name; kept for parity
+        pass
+
+    @property
+    def needs_input_grad(self):
+        return tuple([e is not None for e in self._next])
+
+    def __call__(self, *grads):
+        r = self._apply(grads[0] if self._nout == 1 else grads)
+        return r[0] if len(r) == 1 else r
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # --- helpers for formulas ------------------------------------------------
+    def _ext(self):
+        ex = self._extra
+        if ex is None:
+            ex = self._extra = {}
+        return ex
+
+    @property
+    def inputs(self):
+        """The op's inputs as passed (tensors or Python scalars); saved tensors are
+        checked against their version at forward."""
+        ins = self._inputs
+        if ins is None:
+            raise RuntimeError(FREED_MSG)
+        vers = self._vers
+        for i, x in enumerate(ins):
+            v = vers[i]
+            if v is not None and x._version != v:
+                if isinstance(x, _Freed):
+                    raise RuntimeError(FREED_MSG)
+                raise _version_error(x, v, _producer(x), self)
+        return ins
+
+    def input(self, i):
+        """Input ``i`` (version-checked); cheaper than ``inputs`` when a formula
+        needs one of them."""
+        ins = self._inputs
+        if ins is None:
+            raise RuntimeError(FREED_MSG)
+        x = ins[i]
+        v = self._vers[i]
+        if v is not None:
+            if type(x) is _Freed:
+                raise RuntimeError(FREED_MSG)
+            if x._version != v:
+                raise _version_error(x, v, _producer(x), self)
+        return x
+
+    def needs(self, i):
+        return self._next[i] is not None
+
+    @property
+    def attrs(self):
+        return self._attrs
+
+    @property
+    def output(self):
+        """The op's output (a tuple for multi-output ops), version-checked. While
+        recording (create_graph) it is re-attached to this node, so formulas that use
+        it are differentiable again."""
+        o = self._out
+        if o is None:
+            raise RuntimeError(FREED_MSG)
+        vers = self._vers
+        if type(o) is tuple:
+            ov = vers[-1]
+            res = []
+            for k, t in enumerate(o):
+                if t is not None and t._version != ov[k]:
+                    raise _version_error(t, ov[k], (self, k), self)
+                if t is not None and is_grad_enabled() and t.is_floating_point():
+                    t = t.detach()
+                    t._grad_fn = self
+                    t._requires_grad = True
+                    t._ag_nr = (self, k)
+                res.append(t)
+            return tuple(res)
+        if o._version != vers[-1]:
+            raise _version_error(o, vers[-1], (self, 0), self)
+        if is_grad_enabled():
+            o = o.detach()
+            o._grad_fn = self
+            o._requires_grad = True
+        return o
+
+    def _release(self):
+        ins = self._inputs
+        if ins is not None:
+            nxt = self._next
+            self._inputs = tuple([
+                (_Freed(x) if nxt[i] is not None else _FREED_SCALAR)
+                if isinstance(x, TensorBase) else x for i, x in enumerate(ins)])
+        self._out = None
+
+
+def _producer(t):
+    fn = t._grad_fn
+    if fn is None:
+        return None
+    nr = t._ag_nr
+    return (fn, nr[1] if nr is not None and nr[0] is fn else 0)
+
+
+class AccumulateGrad(Node):
+    """Sink of a leaf tensor: adds the arriving gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    @property
+    def next_functions(self):
+        return ()
+
+    def _apply(self, g):
+        _accumulate(self.variable, g, is_grad_enabled())
+        return ()
+
+    def _release(self):
+        pass
+
+
+def _accumulate(var, g, create_graph):
+    hooks = var.__dict__.get("_ag_hooks")
+    if hooks:
+        for h in list(hooks.values()):
+            r = h(g)
+            if r is not None:
+                g = r
+    old = var._grad
+    if old is None:
+        # steal the gradient when nothing else holds it (PyTorch's use_count check):
+        # refs here are this frame's `g` and the caller's buffer variable
+        if create_graph:
+            var._grad = g if _getrefcount(g) <= 4 else g.clone()
+        elif (_getrefcount(g) <= 4 and g.is_contiguous() and g._grad_fn is None):
+            var._grad = g
+        else:
+            var._grad = g.detach().clone()
+        if var._grad.dtype is not var.dtype:
+            var._grad = var._grad.to(var.dtype)
+    elif create_graph or old._requires_grad:
+        var._grad = old + g
+    else:
+        old.add_(g)
+    post = var.__dict__.get("_ag_post_hooks")
+    if post:
+        for h in list(post.values()):
+            h(var)
+
+
+def _accumulate_node(t):
+    r = t._ag_acc
+    if r is not None:
+        n = r()
+        if n is not None:
+            return n
+    n = AccumulateGrad.__new__(AccumulateGrad)
+    n._next = ()
+    n._inputs = None
+    n._attrs = None
+    n._out = None
+    n._vers = ()
+    n._nout = 1
+    n._extra = None
+    n.variable = t
+    t._ag_acc = weakref.ref(n)
+    return n
+
+
+def _unimplemented_formula(name):
+    def backward(ctx, grad):
+        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+    return backward
+
+
+# ---------------------------------------------------------------------------
+# the record hook: called by the native core as fn(op, inputs, output, attrs)
+
+_CLASSES = {}          # op name -> Node subclass
+_class_for = None      # set by _table (lazy formula loading)
+
+
+def _record(name, inputs, output, attrs):
+    cls = _CLASSES.get(name)
+    if cls is None:
+        cls = _class_for(name)
+    node = cls.__new__(cls)
+    nxt = []
+    vers = []
+    for x in inputs:
+        if isinstance(x, TensorBase):
+            vers.append(x._version)
+            if x._requires_grad:
+                fn = x._grad_fn
+                if fn is None:
+                    nxt.append((_accumulate_node(x), 0))
+                else:
+                    nr = x._ag_nr
+                    nxt.append((fn, nr[1] if nr is not None and nr[0] is fn else 0))
+            else:
+                nxt.append(None)
+        else:
+            vers.append(None)
+            nxt.append(None)
+    node._next = nxt
+    node._inputs = inputs
+    node._attrs = attrs
+    node._extra = None
+    if type(output) is tuple:
+        node._nout = len(output)
+        if cls._save_out:
+            node._out = tuple([o.detach() if o is not None else None for o in output])
+            vers.append(tuple([o._version if o is not None else None for o in output]))
+        else:
+            node._out = None
+        for k, o in enumerate(output):
+            if o is not None and o.is_floating_point():
+                o._grad_fn = node
+                o._requires_grad = True
+                o._ag_nr = (node, k)
+    else:
+        node._nout = 1
+        if cls._save_out:
+            node._out = output.detach()
+            vers.append(output._version)
+        else:
+            node._out = None
+        output._grad_fn = node
+        output._requires_grad = True
+    node._vers = vers
+    if _anomaly[0]:
+        import traceback
+        node._ext()["traceback_"] = traceback.format_stack()[:-1]
+    return output
+
+
+def _record_composite(name, fn, inputs, attrs):
+    """Run ``fn(*inputs)`` without recording and record it as one op ``name`` (for
+    backward helpers that must be differentiable again under create_graph)."""
+    if is_grad_enabled() and any([isinstance(x, TensorBase) and x._requires_grad
+                                  for x in inputs]):
+        _set_grad_enabled(False)
+        try:
+            out = fn(*inputs)
+        finally:
+            _set_grad_enabled(True)
+        _record(name, tuple(inputs), out, attrs)
+        return out
+    return fn(*inputs)
+
+
+# ---------------------------------------------------------------------------
+# the engine
+
+def _sum_to(g, shape):
+    """Sum a broadcast gradient back to ``shape`` (the one place broadcasting is undone)."""
+    nd = g.dim()
+    k = nd - len(shape)
+    gs = g.shape
+    dims = [i for i in range(nd) if i < k or (shape[i - k] == 1 and gs[i] != 1)]
+    if dims:
+        g = _reduce_sum(g, dims)
+    if tuple(g.shape) != tuple(shape):
+        g = g.reshape(tuple(shape))
+    return g
+
+
+def _reduce_sum(g, dims):
+    s = getattr(g, "sum", None)
+    if s is not None:
+        return s(dim=tuple(dims), keepdim=True)
+    # the reductions module is not built yet: NumPy fallback (not differentiable)
+    import numpy as np
+    return _core.from_numpy(np.ascontiguousarray(
+        np.sum(g.numpy(), axis=tuple(dims), keepdims=True)))
+
+
+def _fix_grad(g, x):
+    """Make ``g`` fit input ``x`` (a tensor or a freed stand-in): shape, then dtype."""
+    if g.dim() != x.dim() or g.numel() != x.numel() or (g.numel() == 0 and
+                                                       tuple(g.shape) != tuple(x.shape)):
+        g = _sum_to(g, x.shape)
+    if g.dtype is not x.dtype:
+        g = g.to(x.dtype)
+    return g
+
+
+def _check_nan(fn, grads):
+    from ember._C import elementwise as _ew
+    for i, g in enumerate(grads):
+        if g is not None and isinstance(g, TensorBase) and g.is_floating_point() and \
+                not _ew.equal(g, g):
+            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th "
+                               f"output.")
+
+
+def _call_slow(fn, buf, skip_pre=False):
+    """A node with hooks, or one whose saved state was freed."""
+    ex = fn._extra
+    if ex is not None and not skip_pre:
+        buf = _pre_hooks(fn, ex, buf)
+        if buf is None:
+            return None
+    if fn._vers is None:          # released: formulas that read saved tensors fail
+        try:
+            res = fn._apply(buf)
+        except (TypeError, AttributeError) as e:
+            raise RuntimeError(FREED_MSG) from e
+    else:
+        res = fn._apply(buf)
+    if ex is not None and "post" in ex:
+        grads_out = tuple(buf) if fn._nout > 1 else (buf,)
+        for h in list(ex["post"].values()):
+            r = h(tuple(res), grads_out)
+            if r is not None:
+                res = tuple(r)
+    return res
+
+
+def _pre_hooks(fn, ex, buf):
+    multi = fn._nout > 1
+    grads = list(buf) if multi else [buf]
+    th = ex.get("tensor_pre")
+    if th:
+        for nr, hooks in th.items():
+            for h in list(hooks.values()):
+                if grads[nr] is None:
+                    continue
+                r = h(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    rh = ex.get("retain")
+    if rh:
+        for nr, ref in list(rh.items()):
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr]
+                if t._grad is None:
+                    t._grad = g.clone() if is_grad_enabled() else g.detach().clone()
+                else:
+                    t._grad = t._grad + g
+    ph = ex.get("pre")
+    if ph:
+        for h in list(ph.values()):
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    if all([g is None for g in grads]):
+        return None
+    return tuple(grads) if multi else grads[0]
+
+
+def _add_into(buffers, node, nr, g):
+    if node._nout == 1:
+        old = buffers.get(node)
+        buffers[node] = g if old is None else old + g
+    else:
+        b = buffers.get(node)
+        if b is None:
+            b = buffers[node] = [None] * node._nout
+        old = b[nr]
+        b[nr] = g if old is None else old + g
+
+
+def _call_anomaly(fn, buf, skip_pre=False):
+    try:
+        res = _call_slow(fn, buf, skip_pre)
+        if res is not None and _anomaly[1]:
+            _check_nan(fn, res)
+        return res
+    except Exception:
+        tb = (fn._extra or {}).get("traceback_")
+        if tb:
+            import warnings
+            msg = (f"Error detected in {fn.name()}. Traceback of forward call that caused the "
+                   f"error:\n{''.join(tb)}")
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        raise
+
+
+def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True):
+    """Run the reverse pass on the calling thread.
+
+    roots: list of (node, output_nr) with matching ``grads``. Without ``inputs`` every
+    reachable node runs and leaves accumulate. With ``inputs`` (tensors) only nodes on
+    a path to them run, and the gradients arriving there are returned (autograd.grad)
+    or accumulated into their ``.grad`` (backward(inputs=...))."""
+    deps = {}
+    root_nodes = []
+    for e in roots:
+        n = e[0]
+        if n not in deps:
+            deps[n] = 0
+            root_nodes.append(n)
+    stack = list(root_nodes)
+    order = [] if inputs is not None else None
+    while stack:
+        fn = stack.pop()
+        if order is not None:
+            order.append(fn)
+        for e in fn._next:
+            if e is not None:
+                n = e[0]
+                d = deps.get(n)
+                if d is None:
+                    deps[n] = 1
+                    stack.append(n)
+                else:
+                    deps[n] = d + 1
+    capture = run = None
+    if inputs is not None:
+        capture, run, deps = _prepare_capture(inputs, order)
+    buffers = {}
+    for (n, nr), g in zip(roots, grads):
+        if g is not None:
+            _add_into(buffers, n, nr, g)
+    ready = [n for n in root_nodes if deps.get(n) == 0]
+    captured = {}
+    prev = is_grad_enabled()
+    _set_grad_enabled(create_graph)
+    anomaly = _anomaly[0]
+    try:
+        while ready:
+            fn = ready.pop()
+            buf = buffers.pop(fn, None)
+            skip_pre = False
+            if capture is not None:
+                slots = capture.get(fn)
+                if slots is not None:
+                    if fn._extra is not None and buf is not None:
+                        buf = _pre_hooks(fn, fn._extra, buf)
+                        skip_pre = True
+                    for nr, k in slots:
+                        captured[k] = (buf[nr] if buf is not None else None) \
+                            if fn._nout > 1 else buf
+                if fn not in run:
+                    continue
+            if buf is None or (fn._nout > 1 and not any([b is not None for b in buf])):
+                res = None
+            elif anomaly:
+                res = _call_anomaly(fn, buf, skip_pre)
+            elif fn._extra is None and fn._vers is not None:
+                res = fn._apply(buf)
+            else:
+                res = _call_slow(fn, buf, skip_pre)
+            del buf
+            if not keep_graph:
+                fn._release()
+            nxt = fn._next
+            ins = fn._inputs
+            for i in range(len(nxt)):
+                e = nxt[i]
+                if e is None:
+                    continue
+                n = e[0]
+                d = deps.get(n)
+                if d is None:
+                    continue          # not on a path to a requested input
+                if res is not None:
+                    g = res[i]
+                    if g is not None:
+                        x = ins[i]
+                        if g.dim() != x.dim() or g.numel() != x.numel() or \
+                                g.dtype is not x.dtype or g.numel() == 0:
+                            g = _fix_grad(g, x)
+                        _add_into(buffers, n, e[1], g)
+                        del g
+                if d == 1:
+                    del deps[n]
+                    ready.append(n)
+                else:
+                    deps[n] = d - 1
+            del res
+    finally:
+        _set_grad_enabled(prev)
+    if capture is not None:
+        return _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph)
+    return None
+
+
+# --- capture (autograd.grad / backward(inputs=...)) ---------------------------
+
+def _edge_of(t):
+    fn = t._grad_fn
+    if fn is None:
+        return (_accumulate_node(t), 0)
+    nr = t._ag_nr
+    return (fn, nr[1] if nr is not None and nr[0] is fn else 0)
+
+
+def _prepare_capture(inputs, order):
+    """Nodes with a path to a requested input are "needed"; of those, the ones with an
+    edge into another needed node must run. Dependency counts cover only those edges."""
+    capture = {}
+    for k, t in enumerate(inputs):
+        n, nr = _edge_of(t)
+        capture.setdefault(n, []).append((nr, k))
+    needed = set(capture)
+    # `order` is a DFS pre-order of the reachable graph: sweep until nothing changes
+    changed = True
+    while changed:
+        changed = False
+        for fn in reversed(order):
+            if fn not in needed:
+                for e in fn._next:
+                    if e is not None and e[0] in needed:
+                        needed.add(fn)
+                        changed = True
+                        break
+    run = set()
+    deps = {}
+    for fn in order:
+        if fn in needed:
+            deps.setdefault(fn, 0)
+            for e in fn._next:
+                if e is not None and e[0] in needed:
+                    run.add(fn)
+                    deps[e[0]] = deps.get(e[0], 0) + 1
+    return capture, run, deps
+
+
+def _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph):
+    out = [None] * len(inputs)
+    for fn, slots in capture.items():
+        for nr, k in slots:
+            if k in captured:
+                g = captured[k]
+            else:           # never reached
+                b = buffers.get(fn)
+                g = (b[nr] if b is not None else None) if fn._nout > 1 else b
+            t = inputs[k]
+            if accumulate:
+                if g is None:
+                    continue
+                if type(fn) is AccumulateGrad:
+                    _accumulate(t, g, create_graph)
+                else:
+                    t._grad = g if t._grad is None else t._grad + g
+            else:
+                if g is not None and type(fn) is AccumulateGrad:
+                    hooks = t.__dict__.get("_ag_hooks")
+                    if hooks:
+                        for h in list(hooks.values()):
+                            r = h(g)
+                            if r is not None:
+                                g = r
+                out[k] = g
+    return out

@@ -1,0 +1,1056 @@
+"""``ember.nn.functional``: the functional form of every layer, activation and loss.
+
+Written over ember's public tensor API (plus the nn kernels of ``ember._C.linalg``:
+``linear``, convolution and pooling); autograd comes from the ops themselves."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import ember
+from ember._C import elementwise as _ew
+from ember._C import linalg as _lin
+
+__all__ = [
+    "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_max_pool2d", "relu", "relu_", "relu6", "leaky_relu",
+    "elu", "selu", "celu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus", "hardtanh",
+    "hardsigmoid", "hardswish", "logsigmoid", "softsign", "tanhshrink", "threshold", "glu",
+    "softmax", "log_softmax", "softmin", "dropout", "dropout1d", "dropout2d", "batch_norm",
+    "layer_norm", "group_norm", "instance_norm", "embedding", "one_hot", "pad", "interpolate",
+    "normalize", "cosine_similarity", "pairwise_distance", "scaled_dot_product_attention",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "cosine_embedding_loss", "margin_ranking_loss", "multi_head_attention_forward",
+]
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def _single(v):
+    return v[0] if isinstance(v, (tuple, list)) else v
+
+
+# ---- linear and convolution ---------------------------------------------------
+linear = _lin.linear
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k over the last dimension."""
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, input1.shape[-1])
+    x2 = input2.reshape(-1, input2.shape[-1])
+    o, i1, i2 = weight.shape
+    # (B, i1) @ (i1, o*i2) -> (B, o, i2); then contract with x2
+    t = ember.matmul(x1, weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
+    y = ember.matmul(t, x2.unsqueeze(2)).squeeze(2)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, o)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _lin.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _lin.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _lin.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _lin.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
+# ---- pooling ----------------------------------------------------------------
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        stride = kernel_size
+    return _lin.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                           return_indices)
+
+
+max_pool2d_with_indices = max_pool2d
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    stride = kernel_size if stride is None else stride
+    r = _lin.max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), (1, _single(stride)),
+                        (0, _single(padding)), (1, _single(dilation)), ceil_mode,
+                        return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        stride = kernel_size
+    return _lin.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                           divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    stride = kernel_size if stride is None else stride
+    return _lin.avg_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)),
+                           (1, _single(stride)), (0, _single(padding)), ceil_mode,
+                           count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _lin.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _lin.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _lin.adaptive_max_pool2d(input, output_size, return_indices)
+
+
+# ---- activations --------------------------------------------------------------
+def relu(input, inplace=False):
+    return ember.relu_(input) if inplace else ember.relu(input)
+
+
+def relu_(input):
+    return ember.relu_(input)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _ew.leaky_relu(input, negative_slope, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    r = _ew.elu(input, alpha)
+    return input.copy_(r) if inplace else r
+
+
+def selu(input, inplace=False):
+    r = _ew.elu(input, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+    return input.copy_(r) if inplace else r
+
+
+def celu(input, alpha=1.0, inplace=False):
+    r = _ew.elu(input, alpha, 1.0, 1.0 / alpha)
+    return input.copy_(r) if inplace else r
+
+
+def gelu(input, approximate="none"):
+    return ember.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):
+    r = ember.silu(input)
+    return input.copy_(r) if inplace else r
+
+
+def mish(input, inplace=False):
+    r = ember.mish(input)
+    return input.copy_(r) if inplace else r
+
+
+def tanh(input):
+    return ember.tanh(input)
+
+
+def sigmoid(input):
+    return ember.sigmoid(input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return ember.softplus(input, beta, threshold)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _ew.hardtanh(input, min_val, max_val, inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _ew.hardtanh(input, min_val, max_val, True)
+
+
+def hardsigmoid(input, inplace=False):
+    r = hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    return input.copy_(r) if inplace else r
+
+
+def hardswish(input, inplace=False):
+    r = input * hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    return input.copy_(r) if inplace else r
+
+
+def logsigmoid(input):
+    # min(x, 0) - log1p(exp(-|x|)), stable for both signs
+    return ember.clamp_max(input, 0) - ember.log1p(ember.exp(-ember.abs(input)))
+
+
+def softsign(input):
+    return input / (ember.abs(input) + 1)
+
+
+def tanhshrink(input):
+    return input - ember.tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    r = ember.where(input > threshold, input, ember.full((), value, dtype=input.dtype))
+    return input.copy_(r) if inplace else r
+
+
+def glu(input, dim=-1):
+    a, b = input.chunk(2, dim)
+    return a * ember.sigmoid(b)
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return ember.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return ember.log_softmax(input, dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, dtype=dtype)
+
+
+# ---- dropout ----------------------------------------------------------------
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    mask = (ember.rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype)
+    mask = mask.mul_(1.0 / (1.0 - p))
+    return input.mul_(mask) if inplace else input * mask
+
+
+def _feature_dropout(input, p, training, inplace, nbatch_dims):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    shape = list(input.shape[:nbatch_dims]) + [1] * (input.dim() - nbatch_dims)
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    mask = (ember.rand(*shape, dtype=input.dtype) >= p).to(input.dtype).mul_(1.0 / (1.0 - p))
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 3 else 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 4 else 1)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 5 else 1)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    alpha = -1.7580993408473766
+    keep = (ember.rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    b = -a * alpha * p
+    r = (input * keep + alpha * (1 - keep)) * a + b
+    return input.copy_(r) if inplace else r
+
+
+# ---- normalisation ------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch normalisation over all dims but 1; in training, updates the running stats
+    (unbiased variance) in place."""
+    nd = input.dim()
+    if nd < 2:
+        raise ValueError(f"expected 2D or more input (got {nd}D input)")
+    C = input.shape[1]
+    dims = (0,) + tuple(range(2, nd))
+    shape = (1, C) + (1,) * (nd - 2)
+    if training:
+        n = input.numel() // C
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        xc = input - mean
+        var = (xc * xc).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with ember.autograd.no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().reshape(C),
+                                                         alpha=momentum)
+                if running_var is not None:
+                    running_var.mul_(1 - momentum).add_(var.detach().reshape(C),
+                                                        alpha=momentum * n / (n - 1))
+        y = xc * ember.rsqrt(var + eps)
+    else:
+        y = (input - running_mean.reshape(shape)) * ember.rsqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    nd = input.dim()
+    dims = tuple(range(2, nd))
+    C = input.shape[1]
+    shape = (1, C) + (1,) * (nd - 2)
+    mean = input.mean(dims, keepdim=True)
+    xc = input - mean
+    var = (xc * xc).mean(dims, keepdim=True)
+    y = xc * ember.rsqrt(var + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.dim() - k:]) != tuple(normalized_shape):
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{list(input.shape)}")
+    dims = tuple(range(input.dim() - k, input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    xc = input - mean
+    var = (xc * xc).mean(dims, keepdim=True)
+    y = xc * ember.rsqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    if eps is None:
+        eps = ember.finfo(input.dtype).eps if hasattr(ember, "finfo") else 1.1920929e-07
+    y = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return y * weight if weight is not None else y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    N, C = input.shape[0], input.shape[1]
+    if C % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    x = input.reshape(N, num_groups, -1)
+    mean = x.mean(2, keepdim=True)
+    xc = x - mean
+    var = (xc * xc).mean(2, keepdim=True)
+    y = (xc * ember.rsqrt(var + eps)).reshape(input.shape)
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def local_response_norm(*args, **kwargs):
+    raise NotImplementedError("ember.nn.functional.local_response_norm is not implemented")
+
+
+# ---- embedding, one-hot -------------------------------------------------------
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    with ember.autograd.no_grad():
+        uniq = ember.unique(idx.reshape(-1))
+        rows = weight.index_select(0, uniq)
+        norms = rows.norm(norm_type, 1, keepdim=True)
+        scale = ember.where(norms > max_norm, max_norm / (norms + 1e-7),
+                            ember.ones_like(norms))
+        weight.index_copy_(0, uniq, rows * scale) if hasattr(weight, "index_copy_") else \
+            weight.__setitem__(uniq, rows * scale)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by the integer ``input``; the row ``padding_idx`` gets
+    no gradient."""
+    if input.is_floating_point():
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got a floating tensor")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    if max_norm is not None:
+        _embedding_renorm(weight, input, max_norm, norm_type)
+    flat = input.reshape(-1)
+    if padding_idx is not None and weight.requires_grad and ember.is_grad_enabled():
+        out = _Embedding.apply(weight, flat, padding_idx)
+    else:
+        out = weight.index_select(0, flat)
+    return out.reshape(*input.shape, weight.shape[1])
+
+
+def _embedding_function():
+    from ember.autograd import Function
+
+    class _EmbeddingPad(Function):
+        @staticmethod
+        def forward(ctx, weight, flat, padding_idx):
+            ctx.save_for_backward(flat)
+            ctx.num_weights = weight.shape[0]
+            ctx.padding_idx = padding_idx
+            return weight.detach().index_select(0, flat)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (flat,) = ctx.saved_tensors
+            keep = (flat != ctx.padding_idx).to(grad.dtype).unsqueeze(1)
+            gw = ember.zeros(ctx.num_weights, grad.shape[1], dtype=grad.dtype)
+            gw.index_add_(0, flat, grad * keep)
+            return gw, None, None
+
+    return _EmbeddingPad
+
+
+class _LazyFn:
+    def __init__(self, make):
+        self._make = make
+        self._fn = None
+
+    def apply(self, *args):
+        if self._fn is None:
+            self._fn = self._make()
+        return self._fn.apply(*args)
+
+
+_Embedding = _LazyFn(_embedding_function)
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype != ember.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    out = ember.zeros(*tensor.shape, num_classes, dtype=ember.int64)
+    if tensor.numel():
+        if int(tensor.min().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max().item()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+        out.scatter_(-1, tensor.unsqueeze(-1), 1)
+    return out
+
+
+# ---- padding and resizing -----------------------------------------------------
+def _pad_index(n, before, after, mode):
+    """Source indices for reflect / replicate / circular padding of a length-n axis."""
+    idx = []
+    for i in range(-before, n + after):
+        if mode == "replicate":
+            j = min(max(i, 0), n - 1)
+        elif mode == "circular":
+            j = i % n
+        else:  # reflect
+            if n == 1:
+                j = 0
+            else:
+                period = 2 * (n - 1)
+                j = i % period
+                j = period - j if j >= n else j
+        idx.append(j)
+    return ember.tensor(idx, dtype=ember.int64)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left, right, top, bottom, ...)``."""
+    if len(pad) % 2:
+        raise ValueError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise ValueError("Padding length should be less than or equal to two times the "
+                         "input dimension")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad: unsupported padding mode {mode!r}")
+    out = input
+    for k in range(len(pad) // 2):
+        before, after = pad[2 * k], pad[2 * k + 1]
+        dim = out.dim() - 1 - k
+        n = out.shape[dim]
+        if before < 0:
+            out = out.narrow(dim, -before, n + before)
+            n += before
+            before = 0
+        if after < 0:
+            out = out.narrow(dim, 0, n + after)
+            n += after
+            after = 0
+        if before == 0 and after == 0:
+            continue
+        if mode == "constant":
+            parts = []
+            v = 0.0 if value is None else value
+            if before:
+                s = list(out.shape)
+                s[dim] = before
+                parts.append(ember.full(s, v, dtype=out.dtype))
+            parts.append(out)
+            if after:
+                s = list(out.shape)
+                s[dim] = after
+                parts.append(ember.full(s, v, dtype=out.dtype))
+            out = ember.cat(parts, dim)
+        else:
+            if mode == "reflect" and (before >= n or after >= n):
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding "
+                                   f"({before}, {after}) at dimension {dim} of input "
+                                   f"{list(input.shape)}")
+            out = out.index_select(dim, _pad_index(n, before, after, mode))
+    return out
+
+
+def _interp_sizes(input, size, scale_factor, nsp):
+    if size is not None:
+        size = [size] * nsp if isinstance(size, int) else list(size)
+        return size, [None] * nsp
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    sf = [scale_factor] * nsp if not isinstance(scale_factor, (list, tuple)) \
+        else list(scale_factor)
+    insz = input.shape[2:]
+    return [int(math.floor(insz[i] * sf[i])) for i in range(nsp)], sf
+
+
+def _src_coords(out_n, in_n, align_corners, scale):
+    if align_corners:
+        if out_n == 1:
+            return [0.0] * out_n
+        r = (in_n - 1) / (out_n - 1)
+        return [i * r for i in range(out_n)]
+    r = (1.0 / scale) if scale is not None else in_n / out_n
+    return [max((i + 0.5) * r - 0.5, 0.0) for i in range(out_n)]
+
+
+def _linear_axis(x, dim, out_n, align_corners, scale):
+    in_n = x.shape[dim]
+    src = _src_coords(out_n, in_n, align_corners, scale)
+    i0 = [min(int(math.floor(s)), in_n - 1) for s in src]
+    i1 = [min(i + 1, in_n - 1) for i in i0]
+    w1 = [s - i for s, i in zip(src, i0)]
+    shape = [1] * x.dim()
+    shape[dim] = out_n
+    lam = ember.tensor(w1, dtype=x.dtype).reshape(shape)
+    a = x.index_select(dim, ember.tensor(i0, dtype=ember.int64))
+    b = x.index_select(dim, ember.tensor(i1, dtype=ember.int64))
+    return a + (b - a) * lam
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize (N, C, *spatial) input: modes ``nearest``, ``nearest-exact``, ``linear``,
+    ``bilinear``."""
+    nsp = input.dim() - 2
+    if nsp < 1:
+        raise ValueError("interpolate expects at least a 3-D input (N, C, ...)")
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    out_size, scales = _interp_sizes(input, size, scale_factor, nsp)
+    if recompute_scale_factor:
+        scales = [None] * nsp
+    out = input
+    if mode in ("nearest", "nearest-exact"):
+        for k in range(nsp):
+            dim = 2 + k
+            in_n, on = input.shape[dim], out_size[k]
+            r = (1.0 / scales[k]) if scales[k] is not None else in_n / on
+            if mode == "nearest":
+                idx = [min(int(math.floor(i * r)), in_n - 1) for i in range(on)]
+            else:
+                idx = [min(int(math.floor((i + 0.5) * r)), in_n - 1) for i in range(on)]
+            out = out.index_select(dim, ember.tensor(idx, dtype=ember.int64))
+        return out
+    if mode in ("linear", "bilinear", "trilinear"):
+        want = {"linear": 1, "bilinear": 2, "trilinear": 3}[mode]
+        if nsp != want:
+            raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                      f"{want + 2}D input")
+        ac = bool(align_corners)
+        for k in range(nsp):
+            out = _linear_axis(out, 2 + k, out_size[k], ac, scales[k])
+        return out
+    if mode == "area":
+        return adaptive_avg_pool2d(input, out_size) if nsp == 2 else \
+            adaptive_avg_pool1d(input, out_size)
+    raise NotImplementedError(f"interpolate: mode {mode!r} is not supported")
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+# ---- distances ----------------------------------------------------------------
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
+    r = input / denom
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+# ---- attention ----------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(Q K^T * scale + mask) V over the last two dims."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    scores = ember.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                               "be set when is_causal=True")
+        causal = ember.ones(L, S, dtype=ember.bool).tril()
+        scores = scores.masked_fill(causal.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == ember.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = ember.softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return ember.matmul(attn, value)
+
+
+def _in_projection_packed(q, k, v, w, b):
+    E = q.shape[-1]
+    if k is v and q is k:
+        proj = linear(q, w, b)
+        return proj.chunk(3, -1)
+    wq, wk, wv = w.chunk(3)
+    bq, bk, bv = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, wq, bq), linear(k, wk, bk), linear(v, wv, bv)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """PyTorch's multi-head attention over (L, N, E) inputs (unbatched (L, E) accepted)."""
+    unbatched = query.dim() == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if not use_separate_proj_weight:
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        bq, bk, bv = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q = linear(query, q_proj_weight, bq)
+        k = linear(key, k_proj_weight, bk)
+        v = linear(value, v_proj_weight, bv)
+    if bias_k is not None and bias_v is not None:
+        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    # (L, N, E) -> (N, H, L, hd)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        z = ember.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
+        k = ember.cat([k, z], 1)
+        v = ember.cat([v, z], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+    # one additive float mask of shape (N*H, L, S) or (L, S)
+    mask = None
+    if attn_mask is not None:
+        if attn_mask.dtype == ember.bool:
+            mask = ember.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(attn_mask,
+                                                                          float("-inf"))
+        else:
+            mask = attn_mask.to(q.dtype)
+        if mask.dim() == 2:
+            mask = mask.unsqueeze(0)
+    elif is_causal:
+        causal = ember.ones(tgt_len, src_len, dtype=ember.bool).triu(1)
+        mask = ember.zeros(tgt_len, src_len, dtype=q.dtype).masked_fill(
+            causal, float("-inf")).unsqueeze(0)
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype == ember.bool:
+            kpm = ember.zeros(key_padding_mask.shape, dtype=q.dtype).masked_fill(
+                key_padding_mask, float("-inf"))
+        else:
+            kpm = key_padding_mask.to(q.dtype)
+        kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len) \
+            .reshape(bsz * num_heads, 1, src_len)
+        mask = kpm if mask is None else mask + kpm
+    scores = ember.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
+    if mask is not None:
+        scores = scores + mask
+    attn = ember.softmax(scores, -1)
+    if dropout_p > 0.0 and training:
+        attn = dropout(attn, dropout_p, True)
+    out = ember.matmul(attn, v)  # (N*H, L, hd)
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    weights = None
+    if need_weights:
+        weights = attn.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if unbatched:
+            weights = weights.squeeze(0)
+    if unbatched:
+        out = out.squeeze(1)
+    return out, weights
+
+
+# ---- losses -----------------------------------------------------------------
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_same_size(input, target, name):
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({ember.Size(target.shape)}) that is different to "
+                      f"the input size ({ember.Size(input.shape)}). This will likely lead to "
+                      f"incorrect results due to broadcasting. Please ensure they have the "
+                      f"same size.", stacklevel=3)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_same_size(input, target, "mse_loss")
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_same_size(input, target, "l1_loss")
+    loss = ember.abs(input - target)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = ember.abs(input - target)
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    loss = ember.where(d < beta, (0.5 / beta) * d * d, d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = ember.abs(input - target)
+    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _class_shape(input, C):
+    return (1, C) + (1,) * (input.dim() - 2)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of class indices; ``input`` holds log-probabilities
+    (N, C, ...) or (C,)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input.dim() == 1:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    if target.is_floating_point():
+        raise RuntimeError("expected scalar type Long but found " + str(target.dtype))
+    if input.dim() < 2 or tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if target.dim() else 0}).")
+    C = input.shape[1]
+    valid = None
+    if target.numel() and (ignore_index >= 0 or int(target.min().item()) < 0):
+        valid = target != ignore_index
+        tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
+    else:
+        tsafe = target
+    if target.numel() and valid is None and int(target.max().item()) >= C:
+        raise IndexError(f"Target {int(target.max().item())} is out of bounds.")
+    picked = -input.gather(1, tsafe.unsqueeze(1)).squeeze(1)
+    if weight is None and valid is None:
+        return _reduce(picked, reduction)
+    w = None
+    if weight is not None:
+        w = weight.index_select(0, tsafe.reshape(-1)).reshape(tsafe.shape)
+    if valid is not None:
+        vf = valid.to(input.dtype)
+        w = vf if w is None else w * vf
+    loss = picked * w
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """Cross-entropy of logits (N, C, ...) against class indices or class probabilities."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    cdim = 0 if input.dim() == 1 else 1
+    C = input.shape[cdim]
+    logp = ember.log_softmax(input, cdim)
+    if target.is_floating_point():  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
+                               f"{list(target.shape)}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / C
+        t = logp * target
+        if weight is not None:
+            t = t * (weight if cdim == 0 else weight.reshape(_class_shape(input, C)))
+        loss = -t.sum(cdim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // C) if input.dim() > 1 else loss
+        return _reduce(loss, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    if label_smoothing > 1:
+        raise ValueError("label_smoothing must be between 0.0 and 1.0")
+    if weight is not None:
+        smooth = -(logp * (weight if cdim == 0 else weight.reshape(_class_shape(input, C)))
+                   ).sum(cdim)
+    else:
+        smooth = -logp.sum(cdim)
+    ignore = target == ignore_index
+    smooth = smooth.masked_fill(ignore, 0.0)
+    if reduction == "mean":
+        keep = ignore.logical_not()
+        if weight is not None:
+            tk = target.masked_select(keep)
+            ret = smooth.sum() / weight.index_select(0, tk).sum()
+        else:
+            ret = smooth.sum() / keep.sum()
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return (1 - label_smoothing) * nll + ret * (label_smoothing / C)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
+                         f"to the input size ({ember.Size(input.shape)}) is deprecated. Please "
+                         f"ensure they have the same size.")
+    log_x = ember.clamp_min(ember.log(input), -100)
+    log_1mx = ember.clamp_min(ember.log(1 - input), -100)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
+                         f"size ({ember.Size(input.shape)})")
+    ls = logsigmoid(input)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input - log_weight * ls
+    else:
+        loss = (1 - target) * input - ls
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_target:
+        loss = ember.exp(target) * (target - input)
+    else:
+        loss = ember.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d = input1.dim() - 1
+    prod = (input1 * input2).sum(d)
+    m1 = (input1 * input1).sum(d) + 1e-12
+    m2 = (input2 * input2).sum(d) + 1e-12
+    cos = prod / ember.sqrt(m1 * m2)
+    zeros = ember.zeros_like(cos)
+    pos = 1 - cos
+    neg = ember.clamp_min(cos - margin, 0)
+    out = ember.where(target == 1, pos, zeros) + ember.where(target == -1, neg, zeros)
+    return _reduce(out, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = ember.clamp_min(-target * (input1 - input2) + margin, 0)
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    zeros = ember.zeros_like(input)
+    margin_clamp = ember.clamp_min(margin - input, 0)
+    out = ember.where(target != 1, margin_clamp, zeros) + ember.where(target != -1, input, zeros)
+    return _reduce(out, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(ember.log1p(ember.exp(-target * input)), reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        st = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
+        loss = loss + ember.where(target > 1, st, ember.zeros_like(st))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    var = ember.clamp_min(var, eps)
+    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    dp = pairwise_distance(anchor, positive, p, eps)
+    dn = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dn = ember.minimum(dn, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ember.clamp_min(margin + dp - dn, 0), reduction)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    raise NotImplementedError("ember.nn.functional.unfold is not implemented")
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    raise NotImplementedError("ember.nn.functional.fold is not implemented")

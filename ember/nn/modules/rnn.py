@@ -1,0 +1,390 @@
+"""Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first) and cells.
+
+The input projection of a whole sequence is one GEMM per layer and direction; each
+time step then costs one GEMM for the hidden projection plus the gate arithmetic. The
+LSTM gate arithmetic is one autograd node per step (forward and backward written out)."""
+from __future__ import annotations
+
+import math
+
+import ember
+from ember.nn import functional as F
+from ember.nn import init
+from ember.nn.modules.linear import _factory_kwargs
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+_lstm_fn = None
+
+
+def _lstm_cell_function():
+    global _lstm_fn
+    if _lstm_fn is not None:
+        return _lstm_fn
+    from ember.autograd import Function
+
+    class _LSTMGates(Function):
+        """(gates, c_prev) -> (h, c) for gates laid out [i, f, g, o]."""
+
+        @staticmethod
+        def forward(ctx, gates, c_prev):
+            H = c_prev.shape[-1]
+            s = ember.sigmoid(gates)
+            i = s.narrow(-1, 0, H)
+            f = s.narrow(-1, H, H)
+            o = s.narrow(-1, 3 * H, H)
+            g = ember.tanh(gates.narrow(-1, 2 * H, H))
+            c = f * c_prev
+            c.add_(i * g)
+            tc = ember.tanh(c)
+            h = o * tc
+            ctx.save_for_backward(i, f, g, o, tc, c_prev)
+            return h, c
+
+        @staticmethod
+        def backward(ctx, dh, dc):
+            i, f, g, o, tc, c_prev = ctx.saved_tensors
+            if dh is None:
+                dh = ember.zeros_like(tc)
+            do = dh * tc
+            dct = dh * o
+            dct.mul_(1 - tc * tc)
+            if dc is not None:
+                dct.add_(dc)
+            di = dct * g
+            di.mul_(i * (1 - i))
+            df = dct * c_prev
+            df.mul_(f * (1 - f))
+            dg = dct * i
+            dg.mul_(1 - g * g)
+            do.mul_(o * (1 - o))
+            dgates = ember.cat([di, df, dg, do], -1)
+            return dgates, dct * f
+
+    _lstm_fn = _LSTMGates
+    return _lstm_fn
+
+
+def _lstm_step(gates, c):
+    if ember.is_grad_enabled() and (gates.requires_grad or c.requires_grad):
+        return _lstm_cell_function().apply(gates, c)
+    H = c.shape[-1]
+    s = ember.sigmoid(gates)
+    g = ember.tanh(gates.narrow(-1, 2 * H, H))
+    c = s.narrow(-1, H, H) * c + s.narrow(-1, 0, H) * g
+    return s.narrow(-1, 3 * H, H) * ember.tanh(c), c
+
+
+def _gru_step(xw, h, w_hh, b_hh):
+    H = h.shape[-1]
+    hw = F.linear(h, w_hh, b_hh)
+    rz = ember.sigmoid(xw.narrow(-1, 0, 2 * H) + hw.narrow(-1, 0, 2 * H))
+    r = rz.narrow(-1, 0, H)
+    z = rz.narrow(-1, H, H)
+    n = ember.tanh(xw.narrow(-1, 2 * H, H) + r * hw.narrow(-1, 2 * H, H))
+    return n + z * (h - n)
+
+
+class RNNBase(Module):
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
+        super().__init__()
+        kw = _factory_kwargs(device, dtype)
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
+                isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size != 0:
+            raise NotImplementedError("ember.nn.LSTM: proj_size > 0 is not supported")
+        gate_size = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}[mode] * hidden_size
+        num_directions = 2 if bidirectional else 1
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                suffix = "_reverse" if direction == 1 else ""
+                names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
+                params = [Parameter(ember.empty(gate_size, layer_input, **kw)),
+                          Parameter(ember.empty(gate_size, hidden_size, **kw))]
+                if bias:
+                    names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
+                    params += [Parameter(ember.empty(gate_size, **kw)),
+                               Parameter(ember.empty(gate_size, **kw))]
+                for n, p in zip(names, params):
+                    setattr(self, n, p)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in names] for names in self._all_weights]
+
+    def flatten_parameters(self):
+        pass
+
+    def extra_repr(self):
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def _layer_weights(self, layer, direction):
+        suffix = "_reverse" if direction == 1 else ""
+        p = self._parameters
+        w_ih = p[f"weight_ih_l{layer}{suffix}"]
+        w_hh = p[f"weight_hh_l{layer}{suffix}"]
+        b_ih = p.get(f"bias_ih_l{layer}{suffix}") if self.bias else None
+        b_hh = p.get(f"bias_hh_l{layer}{suffix}") if self.bias else None
+        return w_ih, w_hh, b_ih, b_hh
+
+    def _run_direction(self, x, h0, c0, layer, direction):
+        """x: (L, N, I). Returns (outputs (L, N, H), h_n, c_n)."""
+        w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
+        L = x.shape[0]
+        xw = F.linear(x, w_ih, b_ih)  # (L, N, G): one GEMM for the whole sequence
+        steps = xw.unbind(0)
+        order = range(L - 1, -1, -1) if direction == 1 else range(L)
+        outs = [None] * L
+        h, c = h0, c0
+        mode = self.mode
+        if mode == "LSTM":
+            for t in order:
+                gates = steps[t] + F.linear(h, w_hh, b_hh)
+                h, c = _lstm_step(gates, c)
+                outs[t] = h
+        elif mode == "GRU":
+            for t in order:
+                h = _gru_step(steps[t], h, w_hh, b_hh)
+                outs[t] = h
+        else:
+            act = ember.tanh if mode == "RNN_TANH" else ember.relu
+            for t in order:
+                h = act(steps[t] + F.linear(h, w_hh, b_hh))
+                outs[t] = h
+        return ember.stack(outs, 0), h, c
+
+    def _forward_impl(self, input, hx):
+        is_lstm = self.mode == "LSTM"
+        batched = input.dim() == 3
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.dim()}D instead")
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+        N = input.shape[1]
+        D = 2 if self.bidirectional else 1
+        H = self.hidden_size
+        if hx is None:
+            z = ember.zeros(self.num_layers * D, N, H, dtype=input.dtype)
+            h0, c0 = z, (z if is_lstm else None)
+        else:
+            if is_lstm:
+                h0, c0 = hx
+            else:
+                h0, c0 = hx, None
+            if not batched:
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+            exp = (self.num_layers * D, N, H)
+            if tuple(h0.shape) != exp:
+                raise RuntimeError(f"Expected hidden size {exp}, got {tuple(h0.shape)}")
+            if c0 is not None and tuple(c0.shape) != exp:
+                raise RuntimeError(f"Expected hidden[1] size {exp}, got {tuple(c0.shape)}")
+        h0s = h0.unbind(0)
+        c0s = c0.unbind(0) if c0 is not None else None
+        x = input
+        hn, cn = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(D):
+                k = layer * D + d
+                o, h, c = self._run_direction(x, h0s[k], c0s[k] if c0s else None, layer, d)
+                outs.append(o)
+                hn.append(h)
+                cn.append(c)
+            x = outs[0] if D == 1 else ember.cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        out = x
+        h_n = ember.stack(hn, 0)
+        c_n = ember.stack(cn, 0) if is_lstm else None
+        if not batched:
+            out = out.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, ((h_n, c_n) if is_lstm else h_n)
+
+    def forward(self, input, hx=None):
+        return self._forward_impl(input, hx)
+
+
+class RNN(RNNBase):
+    """Elman RNN with tanh or relu nonlinearity."""
+
+    def __init__(self, *args, **kwargs):
+        nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if len(args) > 3:
+            nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(mode, *args, **kwargs)
+
+    def __setattr__(self, name, value):
+        if name == "nonlinearity" and "_parameters" not in self.__dict__:
+            self.__dict__[name] = value
+            return
+        super().__setattr__(name, value)
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        if self.nonlinearity != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+
+class LSTM(RNNBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+
+class GRU(RNNBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
+
+
+class RNNCellBase(Module):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        super().__init__()
+        kw = _factory_kwargs(device, dtype)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(ember.empty(num_chunks * hidden_size, input_size, **kw))
+        self.weight_hh = Parameter(ember.empty(num_chunks * hidden_size, hidden_size, **kw))
+        if bias:
+            self.bias_ih = Parameter(ember.empty(num_chunks * hidden_size, **kw))
+            self.bias_hh = Parameter(ember.empty(num_chunks * hidden_size, **kw))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            init.uniform_(w, -stdv, stdv)
+
+    def extra_repr(self):
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def _prep(self, input, hx, n_states):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
+                             f"{input.dim()}D instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            z = ember.zeros(input.shape[0], self.hidden_size, dtype=input.dtype)
+            hx = z if n_states == 1 else (z, z)
+        elif not batched:
+            hx = hx.unsqueeze(0) if n_states == 1 else tuple(h.unsqueeze(0) for h in hx)
+        return input, hx, batched
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        input, hx, batched = self._prep(input, hx, 1)
+        pre = F.linear(input, self.weight_ih, self.bias_ih) + \
+            F.linear(hx, self.weight_hh, self.bias_hh)
+        if self.nonlinearity == "tanh":
+            h = ember.tanh(pre)
+        elif self.nonlinearity == "relu":
+            h = ember.relu(pre)
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        input, (h, c), batched = self._prep(input, hx, 2)
+        gates = F.linear(input, self.weight_ih, self.bias_ih) + \
+            F.linear(h, self.weight_hh, self.bias_hh)
+        h, c = _lstm_step(gates, c)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        input, h, batched = self._prep(input, hx, 1)
+        h = _gru_step(F.linear(input, self.weight_ih, self.bias_ih), h, self.weight_hh,
+                      self.bias_hh)
+        return h if batched else h.squeeze(0)
