@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.deps-stamp
 JOBS    ?= 2
 
-.PHONY: all build test demo lint clean
+.PHONY: all build test demo lint clean bench asv-check docs
 
 all: build
 
@@ -24,8 +24,29 @@ test: build
 demo: build
 	$(VPY) examples/train_digits.py
 
+# -- benchmarks and docs (issue 7) ---------------------------------------------
+# `make bench`: the asv suite against this environment (no env builds), one
+# calibrated sample per row, then the ember/torch, ember/numpy ratio table.
+#   make bench BENCH_ARGS=--quick          single call per row (fastest, noisiest)
+#   make bench BENCH_FILTER=elementwise    one area (asv --bench regex)
+ASV          := cd asv_bench && PYTHONPATH=$(CURDIR) $(CURDIR)/$(VPY) -m asv
+BENCH_ARGS   ?= -a repeat=1 -a rounds=1 -a warmup_time=0.02
+BENCH_FILTER ?= .
+bench: build
+	$(ASV) machine --yes >/dev/null
+	$(ASV) run --python=same $(BENCH_ARGS) --bench '$(BENCH_FILTER)' \
+		--set-commit-hash $$(git rev-parse HEAD) || echo "bench: some benchmarks failed (see above)"
+	$(VPY) tools/bench_table.py -o asv_bench/ratios.md
+
+asv-check: build
+	$(ASV) check --python=same
+
+# Sphinx site, warnings are errors; output in docs/_build/html.
+docs: build
+	$(VPY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
+
 lint: $(STAMP)
-	$(VPY) -m ruff check ember tests examples asv_bench
+	$(VPY) -m ruff check ember tests examples asv_bench tools
 
 clean:
 	rm -rf build ember/_C/*.c ember/_C/*.so ember/_build_config.py

@@ -66,7 +66,16 @@ class Tensor(core.TensorBase):
 
     @property
     def grad(self):
-        return self._grad
+        g = self._grad
+        if g is None and self._grad_fn is not None and not self.__dict__.get("_retains_grad"):
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                          "accessed. Its .grad attribute won't be populated during "
+                          "autograd.backward(). If you indeed want the .grad field to be "
+                          "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
+                          "Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+                          "access the leaf Tensor instead.", UserWarning, stacklevel=2)
+        return g
 
     @grad.setter
     def grad(self, value):
@@ -79,6 +88,14 @@ class Tensor(core.TensorBase):
             if value.dtype != self.dtype:
                 raise RuntimeError("assigned grad has data of a different type")
         self._grad = value
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False):
+        """An instance of the Tensor subclass ``cls`` sharing ``data``'s memory (as PyTorch's)."""
+        return core._make_subclass(cls, data, require_grad)
+
+    def as_subclass(self, cls):
+        return core._make_subclass(cls, self, False)
 
     def dim_order(self):
         st = self.stride()
@@ -233,8 +250,9 @@ class Tensor(core.TensorBase):
         _index_setitem(self, idx, value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from ember import autograd
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
+        ``.grad`` (see ``ember.autograd.backward``)."""
+        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
         from ember.autograd import _hooks
@@ -256,6 +274,12 @@ class Tensor(core.TensorBase):
 def _no_grad():
     from ember.autograd.grad_mode import no_grad
     return no_grad()
+
+
+def _autograd():
+    import sys
+    return sys.modules.get("ember.autograd") or __import__("ember.autograd",
+                                                           fromlist=["_"])
 
 
 def _index_getitem(t, idx):
@@ -299,7 +323,7 @@ def _bind(cls, module, names):
 
 # Each native op module lists the names it binds as Tensor methods in
 # __ember_methods__; adding a module here is the only edit a new module needs.
-_OP_MODULES = ("elementwise", "linalg")
+_OP_MODULES = ("elementwise", "linalg", "index", "reduce")
 for _m in _OP_MODULES:
     _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
     _bind(Tensor, _mod, _mod.__ember_methods__)

@@ -32,12 +32,18 @@ class Add:
         else:
             self.a + self.b
 
-    def peakmem_add(self, n, output, library):
-        # the fresh output is the only allocation: ~n * 4 bytes over the inputs
-        if output == "out":
-            self.add(self.a, self.b, out=self.out)
-        else:
-            self.a + self.b
+
+class AddMemory:
+    """Peak memory of ``a + b`` on 16M elements: the fresh output is the only allocation."""
+
+    params = [["fresh", "out"], LIBRARIES]
+    param_names = ["output", "library"]
+
+    def setup(self, output, library):
+        Add.setup(self, LARGE, output, library)
+
+    def peakmem_add(self, output, library):
+        Add.time_add(self, LARGE, output, library)
 
 
 def _relu(library, mod):

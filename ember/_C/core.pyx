@@ -2273,3 +2273,23 @@ def _scalar_like(x):
 
 def _backend_kernel_names(str device_type):
     return list(_backend_kernels.get(device_type, {}))
+
+
+def _make_subclass(type cls, TensorBase data, bint requires_grad=False):
+    """An instance of ``cls`` (a Tensor subclass such as nn.Parameter) sharing
+    ``data``'s storage, shape and strides, cut off from any graph."""
+    if not issubclass(cls, TensorBase):
+        raise TypeError(f"_make_subclass: {cls.__name__} is not a Tensor subclass")
+    cdef TensorBase t = TensorBase.__new__(cls)
+    cdef int i
+    t._storage = data._storage
+    t._offset = data._offset
+    t._ndim = data._ndim
+    t._dtype = data._dtype
+    t._device = data._device
+    for i in range(data._ndim):
+        t._shape[i] = data._shape[i]
+        t._strides[i] = data._strides[i]
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

@@ -112,13 +112,71 @@ cdef int _run(em_loop fn, list ops, int ndim, const int64_t *shape, const void *
     return 0
 
 
+cdef int _operand_strides(NdIter *it, int a, TensorBase t, char *buf, TensorBase r) except -1:
+    """Fill operand a of `it` (broadcast to r); return 1 when it can use the flat path."""
+    cdef int d, k
+    if t is None:
+        it.ptrs[a] = buf
+        for d in range(r._ndim):
+            it.strides[a * MAX_DIMS + d] = 0
+        return 1
+    it.ptrs[a] = t._storage.data + t._offset * em_itemsize[t._dtype]
+    k = r._ndim - t._ndim
+    for d in range(r._ndim):
+        if d < k or t._shape[d - k] == 1:
+            it.strides[a * MAX_DIMS + d] = 0
+        else:
+            it.strides[a * MAX_DIMS + d] = t._strides[d - k] * em_itemsize[t._dtype]
+    return 1 if (t._ndim == 0 or (t._ndim == r._ndim and is_contig(t) and
+                                  numel_of(t._ndim, t._shape) == it.numel)) else 0
+
+
+cdef inline int64_t _flat_stride(TensorBase t) noexcept:
+    return 0 if (t is None or t._ndim == 0) else em_itemsize[t._dtype]
+
+
+cdef int _run_bin(em_loop fn, TensorBase r, TensorBase x, char *xs, TensorBase y, char *ys,
+                  void *aux) except -1:
+    """out = f(x, y) where x or y may be None: then xs/ys point at a scalar (stride 0)."""
+    cdef NdIter it
+    cdef int64_t n = numel_of(r._ndim, r._shape)
+    cdef int d
+    cdef int flat
+    it.nargs = 3
+    it.ndim = r._ndim
+    it.numel = n
+    for d in range(r._ndim):
+        it.shape[d] = r._shape[d]
+    flat = _operand_strides(&it, 0, r, NULL, r) & _operand_strides(&it, 1, x, xs, r) & \
+        _operand_strides(&it, 2, y, ys, r)
+    if n == 0:
+        return 0
+    if flat:
+        # every tensor operand contiguous with the output's shape, or a scalar
+        it.strides[0] = _flat_stride(r)
+        it.strides[1] = _flat_stride(x)
+        it.strides[2] = _flat_stride(y)
+        if n < 32768:
+            with nogil:
+                fn(it.ptrs, it.strides, n, aux)
+        else:
+            with nogil:
+                em_run_nd(fn, 3, it.ptrs, 1, &n, it.strides, aux, nthreads_for(n))
+        return 0
+    iter_coalesce(&it)
+    with nogil:
+        em_run_nd(fn, 3, it.ptrs, it.ndim, it.shape, it.strides, aux, nthreads_for(it.numel))
+    return 0
+
+
 cdef object _binary(int op, str name, object a, object b, object out, int kind,
                     bint inplace=False):
     cdef bint ta = _is_t(a), tb = _is_t(b)
-    cdef TensorBase x, y, r, res
+    cdef TensorBase x = None, y = None, r, res
     cdef int64_t shape[MAX_DIMS]
     cdef int nd, rd, cd, odt
     cdef int flag = 0
+    cdef uint64_t xbuf = 0, ybuf = 0
     cdef em_loop fn
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
@@ -148,9 +206,17 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     if fn == NULL:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
     odt = EM_BOOL if kind == K_CMP else rd
-    x = _operand(a, cd)
-    y = _operand(b, cd)
-    nd = broadcast_shape(x._ndim, x._shape, y._ndim, y._shape, shape)
+    # Python scalars stay in stack buffers (stride 0): no tensor is allocated for them
+    if ta:
+        x = cast(<TensorBase>a, cd)
+    else:
+        scalar_to_buf(a, cd, &xbuf)
+    if tb:
+        y = cast(<TensorBase>b, cd)
+    else:
+        scalar_to_buf(b, cd, &ybuf)
+    nd = broadcast_shape(x._ndim if ta else 0, x._shape if ta else NULL,
+                         y._ndim if tb else 0, y._shape if tb else NULL, shape)
     if inplace:
         res = <TensorBase>a
         if nd != res._ndim or any([shape[i] != res._shape[i] for i in range(nd)]):
@@ -173,8 +239,9 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
             new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
     else:
-        r = new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, x._device)
-    _run(fn, [r, x, y], nd, shape, &flag)
+        r = new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd,
+                       x._device if ta else y._device)
+    _run_bin(fn, r, x, <char *>&xbuf, y, <char *>&ybuf, &flag)
     if flag:
         raise RuntimeError("ZeroDivisionError")
     if out is not None:

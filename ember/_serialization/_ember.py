@@ -338,8 +338,18 @@ def _codecs_encode(s, encoding="utf-8"):
 _SAFE_BUILTINS["_codecs.encode"] = _codecs_encode
 
 
+def py2_name(module: str, name: str):
+    """Protocol-2 pickles name Python 2 modules (``__builtin__.set``): map them as pickle does."""
+    import _compat_pickle
+
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
 def safe_global(module: str, name: str):
     """The object for an allowed global, or None."""
+    module, name = py2_name(module, name)
     key = f"{module}.{name}"
     obj = _SAFE_BUILTINS.get(key)
     if obj is not None:
@@ -388,6 +398,7 @@ class _ObjectsUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"bad persistent id {pid!r}")
 
     def find_class(self, module, name):
+        module, name = py2_name(module, name)
         if self.restricted:
             obj = safe_global(module, name)
             if obj is None:

@@ -121,6 +121,7 @@ class TorchUnpickler(pickle.Unpickler):
 
     # -- pickle hooks --------------------------------------------------------------
     def find_class(self, module, name):
+        module, name = _ember.py2_name(module, name)
         key = f"{module}.{name}"
         obj = {
             "torch._utils._rebuild_tensor_v2": self.rebuild_tensor_v2,

@@ -147,30 +147,27 @@ class Node:
         """The op's inputs as passed (tensors or Python scalars); saved tensors are
         checked against their version at forward."""
         ins = self._inputs
-        if ins is None:
-            raise RuntimeError(FREED_MSG)
         vers = self._vers
+        if vers is None:                  # released: stand-ins raise on use
+            return ins
         for i, x in enumerate(ins):
             v = vers[i]
             if v is not None and x._version != v:
-                if isinstance(x, _Freed):
-                    raise RuntimeError(FREED_MSG)
                 raise _version_error(x, v, _producer(x), self)
         return ins
 
     def input(self, i):
         """Input ``i`` (version-checked); cheaper than ``inputs`` when a formula
         needs one of them."""
-        ins = self._inputs
-        if ins is None:
-            raise RuntimeError(FREED_MSG)
-        x = ins[i]
-        v = self._vers[i]
-        if v is not None:
-            if type(x) is _Freed:
+        x = self._inputs[i]
+        vers = self._vers
+        if vers is None:
+            if type(x) is _Freed or x is _FREED_SCALAR:
                 raise RuntimeError(FREED_MSG)
-            if x._version != v:
-                raise _version_error(x, v, _producer(x), self)
+            return x
+        v = vers[i]
+        if v is not None and x._version != v:
+            raise _version_error(x, v, _producer(x), self)
         return x
 
     def needs(self, i):
@@ -186,9 +183,9 @@ class Node:
         recording (create_graph) it is re-attached to this node, so formulas that use
         it are differentiable again."""
         o = self._out
-        if o is None:
-            raise RuntimeError(FREED_MSG)
         vers = self._vers
+        if vers is None or o is None:
+            raise RuntimeError(FREED_MSG)
         if type(o) is tuple:
             ov = vers[-1]
             res = []
@@ -211,13 +208,13 @@ class Node:
         return o
 
     def _release(self):
-        ins = self._inputs
-        if ins is not None:
+        if self._vers is not None:
             nxt = self._next
             self._inputs = tuple([
                 (_Freed(x) if nxt[i] is not None else _FREED_SCALAR)
-                if isinstance(x, TensorBase) else x for i, x in enumerate(ins)])
-        self._out = None
+                if isinstance(x, TensorBase) else x for i, x in enumerate(self._inputs)])
+            self._out = None
+            self._vers = None
 
 
 def _producer(t):

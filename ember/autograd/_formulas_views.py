@@ -1,0 +1,164 @@
+"""Backward formulas of the core's views and copies (ember/_C/core.pyx).
+
+Backward passes that write into a fresh zero tensor (select, narrow, diagonal,
+as_strided) run as one recorded op each (``*_backward``), whose own formula is
+the forward view again, so they stay differentiable under ``create_graph``."""
+from __future__ import annotations
+
+from ember._C.core import zeros
+from ember.autograd._engine import _record_composite
+from ember.autograd._table import formula
+
+
+@formula("view")
+def _view(ctx, g):
+    return (g.reshape(ctx._attrs[0]),)
+
+
+@formula("permute")
+def _permute(ctx, g):
+    dims = ctx._attrs[0]
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return (g.permute(*inv),)
+
+
+@formula("transpose")
+def _transpose(ctx, g):
+    a, b = ctx._attrs
+    return (g.transpose(a, b),)
+
+
+@formula("expand")
+def _expand(ctx, g):
+    return (g,)       # the engine sums the gradient back to the input's shape
+
+
+@formula("clone")
+def _clone(ctx, g):
+    return (g,)
+
+
+@formula("copy_")
+def _copy(ctx, g):
+    # the old value of self is overwritten: no gradient flows to it
+    return (None, g)
+
+
+@formula("to_dtype")
+def _to_dtype(ctx, g):
+    return (g,)       # the engine casts to the input's dtype
+
+
+# --- narrow / select / diagonal: scatter into zeros --------------------------
+
+def _narrow_bw(g, old_shape, dim, start, length):
+    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r.narrow(dim, start, length).copy_(g)
+    return r
+
+
+def _select_bw(g, old_shape, dim, index):
+    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r.select(dim, index).copy_(g)
+    return r
+
+
+def _diagonal_bw(g, old_shape, offset, d1, d2):
+    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r.diagonal(offset, d1, d2).copy_(g)
+    return r
+
+
+@formula("narrow")
+def _narrow(ctx, g):
+    a = ctx._attrs
+    return (_record_composite("narrow_backward", lambda t: _narrow_bw(t, *a), (g,), a),)
+
+
+@formula("narrow_backward", node_name="SliceBackwardBackward0")
+def _narrow_backward(ctx, g):
+    _, dim, start, length = ctx._attrs
+    return (g.narrow(dim, start, length),)
+
+
+@formula("select")
+def _select(ctx, g):
+    a = ctx._attrs
+    return (_record_composite("select_backward", lambda t: _select_bw(t, *a), (g,), a),)
+
+
+@formula("select_backward")
+def _select_backward(ctx, g):
+    _, dim, index = ctx._attrs
+    return (g.select(dim, index),)
+
+
+@formula("diagonal")
+def _diagonal(ctx, g):
+    a = ctx._attrs
+    return (_record_composite("diagonal_backward", lambda t: _diagonal_bw(t, *a), (g,), a),)
+
+
+@formula("diagonal_backward")
+def _diagonal_backward(ctx, g):
+    _, offset, d1, d2 = ctx._attrs
+    return (g.diagonal(offset, d1, d2),)
+
+
+# --- as_strided: scatter-add through the output geometry, gather through the input's
+
+def _extent(size, stride, off):
+    hi = off
+    for s, st in zip(size, stride):
+        if s == 0:
+            return off
+        hi += (s - 1) * st
+    return hi + 1
+
+
+def _overlaps(size, stride):
+    dims = sorted((st, s) for s, st in zip(size, stride) if s > 1)
+    reach = 0
+    for st, s in dims:
+        if st <= reach:
+            return True
+        reach += (s - 1) * st
+    return False
+
+
+def _scatter_add(buf, size, stride, off, g):
+    if not _overlaps(size, stride):
+        buf.as_strided(size, stride, off).add_(g)
+        return
+    # overlapping windows (e.g. unfold with step < size): split on the first dimension
+    for i in range(size[0]):
+        _scatter_add(buf, size[1:], stride[1:], off + i * stride[0], g.select(0, i))
+
+
+def _as_strided_bw(g, in_geom, out_geom):
+    (isz, ist, ioff), (osz, ost, ooff) = in_geom, out_geom
+    lo = min(ioff, ooff)
+    hi = max(_extent(isz, ist, ioff), _extent(osz, ost, ooff))
+    buf = zeros(max(hi - lo, 0), dtype=g.dtype)
+    _scatter_add(buf, tuple(osz), tuple(ost), ooff - lo, g)
+    r = buf.as_strided(tuple(isz), tuple(ist), ioff - lo)
+    return r.clone() if _overlaps(isz, ist) else r
+
+
+@formula("as_strided")
+def _as_strided(ctx, g):
+    old_shape, old_stride, old_off, size, stride, off = ctx._attrs
+    geoms = ((tuple(old_shape), tuple(old_stride), old_off), (tuple(size), tuple(stride), off))
+    return (_record_composite("as_strided_backward",
+                              lambda t: _as_strided_bw(t, geoms[0], geoms[1]), (g,), geoms),)
+
+
+@formula("as_strided_backward")
+def _as_strided_backward(ctx, g):
+    in_geom, out_geom = ctx._attrs
+    # the adjoint of gather(in) . scatter(out) is gather(out) . scatter(in)
+    return (_record_composite("as_strided_backward",
+                              lambda t: _as_strided_bw(t, out_geom, in_geom), (g,),
+                              (out_geom, in_geom)),)

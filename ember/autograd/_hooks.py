@@ -1,0 +1,62 @@
+"""Tensor hooks: ``register_hook``, ``retain_grad``, ``register_post_accumulate_grad_hook``.
+
+Hooks on a leaf live on the tensor (its AccumulateGrad node reads them); hooks on a
+non-leaf live on its grad_fn, keyed by the tensor's output number."""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from ember.autograd._engine import _producer
+
+_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every ``register_*hook``: ``handle.remove()`` unregisters."""
+
+    __slots__ = ("_d", "id")
+
+    def __init__(self, hooks_dict, fn):
+        self.id = next(_ids)
+        self._d = hooks_dict
+        hooks_dict[self.id] = fn
+
+    def remove(self):
+        self._d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def register_tensor_hook(t, hook):
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._grad_fn is None:
+        return RemovableHandle(t.__dict__.setdefault("_ag_hooks", {}), hook)
+    fn, nr = _producer(t)
+    th = fn._ext().setdefault("tensor_pre", {})
+    return RemovableHandle(th.setdefault(nr, {}), hook)
+
+
+def retain_grad(t):
+    if not t._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if t._grad_fn is None or t.__dict__.get("_retains_grad"):
+        return
+    fn, nr = _producer(t)
+    fn._ext().setdefault("retain", {})[nr] = weakref.ref(t)
+    t.__dict__["_retains_grad"] = True
+
+
+def register_post_accumulate_grad_hook(t, hook):
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                           "tensors")
+    return RemovableHandle(t.__dict__.setdefault("_ag_post_hooks", {}), hook)

@@ -1,0 +1,56 @@
+"""Gradient clipping."""
+from __future__ import annotations
+
+import math
+
+import ember
+
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"]
+
+
+def _grads(parameters):
+    if isinstance(parameters, ember.Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Scale the gradients in place so that their joint ``norm_type`` norm is at most
+    ``max_norm``; returns the total norm (before clipping)."""
+    grads = _grads(parameters)
+    max_norm = float(max_norm)
+    norm_type = float(norm_type)
+    if not grads:
+        return ember.tensor(0.0)
+    with ember.autograd.no_grad():
+        if norm_type == math.inf:
+            norms = [g.detach().abs().max() for g in grads]
+            total = norms[0] if len(norms) == 1 else ember.stack(norms).max()
+        else:
+            norms = [g.detach().norm(norm_type) for g in grads]
+            total = norms[0] if len(norms) == 1 else ember.stack(norms).norm(norm_type)
+        tv = float(total.item())
+        if error_if_nonfinite and (math.isnan(tv) or math.isinf(tv)):
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                               f"`parameters` is non-finite, so it cannot be clipped. To "
+                               f"disable this error and scale the gradients by the non-finite "
+                               f"norm anyway, set `error_if_nonfinite=False`")
+        coef = max_norm / (tv + 1e-6)
+        if coef < 1.0:
+            for g in grads:
+                g.mul_(coef)
+    return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                   foreach=None):
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient in place to ``[-clip_value, clip_value]``."""
+    clip_value = float(clip_value)
+    with ember.autograd.no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)

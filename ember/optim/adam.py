@@ -1,0 +1,94 @@
+"""Adam and AdamW (with AMSGrad)."""
+from __future__ import annotations
+
+import math
+
+import ember
+from ember.optim.optimizer import Optimizer, _addcdiv_, _addcmul_, _use_grad
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay or self._decoupled)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self):
+        """One Adam update of every parameter that has a gradient."""
+        for group in self.param_groups:
+            lr = group["lr"]
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = ember.zeros_like(p)
+                    state["exp_avg_sq"] = ember.zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = ember.zeros_like(p)
+                if maximize:
+                    grad = -grad
+                step = state["step"] = _as_int(state["step"]) + 1
+                if wd != 0:
+                    if decoupled:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                exp_avg = state["exp_avg"]
+                exp_avg_sq = state["exp_avg_sq"]
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+                bc1 = 1 - beta1 ** step
+                bc2_sqrt = math.sqrt(1 - beta2 ** step)
+                if amsgrad:
+                    mx = state["max_exp_avg_sq"]
+                    ember.maximum(mx, exp_avg_sq, out=mx)
+                    denom = mx.sqrt()
+                else:
+                    denom = exp_avg_sq.sqrt()
+                denom.div_(bc2_sqrt).add_(eps)
+                _addcdiv_(p, exp_avg, denom, -lr / bc1)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default ``weight_decay=1e-2``)."""
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+
+def _as_int(step):
+    return int(step.item()) if isinstance(step, ember.Tensor) else int(step)
