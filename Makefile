@@ -43,7 +43,7 @@ asv-check: build
 
 # Sphinx site, warnings are errors; output in docs/_build/html.
 docs: build
-	$(VPY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
+	$(VPY) -m sphinx -E -W --keep-going -b html -q docs docs/_build/html
 
 lint: $(STAMP)
 	$(VPY) -m ruff check ember tests examples asv_bench tools

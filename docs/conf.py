@@ -62,10 +62,8 @@ autosummary_generate = False
 napoleon_numpy_docstring = True
 napoleon_google_docstring = True
 napoleon_use_rtype = False
+napoleon_use_ivar = True         # "Attributes" sections as fields, not duplicate entries
 add_module_names = False
-# Names re-exported at several places (ember.add is ember._C.elementwise.add)
-# and aliases (ember.multiply is ember.mul) are documented where listed.
-suppress_warnings = ["autodoc.duplicate_object_description"]
 
 intersphinx_mapping = {
     "python": ("https://docs.python.org/3", None),

@@ -15,6 +15,16 @@ class Tensor(core.TensorBase):
 
     __module__ = "ember"
 
+    def __new__(cls, *args, device=None):
+        # the legacy constructor: Tensor(2, 3) -> uninitialised float32, Tensor(data) -> copy
+        if not args:
+            data = core.empty(0, device=device)
+        elif len(args) == 1 and not isinstance(args[0], int):
+            data = core.tensor(args[0], dtype=core.float32, device=device)
+        else:
+            data = core.empty(*args, dtype=core.float32, device=device)
+        return core._make_subclass(cls, data, False)
+
     def __repr__(self, *, tensor_contents=None) -> str:
         return tensor_str(self)
 
@@ -252,7 +262,7 @@ class Tensor(core.TensorBase):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
         ``.grad`` (see ``ember.autograd.backward``)."""
-        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd().backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def register_hook(self, hook):
         from ember.autograd import _hooks
@@ -323,7 +333,7 @@ def _bind(cls, module, names):
 
 # Each native op module lists the names it binds as Tensor methods in
 # __ember_methods__; adding a module here is the only edit a new module needs.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce")
+_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
 for _m in _OP_MODULES:
     _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
     _bind(Tensor, _mod, _mod.__ember_methods__)

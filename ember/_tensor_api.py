@@ -20,7 +20,7 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
 # Each native op module lists its public functions in __ember_functions__.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce")
+_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
 _FUNCS = []
 for _m in _OP_MODULES:
     _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
@@ -48,6 +48,6 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "multiply", "subtract", "divide", "negative", "absolute", "arccos", "arcsin",
             "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
             "fix"] + _FUNCS)
-from ember.serialization import load, save; __all__ += ["save", "load"]  # noqa: E402,E702
+from ember.serialization import load, save; __all__ += ["save", "load"]  # noqa: E402,E702,I001
 from ember.autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: E402,E501
 __all__ += ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]  # noqa: E501

@@ -147,14 +147,20 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                 raise ValueError(f"ember.load(mmap=True) needs a file path or a file object "
                                  f"with a fileno(), got {type(f).__name__}") from e
             mapped = _io.MappedFile(fobj)
-        if _ember.HEADER in ar.infos:
-            return _ember.load(ar, map_location, weights_only, mapped)
-        prefix = _torch.find_prefix(ar)
-        if prefix is not None:
-            return _torch.load(ar, prefix, map_location, weights_only, mapped)
-        names = ", ".join(sorted(ar.infos)[:5]) or "none"
-        ar.fail(f"a zip archive that is neither an ember checkpoint nor a PyTorch file "
-                f"(members: {names})")
+        try:
+            if _ember.HEADER in ar.infos:
+                obj = _ember.load(ar, map_location, weights_only, mapped)
+            elif _torch.find_prefix(ar) is not None:
+                obj = _torch.load(ar, _torch.find_prefix(ar), map_location, weights_only,
+                                  mapped)
+            else:
+                names = ", ".join(sorted(ar.infos)[:5]) or "none"
+                ar.fail(f"a zip archive that is neither an ember checkpoint nor a PyTorch "
+                        f"file (members: {names})")
+            ar.finish()                         # the background CRC checks
+            return obj
+        finally:
+            ar.close()
     finally:
         if close:
             fobj.close()

@@ -117,11 +117,11 @@ static inline int64_t ipow64(int64_t a, int64_t b) {
         const double *prm = (const double *)aux; (void)prm;                             \
         if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                                  \
             OT *o = (OT *)p[0]; const T *in = (const T *)p[1];                          \
-            for (int64_t i = 0; i < n; i++) { T x = in[i]; o[i] = (EXPR); }             \
+            for (int64_t i = 0; i < n; i++) { T x = in[i]; (void)x; o[i] = (EXPR); }             \
         } else {                                                                        \
             char *o = p[0]; const char *in = p[1];                                      \
             for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
-                T x = *(const T *)in; *(OT *)o = (EXPR);                                \
+                T x = *(const T *)in; (void)x; *(OT *)o = (EXPR);                                \
             }                                                                           \
         }                                                                               \
     }

@@ -16,8 +16,8 @@
 #include "ember_reduce.h"
 
 #ifndef RD_BLK
-#define RD_BLK 2048
-#define RD_NACC 32
+#define RD_BLK 4096
+#define RD_NACC 64
 #define RD_CW 256   /* column chunk width (elements of I) */
 #define RD_CKB 128  /* rows of K accumulated before folding into the total */
 #define RD_MIN_(a, b) ((a) < (b) ? (a) : (b))
@@ -204,19 +204,23 @@ static int RSFX(reduce)(int op, int dtype, const char *x, int64_t O, int64_t K, 
 
 /* ------------------------------------------------------------------------ */
 /* argmax / argmin (values and indices).  BETTER(v, b): v replaces the best b. */
-#define DEF_ARG(NM, T, BETTER)                                                           \
+#define DEF_ARG(NM, T, RED, BETTER)                                                      \
 static void RSFX(NM##_run)(const char *xp, int64_t O, int64_t K, int64_t I, char *valp,  \
                            int64_t *idx, int nt) {                                       \
     const T *x = (const T *)xp;                                                          \
     T *vals = (T *)valp;                                                                 \
     if (O == 0 || I == 0 || K == 0) return;                                              \
     if (I == 1) {                                                                        \
+        /* the extreme by the vectorised reduction, then its first position */           \
+        int64_t nb = (K + RD_BLK - 1) / RD_BLK;                                          \
         _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")           \
         for (int64_t o = 0; o < O; o++) {                                                \
             const T *r = x + o * K;                                                      \
-            T b = r[0]; int64_t bi = 0;                                                  \
-            for (int64_t k = 1; k < K; k++) { T v = r[k]; if (BETTER) { b = v; bi = k; } } \
-            if (vals) vals[o] = b;                                                       \
+            T b = RSFX(RED##_tree)(r, K, 0, nb, 0, 0);                                   \
+            int64_t bi = 0;                                                              \
+            if (b != b) { while (bi < K - 1 && r[bi] == r[bi]) bi++; }                   \
+            else { while (bi < K - 1 && r[bi] != b) bi++; }                              \
+            if (vals) vals[o] = r[bi];                                                   \
             idx[o] = bi;                                                                 \
         }                                                                                \
     } else {                                                                             \
@@ -232,7 +236,9 @@ static void RSFX(NM##_run)(const char *xp, int64_t O, int64_t K, int64_t I, char
                 const T *row = base + k * I;                                             \
                 for (int64_t j = 0; j < w; j++) {                                        \
                     T v = row[j], b = bv[j];                                             \
-                    if (BETTER) { bv[j] = v; bix[j] = k; }                               \
+                    int take = (BETTER);                                                 \
+                    bv[j] = take ? v : b;                                                \
+                    bix[j] = take ? k : bix[j];                                          \
                 }                                                                        \
             }                                                                            \
             for (int64_t j = 0; j < w; j++) {                                            \
@@ -242,12 +248,12 @@ static void RSFX(NM##_run)(const char *xp, int64_t O, int64_t K, int64_t I, char
         }                                                                                \
     }                                                                                    \
 }
-DEF_ARG(argmax_f32, float, (v > b || (v != v && b == b)))
-DEF_ARG(argmin_f32, float, (v < b || (v != v && b == b)))
-DEF_ARG(argmax_f64, double, (v > b || (v != v && b == b)))
-DEF_ARG(argmin_f64, double, (v < b || (v != v && b == b)))
-DEF_ARG(argmax_i64, int64_t, (v > b))
-DEF_ARG(argmin_i64, int64_t, (v < b))
+DEF_ARG(argmax_f32, float, max_f32, (v > b || (v != v && b == b)))
+DEF_ARG(argmin_f32, float, min_f32, (v < b || (v != v && b == b)))
+DEF_ARG(argmax_f64, double, max_f64, (v > b || (v != v && b == b)))
+DEF_ARG(argmin_f64, double, min_f64, (v < b || (v != v && b == b)))
+DEF_ARG(argmax_i64, int64_t, max_i64, (v > b))
+DEF_ARG(argmin_i64, int64_t, min_i64, (v < b))
 
 static int RSFX(argreduce)(int op, int dtype, const char *x, int64_t O, int64_t K, int64_t I,
                            char *vals, int64_t *idx, int nt) {
@@ -404,8 +410,8 @@ static void RSFX(smrow_##S)(const T *x, T *y, int64_t K, int lg) {              
     for (int w = SM_NACC / 2; w > 0; w /= 2)                                             \
         for (int j = 0; j < w; j++) s[j] += s[j + w];                                    \
     if (lg) {                                                                            \
-        T sh = mx + (T)LOGF(s[0]);                                                       \
-        for (i = 0; i < K; i++) y[i] = x[i] - sh;                                        \
+        T ls = (T)LOGF(s[0]);                                                            \
+        for (i = 0; i < K; i++) y[i] = (x[i] - mx) - ls;                                 \
     } else {                                                                             \
         T inv = (T)1 / s[0];                                                             \
         for (i = 0; i < K; i++) y[i] *= inv;                                             \
@@ -424,11 +430,11 @@ static void RSFX(smcol_##S)(const T *x, T *y, int64_t K, int64_t I, int64_t i0, 
         const T *r = x + k * I + i0; T *q = y + k * I + i0;                              \
         for (int64_t j = 0; j < w; j++) { T e = EXPF(r[j] - m[j]); if (!lg) q[j] = e; s[j] += e; } \
     }                                                                                    \
-    if (lg) for (int64_t j = 0; j < w; j++) s[j] = m[j] + (T)LOGF(s[j]);                 \
+    if (lg) for (int64_t j = 0; j < w; j++) s[j] = (T)LOGF(s[j]);                        \
     else for (int64_t j = 0; j < w; j++) s[j] = (T)1 / s[j];                             \
     for (int64_t k = 0; k < K; k++) {                                                    \
         const T *r = x + k * I + i0; T *q = y + k * I + i0;                              \
-        if (lg) for (int64_t j = 0; j < w; j++) q[j] = r[j] - s[j];                      \
+        if (lg) for (int64_t j = 0; j < w; j++) q[j] = (r[j] - m[j]) - s[j];             \
         else for (int64_t j = 0; j < w; j++) q[j] *= s[j];                               \
     }                                                                                    \
 }                                                                                        \

@@ -203,3 +203,22 @@ def test_safetensors_torch_interop(tmp_path):
 
     with safe_open(str(q), framework="pt") as f:
         assert f.metadata() == {"format": "pt"}
+
+
+def test_corrupted_torch_file_is_caught(tmp_path):
+    p = tmp_path / "t.pt"
+    torch.save({"x": torch.randn(1000)}, p)
+    import zipfile
+
+    zf = zipfile.ZipFile(p)
+    info = next(i for i in zf.infolist() if i.filename.endswith("/data/0"))
+    data = bytearray(p.read_bytes())
+    with open(p, "rb") as f:
+        f.seek(info.header_offset + 26)
+        nlen, xlen = np.frombuffer(f.read(4), "<u2")
+    data[info.header_offset + 30 + int(nlen) + int(xlen) + 100] ^= 0x40
+    p.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="CRC-32 mismatch in member '.*/data/0'"):
+        ember.load(p)
+    with pytest.raises(CheckpointError, match="t.pt"):
+        ember.load(p)

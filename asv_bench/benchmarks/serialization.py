@@ -63,40 +63,48 @@ class SaveLoad:
         self.lib.load(self.path, mmap=True)
 
 
-def _best(fn, repeat=3):
-    return min(timeit.repeat(fn, number=1, repeat=repeat))
+def main(total_mb=200, rounds=5):
+    """Interleave the libraries round by round (fair on a busy machine); print MB/s,
+    best and median over the rounds."""
+    import statistics
 
-
-def main(total_mb=200):
-    rows = []
+    libs = {}
     for name in ("ember", "torch"):
         try:
-            lib = _lib(name)
+            libs[name] = _lib(name)
         except NotImplementedError:
-            continue
-        sd = _state_dict(lib, total_mb)
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "sd.pt")
-            lib.save(sd, path)
-            t_save = _best(lambda: lib.save(sd, path))
-            t_load = _best(lambda: lib.load(path))
-            t_mmap = _best(lambda: lib.load(path, mmap=True))
-            extra = ""
-            if name == "ember":
-                import ember.serialization as S
-                from ember._serialization import _io
+            pass
+    from ember._serialization import _io
 
-                orig = _io.os.fsync
-                _io.os.fsync = lambda fd: None
-                try:
-                    extra = f"   (save without fsync: {total_mb / _best(lambda: lib.save(sd, path)):.0f} MB/s)"
-                finally:
-                    _io.os.fsync = orig
-        rows.append((name, total_mb / t_save, total_mb / t_load, total_mb / t_mmap, extra))
-    print(f"{total_mb} MB state_dict ({N_TENSORS} float32 tensors), file on disk, best of 3")
-    print(f"{'library':8s} {'save MB/s':>10s} {'load MB/s':>10s} {'load mmap MB/s':>15s}")
-    for name, s, l, m, extra in rows:
-        print(f"{name:8s} {s:10.0f} {l:10.0f} {m:15.0f}{extra}")
+    real_sync = _io._sync
+    with tempfile.TemporaryDirectory() as d:
+        cases = {}
+        for name, lib in libs.items():
+            sd = _state_dict(lib, total_mb)
+            path = os.path.join(d, f"{name}.pt")
+            lib.save(sd, path)
+            cases[(name, "save")] = lambda lib=lib, sd=sd, path=path: lib.save(sd, path)
+            cases[(name, "load")] = lambda lib=lib, path=path: lib.load(path)
+            cases[(name, "load mmap")] = lambda lib=lib, path=path: lib.load(path, mmap=True)
+            if name == "ember":
+                def nosync(lib=lib, sd=sd, path=path):
+                    _io._sync = lambda fd: None
+                    try:
+                        lib.save(sd, path)
+                    finally:
+                        _io._sync = real_sync
+                cases[(name, "save (no fsync)")] = nosync
+        times = {k: [] for k in cases}
+        for _ in range(rounds):
+            for k, fn in cases.items():
+                t = timeit.default_timer()
+                fn()
+                times[k].append(timeit.default_timer() - t)
+    print(f"{total_mb} MB state_dict ({N_TENSORS} float32 tensors), file on disk, "
+          f"{rounds} interleaved rounds, MB/s best / median")
+    for (name, op), ts in times.items():
+        best, med = total_mb / min(ts), total_mb / statistics.median(ts)
+        print(f"  {name:6s} {op:16s} {best:8.0f} {med:8.0f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import importlib
 import io
 import os
 import re
+import sys
 import traceback
 
 from docutils import nodes
@@ -67,11 +68,13 @@ class EmberApi(Directive):
             note += nodes.paragraph(text=f"{name} could not be imported when these docs were "
                                          f"built, so its reference is missing here: {err}")
             return [note]
-        names = _public_names(mod)
+        # submodules have their own pages
+        names = [n for n in _public_names(mod) if not isinstance(getattr(mod, n), type(os))
+                 and not (n.startswith("__") and n.endswith("__"))]
         lines = [f".. automodule:: {name}", "   :no-members:", ""]
         if names:
             lines += [".. rubric:: Summary", "", ".. autosummary::", "   :nosignatures:", ""]
-            lines += [f"   ~{name}.{n}" for n in names]
+            lines += [f"   {n}" for n in names]
             lines += ["", ".. rubric:: Reference", ""]
             for n in names:
                 obj = getattr(mod, n)
@@ -79,11 +82,42 @@ class EmberApi(Directive):
                 lines += [f".. {kind}:: {name}.{n}"]
                 if kind == "autoclass":
                     lines += ["   :members:", "   :show-inheritance:"]
+                if _documented_elsewhere(obj, name, env):
+                    lines += ["   :no-index:"]
                 lines += [""]
         content = StringList(lines, source=f"<ember-api {name}>")
         node = nodes.container()
         nested_parse_with_titles(self.state, content, node)
         return node.children
+
+
+def _api_modules(env) -> list[str]:
+    """The modules that have an ``ember-api`` page (scanned once per build)."""
+    mods = getattr(env, "_ember_api_modules", None)
+    if mods is None:
+        mods = []
+        for root, _, files in os.walk(env.srcdir):
+            for f in files:
+                if f.endswith(".rst"):
+                    with open(os.path.join(root, f), encoding="utf-8") as fh:
+                        mods += re.findall(r"^\.\. ember-api::\s*(\S+)", fh.read(), re.M)
+        env._ember_api_modules = mods
+    return mods
+
+
+def _documented_elsewhere(obj, page_module: str, env) -> bool:
+    """Whether ``obj`` (re-exported by ``page_module``) has its own, more specific API page.
+
+    ``ember.no_grad`` is ``ember.autograd.no_grad``: it is indexed on the
+    ``ember.autograd`` page and listed without an index entry on ``ember``'s,
+    so the two descriptions do not collide.
+    """
+    home = getattr(obj, "__module__", None) or ""
+    for m in _api_modules(env):
+        if m != page_module and m.startswith(page_module + ".") and \
+                (home == m or home.startswith(m + ".")):
+            return True
+    return False
 
 
 def _directive_for(obj) -> str:
@@ -112,21 +146,27 @@ def _rst_problems(text: str) -> str:
             "report_level": 2, "halt_level": 5, "warning_stream": stream,
             "file_insertion_enabled": False, "raw_enabled": False,
         })
-    except Exception as e:  # a directive that needs Sphinx: trust it
-        if "sphinx" in type(e).__module__:
-            return ""
-        return f"{type(e).__name__}: {e}"
+    except Exception:  # a construct that needs a Sphinx environment: Sphinx judges it
+        return ""
     # directives and roles that exist only inside Sphinx are not problems
+    sphinx_only = ("Unknown directive type", "Unknown interpreted text role",
+                   "No directive entry for", "No role entry for")
     out = [ln for ln in stream.getvalue().splitlines()
-           if ln and "Unknown directive type" not in ln and "Unknown interpreted text role" not in ln
-           and 'No directive entry for' not in ln and 'No role entry for' not in ln]
+           if ln and not any(s in ln for s in sphinx_only)]
     real = [ln for ln in out if re.search(r"\((WARNING|ERROR|SEVERE)/", ln)]
     return "\n".join(real)
+
+
+_SIGNATURE = re.compile(r"^[A-Za-z_][\w.]*\(.*\)(\s*->\s*\S.*)?$")
 
 
 def _guard_docstring(app, what, name, obj, options, lines):
     if not lines:
         return
+    # A Cython-embedded signature autodoc did not strip (an alias: ember.multiply
+    # is mul) would read as reST (`*args` opens emphasis): show it as code.
+    if _SIGNATURE.match(lines[0].strip()) and "``" not in lines[0]:
+        lines[0] = "``" + lines[0].strip() + "``"
     problems = _rst_problems("\n".join(lines))
     if not problems:
         return
@@ -171,16 +211,20 @@ class BenchRatios(Directive):
 
 
 def _report(app, exc):
+    # stderr, not the logger: visible under `sphinx -q`, and not a warning that
+    # `-W` would turn into a failed build
     if exc is not None:
         return
+    out = []
     if _import_failures:
-        logger.info("ember docs: API pages left out (module failed to import):")
-        for k, v in _import_failures.items():
-            logger.info(f"  {k}: {v}")
+        out.append("ember docs: API pages left out (module failed to import; "
+                   "EMBER_DOCS_STRICT=1 makes this an error):")
+        out += [f"  {k}: {v}" for k, v in sorted(_import_failures.items())]
     if _verbatim_docstrings:
-        logger.info("ember docs: docstrings shown verbatim (not valid reST):")
-        for d in _verbatim_docstrings:
-            logger.info(f"  {d}")
+        out.append("ember docs: docstrings shown verbatim (not valid reST, please fix):")
+        out += [f"  {d}" for d in sorted(set(_verbatim_docstrings))]
+    if out:
+        sys.stderr.write("\n".join(out) + "\n")
 
 
 def setup(app):

@@ -2073,8 +2073,8 @@ cdef DLDataType _dl_dtype(int dt):
 cdef object _to_dlpack(TensorBase t, bint versioned):
     cdef _ExportCtx *ctx = <_ExportCtx *>malloc(sizeof(_ExportCtx))
     cdef DLTensor *dl
-    cdef DLManagedTensor *m
-    cdef DLManagedTensorVersioned *mv
+    cdef DLManagedTensor *m = NULL
+    cdef DLManagedTensorVersioned *mv = NULL
     cdef int i
     for i in range(t._ndim):
         ctx.shape[i] = t._shape[i]

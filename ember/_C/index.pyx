@@ -68,7 +68,8 @@ _LOWER_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", 
                 "bfloat16", "float", "double")
 
 # ----------------------------------------------------------------------------
-# small helpers
+# small helpers  (this module is built with wraparound=False: never index a
+# Python list or tuple with a negative number here)
 
 
 cdef inline char *_ptr(TensorBase t) noexcept nogil:
@@ -266,9 +267,14 @@ cdef tuple _prep(TensorBase v, list ind):
             adv.append(d)
             idx.append(ind[d])
     k = len(adv)
+    if k == 0:
+        raise RuntimeError(f"index: internal error, no index tensors in {ind!r} {v.shape}")
+    cdef int64_t tmp[MAX_DIMS]
     try:
         for t in idx:
-            nb = broadcast_shape(nb, bs, t._ndim, t._shape, bs)
+            nb = broadcast_shape(nb, bs, t._ndim, t._shape, tmp)
+            for i in range(nb):
+                bs[i] = tmp[i]
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
                          "shapes " + ", ".join([str(_shape_list(<TensorBase>x)) for x in idx]))
@@ -327,6 +333,10 @@ cdef int _index_put_long(TensorBase v, list ind, object value, bint accumulate) 
     full = pre + bshape + post
     cdef int64_t shp[MAX_DIMS]
     cdef int nd = parse_shape(full, shp, "index_put_"), i
+    if isinstance(value, TensorBase) and (<TensorBase>value)._dtype != v._dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_TYPE_NAMES[v._dtype]} for the destination and "
+                           f"{_TYPE_NAMES[(<TensorBase>value)._dtype]} for the source.")
     cdef TensorBase val = _value_tensor(value, v._dtype), b
     while val._ndim > nd and val._shape[0] == 1:
         val = make_view(val, val._ndim - 1, &val._shape[1], &val._strides[1], val._offset)
@@ -515,7 +525,7 @@ cdef list _adv_to_ind(TensorBase v, list adv):
                 ind[vd + j] = cols[j]
         else:
             ind[vd] = t
-    while ind and ind[-1] is None:
+    while ind and ind[len(ind) - 1] is None:
         ind.pop()
     return ind
 
@@ -539,7 +549,7 @@ def getitem(TensorBase self, idx):
     ind = _adv_to_ind(v, adv)
     out = _index_long(v, ind)
     if grad_on() and v._requires_grad:
-        record("index", (v,), out, (tuple(ind),))
+        record("index", (v,), out, (tuple(ind), shape_tuple(v)))
     return out
 
 
@@ -550,7 +560,7 @@ def index(TensorBase input, indices):
         return input
     out = _index_long(input, ind)
     if grad_on() and input._requires_grad:
-        record("index", (input,), out, (tuple(ind),))
+        record("index", (input,), out, (tuple(ind), shape_tuple(input)))
     return out
 
 
@@ -570,11 +580,13 @@ cdef int _setitem_impl(TensorBase self, tuple items, object value) except -1:
         else:
             copy_into(v, _value_tensor(value, v._dtype))
         return 0
-    if len(adv) == 1 and adv[0][0] == 0 and not _is_t(value) and scalar_category(value) >= 0:
+    if len(adv) == 1 and adv[0][0] == 0 and ((not _is_t(value) and scalar_category(value) >= 0) or (
+            _is_t(value) and (<TensorBase>value).numel() == 1 and
+            not (<TensorBase>value)._requires_grad)):
         m = <TensorBase>adv[0][1]
         if m._dtype == EM_BOOL and m._ndim == v._ndim and m._ndim > 0 and \
                 all([m._shape[i] == v._shape[i] for i in range(m._ndim)]):
-            _masked_fill_impl(v, m, value)
+            _masked_fill_impl(v, m, value.item() if _is_t(value) else value)
             return 0
     _index_put_long(v, _adv_to_ind(v, adv), value, False)
     return 0
@@ -706,7 +718,7 @@ def index_select(TensorBase input, dim, index, *, out=None):
     cdef TensorBase rv = _as1d(r)
     _ix_exec(EM_IX_GET, x, [d], True, _dim_offsets(x, d, ix), 1, rv)
     if grad_on() and input._requires_grad:
-        record("index_select", (input, index), r, (d,))
+        record("index_select", (input, index), r, (d, shape_tuple(input)))
     if out is not None:
         return (<TensorBase>out).copy_(r)
     return r
@@ -870,7 +882,7 @@ cdef TensorBase _gs_index(TensorBase self, int d, object index, str op, object s
     cdef TensorBase ix = _as_tensor(index, op, "index"), s
     cdef int i
     cdef int64_t n, bad, size = self._shape[d] if self._ndim else 1
-    if ix._dtype != EM_I64:
+    if ix._dtype != EM_I64 and ix._dtype != EM_I32:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
     if ix._ndim != self._ndim and not (ix._ndim <= 1 and self._ndim <= 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
@@ -890,7 +902,7 @@ cdef TensorBase _gs_index(TensorBase self, int d, object index, str op, object s
                 raise RuntimeError(f"Expected index {_shape_list(ix)} to be no larger than self "
                                    f"{_shape_list(self)} apart from dimension {d} and to be no "
                                    f"larger size than src {_shape_list(s)}")
-    ix = contig(ix)
+    ix = _long_contig(ix)
     n = numel_of(ix._ndim, ix._shape)
     with nogil:
         bad = em_check_bounds(<const int64_t *>_ptr(ix), n, 0, size)
@@ -927,7 +939,7 @@ def gather(TensorBase input, dim, index, *, sparse_grad=False, out=None):
             em_run_nd(em_gather_loop, 3, it.ptrs, it.ndim, it.shape, it.strides, &aux,
                       nthreads_for(it.numel))
     if grad_on() and input._requires_grad:
-        record("gather", (input, index), r, (d,))
+        record("gather", (input, index), r, (d, shape_tuple(input)))
     if out is not None:
         return (<TensorBase>out).copy_(r)
     return r
@@ -1326,7 +1338,7 @@ def masked_select(TensorBase input, mask, *, out=None):
         with nogil:
             em_masked_select(_ptr(r), _ptr(x), <const uint8_t *>_ptr(mc), n, isz)
     if grad_on() and input._requires_grad:
-        record("masked_select", (input, mask), r, None)
+        record("masked_select", (input, mask), r, (shape_tuple(<TensorBase>xa),))
     if out is not None:
         return (<TensorBase>out).copy_(r)
     return r
@@ -1356,7 +1368,7 @@ def masked_scatter(TensorBase input, mask, source):
     with nogil:
         em_masked_scatter(_ptr(r), _ptr(sc), <const uint8_t *>_ptr(mc), n, isz)
     if _wants_grad((input, source)):
-        record("masked_scatter", (input, mask, source), r, None)
+        record("masked_scatter", (input, mask, source), r, (shape_tuple(src),))
     return r
 
 
@@ -1439,7 +1451,9 @@ def cat(tensors, dim=0, *, out=None):
     r = new_tensor(nd, shp, rd, ref._device)
     _cat_into(r, ts, sizes, d)
     if grad_on() and any([(<TensorBase>x)._requires_grad for x in ts]):
-        record("cat", tuple(ts), r, (d, tuple(sizes)))
+        record("cat", tuple(ts), r, (d, tuple(sizes), tuple([
+            (<TensorBase>x)._ndim == 1 and (<TensorBase>x)._shape[0] == 0 and x is not ref
+            for x in ts])))
     if out is not None:
         return (<TensorBase>out).copy_(r)
     return r
@@ -1885,7 +1899,9 @@ def diag_embed(TensorBase input, offset=0, dim1=-2, dim2=-1):
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     cdef int64_t n = (input._shape[input._ndim - 1] if input._ndim else 1) + abs(offset)
-    rest = list(input.shape)[:-1]
+    rest = list(input.shape)
+    if rest:
+        rest.pop()
     shape = []
     it = iter(rest)
     for i in range(nd):

@@ -27,8 +27,7 @@ from collections import OrderedDict
 
 from ember import _version
 from ember._C import core
-from ember._serialization import CheckpointError
-from ember._serialization import _io
+from ember._serialization import CheckpointError, _io
 
 FORMAT = "ember.checkpoint"
 FORMAT_VERSION = 1
@@ -222,21 +221,19 @@ class Payload:
 
 
 def write_storages(zw, items) -> None:
-    """Write (member name, Storage) pairs; CRCs are computed one storage ahead on a
-    second thread (zlib releases the GIL), overlapping the writes."""
-    if len(items) < 2:
-        for name, s in items:
-            view, _owner = _io.storage_bytes(s)
-            zw.add(name, view)
-        return
-    import zlib
-    from concurrent.futures import ThreadPoolExecutor
+    """Write (member name, Storage) pairs.  Their CRCs (needed before each local
+    header) are computed ahead on worker threads, overlapping the writes."""
+    from ember._serialization import _crc
 
     views = [_io.storage_bytes(s) for _, s in items]
-    with ThreadPoolExecutor(1) as ex:
-        crcs = [ex.submit(zlib.crc32, v) for v, _ in views]
+    if sum(v.nbytes for v, _ in views) < 2 * _crc.SMALL:
+        for (name, _), (view, _) in zip(items, views):
+            zw.add(name, view)
+        return
+    with _crc.Pool() as pool:
+        crcs = [pool.submit(v) for v, _ in views]
         for (name, _), (view, _), crc in zip(items, views, crcs):
-            zw.add(name, view, crc.result())
+            zw.add(name, view, crc())
 
 
 # ----------------------------------------------------------------------------
@@ -467,18 +464,17 @@ class Loader:
             nbytes, location = e["nbytes"], e["device"]
             if type(nbytes) is not int or nbytes < 0 or type(location) is not str:
                 raise ValueError(f"storage entry {e!r}")
-            dev = core.Device(location)
-        except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        except (KeyError, TypeError, ValueError) as err:
             raise self.bad(f"storage {i}: {err}") from None
-        if dev.type == "meta":
+        if location.partition(":")[0] == "meta":
             return core._new_storage(nbytes, "meta")
         name = storage_member(i)
+        info = self.ar.info(name)
+        if info.file_size != nbytes:                 # checked before allocating anything
+            self.ar.fail(f"member {name!r} holds {info.file_size} bytes, the structure "
+                         f"expects {nbytes}: the file is corrupted")
         s = None
         if self.mapped is not None:
-            info = self.ar.info(name)
-            if info.file_size != nbytes:
-                self.ar.fail(f"member {name!r} holds {info.file_size} bytes, the structure "
-                             f"expects {nbytes}: the file is corrupted")
             off = self.ar.data_offset(name, info)
             if off >= 0:
                 s = self.mapped.storage(off, nbytes)
@@ -489,7 +485,10 @@ class Loader:
 
     def _tensor(self, d):
         try:
-            s = self.storages[d["s"]]
+            k = d["s"]
+            if type(k) is not int or k < 0:
+                raise IndexError(f"storage index {k!r}")
+            s = self.storages[k]
             dt = dtype_named(d["dtype"])
             shape, stride, offset = d["shape"], d["stride"], d["offset"]
             check_view(s.nbytes(), dt.itemsize, shape, stride, offset)

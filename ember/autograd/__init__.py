@@ -46,7 +46,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                     raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
                 if out.dim() == 0:
-                    g = _core.ones((), dtype=out.dtype)
+                    g = _ones(out.dtype)
                 else:
                     g = _core.ones(tuple(out.shape), dtype=out.dtype)
             res.append(g)
@@ -78,10 +78,29 @@ def _roots(outputs):
     return roots
 
 
+def _ones(dtype):
+    # the implicit gradient of a scalar output: one read-only tensor per dtype (the
+    # engine never writes into gradients, and AccumulateGrad does not steal shared ones)
+    g = _ONES.get(dtype)
+    if g is None:
+        g = _ONES[dtype] = _core.ones((), dtype=dtype)
+    return g
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Compute the sum of gradients of ``tensors`` w.r.t. graph leaves, accumulating
     them into the leaves' ``.grad`` (only into ``inputs`` when given)."""
+    if grad_tensors is None and inputs is None and grad_variables is None and \
+            isinstance(tensors, _TensorBase) and tensors._requires_grad and \
+            tensors.dim() == 0 and tensors.is_floating_point():
+        # the training-step path: loss.backward()
+        fn = tensors._grad_fn
+        root = _engine._edge_of(tensors) if fn is None or tensors._ag_nr is not None else (fn, 0)
+        _engine.run_backward([root], [_ones(tensors.dtype)],
+                             create_graph if retain_graph is None else retain_graph,
+                             create_graph)
+        return
     if grad_variables is not None:
         grad_tensors = grad_variables
     outputs = _as_list(tensors, "backward")
@@ -195,6 +214,8 @@ def _install():
     from ember._tensor import Tensor
     Tensor._ag_nr = None      # (node, output_nr) for outputs of multi-output ops
     Tensor._ag_acc = None     # weak reference to a leaf's AccumulateGrad node
+    Tensor._ag_hooks = None   # a leaf's tensor hooks {id: fn}
+    Tensor._ag_post_hooks = None
     _core._set_autograd_hook(_engine._record)
 
 

@@ -83,7 +83,7 @@ class _Freed:
     __hash__ = object.__hash__
 
 
-_FREED_SCALAR = object()
+_FREED_SCALAR = object()     # a released tensor input (no metadata kept)
 
 
 class Node:
@@ -92,7 +92,8 @@ class Node:
     __slots__ = ("_next", "_inputs", "_attrs", "_out", "_vers", "_nout", "_extra",
                  "__weakref__")
     _save_out = False
-    _released_ok = True
+    _exact = False        # True: gradients always have the inputs' shape and dtype
+    _saves = True         # False: the formula never reads saved input values
 
     # --- public API ---------------------------------------------------------
     def name(self):
@@ -207,12 +208,27 @@ class Node:
             o._requires_grad = True
         return o
 
-    def _release(self):
+    def _release(self, fixed=None):
+        """Drop saved tensors (after a backward without retain_graph). Python scalars
+        stay. A tensor input becomes a stand-in that knows only its shape and dtype
+        where that can still be needed: formulas that read no values (``saves=False``,
+        e.g. sum reads ``inputs[0].shape``) and edges whose gradient the engine had to
+        fix up (``fixed``); elsewhere a bare marker."""
         if self._vers is not None:
-            nxt = self._next
-            self._inputs = tuple([
-                (_Freed(x) if nxt[i] is not None else _FREED_SCALAR)
-                if isinstance(x, TensorBase) else x for i, x in enumerate(self._inputs)])
+            ins = self._inputs
+            if self._saves or self._exact:
+                if fixed is None:
+                    self._inputs = tuple([_FREED_SCALAR if isinstance(x, TensorBase) else x
+                                          for x in ins])
+                else:
+                    self._inputs = tuple([
+                        (_Freed(x) if i in fixed else _FREED_SCALAR)
+                        if isinstance(x, TensorBase) else x for i, x in enumerate(ins)])
+            else:
+                nxt = self._next
+                self._inputs = tuple([
+                    (_Freed(x) if nxt[i] is not None else _FREED_SCALAR)
+                    if isinstance(x, TensorBase) else x for i, x in enumerate(ins)])
             self._out = None
             self._vers = None
 
@@ -226,9 +242,18 @@ def _producer(t):
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf tensor: adds the arriving gradient into ``variable.grad``."""
+    """Sink of a leaf tensor: adds the arriving gradient into ``variable.grad``.
 
-    __slots__ = ("variable",)
+    Created once per leaf and graph (the leaf holds it weakly), so it is cheap to
+    make: the Node fields are class defaults, only ``variable`` is set."""
+
+    _next = ()
+    _inputs = None
+    _attrs = None
+    _out = None
+    _vers = ()
+    _nout = 1
+    _extra = None
 
     @property
     def next_functions(self):
@@ -238,12 +263,12 @@ class AccumulateGrad(Node):
         _accumulate(self.variable, g, is_grad_enabled())
         return ()
 
-    def _release(self):
+    def _release(self, fixed=None):
         pass
 
 
 def _accumulate(var, g, create_graph):
-    hooks = var.__dict__.get("_ag_hooks")
+    hooks = var._ag_hooks
     if hooks:
         for h in list(hooks.values()):
             r = h(g)
@@ -253,9 +278,12 @@ def _accumulate(var, g, create_graph):
     if old is None:
         # steal the gradient when nothing else holds it (PyTorch's use_count check):
         # refs here are this frame's `g` and the caller's buffer variable
+        # (and no other tensor shares its storage)
         if create_graph:
-            var._grad = g if _getrefcount(g) <= 4 else g.clone()
-        elif (_getrefcount(g) <= 4 and g.is_contiguous() and g._grad_fn is None):
+            var._grad = g if (_getrefcount(g) <= 3 and
+                              _getrefcount(g.untyped_storage()) <= 2) else g.clone()
+        elif (_getrefcount(g) <= 3 and g.is_contiguous() and g._grad_fn is None and
+              _getrefcount(g.untyped_storage()) <= 2):
             var._grad = g
         else:
             var._grad = g.detach().clone()
@@ -265,28 +293,21 @@ def _accumulate(var, g, create_graph):
         var._grad = old + g
     else:
         old.add_(g)
-    post = var.__dict__.get("_ag_post_hooks")
+    post = var._ag_post_hooks
     if post:
         for h in list(post.values()):
             h(var)
 
 
-def _accumulate_node(t):
+def _accumulate_node(t, _new=object.__new__, _ref=weakref.ref):
     r = t._ag_acc
     if r is not None:
         n = r()
         if n is not None:
             return n
-    n = AccumulateGrad.__new__(AccumulateGrad)
-    n._next = ()
-    n._inputs = None
-    n._attrs = None
-    n._out = None
-    n._vers = ()
-    n._nout = 1
-    n._extra = None
+    n = _new(AccumulateGrad)
     n.variable = t
-    t._ag_acc = weakref.ref(n)
+    t._ag_acc = _ref(n)
     return n
 
 
@@ -309,10 +330,12 @@ def _record(name, inputs, output, attrs):
         cls = _class_for(name)
     node = cls.__new__(cls)
     nxt = []
-    vers = []
+    vers = [] if cls._saves else [None] * len(inputs)
+    saves = cls._saves
     for x in inputs:
         if isinstance(x, TensorBase):
-            vers.append(x._version)
+            if saves:
+                vers.append(x._version)
             if x._requires_grad:
                 fn = x._grad_fn
                 if fn is None:
@@ -323,7 +346,8 @@ def _record(name, inputs, output, attrs):
             else:
                 nxt.append(None)
         else:
-            vers.append(None)
+            if saves:
+                vers.append(None)
             nxt.append(None)
     node._next = nxt
     node._inputs = inputs
@@ -508,7 +532,9 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     reachable node runs and leaves accumulate. With ``inputs`` (tensors) only nodes on
     a path to them run, and the gradients arriving there are returned (autograd.grad)
     or accumulated into their ``.grad`` (backward(inputs=...))."""
+    # --- dependency counts: edges into each reachable node ----------------------
     deps = {}
+    dget = deps.get
     root_nodes = []
     for e in roots:
         n = e[0]
@@ -524,7 +550,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
         for e in fn._next:
             if e is not None:
                 n = e[0]
-                d = deps.get(n)
+                d = dget(n)
                 if d is None:
                     deps[n] = 1
                     stack.append(n)
@@ -533,19 +559,30 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     capture = run = None
     if inputs is not None:
         capture, run, deps = _prepare_capture(inputs, order)
+        dget = deps.get
     buffers = {}
     for (n, nr), g in zip(roots, grads):
         if g is not None:
             _add_into(buffers, n, nr, g)
-    ready = [n for n in root_nodes if deps.get(n) == 0]
+    ready = [n for n in root_nodes if dget(n) == 0]
     captured = {}
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
     anomaly = _anomaly[0]
+    bpop = buffers.pop
+    bget = buffers.get
+    Acc = AccumulateGrad
     try:
         while ready:
             fn = ready.pop()
-            buf = buffers.pop(fn, None)
+            buf = bpop(fn, None)
+            if type(fn) is Acc and capture is None:
+                if buf is not None:
+                    if fn._extra is None and not anomaly:
+                        _accumulate(fn.variable, buf, create_graph)
+                    else:
+                        _call_slow(fn, buf) if not anomaly else _call_anomaly(fn, buf)
+                continue
             skip_pre = False
             if capture is not None:
                 slots = capture.get(fn)
@@ -558,7 +595,9 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                             if fn._nout > 1 else buf
                 if fn not in run:
                     continue
-            if buf is None or (fn._nout > 1 and not any([b is not None for b in buf])):
+            if buf is None:
+                res = None
+            elif fn._nout > 1 and not any([b is not None for b in buf]):
                 res = None
             elif anomaly:
                 res = _call_anomaly(fn, buf, skip_pre)
@@ -567,26 +606,34 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
             else:
                 res = _call_slow(fn, buf, skip_pre)
             del buf
-            if not keep_graph:
-                fn._release()
-            nxt = fn._next
-            ins = fn._inputs
-            for i in range(len(nxt)):
-                e = nxt[i]
+            ins = None if fn._exact else fn._inputs
+            fixed = None
+            i = -1
+            for e in fn._next:
+                i += 1
                 if e is None:
                     continue
                 n = e[0]
-                d = deps.get(n)
+                d = dget(n)
                 if d is None:
                     continue          # not on a path to a requested input
                 if res is not None:
                     g = res[i]
                     if g is not None:
-                        x = ins[i]
-                        if g.dim() != x.dim() or g.numel() != x.numel() or \
-                                g.dtype is not x.dtype or g.numel() == 0:
-                            g = _fix_grad(g, x)
-                        _add_into(buffers, n, e[1], g)
+                        if ins is not None:
+                            x = ins[i]
+                            if x is not _FREED_SCALAR and (
+                                    g.dtype is not x.dtype or g.dim() != x.dim() or
+                                    g.numel() != x.numel() or not x.numel()):
+                                g = _fix_grad(g, x)
+                                if fixed is None:
+                                    fixed = set()
+                                fixed.add(i)
+                        if n._nout == 1:
+                            old = bget(n)
+                            buffers[n] = g if old is None else old + g
+                        else:
+                            _add_into(buffers, n, e[1], g)
                         del g
                 if d == 1:
                     del deps[n]
@@ -594,6 +641,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 else:
                     deps[n] = d - 1
             del res
+            if not keep_graph:
+                fn._release(fixed)
     finally:
         _set_grad_enabled(prev)
     if capture is not None:
@@ -657,11 +706,12 @@ def _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph
                     continue
                 if type(fn) is AccumulateGrad:
                     _accumulate(t, g, create_graph)
-                else:
-                    t._grad = g if t._grad is None else t._grad + g
+                elif not t.__dict__.get("_retains_grad"):   # else its hook already did
+                    t._grad = g.detach().clone() if t._grad is None and not create_graph \
+                        else (g if t._grad is None else t._grad + g)
             else:
                 if g is not None and type(fn) is AccumulateGrad:
-                    hooks = t.__dict__.get("_ag_hooks")
+                    hooks = t._ag_hooks
                     if hooks:
                         for h in list(hooks.values()):
                             r = h(g)

@@ -32,12 +32,12 @@ def _isnan(x):
 # ---------------------------------------------------------------------------
 # binary arithmetic
 
-@formula("add")
+@formula("add", saves=False)
 def _add(ctx, g):
     return g, g
 
 
-@formula("sub")
+@formula("sub", saves=False)
 def _sub(ctx, g):
     return g, (E.neg(g) if ctx._next[1] is not None else None)
 
@@ -259,13 +259,14 @@ def _silu_backward(ctx, g):
 # ---------------------------------------------------------------------------
 # unary ops
 
-def _unary(name, save_output=False):
+def _unary(name, save_output=False, saves=True):
+    # one input, gradient of the input's shape and dtype: the engine skips its fix-up
     def deco(fn):
-        return formula(name, save_output=save_output)(fn)
+        return formula(name, save_output=save_output, exact=True, saves=saves)(fn)
     return deco
 
 
-@_unary("neg")
+@_unary("neg", saves=False)
 def _neg(ctx, g):
     return (E.neg(g),)
 
@@ -280,10 +281,10 @@ def _zero_grad(ctx, g):
 
 
 for _n in ("sign", "floor", "ceil", "round", "trunc"):
-    formula(_n)(_zero_grad)
+    formula(_n, exact=True, saves=False)(_zero_grad)
 
 
-@_unary("frac")
+@_unary("frac", saves=False)
 def _frac(ctx, g):
     return (g,)
 
@@ -528,7 +529,7 @@ def _elu(ctx, g):
     return (E.where(E.gt(x, 0), E.mul(g, scale), neg),)
 
 
-@formula("clamp")
+@formula("clamp", exact=True)
 def _clamp(ctx, g):
     x = ctx.input(0)
     lo, hi = ctx._attrs

@@ -10,12 +10,12 @@ from ember.autograd._engine import _record_composite
 from ember.autograd._table import formula
 
 
-@formula("view")
+@formula("view", exact=True, saves=False)
 def _view(ctx, g):
     return (g.reshape(ctx._attrs[0]),)
 
 
-@formula("permute")
+@formula("permute", exact=True, saves=False)
 def _permute(ctx, g):
     dims = ctx._attrs[0]
     inv = [0] * len(dims)
@@ -24,29 +24,29 @@ def _permute(ctx, g):
     return (g.permute(*inv),)
 
 
-@formula("transpose")
+@formula("transpose", exact=True, saves=False)
 def _transpose(ctx, g):
     a, b = ctx._attrs
     return (g.transpose(a, b),)
 
 
-@formula("expand")
+@formula("expand", saves=False)
 def _expand(ctx, g):
     return (g,)       # the engine sums the gradient back to the input's shape
 
 
-@formula("clone")
+@formula("clone", exact=True, saves=False)
 def _clone(ctx, g):
     return (g,)
 
 
-@formula("copy_")
+@formula("copy_", saves=False)
 def _copy(ctx, g):
     # the old value of self is overwritten: no gradient flows to it
     return (None, g)
 
 
-@formula("to_dtype")
+@formula("to_dtype", saves=False)
 def _to_dtype(ctx, g):
     return (g,)       # the engine casts to the input's dtype
 
@@ -71,37 +71,37 @@ def _diagonal_bw(g, old_shape, offset, d1, d2):
     return r
 
 
-@formula("narrow")
+@formula("narrow", exact=True, saves=False)
 def _narrow(ctx, g):
     a = ctx._attrs
     return (_record_composite("narrow_backward", lambda t: _narrow_bw(t, *a), (g,), a),)
 
 
-@formula("narrow_backward", node_name="SliceBackwardBackward0")
+@formula("narrow_backward", node_name="SliceBackwardBackward0", exact=True, saves=False)
 def _narrow_backward(ctx, g):
     _, dim, start, length = ctx._attrs
     return (g.narrow(dim, start, length),)
 
 
-@formula("select")
+@formula("select", exact=True, saves=False)
 def _select(ctx, g):
     a = ctx._attrs
     return (_record_composite("select_backward", lambda t: _select_bw(t, *a), (g,), a),)
 
 
-@formula("select_backward")
+@formula("select_backward", exact=True, saves=False)
 def _select_backward(ctx, g):
     _, dim, index = ctx._attrs
     return (g.select(dim, index),)
 
 
-@formula("diagonal")
+@formula("diagonal", exact=True, saves=False)
 def _diagonal(ctx, g):
     a = ctx._attrs
     return (_record_composite("diagonal_backward", lambda t: _diagonal_bw(t, *a), (g,), a),)
 
 
-@formula("diagonal_backward")
+@formula("diagonal_backward", exact=True, saves=False)
 def _diagonal_backward(ctx, g):
     _, offset, d1, d2 = ctx._attrs
     return (g.diagonal(offset, d1, d2),)
@@ -147,7 +147,7 @@ def _as_strided_bw(g, in_geom, out_geom):
     return r.clone() if _overlaps(isz, ist) else r
 
 
-@formula("as_strided")
+@formula("as_strided", exact=True, saves=False)
 def _as_strided(ctx, g):
     old_shape, old_stride, old_off, size, stride, off = ctx._attrs
     geoms = ((tuple(old_shape), tuple(old_stride), old_off), (tuple(size), tuple(stride), off))
@@ -155,7 +155,7 @@ def _as_strided(ctx, g):
                               lambda t: _as_strided_bw(t, geoms[0], geoms[1]), (g,), geoms),)
 
 
-@formula("as_strided_backward")
+@formula("as_strided_backward", exact=True, saves=False)
 def _as_strided_backward(ctx, g):
     in_geom, out_geom = ctx._attrs
     # the adjoint of gather(in) . scatter(out) is gather(out) . scatter(in)

@@ -48,9 +48,11 @@ def _numerical(func, inputs, diff_idx, eps, n_out_elems):
             orig = float(e.item())
             with no_grad():
                 e.fill_(orig + eps)
-                plus = _out_values(func(*inputs))
+            plus = _out_values(func(*inputs))
+            with no_grad():
                 e.fill_(orig - eps)
-                minus = _out_values(func(*inputs))
+            minus = _out_values(func(*inputs))
+            with no_grad():
                 e.fill_(orig)
             cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
         jac.append([[cols[j][k] for j in range(len(cols))] for k in range(n_out_elems)])

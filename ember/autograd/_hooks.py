@@ -37,7 +37,9 @@ def register_tensor_hook(t, hook):
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if t._grad_fn is None:
-        return RemovableHandle(t.__dict__.setdefault("_ag_hooks", {}), hook)
+        if t._ag_hooks is None:
+            t._ag_hooks = {}
+        return RemovableHandle(t._ag_hooks, hook)
     fn, nr = _producer(t)
     th = fn._ext().setdefault("tensor_pre", {})
     return RemovableHandle(th.setdefault(nr, {}), hook)
@@ -59,4 +61,6 @@ def register_post_accumulate_grad_hook(t, hook):
     if t._grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
                            "tensors")
-    return RemovableHandle(t.__dict__.setdefault("_ag_post_hooks", {}), hook)
+    if t._ag_post_hooks is None:
+        t._ag_post_hooks = {}
+    return RemovableHandle(t._ag_post_hooks, hook)

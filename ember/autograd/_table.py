@@ -24,6 +24,7 @@ from ember.autograd import _engine
 
 FORMULAS = {}      # op name -> backward(ctx, grad)
 _OPTIONS = {}      # op name -> (save_output, node class name or None)
+_FLAGS = {}        # op name -> (exact, saves): see formula()
 
 # PyTorch's node names where they do not follow "<CamelName>Backward0"
 _NODE_NAMES = {
@@ -37,11 +38,17 @@ _AREA_MODULES = ("_formulas_elementwise", "_formulas_views", "_formulas_reduce",
 _loaded = [False]
 
 
-def formula(name, save_output=False, node_name=None):
-    """Register ``fn`` as the backward of op ``name``."""
+def formula(name, save_output=False, node_name=None, exact=False, saves=True):
+    """Register ``fn`` as the backward of op ``name``.
+
+    save_output: the formula reads ``ctx.output``. exact: the gradients it returns
+    always have the shape and dtype of the inputs (the engine then skips its
+    broadcast/dtype fix-up). saves=False: it never reads input *values* (no version
+    tracking of the inputs; ``ctx.inputs[i].shape`` still works)."""
     def deco(fn):
         FORMULAS[name] = fn
         _OPTIONS[name] = (save_output, node_name)
+        _FLAGS[name] = (exact, saves)
         _engine._CLASSES.pop(name, None)
         return fn
     return deco
@@ -106,9 +113,11 @@ def node_class(name):
     save_output, node_name = _OPTIONS.get(name, (False, None))
     if fn is None:
         fn = _engine._unimplemented_formula(name)
+    exact, saves = _FLAGS.get(name, (False, True))
     cls = type(node_name or _NODE_NAMES.get(name) or _camel(name) + "Backward0",
                (_engine.Node,), {"__slots__": (), "_apply": fn, "_save_out": save_output,
-                                 "_op": name, "__module__": "ember.autograd.graph"})
+                                 "_exact": exact, "_saves": saves, "_op": name,
+                                 "__module__": "ember.autograd.graph"})
     _engine._CLASSES[name] = cls
     return cls
 

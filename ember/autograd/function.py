@@ -102,7 +102,7 @@ class BackwardCFunction(FunctionCtx, Node):
                             f"{list(x.shape)}") from None
         return res
 
-    def _release(self):
+    def _release(self, fixed=None):
         if self._saved is not None:
             self._saved = _SAVED_FREED
         self._to_save = ()
@@ -221,6 +221,7 @@ def _wrap_outputs(node, args, out):
         if not isinstance(o, TensorBase):
             meta.append(None)
             continue
+        meta.append((tuple(o.shape), o.dtype))
         if id(o) in dirty:
             if o._requires_grad and o._grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an "
@@ -228,12 +229,10 @@ def _wrap_outputs(node, args, out):
         elif id(o) in arg_ids:
             o = outs[k] = o.detach()          # an input returned as is: a new alias
         if id(outs[k]) in non_diff or id(o) in non_diff or not o.is_floating_point():
-            meta.append(None)
             continue
         o._grad_fn = node
         o._requires_grad = True
         o._ag_nr = (node, k)
-        meta.append((tuple(o.shape), o.dtype))
     node._nout = len(outs)
     node._out_meta = meta
     node._inputs = tuple(_Freed(a) if e is not None else None

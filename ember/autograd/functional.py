@@ -184,8 +184,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             rows = [[] for _ in inputs]
             flat = out.reshape(-1)
             for k in range(out.numel()):
-                gs = _autograd_grad((flat[k] if hasattr(flat, "__getitem__") and False
-                                     else flat.select(0, k),), inputs, retain_graph=True,
+                gs = _autograd_grad((flat.select(0, k),), inputs, retain_graph=True,
                                     create_graph=create_graph)
                 for j, (g, x) in enumerate(zip(gs, inputs)):
                     if g is None:

@@ -6,7 +6,6 @@ Parameters, buffers and submodules register themselves on attribute assignment;
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 
 import ember
@@ -34,8 +33,8 @@ class RemovableHandle:
     """Returned by ``register_*_hook``; ``remove()`` unregisters the hook."""
 
     def __init__(self, hooks_dict, *extra_dicts):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.extra_dict_refs = tuple(weakref.ref(d) for d in extra_dicts)
+        self.hooks_dict_ref = lambda: hooks_dict
+        self.extra_dict_refs = tuple((lambda d=d: d) for d in extra_dicts)
         self.id = next(_hook_ids)
 
     def remove(self):

@@ -14,6 +14,7 @@ import queue
 import random
 import threading
 import warnings
+import weakref
 
 import ember
 from ember.utils.data import _worker
@@ -210,7 +211,8 @@ class DataLoader:
 
 class _BaseIter:
     def __init__(self, loader):
-        self._loader = loader
+        # a persistent iterator is owned by its loader: refer back weakly (no cycle)
+        self._loader = weakref.proxy(loader) if loader.persistent_workers else loader
         self._dataset = loader.dataset
         self._kind = loader._dataset_kind
         self._auto_collation = loader._auto_collation
@@ -260,7 +262,7 @@ def _mp_context(ctx):
     return ctx
 
 
-_live_iters = set()
+_live_iters = weakref.WeakSet()
 
 
 class _MultiProcessIter(_BaseIter):

@@ -1,0 +1,142 @@
+"""Training steps (forward + backward + optimizer step, batch 64, synthetic data, steady
+state): ember beside PyTorch through the same code, ``lib.nn`` / ``lib.optim``.
+
+- MLP 784-256-256-10 with Adam (PyTorch: about 2.2 ms per step on the 2-core box)
+- LeNet-like CNN (conv 1->32 3x3 pad 1, relu, maxpool, conv 32->64 3x3, relu, maxpool,
+  linear 1600->128, relu, linear ->10) with SGD momentum (PyTorch: about 24 ms)
+- LSTM (input 64, hidden 128, seq 32, batch 32) forward + backward
+
+Run directly (``python asv_bench/benchmarks/nn_training.py``) for a ratio table."""
+import timeit
+
+import numpy as np
+
+
+def _lib(library):
+    if library == "torch":
+        try:
+            import torch
+        except ImportError:
+            raise NotImplementedError("torch is not installed")
+        return torch
+    import ember
+    return ember
+
+
+def _mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def _cnn(lib):
+    nn = lib.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def _copy(src, dst, lib_dst):
+    """Same initial weights in both libraries (from the torch model when both exist)."""
+    sd = {k: lib_dst.tensor(v.detach().numpy().copy()) for k, v in src.state_dict().items()}
+    dst.load_state_dict(sd)
+
+
+class _StepBench:
+    params = [["ember", "torch"]]
+    param_names = ["library"]
+    timer = timeit.default_timer
+    warmup_time = 0.5
+
+    def _build(self, lib):
+        raise NotImplementedError
+
+    def setup(self, library):
+        lib = _lib(library)
+        rng = np.random.default_rng(0)
+        self.model, self.opt, x_shape = self._build(lib)
+        x = rng.standard_normal(x_shape, dtype=np.float32)
+        y = rng.integers(0, 10, size=(x_shape[0],)).astype(np.int64)
+        self.x, self.y = lib.from_numpy(x), lib.from_numpy(y)
+        self.loss_fn = lib.nn.CrossEntropyLoss()
+        for _ in range(3):
+            self.step()
+
+    def step(self):
+        self.opt.zero_grad()
+        loss = self.loss_fn(self.model(self.x), self.y)
+        loss.backward()
+        self.opt.step()
+
+    def time_train_step(self, library):
+        self.step()
+
+    def peakmem_train_step(self, library):
+        for _ in range(3):
+            self.step()
+
+
+class MLPAdam(_StepBench):
+    """MLP 784-256-256-10, Adam, batch 64"""
+
+    def _build(self, lib):
+        m = _mlp(lib)
+        return m, lib.optim.Adam(m.parameters(), lr=1e-3), (64, 784)
+
+
+class CNNSGDMomentum(_StepBench):
+    """LeNet-like CNN on 1x28x28, SGD momentum 0.9, batch 64"""
+
+    def _build(self, lib):
+        m = _cnn(lib)
+        return m, lib.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), (64, 1, 28, 28)
+
+
+class LSTMForwardBackward:
+    """LSTM input 64, hidden 128, seq 32, batch 32: forward + backward"""
+    params = [["ember", "torch"]]
+    param_names = ["library"]
+    timer = timeit.default_timer
+
+    def setup(self, library):
+        lib = _lib(library)
+        rng = np.random.default_rng(0)
+        self.lstm = lib.nn.LSTM(64, 128)
+        self.x = lib.from_numpy(rng.standard_normal((32, 32, 64), dtype=np.float32))
+        self.x.requires_grad_(True)
+        for _ in range(2):
+            self.run()
+
+    def run(self):
+        out, (h, c) = self.lstm(self.x)
+        out.sum().backward()
+
+    def time_forward_backward(self, library):
+        self.run()
+
+
+def _measure(cls, library, repeat=7, number=None):
+    b = cls()
+    b.setup(library)
+    fn = b.step if hasattr(b, "step") else b.run
+    t = timeit.Timer(fn)
+    if number is None:
+        n, _ = t.autorange()
+        number = max(1, n)
+    return min(t.repeat(repeat, number)) / number
+
+
+if __name__ == "__main__":
+    rows = []
+    for cls in (MLPAdam, CNNSGDMomentum, LSTMForwardBackward):
+        times = {}
+        for library in ("torch", "ember"):
+            try:
+                times[library] = _measure(cls, library)
+            except NotImplementedError:
+                pass
+        r = times.get("ember", float("nan")) / times.get("torch", float("nan"))
+        print(f"{cls.__name__:22s} torch {1e3 * times.get('torch', float('nan')):8.3f} ms   "
+              f"ember {1e3 * times.get('ember', float('nan')):8.3f} ms   ratio {r:.2f}x",
+              flush=True)

@@ -1,0 +1,128 @@
+"""Doctests of the docs pages (docs/**/*.rst) and of ember's docstrings, plus a check
+that docs/environment.rst lists every ``EMBER_*`` environment variable the code reads.
+
+Fast: no Sphinx build (``make docs`` is that); each page and module is one test.
+"""
+
+import doctest
+import glob
+import importlib
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+
+def _pages():
+    """Docs pages with examples (``>>>``)."""
+    out = []
+    for p in glob.glob(os.path.join(DOCS, "**", "*.rst"), recursive=True):
+        if os.sep + "_build" + os.sep in p:
+            continue
+        with open(p, encoding="utf-8") as f:
+            if ">>>" in f.read():
+                out.append(p)
+    return sorted(out)
+
+
+PAGES = _pages()
+# Not modules to import for their docstrings: the CLI entry point.
+SKIP_MODULES = {"ember.__main__"}
+
+
+def _globs():
+    import numpy as np
+
+    import ember
+    return {"ember": ember, "np": np}
+
+
+def _run(tests, name):
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    out = []
+    for t in tests:
+        if t.examples:
+            runner.run(t, out=out.append)
+    res = runner.summarize(verbose=False)
+    assert res.failed == 0, f"{res.failed} of {res.attempted} doctests failed in {name}:\n" + \
+        "".join(out)
+    return res
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[os.path.relpath(p, DOCS) for p in PAGES])
+def test_docs_page(page):
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(text, _globs(), os.path.basename(page), page, 0)
+    try:
+        _run([test], os.path.relpath(page, ROOT))
+    finally:
+        import ember
+        ember.use_deterministic_algorithms(False)  # pages may flip global switches
+
+
+def _modules():
+    """Modules whose source holds an example (``>>>``): found without importing anything."""
+    names = []
+    pkg = os.path.join(ROOT, "ember")
+    for path in glob.glob(os.path.join(pkg, "**", "*.py*"), recursive=True):
+        if not path.endswith((".py", ".pyx")):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if ">>>" not in f.read():
+                continue
+        rel = os.path.relpath(path, ROOT)[:-len(os.path.splitext(path)[1])]
+        name = rel.replace(os.sep, ".")
+        name = name[:-len(".__init__")] if name.endswith(".__init__") else name
+        if name not in SKIP_MODULES:
+            names.append(name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_docstring_examples(name):
+    try:
+        mod = importlib.import_module(name)
+    except Exception as e:  # the module's own tests report that; here only its examples
+        pytest.skip(f"{name} does not import: {type(e).__name__}: {e}")
+    tests = doctest.DocTestFinder(exclude_empty=True).find(mod, name, extraglobs=_globs())
+    if not any(t.examples for t in tests):
+        pytest.skip("no examples")
+    _run(tests, name)
+
+
+# -- every EMBER_* variable read by the code is documented ----------------------
+
+_READS = re.compile(r"(?:getenv|environ\.get|environ\[|env\.get)\(?\s*[\"'](EMBER_[A-Z0-9_]+)[\"']")
+_SOURCES = ["setup.py", "ember/**/*.py", "ember/**/*.pyx", "ember/**/*.pxd", "src_c/**/*.c",
+            "src_c/**/*.h", "src_cuda/**/*.cu", "src_cuda/**/*.h"]
+
+
+def _env_vars_read():
+    found = {}
+    for pattern in _SOURCES:
+        for path in glob.glob(os.path.join(ROOT, pattern), recursive=True):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            for var in _READS.findall(text):
+                found.setdefault(var, os.path.relpath(path, ROOT))
+    return found
+
+
+def test_environment_page_lists_every_variable():
+    with open(os.path.join(DOCS, "environment.rst"), encoding="utf-8") as f:
+        page = f.read()
+    read = _env_vars_read()
+    assert "EMBER_NUM_THREADS" in read  # the scan itself works
+    missing = {v: p for v, p in read.items() if f"``{v}``" not in page}
+    assert not missing, ("document these in docs/environment.rst (read in): " +
+                         ", ".join(f"{v} ({p})" for v, p in sorted(missing.items())))

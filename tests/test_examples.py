@@ -1,0 +1,52 @@
+"""The examples run end to end in their fast form (each in a subprocess, < 30 s)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_example(name, *args, timeout=120):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name), *args],
+                       capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    assert r.returncode == 0, f"{name} failed:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def _final_accuracy(out):
+    m = re.search(r"final test accuracy ([\d.]+)%", out)
+    assert m, out
+    return float(m.group(1))
+
+
+def test_train_digits_fast(tmp_path):
+    ckpt = tmp_path / "ckpt.pt"
+    out = run_example("train_digits.py", "--fast", "--no-progress", "--checkpoint", str(ckpt))
+    assert "epoch  1" in out and "reloaded from" in out
+    assert _final_accuracy(out) > 80.0
+    m = re.search(r"reloaded from .*: test accuracy ([\d.]+)%", out)
+    assert m and float(m.group(1)) == _final_accuracy(out)
+
+
+def test_train_digits_with_workers(tmp_path):
+    out = run_example("train_digits.py", "--epochs", "1", "--workers", "2", "--no-progress",
+                      "--checkpoint", str(tmp_path / "c.pt"))
+    assert _final_accuracy(out) > 50.0
+
+
+def test_train_mlp_fast():
+    assert _final_accuracy(run_example("train_mlp.py", "--fast")) > 70.0
+
+
+def test_train_lstm_fast():
+    assert _final_accuracy(run_example("train_lstm.py", "--fast")) > 30.0
+
+
+@pytest.mark.parametrize("name", ["train_digits.py", "train_mlp.py", "train_lstm.py"])
+def test_examples_have_help(name):
+    assert "--fast" in run_example(name, "--help")
