@@ -17,6 +17,7 @@ $(STAMP): requirements-dev.txt pyproject.toml
 
 build: $(STAMP)
 	$(VPY) setup.py -q build_ext --inplace -j $(JOBS)
+	$(VPY) -m compileall -q ember > /dev/null
 
 test: build
 	$(VPY) -m pytest tests

@@ -89,6 +89,8 @@ directives = {
     "wraparound": DEBUG,
     "initializedcheck": DEBUG,
     "cdivision": True,
+    # a None where a typed tensor is expected raises instead of reading NULL fields
+    "nonecheck": True,
     "embedsignature": True,
 }
 

@@ -36,21 +36,11 @@ def _set_deterministic(d: bool) -> None:
     sys.modules["ember"].use_deterministic_algorithms(d)
 
 
-def _range(start: Any = 0, end: Any = None, step: Any = 1, **kwargs: Any) -> Any:
-    """``ember.range`` includes ``end``; it is ``arange(start, end + step, step)``."""
-    ember = sys.modules["ember"]
-    if end is None:
-        start, end = 0, start
-    kwargs.setdefault("dtype", ember.get_default_dtype())
-    return ember.arange(start, end + step, step, **kwargs)
-
-
 # old name -> (replacement, shown in the warning; implementation)
 _deprecated_attrs: dict[str, tuple[str, Callable[..., Any]]] = {
     "set_default_tensor_type": ("ember.set_default_dtype() and ember.set_default_device()",
                                 _set_default_tensor_type),
     "set_deterministic": ("ember.use_deterministic_algorithms()", _set_deterministic),
-    "range": ("ember.arange() (note: ember.range includes the end point)", _range),
 }
 
 

@@ -94,7 +94,7 @@ class Tensor(core.TensorBase):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad "
                                 f"of type {type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
-                raise RuntimeError(f"assigned grad has data of a different size")
+                raise RuntimeError("assigned grad has data of a different size")
             if value.dtype != self.dtype:
                 raise RuntimeError("assigned grad has data of a different type")
         self._grad = value
@@ -262,7 +262,10 @@ class Tensor(core.TensorBase):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
         ``.grad`` (see ``ember.autograd.backward``)."""
-        _autograd().backward(self, gradient, retain_graph, create_graph, None, inputs)
+        if gradient is None and inputs is None and _fast_backward[0] is not None:
+            _fast_backward[0](self, retain_graph, create_graph)
+        else:
+            _autograd().backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def register_hook(self, hook):
         from ember.autograd import _hooks
@@ -284,6 +287,9 @@ class Tensor(core.TensorBase):
 def _no_grad():
     from ember.autograd.grad_mode import no_grad
     return no_grad()
+
+
+_fast_backward = [None]   # set by ember.autograd: loss.backward() without arguments
 
 
 def _autograd():

@@ -49,5 +49,4 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
             "fix"] + _FUNCS)
 from ember.serialization import load, save; __all__ += ["save", "load"]  # noqa: E402,E702,I001
-from ember.autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: E402,E501
-__all__ += ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]  # noqa: E501
+from ember.autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled; __all__ += ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]  # noqa: E402,E501,E702,I001

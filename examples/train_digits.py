@@ -24,7 +24,7 @@ except ImportError:  # run from a source checkout (in-place build): use the repo
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.datasets import Digits
-from ember.utils.data import DataLoader
+from ember.utils.data import DataLoader, Subset
 
 try:
     from tqdm import tqdm
@@ -67,24 +67,33 @@ def evaluate(model, loader):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=15)
+    p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (OneCycleLR)")
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--fast", action="store_true", help="3 epochs (for the test suite)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="ember.set_num_threads (default: the library's choice)")
+    p.add_argument("--fast", action="store_true",
+                   help="2 epochs on 640 training images (for the test suite)")
+    p.add_argument("--train-subset", type=int, default=None,
+                   help="train on the first N training images only")
     p.add_argument("--checkpoint", default=None,
                    help="where to save the checkpoint (default: a temporary file)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = p.parse_args(argv)
     if args.fast:
-        args.epochs = min(args.epochs, 3)
+        args.epochs = min(args.epochs, 2)
+        args.train_subset = args.train_subset or 640
 
     t0 = time.perf_counter()
-    if hasattr(torch, "manual_seed"):
-        torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
     train_set, test_set = Digits(train=True), Digits(train=False)
-    g = torch.Generator().manual_seed(args.seed) if hasattr(torch, "Generator") else None
+    if args.train_subset:
+        train_set = Subset(train_set, range(min(args.train_subset, len(train_set))))
+    g = torch.Generator().manual_seed(args.seed)
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=g,
                               num_workers=args.workers)
     test_loader = DataLoader(test_set, batch_size=256)
@@ -121,22 +130,18 @@ def main(argv=None):
         print(f"epoch {epoch:2d}  train loss {run_loss / n:.4f}  test loss {test_loss:.4f}  "
               f"test accuracy {100 * acc:.2f}%", flush=True)
 
-    # checkpoint: save, reload into a fresh model, evaluate again
-    ckpt = args.checkpoint or os.path.join(tempfile.mkdtemp(prefix="ember-demo-"),
-                                           "digits_cnn.pt")
-    state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
-             "epoch": args.epochs}
-    if hasattr(torch, "save") and hasattr(torch, "load"):
-        torch.save(state, ckpt)
+    # checkpoint: save, reload into a fresh model (and optimizer), evaluate again
+    with tempfile.TemporaryDirectory(prefix="ember-demo-") as tmp:
+        ckpt = args.checkpoint or os.path.join(tmp, "digits_cnn.pt")
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                    "epoch": args.epochs}, ckpt)
         loaded = torch.load(ckpt)
-        how = f"checkpoint {ckpt} ({os.path.getsize(ckpt) / 1024:.0f} KiB)"
-    else:  # ember.save/load not in this build: keep the round trip in memory
-        import copy
-        loaded = copy.deepcopy(state)
-        how = "in-memory copy (ember.save/ember.load are not in this build)"
+        size_kib = os.path.getsize(ckpt) / 1024
     fresh = DigitsCNN()
     fresh.load_state_dict(loaded["model"])
+    torch.optim.Adam(fresh.parameters(), lr=args.lr).load_state_dict(loaded["optimizer"])
     acc2, _ = evaluate(fresh, test_loader)
+    how = f"checkpoint {ckpt if args.checkpoint else 'digits_cnn.pt'} ({size_kib:.0f} KiB)"
     wall = time.perf_counter() - t0
     print(f"reloaded from {how}: test accuracy {100 * acc2:.2f}%")
     print(f"final test accuracy {100 * acc:.2f}%  wall time {wall:.1f} s")

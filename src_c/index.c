@@ -74,6 +74,13 @@ typedef uint16_t em_bf16;
 #define DEF_TYPED(s)                                                                      \
     static void acc_##s(int op, char *a, int64_t sa, const char *b, int64_t sb, int64_t n) { \
         if (op == EM_RED_ADD) {                                                           \
+            if (sa == (int64_t)sizeof(T_##s) && sb == (int64_t)sizeof(T_##s)) {          \
+                T_##s *restrict x_ = (T_##s *)a;                                          \
+                const T_##s *restrict y_ = (const T_##s *)b;                              \
+                for (int64_t i = 0; i < n; i++)                                           \
+                    x_[i] = ST_##s(LD_##s(x_[i]) + LD_##s(y_[i]));                        \
+                return;                                                                   \
+            }                                                                             \
             for (int64_t i = 0; i < n; i++, a += sa, b += sb)                             \
                 *(T_##s *)a = ST_##s(LD_##s(*(T_##s *)a) + LD_##s(*(const T_##s *)b));   \
             return;                                                                       \
@@ -102,6 +109,21 @@ static const scat_fn SCAT[EM_NDTYPES] = {scat_bool, scat_u8, scat_i8, scat_i16, 
 /* dst[i] = src[i] for a strided run of n elements of itemsize isz */
 static inline void copy_run(char *d, int64_t sd, const char *s, int64_t ss, int64_t n, int isz) {
     if (sd == isz && ss == isz) { memcpy(d, s, (size_t)(n * isz)); return; }
+    if (ss == 0) {  /* broadcast value: load once (lets the compiler vectorise the fill) */
+        switch (isz) {
+        case 1: { uint8_t v = *(const uint8_t *)s; if (sd == 1) { memset(d, v, (size_t)n); return; }
+                  for (int64_t i = 0; i < n; i++, d += sd) *(uint8_t *)d = v; } return;
+        case 2: { uint16_t v = *(const uint16_t *)s;
+                  if (sd == 2) { uint16_t *q = (uint16_t *)d; for (int64_t i = 0; i < n; i++) q[i] = v; return; }
+                  for (int64_t i = 0; i < n; i++, d += sd) *(uint16_t *)d = v; } return;
+        case 4: { uint32_t v = *(const uint32_t *)s;
+                  if (sd == 4) { uint32_t *q = (uint32_t *)d; for (int64_t i = 0; i < n; i++) q[i] = v; return; }
+                  for (int64_t i = 0; i < n; i++, d += sd) *(uint32_t *)d = v; } return;
+        default: { uint64_t v = *(const uint64_t *)s;
+                   if (sd == 8) { uint64_t *q = (uint64_t *)d; for (int64_t i = 0; i < n; i++) q[i] = v; return; }
+                   for (int64_t i = 0; i < n; i++, d += sd) *(uint64_t *)d = v; } return;
+        }
+    }
     switch (isz) {
     case 1: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint8_t *)d = *(const uint8_t *)s; break;
     case 2: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint16_t *)d = *(const uint16_t *)s; break;

@@ -5,10 +5,22 @@ import numpy as np
 import pytest
 
 import ember
-from ember.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
-                              IterableDataset, RandomSampler, SequentialSampler, Subset,
-                              SubsetRandomSampler, TensorDataset, WeightedRandomSampler,
-                              default_collate, default_convert, random_split)
+from ember.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    default_convert,
+    random_split,
+)
 
 
 class Squares(Dataset):

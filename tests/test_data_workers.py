@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, \
-    get_worker_info
+from ember.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
 
 
 class Squares(Dataset):

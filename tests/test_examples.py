@@ -28,23 +28,23 @@ def test_train_digits_fast(tmp_path):
     ckpt = tmp_path / "ckpt.pt"
     out = run_example("train_digits.py", "--fast", "--no-progress", "--checkpoint", str(ckpt))
     assert "epoch  1" in out and "reloaded from" in out
-    assert _final_accuracy(out) > 80.0
+    assert _final_accuracy(out) > 60.0
     m = re.search(r"reloaded from .*: test accuracy ([\d.]+)%", out)
     assert m and float(m.group(1)) == _final_accuracy(out)
 
 
 def test_train_digits_with_workers(tmp_path):
-    out = run_example("train_digits.py", "--epochs", "1", "--workers", "2", "--no-progress",
+    out = run_example("train_digits.py", "--fast", "--workers", "2", "--no-progress",
                       "--checkpoint", str(tmp_path / "c.pt"))
     assert _final_accuracy(out) > 50.0
 
 
 def test_train_mlp_fast():
-    assert _final_accuracy(run_example("train_mlp.py", "--fast")) > 70.0
+    assert _final_accuracy(run_example("train_mlp.py", "--fast")) > 50.0
 
 
 def test_train_lstm_fast():
-    assert _final_accuracy(run_example("train_lstm.py", "--fast")) > 30.0
+    assert _final_accuracy(run_example("train_lstm.py", "--fast")) > 20.0
 
 
 @pytest.mark.parametrize("name", ["train_digits.py", "train_mlp.py", "train_lstm.py"])

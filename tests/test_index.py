@@ -589,3 +589,24 @@ def test_setitem_grad():
         grads.append((np_of(x.grad), np_of(v.grad)))
     for ge, gt in zip(grads[1], grads[0]):
         np.testing.assert_allclose(ge, gt, rtol=1e-12)
+
+
+@needs_autograd
+def test_gradcheck_and_double_backward():
+    from ember.autograd import gradcheck, gradgradcheck
+    x = ember.tensor(A(3, 4).astype(np.float64), requires_grad=True)
+    i = ember.tensor([[0, 2, 1, 0], [1, 1, 2, 0]])
+    fns = [
+        lambda x: x[[0, 2, 2]],
+        lambda x: x.gather(0, i),
+        lambda x: ember.cat([x, x * 2], 1),
+        lambda x: x.flip(1).roll(1, 0),
+        lambda x: ember.zeros(3, 4, dtype=ember.float64).scatter_add(0, i, x[:2]),
+        lambda x: x.repeat(2, 1),
+        lambda x: ember.index_put(x, (ember.tensor([0, 0]),), x[:2], accumulate=True),
+        lambda x: x.scatter_reduce(0, i, x[:2], "amax"),
+        lambda x: x.scatter_reduce(0, i, x[:2], "mean", include_self=False),
+    ]
+    for f in fns:
+        assert gradcheck(f, (x,))
+        assert gradgradcheck(f, (x,))

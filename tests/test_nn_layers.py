@@ -124,6 +124,10 @@ def test_conv_transpose2d(kw):
     check(*pair("ConvTranspose2d", 4, 3, 3, **kw), rand(2, 4, 5, 5), atol=1e-4)
 
 
+def test_conv_transpose1d():
+    check(*pair("ConvTranspose1d", 3, 2, 3, stride=2, padding=1), rand(2, 3, 6), atol=1e-4)
+
+
 def test_conv_transpose2d_output_size():
     em, th = pair("ConvTranspose2d", 2, 2, 3, stride=2, padding=1)
     check(em, th, rand(1, 2, 4, 4), kwargs=dict(output_size=(8, 8)), atol=1e-4)
@@ -146,7 +150,7 @@ def test_pooling(name, args, kw):
 def test_maxpool_return_indices():
     em, th = pair("MaxPool2d", 2, return_indices=True)
     x = rand(1, 2, 4, 4)
-    (ey, ei), (ty, ti) = em(ember.tensor(x)), th(torch.tensor(x))
+    (_, ei), (_, ti) = em(ember.tensor(x)), th(torch.tensor(x))
     np.testing.assert_array_equal(ei.numpy(), ti.numpy())
 
 

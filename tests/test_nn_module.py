@@ -260,6 +260,15 @@ def test_repr_matches_torch():
             nn_.MultiheadAttention(8, 2), nn_.CrossEntropyLoss(), nn_.Hardtanh(),
             nn_.ELU(alpha=0.5), nn_.Softplus(), nn_.Bilinear(2, 3, 4), nn_.Conv1d(2, 3, 2),
             nn_.GRU(3, 4, bidirectional=True), nn_.Unflatten(1, (2, 4)),
+            nn_.ModuleList([nn_.Linear(2, 2) for _ in range(3)] + [nn_.ReLU()]),
+            nn_.TransformerEncoder(nn_.TransformerEncoderLayer(8, 2, 16), 2,
+                                   enable_nested_tensor=False),
         )
 
     assert repr(build(nn, "ember")) == repr(build(tnn, "torch"))
+    ep = nn.ParameterList([nn.Parameter(ember.ones(2, 3)), nn.Parameter(ember.ones(1))])
+    tp = tnn.ParameterList([tnn.Parameter(torch.ones(2, 3)), tnn.Parameter(torch.ones(1))])
+    assert repr(ep).replace("ember.", "torch.") == repr(tp)
+    ed = nn.ParameterDict({"a": nn.Parameter(ember.ones(2))})
+    td = tnn.ParameterDict({"a": tnn.Parameter(torch.ones(2))})
+    assert repr(ed).replace("ember.", "torch.") == repr(td)

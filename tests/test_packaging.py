@@ -167,3 +167,41 @@ def test_asv_check():
                           env=env, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "No problems found" in out, out[-5000:]
+
+
+def test_bench_table_ratios(tmp_path):
+    """tools/bench_table.py over a synthetic asv results folder (format version 2)."""
+    import json
+
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import bench_table
+    finally:
+        sys.path.pop(0)
+    res = tmp_path / "results"
+    (res / "box").mkdir(parents=True)
+    (res / "benchmarks.json").write_text(json.dumps({
+        "ew.Add.time_add": {"param_names": ["n", "library"], "unit": "seconds"},
+        "imp.timeraw_import_ember": {"param_names": [], "unit": "seconds"},
+        "imp.timeraw_import_torch": {"param_names": [], "unit": "seconds"},
+        "version": 2}))
+    cols = ["result", "params", "version"]
+    (res / "box" / "abc-existing.json").write_text(json.dumps({
+        "commit_hash": "abc123", "date": 1, "params": {"cpu": "x", "num_cpu": "2"},
+        "result_columns": cols, "version": 2, "results": {
+            "ew.Add.time_add": [[1e-6, 2e-6, None, 4e-3, 2e-3, 8e-3],
+                                [["10", "1000"], ["'ember'", "'torch'", "'numpy'"]], "v"],
+            "imp.timeraw_import_ember": [[0.05], [], "v"],
+            "imp.timeraw_import_torch": [[0.5], [], "v"]}}))
+    values, names, info = bench_table.load_results(str(res))
+    table = bench_table.rows(values, names, info["meta"])
+    by = {(r["bench"], r["params"]): r for r in table}
+    small = by[("ew.Add.time_add", "n=10")]
+    assert small["vs_torch"] == pytest.approx(0.5) and small["vs_numpy"] is None
+    big = by[("ew.Add.time_add", "n=1000")]
+    assert big["vs_torch"] == pytest.approx(2.0) and big["vs_numpy"] == pytest.approx(0.5)
+    assert by[("imp.timeraw_import_{lib}", "")]["vs_torch"] == pytest.approx(0.1)
+    out = tmp_path / "ratios.md"
+    assert bench_table.main(["--results", str(res), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "| `ew.Add.time_add` | n=10 | 1 µs | 2 µs | n/a | 0.50 | n/a |" in text

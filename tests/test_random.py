@@ -571,7 +571,7 @@ def test_plugin_device_falls_back_to_cpu_sampling():
 
     def empty(shape, dtype, device):
         arr_ = np.empty(shape, {ember.float32: np.float32, ember.int64: np.int64}[dtype])
-        return library.wrap_memory(arr_.ctypes.data, shape, dtype, device, arr_)
+        return library.wrap_memory(arr_.__array_interface__["data"][0], shape, dtype, device, arr_)
 
     def to(t, device, dtype):
         if device.type == "cpu":

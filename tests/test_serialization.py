@@ -256,6 +256,8 @@ def test_bad_arguments():
         ember.save({}, 3)
     with pytest.raises(FileNotFoundError, match="no such file"):
         ember.load("/nonexistent/x.pt")
+    with pytest.raises(FileNotFoundError, match="folder of '/nonexistent/x.pt' does not exist"):
+        ember.save({}, "/nonexistent/x.pt")
     with pytest.raises(TypeError, match="binary"):
         ember.load(io.StringIO("x"))
 
@@ -621,6 +623,19 @@ def test_exception_mid_save_keeps_previous_file(tmp_path, monkeypatch):
     with pytest.raises((TypeError, AttributeError, pickle.PicklingError)):   # unpicklable
         ember.save({"v": 3, "f": lambda: 0}, p)
     assert ember.load(p) == {"v": 1}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes and symlinks")
+def test_atomic_save_keeps_mode_and_writes_through_symlinks(tmp_path):
+    target = tmp_path / "real.pt"
+    ember.save({"v": 1}, target)
+    os.chmod(target, 0o600)
+    link = tmp_path / "link.pt"
+    link.symlink_to(target)
+    ember.save({"v": 2}, link)
+    assert link.is_symlink() and ember.load(target) == {"v": 2}
+    assert (os.stat(target).st_mode & 0o777) == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["link.pt", "real.pt"]
 
 
 CHILD = textwrap.dedent("""

@@ -7,7 +7,7 @@ result does not depend on the thread count): wall-clock timer.
 
 import numpy as np
 
-from ._lib import LIBRARIES, WALL, asarray, load, randn
+from ._lib import LIBRARIES, WALL, asarray, load, need_threads, randn, set_threads
 
 SHAPE = (4096, 4096)
 
@@ -68,3 +68,66 @@ class SmallSum:
 
     def time_sum(self, library):
         self.x.sum()
+
+
+class Sum16M:
+    """16M float32 sum on 1 and 2 threads (issue 2's target: at least PyTorch's speed)."""
+
+    params = [[1, 2], LIBRARIES]
+    param_names = ["threads", "library"]
+    timer = WALL
+
+    def setup(self, threads, library):
+        mod = load(library)
+        if library == "numpy" and threads != 1:
+            raise NotImplementedError("numpy's sum is single-threaded")
+        need_threads(threads)
+        set_threads(library, threads)
+        self.x = asarray(library, randn(16 * 1024 * 1024))
+        self.f = self.x.sum if library == "numpy" else (lambda: mod.sum(self.x))
+
+    def time_sum(self, threads, library):
+        self.f()
+
+
+class SoftmaxThreads:
+    """softmax over the last dim of 4096x4096 on 1 and 2 threads."""
+
+    params = [[1, 2], ["ember", "torch"]]
+    param_names = ["threads", "library"]
+    timer = WALL
+
+    def setup(self, threads, library):
+        mod = load(library)
+        need_threads(threads)
+        set_threads(library, threads)
+        x = asarray(library, randn(SHAPE))
+        self.f = lambda: mod.softmax(x, dim=-1)
+
+    def time_softmax(self, threads, library):
+        self.f()
+
+
+class Sort:
+    """Row sort and top-k of 256 rows of 4096 float32."""
+
+    params = [LIBRARIES]
+    param_names = ["library"]
+    timer = WALL
+
+    def setup(self, library):
+        load(library)
+        self.x = asarray(library, randn((256, 4096)))
+        self.np = library == "numpy"
+
+    def time_sort(self, library):
+        if self.np:
+            np.sort(self.x, axis=-1, kind="stable")
+        else:
+            self.x.sort(-1)
+
+    def time_topk(self, library):
+        if self.np:
+            np.partition(self.x, -8, axis=-1)
+        else:
+            self.x.topk(8, -1)

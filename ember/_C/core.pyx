@@ -3,6 +3,7 @@
 broadcasting, type promotion, threads, grad mode and the dispatcher hooks.
 
 Everything that other Cython modules need is declared in core.pxd."""
+cimport cython
 import math as _math
 import os as _os
 
@@ -530,6 +531,9 @@ cdef int check_inplace(TensorBase t, str op) except -1:
 # ----------------------------------------------------------------------------
 # Storage
 
+# The GC must not clear `owner` before __dealloc__ runs: a cleared owner reads as
+# "ember owns this memory" and foreign memory (NumPy, DLPack, plugins) would be freed.
+@cython.no_gc_clear
 cdef class Storage:
     """A flat, 64-byte-aligned buffer (or foreign memory kept alive by `owner`)."""
 
@@ -1967,25 +1971,25 @@ cdef object _like_args(TensorBase t, dtype, device):
     return (t.dtype if dtype is None else dtype, t._device if device is None else device)
 
 
-def empty_like(TensorBase input, *, dtype=None, device=None, requires_grad=False,
+def empty_like(TensorBase input not None, *, dtype=None, device=None, requires_grad=False,
                layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
     return empty(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def zeros_like(TensorBase input, *, dtype=None, device=None, requires_grad=False,
+def zeros_like(TensorBase input not None, *, dtype=None, device=None, requires_grad=False,
                layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
     return zeros(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(TensorBase input, *, dtype=None, device=None, requires_grad=False,
+def ones_like(TensorBase input not None, *, dtype=None, device=None, requires_grad=False,
               layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
     return ones(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def full_like(TensorBase input, fill_value, *, dtype=None, device=None, requires_grad=False,
+def full_like(TensorBase input not None, fill_value, *, dtype=None, device=None, requires_grad=False,
               layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
     return full(shape_tuple(input), fill_value, dtype=d, device=dev, requires_grad=requires_grad)

@@ -214,7 +214,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     (always a floating-point dtype unless ``dtype`` is given)."""
     _warnings.warn("ember.range is deprecated and will be removed in a future release because "
                    "its behavior is inconsistent with Python's range builtin. Instead, use "
-                   "ember.arange, which produces values in [start, end).", UserWarning,
+                   "ember.arange, which produces values in [start, end).", DeprecationWarning,
                    stacklevel=2)
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:

@@ -181,6 +181,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
                         f"{type(a).__name__} and {type(b).__name__}")
+    if out is not None and not isinstance(out, TensorBase):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if slow_path() or (ta and (<TensorBase>a)._device.kind) or (tb and (<TensorBase>b)._device.kind):
         if ta and tb:
             check_same_device(<TensorBase>a, <TensorBase>b, name, "other")
@@ -229,7 +231,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         odt = res._dtype
         out = res
     if out is not None:
-        res = <TensorBase>out
+        res = <TensorBase?>out
         if res._ndim != nd or any([shape[i] != res._shape[i] for i in range(nd)]):
             if numel_of(res._ndim, res._shape) != 0:
                 raise RuntimeError(f"{name}: output with shape {list(res.shape)} doesn't match "
@@ -246,8 +248,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         raise RuntimeError("ZeroDivisionError")
     if out is not None:
         if r is not out:
-            copy_into(<TensorBase>out, r)
-        r = <TensorBase>out
+            copy_into(<TensorBase?>out, r)
+        r = <TensorBase?>out
         bump_version(r)
     elif odt != r._dtype:
         r = cast(r, odt)
@@ -292,6 +294,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(a).__name__}")
     t = <TensorBase>a
+    if out is not None and not isinstance(out, TensorBase):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if slow_path() or t._device.kind:
         return redispatch(name, _PUBLIC[name], (a,), {} if out is None else {"out": out})
     rd = t._dtype
@@ -312,7 +316,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
                                f"output type {_TYPE_NAMES[t._dtype]}")
         out = t
     if out is not None:
-        r = <TensorBase>out
+        r = <TensorBase?>out
         if r._ndim != t._ndim or any([r._shape[i] != t._shape[i] for i in range(t._ndim)]):
             raise RuntimeError(f"{name}: output with shape {list(r.shape)} doesn't match the "
                                f"input shape {list(t.shape)}")
@@ -323,8 +327,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     _run(fn, [r, x], t._ndim, t._shape, aux)
     if out is not None:
         if r is not out:
-            copy_into(<TensorBase>out, r)
-        r = <TensorBase>out
+            copy_into(<TensorBase?>out, r)
+        r = <TensorBase?>out
         bump_version(r)
     elif kind != K_CMP and rd != cd:
         r = cast(r, rd)
@@ -703,7 +707,7 @@ def _make_rounding(str name):
                             f"{type(input).__name__}")
         if category((<TensorBase>input)._dtype) < 2:
             r = (<TensorBase>input).clone()
-            return r if out is None else (<TensorBase>out).copy_(r)
+            return r if out is None else (<TensorBase?>out).copy_(r)
         if decimals:
             s = 10.0 ** decimals
             return div(_unary(op, name, mul(input, s), None, K_ARITH, NULL), s, out=out)
@@ -755,7 +759,7 @@ def bitwise_not_(TensorBase self):
 
 
 def positive(input):
-    if (<TensorBase>input)._dtype == EM_BOOL:
+    if (<TensorBase?>input)._dtype == EM_BOOL:
         raise TypeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
@@ -831,7 +835,7 @@ def clamp(input, min=None, max=None, *, out=None):
             r = maximum(r, min)
         if max is not None:
             r = minimum(r, max)
-        return r if out is None else (<TensorBase>out).copy_(r)
+        return r if out is None else (<TensorBase?>out).copy_(r)
     return _clamp_scalar(input, min, max, out, False)
 
 
@@ -868,6 +872,9 @@ def where(condition, input=None, other=None, *, out=None):
     cdef int64_t s2[MAX_DIMS]
     cdef int nd, rd
     if input is None and other is None:
+        if not _is_t(condition):
+            raise TypeError(f"where(): argument 'condition' must be Tensor, not "
+                            f"{type(condition).__name__}")
         return condition.nonzero(as_tuple=True)
     if not isinstance(condition, TensorBase):
         raise TypeError(f"where(): argument 'condition' must be Tensor, not "
@@ -895,7 +902,7 @@ def where(condition, input=None, other=None, *, out=None):
                       (_is_t(other) and (<TensorBase>other)._requires_grad)):
         record("where", (input, other), r, (c,))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return (<TensorBase?>out).copy_(r)
     return r
 
 
@@ -922,13 +929,13 @@ def lerp(input, end, weight, *, out=None):
                           for v in (input, end, weight)]):
         record("lerp", (input, end, weight), r, None)
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return (<TensorBase?>out).copy_(r)
     return r
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other|, elementwise."""
-    cdef TensorBase a = <TensorBase>input
+    cdef TensorBase a = <TensorBase?>input
     if _is_t(other) and (<TensorBase>other)._dtype != a._dtype:
         raise RuntimeError(f"isclose: {a.dtype} did not match {other.dtype}")
     if rtol < 0 or atol < 0:
@@ -962,6 +969,9 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def equal(input, other):
     """True when both tensors have the same shape and elements."""
+    if not _is_t(input) or not _is_t(other):
+        raise TypeError(f"equal(): arguments must be Tensors, got {type(input).__name__} and "
+                        f"{type(other).__name__}")
     if tuple(input.shape) != tuple(other.shape):
         return False
     return _all_true(eq(input, other))

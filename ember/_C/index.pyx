@@ -1948,9 +1948,3 @@ __ember_functions__ = (
     "diag_embed cat concat concatenate stack hstack vstack row_stack dstack column_stack "
     "meshgrid broadcast_tensors atleast_1d atleast_2d atleast_3d"
 ).split()
-
-for _n in ("index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add",
-           "index_put", "index_put_", "masked_scatter", "masked_fill", "put_", "cat", "flip",
-           "roll", "repeat", "tril", "triu"):
-    _core._declare_op(_n)
-_core._declare_op("index_put_accumulate")

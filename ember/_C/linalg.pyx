@@ -117,7 +117,8 @@ cdef bint _needs_slow(tuple ts):
     if slow_path():
         return True
     for t in ts:
-        if t is not None and (<TensorBase>t)._device.kind != DEV_CPU:
+        # user objects: non-tensors are rejected later with a TypeError, never cast blindly
+        if isinstance(t, TensorBase) and (<TensorBase>t)._device.kind != DEV_CPU:
             return True
     return False
 

@@ -104,6 +104,12 @@ def _open_temp(final_path: str):
                          0o666)
         except FileExistsError:
             continue
+        except FileNotFoundError:
+            raise FileNotFoundError(f"ember.save: the folder of {final_path!r} does not "
+                                    f"exist") from None
+        except PermissionError as e:
+            raise PermissionError(f"ember.save: cannot create a file in the folder of "
+                                  f"{final_path!r} ({e.strerror})") from None
         return os.fdopen(fd, "wb"), tmp
     raise FileExistsError(f"could not create a temporary file beside {final_path!r}")
 

@@ -9,11 +9,21 @@ from __future__ import annotations
 from ember._C import core as _core
 from ember._C.core import TensorBase as _TensorBase
 from ember.autograd import _engine, _table  # noqa: F401  (_table wires the lazy formulas)
-from ember.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
-                                         is_anomaly_enabled, set_detect_anomaly)
-from ember.autograd.function import Function, FunctionCtx, NestedIOFunction, once_differentiable
-from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
-                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
+from ember.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
+from ember.autograd.function import Function, FunctionCtx, NestedIOFunction, once_differentiable  # noqa: F401
+from ember.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "backward", "grad", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -85,6 +95,19 @@ def _ones(dtype):
     if g is None:
         g = _ONES[dtype] = _core.ones((), dtype=dtype)
     return g
+
+
+def _tensor_backward(t, retain_graph, create_graph, _run=_engine.run_backward):
+    """``t.backward()`` with no gradient and no inputs: the training-step path."""
+    if t._requires_grad and t.dim() == 0 and t.is_floating_point():
+        fn = t._grad_fn
+        g = _ONES.get(t.dtype)
+        if g is None:
+            g = _ones(t.dtype)
+        _run([_engine._edge_of(t) if fn is None or t._ag_nr is not None else (fn, 0)], [g],
+             create_graph if retain_graph is None else retain_graph, create_graph)
+    else:
+        backward(t, None, retain_graph, create_graph)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
@@ -217,6 +240,8 @@ def _install():
     Tensor._ag_hooks = None   # a leaf's tensor hooks {id: fn}
     Tensor._ag_post_hooks = None
     _core._set_autograd_hook(_engine._record)
+    from ember import _tensor
+    _tensor._fast_backward[0] = _tensor_backward
 
 
 _install()

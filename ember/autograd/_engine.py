@@ -12,13 +12,18 @@ alias of the output; the version of every saved tensor is recorded at forward
 and checked when the formula reads it."""
 from __future__ import annotations
 
+import itertools
 import sys
 import weakref
+from heapq import heappop, heappush
 
 from ember._C import core as _core
 from ember._C.core import TensorBase, _set_grad_enabled, is_grad_enabled
 
 _getrefcount = sys.getrefcount
+# creation order of nodes: a node's consumers are always newer than it, so running
+# the newest pending node first is a topological order (no dependency pass needed)
+next_seq = itertools.count().__next__
 
 FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
              "tensors after they have already been freed). Saved intermediate values of the "
@@ -89,7 +94,7 @@ _FREED_SCALAR = object()     # a released tensor input (no metadata kept)
 class Node:
     """A node of the backward graph (PyTorch's ``torch.autograd.graph.Node``)."""
 
-    __slots__ = ("_next", "_inputs", "_attrs", "_out", "_vers", "_nout", "_extra",
+    __slots__ = ("_next", "_inputs", "_attrs", "_out", "_vers", "_nout", "_extra", "_seq",
                  "__weakref__")
     _save_out = False
     _exact = False        # True: gradients always have the inputs' shape and dtype
@@ -218,8 +223,13 @@ class Node:
             ins = self._inputs
             if self._saves or self._exact:
                 if fixed is None:
-                    self._inputs = tuple([_FREED_SCALAR if isinstance(x, TensorBase) else x
-                                          for x in ins])
+                    if len(ins) == 2:
+                        a, b = ins
+                        self._inputs = (_FREED_SCALAR if isinstance(a, TensorBase) else a,
+                                        _FREED_SCALAR if isinstance(b, TensorBase) else b)
+                    else:
+                        self._inputs = tuple([_FREED_SCALAR if isinstance(x, TensorBase)
+                                              else x for x in ins])
                 else:
                     self._inputs = tuple([
                         (_Freed(x) if i in fixed else _FREED_SCALAR)
@@ -306,6 +316,7 @@ def _accumulate_node(t, _new=object.__new__, _ref=weakref.ref):
         if n is not None:
             return n
     n = _new(AccumulateGrad)
+    n._seq = next_seq()
     n.variable = t
     t._ag_acc = _ref(n)
     return n
@@ -324,16 +335,19 @@ _CLASSES = {}          # op name -> Node subclass
 _class_for = None      # set by _table (lazy formula loading)
 
 
-def _record(name, inputs, output, attrs):
-    cls = _CLASSES.get(name)
+_NONES = [(None,) * k for k in range(16)]
+
+
+def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new=object.__new__):
+    cls = _get(name)
     if cls is None:
         cls = _class_for(name)
-    node = cls.__new__(cls)
+    node = _new(cls)
     nxt = []
-    vers = [] if cls._saves else [None] * len(inputs)
     saves = cls._saves
+    vers = [] if saves else None
     for x in inputs:
-        if isinstance(x, TensorBase):
+        if isinstance(x, _TB):
             if saves:
                 vers.append(x._version)
             if x._requires_grad:
@@ -353,9 +367,12 @@ def _record(name, inputs, output, attrs):
     node._inputs = inputs
     node._attrs = attrs
     node._extra = None
+    node._seq = next_seq()
     if type(output) is tuple:
         node._nout = len(output)
         if cls._save_out:
+            if vers is None:
+                vers = list(_NONES[len(inputs)])
             node._out = tuple([o.detach() if o is not None else None for o in output])
             vers.append(tuple([o._version if o is not None else None for o in output]))
         else:
@@ -368,13 +385,16 @@ def _record(name, inputs, output, attrs):
     else:
         node._nout = 1
         if cls._save_out:
+            if vers is None:
+                vers = list(_NONES[len(inputs)])
             node._out = output.detach()
             vers.append(output._version)
         else:
             node._out = None
         output._grad_fn = node
         output._requires_grad = True
-    node._vers = vers
+    node._vers = vers if vers is not None else (_NONES[len(inputs)] if len(inputs) < 16
+                                                else (None,) * len(inputs))
     if _anomaly[0]:
         import traceback
         node._ext()["traceback_"] = traceback.format_stack()[:-1]
@@ -532,6 +552,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     reachable node runs and leaves accumulate. With ``inputs`` (tensors) only nodes on
     a path to them run, and the gradients arriving there are returned (autograd.grad)
     or accumulated into their ``.grad`` (backward(inputs=...))."""
+    if inputs is None:
+        return _run_all(roots, grads, keep_graph, create_graph)
     # --- dependency counts: edges into each reachable node ----------------------
     deps = {}
     dget = deps.get
@@ -647,6 +669,87 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
         _set_grad_enabled(prev)
     if capture is not None:
         return _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph)
+    return None
+
+
+def _run_all(roots, grads, keep_graph, create_graph):
+    """Every reachable node runs, newest first (a max-heap on creation order): when a
+    node is popped, all of its consumers, being newer, have already delivered their
+    gradients. No dependency-counting pass over the graph is needed."""
+    buffers = {}
+    bget = buffers.get
+    heap = []
+    for (n, nr), g in zip(roots, grads):
+        if g is not None:
+            if bget(n) is None:
+                heappush(heap, (-n._seq, n))
+            _add_into(buffers, n, nr, g)
+    prev = is_grad_enabled()
+    _set_grad_enabled(create_graph)
+    anomaly = _anomaly[0]
+    bpop = buffers.pop
+    Acc = AccumulateGrad
+    try:
+        while heap:
+            fn = heappop(heap)[1]
+            buf = bpop(fn)
+            if type(fn) is Acc:
+                if fn._extra is None and not anomaly:
+                    _accumulate(fn.variable, buf, create_graph)
+                elif anomaly:
+                    _call_anomaly(fn, buf)
+                else:
+                    _call_slow(fn, buf)
+                continue
+            if fn._nout > 1 and not any([b is not None for b in buf]):
+                res = None
+            elif anomaly:
+                res = _call_anomaly(fn, buf)
+            elif fn._extra is None and fn._vers is not None:
+                res = fn._apply(buf)
+            else:
+                res = _call_slow(fn, buf)
+            del buf
+            if res is not None:
+                ins = None if fn._exact else fn._inputs
+                fixed = None
+                i = -1
+                for e in fn._next:
+                    i += 1
+                    if e is None:
+                        continue
+                    g = res[i]
+                    if g is None:
+                        continue
+                    if ins is not None:
+                        x = ins[i]
+                        if x is not _FREED_SCALAR and (
+                                g.dtype is not x.dtype or g.dim() != x.dim() or
+                                g.numel() != x.numel() or not x.numel()):
+                            g = _fix_grad(g, x)
+                            if fixed is None:
+                                fixed = set()
+                            fixed.add(i)
+                    n = e[0]
+                    if n._nout == 1:
+                        old = bget(n)
+                        if old is None:
+                            buffers[n] = g
+                            heappush(heap, (-n._seq, n))
+                        else:
+                            buffers[n] = old + g
+                    else:
+                        if bget(n) is None:
+                            heappush(heap, (-n._seq, n))
+                        _add_into(buffers, n, e[1], g)
+                    del g
+                del res
+            else:
+                fixed = None
+            if not keep_graph:
+                fn._release(fixed)
+    finally:
+        _set_grad_enabled(prev)
     return None
 
 

@@ -8,7 +8,7 @@ import functools
 
 from ember._C.core import TensorBase, _set_grad_enabled, is_grad_enabled, zeros
 from ember.autograd import _engine
-from ember.autograd._engine import FREED_MSG, Node, _Freed, _accumulate_node, _version_error
+from ember.autograd._engine import FREED_MSG, Node, _accumulate_node, _Freed, _version_error
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "BackwardCFunction",
            "InplaceFunction", "NestedIOFunction"]
@@ -178,6 +178,7 @@ class Function(metaclass=FunctionMeta):
         node._out = None
         node._vers = ()
         node._extra = None
+        node._seq = _engine.next_seq()
         node._saved = None
         node._to_save = ()
         node._dirty = ()

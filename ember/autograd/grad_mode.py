@@ -5,10 +5,22 @@ core (a thread-local C int read by every op), so modes are per thread, like PyTo
 from __future__ import annotations
 
 import functools
-import inspect
 
-from ember._C.core import (_set_grad_enabled, _set_inference_mode, is_grad_enabled,
-                           is_inference_mode_enabled)
+from ember._C.core import (
+    _set_grad_enabled,
+    _set_inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+)
+
+# inspect costs ~10 ms to import; this is all grad modes need of it
+_CO_GENERATOR = 0x20
+
+
+def _is_generator_function(func) -> bool:
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return code is not None and bool(code.co_flags & _CO_GENERATOR)
+
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled"]
@@ -18,9 +30,9 @@ class _DecoratorContextManager:
     """A context manager that is also a decorator (of functions and generators)."""
 
     def __call__(self, func):
-        if inspect.isclass(func):
+        if isinstance(func, type):
             raise RuntimeError(f"{type(self).__name__} cannot decorate a class")
-        if inspect.isgeneratorfunction(func):
+        if _is_generator_function(func):
             return self._wrap_generator(func)
 
         @functools.wraps(func)
@@ -66,13 +78,11 @@ class no_grad(_DecoratorContextManager):
 
     def __init__(self, orig_func=None):
         self.prev = False
-        if orig_func is not None:  # used as @no_grad without parentheses
-            self._orig = orig_func
 
     def __new__(cls, orig_func=None):
         if orig_func is None:
             return super().__new__(cls)
-        return cls()(orig_func)
+        return cls()(orig_func)     # @no_grad without parentheses
 
     def __enter__(self):
         self.prev = is_grad_enabled()

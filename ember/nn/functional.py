@@ -683,7 +683,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _in_projection_packed(q, k, v, w, b):
-    E = q.shape[-1]
     if k is v and q is k:
         proj = linear(q, w, b)
         return proj.chunk(3, -1)
@@ -897,6 +896,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cdim = 0 if input.dim() == 1 else 1
     C = input.shape[cdim]
+    if (input.dim() == 2 and weight is None and label_smoothing <= 0 and
+            not target.is_floating_point() and reduction in ("mean", "sum", "none") and
+            input.requires_grad and ember.is_grad_enabled() and _FUSED_CE):
+        return _CrossEntropy.apply(input, target, ignore_index, reduction)
     logp = ember.log_softmax(input, cdim)
     if target.is_floating_point():  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
@@ -935,6 +938,66 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     else:
         ret = smooth
     return (1 - label_smoothing) * nll + ret * (label_smoothing / C)
+
+
+def _cross_entropy_function():
+    from ember.autograd import Function
+
+    class _CrossEntropyIdx(Function):
+        """Cross-entropy of (N, C) logits with class indices as one graph node:
+        forward log_softmax + gather, backward softmax - one_hot (scaled)."""
+
+        @staticmethod
+        def forward(ctx, input, target, ignore_index, reduction):
+            N, C = input.shape
+            if target.dim() != 1 or target.shape[0] != N:
+                raise ValueError(f"Expected input batch_size ({N}) to match target "
+                                 f"batch_size ({target.shape[0] if target.dim() else 0}).")
+            logp = ember.log_softmax(input, 1)
+            valid = None
+            tsafe = target
+            if N and (ignore_index >= 0 or int(target.min().item()) < 0):
+                valid = target != ignore_index
+                tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
+            if N and int(tsafe.max().item()) >= C:
+                raise IndexError(f"Target {int(tsafe.max().item())} is out of bounds.")
+            idx = tsafe.unsqueeze(1)
+            losses = logp.gather(1, idx).squeeze(1).neg_()
+            vf = None
+            if valid is not None:
+                vf = valid.to(input.dtype)
+                losses.mul_(vf)
+            if reduction == "mean":
+                denom = float(vf.sum().item()) if vf is not None else float(N)
+                out = losses.sum() / denom
+            elif reduction == "sum":
+                denom = 1.0
+                out = losses.sum()
+            else:
+                denom = None
+                out = losses
+            ctx.save_for_backward(logp, idx, vf)
+            ctx.denom = denom
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            logp, idx, vf = ctx.saved_tensors
+            g = logp.exp()
+            g.scatter_add_(1, idx, ember.full(tuple(idx.shape), -1.0, dtype=g.dtype))
+            if ctx.denom is None:
+                g.mul_(grad.unsqueeze(1))
+            else:
+                g.mul_(grad / ctx.denom if ctx.denom != 1.0 else grad)
+            if vf is not None:
+                g.mul_(vf.unsqueeze(1))
+            return g, None, None, None
+
+    return _CrossEntropyIdx
+
+
+_CrossEntropy = _LazyFn(_cross_entropy_function)
+_FUSED_CE = True
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,

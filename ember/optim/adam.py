@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 import ember
-from ember.optim.optimizer import Optimizer, _addcdiv_, _addcmul_, _use_grad
+from ember.optim.optimizer import Optimizer, _use_grad
 
 __all__ = ["Adam", "AdamW"]
 
@@ -63,18 +63,25 @@ class Adam(Optimizer):
                         grad = grad.add(p, alpha=wd)
                 exp_avg = state["exp_avg"]
                 exp_avg_sq = state["exp_avg_sq"]
-                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-                _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+                # m <- beta1 m + (1 - beta1) g ;  v <- beta2 v + (1 - beta2) g^2
+                ember.lerp(exp_avg, grad, 1 - beta1, out=exp_avg)
+                buf = grad * grad
+                ember.lerp(exp_avg_sq, buf, 1 - beta2, out=exp_avg_sq)
                 bc1 = 1 - beta1 ** step
                 bc2_sqrt = math.sqrt(1 - beta2 ** step)
                 if amsgrad:
                     mx = state["max_exp_avg_sq"]
                     ember.maximum(mx, exp_avg_sq, out=mx)
-                    denom = mx.sqrt()
+                    v = mx
                 else:
-                    denom = exp_avg_sq.sqrt()
-                denom.div_(bc2_sqrt).add_(eps)
-                _addcdiv_(p, exp_avg, denom, -lr / bc1)
+                    v = exp_avg_sq
+                # p -= lr/bc1 * m / (sqrt(v)/bc2_sqrt + eps)
+                #    = (lr * bc2_sqrt / bc1) * m / (sqrt(v) + eps * bc2_sqrt)
+                # in 4 passes over one scratch buffer
+                ember.sqrt(v, out=buf)
+                buf.add_(eps * bc2_sqrt)
+                ember.div(exp_avg, buf, out=buf)
+                p.add_(buf, alpha=-lr * bc2_sqrt / bc1)
 
 
 class AdamW(Adam):

@@ -171,6 +171,7 @@ def _checkpoint_nonreentrant(fn, args, kwargs, preserve_rng_state):
     node._out = None
     node._vers = ()
     node._extra = None
+    node._seq = _engine.next_seq()
     node._nout = len(outs)
     node.__dict__.update(fn=fn, args=tuple(args), kwargs=kwargs, targets=targets, rng=rng)
     for k in diff:

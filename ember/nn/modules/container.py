@@ -178,12 +178,22 @@ class ModuleList(Module):
         return self
 
     def __repr__(self):
-        if not self._modules:
-            return "ModuleList()"
+        """PyTorch's compressed form: runs of equal children print once, ``(0-2): 3 x``."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        spans, blocks = [[0, 0]], [reprs[0]]
+        for i, r in enumerate(reprs[1:], 1):
+            if r == blocks[-1]:
+                spans[-1][1] += 1
+                continue
+            spans.append([i, i])
+            blocks.append(r)
         lines = []
-        for k, m in self._modules.items():
-            lines.append("(" + k + "): " + _addindent(repr(m), 2))
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        for (a, b), r in zip(spans, blocks):
+            local = f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}"
+            lines.append(_addindent(local, 2))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
@@ -241,12 +251,14 @@ class ModuleDict(Module):
                 self[m[0]] = m[1]
 
 
-def _param_repr(p):
+def _param_repr(p, typename=False):
     if not isinstance(p, ember.Tensor):
         return f"Object of type: {type(p).__name__}"
     size = "x".join(str(s) for s in p.shape)
     parastr = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    return f"{parastr} containing: [{ember.typename(p) if hasattr(ember, 'typename') else 'ember.Tensor'} of size {size}]"  # noqa: E501
+    dev = f" ({p.device})" if p.device.type != "cpu" else ""
+    kind = ember.typename(p) if typename else p.dtype
+    return f"{parastr} containing: [{kind} of size {size}{dev}]"
 
 
 class ParameterList(Module):
@@ -308,10 +320,6 @@ class ParameterList(Module):
 
     def extra_repr(self):
         return "\n".join(f"  ({k}): {_param_repr(p)}" for k, p in enumerate(self))
-
-    def __repr__(self):
-        body = self.extra_repr()
-        return "ParameterList(\n" + body + "\n)" if body else "ParameterList()"
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -402,11 +410,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self):
-        return "\n".join(f"  ({k}): {_param_repr(p)}" for k, p in self.items())
-
-    def __repr__(self):
-        body = self.extra_repr()
-        return "ParameterDict(\n" + body + "\n)" if body else "ParameterDict()"
+        return "\n".join(f"  ({k}): {_param_repr(p, True)}" for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")

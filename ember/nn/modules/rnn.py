@@ -2,7 +2,8 @@
 
 The input projection of a whole sequence is one GEMM per layer and direction; each
 time step then costs one GEMM for the hidden projection plus the gate arithmetic. The
-LSTM gate arithmetic is one autograd node per step (forward and backward written out)."""
+LSTM and GRU gate arithmetic is one autograd node per step (forward and backward written
+out), and a sequence is split into steps by one node whose backward is one ``stack``."""
 from __future__ import annotations
 
 import math
@@ -16,21 +17,45 @@ from ember.nn.parameter import Parameter
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
-_lstm_fn = None
+_fns = {}
 
 
-def _lstm_cell_function():
-    global _lstm_fn
-    if _lstm_fn is not None:
-        return _lstm_fn
+def _functions():
+    """The recurrent step Functions (built on first use: autograd loads lazily)."""
+    if _fns:
+        return _fns
     from ember.autograd import Function
 
-    class _LSTMGates(Function):
-        """(gates, c_prev) -> (h, c) for gates laid out [i, f, g, o]."""
+    class _Unbind(Function):
+        """x.unbind(0) as one graph node whose backward is one stack (a chain of
+        select nodes would write L full-size zero tensors in backward)."""
 
         @staticmethod
-        def forward(ctx, gates, c_prev):
+        def forward(ctx, x):
+            ctx.shape = tuple(x.shape)
+            ctx.dtype = x.dtype
+            return tuple(x.select(0, i) for i in range(x.shape[0]))
+
+        @staticmethod
+        def backward(ctx, *grads):
+            zero = None
+            gs = []
+            for g in grads:
+                if g is None:
+                    if zero is None:
+                        zero = ember.zeros(*ctx.shape[1:], dtype=ctx.dtype)
+                    g = zero
+                gs.append(g)
+            return ember.stack(gs, 0)
+
+    class _LSTMGates(Function):
+        """(x W_ih^T + b_ih, h W_hh^T + b_hh, c_prev) -> (h, c), gates laid out
+        [i, f, g, o] as in PyTorch."""
+
+        @staticmethod
+        def forward(ctx, xw, hw, c_prev):
             H = c_prev.shape[-1]
+            gates = xw + hw
             s = ember.sigmoid(gates)
             i = s.narrow(-1, 0, H)
             f = s.narrow(-1, H, H)
@@ -49,6 +74,7 @@ def _lstm_cell_function():
             if dh is None:
                 dh = ember.zeros_like(tc)
             do = dh * tc
+            do.mul_(o * (1 - o))
             dct = dh * o
             dct.mul_(1 - tc * tc)
             if dc is not None:
@@ -59,18 +85,143 @@ def _lstm_cell_function():
             df.mul_(f * (1 - f))
             dg = dct * i
             dg.mul_(1 - g * g)
-            do.mul_(o * (1 - o))
             dgates = ember.cat([di, df, dg, do], -1)
-            return dgates, dct * f
+            return dgates, dgates, dct * f
 
-    _lstm_fn = _LSTMGates
-    return _lstm_fn
+    class _GRUGates(Function):
+        """(x W_ih^T + b_ih, h W_hh^T + b_hh, h) -> h', gates laid out [r, z, n]."""
+
+        @staticmethod
+        def forward(ctx, xw, hw, h):
+            H = h.shape[-1]
+            rz = ember.sigmoid(xw.narrow(-1, 0, 2 * H) + hw.narrow(-1, 0, 2 * H))
+            r = rz.narrow(-1, 0, H)
+            z = rz.narrow(-1, H, H)
+            hn = hw.narrow(-1, 2 * H, H)
+            n = ember.tanh(xw.narrow(-1, 2 * H, H) + r * hn)
+            hmn = h - n
+            out = n + z * hmn
+            ctx.save_for_backward(r, z, n, hn, hmn)
+            return out
+
+        @staticmethod
+        def backward(ctx, dout):
+            r, z, n, hn, hmn = ctx.saved_tensors
+            dh = dout * z
+            dz = dout * hmn
+            dz.mul_(z * (1 - z))
+            da = dout * (1 - z)
+            da.mul_(1 - n * n)
+            dr = da * hn
+            dr.mul_(r * (1 - r))
+            dxw = ember.cat([dr, dz, da], -1)
+            dhw = ember.cat([dr, dz, da * r], -1)
+            return dxw, dhw, dh
+
+    class _LSTMSequence(Function):
+        """A whole LSTM layer-direction as one graph node. Backward runs the time loop
+        in reverse (one small GEMM per step for dh) and forms the weight gradient of
+        W_hh with a single GEMM over all steps."""
+
+        @staticmethod
+        def forward(ctx, xw, h0, c0, w_hh, b_hh, reverse):
+            out, h, c, saved = _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, True)
+            ctx.saved = saved
+            ctx.reverse = reverse
+            ctx.has_bias = b_hh is not None
+            ctx.save_for_backward(w_hh, c0)
+            return out, h, c
+
+        @staticmethod
+        def backward(ctx, dout, dh_n, dc_n):
+            w_hh, c0 = ctx.saved_tensors
+            S, C, TC, Hprev = ctx.saved
+            L = len(S)
+            H = c0.shape[-1]
+            dh = dh_n if dh_n is not None else ember.zeros_like(c0)
+            dc = dc_n if dc_n is not None else ember.zeros_like(c0)
+            order = range(L) if ctx.reverse else range(L - 1, -1, -1)
+            dgs = [None] * L
+            for t in order:
+                if dout is not None:
+                    dh = dh + dout[t]
+                s = S[t]
+                i = s.narrow(-1, 0, H)
+                f = s.narrow(-1, H, H)
+                g = s.narrow(-1, 2 * H, H)
+                o = s.narrow(-1, 3 * H, H)
+                tc = TC[t]
+                c_prev = C[t - 1] if not ctx.reverse and t > 0 else (
+                    C[t + 1] if ctx.reverse and t < L - 1 else c0)
+                do = dh * tc
+                do.mul_(o * (1 - o))
+                dct = dh * o
+                dct.mul_(1 - tc * tc)
+                dct.add_(dc)
+                di = dct * g
+                di.mul_(i * (1 - i))
+                df = dct * c_prev
+                df.mul_(f * (1 - f))
+                dgg = dct * i
+                dgg.mul_(1 - g * g)
+                dgates = ember.cat([di, df, dgg, do], -1)
+                dgs[t] = dgates
+                dc = dct * f
+                dh = ember.mm(dgates, w_hh)
+            dG = ember.stack(dgs, 0)
+            G = dG.shape[-1]
+            flat = dG.reshape(-1, G)
+            dw = ember.mm(flat.t(), ember.stack(Hprev, 0).reshape(-1, H)) \
+                if ctx.needs_input_grad[3] else None
+            db = flat.sum(0) if ctx.has_bias and ctx.needs_input_grad[4] else None
+            return dG, dh, dc, dw, db, None
+
+    _fns.update(unbind=_Unbind, lstm=_LSTMGates, gru=_GRUGates, lstm_seq=_LSTMSequence)
+    return _fns
 
 
-def _lstm_step(gates, c):
-    if ember.is_grad_enabled() and (gates.requires_grad or c.requires_grad):
-        return _lstm_cell_function().apply(gates, c)
+def _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, keep):
+    """Run one LSTM layer-direction over xw (L, N, 4H) = x W_ih^T + b_ih without
+    recording a graph; ``keep`` returns what backward needs."""
+    L = xw.shape[0]
+    H = h0.shape[-1]
+    if b_hh is not None:
+        xw = xw + b_hh
+    wT = w_hh.t()
+    order = range(L - 1, -1, -1) if reverse else range(L)
+    outs = [None] * L
+    S, C, TC, Hprev = ([None] * L for _ in range(4)) if keep else (None,) * 4
+    h, c = h0, c0
+    for t in order:
+        gates = ember.addmm(xw[t], h, wT)
+        s = ember.sigmoid(gates)
+        g = s.narrow(-1, 2 * H, H)
+        g.copy_(ember.tanh(gates.narrow(-1, 2 * H, H)))
+        c = s.narrow(-1, H, H) * c
+        c.add_(s.narrow(-1, 0, H) * g)
+        tc = ember.tanh(c)
+        if keep:
+            S[t], C[t], TC[t], Hprev[t] = s, c, tc, h
+        h = s.narrow(-1, 3 * H, H) * tc
+        outs[t] = h
+    return ember.stack(outs, 0), h, c, (S, C, TC, Hprev)
+
+
+def _needs_graph(*ts):
+    return ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
+
+
+def _unbind0(x):
+    if _needs_graph(x):
+        return _functions()["unbind"].apply(x)
+    return x.unbind(0)
+
+
+def _lstm_step(xw, hw, c):
+    if _needs_graph(xw, hw, c):
+        return _functions()["lstm"].apply(xw, hw, c)
     H = c.shape[-1]
+    gates = xw + hw
     s = ember.sigmoid(gates)
     g = ember.tanh(gates.narrow(-1, 2 * H, H))
     c = s.narrow(-1, H, H) * c + s.narrow(-1, 0, H) * g
@@ -78,8 +229,10 @@ def _lstm_step(gates, c):
 
 
 def _gru_step(xw, h, w_hh, b_hh):
-    H = h.shape[-1]
     hw = F.linear(h, w_hh, b_hh)
+    if _needs_graph(xw, hw, h):
+        return _functions()["gru"].apply(xw, hw, h)
+    H = h.shape[-1]
     rz = ember.sigmoid(xw.narrow(-1, 0, 2 * H) + hw.narrow(-1, 0, 2 * H))
     r = rz.narrow(-1, 0, H)
     z = rz.narrow(-1, H, H)
@@ -179,17 +332,18 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
         L = x.shape[0]
         xw = F.linear(x, w_ih, b_ih)  # (L, N, G): one GEMM for the whole sequence
-        steps = xw.unbind(0)
-        order = range(L - 1, -1, -1) if direction == 1 else range(L)
-        outs = [None] * L
         h, c = h0, c0
         mode = self.mode
         if mode == "LSTM":
-            for t in order:
-                gates = steps[t] + F.linear(h, w_hh, b_hh)
-                h, c = _lstm_step(gates, c)
-                outs[t] = h
-        elif mode == "GRU":
+            reverse = direction == 1
+            if _needs_graph(xw, h, c, w_hh, b_hh):
+                return _functions()["lstm_seq"].apply(xw, h, c, w_hh, b_hh, reverse)
+            out, h, c, _ = _lstm_sequence(xw, h, c, w_hh, b_hh, reverse, False)
+            return out, h, c
+        steps = _unbind0(xw)
+        order = range(L - 1, -1, -1) if direction == 1 else range(L)
+        outs = [None] * L
+        if mode == "GRU":
             for t in order:
                 h = _gru_step(steps[t], h, w_hh, b_hh)
                 outs[t] = h
@@ -232,8 +386,8 @@ class RNNBase(Module):
                 raise RuntimeError(f"Expected hidden size {exp}, got {tuple(h0.shape)}")
             if c0 is not None and tuple(c0.shape) != exp:
                 raise RuntimeError(f"Expected hidden[1] size {exp}, got {tuple(c0.shape)}")
-        h0s = h0.unbind(0)
-        c0s = c0.unbind(0) if c0 is not None else None
+        h0s = _unbind0(h0)
+        c0s = _unbind0(c0) if c0 is not None else None
         x = input
         hn, cn = [], []
         for layer in range(self.num_layers):
@@ -373,9 +527,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         input, (h, c), batched = self._prep(input, hx, 2)
-        gates = F.linear(input, self.weight_ih, self.bias_ih) + \
-            F.linear(h, self.weight_hh, self.bias_hh)
-        h, c = _lstm_step(gates, c)
+        h, c = _lstm_step(F.linear(input, self.weight_ih, self.bias_ih),
+                          F.linear(h, self.weight_hh, self.bias_hh), c)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 

@@ -3,10 +3,24 @@
 from ember.utils.data._collate import default_collate, default_convert
 from ember.utils.data._worker import WorkerInfo, get_worker_info
 from ember.utils.data.dataloader import DataLoader
-from ember.utils.data.dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset,
-                                      StackDataset, Subset, TensorDataset, random_split)
-from ember.utils.data.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
-                                      SubsetRandomSampler, WeightedRandomSampler)
+from ember.utils.data.dataset import (
+                                      ChainDataset,
+                                      ConcatDataset,
+                                      Dataset,
+                                      IterableDataset,
+                                      StackDataset,
+                                      Subset,
+                                      TensorDataset,
+                                      random_split,
+)
+from ember.utils.data.sampler import (
+                                      BatchSampler,
+                                      RandomSampler,
+                                      Sampler,
+                                      SequentialSampler,
+                                      SubsetRandomSampler,
+                                      WeightedRandomSampler,
+)
 
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "StackDataset",
            "ConcatDataset", "ChainDataset", "Subset", "random_split", "Sampler",
