@@ -135,9 +135,11 @@ class Tensor(core.TensorBase):
         if self.requires_grad and self.grad_fn is None and core.is_grad_enabled():
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
-        self.copy_(core.full((), value, dtype=self.dtype) if not isinstance(
-            value, core.TensorBase) else value)
-        return self
+        if self.requires_grad and core.is_grad_enabled():
+            self.copy_(core.full((), value, dtype=self.dtype) if not isinstance(
+                value, core.TensorBase) else value)
+            return self
+        return core._fill(self, value)
 
     def zero_(self):
         return self.fill_(0)
@@ -253,6 +255,9 @@ class Tensor(core.TensorBase):
             v = core._basic_getitem(self, idx)
             if v is not None:
                 if isinstance(value, core.TensorBase):
+                    # like PyTorch, leading size-1 dims of the value are dropped
+                    while value.dim() > v.dim() and value.shape[0] == 1:
+                        value = value[0]
                     v.copy_(value)
                 else:
                     v.fill_(value)

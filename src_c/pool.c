@@ -8,6 +8,14 @@
 
 static inline int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+/* taps i in [lo, hi) with 0 <= o0 + i*d < n, clipped to [0, k) (d > 0) */
+static inline int64_t pl_tap_lo(int64_t o0, int64_t d) {
+    return o0 >= 0 ? 0 : (-o0 + d - 1) / d;
+}
+static inline int64_t pl_tap_hi(int64_t o0, int64_t d, int64_t n, int64_t k) {
+    if (o0 >= n) return 0;
+    return pl_min(k, (n - 1 - o0) / d + 1);
+}
 static inline int pl_threads(const ember_pool2d_params *p, int64_t work, int nthreads) {
     return (p->planes < 2 || work < 32768 || nthreads < 1) ? 1 : nthreads;
 }
@@ -43,12 +51,14 @@ void F(ember_max_pool2d_fwd)(const ember_pool2d_params *p, const T *x, T *y, int
                 const int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;
                 T best = -INFINITY;
                 int64_t bi = -1;
-                for (int64_t i = 0; i < p->kh; i++) {
+                /* only the taps inside the plane: a window far larger than the
+                   input (huge kernel_size with padding) costs O(H*W), not O(kh*kw) */
+                const int64_t i0 = pl_tap_lo(h0, p->dh), i1 = pl_tap_hi(h0, p->dh, H, p->kh);
+                const int64_t j0 = pl_tap_lo(w0, p->dw), j1 = pl_tap_hi(w0, p->dw, W, p->kw);
+                for (int64_t i = i0; i < i1; i++) {
                     const int64_t ih = h0 + i * p->dh;
-                    if (ih < 0 || ih >= H) continue;
-                    for (int64_t j = 0; j < p->kw; j++) {
+                    for (int64_t j = j0; j < j1; j++) {
                         const int64_t iw = w0 + j * p->dw;
-                        if (iw < 0 || iw >= W) continue;
                         const T v = xp[ih * W + iw];
                         if (bi < 0 || v > best || isnan(v)) {
                             best = v;

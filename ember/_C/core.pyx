@@ -2204,10 +2204,7 @@ def _basic_getitem(TensorBase self, idx):
     for it in idx:
         if it is None or it is Ellipsis:
             continue
-        if isinstance(it, (int, slice)) or (isinstance(it, TensorBase) and
-                                            (<TensorBase>it)._ndim == 0 and
-                                            (<TensorBase>it)._dtype not in (EM_BOOL,) and
-                                            (<TensorBase>it)._dtype < EM_F16 and False):
+        if isinstance(it, slice) or (isinstance(it, int) and not isinstance(it, bool)):
             nspec += 1
         else:
             return None
@@ -2296,4 +2293,18 @@ def _make_subclass(type cls, TensorBase data, bint requires_grad=False):
         t._strides[i] = data._strides[i]
     if requires_grad:
         t.requires_grad_(True)
+    return t
+
+
+def _fill(TensorBase t not None, value):
+    """t.fill_(value) without autograd: one kernel over t's elements (views too)."""
+    if isinstance(value, TensorBase):
+        if (<TensorBase>value)._ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {(<TensorBase>value)._ndim} dimensions.")
+        value = value.item()
+    elif scalar_category(value) < 0:
+        raise TypeError(f"fill_(): argument 'value' must be Number, not {type(value).__name__}")
+    _fill_any(t, value)
+    t._storage.version += 1
     return t

@@ -170,7 +170,7 @@ cdef int _run_bin(em_loop fn, TensorBase r, TensorBase x, char *xs, TensorBase y
 
 
 cdef object _binary(int op, str name, object a, object b, object out, int kind,
-                    bint inplace=False):
+                    bint inplace=False, object attrs=None):
     cdef bint ta = _is_t(a), tb = _is_t(b)
     cdef TensorBase x = None, y = None, r, res
     cdef int64_t shape[MAX_DIMS]
@@ -258,7 +258,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         if inplace or out is not None:
             raise RuntimeError(f"{name}: in-place / out= operations on tensors that require "
                                f"grad are handled by the autograd layer")
-        record(name, (a, b), r, None)
+        record(name, (a, b), r, attrs)
     return r
 
 
@@ -540,8 +540,10 @@ def tanh_backward(grad, output):
 
 def gelu_backward(grad, input, approximate="none"):
     if approximate == "tanh":
-        return _binary(EW_GELU_TANH_BW, "gelu_backward", grad, input, None, K_FLOAT)
-    return _binary(EW_GELU_BW, "gelu_backward", grad, input, None, K_FLOAT)
+        return _binary(EW_GELU_TANH_BW, "gelu_backward", grad, input, None, K_FLOAT, False,
+                       (approximate,))
+    return _binary(EW_GELU_BW, "gelu_backward", grad, input, None, K_FLOAT, False,
+                   (approximate,))
 
 
 def silu_backward(grad, input):

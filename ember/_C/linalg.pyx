@@ -11,6 +11,7 @@ with the op name and the attributes its backward formula needs (see
 ember/autograd/_formulas_linalg.py)."""
 from libc.stdint cimport int64_t
 from libc.string cimport memset
+import operator
 
 from ember._C.core cimport (
     EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
@@ -904,17 +905,60 @@ def einsum(equation, *operands):
 # ----------------------------------------------------------------------------
 # convolution
 
+# Sizes and parameters derived from user arguments stay below this bound, so
+# the kernels' int64 index arithmetic (offset = o*stride + i*dilation - pad,
+# products of extents) can never overflow.
+cdef object _BIG = 1 << 62
+
+
+cdef object _ival(object v, str name, str op):
+    """an int argument (Python/NumPy int or integer 0-d tensor; not bool, not float)"""
+    if isinstance(v, bool) or isinstance(v, float) or v is None or isinstance(v, str):
+        raise TypeError(f"{op}(): argument '{name}' must be int or tuple of ints, not "
+                        f"{type(v).__name__}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be int or tuple of ints, not "
+                        f"{type(v).__name__}") from None
+
+
+cdef tuple _int_seq(object v, str name, str op):
+    """v as a tuple of ints: an int gives (v,), a list/tuple is checked element-wise"""
+    if isinstance(v, (list, tuple)):
+        return tuple([_ival(e, name, op) for e in v])
+    if isinstance(v, TensorBase) and (<TensorBase>v)._ndim == 1:
+        return tuple([_ival(e, name, op) for e in v.tolist()])
+    return (_ival(v, name, op),)
+
+
 cdef tuple _tuple_n(object v, int n, str name, str op):
-    if isinstance(v, int):
-        return (v,) * n
-    v = tuple(v)
-    if len(v) == 1:
-        return v * n
-    if len(v) != n:
+    cdef tuple t = _int_seq(v, name, op)
+    if len(t) == 1:
+        return t * n
+    if len(t) != n:
         raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
                            f"values to match the convolution dimensions, but got "
-                           f"{name}={list(v)}")
-    return tuple(int(x) for x in v)
+                           f"{name}={list(t)}")
+    return t
+
+
+cdef int _check_size(str op, str what, object v) except -1:
+    if v < 0 or v >= _BIG:
+        raise RuntimeError(f"{op}: {what} {v} is out of range (expected 0 <= size < 2**62)")
+    return 0
+
+
+cdef int _check_numel(str op, tuple shape, int itemsize=8) except -1:
+    """refuse shapes whose byte size does not fit (the allocator's size would wrap)"""
+    n = 1
+    for v in shape:
+        _check_size(op, "size", v)
+        n *= v
+    if n * itemsize >= _BIG:
+        raise RuntimeError(f"{op}: output of size {list(shape)} is too large "
+                           f"({n} elements)")
+    return 0
 
 
 cdef TensorBase _float_contig(TensorBase t, int cdt):
@@ -945,6 +989,13 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
     cdef _ConvArgs a = _ConvArgs()
     cdef int xnd = len(xshape)
     a.nd = nd
+    if nd != 1 and nd != 2:
+        raise RuntimeError(f"{op}: expected a 3-D (conv1d) or 4-D (conv2d) weight, but got "
+                           f"weight of size {list(wshape)}")
+    xshape = tuple([_ival(v, "input_size", op) for v in xshape])
+    wshape = tuple([_ival(v, "weight_size", op) for v in wshape])
+    for v in xshape + wshape:
+        _check_size(op, "size", v)
     if xnd != nd + 1 and xnd != nd + 2:
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
                            f"{op}, but got input of size: {list(xshape)}")
@@ -954,7 +1005,8 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
     a.batched = xnd == nd + 2
     if not a.batched:
         xshape = (1,) + xshape
-    if not isinstance(groups, int) or groups <= 0:
+    groups = _ival(groups, "groups", op)
+    if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     s = _tuple_n(stride, nd, "stride", op)
     d = _tuple_n(dilation, nd, "dilation", op)
@@ -975,7 +1027,14 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
                 pads.append((tot // 2, tot - tot // 2))
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
+    for v in s + d:
+        _check_size(op, "stride/dilation", v)
+    for pp in pads:
+        _check_size(op, "padding", pp[0])
     else:
+        if padding is None:
+            raise TypeError(f"{op}(): argument 'padding' must be int, tuple of ints or str, "
+                            f"not NoneType")
         pv = _tuple_n(padding, nd, "padding", op)
         if any(v < 0 for v in pv):
             raise RuntimeError("negative padding is not supported")
@@ -993,9 +1052,14 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
             raise RuntimeError(f"Given transposed=1, weight of size {list(wshape)}, expected "
                                f"input{list(xshape)} to have {wshape[0]} channels, but got {C} "
                                f"channels instead")
+        if any(v == 0 for v in spatial) and N != 0 and C != 0:
+            raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
+                               f"input shape: {list(xshape)}")
         op_ = _tuple_n(output_padding, nd, "output_padding", op)
         for i in range(nd):
-            if op_[i] >= max(s[i], d[i]) or op_[i] < 0:
+            if op_[i] < 0:
+                raise RuntimeError("negative output_padding is not supported")
+            if op_[i] >= max(s[i], d[i]):
                 raise RuntimeError(f"output padding must be smaller than either stride or "
                                    f"dilation, but got output_padding={list(op_)}, "
                                    f"stride={list(s)}, dilation={list(d)}")
@@ -1029,6 +1093,15 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
         full_out = [(padded[i] - eff[i]) // s[i] + 1 for i in range(nd)]
         convC = C
         convOC = OC
+    # every extent the kernels index with (padded input, output) must fit, and so
+    # must the tensors allocated from them
+    for i in range(nd):
+        _check_size(op, "padded input size", full_in[i] + pads[i][0] + pads[i][1])
+        _check_size(op, "output size", full_out[i])
+    _check_numel(op, (N, convC) + tuple(full_in))
+    _check_numel(op, (N, convOC) + tuple(full_out))
+    _check_numel(op, (N, convC) + tuple([full_in[i] + pads[i][0] + pads[i][1]
+                                         for i in range(nd)]))
     if nd == 1:
         full_in = [1] + full_in
         full_out = [1] + full_out
@@ -1449,15 +1522,22 @@ cdef int _add_channel_bias(TensorBase y, TensorBase b) except -1:
 # ----------------------------------------------------------------------------
 # pooling
 
+# pooling parameters are C ints in PyTorch: the same bound keeps window
+# arithmetic ((kh+ph) * (kw+pw) divisors, o*stride) far from int64 overflow
+cdef object _POOL_MAX = (1 << 31) - 1
+
+
 cdef tuple _pair(object v, str name, str op):
-    if isinstance(v, int):
-        return (v, v)
-    v = tuple(v)
-    if len(v) == 1:
-        return (int(v[0]), int(v[0]))
-    if len(v) != 2:
+    cdef tuple t = _int_seq(v, name, op)
+    if len(t) == 1:
+        t = t * 2
+    if len(t) != 2:
         raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of two ints")
-    return (int(v[0]), int(v[1]))
+    for e in t:
+        if e > _POOL_MAX or e < -_POOL_MAX:
+            raise RuntimeError(f"{op}: {name}={list(t)}: value cannot be converted to type int "
+                               f"without overflow")
+    return t
 
 
 cdef int64_t _pool_out(int64_t size, int64_t k, int64_t pad, int64_t s, int64_t d,
@@ -1487,7 +1567,7 @@ cdef _PoolArgs _pool_setup(TensorBase x, str op, kernel_size, stride, padding, d
                            bint ceil_mode):
     cdef _PoolArgs a = _PoolArgs()
     k = _pair(kernel_size, "kernel_size", op)
-    s = k if stride is None or (not isinstance(stride, int) and len(tuple(stride)) == 0) \
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
         else _pair(stride, "stride", op)
     pd = _pair(padding, "padding", op)
     dl = _pair(dilation, "dilation", op)
@@ -1524,6 +1604,7 @@ cdef _PoolArgs _pool_setup(TensorBase x, str op, kernel_size, stride, padding, d
     a.p.count_include_pad = 1
     a.p.divisor = 0
     a.oshape = ((N,) if nd == 4 else ()) + (C, Ho, Wo)
+    _check_numel(op, a.oshape)
     return a
 
 
@@ -1535,6 +1616,18 @@ cdef int _pool_dtype(TensorBase x, str op) except -1:
     if x._dtype == EM_BOOL:
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     return EM_F64
+
+
+cdef object _divisor(object v, str op):
+    if v is None:
+        return None
+    v = _ival(v, "divisor_override", op)
+    if v == 0:
+        raise RuntimeError("divisor must be not zero")
+    if v >= _BIG or v <= -_BIG:
+        raise RuntimeError(f"{op}: divisor_override={v}: value cannot be converted to type "
+                           f"int64 without overflow")
+    return v
 
 
 cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
@@ -1582,8 +1675,27 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     if tuple(dy.shape) != tuple(idx.shape):
         raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match "
                            f"indices of size {_shape_list(idx)}")
+    if x._ndim not in (3, 4):
+        raise RuntimeError(f"{op}: expected a 3D or 4D input, but got {_shape_list(x)}")
+    if dy._ndim != x._ndim or tuple(dy.shape[:-2]) != tuple(x.shape[:-2]):
+        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
+                           f"input of size {_shape_list(x)} in its leading (batch, channel) "
+                           f"dimensions")
     cdef ember_pool2d_params p
     cdef int nd = x._ndim
+    cdef TensorBase ic = contig(idx)
+    # the kernel scatters to dx[plane, idx]: every index must lie in the plane
+    cdef int64_t n_idx = numel_of(ic._ndim, ic._shape), hw = x._shape[nd - 2] * x._shape[nd - 1]
+    cdef int64_t q, bad = -1
+    cdef const int64_t *ip = <const int64_t *>_ptr(ic)
+    with nogil:
+        for q in range(n_idx):
+            if ip[q] < -1 or ip[q] >= hw:
+                bad = q
+                break
+    if bad >= 0:
+        raise RuntimeError(f"{op}: Found an invalid max index: {ip[bad]} (output volumes are "
+                           f"of size {x._shape[nd - 2]}x{x._shape[nd - 1]})")
     memset(&p, 0, sizeof(p))
     p.H = x._shape[nd - 2]
     p.W = x._shape[nd - 1]
@@ -1592,7 +1704,6 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     p.Wo = dy._shape[nd - 1]
     cdef int cdt = _pool_dtype(x, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
-    cdef TensorBase ic = contig(idx)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
     cdef int nt = _nthreads()
     with nogil:
@@ -1631,8 +1742,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     op = "avg_pool2d"
     cdef TensorBase x = _pool_input(input, op, "")
     cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, 1, ceil_mode)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
+    divisor_override = _divisor(divisor_override, op)
     a.p.count_include_pad = 1 if count_include_pad else 0
     a.p.divisor = 0 if divisor_override is None else divisor_override
     cdef int cdt = _conv_dtype(x, op)
@@ -1668,8 +1778,7 @@ def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
     if tuple(dy.shape) != a.oshape:
         raise RuntimeError(f"{op}: expected grad_output of size {list(a.oshape)}, but got "
                            f"{_shape_list(dy)}")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
+    divisor_override = _divisor(divisor_override, op)
     a.p.count_include_pad = 1 if count_include_pad else 0
     a.p.divisor = 0 if divisor_override is None else divisor_override
     cdef int cdt = _conv_dtype(dy, op)
@@ -1699,20 +1808,24 @@ cdef _PoolArgs _adaptive_setup(TensorBase x, output_size, str op):
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {_shape_list(x)} with "
                                f"dimension {i} being empty")
-    if isinstance(output_size, int):
-        os_ = (output_size, output_size)
-    else:
+    if isinstance(output_size, (list, tuple)):
         os_ = tuple(output_size)
         if len(os_) == 1:
             os_ = os_ * 2
         if len(os_) != 2:
             raise RuntimeError(f"{op}: output_size must be 2")
+    else:
+        os_ = (output_size, output_size)
     cdef int64_t H = x._shape[nd - 2], W = x._shape[nd - 1]
-    Ho = H if os_[0] is None else int(os_[0])
-    Wo = W if os_[1] is None else int(os_[1])
+    Ho = H if os_[0] is None else _ival(os_[0], "output_size", op)
+    Wo = W if os_[1] is None else _ival(os_[1], "output_size", op)
     if Ho < 0 or Wo < 0:
         raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
                            f"but received {[Ho, Wo]}")
+    if Ho > _POOL_MAX or Wo > _POOL_MAX:
+        raise RuntimeError(f"{op}: output_size={[Ho, Wo]}: value cannot be converted to type "
+                           f"int without overflow")
+    _check_numel(op, tuple(x.shape[:nd - 2]) + (Ho, Wo))
     memset(&a.p, 0, sizeof(a.p))
     a.p.planes = numel_of(nd - 2, x._shape)
     a.p.H = H
@@ -1754,6 +1867,9 @@ def adaptive_avg_pool2d_backward(grad_output, input):
     if _needs_slow((dy, x)):
         return redispatch(op, adaptive_avg_pool2d_backward, (grad_output, input), None)
     cdef int nd = x._ndim
+    if dy._ndim != nd:
+        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
+                           f"input {_shape_list(x)}")
     cdef _PoolArgs a = _adaptive_setup(x, (dy._shape[dy._ndim - 2], dy._shape[dy._ndim - 1]), op)
     if tuple(dy.shape) != a.oshape:
         raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "

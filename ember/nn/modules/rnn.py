@@ -180,6 +180,13 @@ def _functions():
     return _fns
 
 
+def _tanh(x):
+    """tanh(x) = 2 sigmoid(2x) - 1: the core's sigmoid kernel is vectorised and several
+    times faster than its tanh on these sizes (absolute error ~1e-7 in float32)."""
+    r = ember.sigmoid(x * 2.0)
+    return r.mul_(2.0).sub_(1.0)
+
+
 def _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, keep):
     """Run one LSTM layer-direction over xw (L, N, 4H) = x W_ih^T + b_ih without
     recording a graph; ``keep`` returns what backward needs."""
@@ -196,10 +203,10 @@ def _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, keep):
         gates = ember.addmm(xw[t], h, wT)
         s = ember.sigmoid(gates)
         g = s.narrow(-1, 2 * H, H)
-        g.copy_(ember.tanh(gates.narrow(-1, 2 * H, H)))
+        g.copy_(_tanh(gates.narrow(-1, 2 * H, H)))
         c = s.narrow(-1, H, H) * c
         c.add_(s.narrow(-1, 0, H) * g)
-        tc = ember.tanh(c)
+        tc = _tanh(c)
         if keep:
             S[t], C[t], TC[t], Hprev[t] = s, c, tc, h
         h = s.narrow(-1, 3 * H, H) * tc
