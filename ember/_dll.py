@@ -154,7 +154,7 @@ _WIN_REQUIRED = (
                      "or rebuild ember with EMBER_NO_OPENMP=1"),
 )
 _WIN_OPTIONAL = (
-    ("ember_cuda.dll", "rebuild ember with EMBER_BUILD_CUDA=1 to get CUDA support"),
+    ("ember_cuda.dll", "this build of ember has no CUDA kernels"),
 )
 
 
@@ -267,7 +267,7 @@ def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStat
     lib = os.path.join(lib_dir, _CUDA_LIB)
     if not os.path.isfile(lib):
         return CudaStatus(False, f"ember was built without CUDA support: {lib} does not exist "
-                          f"(rebuild with EMBER_BUILD_CUDA=1 and nvcc on PATH)",
+                          f"(this release ships no CUDA kernels yet)",
                           None, None, None, 0, ())
     # The runtime: the dynamic linker's search first, then fixed CUDA homes.
     runtime_candidates = list(_RUNTIME_NAMES)

@@ -152,7 +152,8 @@ class Tensor(core.TensorBase):
         e = end_dim + nd if end_dim < 0 else end_dim
         if not (0 <= s < nd and 0 <= e < nd):
             raise IndexError(f"flatten: Dimension out of range (expected to be in range of "
-                             f"[{-nd}, {nd - 1}], but got {start_dim if not 0 <= s < nd else end_dim})")
+                             f"[{-nd}, {nd - 1}], but got "
+                             f"{start_dim if not 0 <= s < nd else end_dim})")
         if s > e:
             raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         if s == e:
@@ -175,10 +176,10 @@ class Tensor(core.TensorBase):
         return self.view(*shape[:d], *sizes, *shape[d + 1:])
 
     def view_as(self, other):
-        return self.view(*other.shape)
+        return self.view(*_shape_of(other, "view_as"))
 
     def reshape_as(self, other):
-        return self.reshape(*other.shape)
+        return self.reshape(*_shape_of(other, "reshape_as"))
 
     def unbind(self, dim=0):
         n = self.size(dim)
@@ -220,6 +221,8 @@ class Tensor(core.TensorBase):
         size = self.size(dim)
         if isinstance(indices_or_sections, int):
             n = indices_or_sections
+            if n <= 0:
+                raise RuntimeError(f"number of sections must be larger than 0, got {n}")
             q, r = divmod(size, n)
             sizes = [q + 1] * r + [q] * (n - r)
             return self.split(sizes, dim)
@@ -287,6 +290,12 @@ class Tensor(core.TensorBase):
     @property
     def retains_grad(self):
         return bool(self.__dict__.get("_retains_grad", False))
+
+
+def _shape_of(other, op):
+    if not isinstance(other, core.TensorBase):
+        raise TypeError(f"{op}(): argument 'other' must be Tensor, not {type(other).__name__}")
+    return other.shape
 
 
 def _no_grad():

@@ -2,10 +2,28 @@
 
 One place lists what each native op module contributes to the public namespace."""
 from ember._C import core as _core
-from ember._C.core import (Size, as_tensor, broadcast_shapes, can_cast, empty, empty_like,
-                           from_dlpack, from_numpy, full, full_like, get_num_threads,
-                           is_grad_enabled, ones, ones_like, promote_types, result_type,
-                           set_num_threads, tensor, zeros, zeros_like)
+from ember._C.core import (
+    Size,
+    as_tensor,
+    broadcast_shapes,
+    can_cast,
+    empty,
+    empty_like,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    get_num_threads,
+    is_grad_enabled,
+    ones,
+    ones_like,
+    promote_types,
+    result_type,
+    set_num_threads,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from ember._dtype_info import finfo, iinfo
 from ember._tensor import Tensor
 from ember._tensor_str import set_printoptions

@@ -72,8 +72,11 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (OneCycleLR)")
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None,
-                   help="ember.set_num_threads (default: the library's choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="ember.set_num_threads; the ops of this 8x8-image CNN are too small "
+                        "to gain from more threads, and on a shared 2-core machine every "
+                        "parallel region can stall behind other processes (0: the "
+                        "library's default)")
     p.add_argument("--fast", action="store_true",
                    help="2 epochs on 640 training images (for the test suite)")
     p.add_argument("--train-subset", type=int, default=None,

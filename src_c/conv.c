@@ -52,12 +52,14 @@ static inline int cv_direct(const ember_conv2d_params *p) {
 #define CV_CAT(a, b) CV_CAT2(a, b)
 #define F(name) CV_CAT(name, SFX)
 
-void F(ember_im2col)(const ember_conv2d_params *p, int64_t C, const T *x, T *col) {
-    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, P = Ho * Wo;
+/* im2col of one (C, H, W) image into col (C*kh*kw rows, row stride ld >= Ho*Wo) */
+static void F(cv_im2col_ld)(const ember_conv2d_params *p, int64_t C, const T *x, T *col,
+                            int64_t ld) {
+    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo;
     for (int64_t c = 0; c < C; c++)
         for (int64_t i = 0; i < p->kh; i++)
             for (int64_t j = 0; j < p->kw; j++) {
-                T *row = col + ((c * p->kh + i) * p->kw + j) * P;
+                T *row = col + ((c * p->kh + i) * p->kw + j) * ld;
                 const int64_t off = j * p->dw - p->pw;
                 int64_t lo, hi;
                 cv_range(off, p->sw, W, Wo, &lo, &hi);
@@ -78,12 +80,14 @@ void F(ember_im2col)(const ember_conv2d_params *p, int64_t C, const T *x, T *col
             }
 }
 
-void F(ember_col2im)(const ember_conv2d_params *p, int64_t C, const T *col, T *x) {
-    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, P = Ho * Wo;
+/* col2im: x (C, H, W) += col (C*kh*kw rows, row stride ld) */
+static void F(cv_col2im_ld)(const ember_conv2d_params *p, int64_t C, const T *col, T *x,
+                            int64_t ld) {
+    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo;
     for (int64_t c = 0; c < C; c++)
         for (int64_t i = 0; i < p->kh; i++)
             for (int64_t j = 0; j < p->kw; j++) {
-                const T *row = col + ((c * p->kh + i) * p->kw + j) * P;
+                const T *row = col + ((c * p->kh + i) * p->kw + j) * ld;
                 const int64_t off = j * p->dw - p->pw;
                 int64_t lo, hi;
                 cv_range(off, p->sw, W, Wo, &lo, &hi);
@@ -98,6 +102,14 @@ void F(ember_col2im)(const ember_conv2d_params *p, int64_t C, const T *col, T *x
                         for (int64_t ow = lo; ow < hi; ow++) xr[ow * p->sw] += r[ow];
                 }
             }
+}
+
+void F(ember_im2col)(const ember_conv2d_params *p, int64_t C, const T *x, T *col) {
+    F(cv_im2col_ld)(p, C, x, col, p->Ho * p->Wo);
+}
+
+void F(ember_col2im)(const ember_conv2d_params *p, int64_t C, const T *col, T *x) {
+    F(cv_col2im_ld)(p, C, col, x, p->Ho * p->Wo);
 }
 
 /* direct forward of one output plane from one input plane */
@@ -146,12 +158,53 @@ static void F(cv_direct_bwd_plane)(const ember_conv2d_params *p, const T *dyp, c
         }
 }
 
-void F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, const T *bias,
-                         T *y, int nthreads) {
+/* The GEMM paths work on chunks of nb images side by side: im2col writes image
+   i of the chunk at columns [i*P, (i+1)*P) of one (Kg x nb*P) matrix, so one
+   wide GEMM per chunk and group replaces nb narrow ones (the weights are
+   packed once per chunk, edge tiles appear once per chunk, not per image),
+   and the weight gradient accumulates over the whole chunk inside the GEMM
+   (K = nb*P).  Chunks are spread over the threads (each with its own
+   workspace) when there are enough of them, else the GEMM itself is threaded. */
+typedef struct {
+    int64_t nb, nchunks;
+    int outer, inner;
+} F(cv_plan);
+
+static F(cv_plan) F(cv_make_plan)(const ember_conv2d_params *p, int64_t rows, int nthreads) {
+    F(cv_plan) pl;
+    const int64_t N = p->N, P = p->Ho * p->Wo;
+    const double flops = 2.0 * (double)N * p->OC * P * (rows > 0 ? rows : 1);
+    int nt = nthreads < 1 ? 1 : nthreads;
+    /* about 256K elements of im2col per chunk (fits L2 with the packed panels) */
+    int64_t nb = (int64_t)(262144 / ((rows > 0 ? rows : 1) * (P > 0 ? P : 1)));
+    /* and at most ~16K columns, so the GEMM output of a chunk stays in cache */
+    if (nb > 16384 / (P > 0 ? P : 1)) nb = 16384 / (P > 0 ? P : 1);
+    /* wide chunks pay off for narrow per-image GEMMs with a deep K; for small K
+       (few input channels) the extra pass over the output costs more */
+    if (rows < 64 || P >= 1024) nb = 1;
+    if (nb < 1) nb = 1;
+    int outer = (nt > 1 && flops > 1e6 && N >= nt) ? nt : 1;
+    const int64_t per = (N + outer - 1) / outer;   /* images per thread */
+    if (nb > per) nb = per;
+    if (outer > 1) {
+        /* equal chunk counts per thread */
+        int64_t per_t = (per + nb - 1) / nb;
+        nb = (per + per_t - 1) / per_t;
+    }
+    pl.nb = nb < 1 ? 1 : nb;
+    pl.nchunks = (N + pl.nb - 1) / pl.nb;
+    if (outer > pl.nchunks) outer = (int)pl.nchunks;
+    pl.outer = outer < 1 ? 1 : outer;
+    pl.inner = pl.outer > 1 ? 1 : nt;
+    return pl;
+}
+
+int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, const T *bias,
+                        T *y, int nthreads) {
     const int64_t N = p->N, C = p->C, OC = p->OC, G = p->groups;
     const int64_t Cg = C / G, OCg = OC / G, Kg = Cg * p->kh * p->kw, P = p->Ho * p->Wo;
     const int64_t HW = p->H * p->W;
-    if (N == 0 || OC == 0 || P == 0) return;
+    if (N == 0 || OC == 0 || P == 0) return 0;
     if (nthreads < 1) nthreads = 1;
     if (cv_direct(p)) {
         const int64_t planes = N * OC;
@@ -162,46 +215,78 @@ void F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, c
             F(cv_direct_fwd_plane)(p, x + (n * C + g) * HW, w + oc * p->kh * p->kw,
                                    bias ? bias[oc] : (T)0, y + q * P);
         }
-        return;
+        return 0;
     }
     const int one = cv_is1x1(p);
-    const double flops = 2.0 * (double)N * OC * P * Kg;
-    int outer = (N >= nthreads && nthreads > 1 && flops > 1e6) ? nthreads : 1;
-    int inner = outer > 1 ? 1 : nthreads;
-#pragma omp parallel num_threads(outer) if (outer > 1)
+    const F(cv_plan) pl = F(cv_make_plan)(p, one ? 0 : Kg, nthreads);
+    int failed = 0;
+#pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
-        T *col = one ? NULL : (T *)malloc((size_t)(Kg * P) * sizeof(T));
+        const int64_t ld = pl.nb * P;
+        T *col = one ? NULL : (T *)malloc((size_t)((Kg + OCg) * ld) * sizeof(T));
+        T *tmp = col ? col + Kg * ld : NULL;
+        if (!one && !col) {
+#pragma omp atomic write
+            failed = 1;
+        }
 #pragma omp for schedule(static)
-        for (int64_t n = 0; n < N; n++) {
+        for (int64_t ch = 0; ch < pl.nchunks; ch++) {
+            if (!one && !col) continue;
+            const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
             for (int64_t g = 0; g < G; g++) {
-                T *yg = y + (n * OC + g * OCg) * P;
-                T beta = 0;
-                if (bias) {
-                    for (int64_t o = 0; o < OCg; o++) {
-                        const T b = bias[g * OCg + o];
-                        for (int64_t q = 0; q < P; q++) yg[o * P + q] = b;
+                const T *wg = w + g * OCg * Kg;
+                if (one) {
+                    /* 1x1: x itself is the im2col matrix of each image */
+                    for (int64_t n = n0; n < n0 + nb; n++) {
+                        T *yg = y + (n * OC + g * OCg) * P;
+                        T beta = 0;
+                        if (bias) {
+                            for (int64_t o = 0; o < OCg; o++) {
+                                const T b = bias[g * OCg + o];
+                                for (int64_t q = 0; q < P; q++) yg[o * P + q] = b;
+                            }
+                            beta = 1;
+                        }
+                        GEMM(OCg, P, Kg, (T)1, wg, Kg, 1, x + (n * C + g * Cg) * HW, P, 1,
+                             beta, yg, P, 1, pl.inner);
                     }
-                    beta = 1;
+                    continue;
                 }
-                const T *xg = x + (n * C + g * Cg) * HW;
-                const T *B = xg;
-                if (!one) {
-                    F(ember_im2col)(p, Cg, xg, col);
-                    B = col;
+                for (int64_t i = 0; i < nb; i++)
+                    F(cv_im2col_ld)(p, Cg, x + ((n0 + i) * C + g * Cg) * HW, col + i * P, ldc);
+                if (nb == 1) {
+                    /* one image: the GEMM writes y directly (bias pre-filled, beta 1) */
+                    T *yg = y + (n0 * OC + g * OCg) * P;
+                    if (bias)
+                        for (int64_t o = 0; o < OCg; o++) {
+                            const T b = bias[g * OCg + o];
+                            for (int64_t q = 0; q < P; q++) yg[o * P + q] = b;
+                        }
+                    GEMM(OCg, P, Kg, (T)1, wg, Kg, 1, col, P, 1, bias ? (T)1 : (T)0, yg, P, 1,
+                         pl.inner);
+                    continue;
                 }
-                GEMM(OCg, P, Kg, (T)1, w + g * OCg * Kg, Kg, 1, B, P, 1, beta, yg, P, 1, inner);
+                GEMM(OCg, ldc, Kg, (T)1, wg, Kg, 1, col, ldc, 1, (T)0, tmp, ldc, 1, pl.inner);
+                for (int64_t i = 0; i < nb; i++)
+                    for (int64_t o = 0; o < OCg; o++) {
+                        T *yr = y + ((n0 + i) * OC + g * OCg + o) * P;
+                        const T *tr = tmp + o * ldc + i * P;
+                        const T b = bias ? bias[g * OCg + o] : (T)0;
+                        for (int64_t q = 0; q < P; q++) yr[q] = tr[q] + b;
+                    }
             }
         }
         free(col);
     }
+    return failed ? -1 : 0;
 }
 
-void F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T *w, T *dx,
-                               int nthreads) {
+int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T *w, T *dx,
+                              int nthreads) {
     const int64_t N = p->N, C = p->C, OC = p->OC, G = p->groups;
     const int64_t Cg = C / G, OCg = OC / G, Kg = Cg * p->kh * p->kw, P = p->Ho * p->Wo;
     const int64_t HW = p->H * p->W;
-    if (N == 0 || C == 0 || HW == 0) return;
+    if (N == 0 || C == 0 || HW == 0) return 0;
     if (nthreads < 1) nthreads = 1;
     if (cv_direct(p)) {
         const int64_t planes = N * C;
@@ -216,36 +301,57 @@ void F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const 
                 F(cv_direct_bwd_plane)(p, dy + (n * OC + oc) * P, w + oc * p->kh * p->kw, dxp);
             }
         }
-        return;
+        return 0;
     }
     const int one = cv_is1x1(p);
-    const double flops = 2.0 * (double)N * OC * P * Kg;
-    int outer = (N >= nthreads && nthreads > 1 && flops > 1e6) ? nthreads : 1;
-    int inner = outer > 1 ? 1 : nthreads;
-#pragma omp parallel num_threads(outer) if (outer > 1)
+    const F(cv_plan) pl = F(cv_make_plan)(p, one ? 0 : Kg, nthreads);
+    int failed = 0;
+#pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
-        T *col = one ? NULL : (T *)malloc((size_t)(Kg * P) * sizeof(T));
+        const int64_t ld = pl.nb * P;
+        T *col = one ? NULL : (T *)malloc((size_t)((Kg + OCg) * ld) * sizeof(T));
+        T *dyt = col ? col + Kg * ld : NULL;
+        if (!one && !col) {
+#pragma omp atomic write
+            failed = 1;
+        }
 #pragma omp for schedule(static)
-        for (int64_t n = 0; n < N; n++) {
+        for (int64_t ch = 0; ch < pl.nchunks; ch++) {
+            if (!one && !col) continue;
+            const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
             for (int64_t g = 0; g < G; g++) {
-                const T *dyg = dy + (n * OC + g * OCg) * P;
-                T *dxg = dx + (n * C + g * Cg) * HW;
                 const T *wg = w + g * OCg * Kg;
                 if (one) {
-                    GEMM(Cg, P, OCg, (T)1, wg, 1, Kg, dyg, P, 1, (T)0, dxg, P, 1, inner);
-                } else {
-                    GEMM(Kg, P, OCg, (T)1, wg, 1, Kg, dyg, P, 1, (T)0, col, P, 1, inner);
+                    for (int64_t n = n0; n < n0 + nb; n++)
+                        GEMM(Cg, P, OCg, (T)1, wg, 1, Kg, dy + (n * OC + g * OCg) * P, P, 1,
+                             (T)0, dx + (n * C + g * Cg) * HW, P, 1, pl.inner);
+                    continue;
+                }
+                /* dy of the chunk side by side: (OCg x nb*P) */
+                const T *dyc = dy + (n0 * OC + g * OCg) * P;
+                if (nb > 1) {
+                    for (int64_t o = 0; o < OCg; o++)
+                        for (int64_t i = 0; i < nb; i++)
+                            memcpy(dyt + o * ldc + i * P, dy + ((n0 + i) * OC + g * OCg + o) * P,
+                                   (size_t)P * sizeof(T));
+                    dyc = dyt;
+                }
+                /* dcol (Kg x nb*P) = w_g^T (Kg x OCg) @ dy (OCg x nb*P) */
+                GEMM(Kg, ldc, OCg, (T)1, wg, 1, Kg, dyc, ldc, 1, (T)0, col, ldc, 1, pl.inner);
+                for (int64_t i = 0; i < nb; i++) {
+                    T *dxg = dx + ((n0 + i) * C + g * Cg) * HW;
                     memset(dxg, 0, (size_t)(Cg * HW) * sizeof(T));
-                    F(ember_col2im)(p, Cg, col, dxg);
+                    F(cv_col2im_ld)(p, Cg, col + i * P, dxg, ldc);
                 }
             }
         }
         free(col);
     }
+    return failed ? -1 : 0;
 }
 
-void F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T *dy, T *dw,
-                                T *dbias, int nthreads) {
+int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T *dy, T *dw,
+                               T *dbias, int nthreads) {
     const int64_t N = p->N, C = p->C, OC = p->OC, G = p->groups;
     const int64_t Cg = C / G, OCg = OC / G, Kg = Cg * p->kh * p->kw, P = p->Ho * p->Wo;
     const int64_t HW = p->H * p->W, WN = OC * Kg;
@@ -268,41 +374,61 @@ void F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const 
         }
     }
     memset(dw, 0, (size_t)WN * sizeof(T));
-    if (N == 0 || P == 0 || WN == 0) return;
+    if (N == 0 || P == 0 || WN == 0) return 0;
     const int one = cv_is1x1(p);
-    const double flops = 2.0 * (double)N * OC * P * Kg;
-    int outer = (N >= nthreads && nthreads > 1 && flops > 1e6) ? nthreads : 1;
-    int inner = outer > 1 ? 1 : nthreads;
-    T *acc = outer > 1 ? (T *)calloc((size_t)(WN * (outer - 1)), sizeof(T)) : NULL;
-#pragma omp parallel num_threads(outer) if (outer > 1)
+    const F(cv_plan) pl = F(cv_make_plan)(p, Kg, nthreads);
+    T *acc = pl.outer > 1 ? (T *)calloc((size_t)(WN * (pl.outer - 1)), sizeof(T)) : NULL;
+    if (pl.outer > 1 && !acc) return -1;
+    int failed = 0;
+#pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         T *mydw = tid == 0 ? dw : acc + (tid - 1) * WN;
-        T *col = one ? NULL : (T *)malloc((size_t)(Kg * P) * sizeof(T));
+        const int64_t ld = pl.nb * P;
+        T *col = (T *)malloc((size_t)(((one ? 0 : Kg) + OCg) * ld) * sizeof(T));
+        T *dyt = col ? col + (one ? 0 : Kg) * ld : NULL;
+        if (!col) {
+#pragma omp atomic write
+            failed = 1;
+        }
 #pragma omp for schedule(static)
-        for (int64_t n = 0; n < N; n++) {
+        for (int64_t ch = 0; ch < pl.nchunks; ch++) {
+            if (!col) continue;
+            const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
             for (int64_t g = 0; g < G; g++) {
-                const T *dyg = dy + (n * OC + g * OCg) * P;
-                const T *xg = x + (n * C + g * Cg) * HW;
-                const T *B = xg;
-                if (!one) {
-                    F(ember_im2col)(p, Cg, xg, col);
-                    B = col;
+                const T *dyc = dy + (n0 * OC + g * OCg) * P;
+                if (nb > 1) {
+                    for (int64_t o = 0; o < OCg; o++)
+                        for (int64_t i = 0; i < nb; i++)
+                            memcpy(dyt + o * ldc + i * P, dy + ((n0 + i) * OC + g * OCg + o) * P,
+                                   (size_t)P * sizeof(T));
+                    dyc = dyt;
                 }
-                /* dw_g (OCg x Kg) += dy_g (OCg x P) @ col^T (P x Kg) */
-                GEMM(OCg, Kg, P, (T)1, dyg, P, 1, B, 1, P, (T)1, mydw + g * OCg * Kg, Kg, 1, inner);
+                T *dwg = mydw + g * OCg * Kg;
+                if (one) {
+                    /* no im2col: the images are the columns, one GEMM per image */
+                    for (int64_t i = 0; i < nb; i++)
+                        GEMM(OCg, Kg, P, (T)1, dyc + i * P, ldc, 1,
+                             x + ((n0 + i) * C + g * Cg) * HW, 1, P, (T)1, dwg, Kg, 1, pl.inner);
+                    continue;
+                }
+                for (int64_t i = 0; i < nb; i++)
+                    F(cv_im2col_ld)(p, Cg, x + ((n0 + i) * C + g * Cg) * HW, col + i * P, ldc);
+                /* dw_g (OCg x Kg) += dy (OCg x nb*P) @ col^T (nb*P x Kg) */
+                GEMM(OCg, Kg, ldc, (T)1, dyc, ldc, 1, col, 1, ldc, (T)1, dwg, Kg, 1, pl.inner);
             }
         }
         free(col);
     }
     if (acc) {
-        for (int t = 1; t < outer; t++)
+        for (int t = 1; t < pl.outer; t++)
             for (int64_t q = 0; q < WN; q++) dw[q] += acc[(t - 1) * WN + q];
         free(acc);
     }
+    return failed ? -1 : 0;
 }
 
 #undef F

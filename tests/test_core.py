@@ -1,4 +1,5 @@
 """The native core: dtypes, devices, creation, views, copies, interop, printing."""
+
 import gc
 import threading
 import time
@@ -8,8 +9,18 @@ import pytest
 
 import ember
 
-ALL = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64,
-       ember.float16, ember.bfloat16, ember.float32, ember.float64]
+ALL = [
+    ember.bool,
+    ember.uint8,
+    ember.int8,
+    ember.int16,
+    ember.int32,
+    ember.int64,
+    ember.float16,
+    ember.bfloat16,
+    ember.float32,
+    ember.float64,
+]
 
 
 def test_dtype_attributes():
@@ -24,7 +35,13 @@ def test_finfo_iinfo_match_torch(torch):
     for name in ["float16", "bfloat16", "float32", "float64"]:
         e, t = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
         assert (e.bits, e.eps, e.max, e.min, e.tiny, e.resolution) == (
-            t.bits, t.eps, t.max, t.min, t.tiny, t.resolution)
+            t.bits,
+            t.eps,
+            t.max,
+            t.min,
+            t.tiny,
+            t.resolution,
+        )
     for name in ["uint8", "int8", "int16", "int32", "int64"]:
         e, t = ember.iinfo(getattr(ember, name)), torch.iinfo(getattr(torch, name))
         assert (e.bits, e.min, e.max) == (t.bits, t.min, t.max)
@@ -77,10 +94,27 @@ def test_creation_functions():
 
 def test_views_share_storage():
     a = ember.tensor(np.arange(24, dtype=np.float32)).view(2, 3, 4)
-    for v in [a.view(6, 4), a.reshape(-1), a.permute(2, 0, 1), a.transpose(0, 2), a.t() if a.dim() == 2 else a.mT,
-              a.unsqueeze(1), a[0].squeeze(), a.narrow(2, 1, 2), a.select(1, 2), a[:, ::2, 1:],
-              a.expand(3, 2, 3, 4), a.diagonal(0, 1, 2), a.flatten(1), a.unflatten(2, (2, 2)),
-              a.unbind(0)[1], a.split(2, 2)[1], a.chunk(3, 1)[2], a.T, a[..., None, -1]]:
+    for v in [
+        a.view(6, 4),
+        a.reshape(-1),
+        a.permute(2, 0, 1),
+        a.transpose(0, 2),
+        a.t() if a.dim() == 2 else a.mT,
+        a.unsqueeze(1),
+        a[0].squeeze(),
+        a.narrow(2, 1, 2),
+        a.select(1, 2),
+        a[:, ::2, 1:],
+        a.expand(3, 2, 3, 4),
+        a.diagonal(0, 1, 2),
+        a.flatten(1),
+        a.unflatten(2, (2, 2)),
+        a.unbind(0)[1],
+        a.split(2, 2)[1],
+        a.chunk(3, 1)[2],
+        a.T,
+        a[..., None, -1],
+    ]:
         assert v.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
     n = a.numpy()
     np.testing.assert_array_equal(a.permute(2, 0, 1).numpy(), n.transpose(2, 0, 1))
@@ -122,8 +156,14 @@ def test_contiguous_clone_copy_cast():
 
 def test_all_dtype_conversions_match_numpy():
     vals = np.array([0, 1, -2, 3.7, 250, -128.5], dtype=np.float64)
-    npt = {ember.float32: np.float32, ember.float64: np.float64, ember.int32: np.int32,
-           ember.int64: np.int64, ember.int16: np.int16, ember.float16: np.float16}
+    npt = {
+        ember.float32: np.float32,
+        ember.float64: np.float64,
+        ember.int32: np.int32,
+        ember.int64: np.int64,
+        ember.int16: np.int16,
+        ember.float16: np.float16,
+    }
     for d, nd in npt.items():
         np.testing.assert_array_equal(ember.tensor(vals).to(d).numpy(), vals.astype(nd))
     assert ember.tensor([0.0, 2.0, -1.0]).bool().tolist() == [False, True, True]
@@ -170,13 +210,21 @@ def test_dlpack_torch_both_ways(torch):
 
 
 def test_printing_like_torch(torch):
-    cases = [[[1.0, 2.0]], [1.5, -2.25, 3.0], [1, 2, 3], [True, False], [1e-8, 1.0],
-             [[1e10, 1.0]], []]
+    cases = [
+        [[1.0, 2.0]],
+        [1.5, -2.25, 3.0],
+        [1, 2, 3],
+        [True, False],
+        [1e-8, 1.0],
+        [[1e10, 1.0]],
+        [],
+    ]
     for c in cases:
         assert repr(ember.tensor(c)) == repr(torch.tensor(c))
     for d in ["float64", "int32", "float16"]:
-        assert repr(ember.tensor([1, 2], dtype=getattr(ember, d))).replace("ember", "torch") == \
-            repr(torch.tensor([1, 2], dtype=getattr(torch, d)))
+        assert repr(ember.tensor([1, 2], dtype=getattr(ember, d))).replace(
+            "ember", "torch"
+        ) == repr(torch.tensor([1, 2], dtype=getattr(torch, d)))
     big = np.arange(2000, dtype=np.float32).reshape(40, 50)
     assert repr(ember.tensor(big)) == repr(torch.tensor(big))
     assert repr(ember.zeros(0, 3)).replace("ember", "torch") == repr(torch.zeros(0, 3))
@@ -219,9 +267,11 @@ def test_gil_released_around_large_kernels():
     n = ember.get_num_threads()
     ember.set_num_threads(1)
     try:
+
         def work():
             for _ in range(15):
                 ember.add(a, b, out=out)
+
         t0 = time.perf_counter()
         work()
         serial = time.perf_counter() - t0
@@ -234,6 +284,7 @@ def test_gil_released_around_large_kernels():
             while time.perf_counter() < t_end:
                 c += 1
             progress.append(c)
+
         th = threading.Thread(target=counter)
         th.start()
         work()
@@ -264,6 +315,7 @@ def test_no_leak_over_many_small_ops():
 
 def test_large_block_cache_reuses_memory():
     from ember._C import core
+
     x = ember.ones(4_000_000)
     ptr = (x + 1).data_ptr()
     y = x + 2  # the freed 16 MB block of the previous result is handed back

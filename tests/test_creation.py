@@ -1,6 +1,7 @@
 """Range and structured creation: arange, range, linspace, logspace, eye,
 empty_strided, tril/triu_indices against NumPy and PyTorch (values, dtypes, sizes,
 error types), the default dtype and device, plugin devices and Python modes."""
+
 import math
 import warnings
 
@@ -10,9 +11,18 @@ import pytest
 import ember
 from ember import library
 
-DT = {ember.float32: "float32", ember.float64: "float64", ember.float16: "float16",
-      ember.bfloat16: "bfloat16", ember.int64: "int64", ember.int32: "int32",
-      ember.int16: "int16", ember.int8: "int8", ember.uint8: "uint8", ember.bool: "bool"}
+DT = {
+    ember.float32: "float32",
+    ember.float64: "float64",
+    ember.float16: "float16",
+    ember.bfloat16: "bfloat16",
+    ember.int64: "int64",
+    ember.int32: "int32",
+    ember.int16: "int16",
+    ember.int8: "int8",
+    ember.uint8: "uint8",
+    ember.bool: "bool",
+}
 
 
 def vals(t):
@@ -28,14 +38,27 @@ def tdt(torch, d):
 # ---- arange ----------------------------------------------------------------------
 
 ARANGE_CASES = [
-    ((5,), {}), ((5.0,), {}), ((0, 1, 0.1), {}), ((1, 0, -1), {}), ((-3, 7, 2), {}),
-    ((0, 10, 3), {"dtype": ember.float32}), ((0.5, 5), {"dtype": ember.int64}),
-    ((0, 300), {"dtype": ember.uint8}), ((-2.5, 2.5, 0.5), {"dtype": ember.float16}),
-    ((1, 2.5, 0.5), {}), ((0.1, 0.5, 0.1), {}), ((-3.3, 7.9, 1.7), {"dtype": ember.int64}),
-    ((-3, 7, 2), {"dtype": ember.uint8}), ((0, 2 ** 53 + 10, 2 ** 50), {"dtype": ember.float64}),
-    ((10, -10, -3), {"dtype": ember.int32}), ((0, 0), {}), ((3, 3, -1), {}),
-    ((True,), {}), ((-1.0, 1.0, 0.25), {"dtype": ember.float64}),
-    ((0, 1, 1 / 3), {"dtype": ember.float64}), ((0, 12), {"dtype": ember.bfloat16}),
+    ((5,), {}),
+    ((5.0,), {}),
+    ((0, 1, 0.1), {}),
+    ((1, 0, -1), {}),
+    ((-3, 7, 2), {}),
+    ((0, 10, 3), {"dtype": ember.float32}),
+    ((0.5, 5), {"dtype": ember.int64}),
+    ((0, 300), {"dtype": ember.uint8}),
+    ((-2.5, 2.5, 0.5), {"dtype": ember.float16}),
+    ((1, 2.5, 0.5), {}),
+    ((0.1, 0.5, 0.1), {}),
+    ((-3.3, 7.9, 1.7), {"dtype": ember.int64}),
+    ((-3, 7, 2), {"dtype": ember.uint8}),
+    ((0, 2**53 + 10, 2**50), {"dtype": ember.float64}),
+    ((10, -10, -3), {"dtype": ember.int32}),
+    ((0, 0), {}),
+    ((3, 3, -1), {}),
+    ((True,), {}),
+    ((-1.0, 1.0, 0.25), {"dtype": ember.float64}),
+    ((0, 1, 1 / 3), {"dtype": ember.float64}),
+    ((0, 12), {"dtype": ember.bfloat16}),
     ((5, 1e10, 1e9), {"dtype": ember.int8}),
 ]
 
@@ -48,8 +71,9 @@ def test_arange_matches_torch(args, kw):
     t = torch.arange(*args, **tkw)
     assert tuple(e.shape) == tuple(t.shape)
     assert DT[e.dtype] == str(t.dtype).replace("torch.", "")
-    np.testing.assert_array_equal(vals(e), t.float().numpy() if t.dtype == torch.bfloat16
-                                  else t.numpy())
+    np.testing.assert_array_equal(
+        vals(e), t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    )
 
 
 def test_arange_matches_numpy_and_torch_on_many_float_steps():
@@ -65,8 +89,9 @@ def test_arange_matches_numpy_and_torch_on_many_float_steps():
         np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
         assert a.numel() == math.ceil((e - s) / st)
         f = ember.arange(s, e, st)
-        np.testing.assert_allclose(f.numpy(), np.arange(s, e, st)[:f.numel()].astype(np.float32),
-                                   rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(
+            f.numpy(), np.arange(s, e, st)[: f.numel()].astype(np.float32), rtol=1e-6, atol=1e-6
+        )
 
 
 def test_arange_large_matches_numpy_on_any_thread_count():
@@ -77,8 +102,9 @@ def test_arange_large_matches_numpy_on_any_thread_count():
         b = ember.arange(0.0, 100.0, 1e-4, dtype=ember.float64)
         ember.set_num_threads(2)
         np.testing.assert_array_equal(ember.arange(1_000_003).numpy(), a.numpy())
-        np.testing.assert_array_equal(ember.arange(0.0, 100.0, 1e-4, dtype=ember.float64).numpy(),
-                                      b.numpy())
+        np.testing.assert_array_equal(
+            ember.arange(0.0, 100.0, 1e-4, dtype=ember.float64).numpy(), b.numpy()
+        )
     finally:
         ember.set_num_threads(n)
     np.testing.assert_array_equal(a.numpy(), np.arange(1_000_003))
@@ -105,8 +131,9 @@ def test_arange_errors():
         ember.arange(0, 5, 0.0)
     with pytest.raises(ValueError, match="step must be nonzero"):
         ember.arange(0, 5, 0.5, dtype=ember.int64)
-    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step "
-                                           "sign"):
+    with pytest.raises(
+        RuntimeError, match="upper bound and lower bound inconsistent with step sign"
+    ):
         ember.arange(0, 1, -1)
     with pytest.raises(RuntimeError, match="inconsistent with step sign"):
         ember.arange(1, 0, 0.1)
@@ -144,17 +171,30 @@ def test_range_deprecated_inclusive():
             t = torch.range(*args)
         assert e.dtype == ember.float32
         np.testing.assert_array_equal(e.numpy(), t.numpy())
-    with pytest.warns(DeprecationWarning), pytest.raises(RuntimeError, match="step must be nonzero"):
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(RuntimeError, match="step must be nonzero"),
+    ):
         ember.range(0, 1, 0)
 
 
 # ---- linspace / logspace -----------------------------------------------------------
 
 LINSPACE_CASES = [
-    (0, 1, 5, None), (0, 10, 5, ember.int64), (0, 1, 1, None), (0, 1, 0, None),
-    (-5, 5, 7, ember.int64), (10, 0, 4, ember.int32), (-3.3, 7.9, 9, ember.int64),
-    (0, 1000, 7, ember.float16), (-3.3, 7.9, 9, ember.bfloat16), (2.5, -1.25, 11, ember.float64),
-    (-1, 1, 9, None), (0.1, 0.9, 15, None), (3, 3, 4, None), (0, 255, 6, ember.uint8),
+    (0, 1, 5, None),
+    (0, 10, 5, ember.int64),
+    (0, 1, 1, None),
+    (0, 1, 0, None),
+    (-5, 5, 7, ember.int64),
+    (10, 0, 4, ember.int32),
+    (-3.3, 7.9, 9, ember.int64),
+    (0, 1000, 7, ember.float16),
+    (-3.3, 7.9, 9, ember.bfloat16),
+    (2.5, -1.25, 11, ember.float64),
+    (-1, 1, 9, None),
+    (0.1, 0.9, 15, None),
+    (3, 3, 4, None),
+    (0, 255, 6, ember.uint8),
 ]
 
 
@@ -165,8 +205,9 @@ def test_linspace_matches_torch(start, end, steps, dtype):
     t = torch.linspace(start, end, steps, **({"dtype": tdt(torch, dtype)} if dtype else {}))
     assert tuple(e.shape) == tuple(t.shape)
     assert DT[e.dtype] == str(t.dtype).replace("torch.", "")
-    np.testing.assert_array_equal(vals(e), t.float().numpy() if t.dtype == torch.bfloat16
-                                  else t.numpy())
+    np.testing.assert_array_equal(
+        vals(e), t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    )
 
 
 def test_linspace_large_close_to_numpy():
@@ -178,9 +219,15 @@ def test_linspace_large_close_to_numpy():
 
 
 LOGSPACE_CASES = [
-    (0, 2, 3, 10.0, None), (0, 2, 3, 2, None), (0, 2, 3, 10.0, ember.int64),
-    (0, 3, 4, 2, ember.int64), (-3.3, 2.9, 9, 10.0, None), (-3.3, 2.9, 9, 10.0, ember.float64),
-    (1, 1, 1, 3.0, None), (0, 1, 0, 10.0, None), (-1.0, 4.0, 11, 2.0, ember.float16),
+    (0, 2, 3, 10.0, None),
+    (0, 2, 3, 2, None),
+    (0, 2, 3, 10.0, ember.int64),
+    (0, 3, 4, 2, ember.int64),
+    (-3.3, 2.9, 9, 10.0, None),
+    (-3.3, 2.9, 9, 10.0, ember.float64),
+    (1, 1, 1, 3.0, None),
+    (0, 1, 0, 10.0, None),
+    (-1.0, 4.0, 11, 2.0, ember.float16),
     (-3.3, 7.9, 9, 10.0, ember.int64),
 ]
 
@@ -189,8 +236,9 @@ LOGSPACE_CASES = [
 def test_logspace_matches_torch(start, end, steps, base, dtype):
     torch = pytest.importorskip("torch")
     e = ember.logspace(start, end, steps, base=base, dtype=dtype)
-    t = torch.logspace(start, end, steps, base=base,
-                       **({"dtype": tdt(torch, dtype)} if dtype else {}))
+    t = torch.logspace(
+        start, end, steps, base=base, **({"dtype": tdt(torch, dtype)} if dtype else {})
+    )
     assert tuple(e.shape) == tuple(t.shape)
     assert DT[e.dtype] == str(t.dtype).replace("torch.", "")
     np.testing.assert_array_equal(vals(e), t.numpy())
@@ -217,9 +265,19 @@ def test_linspace_logspace_errors():
 
 # ---- eye, empty_strided, tril/triu_indices -------------------------------------------
 
-@pytest.mark.parametrize("n,m,dtype", [(3, None, None), (2, 3, ember.int64), (4, 2, ember.int8),
-                                       (0, None, None), (3, 3, ember.bool),
-                                       (3, None, ember.float16), (1, 5, ember.float64)])
+
+@pytest.mark.parametrize(
+    "n,m,dtype",
+    [
+        (3, None, None),
+        (2, 3, ember.int64),
+        (4, 2, ember.int8),
+        (0, None, None),
+        (3, 3, ember.bool),
+        (3, None, ember.float16),
+        (1, 5, ember.float64),
+    ],
+)
 def test_eye(n, m, dtype):
     e = ember.eye(n, m, dtype=dtype)
     np.testing.assert_array_equal(vals(e).astype(np.float64), np.eye(n, m))
@@ -252,8 +310,10 @@ def test_empty_strided():
         ember.empty_strided((2, -3), (1, 2))
 
 
-@pytest.mark.parametrize("row,col,offset", [(3, 3, 0), (3, 4, 1), (4, 3, -1), (0, 3, 0),
-                                            (5, 2, 3), (2, 5, -4), (6, 6, -2), (1, 1, 0)])
+@pytest.mark.parametrize(
+    "row,col,offset",
+    [(3, 3, 0), (3, 4, 1), (4, 3, -1), (0, 3, 0), (5, 2, 3), (2, 5, -4), (6, 6, -2), (1, 1, 0)],
+)
 def test_tril_triu_indices_match_numpy(row, col, offset):
     t = ember.tril_indices(row, col, offset)
     u = ember.triu_indices(row, col, offset)
@@ -273,6 +333,7 @@ def test_tri_indices_errors_and_dtype():
 
 
 # ---- default dtype / device, dispatch ----------------------------------------------
+
 
 def test_default_dtype_is_respected():
     old = ember.get_default_dtype()
@@ -312,8 +373,9 @@ def test_default_device_and_plugin_device():
     a = ember.arange(4, device="creadev")
     assert a.device.type == "creadev" and a.to("cpu").tolist() == [0, 1, 2, 3]
     seen = []
-    library.register_kernel("linspace", "creadev",
-                            lambda *a, **k: seen.append(a) or ember.empty(a[2], device="creadev"))
+    library.register_kernel(
+        "linspace", "creadev", lambda *a, **k: seen.append(a) or ember.empty(a[2], device="creadev")
+    )
     ember.linspace(0, 1, 3, device="creadev")
     assert seen and seen[0][:3] == (0, 1, 3)
     e = ember.eye(2, device="creadev")

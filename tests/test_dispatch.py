@@ -1,14 +1,21 @@
 """The dispatcher: an out-of-tree backend defined here runs creation, elementwise and
 reduction ops on ``device="foo"`` tensors through the ordinary API; a Python mode sees
 every op; mixed devices give a clear error."""
+
 import numpy as np
 import pytest
 
 import ember
 from ember import library
 
-NP = {ember.float32: np.float32, ember.float64: np.float64, ember.int64: np.int64,
-      ember.int32: np.int32, ember.bool: np.bool_, ember.uint8: np.uint8}
+NP = {
+    ember.float32: np.float32,
+    ember.float64: np.float64,
+    ember.int64: np.int64,
+    ember.int32: np.int32,
+    ember.bool: np.bool_,
+    ember.uint8: np.uint8,
+}
 
 
 class FooBackend:
@@ -39,13 +46,21 @@ class FooBackend:
             pass  # registered by an earlier test in this process
         library.register_kernel("empty", "foo", self.empty)
         library.register_kernel("fill_", "foo", lambda t, v: self.as_cpu(t).fill_(v))
-        library.register_kernel("copy_", "foo", lambda d, s: (self.as_cpu(d) if d.device.type == "foo" else d).copy_(
-            self.as_cpu(s) if s.device.type == "foo" else s))
+        library.register_kernel(
+            "copy_",
+            "foo",
+            lambda d, s: (self.as_cpu(d) if d.device.type == "foo" else d).copy_(
+                self.as_cpu(s) if s.device.type == "foo" else s
+            ),
+        )
 
         def to(t, device, dtype):
             if device.type == "cpu":
                 return self.as_cpu(t).to(dtype).clone()
-            return self.from_cpu(t.to(dtype) if t.device.type == "cpu" else self.as_cpu(t).to(dtype), device)
+            return self.from_cpu(
+                t.to(dtype) if t.device.type == "cpu" else self.as_cpu(t).to(dtype), device
+            )
+
         library.register_kernel("to", "foo", to)
 
         def lift(name, fn):
@@ -55,7 +70,9 @@ class FooBackend:
                 cargs = [self.as_cpu(a) if isinstance(a, ember.Tensor) else a for a in args]
                 r = fn(*cargs, **kwargs)
                 return self.from_cpu(r, dev) if isinstance(r, ember.Tensor) else r
+
             return kernel
+
         for name in ("add", "mul", "sub", "exp", "neg", "sum", "mean", "amax", "clone"):
             fn = getattr(ember, name, None) or getattr(ember.Tensor, name, None)
             if fn is None:

@@ -1,4 +1,5 @@
 """Elementwise ops against NumPy, and against PyTorch (values, dtypes, errors) when installed."""
+
 import math
 
 import numpy as np
@@ -8,14 +9,35 @@ import ember
 
 rng = np.random.default_rng(0)
 FLOAT_UNARY = {
-    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
-    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
-    "tan": np.tan, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "asinh": np.arcsinh, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
-    "round": np.round, "abs": np.abs, "neg": np.negative, "sign": np.sign,
-    "square": np.square, "reciprocal": np.reciprocal,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
-    "rsqrt": lambda x: 1 / np.sqrt(x), "frac": lambda x: x - np.trunc(x),
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asinh": np.arcsinh,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "round": np.round,
+    "abs": np.abs,
+    "neg": np.negative,
+    "sign": np.sign,
+    "square": np.square,
+    "reciprocal": np.reciprocal,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "relu": lambda x: np.maximum(x, 0),
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "frac": lambda x: x - np.trunc(x),
     "silu": lambda x: x / (1 + np.exp(-x)),
 }
 POSITIVE = {"log", "log2", "log10", "sqrt", "rsqrt", "log1p", "reciprocal"}
@@ -44,10 +66,20 @@ def test_exp_float32_large_array_and_specials():
     assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 0
 
 
-BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-          "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2,
-          "remainder": np.remainder, "fmod": np.fmod, "floor_divide": np.floor_divide,
-          "pow": np.power, "hypot": np.hypot}
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "atan2": np.arctan2,
+    "remainder": np.remainder,
+    "fmod": np.fmod,
+    "floor_divide": np.floor_divide,
+    "pow": np.power,
+    "hypot": np.hypot,
+}
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -79,7 +111,9 @@ def test_comparisons_and_logical():
     assert (x == 2).tolist() == [False, True, False]
     assert (x != x).tolist() == [False, False, True]
     assert ember.isnan(x).tolist() == [False, False, True]
-    assert ember.logical_and(ember.tensor([1, 0, 2]), ember.tensor([True, True, False])).tolist() == [True, False, False]
+    assert ember.logical_and(
+        ember.tensor([1, 0, 2]), ember.tensor([True, True, False])
+    ).tolist() == [True, False, False]
     assert (~ember.tensor([True, False])).tolist() == [False, True]
     assert (~ember.tensor([5], dtype=ember.int32)).tolist() == [-6]
 
@@ -88,8 +122,8 @@ def test_python_operators_and_reflected():
     a = ember.tensor([1.0, 2.0, 4.0])
     np.testing.assert_allclose((2 - a).numpy(), [1, 0, -2])
     np.testing.assert_allclose((2 / a).numpy(), [2, 1, 0.5])
-    np.testing.assert_allclose((2 ** a).numpy(), [2, 4, 16])
-    np.testing.assert_allclose((a ** 2).numpy(), [1, 4, 16])
+    np.testing.assert_allclose((2**a).numpy(), [2, 4, 16])
+    np.testing.assert_allclose((a**2).numpy(), [1, 4, 16])
     np.testing.assert_allclose((7 % a).numpy(), [0, 1, 3])
     np.testing.assert_allclose((-a).numpy(), [-1, -2, -4])
     b = a.clone()
@@ -161,7 +195,9 @@ def test_clamp_where_lerp_isclose():
 def test_half_and_bfloat16_compute_in_float32():
     x = np.array([0.1, 1.5, -2.25, 1000.0], dtype=np.float32)
     h = ember.tensor(x, dtype=ember.float16)
-    np.testing.assert_allclose((h * 2).float().numpy(), (x.astype(np.float16) * 2).astype(np.float32))
+    np.testing.assert_allclose(
+        (h * 2).float().numpy(), (x.astype(np.float16) * 2).astype(np.float32)
+    )
     b = ember.tensor(x, dtype=ember.bfloat16)
     assert (b + b).dtype is ember.bfloat16
     np.testing.assert_allclose((b + b).float().numpy(), 2 * x, rtol=1e-2)
@@ -189,8 +225,11 @@ def test_torch_parity_values_and_dtypes(torch):
 
 
 def test_torch_parity_errors(torch):
-    for fn in (lambda m: m.ones(2, 3) + m.ones(4), lambda m: -m.tensor([True]),
-               lambda m: m.tensor([1.0]).bitwise_and(m.tensor([1.0]))):
+    for fn in (
+        lambda m: m.ones(2, 3) + m.ones(4),
+        lambda m: -m.tensor([True]),
+        lambda m: m.tensor([1.0]).bitwise_and(m.tensor([1.0])),
+    ):
         with pytest.raises(Exception) as te:
             fn(torch)
         with pytest.raises(Exception) as ee:

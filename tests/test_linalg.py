@@ -1,5 +1,6 @@
 """Matrix products (ember._C.linalg) against NumPy (float64 reference) and,
 when installed, PyTorch (values, shapes, dtypes, error types and messages)."""
+
 import numpy as np
 import pytest
 
@@ -24,12 +25,28 @@ def rand(*shape, dtype=np.float64):
 
 
 def tol(dtype, k=64):
-    return dict(rtol=1e-4, atol=1e-4 * max(1, k) ** 0.5) if dtype == np.float32 else \
-        dict(rtol=1e-11, atol=1e-11 * max(1, k))
+    return (
+        dict(rtol=1e-4, atol=1e-4 * max(1, k) ** 0.5)
+        if dtype == np.float32
+        else dict(rtol=1e-11, atol=1e-11 * max(1, k))
+    )
 
 
-SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (1, 7, 5), (7, 1, 5), (5, 7, 1),
-         (2, 3, 4), (6, 16, 9), (13, 17, 19), (33, 31, 64), (65, 47, 130), (97, 100, 3)]
+SIZES = [
+    (0, 3, 4),
+    (3, 0, 4),
+    (3, 4, 0),
+    (1, 1, 1),
+    (1, 7, 5),
+    (7, 1, 5),
+    (5, 7, 1),
+    (2, 3, 4),
+    (6, 16, 9),
+    (13, 17, 19),
+    (33, 31, 64),
+    (65, 47, 130),
+    (97, 100, 3),
+]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -55,13 +72,14 @@ def test_mm_transposed_and_sliced(ta, tb, dtype):
     np.testing.assert_allclose(N(L.mm(ea, eb)), a.astype(np.float64) @ b, **tol(dtype, k))
     # sliced: every other row / a column window (strides that are not the shape's)
     big = rand(2 * m, k + 5, dtype=dtype)
-    eb2 = E(big)[::2, 2:2 + k]
-    np.testing.assert_allclose(N(L.mm(eb2, eb)), big[::2, 2:2 + k].astype(np.float64) @ b,
-                               **tol(dtype, k))
+    eb2 = E(big)[::2, 2 : 2 + k]
+    np.testing.assert_allclose(
+        N(L.mm(eb2, eb)), big[::2, 2 : 2 + k].astype(np.float64) @ b, **tol(dtype, k)
+    )
 
 
 def test_mm_large_blocks_and_threads():
-    m, n, k = 301, 257, 600   # crosses the K and M cache blocks, edge tiles everywhere
+    m, n, k = 301, 257, 600  # crosses the K and M cache blocks, edge tiles everywhere
     a, b = rand(m, k, dtype=np.float32), rand(k, n, dtype=np.float32)
     ref = a.astype(np.float64) @ b
     old = ember.get_num_threads()
@@ -69,8 +87,7 @@ def test_mm_large_blocks_and_threads():
         for nt in (1, 2):
             ember.set_num_threads(nt)
             np.testing.assert_allclose(N(L.mm(E(a), E(b))), ref, rtol=1e-4, atol=1e-3)
-            np.testing.assert_allclose(N(L.mm(E(b).t(), E(a).t())), ref.T,
-                                       rtol=1e-4, atol=1e-3)
+            np.testing.assert_allclose(N(L.mm(E(b).t(), E(a).t())), ref.T, rtol=1e-4, atol=1e-3)
     finally:
         ember.set_num_threads(old)
 
@@ -79,21 +96,34 @@ def test_generic_isa_path():
     hw = L._gemm_isa()
     try:
         assert L._set_gemm_isa(0) == 0
-        for (m, n, k) in [(13, 17, 19), (64, 70, 300), (1, 40, 9)]:
+        for m, n, k in [(13, 17, 19), (64, 70, 300), (1, 40, 9)]:
             for dt in (np.float32, np.float64):
                 a, b = rand(m, k, dtype=dt), rand(k, n, dtype=dt)
-                np.testing.assert_allclose(N(L.mm(E(a), E(b))), a.astype(np.float64) @ b,
-                                           **tol(dt, k))
+                np.testing.assert_allclose(
+                    N(L.mm(E(a), E(b))), a.astype(np.float64) @ b, **tol(dt, k)
+                )
     finally:
         L._set_gemm_isa(-1)
     assert L._gemm_isa() == hw
 
 
-MATMUL_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
-                 ((5, 2, 3), (3,)), ((3,), (5, 3, 4)), ((5, 2, 3), (3, 4)),
-                 ((2, 3), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)), ((1, 2, 3), (5, 3, 4)),
-                 ((4, 1, 2, 3), (5, 3, 4)), ((2, 1, 6, 7), (1, 3, 7, 2)), ((0, 2, 3), (3, 4)),
-                 ((2, 0), (0, 3)), ((7, 1, 1), (7, 1, 1))]
+MATMUL_SHAPES = [
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (3,)),
+    ((3,), (5, 3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((5, 2, 3), (5, 3, 4)),
+    ((1, 2, 3), (5, 3, 4)),
+    ((4, 1, 2, 3), (5, 3, 4)),
+    ((2, 1, 6, 7), (1, 3, 7, 2)),
+    ((0, 2, 3), (3, 4)),
+    ((2, 0), (0, 3)),
+    ((7, 1, 1), (7, 1, 1)),
+]
 
 
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
@@ -108,12 +138,13 @@ def test_matmul_broadcasting(sa, sb):
 def test_matmul_noncontiguous_batch():
     a = rand(4, 6, 5, 3)
     b = rand(3, 7)
-    ea = E(a).permute(2, 0, 1, 3)           # (5, 4, 6, 3), strided batch dims
+    ea = E(a).permute(2, 0, 1, 3)  # (5, 4, 6, 3), strided batch dims
     ref = np.transpose(a, (2, 0, 1, 3)) @ b
     np.testing.assert_allclose(N(L.matmul(ea, E(b))), ref, rtol=1e-12, atol=1e-12)
     eb = E(rand(7, 3)).t()
-    np.testing.assert_allclose(N(L.matmul(ea, eb)), np.transpose(a, (2, 0, 1, 3)) @ N(eb),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        N(L.matmul(ea, eb)), np.transpose(a, (2, 0, 1, 3)) @ N(eb), rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("dt", ["int64", "int32"])
@@ -140,21 +171,23 @@ def test_bmm_and_baddbmm():
     np.testing.assert_allclose(N(L.bmm(E(a), E(b))), a @ b, rtol=1e-12)
     r = L.baddbmm(E(c), E(a), E(b), beta=0.5, alpha=2.0)
     np.testing.assert_allclose(N(r), 0.5 * c + 2.0 * (a @ b), rtol=1e-12)
-    r = L.baddbmm(E(rand(1, 3)), E(a), E(b))         # broadcast input
+    r = L.baddbmm(E(rand(1, 3)), E(a), E(b))  # broadcast input
     assert tuple(r.shape) == (6, 5, 3)
 
 
 def test_addmm_addmv_beta_alpha():
     a, b = rand(5, 4), rand(4, 3)
     inp = rand(3)
-    np.testing.assert_allclose(N(L.addmm(E(inp), E(a), E(b), beta=0.3, alpha=-2)),
-                               0.3 * inp + -2 * (a @ b), rtol=1e-12)
+    np.testing.assert_allclose(
+        N(L.addmm(E(inp), E(a), E(b), beta=0.3, alpha=-2)), 0.3 * inp + -2 * (a @ b), rtol=1e-12
+    )
     nan = np.full((5, 3), np.nan)
-    r = N(L.addmm(E(nan), E(a), E(b), beta=0))       # beta=0: input ignored, NaN not propagated
+    r = N(L.addmm(E(nan), E(a), E(b), beta=0))  # beta=0: input ignored, NaN not propagated
     np.testing.assert_allclose(r, a @ b, rtol=1e-12)
     v, y = rand(4), rand(5)
-    np.testing.assert_allclose(N(L.addmv(E(y), E(a), E(v), beta=2, alpha=0.5)),
-                               2 * y + 0.5 * (a @ v), rtol=1e-12)
+    np.testing.assert_allclose(
+        N(L.addmv(E(y), E(a), E(v), beta=2, alpha=0.5)), 2 * y + 0.5 * (a @ v), rtol=1e-12
+    )
     np.testing.assert_allclose(N(L.mv(E(a), E(v))), a @ v, rtol=1e-12)
     np.testing.assert_allclose(N(L.mv(E(a.T.copy()).t(), E(v))), a @ v, rtol=1e-12)
 
@@ -175,25 +208,36 @@ def test_linear():
     x, w, b = rand(4, 3, 7), rand(5, 7), rand(5)
     np.testing.assert_allclose(N(L.linear(E(x), E(w), E(b))), x @ w.T + b, rtol=1e-12)
     np.testing.assert_allclose(N(L.linear(E(x), E(w))), x @ w.T, rtol=1e-12)
-    np.testing.assert_allclose(N(L.linear(E(x[0, 0]), E(w), E(b))), x[0, 0] @ w.T + b,
-                               rtol=1e-12)
+    np.testing.assert_allclose(N(L.linear(E(x[0, 0]), E(w), E(b))), x[0, 0] @ w.T + b, rtol=1e-12)
     np.testing.assert_allclose(N(L.linear(E(x), E(w[0]))), x @ w[0], rtol=1e-12)
-    xt = E(np.transpose(x, (1, 0, 2)).copy()).permute(1, 0, 2)   # non-foldable batch
+    xt = E(np.transpose(x, (1, 0, 2)).copy()).permute(1, 0, 2)  # non-foldable batch
     np.testing.assert_allclose(N(L.linear(xt, E(w), E(b))), x @ w.T + b, rtol=1e-12)
     xf = rand(64, 33).astype(np.float32)
     wf = rand(17, 33).astype(np.float32)
-    np.testing.assert_allclose(N(L.linear(E(xf), E(wf))), xf.astype(np.float64) @ wf.T,
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        N(L.linear(E(xf), E(wf))), xf.astype(np.float64) @ wf.T, rtol=1e-4, atol=1e-4
+    )
 
 
-EINSUM = [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]),
-          ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("i,i->", [(6,), (6,)]),
-          ("i,j->ij", [(3,), (4,)]), ("ii->i", [(4, 4)]), ("ii", [(4, 4)]),
-          ("ij->ji", [(3, 4)]), ("ij->", [(3, 4)]), ("ijk->j", [(2, 3, 4)]),
-          ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),
-          ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("abc,cd->abd", [(2, 3, 4), (4, 5)]),
-          ("ab,ab->a", [(3, 4), (3, 4)]), ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
-          ("i,ij,j", [(3,), (3, 4), (4,)])]
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("i,i->", [(6,), (6,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("ijk->j", [(2, 3, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("abc,cd->abd", [(2, 3, 4), (4, 5)]),
+    ("ab,ab->a", [(3, 4), (3, 4)]),
+    ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
+    ("i,ij,j", [(3,), (3, 4), (4,)]),
+]
 
 
 @pytest.mark.parametrize("eq,shapes", EINSUM)
@@ -206,7 +250,9 @@ def test_einsum(eq, shapes):
 
 
 def test_errors():
-    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"):
+    with pytest.raises(
+        RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"
+    ):
         L.mm(E(rand(2, 3)), E(rand(4, 5)))
     with pytest.raises(RuntimeError, match="self must be a matrix"):
         L.mm(E(rand(2, 3, 1)), E(rand(4, 5)))
@@ -229,11 +275,20 @@ def test_errors():
 
 
 ERROR_CASES = [
-    ("mm", ((2, 3), (4, 5))), ("mm", ((2, 3, 1), (4, 5))), ("matmul", ((2, 3, 4), (5, 6))),
-    ("matmul", ((2, 3, 4), (3, 4, 6))), ("matmul", ((2, 3), (4,))), ("matmul", ((3,), (4, 5))),
-    ("matmul", ((3,), (4,))), ("bmm", ((2, 3), (4, 5))), ("bmm", ((2, 2, 3), (3, 4, 5))),
-    ("mv", ((2, 3), (4,))), ("dot", ((2, 3), (4,))), ("dot", ((3,), (4,))),
-    ("outer", ((2, 3), (4,)))]
+    ("mm", ((2, 3), (4, 5))),
+    ("mm", ((2, 3, 1), (4, 5))),
+    ("matmul", ((2, 3, 4), (5, 6))),
+    ("matmul", ((2, 3, 4), (3, 4, 6))),
+    ("matmul", ((2, 3), (4,))),
+    ("matmul", ((3,), (4, 5))),
+    ("matmul", ((3,), (4,))),
+    ("bmm", ((2, 3), (4, 5))),
+    ("bmm", ((2, 2, 3), (3, 4, 5))),
+    ("mv", ((2, 3), (4,))),
+    ("dot", ((2, 3), (4,))),
+    ("dot", ((3,), (4,))),
+    ("outer", ((2, 3), (4,))),
+]
 
 
 @pytest.mark.parametrize("op,shapes", ERROR_CASES)

@@ -72,7 +72,7 @@ class Scatter:
     timer = WALL
 
     def setup(self, kind, library):
-        mod = load(library)
+        load(library)
         rng = np.random.default_rng(0)
         x = asarray(library, randn((ROWS, COLS)))
         src = asarray(library, randn((ROWS, COLS), seed=1))

@@ -1,6 +1,7 @@
 """float32 matrix products: ember beside PyTorch and NumPy (same sizes, same data).
 
 Kernels are threaded, so wall-clock time is what counts (timer below)."""
+
 import timeit
 
 import numpy as np
@@ -10,6 +11,7 @@ def _lib(name):
     if name == "ember":
         import ember
         from ember._C import linalg
+
         return ember, linalg
     if name == "torch":
         try:
@@ -42,7 +44,9 @@ class MatMul:
         rng = np.random.default_rng(0)
         self.a = _wrap(lib, library, rng.standard_normal((n, n), dtype=np.float32))
         self.b = _wrap(lib, library, rng.standard_normal((n, n), dtype=np.float32))
-        self.bt = _wrap(lib, library, np.ascontiguousarray(rng.standard_normal((n, n), dtype=np.float32)))
+        self.bt = _wrap(
+            lib, library, np.ascontiguousarray(rng.standard_normal((n, n), dtype=np.float32))
+        )
         self.mm = ops.matmul
         self.library = library
 
@@ -72,6 +76,7 @@ class BatchedMatMul:
 
 class Linear:
     """x @ w.T + b for a (batch*seq, in) activation: the nn.Linear forward."""
+
     params = [[(4096, 512, 512), (64, 1024, 4096), (1, 4096, 4096)], ["ember", "torch", "numpy"]]
     param_names = ["rows_in_out", "library"]
     timer = timeit.default_timer
@@ -87,6 +92,7 @@ class Linear:
             self.f = lambda: x @ w.T + b
         elif library == "torch":
             import torch
+
             tx, tw, tb = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)
             self.f = lambda: torch.nn.functional.linear(tx, tw, tb)
         else:

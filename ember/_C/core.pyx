@@ -656,14 +656,23 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     cdef int i
     if ndim > MAX_DIMS:
         raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
+    cdef int64_t limit = (<int64_t>1 << 60) // em_itemsize[dtype]
+    cdef bint too_big = False
     for i in range(ndim - 1, -1, -1):
+        if shape[i] < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {shape[i]}")
         t._shape[i] = shape[i]
         t._strides[i] = st
         if shape[i] > 1:
             st *= shape[i]
-        n *= shape[i]
-    if n > (<int64_t>1 << 60) // em_itemsize[dtype]:
-        raise RuntimeError(f"tensor of {n} elements is too large to allocate")
+        # overflow-safe: a product past the limit is an error, not a wrapped size
+        if shape[i] > 0 and n > limit // shape[i]:
+            too_big = True
+        else:
+            n *= shape[i]
+    if too_big and not any([shape[i] == 0 for i in range(ndim)]):
+        raise RuntimeError(f"tensor of shape {[shape[i] for i in range(ndim)]} is too large "
+                           f"to allocate")
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
@@ -729,7 +738,10 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
         if isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "__index__")):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element "
                             f"of type {type(a).__name__} at pos {n}")
-        out[n] = a.__index__() if not isinstance(a, int) else a
+        try:
+            out[n] = a.__index__() if not isinstance(a, int) else a
+        except OverflowError:
+            raise RuntimeError(f"{op}: size {a} at position {n} does not fit in int64") from None
         n += 1
     return n
 
@@ -1179,7 +1191,7 @@ cdef class TensorBase:
         c = self.contiguous()
         return c.view(*[ns[i] for i in range(nd)])
 
-    def _record_view(self, str name, TensorBase out, attrs):
+    def _record_view(self, str name, TensorBase out not None, attrs):
         if em_grad_on and self._requires_grad:
             record(name, (self,), out, attrs)
         return out
@@ -1331,7 +1343,7 @@ cdef class TensorBase:
         return self._record_view("expand", make_view(self, nd, ns, nst, self._offset),
                                  (shape_tuple(self),))
 
-    def expand_as(self, other):
+    def expand_as(self, TensorBase other not None):
         return self.expand(*other.shape)
 
     def broadcast_to(self, *sizes):
@@ -1659,7 +1671,7 @@ cdef class _NumpyView:
     cdef public object __array_interface__
     cdef object base
 
-    def __cinit__(self, TensorBase t):
+    def __cinit__(self, TensorBase t not None):
         self.base = t
         self.__array_interface__ = t.__array_interface__
 
@@ -2192,7 +2204,7 @@ def from_dlpack(ext):
 # ----------------------------------------------------------------------------
 # basic indexing (ints, slices, None, Ellipsis); advanced indexing lives in index.pyx
 
-def _basic_getitem(TensorBase self, idx):
+def _basic_getitem(TensorBase self not None, idx):
     """Views for int / slice / None / Ellipsis indices; returns None when the
     index needs advanced indexing."""
     if not isinstance(idx, tuple):
@@ -2276,7 +2288,7 @@ def _backend_kernel_names(str device_type):
     return list(_backend_kernels.get(device_type, {}))
 
 
-def _make_subclass(type cls, TensorBase data, bint requires_grad=False):
+def _make_subclass(type cls, TensorBase data not None, bint requires_grad=False):
     """An instance of ``cls`` (a Tensor subclass such as nn.Parameter) sharing
     ``data``'s storage, shape and strides, cut off from any graph."""
     if not issubclass(cls, TensorBase):

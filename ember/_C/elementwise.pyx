@@ -551,105 +551,105 @@ def silu_backward(grad, input):
 
 
 # in-place binary variants
-def add_(TensorBase self, other, *, alpha=1):
+def add_(TensorBase self not None, other, *, alpha=1):
     if alpha != 1:
         other = mul(other, alpha)
     return _inplace_binary(EW_ADD, "add", self, other, K_ARITH)
 
 
-def sub_(TensorBase self, other, *, alpha=1):
+def sub_(TensorBase self not None, other, *, alpha=1):
     if alpha != 1:
         other = mul(other, alpha)
     return _inplace_binary(EW_SUB, "sub", self, other, K_ARITH)
 
 
-def mul_(TensorBase self, other):
+def mul_(TensorBase self not None, other):
     return _inplace_binary(EW_MUL, "mul", self, other, K_ARITH)
 
 
-def div_(TensorBase self, other, *, rounding_mode=None):
+def div_(TensorBase self not None, other, *, rounding_mode=None):
     if rounding_mode is not None:
         return self.copy_(div(self, other, rounding_mode=rounding_mode))
     return _inplace_binary(EW_DIV, "div", self, other, K_DIV)
 
 
-def floor_divide_(TensorBase self, other):
+def floor_divide_(TensorBase self not None, other):
     return _inplace_binary(EW_FLOORDIV, "floor_divide", self, other, K_ARITH)
 
 
-def remainder_(TensorBase self, other):
+def remainder_(TensorBase self not None, other):
     return _inplace_binary(EW_REM, "remainder", self, other, K_ARITH)
 
 
-def fmod_(TensorBase self, other):
+def fmod_(TensorBase self not None, other):
     return _inplace_binary(EW_FMOD, "fmod", self, other, K_ARITH)
 
 
-def pow_(TensorBase self, exponent):
+def pow_(TensorBase self not None, exponent):
     return _inplace_binary(EW_POW, "pow", self, exponent, K_ARITH)
 
 
-def maximum_(TensorBase self, other):
+def maximum_(TensorBase self not None, other):
     return _inplace_binary(EW_MAX, "maximum", self, other, K_ARITH)
 
 
-def minimum_(TensorBase self, other):
+def minimum_(TensorBase self not None, other):
     return _inplace_binary(EW_MIN, "minimum", self, other, K_ARITH)
 
 
-def atan2_(TensorBase self, other):
+def atan2_(TensorBase self not None, other):
     return _inplace_binary(EW_ATAN2, "atan2", self, other, K_FLOAT)
 
 
-def bitwise_and_(TensorBase self, other):
+def bitwise_and_(TensorBase self not None, other):
     return _inplace_binary(EW_BAND, "bitwise_and", self, other, K_INT)
 
 
-def bitwise_or_(TensorBase self, other):
+def bitwise_or_(TensorBase self not None, other):
     return _inplace_binary(EW_BOR, "bitwise_or", self, other, K_INT)
 
 
-def bitwise_xor_(TensorBase self, other):
+def bitwise_xor_(TensorBase self not None, other):
     return _inplace_binary(EW_BXOR, "bitwise_xor", self, other, K_INT)
 
 
-def bitwise_left_shift_(TensorBase self, other):
+def bitwise_left_shift_(TensorBase self not None, other):
     return _inplace_binary(EW_LSHIFT, "bitwise_left_shift", self, other, K_INT)
 
 
-def bitwise_right_shift_(TensorBase self, other):
+def bitwise_right_shift_(TensorBase self not None, other):
     return _inplace_binary(EW_RSHIFT, "bitwise_right_shift", self, other, K_INT)
 
 
-def logical_and_(TensorBase self, other):
+def logical_and_(TensorBase self not None, other):
     return self.copy_(logical_and(self, other))
 
 
-def logical_or_(TensorBase self, other):
+def logical_or_(TensorBase self not None, other):
     return self.copy_(logical_or(self, other))
 
 
-def eq_(TensorBase self, other):
+def eq_(TensorBase self not None, other):
     return self.copy_(eq(self, other))
 
 
-def ne_(TensorBase self, other):
+def ne_(TensorBase self not None, other):
     return self.copy_(ne(self, other))
 
 
-def lt_(TensorBase self, other):
+def lt_(TensorBase self not None, other):
     return self.copy_(lt(self, other))
 
 
-def le_(TensorBase self, other):
+def le_(TensorBase self not None, other):
     return self.copy_(le(self, other))
 
 
-def gt_(TensorBase self, other):
+def gt_(TensorBase self not None, other):
     return self.copy_(gt(self, other))
 
 
-def ge_(TensorBase self, other):
+def ge_(TensorBase self not None, other):
     return self.copy_(ge(self, other))
 
 
@@ -682,7 +682,9 @@ cdef object _call_unary(str name, object input, object out):
     return _unary(op, name, input, out, kind, NULL)
 
 
-cdef object _call_unary_(str name, TensorBase self):
+cdef object _call_unary_(str name, object self):
+    if not isinstance(self, TensorBase):
+        raise TypeError(f"{name}_(): argument 'input' must be Tensor, not {type(self).__name__}")
     op, kind = _UNARY[name]
     return _inplace_unary(op, name, self, kind, NULL)
 
@@ -715,7 +717,7 @@ def _make_rounding(str name):
             return div(_unary(op, name, mul(input, s), None, K_ARITH, NULL), s, out=out)
         return _unary(op, name, input, out, K_ARITH, NULL)
 
-    def f_(TensorBase self, *, decimals=0):
+    def f_(TensorBase self not None, *, decimals=0):
         if category(self._dtype) < 2:
             return self
         if decimals:
@@ -748,7 +750,7 @@ for _name in _PRED:
     _g[_name] = _make_pred(_name)
 
 
-def logical_not_(TensorBase self):
+def logical_not_(TensorBase self not None):
     return self.copy_(_g["logical_not"](self))
 
 
@@ -756,7 +758,7 @@ def bitwise_not(input, *, out=None):
     return _unary(EW_BNOT, "bitwise_not", input, out, K_ARITH, NULL)
 
 
-def bitwise_not_(TensorBase self):
+def bitwise_not_(TensorBase self not None):
     return _inplace_unary(EW_BNOT, "bitwise_not", self, K_ARITH, NULL)
 
 
@@ -798,7 +800,7 @@ def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
     return _unary(EW_ELU, "elu", input, None, K_FLOAT, prm, (alpha, scale, input_scale))
 
 
-def relu_(TensorBase self):
+def relu_(TensorBase self not None):
     return _inplace_unary(EW_RELU, "relu", self, K_ARITH, NULL)
 
 
@@ -841,7 +843,7 @@ def clamp(input, min=None, max=None, *, out=None):
     return _clamp_scalar(input, min, max, out, False)
 
 
-def clamp_(TensorBase self, min=None, max=None):
+def clamp_(TensorBase self not None, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if _is_t(min) or _is_t(max):

@@ -530,7 +530,7 @@ cdef list _adv_to_ind(TensorBase v, list adv):
     return ind
 
 
-def getitem(TensorBase self, idx):
+def getitem(TensorBase self not None, idx):
     """``self[idx]`` for everything basic indexing can't do (advanced indexing)."""
     if _slow(self):
         return redispatch("getitem", getitem, (self, idx), {})
@@ -553,7 +553,7 @@ def getitem(TensorBase self, idx):
     return out
 
 
-def index(TensorBase input, indices):
+def index(TensorBase input not None, indices):
     """aten::index: ``input[indices]`` where indices is a tuple of None / index tensors."""
     cdef list ind = _user_indices(input, indices, "index")
     if not _any_adv(ind):
@@ -592,7 +592,7 @@ cdef int _setitem_impl(TensorBase self, tuple items, object value) except -1:
     return 0
 
 
-def setitem(TensorBase self, idx, value):
+def setitem(TensorBase self not None, idx, value):
     """``self[idx] = value`` (value: tensor, Python scalar, list or array)."""
     if _slow(self):
         return redispatch("setitem", setitem, (self, idx, value), {})
@@ -610,7 +610,7 @@ def setitem(TensorBase self, idx, value):
     return None
 
 
-def index_put_(TensorBase self, indices, values, accumulate=False):
+def index_put_(TensorBase self not None, indices, values, accumulate=False):
     """self[indices] = values (or += with accumulate=True, duplicates summed)."""
     if _slow(self):
         return redispatch("index_put_", index_put_, (self, indices, values),
@@ -630,7 +630,7 @@ def index_put_(TensorBase self, indices, values, accumulate=False):
     return self
 
 
-def index_put(TensorBase input, indices, values, accumulate=False):
+def index_put(TensorBase input not None, indices, values, accumulate=False):
     """Out-of-place index_put_."""
     if _slow(input):
         return redispatch("index_put", index_put, (input, indices, values),
@@ -702,7 +702,7 @@ cdef TensorBase _as1d(TensorBase t):
     return make_view(t, 1, &one, &z, t._offset)
 
 
-def index_select(TensorBase input, dim, index, *, out=None):
+def index_select(TensorBase input not None, dim, index, *, out=None):
     """Entries of ``input`` along ``dim`` at the positions in ``index`` (1-D)."""
     if _slow(input):
         return redispatch("index_select", index_select, (input, dim, index), {})
@@ -762,7 +762,7 @@ cdef int _check_source(TensorBase self, int d, TensorBase ix, TensorBase src, st
     return 0
 
 
-def index_add(TensorBase input, dim, index, source, *, alpha=1, out=None):
+def index_add(TensorBase input not None, dim, index, source, *, alpha=1, out=None):
     """input with ``alpha * source`` added at ``index`` along ``dim`` (duplicates summed)."""
     if _slow(input):
         return redispatch("index_add", index_add, (input, dim, index, source), {"alpha": alpha})
@@ -783,7 +783,7 @@ def index_add(TensorBase input, dim, index, source, *, alpha=1, out=None):
     return r
 
 
-def index_add_(TensorBase self, dim, index, source, *, alpha=1):
+def index_add_(TensorBase self not None, dim, index, source, *, alpha=1):
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>index_add(_old(self, "index_add_"), dim, index, source,
                                                    alpha=alpha))
@@ -802,7 +802,7 @@ def index_add_(TensorBase self, dim, index, source, *, alpha=1):
     return self
 
 
-def index_copy(TensorBase input, dim, index, source):
+def index_copy(TensorBase input not None, dim, index, source):
     """input with the slices at ``index`` along ``dim`` replaced by ``source``."""
     if _slow(input):
         return redispatch("index_copy", index_copy, (input, dim, index, source), {})
@@ -821,7 +821,7 @@ def index_copy(TensorBase input, dim, index, source):
     return r
 
 
-def index_copy_(TensorBase self, dim, index, source):
+def index_copy_(TensorBase self not None, dim, index, source):
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>index_copy(_old(self, "index_copy_"), dim, index, source))
     if _slow(self):
@@ -848,7 +848,7 @@ cdef int _index_fill_impl(TensorBase self, int d, TensorBase ix, object value) e
     return 0
 
 
-def index_fill(TensorBase input, dim, index, value):
+def index_fill(TensorBase input not None, dim, index, value):
     """input with the slices at ``index`` along ``dim`` set to ``value``."""
     if _slow(input):
         return redispatch("index_fill", index_fill, (input, dim, index, value), {})
@@ -861,7 +861,7 @@ def index_fill(TensorBase input, dim, index, value):
     return r
 
 
-def index_fill_(TensorBase self, dim, index, value):
+def index_fill_(TensorBase self not None, dim, index, value):
     if _wants_grad((self, value)):
         return _commit(self, <TensorBase>index_fill(_old(self, "index_fill_"), dim, index, value))
     if _slow(self):
@@ -921,7 +921,7 @@ cdef TensorBase _restride(TensorBase t, TensorBase like, int d):
     return make_view(t, like._ndim, like._shape, st, t._offset)
 
 
-def gather(TensorBase input, dim, index, *, sparse_grad=False, out=None):
+def gather(TensorBase input not None, dim, index, *, sparse_grad=False, out=None):
     """out[i][j] = input[index[i][j]][j] (for dim 0), out has index's shape."""
     if _slow(input):
         return redispatch("gather", gather, (input, dim, index), {})
@@ -1023,7 +1023,7 @@ cdef object _scatter_src(TensorBase self, object src, object value, str op):
     return src
 
 
-def scatter(TensorBase input, dim, index, src=None, *, value=None, reduce=None, out=None):
+def scatter(TensorBase input not None, dim, index, src=None, *, value=None, reduce=None, out=None):
     """input with src (tensor or scalar) written at index along dim."""
     if _slow(input):
         return redispatch("scatter", scatter, (input, dim, index, src),
@@ -1041,7 +1041,7 @@ def scatter(TensorBase input, dim, index, src=None, *, value=None, reduce=None, 
     return r
 
 
-def scatter_(TensorBase self, dim, index, src=None, *, value=None, reduce=None):
+def scatter_(TensorBase self not None, dim, index, src=None, *, value=None, reduce=None):
     if _wants_grad((self, src)):
         return _commit(self, <TensorBase>scatter(_old(self, "scatter_"), dim, index, src,
                                                  value=value, reduce=reduce))
@@ -1056,7 +1056,7 @@ def scatter_(TensorBase self, dim, index, src=None, *, value=None, reduce=None):
     return self
 
 
-def scatter_add(TensorBase input, dim, index, src):
+def scatter_add(TensorBase input not None, dim, index, src):
     """input with src summed into the positions index gives along dim (deterministic)."""
     if _slow(input):
         return redispatch("scatter_add", scatter_add, (input, dim, index, src), {})
@@ -1070,7 +1070,7 @@ def scatter_add(TensorBase input, dim, index, src):
     return r
 
 
-def scatter_add_(TensorBase self, dim, index, src):
+def scatter_add_(TensorBase self not None, dim, index, src):
     if _wants_grad((self, src)):
         return _commit(self, <TensorBase>scatter_add(_old(self, "scatter_add_"), dim, index, src))
     if _slow(self):
@@ -1082,7 +1082,7 @@ def scatter_add_(TensorBase self, dim, index, src):
     return self
 
 
-def scatter_reduce(TensorBase input, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, include_self=True):
     """Reduce src into input at index along dim: "sum", "prod", "mean", "amax", "amin"."""
     if _slow(input):
         return redispatch("scatter_reduce", scatter_reduce, (input, dim, index, src, reduce),
@@ -1119,13 +1119,13 @@ def scatter_reduce(TensorBase input, dim, index, src, reduce, *, include_self=Tr
     return r
 
 
-def scatter_reduce_(TensorBase self, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce_(TensorBase self not None, dim, index, src, reduce, *, include_self=True):
     r = scatter_reduce(_old(self, "scatter_reduce_") if _wants_grad((self, src)) else self,
                        dim, index, src, reduce, include_self=include_self)
     return _commit(self, <TensorBase>r)
 
 
-def take_along_dim(TensorBase input, indices, dim=None, *, out=None):
+def take_along_dim(TensorBase input not None, indices, dim=None, *, out=None):
     """Values of input at ``indices`` along ``dim`` (broadcasting the other dims)."""
     cdef TensorBase ix = _as_tensor(indices, "take_along_dim", "indices")
     if ix._dtype != EM_I64:
@@ -1154,7 +1154,7 @@ def take_along_dim(TensorBase input, indices, dim=None, *, out=None):
     return r
 
 
-def take(TensorBase input, index):
+def take(TensorBase input not None, index):
     """input treated as 1-D, at ``index`` (result has index's shape)."""
     cdef TensorBase ix = _as_tensor(index, "take", "index")
     if ix._dtype != EM_I64:
@@ -1173,7 +1173,7 @@ def take(TensorBase input, index):
     return getitem(flat, (ix,))
 
 
-def put(TensorBase input, index, source, accumulate=False):
+def put(TensorBase input not None, index, source, accumulate=False):
     """Out-of-place put_: input as 1-D with ``source`` written at ``index``."""
     cdef TensorBase ix = _as_tensor(index, "put", "index")
     cdef TensorBase src = _as_tensor(source, "put", "source")
@@ -1199,7 +1199,7 @@ def put(TensorBase input, index, source, accumulate=False):
     return r.view(input.shape)
 
 
-def put_(TensorBase self, index, source, accumulate=False):
+def put_(TensorBase self not None, index, source, accumulate=False):
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>put(_old(self, "put_"), index, source, accumulate))
     cdef TensorBase r = <TensorBase>put(self, index, source, accumulate)
@@ -1228,7 +1228,7 @@ cdef TensorBase _nonzero(TensorBase t):
     return r
 
 
-def nonzero(TensorBase input, *, out=None, as_tuple=False):
+def nonzero(TensorBase input not None, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or a tuple of 1-D tensors."""
     if _slow(input):
         return redispatch("nonzero", nonzero, (input,), {"as_tuple": as_tuple})
@@ -1242,7 +1242,7 @@ def nonzero(TensorBase input, *, out=None, as_tuple=False):
     return r
 
 
-def argwhere(TensorBase input):
+def argwhere(TensorBase input not None):
     """Same as nonzero(input)."""
     return nonzero(input)
 
@@ -1285,7 +1285,7 @@ cdef object _check_mask_value(TensorBase mask, object value, str op):
     return value
 
 
-def masked_fill(TensorBase input, mask, value):
+def masked_fill(TensorBase input not None, mask, value):
     """input with ``value`` where ``mask`` (bool, broadcast) is True."""
     if _slow(input):
         return redispatch("masked_fill", masked_fill, (input, mask, value), {})
@@ -1301,7 +1301,7 @@ def masked_fill(TensorBase input, mask, value):
     return r
 
 
-def masked_fill_(TensorBase self, mask, value):
+def masked_fill_(TensorBase self not None, mask, value):
     if _wants_grad((self, value)):
         return _commit(self, <TensorBase>masked_fill(_old(self, "masked_fill_"), mask, value))
     if _slow(self):
@@ -1320,7 +1320,7 @@ cdef tuple _broadcast_pair(TensorBase a, TensorBase b):
     return (_expand_view(a, nd, shp, msg), _expand_view(b, nd, shp, msg))
 
 
-def masked_select(TensorBase input, mask, *, out=None):
+def masked_select(TensorBase input not None, mask, *, out=None):
     """1-D tensor of the elements of input where mask (broadcast) is True."""
     if _slow(input):
         return redispatch("masked_select", masked_select, (input, mask), {})
@@ -1344,7 +1344,7 @@ def masked_select(TensorBase input, mask, *, out=None):
     return r
 
 
-def masked_scatter(TensorBase input, mask, source):
+def masked_scatter(TensorBase input not None, mask, source):
     """input with consecutive elements of source written where mask is True."""
     if _slow(input):
         return redispatch("masked_scatter", masked_scatter, (input, mask, source), {})
@@ -1372,7 +1372,7 @@ def masked_scatter(TensorBase input, mask, source):
     return r
 
 
-def masked_scatter_(TensorBase self, mask, source):
+def masked_scatter_(TensorBase self not None, mask, source):
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>masked_scatter(_old(self, "masked_scatter_"), mask,
                                                         source))
@@ -1540,6 +1540,7 @@ def atleast_1d(*tensors):
     if len(tensors) != 1:
         return tuple([atleast_1d(t) for t in tensors])
     t = tensors[0]
+    _as_tensor(t, "atleast_1d", "tensors")
     return t.reshape(1) if t.dim() == 0 else t
 
 
@@ -1549,6 +1550,7 @@ def atleast_2d(*tensors):
     if len(tensors) != 1:
         return tuple([atleast_2d(t) for t in tensors])
     t = tensors[0]
+    _as_tensor(t, "atleast_2d", "tensors")
     if t.dim() == 0:
         return t.reshape(1, 1)
     if t.dim() == 1:
@@ -1562,6 +1564,7 @@ def atleast_3d(*tensors):
     if len(tensors) != 1:
         return tuple([atleast_3d(t) for t in tensors])
     t = tensors[0]
+    _as_tensor(t, "atleast_3d", "tensors")
     if t.dim() == 0:
         return t.reshape(1, 1, 1)
     if t.dim() == 1:
@@ -1607,6 +1610,8 @@ def broadcast_tensors(*tensors):
     """Views of the tensors expanded to their common broadcast shape."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    for t in tensors:
+        _as_tensor(t, "broadcast_tensors", "tensors")
     shape = _core.broadcast_shapes(*[t.shape for t in tensors])
     return tuple([t if tuple(t.shape) == tuple(shape) else t.expand(*shape) for t in tensors])
 
@@ -1664,7 +1669,7 @@ cdef list _dims_list(object dims, int nd, str op):
     return out
 
 
-def flip(TensorBase input, *dims):
+def flip(TensorBase input not None, *dims):
     """A copy of input with the order of elements reversed along ``dims``."""
     if _slow(input):
         return redispatch("flip", flip, (input,) + dims, {})
@@ -1687,19 +1692,19 @@ def flip(TensorBase input, *dims):
     return r
 
 
-def fliplr(TensorBase input):
+def fliplr(TensorBase input not None):
     if input._ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
 
-def flipud(TensorBase input):
+def flipud(TensorBase input not None):
     if input._ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
 
 
-def roll(TensorBase input, shifts, dims=None):
+def roll(TensorBase input not None, shifts, dims=None):
     """Elements shifted cyclically along dims (flattened when dims is None)."""
     if _slow(input):
         return redispatch("roll", roll, (input, shifts, dims), {})
@@ -1739,7 +1744,7 @@ def roll(TensorBase input, shifts, dims=None):
     return cur
 
 
-def repeat(TensorBase input, *sizes):
+def repeat(TensorBase input not None, *sizes):
     """input tiled ``sizes`` times along each dim (sizes may add leading dims)."""
     if _slow(input):
         return redispatch("repeat", repeat, (input,) + sizes, {})
@@ -1777,7 +1782,7 @@ def repeat(TensorBase input, *sizes):
     return r
 
 
-def tile(TensorBase input, dims):
+def tile(TensorBase input not None, dims):
     """repeat() with dims padded by leading 1s to input.dim()."""
     if isinstance(dims, int):
         dims = (dims,)
@@ -1858,7 +1863,7 @@ cdef object _tri(TensorBase input, int64_t k, bint upper, str name):
     return r
 
 
-def tril(TensorBase input, diagonal=0, *, out=None):
+def tril(TensorBase input not None, diagonal=0, *, out=None):
     """The lower triangle (j - i <= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("tril", tril, (input, diagonal), {})
@@ -1866,7 +1871,7 @@ def tril(TensorBase input, diagonal=0, *, out=None):
     return r if out is None else (<TensorBase>out).copy_(r)
 
 
-def triu(TensorBase input, diagonal=0, *, out=None):
+def triu(TensorBase input not None, diagonal=0, *, out=None):
     """The upper triangle (j - i >= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("triu", triu, (input, diagonal), {})
@@ -1874,7 +1879,7 @@ def triu(TensorBase input, diagonal=0, *, out=None):
     return r if out is None else (<TensorBase>out).copy_(r)
 
 
-def tril_(TensorBase self, diagonal=0):
+def tril_(TensorBase self not None, diagonal=0):
     if _wants_grad((self,)):
         return _commit(self, <TensorBase>tril(_old(self, "tril_"), diagonal))
     copy_into(self, <TensorBase>tril(self, diagonal))
@@ -1882,7 +1887,7 @@ def tril_(TensorBase self, diagonal=0):
     return self
 
 
-def triu_(TensorBase self, diagonal=0):
+def triu_(TensorBase self not None, diagonal=0):
     if _wants_grad((self,)):
         return _commit(self, <TensorBase>triu(_old(self, "triu_"), diagonal))
     copy_into(self, <TensorBase>triu(self, diagonal))
@@ -1890,7 +1895,7 @@ def triu_(TensorBase self, diagonal=0):
     return self
 
 
-def diag_embed(TensorBase input, offset=0, dim1=-2, dim2=-1):
+def diag_embed(TensorBase input not None, offset=0, dim1=-2, dim2=-1):
     """Batched diagonal matrices whose diagonals (dims dim1, dim2) are input's last dim."""
     if _slow(input):
         return redispatch("diag_embed", diag_embed, (input, offset, dim1, dim2), {})
@@ -1915,7 +1920,7 @@ def diag_embed(TensorBase input, offset=0, dim1=-2, dim2=-1):
     return r
 
 
-def diag(TensorBase input, diagonal=0, *, out=None):
+def diag(TensorBase input not None, diagonal=0, *, out=None):
     """1-D input -> square matrix with it on a diagonal; 2-D -> that diagonal (a copy)."""
     if _slow(input):
         return redispatch("diag", diag, (input, diagonal), {})

@@ -40,17 +40,17 @@ cdef extern from "ember_conv.h" nogil:
         int64_t planes, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo
         int count_include_pad
         int64_t divisor
-    void ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
+    int ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
                               const float *bias, float *y, int nthreads)
-    void ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
+    int ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
                               const double *bias, double *y, int nthreads)
-    void ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy,
+    int ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy,
                                     const float *w, float *dx, int nthreads)
-    void ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy,
+    int ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy,
                                     const double *w, double *dx, int nthreads)
-    void ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x,
+    int ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x,
                                      const float *dy, float *dw, float *dbias, int nthreads)
-    void ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x,
+    int ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x,
                                      const double *dy, double *dw, double *dbias, int nthreads)
     void ember_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
                                   int64_t *idx, int nthreads)
@@ -1027,10 +1027,6 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
                 pads.append((tot // 2, tot - tot // 2))
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
-    for v in s + d:
-        _check_size(op, "stride/dilation", v)
-    for pp in pads:
-        _check_size(op, "padding", pp[0])
     else:
         if padding is None:
             raise TypeError(f"{op}(): argument 'padding' must be int, tuple of ints or str, "
@@ -1039,11 +1035,21 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
         if any(v < 0 for v in pv):
             raise RuntimeError("negative padding is not supported")
         pads = [(v, v) for v in pv]
+    for v in s + d:
+        _check_size(op, "stride/dilation", v)
+    for pp in pads:
+        _check_size(op, "padding", pp[0])
     N, C = xshape[0], xshape[1]
     spatial = tuple(xshape[2:])
     OC = wshape[0]
+    if OC < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(wshape)} instead")
     if transposed:
         # weight (Cin, Cout/g, k...); x is (N, Cin, ...)
+        if any(v == 0 for v in spatial) and N != 0 and C != 0:
+            raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
+                               f"input shape: {list(xshape)}")
         if wshape[0] % groups != 0:
             raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                                f"{groups} at dimension 0, but got weight of size "
@@ -1052,9 +1058,6 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
             raise RuntimeError(f"Given transposed=1, weight of size {list(wshape)}, expected "
                                f"input{list(xshape)} to have {wshape[0]} channels, but got {C} "
                                f"channels instead")
-        if any(v == 0 for v in spatial) and N != 0 and C != 0:
-            raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
-                               f"input shape: {list(xshape)}")
         op_ = _tuple_n(output_padding, nd, "output_padding", op)
         for i in range(nd):
             if op_[i] < 0:
@@ -1089,6 +1092,9 @@ cdef _ConvArgs _conv_setup(str op, int nd, tuple xshape, tuple wshape, stride, p
                                f"({' x '.join(map(str, padded))}). Kernel size: "
                                f"({' x '.join(map(str, eff))}). Kernel size can't be greater "
                                f"than actual input size")
+        if any(v == 0 for v in spatial) and N != 0 and C != 0:
+            raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got "
+                               f"input shape: {list(xshape)}")
         full_in = list(spatial)
         full_out = [(padded[i] - eff[i]) // s[i] + 1 for i in range(nd)]
         convC = C
@@ -1189,6 +1195,13 @@ cdef TensorBase _shape_back(TensorBase y, tuple full_shape):
     return _view(y, n, sh, st, y._offset)
 
 
+cdef int _conv_rc(int rc, str op) except -1:
+    if rc != 0:
+        raise RuntimeError(f"{op}: DefaultCPUAllocator: can't allocate memory for the "
+                           f"convolution workspace")
+    return 0
+
+
 cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, TensorBase b,
                                   int cdt):
     """x (N,C,H,W) contiguous compute dtype, w (OC,Cg,kh,kw) contiguous; -> y (N,OC,Ho,Wo)"""
@@ -1207,6 +1220,7 @@ cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, Tenso
     cdef TensorBase y = new_tensor(4, sh, cdt, x._device)
     cdef char *bp = _ptr(b) if b is not None else NULL
     cdef int nt = _nthreads()
+    cdef int rc = 0
     cdef int64_t bst[3]
     if numel_of(4, sh) == 0:
         return y
@@ -1222,11 +1236,12 @@ cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, Tenso
         return y
     with nogil:
         if cdt == EM_F32:
-            ember_conv2d_fwd_f32(&p, <float *>_ptr(x), <float *>_ptr(w), <float *>bp,
-                                 <float *>_ptr(y), nt)
+            rc = ember_conv2d_fwd_f32(&p, <float *>_ptr(x), <float *>_ptr(w), <float *>bp,
+                                      <float *>_ptr(y), nt)
         else:
-            ember_conv2d_fwd_f64(&p, <double *>_ptr(x), <double *>_ptr(w), <double *>bp,
-                                 <double *>_ptr(y), nt)
+            rc = ember_conv2d_fwd_f64(&p, <double *>_ptr(x), <double *>_ptr(w), <double *>bp,
+                                      <double *>_ptr(y), nt)
+    _conv_rc(rc, "conv2d")
     return y
 
 
@@ -1246,6 +1261,7 @@ cdef TensorBase _conv_input_grad_raw(_ConvArgs a, TensorBase dy, TensorBase w, i
     sh[3] = p.W
     cdef TensorBase dx = new_tensor(4, sh, cdt, dy._device)
     cdef int nt = _nthreads()
+    cdef int rc = 0
     if numel_of(4, sh) == 0:
         return dx
     if p.OC == 0 or p.Ho * p.Wo == 0:
@@ -1253,11 +1269,12 @@ cdef TensorBase _conv_input_grad_raw(_ConvArgs a, TensorBase dy, TensorBase w, i
     else:
         with nogil:
             if cdt == EM_F32:
-                ember_conv2d_bwd_input_f32(&p, <float *>_ptr(dy), <float *>_ptr(w),
-                                           <float *>_ptr(dx), nt)
+                rc = ember_conv2d_bwd_input_f32(&p, <float *>_ptr(dy), <float *>_ptr(w),
+                                                <float *>_ptr(dx), nt)
             else:
-                ember_conv2d_bwd_input_f64(&p, <double *>_ptr(dy), <double *>_ptr(w),
-                                           <double *>_ptr(dx), nt)
+                rc = ember_conv2d_bwd_input_f64(&p, <double *>_ptr(dy), <double *>_ptr(w),
+                                                <double *>_ptr(dx), nt)
+        _conv_rc(rc, "conv2d_input_grad")
     cdef int64_t vsh[4]
     cdef int64_t vst[4]
     if asym:
@@ -1293,13 +1310,15 @@ cdef tuple _conv_weight_grad_raw(_ConvArgs a, TensorBase x, TensorBase dy, tuple
         db = new_tensor(1, sh, cdt, x._device)
         dbp = _ptr(db)
     cdef int nt = _nthreads()
+    cdef int rc = 0
     with nogil:
         if cdt == EM_F32:
-            ember_conv2d_bwd_weight_f32(&p, <float *>_ptr(x), <float *>_ptr(dy),
-                                        <float *>_ptr(dw), <float *>dbp, nt)
+            rc = ember_conv2d_bwd_weight_f32(&p, <float *>_ptr(x), <float *>_ptr(dy),
+                                             <float *>_ptr(dw), <float *>dbp, nt)
         else:
-            ember_conv2d_bwd_weight_f64(&p, <double *>_ptr(x), <double *>_ptr(dy),
-                                        <double *>_ptr(dw), <double *>dbp, nt)
+            rc = ember_conv2d_bwd_weight_f64(&p, <double *>_ptr(x), <double *>_ptr(dy),
+                                             <double *>_ptr(dw), <double *>dbp, nt)
+    _conv_rc(rc, "conv2d_weight_grad")
     return dw, db
 
 
@@ -1624,7 +1643,7 @@ cdef object _divisor(object v, str op):
     v = _ival(v, "divisor_override", op)
     if v == 0:
         raise RuntimeError("divisor must be not zero")
-    if v >= _BIG or v <= -_BIG:
+    if v >= (1 << 63) or v < -(1 << 63):
         raise RuntimeError(f"{op}: divisor_override={v}: value cannot be converted to type "
                            f"int64 without overflow")
     return v
@@ -1677,7 +1696,8 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
                            f"indices of size {_shape_list(idx)}")
     if x._ndim not in (3, 4):
         raise RuntimeError(f"{op}: expected a 3D or 4D input, but got {_shape_list(x)}")
-    if dy._ndim != x._ndim or tuple(dy.shape[:-2]) != tuple(x.shape[:-2]):
+    cdef int nd0 = x._ndim
+    if dy._ndim != x._ndim or tuple(dy.shape)[:nd0 - 2] != tuple(x.shape)[:nd0 - 2]:
         raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
                            f"input of size {_shape_list(x)} in its leading (batch, channel) "
                            f"dimensions")

@@ -8,11 +8,9 @@ import ember
 from ember._tensor import Tensor
 
 
-def _as_subclass(data, cls):
+def _as_subclass(data, cls, requires_grad=False):
     """A ``cls`` instance viewing ``data``'s storage (no copy), cut from the graph."""
-    t = data.detach()
-    t.__class__ = cls
-    return t
+    return Tensor._make_subclass(cls, data, requires_grad)
 
 
 class Parameter(Tensor):
@@ -26,9 +24,7 @@ class Parameter(Tensor):
         if not isinstance(data, ember.Tensor):
             raise TypeError(f"Parameter: expected data to be a Tensor, got "
                             f"{type(data).__name__}")
-        t = _as_subclass(data, cls)
-        t.requires_grad_(requires_grad)
-        return t
+        return _as_subclass(data, cls, requires_grad)
 
     def __init__(self, data=None, requires_grad=True):
         pass

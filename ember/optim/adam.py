@@ -34,6 +34,7 @@ class Adam(Optimizer):
     @_use_grad
     def step(self):
         """One Adam update of every parameter that has a gradient."""
+        scratch = self.__dict__.setdefault("_scratch", {})
         for group in self.param_groups:
             lr = group["lr"]
             beta1, beta2 = group["betas"]
@@ -65,7 +66,10 @@ class Adam(Optimizer):
                 exp_avg_sq = state["exp_avg_sq"]
                 # m <- beta1 m + (1 - beta1) g ;  v <- beta2 v + (1 - beta2) g^2
                 ember.lerp(exp_avg, grad, 1 - beta1, out=exp_avg)
-                buf = grad * grad
+                buf = scratch.get(p)  # reused every step (not part of the state)
+                if buf is None or buf.shape != p.shape or buf.dtype != p.dtype:
+                    buf = scratch[p] = ember.empty_like(p)
+                ember.mul(grad, grad, out=buf)
                 ember.lerp(exp_avg_sq, buf, 1 - beta2, out=exp_avg_sq)
                 bc1 = 1 - beta1 ** step
                 bc2_sqrt = math.sqrt(1 - beta2 ** step)

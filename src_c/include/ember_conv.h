@@ -15,20 +15,22 @@ typedef struct {
     int64_t Ho, Wo;            /* output (caller computes) */
 } ember_conv2d_params;
 
-/* y (N, OC, Ho, Wo) = conv(x, w) + bias (bias may be NULL). */
-void ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
+/* y (N, OC, Ho, Wo) = conv(x, w) + bias (bias may be NULL).
+   The three conv entry points return 0, or -1 when their workspace could not
+   be allocated (the output is then unspecified). */
+int ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
                           const float *bias, float *y, int nthreads);
-void ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
+int ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
                           const double *bias, double *y, int nthreads);
 /* dx (N, C, H, W) = grad of conv wrt its input (overwritten, not accumulated). */
-void ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy, const float *w,
+int ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy, const float *w,
                                 float *dx, int nthreads);
-void ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy, const double *w,
+int ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy, const double *w,
                                 double *dx, int nthreads);
 /* dw (OC, C/groups, kh, kw) overwritten; dbias (OC) too when not NULL. */
-void ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+int ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x, const float *dy,
                                  float *dw, float *dbias, int nthreads);
-void ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x, const double *dy,
+int ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x, const double *dy,
                                  double *dw, double *dbias, int nthreads);
 
 /* im2col of one (C, H, W) image -> col (C*kh*kw, Ho*Wo); col2im adds back into x. */
