@@ -38,12 +38,14 @@ static inline double ew_expd(double x) { return exp(x); }
 static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + ew_expf(-x)); }
 static inline double ew_sigmoidd(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float ew_tanhf(float x) {
-    /* tanh via exp away from 0; the odd polynomial of tanhf near 0 */
-    float ax = fabsf(x);
-    if (ax < 0.55f) return tanhf(x);
-    float e = ew_expf(2.0f * ax);
-    float r = 1.0f - 2.0f / (e + 1.0f);
-    return copysignf(r, x);
+    /* Cephes tanhf: an odd polynomial for |x| < 0.625, 1 - 2/(e^2x + 1) beyond;
+       both computed and selected so the loop vectorises */
+    float ax = fabsf(x), z = x * x;
+    float p = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
+                + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+    float e = ew_expf(2.0f * (ax > 9.0f ? 9.0f : ax));
+    float q = copysignf(1.0f - 2.0f / (e + 1.0f), x);
+    return ax < 0.625f ? p : q;
 }
 
 #define SQRT1_2 0.70710678118654752440

@@ -8,7 +8,9 @@ import timeit
 
 import numpy as np
 
-import ember
+sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))))
+
+import ember  # noqa: E402
 
 try:
     import torch
