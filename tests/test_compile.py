@@ -133,6 +133,9 @@ def test_backend_equality_and_registry():
         register_backend(lambda fn, **kw: fn, name="test_counting")
     with pytest.raises(RuntimeError, match="already registered"):
         register_backend(lambda fn, **kw: fn, name="eager")
+    # leave the registry as other tests and the docs' doctests expect it
+    from ember.compiler import _registry
+    del _registry["test_counting"]
 
 
 def test_custom_backend_object_and_callable_backend():
