@@ -1,13 +1,13 @@
 /* 64-byte-aligned allocator with a cache of large blocks.  Freeing a 64 MiB
    buffer and faulting in a new one costs more than the op that fills it, so
-   blocks >= 1 MiB are kept (bounded by EMBER_CACHE_MB, default 1024) and
+   blocks >= 64 KiB are kept (bounded by EMBER_CACHE_MB, default 1024) and
    handed back for requests of the same size class. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ember.h"
 
-#define LARGE (1u << 20)
+#define LARGE (1u << 16)
 #define MAX_BLOCKS 64
 
 typedef struct { void *p; size_t size; } block;

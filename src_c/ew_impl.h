@@ -83,6 +83,22 @@ static inline int64_t ipow64(int64_t a, int64_t b) {
         }                                                                               \
     }
 
+/* a + alpha * b with alpha read from aux: add/sub with alpha in one pass */
+#define BINA_LOOP(name, TY)                                                             \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {          \
+        typedef TY T;                                                                   \
+        const T al = (T)*(const double *)aux;                                           \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                      \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+            for (int64_t i = 0; i < n; i++) o[i] = x[i] + al * y[i];                    \
+        } else {                                                                        \
+            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2])            \
+                *(T *)o = *(const T *)x + al * *(const T *)y;                           \
+        }                                                                               \
+    }
+
 /* integer division: a zero divisor yields 0 and raises the aux flag */
 #define IDIV_LOOP(name, TY, EXPR)                                                        \
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
@@ -171,6 +187,14 @@ static inline int64_t ipow64(int64_t a, int64_t b) {
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
         (void)aux;                                                                      \
         char *o = p[0]; const char *a = p[1], *b = p[2], *w = p[3];                     \
+        if (s[3] == 0 && s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) { \
+            /* scalar weight (optimizers' moving averages): one branch-free loop */     \
+            const T t = *(const T *)w; T *oo = (T *)o;                                  \
+            const T *xx = (const T *)a, *yy = (const T *)b;                             \
+            if (t < 0.5) { for (int64_t i = 0; i < n; i++) oo[i] = xx[i] + t * (yy[i] - xx[i]); } \
+            else { for (int64_t i = 0; i < n; i++) oo[i] = yy[i] - (yy[i] - xx[i]) * (1 - t); } \
+            return;                                                                     \
+        }                                                                               \
         for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2], w += s[3]) {   \
             T x = *(const T *)a, y = *(const T *)b, t = *(const T *)w;                  \
             *(T *)o = (t < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);              \
@@ -238,6 +262,8 @@ FOR_FLOATS(MK_BIN, tanh_bw, a * (1 - b * b))
 FOR_FLOATS(MK_BIN, gelu_bw, a * (T)(0.5 * (1 + erf(b * SQRT1_2)) + b * 0.3989422804014327 * exp(-0.5 * b * b)))
 FOR_FLOATS(MK_BIN, gelu_tanh_bw, ({ double x_ = b, u_ = SQRT_2_PI * (x_ + 0.044715 * x_ * x_ * x_);
     double t_ = tanh(u_); (T)(a * (0.5 * (1 + t_) + 0.5 * x_ * (1 - t_ * t_) * SQRT_2_PI * (1 + 3 * 0.044715 * x_ * x_))); }))
+BINA_LOOP(bin_adda_f32, float)
+BINA_LOOP(bin_adda_f64, double)
 BIN_LOOP(bin_silu_bw_f32, float, ({ float s_ = ew_sigmoidf(b); a * s_ * (1 + b * (1 - s_)); }))
 BIN_LOOP(bin_silu_bw_f64, double, ({ double s_ = ew_sigmoidd(b); a * s_ * (1 + b * (1 - s_)); }))
 
@@ -385,6 +411,7 @@ const em_ew_table *EW_TABLE_FN(void) {
     SET_FLOATS(tab.bin, EW_GELU_BW, bin_gelu_bw)
     SET_FLOATS(tab.bin, EW_GELU_TANH_BW, bin_gelu_tanh_bw)
     SET_FLOATS(tab.bin, EW_SILU_BW, bin_silu_bw)
+    SET_FLOATS(tab.bin, EW_ADDA, bin_adda)
 
 #define SET_CMP(op, pre) SET_NUM(tab.cmp, op, pre) tab.cmp[op][EM_BOOL] = pre##_bool;
     SET_CMP(EW_EQ, cmp_eq) SET_CMP(EW_NE, cmp_ne) SET_CMP(EW_LT, cmp_lt) SET_CMP(EW_LE, cmp_le)

@@ -15,7 +15,7 @@ cdef extern from "ember_ew.h" nogil:
         EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_REM, EW_FMOD, EW_POW, EW_MAX, EW_MIN
         EW_FMAX, EW_FMIN, EW_ATAN2, EW_HYPOT, EW_COPYSIGN, EW_BAND, EW_BOR, EW_BXOR, EW_LSHIFT
         EW_RSHIFT, EW_XLOGY, EW_LOGADDEXP
-        EW_RELU_BW, EW_SIGMOID_BW, EW_TANH_BW, EW_GELU_BW, EW_GELU_TANH_BW, EW_SILU_BW
+        EW_RELU_BW, EW_SIGMOID_BW, EW_TANH_BW, EW_GELU_BW, EW_GELU_TANH_BW, EW_SILU_BW, EW_ADDA
         EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE, EW_LAND, EW_LOR, EW_LXOR
         EW_NEG, EW_ABS, EW_SIGN, EW_EXP, EW_EXP2, EW_EXPM1, EW_LOG, EW_LOG2, EW_LOG10, EW_LOG1P
         EW_SQRT, EW_RSQRT, EW_SIN, EW_COS, EW_TAN, EW_ASIN, EW_ACOS, EW_ATAN, EW_SINH, EW_COSH
@@ -170,7 +170,7 @@ cdef int _run_bin(em_loop fn, TensorBase r, TensorBase x, char *xs, TensorBase y
 
 
 cdef object _binary(int op, str name, object a, object b, object out, int kind,
-                    bint inplace=False, object attrs=None):
+                    bint inplace=False, object attrs=None, double *alpha=NULL):
     cdef bint ta = _is_t(a), tb = _is_t(b)
     cdef TensorBase x = None, y = None, r, res
     cdef int64_t shape[MAX_DIMS]
@@ -243,7 +243,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     else:
         r = new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd,
                        x._device if ta else y._device)
-    _run_bin(fn, r, x, <char *>&xbuf, y, <char *>&ybuf, &flag)
+    _run_bin(fn, r, x, <char *>&xbuf, y, <char *>&ybuf, <void *>alpha if alpha != NULL else &flag)
     if flag:
         raise RuntimeError("ZeroDivisionError")
     if out is not None:
@@ -354,16 +354,33 @@ cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void 
 # ---------------------------------------------------------------------------
 # binary ops
 
+cdef bint _fuse_alpha(object a, object b) except -1:
+    """add/sub with alpha in one fused pass: float results, nothing to record."""
+    if not (_is_t(a) and _is_t(b)):
+        return False
+    if grad_on() and ((<TensorBase>a)._requires_grad or (<TensorBase>b)._requires_grad):
+        return False
+    return category(result_type2(a, b)) == 2
+
+
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, with broadcasting and PyTorch's type promotion."""
+    cdef double al
     if alpha != 1:
+        if _fuse_alpha(input, other):
+            al = alpha
+            return _binary(EW_ADDA, "add", input, other, out, K_ARITH, False, None, &al)
         other = mul(other, alpha)
     return _binary(EW_ADD, "add", input, other, out, K_ARITH)
 
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
+    cdef double al
     if alpha != 1:
+        if _fuse_alpha(input, other):
+            al = -alpha
+            return _binary(EW_ADDA, "sub", input, other, out, K_ARITH, False, None, &al)
         other = mul(other, alpha)
     return _binary(EW_SUB, "sub", input, other, out, K_ARITH)
 
@@ -552,13 +569,21 @@ def silu_backward(grad, input):
 
 # in-place binary variants
 def add_(TensorBase self not None, other, *, alpha=1):
+    cdef double al
     if alpha != 1:
+        if _fuse_alpha(self, other) and not slow_path() and not self._device.kind:
+            al = alpha
+            return _binary(EW_ADDA, "add", self, other, None, K_ARITH, True, None, &al)
         other = mul(other, alpha)
     return _inplace_binary(EW_ADD, "add", self, other, K_ARITH)
 
 
 def sub_(TensorBase self not None, other, *, alpha=1):
+    cdef double al
     if alpha != 1:
+        if _fuse_alpha(self, other) and not slow_path() and not self._device.kind:
+            al = -alpha
+            return _binary(EW_ADDA, "sub", self, other, None, K_ARITH, True, None, &al)
         other = mul(other, alpha)
     return _inplace_binary(EW_SUB, "sub", self, other, K_ARITH)
 

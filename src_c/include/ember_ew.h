@@ -9,6 +9,7 @@ enum { /* binary, out dtype == in dtype */
     EW_FMAX, EW_FMIN, EW_ATAN2, EW_HYPOT, EW_COPYSIGN, EW_BAND, EW_BOR, EW_BXOR, EW_LSHIFT,
     EW_RSHIFT, EW_XLOGY, EW_LOGADDEXP,
     EW_RELU_BW, EW_SIGMOID_BW, EW_TANH_BW, EW_GELU_BW, EW_GELU_TANH_BW, EW_SILU_BW,
+    EW_ADDA, /* a + alpha * b, alpha a double in aux (float types) */
     EW_NBIN
 };
 enum { /* binary, bool out */
