@@ -2,13 +2,14 @@
 
     .venv/bin/python tools/bench_core.py
 """
+import os
 import statistics
 import sys
 import timeit
 
 import numpy as np
 
-sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ember  # noqa: E402
 
