@@ -162,8 +162,7 @@ def test_unique_edge_cases(torch):
     u, c = n.unique(return_counts=True)
     ru, rc = torch.tensor([1.0, float("nan"), 2.0, float("nan")]).unique(return_counts=True)
     assert len(u) == len(ru) and c.tolist() == rc.tolist()
-    with pytest.raises(NotImplementedError):
-        ember.ones(2, 2).unique(dim=0)
+    assert ember.ones(2, 2).unique(dim=0).tolist() == [[1.0, 1.0]]
 
 
 def test_unique_consecutive(torch):
@@ -294,3 +293,21 @@ def test_sort_bit_identical_threads():
         ember.set_num_threads(old)
     assert v1.numpy().tobytes() == v2.numpy().tobytes()
     assert i1.tolist() == i2.tolist()
+
+
+@pytest.mark.parametrize("fn", ["unique", "unique_consecutive"])
+@pytest.mark.parametrize("shape,dim", [((6, 3), 0), ((3, 6), 1), ((5, 2, 3), 0), ((4, 5, 2), -2),
+                                       ((0, 3), 0), ((3, 0), 1), ((7,), 0)])
+def test_unique_dim_matches_torch(fn, shape, dim):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(sum(shape)).integers(0, 2, size=shape)
+    e = getattr(ember, fn)(ember.tensor(a), dim=dim, return_inverse=True, return_counts=True)
+    t = getattr(torch, fn)(torch.tensor(a), dim=dim, return_inverse=True, return_counts=True)
+    for x, y in zip(e, t):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+        assert tuple(x.shape) == tuple(y.shape)
+
+
+def test_unique_dim_zero_size_unselected_dim_is_an_error():
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        ember.unique(ember.zeros(0, 3), dim=1)

@@ -1299,6 +1299,59 @@ cdef inline void memcpy_(char *dst, const char *src, int64_t n) noexcept nogil:
         dst[i] = src[i]
 
 
+def _unique_dim(TensorBase t, dim, bint consecutive, return_inverse, return_counts, str op):
+    """unique / unique_consecutive over slices along ``dim``: the slices are sorted
+    lexicographically (stable argsort per column, last column first), then runs of
+    equal slices are collapsed."""
+    from ember._C import index as _index
+    cdef int d = wrap_dim(dim, t._ndim, op)
+    for i in range(t._ndim):
+        if i != d and t._shape[i] == 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               f"{op} cannot be applied")
+    x = t.movedim(d, 0)
+    cdef int64_t n = x.shape[0]
+    cdef int64_t m = 1
+    for sz in x.shape[1:]:
+        m *= sz
+    rows = x.reshape(n, m)
+    cdef int64_t one = 1
+    order = _arange_i64(n)
+    if not consecutive:
+        for c in range(m - 1, -1, -1):
+            order = _index.index_select(order, 0, argsort(
+                _index.index_select(rows.select(1, c), 0, order), 0, False, True))
+    srt = _index.index_select(rows, 0, order)
+    if n > 1:
+        new = _ew.ne(srt.narrow(0, 1, n - 1), srt.narrow(0, 0, n - 1))
+        new = any(new, 1) if m > 0 else _ew.eq(new.sum(1), 1)
+        is_new = _index.cat([_ew.eq(_arange_i64(1), 0), new])
+    else:
+        is_new = _ew.eq(_arange_i64(n), _arange_i64(n))
+    group = _ew.sub(cumsum(is_new, 0), 1)
+    uniq = _index.masked_select(srt, is_new.unsqueeze(1).expand(n, m)) if m > 0 else \
+        srt.narrow(0, 0, int(is_new.sum().item()))
+    k = int(is_new.sum().item())
+    out = uniq.reshape((k,) + tuple(x.shape[1:])).movedim(0, d).contiguous()
+    res = [out]
+    if return_inverse:
+        inverse = new_tensor(1, &n, EM_I64, cpu_device())
+        _index.index_put_(inverse, (order,), group)
+        res.append(inverse)
+    if return_counts:
+        res.append(bincount(group, None, k) if n else _arange_i64(0))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+cdef object _arange_i64(int64_t n):
+    cdef TensorBase r = new_tensor(1, &n, EM_I64, cpu_device())
+    cdef int64_t *p = <int64_t *>(r._storage.data + r._offset * 8)
+    cdef int64_t i
+    for i in range(n):
+        p[i] = i
+    return r
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements of ``input`` (sorted), optionally with the inverse
     indices and the counts."""
@@ -1309,7 +1362,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         return redispatch("unique", unique, (input,), {"sorted": sorted, "return_inverse":
                           return_inverse, "return_counts": return_counts, "dim": dim})
     if dim is not None:
-        raise NotImplementedError("unique: dim= is not supported yet (only dim=None)")
+        return _unique_dim(t, dim, False, return_inverse, return_counts, "unique")
     n = numel_of(t._ndim, t._shape)
     cdef TensorBase x = contig(t)
     cdef TensorBase flat = make_view(x, 1, &n, &one, x._offset)
@@ -1326,7 +1379,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         return redispatch("unique_consecutive", unique_consecutive, (input,), {
             "return_inverse": return_inverse, "return_counts": return_counts, "dim": dim})
     if dim is not None:
-        raise NotImplementedError("unique_consecutive: dim= is not supported yet (only dim=None)")
+        return _unique_dim(t, dim, True, return_inverse, return_counts, "unique_consecutive")
     n = numel_of(t._ndim, t._shape)
     cdef TensorBase x = contig(cast(t, _cdt(t._dtype)))
     cdef TensorBase flat = make_view(x, 1, &n, &one, x._offset)
