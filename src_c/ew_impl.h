@@ -10,32 +10,10 @@
 
 typedef uint8_t em_bool;
 
-/* exp for float32 that vectorises (Cephes-style range reduction + degree-6
-   polynomial, ~1 ulp); glibc's expf is a scalar call. */
-static inline float ew_expf(float x) {
-    float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972077f ? -103.972077f : x);
-    float fx = floorf(xc * 1.44269504088896341f + 0.5f);
-    float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
-    float y = 1.9875691500E-4f;
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * r * r + r + 1.0f;
-    /* 2^n as two factors so n in [-150, 128] never leaves the exponent range */
-    int32_t n = (int32_t)fx, n1 = n >> 1, n2 = n - n1;
-    int32_t e1 = (n1 + 127) << 23, e2 = (n2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &e1, 4);
-    memcpy(&s2, &e2, 4);
-    float res = y * s1 * s2;
-    res = x > 88.72283935546875f ? INFINITY : res;
-    res = x < -103.972077083991796f ? 0.0f : res;
-    return x != x ? x : res;
-}
+#include "ember_math.h"
+
 static inline double ew_expd(double x) { return exp(x); }
-static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + ew_expf(-x)); }
+static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + em_expf(-x)); }
 static inline double ew_sigmoidd(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float ew_tanhf(float x) {
     /* Cephes tanhf: an odd polynomial for |x| < 0.625, 1 - 2/(e^2x + 1) beyond;
@@ -43,7 +21,7 @@ static inline float ew_tanhf(float x) {
     float ax = fabsf(x), z = x * x;
     float p = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
                 + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
-    float e = ew_expf(2.0f * (ax > 9.0f ? 9.0f : ax));
+    float e = em_expf(2.0f * (ax > 9.0f ? 9.0f : ax));
     float q = copysignf(1.0f - 2.0f / (e + 1.0f), x);
     return ax < 0.625f ? p : q;
 }
@@ -52,7 +30,7 @@ static inline float ew_tanhf(float x) {
 #define SQRT_2_PI 0.79788456080286535588
 
 /* --- scalar math per type, shared between the loops ---------------------- */
-#define F_EXP(T, x) (sizeof(T) == 4 ? (T)ew_expf((float)(x)) : (T)exp((double)(x)))
+#define F_EXP(T, x) (sizeof(T) == 4 ? (T)em_expf((float)(x)) : (T)exp((double)(x)))
 
 static inline int64_t ipow64(int64_t a, int64_t b) {
     if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
@@ -287,7 +265,7 @@ UN_LOOP(un_abs_bool, em_bool, em_bool, x)
 FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
-UN_LOOP(un_exp_f32, float, float, ew_expf(x))
+UN_LOOP(un_exp_f32, float, float, em_expf(x))
 FOR_FLOATS(MK_UN, exp2, (T)exp2(x))
 UN_LOOP(un_exp_f64, double, double, exp(x))
 FOR_FLOATS(MK_UN, expm1, (T)expm1(x))

@@ -48,8 +48,7 @@ class Count(IterableDataset):
 
 
 def test_tensor_dataset_and_loader_order():
-    x = ember.arange(20).reshape(10, 2).float() if hasattr(ember, "arange") else \
-        ember.tensor(np.arange(20, dtype=np.float32).reshape(10, 2))
+    x = ember.arange(20).reshape(10, 2).float()
     y = ember.tensor(np.arange(10))
     ds = TensorDataset(x, y)
     assert len(ds) == 10

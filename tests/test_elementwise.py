@@ -212,7 +212,7 @@ def test_large_parallel_add_matches_numpy():
 def test_torch_parity_values_and_dtypes(torch):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     for name in ["exp", "tanh", "sigmoid", "erf", "gelu", "silu", "mish", "softplus", "log1p"]:
-        e = getattr(ember, name)(ember.tensor(x)) if hasattr(ember, name) else None
+        e = getattr(ember, name)(ember.tensor(x))
         t = getattr(torch, name, None) or getattr(torch.nn.functional, name)
         np.testing.assert_allclose(e.numpy(), t(torch.tensor(x)).numpy(), rtol=2e-6, atol=2e-6)
     for a, b in [(1, 2.5), (True, 2), (1, True)]:

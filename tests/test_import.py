@@ -105,10 +105,9 @@ def test_deprecated_attrs_warn_and_work():
     with pytest.warns(DeprecationWarning, match="use_deterministic_algorithms"):
         ember.set_deterministic(False)
     assert "set_default_tensor_type" not in ember.__all__
-    if hasattr(ember, "arange"):
-        with pytest.warns(DeprecationWarning, match="ember.arange"):
-            r = ember.range(1, 4)
-        assert r.tolist() == [1.0, 2.0, 3.0, 4.0]
+    with pytest.warns(DeprecationWarning, match="ember.arange"):
+        r = ember.range(1, 4)
+    assert r.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
 def _import_ms(stmt, runs):

@@ -123,6 +123,7 @@ cdef int nthreads_for(int64_t work) noexcept nogil
 cdef bint grad_on() noexcept nogil
 cdef bint slow_path() noexcept
 cdef object record(str name, tuple inputs, object out, object attrs)
+cdef object finish_out(TensorBase t, object out, bint requires_grad)
 cdef object redispatch(str name, object fn, tuple args, dict kwargs)
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1
 cdef void bump_version(TensorBase t) noexcept

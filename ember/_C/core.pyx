@@ -1929,7 +1929,19 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
     return new_tensor(nd, shp, dt, dev)
 
 
-cdef object _finish(TensorBase t, requires_grad):
+cdef object finish_out(TensorBase t, object out, bint requires_grad):
+    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad."""
+    cdef TensorBase o
+    if out is not None:
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"out= must be an ember.Tensor, not {type(out).__name__}")
+        o = <TensorBase>out
+        if shape_tuple(o) != shape_tuple(t):
+            raise RuntimeError(f"out= has shape {list(shape_tuple(o))} but the result has shape "
+                               f"{list(shape_tuple(t))}")
+        copy_into(o, t)
+        o._storage.version += 1
+        return o
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -1949,17 +1961,19 @@ cdef object _fill_any(TensorBase t, v):
 def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
           memory_format=None, out=None):
     """A tensor of the given shape with uninitialised values."""
-    return _finish(_factory(size, dtype, device, "empty"), requires_grad)
+    return finish_out(_factory(size, dtype, device, "empty"), out, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 0."""
-    return _finish(<TensorBase>_fill_any(_factory(size, dtype, device, "zeros"), 0), requires_grad)
+    return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "zeros"), 0), out,
+                      requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 1."""
-    return _finish(<TensorBase>_fill_any(_factory(size, dtype, device, "ones"), 1), requires_grad)
+    return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "ones"), 1), out,
+                      requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
@@ -1975,8 +1989,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layo
             dtype = _dtypes[_wrapped_dtype(c)]
     if isinstance(size, int):
         size = (size,)
-    return _finish(<TensorBase>_fill_any(_factory((tuple(size),), dtype, device, "full"),
-                                         fill_value), requires_grad)
+    return finish_out(<TensorBase>_fill_any(_factory((tuple(size),), dtype, device, "full"),
+                                            fill_value), out, requires_grad)
 
 
 cdef object _like_args(TensorBase t, dtype, device):

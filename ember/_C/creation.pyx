@@ -65,23 +65,6 @@ cdef object _slow(str name, object fn, tuple args, dict kwargs, Device dev):
     return r
 
 
-cdef object _finish(TensorBase t, object out, bint requires_grad):
-    cdef TensorBase o
-    if out is not None:
-        if not isinstance(out, TensorBase):
-            raise TypeError(f"out= must be an ember.Tensor, not {type(out).__name__}")
-        o = <TensorBase>out
-        if shape_tuple(o) != shape_tuple(t):
-            raise RuntimeError(f"out= has shape {list(shape_tuple(o))} but the result has shape "
-                               f"{list(shape_tuple(t))}")
-        copy_into(o, t)
-        bump_version(o)
-        return o
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
 cdef object _number(object v, str op, str arg, int pos):
     """A PyTorch Scalar argument: Python number, NumPy scalar or 0-dim tensor."""
     if isinstance(v, TensorBase):
@@ -205,7 +188,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     cdef int nt = nthreads_for(n)
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nt)
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -244,7 +227,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     cdef char *p = _data(t)
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nthreads_for(n))
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 # ----------------------------------------------------------------------------
@@ -287,7 +270,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     cdef char *p = _data(t)
     with nogil:
         em_linspace(dt, p, n, ds, de, nthreads_for(n))
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
@@ -315,7 +298,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     cdef double ds = s, de = e
     with nogil:
         em_logspace(dt, p, n, ds, de, b, nthreads_for(n))
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 # ----------------------------------------------------------------------------
@@ -356,7 +339,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     cdef int64_t stride = (shp[1] + 1) * isz
     for i in range(k):
         memcpy(p + i * stride, one, isz)
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,

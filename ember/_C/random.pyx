@@ -316,23 +316,6 @@ cdef TensorBase _empty_shape(TensorBase like, int dt):
     return new_tensor(like._ndim, like._shape, dt, cpu_device())
 
 
-cdef object _finish(TensorBase t, object out, bint requires_grad):
-    cdef TensorBase o
-    if out is not None:
-        if not isinstance(out, TensorBase):
-            raise TypeError(f"out= must be an ember.Tensor, not {type(out).__name__}")
-        o = <TensorBase>out
-        if shape_tuple(o) != shape_tuple(t):
-            raise RuntimeError(f"out= has shape {list(shape_tuple(o))} but the result has shape "
-                               f"{list(shape_tuple(t))}")
-        copy_into(o, t)
-        bump_version(o)
-        return o
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
 cdef int _float_dtype(object dtype, str kernel) except -1:
     cdef int dt = dtype_code(dtype)
     if dt < 0:
@@ -482,7 +465,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     if kwargs:
         raise TypeError(f"rand() got an unexpected keyword argument '{next(iter(kwargs))}'")
     _fill_float(t, EM_RD_UNIFORM, 0.0, 1.0, g)
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -499,7 +482,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     if kwargs:
         raise TypeError(f"randn() got an unexpected keyword argument '{next(iter(kwargs))}'")
     _fill_float(t, EM_RD_NORMAL, 0.0, 1.0, g)
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 cdef tuple _like(TensorBase input, dtype, device):
@@ -563,7 +546,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     _check_range(dt, lo, hi, "randint")
     cdef TensorBase t = _empty((tuple(size),), None, dt, "randint")
     _fill_int(t, <int64_t>lo, <uint64_t>((hi - lo) & 0xFFFFFFFFFFFFFFFF), g)
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
@@ -607,7 +590,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         em_randperm(p, nn, seed, off)
     if dt != EM_I64:
         t = cast(t, dt)
-    return _finish(t, out, requires_grad)
+    return finish_out(t, out, requires_grad)
 
 
 cdef int _check_std_tensor(TensorBase std) except -1:
@@ -665,7 +648,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         t = _empty((size,) if not isinstance(size, int) else ((size,),), None,
                    _float_dtype(dtype, "normal_kernel_cpu"), "normal")
         _fill_float(t, EM_RD_NORMAL, m, s, _gen(generator, "normal"))
-        return _finish(t, out, requires_grad)
+        return finish_out(t, out, requires_grad)
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with float mean and std")
     first = <TensorBase>(mean if tm else std)
@@ -712,7 +695,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         return r
     _affine(z, mt, st)
     t = cast(z, rd)
-    return _finish(t, out, False)
+    return finish_out(t, out, False)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -735,7 +718,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         if not (0.0 <= pf <= 1.0):
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
         _fill_bernoulli(t, pf, g)
-    return _finish(t, out, False)
+    return finish_out(t, out, False)
 
 
 cdef object _method_slow_new(str name, object fn, TensorBase t, tuple args, dict kwargs):
@@ -795,7 +778,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
                            "enough non-negative category to sample)")
     if rc:
         raise MemoryError("multinomial: out of memory")
-    return _finish(t, out, False)
+    return finish_out(t, out, False)
 
 
 # ----------------------------------------------------------------------------

@@ -70,13 +70,14 @@ class Buffer(Tensor):
 
 
 class UninitializedParameter(Parameter):
-    """The placeholder weight of a lazy module until its first forward."""
+    """The weight of a lazy module (``LazyLinear``) before its shape is known: an empty
+    parameter that ``materialize(shape)`` turns into a real ``Parameter`` on the first
+    forward, and that ``load_state_dict`` replaces with the checkpoint's tensor."""
 
     __module__ = "ember.nn"
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
-        t = Parameter.__new__(cls, ember.empty(0, dtype=dtype), requires_grad)
-        return t
+        return Parameter.__new__(cls, ember.empty(0, dtype=dtype, device=device), requires_grad)
 
     def __init__(self, requires_grad=True, device=None, dtype=None):
         pass
@@ -87,7 +88,9 @@ class UninitializedParameter(Parameter):
     __str__ = __repr__
 
     def materialize(self, shape, device=None, dtype=None):
-        return Parameter(ember.empty(*shape, dtype=dtype or self.dtype), self.requires_grad)
+        """A ``Parameter`` of ``shape`` (uninitialised values; the module initialises it)."""
+        return Parameter(ember.empty(*shape, dtype=dtype or self.dtype,
+                                     device=device or self.device), self.requires_grad)
 
 
 def is_lazy(param):
