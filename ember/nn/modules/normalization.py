@@ -12,6 +12,21 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"
            "InstanceNorm1d", "InstanceNorm2d", "RMSNorm"]
 
 
+def _affine_params(mod, shape, affine, bias, kw):
+    """The learnable scale (and shift) of a norm layer, or None for both."""
+    mod.register_parameter("weight", Parameter(ember.empty(*shape, **kw)) if affine else None)
+    mod.register_parameter("bias", Parameter(ember.empty(*shape, **kw)) if affine and bias
+                           else None)
+
+
+def _reset_affine(mod):
+    """PyTorch's default: scale 1, shift 0."""
+    if mod.weight is not None:
+        init.ones_(mod.weight)
+    if mod.bias is not None:
+        init.zeros_(mod.bias)
+
+
 class _NormBase(Module):
     _version = 2
 
@@ -24,15 +39,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(ember.empty(num_features, **kw))
-            if bias:
-                self.bias = Parameter(ember.empty(num_features, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, (num_features,), affine, bias, kw)
         if track_running_stats:
             self.register_buffer("running_mean", ember.zeros(num_features, **kw))
             self.register_buffer("running_var", ember.ones(num_features, **kw))
@@ -51,10 +58,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -142,22 +146,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ember.empty(*self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(ember.empty(*self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, self.normalized_shape, elementwise_affine, bias, kw)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -201,22 +194,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(ember.empty(num_channels, **kw))
-            if bias:
-                self.bias = Parameter(ember.empty(num_channels, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, (num_channels,), affine, bias, kw)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
