@@ -31,21 +31,62 @@ static inline int cv_direct(const ember_conv2d_params *p) {
     return p->C / p->groups == 1 && p->OC / p->groups <= 4 && !cv_is1x1(p);
 }
 
+/* Implicit im2col.  The im2col matrix of a chunk of nb images (Kg rows
+   (c, i, j) by nb*P columns (image, oh, ow)) is element ro[row] + co[col] of
+   the images themselves, or of zero-padded copies when the convolution pads.
+   The GEMM takes it as an operand with those offset tables and packs its
+   panels straight from the images, so the matrix is never built. */
+typedef struct {
+    int64_t *ro, *co;   /* Kg row offsets, nb*P column offsets */
+    int64_t img, plane; /* element strides of one source image and channel */
+    int pad;            /* 1: the source is zero-padded copies of the images */
+} cv_ig;
+
+static int cv_ig_init(const ember_conv2d_params *p, int64_t nb, cv_ig *ig) {
+    const int64_t Cg = p->C / p->groups, P = p->Ho * p->Wo;
+    ig->pad = p->ph > 0 || p->pw > 0;
+    const int64_t Wr = p->W + 2 * p->pw;
+    ig->plane = (p->H + 2 * p->ph) * Wr;
+    ig->img = p->C * ig->plane;
+    ig->ro = (int64_t *)malloc((size_t)(Cg * p->kh * p->kw + nb * P) * sizeof(int64_t));
+    if (!ig->ro) return -1;
+    ig->co = ig->ro + Cg * p->kh * p->kw;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t i = 0; i < p->kh; i++)
+            for (int64_t j = 0; j < p->kw; j++)
+                ig->ro[(c * p->kh + i) * p->kw + j] = c * ig->plane + i * p->dh * Wr + j * p->dw;
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t oh = 0; oh < p->Ho; oh++)
+            for (int64_t ow = 0; ow < p->Wo; ow++)
+                ig->co[n * P + oh * p->Wo + ow] = n * ig->img + oh * p->sh * Wr + ow * p->sw;
+    return 0;
+}
+
+static void cv_ig_free(cv_ig *ig) { free(ig->ro); }
+
 #define EMBER_CONV_BODY 1
 #define T float
 #define SFX f32
 #define GEMM ember_sgemm
+#define GEMMX ember_sgemm_ex
+#define MAT ember_smat
 #include "conv.c"
 #undef T
 #undef SFX
 #undef GEMM
+#undef GEMMX
+#undef MAT
 #define T double
 #define SFX f64
 #define GEMM ember_dgemm
+#define GEMMX ember_dgemm_ex
+#define MAT ember_dmat
 #include "conv.c"
 #undef T
 #undef SFX
 #undef GEMM
+#undef GEMMX
+#undef MAT
 
 #else /* ------------------------------------------------------------ body */
 #define CV_CAT2(a, b) a##_##b
@@ -199,6 +240,38 @@ static F(cv_plan) F(cv_make_plan)(const ember_conv2d_params *p, int64_t rows, in
     return pl;
 }
 
+/* copy image (C, H, W) into the zero-bordered (C, H+2ph, W+2pw) buffer xp */
+static void F(cv_pad_image)(const ember_conv2d_params *p, int64_t C, const T *x, T *xp) {
+    const int64_t H = p->H, W = p->W, Hp = H + 2 * p->ph, Wp = W + 2 * p->pw;
+    for (int64_t c = 0; c < C; c++) {
+        T *dst = xp + c * Hp * Wp;
+        memset(dst, 0, (size_t)(p->ph * Wp) * sizeof(T));
+        for (int64_t h = 0; h < H; h++) {
+            T *r = dst + (p->ph + h) * Wp;
+            for (int64_t q = 0; q < p->pw; q++) r[q] = 0;
+            memcpy(r + p->pw, x + (c * H + h) * W, (size_t)W * sizeof(T));
+            for (int64_t q = p->pw + W; q < Wp; q++) r[q] = 0;
+        }
+        memset(dst + (p->ph + H) * Wp, 0, (size_t)(p->ph * Wp) * sizeof(T));
+    }
+}
+
+/* the images of chunk [n0, n0+nb) as the implicit im2col source */
+static const T *F(cv_ig_src)(const ember_conv2d_params *p, const cv_ig *ig, const T *x,
+                             int64_t n0, int64_t nb, T *xp) {
+    if (!ig->pad) return x + n0 * p->C * p->H * p->W;
+    for (int64_t i = 0; i < nb; i++)
+        F(cv_pad_image)(p, p->C, x + (n0 + i) * p->C * p->H * p->W, xp + i * ig->img);
+    return xp;
+}
+
+/* y rows (OCg x P) = bias, when there is one */
+static void F(cv_fill_bias)(const T *bias, int64_t OCg, int64_t P, T *y) {
+    if (!bias) return;
+    for (int64_t o = 0; o < OCg; o++)
+        for (int64_t q = 0; q < P; q++) y[o * P + q] = bias[o];
+}
+
 int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, const T *bias,
                         T *y, int nthreads) {
     const int64_t N = p->N, C = p->C, OC = p->OC, G = p->groups;
@@ -219,65 +292,58 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
     }
     const int one = cv_is1x1(p);
     const F(cv_plan) pl = F(cv_make_plan)(p, one ? 0 : Kg, nthreads);
+    cv_ig ig = {0};
+    if (!one && cv_ig_init(p, pl.nb, &ig)) return -1;
     int failed = 0;
 #pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
         const int64_t ld = pl.nb * P;
-        T *col = one ? NULL : (T *)malloc((size_t)((Kg + OCg) * ld) * sizeof(T));
-        T *tmp = col ? col + Kg * ld : NULL;
-        if (!one && !col) {
+        /* GEMM output of a multi-image chunk, then the zero-padded images */
+        const int64_t ntmp = pl.nb > 1 ? OCg * ld : 0;
+        T *tmp = (T *)malloc((size_t)(ntmp + (ig.pad ? pl.nb * ig.img : 0) + 1) * sizeof(T));
+        T *xp = tmp ? tmp + ntmp : NULL;
+        if (!tmp) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(static)
         for (int64_t ch = 0; ch < pl.nchunks; ch++) {
-            if (!one && !col) continue;
+            if (!tmp) continue;
             const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
+            const T *src = one ? NULL : F(cv_ig_src)(p, &ig, x, n0, nb, xp);
             for (int64_t g = 0; g < G; g++) {
-                const T *wg = w + g * OCg * Kg;
+                const MAT a = {w + g * OCg * Kg, Kg, 1, NULL, NULL};
                 if (one) {
                     /* 1x1: x itself is the im2col matrix of each image */
                     for (int64_t n = n0; n < n0 + nb; n++) {
                         T *yg = y + (n * OC + g * OCg) * P;
-                        T beta = 0;
-                        if (bias) {
-                            for (int64_t o = 0; o < OCg; o++) {
-                                const T b = bias[g * OCg + o];
-                                for (int64_t q = 0; q < P; q++) yg[o * P + q] = b;
-                            }
-                            beta = 1;
-                        }
-                        GEMM(OCg, P, Kg, (T)1, wg, Kg, 1, x + (n * C + g * Cg) * HW, P, 1,
-                             beta, yg, P, 1, pl.inner);
+                        F(cv_fill_bias)(bias ? bias + g * OCg : NULL, OCg, P, yg);
+                        const MAT b = {x + (n * C + g * Cg) * HW, P, 1, NULL, NULL};
+                        GEMMX(OCg, P, Kg, (T)1, &a, &b, bias ? (T)1 : (T)0, yg, P, 1, pl.inner);
                     }
                     continue;
                 }
-                for (int64_t i = 0; i < nb; i++)
-                    F(cv_im2col_ld)(p, Cg, x + ((n0 + i) * C + g * Cg) * HW, col + i * P, ldc);
+                const MAT b = {src + g * Cg * ig.plane, 0, 0, ig.ro, ig.co};
                 if (nb == 1) {
                     /* one image: the GEMM writes y directly (bias pre-filled, beta 1) */
                     T *yg = y + (n0 * OC + g * OCg) * P;
-                    if (bias)
-                        for (int64_t o = 0; o < OCg; o++) {
-                            const T b = bias[g * OCg + o];
-                            for (int64_t q = 0; q < P; q++) yg[o * P + q] = b;
-                        }
-                    GEMM(OCg, P, Kg, (T)1, wg, Kg, 1, col, P, 1, bias ? (T)1 : (T)0, yg, P, 1,
-                         pl.inner);
+                    F(cv_fill_bias)(bias ? bias + g * OCg : NULL, OCg, P, yg);
+                    GEMMX(OCg, P, Kg, (T)1, &a, &b, bias ? (T)1 : (T)0, yg, P, 1, pl.inner);
                     continue;
                 }
-                GEMM(OCg, ldc, Kg, (T)1, wg, Kg, 1, col, ldc, 1, (T)0, tmp, ldc, 1, pl.inner);
+                GEMMX(OCg, ldc, Kg, (T)1, &a, &b, (T)0, tmp, ldc, 1, pl.inner);
                 for (int64_t i = 0; i < nb; i++)
                     for (int64_t o = 0; o < OCg; o++) {
                         T *yr = y + ((n0 + i) * OC + g * OCg + o) * P;
                         const T *tr = tmp + o * ldc + i * P;
-                        const T b = bias ? bias[g * OCg + o] : (T)0;
-                        for (int64_t q = 0; q < P; q++) yr[q] = tr[q] + b;
+                        const T bv = bias ? bias[g * OCg + o] : (T)0;
+                        for (int64_t q = 0; q < P; q++) yr[q] = tr[q] + bv;
                     }
             }
         }
-        free(col);
+        free(tmp);
     }
+    cv_ig_free(&ig);
     return failed ? -1 : 0;
 }
 

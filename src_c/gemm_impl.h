@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ember_gemm.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -101,6 +102,7 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #define EGT_CAT(a, b, c) EGT_CAT3(a, b, c)
 #define EGT(name) EG_FN(EGT_CAT(eg_, TS, name))       /* static helpers */
 #define EGPUB(name) EG_FN(EGT_CAT(ember_, TS, name))  /* public entry points */
+#define MAT EGT_CAT(ember_, TS, mat)                  /* ember_smat / ember_dmat */
 
 /* ---- vector abstraction: VT (W lanes), MR x (NV*W) register tile ---- */
 #if EMBER_GEMM_ISA == 2
@@ -113,6 +115,10 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm512_setzero_ps()
 #    define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #    define VMUL(a, b) _mm512_mul_ps(a, b)
+#    define VMASK __mmask16
+#    define VMASKR(lo, hi) ((__mmask16)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
+#    define VMERGE(acc, p, m) _mm512_mask_loadu_ps(acc, m, p)
+#    define VBLEND VMERGE
 #  else
 #    define VT __m512d
 #    define W 8
@@ -122,6 +128,10 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm512_setzero_pd()
 #    define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #    define VMUL(a, b) _mm512_mul_pd(a, b)
+#    define VMASK __mmask8
+#    define VMASKR(lo, hi) ((__mmask8)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
+#    define VMERGE(acc, p, m) _mm512_mask_loadu_pd(acc, m, p)
+#    define VBLEND VMERGE
 #  endif
 #  define MR 12
 #  define NV 2
@@ -135,6 +145,13 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm256_setzero_ps()
 #    define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #    define VMUL(a, b) _mm256_mul_ps(a, b)
+#    define VMASK __m256i
+#    define VMASKR(lo, hi) _mm256_andnot_si256(                                           \
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(lo)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), \
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(hi)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)))
+#    define VMERGE(acc, p, m) \
+        _mm256_blendv_ps(acc, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m))
+#    define VBLEND(acc, p, m) _mm256_blendv_ps(acc, _mm256_loadu_ps(p), _mm256_castsi256_ps(m))
 #  else
 #    define VT __m256d
 #    define W 4
@@ -144,6 +161,13 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm256_setzero_pd()
 #    define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #    define VMUL(a, b) _mm256_mul_pd(a, b)
+#    define VMASK __m256i
+#    define VMASKR(lo, hi) _mm256_andnot_si256(                                           \
+        _mm256_cmpgt_epi64(_mm256_set1_epi64x(lo), _mm256_setr_epi64x(0, 1, 2, 3)),        \
+        _mm256_cmpgt_epi64(_mm256_set1_epi64x(hi), _mm256_setr_epi64x(0, 1, 2, 3)))
+#    define VMERGE(acc, p, m) \
+        _mm256_blendv_pd(acc, _mm256_maskload_pd(p, m), _mm256_castsi256_pd(m))
+#    define VBLEND(acc, p, m) _mm256_blendv_pd(acc, _mm256_loadu_pd(p), _mm256_castsi256_pd(m))
 #  endif
 #  define MR 6
 #  define NV 2
@@ -165,6 +189,7 @@ typedef double EGT(_v) __attribute__((vector_size(16)));
 #  define VMUL(a, b) ((a) * (b))
 static inline VT EGT(_vload)(const T *p) { VT v; memcpy(&v, p, sizeof v); return v; }
 static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
+
 #  define MR 4
 #  define NV 2
 #endif
@@ -265,29 +290,37 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
 }
 
 /* ---------------------------------------------------------------- packing */
-/* A block rows [0,mc) x k [0,kc) -> panels of MR rows: ap[p*MR*kc + k*MR + i] */
-static void EGT(_pack_a)(int64_t mc, int64_t kc, const T *restrict A, int64_t rsa,
-                         int64_t csa, T *restrict ap) {
-    for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-        int64_t mr = eg_min(MR, mc - i0);
-        const T *a = A + i0 * rsa;
-        if (mr == MR && csa == 1) {
+/* Operands are MAT descriptors: element (r, c) = p[ro(r) + co(c)] (see ember_gemm.h). */
+static inline int64_t EGT(_ro)(const MAT *m, int64_t r) { return m->ro ? m->ro[r] : r * m->rs; }
+static inline int64_t EGT(_co)(const MAT *m, int64_t c) { return m->co ? m->co[c] : c * m->cs; }
+
+/* A rows [i0, i0+mc) x k [k0, k0+kc) -> panels of MR rows: ap[p*MR*kc + k*MR + i] */
+static void EGT(_pack_a)(int64_t mc, int64_t kc, const MAT *A, int64_t i0, int64_t k0,
+                         T *restrict ap) {
+    const int rows_contig = !A->co && A->cs == 1;   /* each row contiguous in k */
+    const int cols_contig = !A->ro && A->rs == 1;   /* each column contiguous in i */
+    for (int64_t ib = 0; ib < mc; ib += MR) {
+        const int64_t mr = eg_min(MR, mc - ib);
+        if (mr == MR && rows_contig) {
             const T *rows[MR];
-            for (int i = 0; i < MR; i++) rows[i] = a + i * rsa;
+            for (int i = 0; i < MR; i++) rows[i] = A->p + EGT(_ro)(A, i0 + ib + i) + k0;
             for (int64_t k = 0; k < kc; k++) {
 #pragma GCC unroll 16
                 for (int i = 0; i < MR; i++) ap[k * MR + i] = rows[i][k];
             }
-        } else if (mr == MR && rsa == 1) {
+        } else if (mr == MR && cols_contig) {
             for (int64_t k = 0; k < kc; k++) {
-                const T *src = a + k * csa;
+                const T *src = A->p + i0 + ib + EGT(_co)(A, k0 + k);
 #pragma GCC unroll 16
                 for (int i = 0; i < MR; i++) ap[k * MR + i] = src[i];
             }
         } else {
+            int64_t ro[MR];
+            for (int64_t i = 0; i < mr; i++) ro[i] = EGT(_ro)(A, i0 + ib + i);
             for (int64_t k = 0; k < kc; k++) {
+                const T *src = A->p + EGT(_co)(A, k0 + k);
                 int64_t i = 0;
-                for (; i < mr; i++) ap[k * MR + i] = a[i * rsa + k * csa];
+                for (; i < mr; i++) ap[k * MR + i] = src[ro[i]];
                 for (; i < MR; i++) ap[k * MR + i] = 0;
             }
         }
@@ -295,22 +328,36 @@ static void EGT(_pack_a)(int64_t mc, int64_t kc, const T *restrict A, int64_t rs
     }
 }
 
-/* B panel k [0,kc) x cols [0,nc): panel p (NR cols) -> bp[p*NR*kc + k*NR + j] */
-static void EGT(_pack_b_panel)(int64_t nr, int64_t kc, const T *restrict b, int64_t rsb,
-                               int64_t csb, T *restrict bp) {
-    if (nr == NR && csb == 1) {
+#ifdef VMASK
+/* acc with lanes [lo, hi) replaced by s[lo..hi) (mask m).  A plain load also
+   reads the other lanes; it is used when they lie on the same pages as the
+   wanted ones, so it cannot fault, else a masked load. */
+static inline VT EGT(_vrun)(VT acc, const T *s, VMASK m, int64_t lo, int64_t hi) {
+    const uintptr_t diff = ((uintptr_t)s ^ (uintptr_t)(s + lo)) |
+                           ((uintptr_t)(s + W - 1) ^ (uintptr_t)(s + hi - 1));
+    return diff < 4096 ? VBLEND(acc, s, m) : VMERGE(acc, s, m);
+}
+#endif
+
+/* B k [k0, k0+kc) x cols [j0, j0+nr) -> one panel: bp[k*NR + j], zero past nr */
+static void EGT(_pack_b_panel)(int64_t nr, int64_t kc, const MAT *B, int64_t k0, int64_t j0,
+                               T *restrict bp) {
+    if (nr == NR && !B->co && B->cs == 1) {
+        /* rows contiguous: NR consecutive elements of each row */
         for (int64_t k = 0; k < kc; k++) {
-            const T *src = b + k * rsb;
+            const T *src = B->p + EGT(_ro)(B, k0 + k) + j0;
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++) VSTORE(bp + k * NR + v * W, VLOAD(src + v * W));
         }
-    } else if (nr == NR && rsb == 1) {
+    } else if (nr == NR && !B->ro && B->rs == 1) {
         /* columns contiguous: read 4 k at a time from each column */
+        const T *cols[NR];
+        for (int j = 0; j < NR; j++) cols[j] = B->p + EGT(_co)(B, j0 + j) + k0;
         int64_t k = 0;
         for (; k + 4 <= kc; k += 4) {
 #pragma GCC unroll 4
             for (int j = 0; j < NR; j++) {
-                const T *src = b + j * csb + k;
+                const T *src = cols[j] + k;
                 bp[(k + 0) * NR + j] = src[0];
                 bp[(k + 1) * NR + j] = src[1];
                 bp[(k + 2) * NR + j] = src[2];
@@ -318,11 +365,72 @@ static void EGT(_pack_b_panel)(int64_t nr, int64_t kc, const T *restrict b, int6
             }
         }
         for (; k < kc; k++)
-            for (int j = 0; j < NR; j++) bp[k * NR + j] = b[j * csb + k];
+            for (int j = 0; j < NR; j++) bp[k * NR + j] = cols[j][k];
     } else {
+        int64_t co[NR];
+        for (int64_t j = 0; j < nr; j++) co[j] = EGT(_co)(B, j0 + j);
+#ifdef VMASK
+        /* runs of consecutive offsets (an implicit im2col row: output positions
+           along one image row) */
+        int64_t pd[NR], ps[NR], pl[NR];
+        int np = 0;
+        for (int64_t j = 0; j < nr; j++) {
+            if (np && co[j] == ps[np - 1] + pl[np - 1]) {
+                pl[np - 1]++;
+            } else {
+                pd[np] = j; ps[np] = co[j]; pl[np] = 1; np++;
+            }
+        }
+        if (np * 4 <= nr && kc <= KC_DEF) {
+            /* Each output vector v is merged from masked loads, one per run that
+               overlaps it, each read at the address that puts every lane in
+               place.  Masked-out lanes read nothing, so no slack is needed. */
+            int64_t sd[NR + NV], sl[NR + NV], sh[NR + NV];
+            VMASK sm[NR + NV];
+            int vs[NV + 1], ns = 0;
+            for (int v = 0; v < NV; v++) {
+                vs[v] = ns;
+                for (int q = 0; q < np; q++) {
+                    const int64_t lo = eg_max(pd[q], v * W), hi = eg_min(pd[q] + pl[q], (v + 1) * W);
+                    if (lo >= hi) continue;
+                    sd[ns] = ps[q] - pd[q] + v * W;
+                    sm[ns] = VMASKR(lo - v * W, hi - v * W);
+                    sl[ns] = lo - v * W;
+                    sh[ns] = hi - v * W;
+                    ns++;
+                }
+            }
+            vs[NV] = ns;
+            /* The runs are the same for every row, so loop over them outside.
+               A full-width load reads lanes beyond its run; that is safe when
+               they lie on the pages of the run's own lanes, which is checked
+               per row (masked loads are slow on AVX2, and only needed there). */
+            int64_t off[KC_DEF];
+            for (int64_t k = 0; k < kc; k++) off[k] = EGT(_ro)(B, k0 + k);
+            for (int v = 0; v < NV; v++) {
+                T *dst = bp + v * W;
+                if (vs[v] == vs[v + 1])
+                    for (int64_t k = 0; k < kc; k++) VSTORE(dst + k * NR, VZERO());
+                for (int q = vs[v]; q < vs[v + 1]; q++) {
+                    const T *src = B->p + sd[q];
+                    const VMASK m = sm[q];
+                    const int64_t lo = sl[q], hi = sh[q];
+                    if (q == vs[v])
+                        for (int64_t k = 0; k < kc; k++)
+                            VSTORE(dst + k * NR, EGT(_vrun)(VZERO(), src + off[k], m, lo, hi));
+                    else
+                        for (int64_t k = 0; k < kc; k++)
+                            VSTORE(dst + k * NR,
+                                   EGT(_vrun)(VLOAD(dst + k * NR), src + off[k], m, lo, hi));
+                }
+            }
+            return;
+        }
+#endif
         for (int64_t k = 0; k < kc; k++) {
+            const T *src = B->p + EGT(_ro)(B, k0 + k);
             int64_t j = 0;
-            for (; j < nr; j++) bp[k * NR + j] = b[k * rsb + j * csb];
+            for (; j < nr; j++) bp[k * NR + j] = src[co[j]];
             for (; j < NR; j++) bp[k * NR + j] = 0;
         }
     }
@@ -406,9 +514,8 @@ static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, i
 }
 
 /* ---------------------------------------------------------- blocked GEMM */
-static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
-                          int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
-                          int64_t rsc, int64_t csc, int nt) {
+static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
+                          T beta, T *C, int64_t rsc, int64_t csc, int nt) {
     const int64_t MC = EG_TUNE(eg_tune_mc, MC_DEF) / MR * MR;
     const int64_t KC = EG_TUNE(eg_tune_kc, KC_DEF);
     const int64_t NC = EG_TUNE(eg_tune_nc, NC_DEF) / NR * NR;
@@ -449,12 +556,11 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, 
                 const T beta_eff = pc == 0 ? beta : (T)1;
 #pragma omp for schedule(static)
                 for (int64_t p = 0; p < np; p++)
-                    EGT(_pack_b_panel)(eg_min(NR, nc - p * NR), kc,
-                                       B + pc * rsb + (jc + p * NR) * csb, rsb, csb,
+                    EGT(_pack_b_panel)(eg_min(NR, nc - p * NR), kc, B, pc, jc + p * NR,
                                        bp + p * NR * kc);
                 for (int64_t ic = m0; ic < m1; ic += MC) {
                     const int64_t mc = eg_min(MC, m1 - ic);
-                    EGT(_pack_a)(mc, kc, A + ic * rsa + pc * csa, rsa, csa, ap);
+                    EGT(_pack_a)(mc, kc, A, ic, pc, ap);
                     for (int64_t p = p0; p < p1; p++) {
                         const int64_t nr = eg_min(NR, nc - p * NR);
                         const T *bpp = bp + p * NR * kc;
@@ -480,45 +586,60 @@ static void EGT(_scale)(int64_t M, int64_t N, T beta, T *C, int64_t rsc, int64_t
         }
 }
 
-static void EGT(_gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
-                       int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
-                       int64_t rsc, int64_t csc, int nthreads) {
+/* threads worth using for a blocked product of this many flops */
+static inline int EGT(_threads)(double flops, int nthreads) {
+    if (flops < 4.0e5) return 1;
+    if (flops < 4.0e5 * nthreads) return (int)(flops / 4.0e5);
+    return nthreads;
+}
+
+/* C = alpha*A@B + beta*C for descriptor operands (offset tables allowed). */
+static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT B, T beta, T *C,
+                           int64_t rsc, int64_t csc, int nthreads) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == (T)0) { EGT(_scale)(M, N, beta, C, rsc, csc); return; }
-    /* work on the orientation whose C rows are contiguous: C^T = B^T A^T */
     if (csc != 1 && rsc == 1) {
-        int64_t t;
-        const T *tp;
-        t = M; M = N; N = t;
-        tp = A; A = B; B = tp;
-        t = rsa; rsa = csb; csb = t;   /* new A = B^T: rs = csb(old), cs = rsb(old) */
-        t = csa; csa = rsb; rsb = t;
+        /* work on the orientation whose C rows are contiguous: C^T = B^T A^T */
+        const MAT at = {B.p, B.cs, B.rs, B.co, B.ro}, bt = {A.p, A.cs, A.rs, A.co, A.ro};
+        int64_t t = M; M = N; N = t;
+        A = at; B = bt;
         t = rsc; rsc = csc; csc = t;
     }
     if (nthreads < 1) nthreads = 1;
-    if (M * N * K <= 512) {
-        EGT(_naive)(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
-        return;
+    if (!A.ro && !A.co && !B.ro && !B.co) {
+        if (M * N * K <= 512) {
+            EGT(_naive)(M, N, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, B.cs, beta, C, rsc, csc);
+            return;
+        }
+        if (N == 1) {
+            EGT(_gemv)(M, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, beta, C, rsc, nthreads);
+            return;
+        }
+        if (M == 1) { /* y^T = x^T B: a gemv with B^T */
+            EGT(_gemv)(N, K, alpha, B.p, B.cs, B.rs, A.p, A.cs, beta, C, csc, nthreads);
+            return;
+        }
     }
-    if (N == 1) {
-        EGT(_gemv)(M, K, alpha, A, rsa, csa, B, rsb, beta, C, rsc, nthreads);
-        return;
-    }
-    if (M == 1) { /* y^T = x^T B: a gemv with B^T */
-        EGT(_gemv)(N, K, alpha, B, csb, rsb, A, csa, beta, C, csc, nthreads);
-        return;
-    }
-    double flops = 2.0 * (double)M * (double)N * (double)K;
-    int nt = nthreads;
-    if (flops < 4.0e5) nt = 1;
-    else if (flops < 4.0e5 * nt) nt = (int)(flops / 4.0e5);
-    EGT(_blocked)(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, nt);
+    const int nt = EGT(_threads)(2.0 * (double)M * (double)N * (double)K, nthreads);
+    EGT(_blocked)(M, N, K, alpha, &A, &B, beta, C, rsc, csc, nt);
+}
+
+static void EGT(_gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                       int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
+                       int64_t rsc, int64_t csc, int nthreads) {
+    const MAT a = {A, rsa, csa, NULL, NULL}, b = {B, rsb, csb, NULL, NULL};
+    EGT(_gemm_mat)(M, N, K, alpha, a, b, beta, C, rsc, csc, nthreads);
 }
 
 void EGPUB(gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
                  int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C, int64_t rsc,
                  int64_t csc, int nthreads) {
     EGT(_gemm)(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, nthreads);
+}
+
+void EGPUB(gemm_ex)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
+                    T beta, T *C, int64_t rsc, int64_t csc, int nthreads) {
+    EGT(_gemm_mat)(M, N, K, alpha, *A, *B, beta, C, rsc, csc, nthreads);
 }
 
 void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
@@ -552,6 +673,10 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef VZERO
 #undef VFMA
 #undef VMUL
+#undef VMASK
+#undef VMASKR
+#undef VMERGE
+#undef VBLEND
 #undef MR
 #undef NV
 #undef NR
@@ -561,6 +686,7 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef EG_LANES
 #undef EGT
 #undef EGPUB
+#undef MAT
 #undef EGT_CAT
 #undef EGT_CAT3
 #endif

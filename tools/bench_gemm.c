@@ -4,7 +4,7 @@
 
    gcc -std=c11 -O3 -fopenmp -fno-math-errno -fno-trapping-math -Isrc_c/include \
        -DEMBER_GEMM_TUNE tools/bench_gemm.c src_c/gemm.c src_c/gemm_generic.c \
-       src_c/gemm_avx2.c src_c/gemm_avx512.c src_c/cpu.c -o /tmp/bench_gemm
+       src_c/gemm_avx2.c src_c/gemm_avx512.c src_c/cpu.c -lm -o /tmp/bench_gemm
    /tmp/bench_gemm check | bench [sizes...] | dbench [sizes...] | bmm
    env: EG_MC / EG_KC / EG_NC override the cache blocking (elements). */
 #define _POSIX_C_SOURCE 200809L
@@ -111,6 +111,75 @@ static int check_batched(int dbl, int isa) {
     return fails;
 }
 
+/* offset t of a table made of runs of L consecutive elements separated by gaps of g */
+static int64_t run_idx(int64_t t, int64_t L, int64_t g) { return t / L * (L + g) + t % L; }
+
+/* descriptor operands (ember_?gemm_ex): each of A and B is read through a row
+   and/or column offset table or plain strides, chosen by `mode` bits */
+static int check_tables(int dbl, int64_t M, int64_t N, int64_t K, int mode, int tc, int nt) {
+    int64_t L = 1 + (int64_t)((urand() + 1) * 8), g = (int64_t)((urand() + 1) * 3);
+    int64_t *roa = malloc((M + 1) * 8), *coa = malloc((K + 1) * 8);
+    int64_t *rob = malloc((K + 1) * 8), *cob = malloc((N + 1) * 8);
+    int64_t ka = run_idx(K, L, g) + 1, nb_ = run_idx(N, L, g) + 1;
+    for (int64_t r = 0; r < M; r++) roa[r] = r * ka;
+    for (int64_t c = 0; c < K; c++) coa[c] = run_idx(c, L, g);
+    for (int64_t r = 0; r < K; r++) rob[r] = r * nb_;
+    for (int64_t c = 0; c < N; c++) cob[c] = run_idx(c, L, g);
+    int64_t na = (M + 1) * ka, nbb = (K + 1) * nb_;
+    double *a = malloc(na * 8), *b = malloc(nbb * 8), *ref = malloc((M * N + 1) * 8);
+    for (int64_t i = 0; i < na; i++) a[i] = urand();
+    for (int64_t i = 0; i < nbb; i++) b[i] = urand();
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) s += a[roa[i] + coa[k]] * b[rob[k] + cob[j]];
+            ref[i * N + j] = s;
+        }
+    /* mode bit 0: A row table, 1: A column table, 2: B row table, 3: B column table;
+       a table left out is replaced by the equivalent stride where one exists */
+    const int64_t *ra = mode & 1 ? roa : NULL, *ca = mode & 2 ? coa : NULL;
+    const int64_t *rb = mode & 4 ? rob : NULL, *cb = mode & 8 ? cob : NULL;
+    if (!ca) for (int64_t c = 0; c < K; c++) coa[c] = c;
+    if (!cb) for (int64_t c = 0; c < N; c++) cob[c] = c;
+    if (!ca || !cb) {  /* recompute the reference with the dense columns */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++) s += a[roa[i] + coa[k]] * b[rob[k] + cob[j]];
+                ref[i * N + j] = s;
+            }
+    }
+    double err = 0;
+    int64_t rsc = tc ? 1 : N, csc = tc ? M : 1;
+    if (dbl) {
+        double *c = malloc((M * N + 1) * 8);
+        ember_dmat A = {a, ka, 1, ra, ca}, B = {b, nb_, 1, rb, cb};
+        ember_dgemm_ex(M, N, K, 1.0, &A, &B, 0.0, c, rsc, csc, nt);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                err = fmax(err, fabs(c[i * rsc + j * csc] - ref[i * N + j]));
+        free(c);
+    } else {
+        float *af = malloc(na * 4), *bf = malloc(nbb * 4), *c = malloc((M * N + 1) * 4);
+        for (int64_t i = 0; i < na; i++) af[i] = (float)a[i];
+        for (int64_t i = 0; i < nbb; i++) bf[i] = (float)b[i];
+        ember_smat A = {af, ka, 1, ra, ca}, B = {bf, nb_, 1, rb, cb};
+        ember_sgemm_ex(M, N, K, 1.f, &A, &B, 0.f, c, rsc, csc, nt);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                err = fmax(err, fabs(c[i * rsc + j * csc] - ref[i * N + j]));
+        free(af); free(bf); free(c);
+    }
+    free(roa); free(coa); free(rob); free(cob); free(a); free(b); free(ref);
+    double tol = (dbl ? 1e-12 : 1e-5) * sqrt((double)K + 1) * 4;
+    if (!(err <= tol)) {
+        printf("FAIL tables %s M=%ld N=%ld K=%ld mode=%d tc=%d L=%ld g=%ld err=%g\n",
+               dbl ? "d" : "s", (long)M, (long)N, (long)K, mode, tc, (long)L, (long)g, err);
+        return 1;
+    }
+    return 0;
+}
+
 static int run_checks(void) {
     int hw = ember_gemm_set_isa(-1), fails = 0, count = 0;
     int64_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 64, 95, 130};
@@ -136,6 +205,13 @@ static int run_checks(void) {
                     count++;
                 }
             fails += check_batched(dbl, isa);
+            for (int t = 0; t < 200; t++) {
+                int64_t M = sizes[(rng >> 3) % ns]; urand();
+                int64_t N = t < 100 ? sizes[(rng >> 3) % ns] : 100 + (rng >> 5) % 300; urand();
+                int64_t K = t < 100 ? sizes[(rng >> 3) % ns] : 300 + (rng >> 5) % 300; urand();
+                fails += check_tables(dbl, M, N, K, t % 16, (t / 16) & 1, 1 + (t & 1));
+                count++;
+            }
         }
         printf("isa %d: checks done (%d cases so far, %d failures)\n", isa, count, fails);
     }

@@ -7,6 +7,7 @@ derivative formulas live in one table (``_table.py``)."""
 from __future__ import annotations
 
 from ember._C import core as _core
+from ember._C import index as _index
 from ember._C.core import TensorBase as _TensorBase
 from ember.autograd import _engine, _table  # noqa: F401  (_table wires the lazy formulas)
 from ember.autograd.anomaly_mode import (
@@ -161,9 +162,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Gradients of ``outputs`` w.r.t. ``inputs`` (returned, not accumulated)."""
-    if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) is not supported by ember")
+    """Gradients of ``outputs`` w.r.t. ``inputs`` (returned, not accumulated).
+
+    With ``is_grads_batched=True`` the first dim of every ``grad_outputs`` tensor is a
+    batch of vectors: the result holds one vector-Jacobian product per batch entry,
+    stacked along a new first dim (computed as one backward pass per entry)."""
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
@@ -194,11 +197,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not o._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not "
                                f"have a grad_fn")
-    gl = _make_grads([o for o, _ in keep], [g for _, g in keep])
-    roots = _roots([o for o, _ in keep])
     if retain_graph is None:
         retain_graph = create_graph
-    res = _engine.run_backward(roots, gl, retain_graph, create_graph, ins, False)
+    if is_grads_batched:
+        res = _grad_batched([o for o, _ in keep], [g for _, g in keep], ins, retain_graph,
+                            create_graph)
+    else:
+        gl = _make_grads([o for o, _ in keep], [g for _, g in keep])
+        roots = _roots([o for o, _ in keep])
+        res = _engine.run_backward(roots, gl, retain_graph, create_graph, ins, False)
     for i, r in enumerate(res):
         if r is None:
             if materialize_grads:
@@ -208,6 +215,45 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
     return tuple(res)
+
+
+def _grad_batched(outs, gouts, ins, retain_graph, create_graph):
+    """``grad(..., is_grads_batched=True)``: one reverse pass per batch entry."""
+    batch = None
+    for i, (o, g) in enumerate(zip(outs, gouts)):
+        if not isinstance(g, _TensorBase):
+            raise RuntimeError(f"grad(is_grads_batched=True) needs a batched grad_output "
+                               f"tensor for every output, got {type(g).__name__} for "
+                               f"output {i}")
+        if g.dim() == 0 or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{g.shape} and output[{i}] has a shape of {o.shape}. If you "
+                               f"are using is_grads_batched=True, the first dimension of "
+                               f"each grad_output is the batch dimension; the rest must "
+                               f"match the output.")
+        if batch is None:
+            batch = g.shape[0]
+        elif g.shape[0] != batch:
+            raise RuntimeError(f"grad(is_grads_batched=True): grad_outputs have different "
+                               f"batch sizes ({batch} and {g.shape[0]})")
+    if not batch:
+        raise RuntimeError("grad(is_grads_batched=True): the batch dimension of grad_outputs "
+                           "must not be empty")
+    roots = _roots(outs)
+    per = []
+    for b in range(batch):
+        gl = _make_grads(outs, [g[b] for g in gouts])
+        keep = retain_graph or b < batch - 1
+        per.append(_engine.run_backward(roots, gl, keep, create_graph, ins, False))
+    res = []
+    for i in range(len(ins)):
+        col = [r[i] for r in per]
+        if all(c is None for c in col):
+            res.append(None)
+            continue
+        col = [c if c is not None else _core.zeros_like(ins[i]) for c in col]
+        res.append(_index.stack(col, 0))
+    return res
 
 
 def Variable(data, requires_grad=False, volatile=False):

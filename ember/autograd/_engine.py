@@ -477,6 +477,16 @@ def _call_slow(fn, buf, skip_pre=False):
         res = fn._apply(buf)
     if ex is not None and "post" in ex:
         grads_out = tuple(buf) if fn._nout > 1 else (buf,)
+        ins = None if fn._exact else fn._inputs
+        if ins is not None and res is not None:
+            # hooks see gradients shaped like the node's inputs (broadcasts undone)
+            res = list(res)
+            for i, g in enumerate(res):
+                x = ins[i] if i < len(ins) else None
+                if g is not None and x is not None and x is not _FREED_SCALAR and (
+                        g.dtype is not x.dtype or g.dim() != x.dim() or
+                        g.numel() != x.numel()):
+                    res[i] = _fix_grad(g, x)
         for h in list(ex["post"].values()):
             r = h(tuple(res), grads_out)
             if r is not None:

@@ -223,13 +223,14 @@ def _wrap_outputs(node, args, out):
             meta.append(None)
             continue
         meta.append((tuple(o.shape), o.dtype))
-        if id(o) in dirty:
+        orig_id = id(o)
+        if orig_id in dirty:
             if o._requires_grad and o._grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                    "in-place operation.")
-        elif id(o) in arg_ids:
+        elif orig_id in arg_ids:
             o = outs[k] = o.detach()          # an input returned as is: a new alias
-        if id(outs[k]) in non_diff or id(o) in non_diff or not o.is_floating_point():
+        if orig_id in non_diff or not o.is_floating_point():
             continue
         o._grad_fn = node
         o._requires_grad = True

@@ -32,6 +32,20 @@ void ember_dgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, double 
                          double beta, double *C, int64_t rsc, int64_t csc,
                          int64_t bsa, int64_t bsb, int64_t bsc, int nthreads);
 
+/* Descriptor operands: element (r, c) is p[ro(r) + co(c)] with
+   ro(r) = ro ? ro[r] : r*rs and co(c) = co ? co[c] : c*cs.  The offset tables
+   let convolution hand the GEMM its im2col matrix as row pointers into the
+   image instead of building it; the packing routines read them directly. */
+typedef struct { const float *p; int64_t rs, cs; const int64_t *ro, *co; } ember_smat;
+typedef struct { const double *p; int64_t rs, cs; const int64_t *ro, *co; } ember_dmat;
+
+void ember_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
+                    const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
+                    int nthreads);
+void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
+                    const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
+                    int nthreads);
+
 /* The ISA the GEMM kernels run with (0 generic, 1 AVX2+FMA, 2 AVX-512), and a
    way to force a lower one (tests; -1 = back to detection).  Returns the ISA
    now in use. */

@@ -64,6 +64,7 @@ from ember.nn.modules.normalization import (
                                          InstanceNorm1d,
                                          InstanceNorm2d,
                                          LayerNorm,
+                                         LocalResponseNorm,
                                          RMSNorm,
 )
 from ember.nn.modules.pooling import (
@@ -87,6 +88,7 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Alpha
            "GRUCell", "GaussianNLLLoss", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh",
            "HingeEmbeddingLoss", "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d",
            "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LazyLinear", "LeakyReLU",
+           "LocalResponseNorm",
            "Linear", "LogSigmoid", "LogSoftmax", "MSELoss", "MarginRankingLoss", "MaxPool1d",
            "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
            "NLLLoss", "PReLU", "ParameterDict", "ParameterList", "PoissonNLLLoss", "RMSNorm",

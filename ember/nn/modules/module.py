@@ -6,15 +6,22 @@ Parameters, buffers and submodules register themselves on attribute assignment;
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
+from typing import Callable
 
 import ember
 from ember.nn.parameter import Buffer, Parameter, UninitializedParameter
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_backward_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook"]
 
 _global_forward_pre_hooks: "OrderedDict[int, object]" = OrderedDict()
 _global_forward_hooks: "OrderedDict[int, object]" = OrderedDict()
+_global_backward_pre_hooks: "OrderedDict[int, object]" = OrderedDict()
+_global_backward_hooks: "OrderedDict[int, object]" = OrderedDict()
+_global_is_full_backward_hook: bool | None = None
 _hook_ids = itertools.count()
 
 
@@ -64,6 +71,259 @@ def register_module_forward_hook(hook):
     return h
 
 
+def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
+    """Register a backward pre-hook common to all modules.
+
+    Parameters
+    ----------
+    hook : callable
+        ``hook(module, grad_output) -> tuple of Tensor or None``, as for
+        :meth:`Module.register_full_backward_pre_hook`; global pre-hooks fire before the
+        module's own.
+
+    Returns
+    -------
+    RemovableHandle
+        ``handle.remove()`` unregisters the hook.
+    """
+    h = RemovableHandle(_global_backward_pre_hooks)
+    _global_backward_pre_hooks[h.id] = hook
+    return h
+
+
+def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
+    """Register a backward hook common to all modules.
+
+    Parameters
+    ----------
+    hook : callable
+        ``hook(module, grad_input, grad_output) -> tuple of Tensor or None``, as for
+        :meth:`Module.register_full_backward_hook`; global hooks fire before the
+        module's own.
+
+    Returns
+    -------
+    RemovableHandle
+        ``handle.remove()`` unregisters the hook.
+
+    Raises
+    ------
+    RuntimeError
+        If a global non-full hook (:func:`register_module_backward_hook`) was registered.
+    """
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = True
+    h = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[h.id] = hook
+    return h
+
+
+def register_module_backward_hook(hook: Callable) -> RemovableHandle:
+    """Register a (deprecated, non-full) backward hook common to all modules.
+
+    Parameters
+    ----------
+    hook : callable
+        ``hook(module, grad_input, grad_output)``, attached to the ``grad_fn`` of the
+        module's (first) output, as :meth:`Module.register_backward_hook`.
+
+    Returns
+    -------
+    RemovableHandle
+        ``handle.remove()`` unregisters the hook.
+
+    Raises
+    ------
+    RuntimeError
+        If a global full hook (:func:`register_module_full_backward_hook`) was registered.
+    """
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = False
+    h = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[h.id] = hook
+    return h
+
+
+_BackwardHookFunction = None
+
+
+def _backward_hook_function():
+    """The identity autograd Function whose graph node carries a module's backward hooks
+    (built on first use: ember.autograd loads lazily)."""
+    global _BackwardHookFunction
+    if _BackwardHookFunction is None:
+        from ember.autograd import Function
+
+        class BackwardHookFunction(Function):
+            @staticmethod
+            def forward(ctx, *args):
+                ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+                return args
+
+            @staticmethod
+            def backward(ctx, *args):
+                return args
+
+        _BackwardHookFunction = BackwardHookFunction
+    return _BackwardHookFunction
+
+
+class BackwardHook:
+    """Runs a module's full backward (pre-)hooks for one forward call.
+
+    The tensor inputs and outputs of the module pass through an identity autograd
+    Function each; a hook on the output node sees the gradients w.r.t. the outputs
+    (and runs the pre-hooks), a hook on the input node sees the gradients w.r.t. the
+    inputs and runs the user hooks with both. Non-tensor positions read ``None``."""
+
+    def __init__(self, module: "Module", user_hooks: list, user_pre_hooks: list) -> None:
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.module = module
+        self.grad_outputs = None
+        self.n_outputs = -1
+        self.output_tensors_index = None
+        self.n_inputs = -1
+        self.input_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        res = [None] * size
+        for idx, val in zip(indices, values):
+            res[idx] = val
+        return tuple(res)
+
+    @staticmethod
+    def _unpack_none(indices, values):
+        return tuple(values[idx] for idx in indices)
+
+    def _set_user_hook(self, grad_fn):
+        def hook(grad_input, _):
+            if self.grad_outputs is None:
+                # the gradient reached the inputs without passing through the outputs
+                return None
+            res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            for user_hook in self.user_hooks:
+                out = user_hook(self.module, res, self.grad_outputs)
+                if out is None:
+                    continue
+                if not isinstance(out, tuple):
+                    out = (out,)
+                if len(out) != len(res):
+                    raise RuntimeError(f"Backward hook returned an invalid number of "
+                                       f"grad_input, got {len(out)}, but expected {len(res)}")
+                res = out
+            self.grad_outputs = None
+            return self._unpack_none(self.input_tensors_index, res)
+
+        grad_fn.register_hook(hook)
+
+    def _apply_on_tensors(self, fn, args):
+        tensors_idx = []
+        tensors = []
+        requires_grad = False
+        for i, arg in enumerate(args):
+            if isinstance(arg, ember.Tensor):
+                tensors_idx.append(i)
+                tensors.append(arg)
+                requires_grad |= arg.requires_grad
+        if not (requires_grad and ember.is_grad_enabled()):
+            return args, None
+        new_tensors = _backward_hook_function().apply(*tensors)
+        if len(new_tensors) == 0:
+            raise RuntimeError("Cannot set Module backward hook for a Module with no input "
+                               "Tensors.")
+        grad_fns = [t.grad_fn for t in new_tensors if t.grad_fn is not None
+                    and t.grad_fn.name() == "BackwardHookFunctionBackward"]
+        if not grad_fns:
+            raise RuntimeError("Error while setting up backward hooks: no tensor passed "
+                               "through the hook node.")
+        fn(grad_fns[0])
+        arg_list = list(args)
+        for idx, val in zip(tensors_idx, new_tensors):
+            arg_list[idx] = val
+        if type(args) is tuple:
+            out = tuple(arg_list)
+        else:
+            out = type(args)(*arg_list)
+        return out, tensors_idx
+
+    def setup_input_hook(self, args):
+        """Route the module's tensor inputs through the hook node; returns new args."""
+        res, input_idx = self._apply_on_tensors(self._set_user_hook, args)
+        self.n_inputs = len(args)
+        self.input_tensors_index = input_idx
+        return res
+
+    def setup_output_hook(self, args):
+        """Route the module's tensor outputs through the hook node; returns new outputs."""
+        def fn(grad_fn):
+            def hook(_, grad_output):
+                self.grad_outputs = self._pack_with_none(self.output_tensors_index,
+                                                         grad_output, self.n_outputs)
+                if self.user_pre_hooks:
+                    expected_len = len(self.grad_outputs)
+                    for user_pre_hook in self.user_pre_hooks:
+                        hook_grad_outputs = user_pre_hook(self.module, self.grad_outputs)
+                        if hook_grad_outputs is None:
+                            continue
+                        if not isinstance(hook_grad_outputs, tuple):
+                            hook_grad_outputs = (hook_grad_outputs,)
+                        if len(hook_grad_outputs) != expected_len:
+                            raise RuntimeError(f"Backward pre hook returned an invalid number "
+                                               f"of grad_output, got "
+                                               f"{len(hook_grad_outputs)}, but expected "
+                                               f"{expected_len}")
+                        self.grad_outputs = hook_grad_outputs
+                local_grad_outputs = self.grad_outputs
+                if self.input_tensors_index is None:
+                    # no input requires grad: the hooks fire here, on the outputs
+                    warnings.warn("Full backward hook is firing when gradients are computed "
+                                  "with respect to module outputs since no inputs require "
+                                  "gradients. See the documentation of "
+                                  "ember.nn.Module.register_full_backward_hook for details.",
+                                  stacklevel=5)
+                    grad_inputs = self._pack_with_none([], [], self.n_inputs)
+                    for user_hook in self.user_hooks:
+                        res = user_hook(self.module, grad_inputs, self.grad_outputs)
+                        if res is not None and not (isinstance(res, tuple)
+                                                    and all(el is None for el in res)):
+                            raise RuntimeError("Backward hook for Modules where no input "
+                                               "requires gradient should always return None "
+                                               "or None for all gradients.")
+                    self.grad_outputs = None
+                if local_grad_outputs is not None:
+                    return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
+                return None
+
+            grad_fn.register_hook(hook)
+
+        is_tuple = isinstance(args, tuple)
+        if not is_tuple:
+            args = (args,)
+        res, output_idx = self._apply_on_tensors(fn, args)
+        self.n_outputs = len(args)
+        self.output_tensors_index = output_idx
+        return res if is_tuple else res[0]
+
+
+class _WrappedHook:
+    """A non-full backward hook bound to its module: ``hook(module, gi, go)``."""
+
+    def __init__(self, hook, module):
+        self.hook = hook
+        self.module = module
+
+    def __call__(self, grad_input, grad_output):
+        return self.hook(self.module, grad_input, grad_output)
+
+
 def _addindent(s, n):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -99,6 +359,8 @@ class Module:
         d["_load_state_dict_post_hooks"] = OrderedDict()
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_is_full_backward_hook"] = None
 
     forward = None  # replaced by subclasses
 
@@ -283,6 +545,9 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.__dict__.setdefault("_backward_hooks", OrderedDict())
+        self.__dict__.setdefault("_backward_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
 
     # ---- iteration ------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
@@ -653,17 +918,169 @@ class Module:
             self._forward_hooks.move_to_end(h.id, last=False)
         return h
 
-    def register_full_backward_hook(self, hook, prepend=False):
-        raise NotImplementedError("ember.nn.Module.register_full_backward_hook is not "
-                                  "supported yet; use Tensor.register_hook on the output")
+    def register_full_backward_pre_hook(self, hook: Callable,
+                                        prepend: bool = False) -> RemovableHandle:
+        """Register a hook run when the gradients w.r.t. the module's outputs are known.
 
-    register_backward_hook = register_full_backward_hook
+        Parameters
+        ----------
+        hook : callable
+            ``hook(module, grad_output) -> tuple of Tensor or None``. ``grad_output`` is
+            a tuple (``None`` at non-tensor outputs); a returned tuple of the same length
+            replaces it for the rest of the backward pass.
+        prepend : bool, optional
+            Fire before the module's existing backward pre-hooks (global pre-hooks
+            still fire first).
+
+        Returns
+        -------
+        RemovableHandle
+            ``handle.remove()`` unregisters the hook.
+        """
+        h = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[h.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_full_backward_hook(self, hook: Callable,
+                                    prepend: bool = False) -> RemovableHandle:
+        """Register a hook run when the gradients w.r.t. the module's inputs are known.
+
+        Parameters
+        ----------
+        hook : callable
+            ``hook(module, grad_input, grad_output) -> tuple of Tensor or None``. Both are
+            tuples over the positional inputs / outputs (``None`` for non-tensors and
+            inputs that need no gradient); a returned tuple replaces ``grad_input``. If
+            no input requires grad the hook fires with the output gradients (and
+            ``grad_input`` all ``None``).
+        prepend : bool, optional
+            Fire before the module's existing backward hooks (global hooks still fire
+            first).
+
+        Returns
+        -------
+        RemovableHandle
+            ``handle.remove()`` unregisters the hook.
+
+        Raises
+        ------
+        RuntimeError
+            If :meth:`register_backward_hook` was used on this module.
+        """
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self._is_full_backward_hook = True
+        h = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[h.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """Register a (deprecated, non-full) backward hook.
+
+        The hook is attached to the ``grad_fn`` of the module's first output tensor and
+        called as ``hook(module, grad_input, grad_output)`` with that node's gradients,
+        as in PyTorch; prefer :meth:`register_full_backward_hook`.
+
+        Parameters
+        ----------
+        hook : callable
+            ``hook(module, grad_input, grad_output) -> tuple of Tensor or None``.
+
+        Returns
+        -------
+        RemovableHandle
+            ``handle.remove()`` unregisters the hook.
+
+        Raises
+        ------
+        RuntimeError
+            If :meth:`register_full_backward_hook` was used on this module.
+        """
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self._is_full_backward_hook = False
+        h = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[h.id] = hook
+        return h
+
+    def _get_backward_hooks(self):
+        full, non_full = [], []
+        if _global_is_full_backward_hook is True:
+            full += _global_backward_hooks.values()
+        if self._is_full_backward_hook is True:
+            full += self._backward_hooks.values()
+        if _global_is_full_backward_hook is False:
+            non_full += _global_backward_hooks.values()
+        if self._is_full_backward_hook is False:
+            non_full += self._backward_hooks.values()
+        return full, non_full
+
+    def _get_backward_pre_hooks(self):
+        return list(_global_backward_pre_hooks.values()) + \
+            list(self._backward_pre_hooks.values())
+
+    def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn):
+        Tensor = ember.Tensor
+        if not isinstance(result, Tensor):
+            if not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+                warnings.warn("Using non-full backward hooks on a Module that does not return a "
+                              "single Tensor or a tuple of Tensors is deprecated and will be "
+                              "removed in future versions. This hook will be missing some of "
+                              "the grad_output. Please use register_full_backward_hook to get "
+                              "the documented behavior.", FutureWarning, stacklevel=3)
+                return
+        else:
+            result = (result,)
+        if not isinstance(inputs, Tensor):
+            if not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+                warnings.warn("Using non-full backward hooks on a Module that does not take as "
+                              "input a single Tensor or a tuple of Tensors is deprecated and "
+                              "will be removed in future versions. This hook will be missing "
+                              "some of the grad_input. Please use register_full_backward_hook "
+                              "to get the documented behavior.", FutureWarning, stacklevel=3)
+                return
+        else:
+            inputs = (inputs,)
+        out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
+        if not out_grad_fn or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+            warnings.warn("Using a non-full backward hook when outputs are nested in python "
+                          "data structure is deprecated and will be removed in future "
+                          "versions. This hook will be missing some grad_output.",
+                          FutureWarning, stacklevel=3)
+        elif len(out_grad_fn) > 1:
+            warnings.warn("Using a non-full backward hook when outputs are generated by "
+                          "different autograd Nodes is deprecated and will be removed in "
+                          "future versions. This hook will be missing some grad_output. "
+                          "Please use register_full_backward_hook to get the documented "
+                          "behavior.", FutureWarning, stacklevel=3)
+        else:
+            inputs_grad_fn = {i.grad_fn for i in inputs if i.grad_fn is not None}
+            next_functions = {n[0] for n in grad_fn.next_functions}
+            if inputs_grad_fn != next_functions:
+                warnings.warn("Using a non-full backward hook when the forward contains "
+                              "multiple autograd Nodes is deprecated and will be removed in "
+                              "future versions. This hook will be missing some grad_input. "
+                              "Please use register_full_backward_hook to get the documented "
+                              "behavior.", FutureWarning, stacklevel=3)
 
     def _call_impl(self, *args, **kwargs):
         forward = self.forward
         if not (self._forward_pre_hooks or self._forward_hooks or _global_forward_pre_hooks
-                or _global_forward_hooks):
+                or _global_forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_backward_hooks or _global_backward_pre_hooks):
             return forward(*args, **kwargs)
+        full_backward_hooks, non_full_backward_hooks = [], []
+        backward_pre_hooks = []
+        if self._backward_pre_hooks or _global_backward_pre_hooks:
+            backward_pre_hooks = self._get_backward_pre_hooks()
+        if self._backward_hooks or _global_backward_hooks:
+            full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
         for hid, hook in itertools.chain(_global_forward_pre_hooks.items(),
                                          self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
@@ -677,6 +1094,10 @@ class Module:
                 r = hook(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
+        bw_hook = None
+        if full_backward_hooks or backward_pre_hooks:
+            bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks)
+            args = bw_hook.setup_input_hook(args)
         result = forward(*args, **kwargs)
         for hid, hook in itertools.chain(_global_forward_hooks.items(),
                                          self._forward_hooks.items()):
@@ -686,6 +1107,24 @@ class Module:
                 r = hook(self, args, result)
             if r is not None:
                 result = r
+        if bw_hook is not None:
+            if not isinstance(result, (ember.Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              f"Tensor or a tuple of Tensors but received {type(result)}",
+                              stacklevel=2)
+            result = bw_hook.setup_output_hook(result)
+        if non_full_backward_hooks:
+            var = result
+            while not isinstance(var, ember.Tensor):
+                if isinstance(var, dict):
+                    var = next(v for v in var.values() if isinstance(v, ember.Tensor))
+                else:
+                    var = var[0]
+            grad_fn = var.grad_fn
+            if grad_fn is not None:
+                for hook in non_full_backward_hooks:
+                    grad_fn.register_hook(_WrappedHook(hook, self))
+                self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
         return result
 
     __call__ = _call_impl

@@ -1,4 +1,5 @@
-"""Normalisation layers: BatchNorm1d/2d, LayerNorm, GroupNorm, InstanceNorm, RMSNorm."""
+"""Normalisation layers: BatchNorm1d/2d, LayerNorm, GroupNorm, InstanceNorm, RMSNorm,
+LocalResponseNorm."""
 from __future__ import annotations
 
 import ember
@@ -9,7 +10,7 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm",
-           "InstanceNorm1d", "InstanceNorm2d", "RMSNorm"]
+           "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "LocalResponseNorm"]
 
 
 def _affine_params(mod, shape, affine, bias, kw):
@@ -206,3 +207,38 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation over channels (see
+    :func:`ember.nn.functional.local_response_norm`).
+
+    Parameters
+    ----------
+    size : int
+        Number of neighbouring channels used for normalisation.
+    alpha : float, optional
+        Multiplicative factor. Default: 0.0001.
+    beta : float, optional
+        Exponent. Default: 0.75.
+    k : float, optional
+        Additive factor. Default: 1.
+
+    Shape: input ``(N, C, *)``, output the same.
+    """
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: ember.Tensor) -> ember.Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

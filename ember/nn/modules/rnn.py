@@ -124,27 +124,34 @@ def _functions():
         W_hh with a single GEMM over all steps."""
 
         @staticmethod
-        def forward(ctx, xw, h0, c0, w_hh, b_hh, reverse):
-            out, h, c, saved = _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, True)
+        def forward(ctx, xw, h0, c0, w_hh, b_hh, w_hr, reverse):
+            out, h, c, saved = _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, True, w_hr)
             ctx.saved = saved
             ctx.reverse = reverse
             ctx.has_bias = b_hh is not None
-            ctx.save_for_backward(w_hh, c0)
+            ctx.has_proj = w_hr is not None
+            ctx.save_for_backward(w_hh, c0, h0, w_hr)
             return out, h, c
 
         @staticmethod
         def backward(ctx, dout, dh_n, dc_n):
-            w_hh, c0 = ctx.saved_tensors
+            w_hh, c0, h0, w_hr = ctx.saved_tensors
             S, C, TC, Hprev = ctx.saved
             L = len(S)
             H = c0.shape[-1]
-            dh = dh_n if dh_n is not None else ember.zeros_like(c0)
+            P = h0.shape[-1]       # hidden state size: proj_size with a projection, else H
+            proj = ctx.has_proj
+            dh = dh_n if dh_n is not None else ember.zeros_like(h0)
             dc = dc_n if dc_n is not None else ember.zeros_like(c0)
             order = range(L) if ctx.reverse else range(L - 1, -1, -1)
             dgs = [None] * L
+            dhs = [None] * L if proj else None
             for t in order:
                 if dout is not None:
                     dh = dh + dout[t]
+                if proj:           # h = (o * tanh(c)) W_hr^T
+                    dhs[t] = dh
+                    dh = ember.mm(dh, w_hr)
                 s = S[t]
                 i = s.narrow(-1, 0, H)
                 f = s.narrow(-1, H, H)
@@ -170,10 +177,14 @@ def _functions():
             dG = ember.stack(dgs, 0)
             G = dG.shape[-1]
             flat = dG.reshape(-1, G)
-            dw = ember.mm(flat.t(), ember.stack(Hprev, 0).reshape(-1, H)) \
+            dw = ember.mm(flat.t(), ember.stack(Hprev, 0).reshape(-1, P)) \
                 if ctx.needs_input_grad[3] else None
             db = flat.sum(0) if ctx.has_bias and ctx.needs_input_grad[4] else None
-            return dG, dh, dc, dw, db, None
+            dwr = None
+            if proj and ctx.needs_input_grad[5]:
+                raw = ember.stack([S[t].narrow(-1, 3 * H, H) * TC[t] for t in range(L)], 0)
+                dwr = ember.mm(ember.stack(dhs, 0).reshape(-1, P).t(), raw.reshape(-1, H))
+            return dG, dh, dc, dw, db, dwr, None
 
     _fns.update(unbind=_Unbind, lstm=_LSTMGates, gru=_GRUGates, lstm_seq=_LSTMSequence)
     return _fns
@@ -186,11 +197,13 @@ def _tanh(x):
     return r.mul_(2.0).sub_(1.0)
 
 
-def _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, keep):
+def _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, keep, w_hr=None):
     """Run one LSTM layer-direction over xw (L, N, 4H) = x W_ih^T + b_ih without
-    recording a graph; ``keep`` returns what backward needs."""
+    recording a graph; ``keep`` returns what backward needs. With ``w_hr`` (P, H) the
+    hidden state is projected: h = (o * tanh(c)) W_hr^T."""
     L = xw.shape[0]
-    H = h0.shape[-1]
+    H = c0.shape[-1]
+    wrT = w_hr.t() if w_hr is not None else None
     if b_hh is not None:
         xw = xw + b_hh
     wT = w_hh.t()
@@ -209,6 +222,8 @@ def _lstm_sequence(xw, h0, c0, w_hh, b_hh, reverse, keep):
         if keep:
             S[t], C[t], TC[t], Hprev[t] = s, c, tc, h
         h = s.narrow(-1, 3 * H, H) * tc
+        if wrT is not None:
+            h = ember.mm(h, wrT)
         outs[t] = h
     return ember.stack(outs, 0), h, c, (S, C, TC, Hprev)
 
@@ -269,23 +284,32 @@ class RNNBase(Module):
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size != 0:
-            raise NotImplementedError("ember.nn.LSTM: proj_size > 0 is not supported")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size > 0 and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         gate_size = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}[mode] * hidden_size
         num_directions = 2 if bidirectional else 1
+        real_hidden_size = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         self._all_weights = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                layer_input = input_size if layer == 0 else real_hidden_size * num_directions
                 suffix = "_reverse" if direction == 1 else ""
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
                 params = [Parameter(ember.empty(gate_size, layer_input, **kw)),
-                          Parameter(ember.empty(gate_size, hidden_size, **kw))]
+                          Parameter(ember.empty(gate_size, real_hidden_size, **kw))]
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     params += [Parameter(ember.empty(gate_size, **kw)),
                                Parameter(ember.empty(gate_size, **kw))]
+                if proj_size > 0:
+                    names.append(f"weight_hr_l{layer}{suffix}")
+                    params.append(Parameter(ember.empty(proj_size, hidden_size, **kw)))
                 for n, p in zip(names, params):
                     setattr(self, n, p)
                 self._flat_weights_names.extend(names)
@@ -334,7 +358,7 @@ class RNNBase(Module):
         return w_ih, w_hh, b_ih, b_hh
 
     def _run_direction(self, x, h0, c0, layer, direction):
-        """x: (L, N, I). Returns (outputs (L, N, H), h_n, c_n)."""
+        """x: (L, N, I). Returns (outputs (L, N, H or proj_size), h_n, c_n)."""
         w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
         L = x.shape[0]
         xw = F.linear(x, w_ih, b_ih)  # (L, N, G): one GEMM for the whole sequence
@@ -342,9 +366,12 @@ class RNNBase(Module):
         mode = self.mode
         if mode == "LSTM":
             reverse = direction == 1
-            if _needs_graph(xw, h, c, w_hh, b_hh):
-                return _functions()["lstm_seq"].apply(xw, h, c, w_hh, b_hh, reverse)
-            out, h, c, _ = _lstm_sequence(xw, h, c, w_hh, b_hh, reverse, False)
+            w_hr = None
+            if self.proj_size > 0:
+                w_hr = self._parameters[f"weight_hr_l{layer}{'_reverse' if direction else ''}"]
+            if _needs_graph(xw, h, c, w_hh, b_hh, w_hr):
+                return _functions()["lstm_seq"].apply(xw, h, c, w_hh, b_hh, w_hr, reverse)
+            out, h, c, _ = _lstm_sequence(xw, h, c, w_hh, b_hh, reverse, False, w_hr)
             return out, h, c
         steps = _unbind0(xw)
         order = range(L - 1, -1, -1) if direction == 1 else range(L)
@@ -376,22 +403,37 @@ class RNNBase(Module):
         N = input.shape[1]
         D = 2 if self.bidirectional else 1
         H = self.hidden_size
+        P = self.proj_size if self.proj_size > 0 else H
         if hx is None:
-            z = ember.zeros(self.num_layers * D, N, H, dtype=input.dtype)
-            h0, c0 = z, (z if is_lstm else None)
+            h0 = ember.zeros(self.num_layers * D, N, P, dtype=input.dtype)
+            c0 = None
+            if is_lstm:
+                c0 = h0 if P == H else ember.zeros(self.num_layers * D, N, H,
+                                                   dtype=input.dtype)
         else:
             if is_lstm:
                 h0, c0 = hx
             else:
                 h0, c0 = hx, None
+            want = 3 if batched else 2
+            if is_lstm and (h0.dim() != want or c0.dim() != want):
+                raise RuntimeError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} "
+                                   f"input, hx and cx should also be {want}-D but got "
+                                   f"({h0.dim()}-D, {c0.dim()}-D) tensors")
+            if not is_lstm and h0.dim() != want:
+                raise RuntimeError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} "
+                                   f"input, hx should also be {want}-D but got "
+                                   f"{h0.dim()}-D tensor")
             if not batched:
                 h0 = h0.unsqueeze(1)
                 c0 = c0.unsqueeze(1) if c0 is not None else None
-            exp = (self.num_layers * D, N, H)
+            exp = (self.num_layers * D, N, P)
             if tuple(h0.shape) != exp:
-                raise RuntimeError(f"Expected hidden size {exp}, got {tuple(h0.shape)}")
+                what = "hidden[0]" if is_lstm else "hidden"
+                raise RuntimeError(f"Expected {what} size {exp}, got {list(h0.shape)}")
+            exp = (self.num_layers * D, N, H)
             if c0 is not None and tuple(c0.shape) != exp:
-                raise RuntimeError(f"Expected hidden[1] size {exp}, got {tuple(c0.shape)}")
+                raise RuntimeError(f"Expected hidden[1] size {exp}, got {list(c0.shape)}")
         h0s = _unbind0(h0)
         c0s = _unbind0(c0) if c0 is not None else None
         x = input
@@ -426,6 +468,8 @@ class RNN(RNNBase):
     """Elman RNN with tanh or relu nonlinearity."""
 
     def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         nonlinearity = kwargs.pop("nonlinearity", "tanh")
         if len(args) > 3:
             nonlinearity = args[3]
@@ -460,6 +504,8 @@ class LSTM(RNNBase):
 
 class GRU(RNNBase):
     def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
 
