@@ -38,6 +38,7 @@ static inline int cv_direct(const ember_conv2d_params *p) {
    panels straight from the images, so the matrix is never built. */
 typedef struct {
     int64_t *ro, *co;   /* Kg row offsets, nb*P column offsets */
+    int64_t *dco;       /* nb*P offsets of the chunk's output positions in y / dy */
     int64_t img, plane; /* element strides of one source image and channel */
     int pad;            /* 1: the source is zero-padded copies of the images */
 } cv_ig;
@@ -48,9 +49,12 @@ static int cv_ig_init(const ember_conv2d_params *p, int64_t nb, cv_ig *ig) {
     const int64_t Wr = p->W + 2 * p->pw;
     ig->plane = (p->H + 2 * p->ph) * Wr;
     ig->img = p->C * ig->plane;
-    ig->ro = (int64_t *)malloc((size_t)(Cg * p->kh * p->kw + nb * P) * sizeof(int64_t));
+    ig->ro = (int64_t *)malloc((size_t)(Cg * p->kh * p->kw + 2 * nb * P) * sizeof(int64_t));
     if (!ig->ro) return -1;
     ig->co = ig->ro + Cg * p->kh * p->kw;
+    ig->dco = ig->co + nb * P;
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t q = 0; q < P; q++) ig->dco[n * P + q] = n * p->OC * P + q;
     for (int64_t c = 0; c < Cg; c++)
         for (int64_t i = 0; i < p->kh; i++)
             for (int64_t j = 0; j < p->kw; j++)
@@ -135,8 +139,8 @@ static void F(cv_col2im_ld)(const ember_conv2d_params *p, int64_t C, const T *co
                 for (int64_t oh = 0; oh < Ho; oh++) {
                     const int64_t ih = oh * p->sh - p->ph + i * p->dh;
                     if (ih < 0 || ih >= H) continue;
-                    const T *r = row + oh * Wo;
-                    T *xr = x + (c * H + ih) * W + off;
+                    const T *restrict r = row + oh * Wo;
+                    T *restrict xr = x + (c * H + ih) * W + off;
                     if (p->sw == 1)
                         for (int64_t ow = lo; ow < hi; ow++) xr[ow] += r[ow];
                     else
@@ -265,13 +269,6 @@ static const T *F(cv_ig_src)(const ember_conv2d_params *p, const cv_ig *ig, cons
     return xp;
 }
 
-/* y rows (OCg x P) = bias, when there is one */
-static void F(cv_fill_bias)(const T *bias, int64_t OCg, int64_t P, T *y) {
-    if (!bias) return;
-    for (int64_t o = 0; o < OCg; o++)
-        for (int64_t q = 0; q < P; q++) y[o * P + q] = bias[o];
-}
-
 int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, const T *bias,
                         T *y, int nthreads) {
     const int64_t N = p->N, C = p->C, OC = p->OC, G = p->groups;
@@ -317,21 +314,21 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
                     /* 1x1: x itself is the im2col matrix of each image */
                     for (int64_t n = n0; n < n0 + nb; n++) {
                         T *yg = y + (n * OC + g * OCg) * P;
-                        F(cv_fill_bias)(bias ? bias + g * OCg : NULL, OCg, P, yg);
                         const MAT b = {x + (n * C + g * Cg) * HW, P, 1, NULL, NULL};
-                        GEMMX(OCg, P, Kg, (T)1, &a, &b, bias ? (T)1 : (T)0, yg, P, 1, pl.inner);
+                        GEMMX(OCg, P, Kg, (T)1, &a, &b, (T)0, yg, P, 1,
+                              bias ? bias + g * OCg : NULL, NULL, pl.inner);
                     }
                     continue;
                 }
                 const MAT b = {src + g * Cg * ig.plane, 0, 0, ig.ro, ig.co};
                 if (nb == 1) {
-                    /* one image: the GEMM writes y directly (bias pre-filled, beta 1) */
+                    /* one image: the GEMM writes y directly, bias fused */
                     T *yg = y + (n0 * OC + g * OCg) * P;
-                    F(cv_fill_bias)(bias ? bias + g * OCg : NULL, OCg, P, yg);
-                    GEMMX(OCg, P, Kg, (T)1, &a, &b, bias ? (T)1 : (T)0, yg, P, 1, pl.inner);
+                    GEMMX(OCg, P, Kg, (T)1, &a, &b, (T)0, yg, P, 1,
+                          bias ? bias + g * OCg : NULL, NULL, pl.inner);
                     continue;
                 }
-                GEMMX(OCg, ldc, Kg, (T)1, &a, &b, (T)0, tmp, ldc, 1, pl.inner);
+                GEMMX(OCg, ldc, Kg, (T)1, &a, &b, (T)0, tmp, ldc, 1, NULL, NULL, pl.inner);
                 for (int64_t i = 0; i < nb; i++)
                     for (int64_t o = 0; o < OCg; o++) {
                         T *yr = y + ((n0 + i) * OC + g * OCg + o) * P;
@@ -371,12 +368,13 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
     }
     const int one = cv_is1x1(p);
     const F(cv_plan) pl = F(cv_make_plan)(p, one ? 0 : Kg, nthreads);
+    cv_ig ig = {0};
+    if (!one && cv_ig_init(p, pl.nb, &ig)) return -1;
     int failed = 0;
 #pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
         const int64_t ld = pl.nb * P;
-        T *col = one ? NULL : (T *)malloc((size_t)((Kg + OCg) * ld) * sizeof(T));
-        T *dyt = col ? col + Kg * ld : NULL;
+        T *col = one ? NULL : (T *)malloc((size_t)(Kg * ld) * sizeof(T));
         if (!one && !col) {
 #pragma omp atomic write
             failed = 1;
@@ -386,24 +384,19 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
             if (!one && !col) continue;
             const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
             for (int64_t g = 0; g < G; g++) {
-                const T *wg = w + g * OCg * Kg;
+                /* w_g^T (Kg x OCg) */
+                const MAT a = {w + g * OCg * Kg, 1, Kg, NULL, NULL};
                 if (one) {
-                    for (int64_t n = n0; n < n0 + nb; n++)
-                        GEMM(Cg, P, OCg, (T)1, wg, 1, Kg, dy + (n * OC + g * OCg) * P, P, 1,
-                             (T)0, dx + (n * C + g * Cg) * HW, P, 1, pl.inner);
+                    for (int64_t n = n0; n < n0 + nb; n++) {
+                        const MAT b = {dy + (n * OC + g * OCg) * P, P, 1, NULL, NULL};
+                        GEMMX(Cg, P, OCg, (T)1, &a, &b, (T)0, dx + (n * C + g * Cg) * HW, P, 1,
+                              NULL, NULL, pl.inner);
+                    }
                     continue;
                 }
-                /* dy of the chunk side by side: (OCg x nb*P) */
-                const T *dyc = dy + (n0 * OC + g * OCg) * P;
-                if (nb > 1) {
-                    for (int64_t o = 0; o < OCg; o++)
-                        for (int64_t i = 0; i < nb; i++)
-                            memcpy(dyt + o * ldc + i * P, dy + ((n0 + i) * OC + g * OCg + o) * P,
-                                   (size_t)P * sizeof(T));
-                    dyc = dyt;
-                }
-                /* dcol (Kg x nb*P) = w_g^T (Kg x OCg) @ dy (OCg x nb*P) */
-                GEMM(Kg, ldc, OCg, (T)1, wg, 1, Kg, dyc, ldc, 1, (T)0, col, ldc, 1, pl.inner);
+                /* dcol (Kg x nb*P) = w_g^T @ dy of the chunk's images side by side */
+                const MAT b = {dy + (n0 * OC + g * OCg) * P, P, 1, NULL, nb > 1 ? ig.dco : NULL};
+                GEMMX(Kg, ldc, OCg, (T)1, &a, &b, (T)0, col, ldc, 1, NULL, NULL, pl.inner);
                 for (int64_t i = 0; i < nb; i++) {
                     T *dxg = dx + ((n0 + i) * C + g * Cg) * HW;
                     memset(dxg, 0, (size_t)(Cg * HW) * sizeof(T));
@@ -413,6 +406,7 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
         }
         free(col);
     }
+    cv_ig_free(&ig);
     return failed ? -1 : 0;
 }
 
@@ -445,6 +439,11 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
     const F(cv_plan) pl = F(cv_make_plan)(p, Kg, nthreads);
     T *acc = pl.outer > 1 ? (T *)calloc((size_t)(WN * (pl.outer - 1)), sizeof(T)) : NULL;
     if (pl.outer > 1 && !acc) return -1;
+    cv_ig ig = {0};
+    if (cv_ig_init(p, pl.nb, &ig)) {
+        free(acc);
+        return -1;
+    }
     int failed = 0;
 #pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
@@ -453,42 +452,38 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
         tid = omp_get_thread_num();
 #endif
         T *mydw = tid == 0 ? dw : acc + (tid - 1) * WN;
-        const int64_t ld = pl.nb * P;
-        T *col = (T *)malloc((size_t)(((one ? 0 : Kg) + OCg) * ld) * sizeof(T));
-        T *dyt = col ? col + (one ? 0 : Kg) * ld : NULL;
-        if (!col) {
+        /* zero-padded copies of the chunk's images, when the convolution pads */
+        T *xp = ig.pad && !one ? (T *)malloc((size_t)(pl.nb * ig.img) * sizeof(T)) : NULL;
+        if (ig.pad && !one && !xp) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(static)
         for (int64_t ch = 0; ch < pl.nchunks; ch++) {
-            if (!col) continue;
+            if (ig.pad && !one && !xp) continue;
             const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
+            const T *src = one ? NULL : F(cv_ig_src)(p, &ig, x, n0, nb, xp);
             for (int64_t g = 0; g < G; g++) {
-                const T *dyc = dy + (n0 * OC + g * OCg) * P;
-                if (nb > 1) {
-                    for (int64_t o = 0; o < OCg; o++)
-                        for (int64_t i = 0; i < nb; i++)
-                            memcpy(dyt + o * ldc + i * P, dy + ((n0 + i) * OC + g * OCg + o) * P,
-                                   (size_t)P * sizeof(T));
-                    dyc = dyt;
-                }
+                /* dy of the chunk's images side by side (OCg x nb*P) */
+                const MAT a = {dy + (n0 * OC + g * OCg) * P, P, 1, NULL, nb > 1 ? ig.dco : NULL};
                 T *dwg = mydw + g * OCg * Kg;
                 if (one) {
                     /* no im2col: the images are the columns, one GEMM per image */
-                    for (int64_t i = 0; i < nb; i++)
-                        GEMM(OCg, Kg, P, (T)1, dyc + i * P, ldc, 1,
-                             x + ((n0 + i) * C + g * Cg) * HW, 1, P, (T)1, dwg, Kg, 1, pl.inner);
+                    for (int64_t i = 0; i < nb; i++) {
+                        const MAT ai = {dy + ((n0 + i) * OC + g * OCg) * P, P, 1, NULL, NULL};
+                        const MAT b = {x + ((n0 + i) * C + g * Cg) * HW, 1, P, NULL, NULL};
+                        GEMMX(OCg, Kg, P, (T)1, &ai, &b, (T)1, dwg, Kg, 1, NULL, NULL, pl.inner);
+                    }
                     continue;
                 }
-                for (int64_t i = 0; i < nb; i++)
-                    F(cv_im2col_ld)(p, Cg, x + ((n0 + i) * C + g * Cg) * HW, col + i * P, ldc);
-                /* dw_g (OCg x Kg) += dy (OCg x nb*P) @ col^T (nb*P x Kg) */
-                GEMM(OCg, Kg, ldc, (T)1, dyc, ldc, 1, col, 1, ldc, (T)1, dwg, Kg, 1, pl.inner);
+                /* dw_g (OCg x Kg) += dy @ col^T, col^T read through the implicit im2col */
+                const MAT b = {src + g * Cg * ig.plane, 0, 0, ig.co, ig.ro};
+                GEMMX(OCg, Kg, ldc, (T)1, &a, &b, (T)1, dwg, Kg, 1, NULL, NULL, pl.inner);
             }
         }
-        free(col);
+        free(xp);
     }
+    cv_ig_free(&ig);
     if (acc) {
         for (int t = 1; t < pl.outer; t++)
             for (int64_t q = 0; q < WN; q++) dw[q] += acc[(t - 1) * WN + q];

@@ -18,9 +18,11 @@
                                    int64_t, int64_t, double, double *, int64_t, int64_t,  \
                                    int64_t, int64_t, int64_t, int);                       \
     void ember_sgemm_ex_##sfx(int64_t, int64_t, int64_t, float, const ember_smat *,       \
-                              const ember_smat *, float, float *, int64_t, int64_t, int); \
+                              const ember_smat *, float, float *, int64_t, int64_t,       \
+                              const float *, const float *, int);                         \
     void ember_dgemm_ex_##sfx(int64_t, int64_t, int64_t, double, const ember_dmat *,      \
-                              const ember_dmat *, double, double *, int64_t, int64_t, int);
+                              const ember_dmat *, double, double *, int64_t, int64_t,     \
+                              const double *, const double *, int);
 DECL(generic)
 DECL(avx2)
 DECL(avx512)
@@ -85,12 +87,12 @@ void ember_dgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, double 
 
 void ember_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
                     const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
-                    int nthreads) {
-    DISPATCH(ember_sgemm_ex, M, N, K, alpha, A, B, beta, C, rsc, csc, nthreads)
+                    const float *br, const float *bc, int nthreads) {
+    DISPATCH(ember_sgemm_ex, M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, nthreads)
 }
 
 void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
                     const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
-                    int nthreads) {
-    DISPATCH(ember_dgemm_ex, M, N, K, alpha, A, B, beta, C, rsc, csc, nthreads)
+                    const double *br, const double *bc, int nthreads) {
+    DISPATCH(ember_dgemm_ex, M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, nthreads)
 }

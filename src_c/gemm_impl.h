@@ -115,6 +115,7 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm512_setzero_ps()
 #    define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #    define VMUL(a, b) _mm512_mul_ps(a, b)
+#    define VADD(a, b) _mm512_add_ps(a, b)
 #    define VMASK __mmask16
 #    define VMASKR(lo, hi) ((__mmask16)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
 #    define VMERGE(acc, p, m) _mm512_mask_loadu_ps(acc, m, p)
@@ -128,6 +129,7 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm512_setzero_pd()
 #    define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #    define VMUL(a, b) _mm512_mul_pd(a, b)
+#    define VADD(a, b) _mm512_add_pd(a, b)
 #    define VMASK __mmask8
 #    define VMASKR(lo, hi) ((__mmask8)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
 #    define VMERGE(acc, p, m) _mm512_mask_loadu_pd(acc, m, p)
@@ -145,6 +147,7 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm256_setzero_ps()
 #    define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #    define VMUL(a, b) _mm256_mul_ps(a, b)
+#    define VADD(a, b) _mm256_add_ps(a, b)
 #    define VMASK __m256i
 #    define VMASKR(lo, hi) _mm256_andnot_si256(                                           \
         _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(lo)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), \
@@ -161,6 +164,7 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm256_setzero_pd()
 #    define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #    define VMUL(a, b) _mm256_mul_pd(a, b)
+#    define VADD(a, b) _mm256_add_pd(a, b)
 #    define VMASK __m256i
 #    define VMASKR(lo, hi) _mm256_andnot_si256(                                           \
         _mm256_cmpgt_epi64(_mm256_set1_epi64x(lo), _mm256_setr_epi64x(0, 1, 2, 3)),        \
@@ -187,6 +191,7 @@ typedef double EGT(_v) __attribute__((vector_size(16)));
 #  define VZERO() ((VT){0})
 #  define VFMA(a, b, c) ((a) * (b) + (c))
 #  define VMUL(a, b) ((a) * (b))
+#  define VADD(a, b) ((a) + (b))
 static inline VT EGT(_vload)(const T *p) { VT v; memcpy(&v, p, sizeof v); return v; }
 static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
 
@@ -213,7 +218,7 @@ static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
    through a stack tile with element strides. */
 static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b,
                              T alpha, T beta, T *restrict c, int64_t rsc, int64_t csc,
-                             int64_t mr, int64_t nr) {
+                             int64_t mr, int64_t nr, const T *br, const T *bc) {
     VT acc[MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
@@ -250,6 +255,20 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
     }
 
     VT va = VSET1(alpha);
+    if (br || bc) {
+        /* fused bias: br[i] per row and/or bc[j] per column of the tile */
+        T bt[NR] = {0};
+        if (bc)
+            for (int64_t j = 0; j < nr; j++) bt[j] = bc[j];
+        const VT b0 = VLOAD(bt), b1 = VLOAD(bt + W);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            const VT ri = br ? VSET1(br[i < mr ? i : 0]) : VZERO();
+            acc[i][0] = VFMA(va, acc[i][0], VADD(ri, b0));
+            acc[i][1] = VFMA(va, acc[i][1], VADD(ri, b1));
+        }
+        va = VSET1((T)1);
+    }
     if (mr == MR && nr == NR && csc == 1) {
         if (beta == (T)0) {
 #pragma GCC unroll 16
@@ -290,6 +309,39 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
 }
 
 /* ---------------------------------------------------------------- packing */
+#if EMBER_GEMM_ISA == 1 && EG_F32
+/* AVX2 float: transposing packs move 8x8 blocks through registers */
+#define EG_TR8 1
+static inline void EGT(_tr8)(__m256 r[8]) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* bp[(k+t)*NR + j] = cols[j][off + t] for t, j < 8 (one 8x8 block of a panel) */
+static inline void EGT(_tr8_block)(const T *const *cols, int64_t off, T *bp) {
+    __m256 r[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps(cols[t] + off);
+    EGT(_tr8)(r);
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; t++) _mm256_storeu_ps(bp + t * NR, r[t]);
+}
+#endif
+
 /* Operands are MAT descriptors: element (r, c) = p[ro(r) + co(c)] (see ember_gemm.h). */
 static inline int64_t EGT(_ro)(const MAT *m, int64_t r) { return m->ro ? m->ro[r] : r * m->rs; }
 static inline int64_t EGT(_co)(const MAT *m, int64_t c) { return m->co ? m->co[c] : c * m->cs; }
@@ -304,7 +356,22 @@ static void EGT(_pack_a)(int64_t mc, int64_t kc, const MAT *A, int64_t i0, int64
         if (mr == MR && rows_contig) {
             const T *rows[MR];
             for (int i = 0; i < MR; i++) rows[i] = A->p + EGT(_ro)(A, i0 + ib + i) + k0;
-            for (int64_t k = 0; k < kc; k++) {
+            int64_t k = 0;
+#ifdef EG_TR8
+            /* 6 rows padded to 8, transposed; each 8-wide store spills 2 lanes
+               into the next k's slots, which the next store overwrites (the
+               buffer has slack for the very last one) */
+            for (; k + 8 <= kc; k += 8) {
+                __m256 r[8];
+#pragma GCC unroll 6
+                for (int i = 0; i < MR; i++) r[i] = _mm256_loadu_ps(rows[i] + k);
+                r[6] = r[7] = _mm256_setzero_ps();
+                EGT(_tr8)(r);
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) _mm256_storeu_ps(ap + (k + t) * MR, r[t]);
+            }
+#endif
+            for (; k < kc; k++) {
 #pragma GCC unroll 16
                 for (int i = 0; i < MR; i++) ap[k * MR + i] = rows[i][k];
             }
@@ -354,6 +421,10 @@ static void EGT(_pack_b_panel)(int64_t nr, int64_t kc, const MAT *B, int64_t k0,
         const T *cols[NR];
         for (int j = 0; j < NR; j++) cols[j] = B->p + EGT(_co)(B, j0 + j) + k0;
         int64_t k = 0;
+#ifdef EG_TR8
+        for (; k + 8 <= kc; k += 8)
+            for (int jg = 0; jg < NR; jg += 8) EGT(_tr8_block)(cols + jg, k, bp + k * NR + jg);
+#endif
         for (; k + 4 <= kc; k += 4) {
 #pragma GCC unroll 4
             for (int j = 0; j < NR; j++) {
@@ -427,7 +498,30 @@ static void EGT(_pack_b_panel)(int64_t nr, int64_t kc, const MAT *B, int64_t k0,
             return;
         }
 #endif
-        for (int64_t k = 0; k < kc; k++) {
+        int64_t k = 0;
+#ifdef EG_TR8
+        if (nr == NR) {
+            /* blocks of 8 rows whose offsets run on (an implicit im2col read
+               transposed: output positions along an image row) go through
+               8x8 transposes; the others row by row */
+            const T *cols[NR];
+            for (int j = 0; j < NR; j++) cols[j] = B->p + co[j];
+            while (k < kc) {
+                const int64_t r0 = EGT(_ro)(B, k0 + k);
+                int run = k + 8 <= kc;
+                for (int t = 1; run && t < 8; t++) run = EGT(_ro)(B, k0 + k + t) == r0 + t;
+                if (run) {
+                    for (int jg = 0; jg < NR; jg += 8)
+                        EGT(_tr8_block)(cols + jg, r0, bp + k * NR + jg);
+                    k += 8;
+                } else {
+                    for (int j = 0; j < NR; j++) bp[k * NR + j] = cols[j][r0];
+                    k++;
+                }
+            }
+        }
+#endif
+        for (; k < kc; k++) {
             const T *src = B->p + EGT(_ro)(B, k0 + k);
             int64_t j = 0;
             for (; j < nr; j++) bp[k * NR + j] = src[co[j]];
@@ -515,7 +609,8 @@ static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, i
 
 /* ---------------------------------------------------------- blocked GEMM */
 static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
-                          T beta, T *C, int64_t rsc, int64_t csc, int nt) {
+                          T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
+                          int nt) {
     const int64_t MC = EG_TUNE(eg_tune_mc, MC_DEF) / MR * MR;
     const int64_t KC = EG_TUNE(eg_tune_kc, KC_DEF);
     const int64_t NC = EG_TUNE(eg_tune_nc, NC_DEF) / NR * NR;
@@ -545,7 +640,9 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
         int ti = tid / gtn, tj = tid % gtn;
         int64_t t0 = tiles_m * ti / gtm, t1 = tiles_m * (ti + 1) / gtm;
         int64_t m0 = eg_min(M, t0 * MR), m1 = eg_min(M, t1 * MR);
-        T *ap = (T *)eg_buf(0, (size_t)(eg_min(MC, eg_cdiv(M, MR) * MR) * kc_max) * sizeof(T));
+        /* + 2*W: slack for the spilling stores of the transposing A pack */
+        T *ap = (T *)eg_buf(0, (size_t)(eg_min(MC, eg_cdiv(M, MR) * MR) * kc_max + 2 * W) *
+                                   sizeof(T));
 
         for (int64_t jc = 0; jc < N; jc += NC) {
             const int64_t nc = eg_min(NC, N - jc);
@@ -565,9 +662,12 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
                         const int64_t nr = eg_min(NR, nc - p * NR);
                         const T *bpp = bp + p * NR * kc;
                         T *cc = C + ic * rsc + (jc + p * NR) * csc;
+                        /* the bias goes in with the first K block */
+                        const T *bcp = bc && pc == 0 ? bc + jc + p * NR : NULL;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff, cc + ir * rsc,
-                                      rsc, csc, eg_min(MR, mc - ir), nr);
+                                      rsc, csc, eg_min(MR, mc - ir), nr,
+                                      br && pc == 0 ? br + ic + ir : NULL, bcp);
                         }
                     }
                 }
@@ -577,12 +677,13 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
     }
 }
 
-/* C = beta*C over an M x N strided matrix (K == 0 or alpha == 0) */
-static void EGT(_scale)(int64_t M, int64_t N, T beta, T *C, int64_t rsc, int64_t csc) {
+/* C = beta*C (+ bias) over an M x N strided matrix (K == 0 or alpha == 0) */
+static void EGT(_scale)(int64_t M, int64_t N, T beta, T *C, int64_t rsc, int64_t csc,
+                        const T *br, const T *bc) {
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             T *c = C + i * rsc + j * csc;
-            *c = beta == (T)0 ? (T)0 : beta * *c;
+            *c = (beta == (T)0 ? (T)0 : beta * *c) + (br ? br[i] : (T)0) + (bc ? bc[j] : (T)0);
         }
 }
 
@@ -593,20 +694,23 @@ static inline int EGT(_threads)(double flops, int nthreads) {
     return nthreads;
 }
 
-/* C = alpha*A@B + beta*C for descriptor operands (offset tables allowed). */
+/* C = alpha*A@B + beta*C (+ br[i] + bc[j]) for descriptor operands (offset
+   tables allowed); br / bc are per-row / per-column biases or NULL. */
 static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT B, T beta, T *C,
-                           int64_t rsc, int64_t csc, int nthreads) {
+                           int64_t rsc, int64_t csc, const T *br, const T *bc, int nthreads) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == (T)0) { EGT(_scale)(M, N, beta, C, rsc, csc); return; }
+    if (K <= 0 || alpha == (T)0) { EGT(_scale)(M, N, beta, C, rsc, csc, br, bc); return; }
     if (csc != 1 && rsc == 1) {
         /* work on the orientation whose C rows are contiguous: C^T = B^T A^T */
         const MAT at = {B.p, B.cs, B.rs, B.co, B.ro}, bt = {A.p, A.cs, A.rs, A.co, A.ro};
+        const T *tb = br;
         int64_t t = M; M = N; N = t;
         A = at; B = bt;
         t = rsc; rsc = csc; csc = t;
+        br = bc; bc = tb;
     }
     if (nthreads < 1) nthreads = 1;
-    if (!A.ro && !A.co && !B.ro && !B.co) {
+    if (!A.ro && !A.co && !B.ro && !B.co && !br && !bc) {
         if (M * N * K <= 512) {
             EGT(_naive)(M, N, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, B.cs, beta, C, rsc, csc);
             return;
@@ -621,14 +725,14 @@ static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT 
         }
     }
     const int nt = EGT(_threads)(2.0 * (double)M * (double)N * (double)K, nthreads);
-    EGT(_blocked)(M, N, K, alpha, &A, &B, beta, C, rsc, csc, nt);
+    EGT(_blocked)(M, N, K, alpha, &A, &B, beta, C, rsc, csc, br, bc, nt);
 }
 
 static void EGT(_gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
                        int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
                        int64_t rsc, int64_t csc, int nthreads) {
     const MAT a = {A, rsa, csa, NULL, NULL}, b = {B, rsb, csb, NULL, NULL};
-    EGT(_gemm_mat)(M, N, K, alpha, a, b, beta, C, rsc, csc, nthreads);
+    EGT(_gemm_mat)(M, N, K, alpha, a, b, beta, C, rsc, csc, NULL, NULL, nthreads);
 }
 
 void EGPUB(gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
@@ -638,8 +742,9 @@ void EGPUB(gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t r
 }
 
 void EGPUB(gemm_ex)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
-                    T beta, T *C, int64_t rsc, int64_t csc, int nthreads) {
-    EGT(_gemm_mat)(M, N, K, alpha, *A, *B, beta, C, rsc, csc, nthreads);
+                    T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
+                    int nthreads) {
+    EGT(_gemm_mat)(M, N, K, alpha, *A, *B, beta, C, rsc, csc, br, bc, nthreads);
 }
 
 void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
@@ -673,6 +778,7 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef VZERO
 #undef VFMA
 #undef VMUL
+#undef VADD
 #undef VMASK
 #undef VMASKR
 #undef VMERGE
@@ -686,6 +792,7 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef EG_LANES
 #undef EGT
 #undef EGPUB
+#undef EG_TR8
 #undef MAT
 #undef EGT_CAT
 #undef EGT_CAT3

@@ -535,3 +535,31 @@ def test_conv_chunked_batches_vs_torch(nt, kw):
             np.testing.assert_allclose(N(db), tb.grad.numpy(), rtol=tol, atol=tol * 10)
     finally:
         ember.set_num_threads(old)
+
+
+@pytest.mark.parametrize("nt", [1, 2])
+@pytest.mark.parametrize("ci,co,hw,kw", [(32, 64, 14, {}), (1, 32, 28, {}),
+                                         (16, 24, 13, dict(padding=1)),
+                                         (8, 16, 20, dict(padding=2, dilation=2))])
+def test_conv_float32_benchmark_shapes_vs_torch(nt, ci, co, hw, kw):
+    """the shapes the benchmarks time (implicit-im2col packing with vector runs
+    and 8x8 transposes in float32), forward with a fused bias and both gradients"""
+    torch = pytest.importorskip("torch")
+    x, w, b = rand(5, ci, hw, hw), rand(co, ci, 3, 3), rand(co)
+    tx, tw, tb = (torch.tensor(a.astype(np.float32), requires_grad=True) for a in (x, w, b))
+    ty = torch.nn.functional.conv2d(tx, tw, tb, **kw)
+    dy = rand(*ty.shape).astype(np.float32)
+    ty.backward(torch.tensor(dy))
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(nt)
+        f = lambda a: E(a.astype(np.float32))  # noqa: E731
+        y = L.conv2d(f(x), f(w), f(b), **kw)
+        np.testing.assert_allclose(N(y), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+        dx = L.conv2d_input_grad(x.shape, f(w), E(dy), **kw)
+        np.testing.assert_allclose(N(dx), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+        dw, db = L.conv2d_weight_grad(f(x), w.shape, E(dy), bias_grad=True, **kw)
+        np.testing.assert_allclose(N(dw), tw.grad.numpy(), rtol=1e-4, atol=2e-3)
+        np.testing.assert_allclose(N(db), tb.grad.numpy(), rtol=1e-4, atol=1e-3)
+    finally:
+        ember.set_num_threads(old)

@@ -126,6 +126,12 @@ static int check_tables(int dbl, int64_t M, int64_t N, int64_t K, int mode, int 
     for (int64_t r = 0; r < K; r++) rob[r] = r * nb_;
     for (int64_t c = 0; c < N; c++) cob[c] = run_idx(c, L, g);
     int64_t na = (M + 1) * ka, nbb = (K + 1) * nb_;
+    if (mode & 64) {
+        /* B transposed the implicit-im2col way: rows in runs, columns far apart */
+        for (int64_t r = 0; r < K; r++) rob[r] = run_idx(r, L, g);
+        for (int64_t c = 0; c < N; c++) cob[c] = c * ka;
+        nbb = (N + 1) * ka;
+    }
     double *a = malloc(na * 8), *b = malloc(nbb * 8), *ref = malloc((M * N + 1) * 8);
     for (int64_t i = 0; i < na; i++) a[i] = urand();
     for (int64_t i = 0; i < nbb; i++) b[i] = urand();
@@ -135,13 +141,16 @@ static int check_tables(int dbl, int64_t M, int64_t N, int64_t K, int mode, int 
             for (int64_t k = 0; k < K; k++) s += a[roa[i] + coa[k]] * b[rob[k] + cob[j]];
             ref[i * N + j] = s;
         }
-    /* mode bit 0: A row table, 1: A column table, 2: B row table, 3: B column table;
+    /* mode bit 0: A row table, 1: A column table, 2: B row table, 3: B column table
+       (bits 4, 5: biases, below);
        a table left out is replaced by the equivalent stride where one exists */
     const int64_t *ra = mode & 1 ? roa : NULL, *ca = mode & 2 ? coa : NULL;
     const int64_t *rb = mode & 4 ? rob : NULL, *cb = mode & 8 ? cob : NULL;
     if (!ca) for (int64_t c = 0; c < K; c++) coa[c] = c;
-    if (!cb) for (int64_t c = 0; c < N; c++) cob[c] = c;
-    if (!ca || !cb) {  /* recompute the reference with the dense columns */
+    if (!cb) for (int64_t c = 0; c < N; c++) cob[c] = mode & 64 ? c * ka : c;
+    const int64_t rsb = mode & 64 ? 1 : nb_;
+    if (!rb) for (int64_t r = 0; r < K; r++) rob[r] = r * rsb;
+    if (!ca || !cb || !rb) {  /* recompute the reference with the dense columns */
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 double s = 0;
@@ -149,12 +158,22 @@ static int check_tables(int dbl, int64_t M, int64_t N, int64_t K, int mode, int 
                 ref[i * N + j] = s;
             }
     }
+    /* fused biases: per row (mode bit 4) and per column (bit 5) */
+    double *br = malloc((M + 1) * 8), *bc = malloc((N + 1) * 8);
+    for (int64_t i = 0; i < M; i++) br[i] = mode & 16 ? urand() : 0;
+    for (int64_t j = 0; j < N; j++) bc[j] = mode & 32 ? urand() : 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) ref[i * N + j] += br[i] + bc[j];
+    float *brf = malloc((M + 1) * 4), *bcf = malloc((N + 1) * 4);
+    for (int64_t i = 0; i < M; i++) brf[i] = (float)br[i];
+    for (int64_t j = 0; j < N; j++) bcf[j] = (float)bc[j];
     double err = 0;
     int64_t rsc = tc ? 1 : N, csc = tc ? M : 1;
     if (dbl) {
         double *c = malloc((M * N + 1) * 8);
-        ember_dmat A = {a, ka, 1, ra, ca}, B = {b, nb_, 1, rb, cb};
-        ember_dgemm_ex(M, N, K, 1.0, &A, &B, 0.0, c, rsc, csc, nt);
+        ember_dmat A = {a, ka, 1, ra, ca}, B = {b, rsb, mode & 64 ? ka : 1, rb, cb};
+        ember_dgemm_ex(M, N, K, 1.0, &A, &B, 0.0, c, rsc, csc, mode & 16 ? br : NULL,
+                       mode & 32 ? bc : NULL, nt);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 err = fmax(err, fabs(c[i * rsc + j * csc] - ref[i * N + j]));
@@ -163,14 +182,16 @@ static int check_tables(int dbl, int64_t M, int64_t N, int64_t K, int mode, int 
         float *af = malloc(na * 4), *bf = malloc(nbb * 4), *c = malloc((M * N + 1) * 4);
         for (int64_t i = 0; i < na; i++) af[i] = (float)a[i];
         for (int64_t i = 0; i < nbb; i++) bf[i] = (float)b[i];
-        ember_smat A = {af, ka, 1, ra, ca}, B = {bf, nb_, 1, rb, cb};
-        ember_sgemm_ex(M, N, K, 1.f, &A, &B, 0.f, c, rsc, csc, nt);
+        ember_smat A = {af, ka, 1, ra, ca}, B = {bf, rsb, mode & 64 ? ka : 1, rb, cb};
+        ember_sgemm_ex(M, N, K, 1.f, &A, &B, 0.f, c, rsc, csc, mode & 16 ? brf : NULL,
+                       mode & 32 ? bcf : NULL, nt);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 err = fmax(err, fabs(c[i * rsc + j * csc] - ref[i * N + j]));
         free(af); free(bf); free(c);
     }
     free(roa); free(coa); free(rob); free(cob); free(a); free(b); free(ref);
+    free(br); free(bc); free(brf); free(bcf);
     double tol = (dbl ? 1e-12 : 1e-5) * sqrt((double)K + 1) * 4;
     if (!(err <= tol)) {
         printf("FAIL tables %s M=%ld N=%ld K=%ld mode=%d tc=%d L=%ld g=%ld err=%g\n",
@@ -205,11 +226,11 @@ static int run_checks(void) {
                     count++;
                 }
             fails += check_batched(dbl, isa);
-            for (int t = 0; t < 200; t++) {
+            for (int t = 0; t < 512; t++) {
                 int64_t M = sizes[(rng >> 3) % ns]; urand();
-                int64_t N = t < 100 ? sizes[(rng >> 3) % ns] : 100 + (rng >> 5) % 300; urand();
-                int64_t K = t < 100 ? sizes[(rng >> 3) % ns] : 300 + (rng >> 5) % 300; urand();
-                fails += check_tables(dbl, M, N, K, t % 16, (t / 16) & 1, 1 + (t & 1));
+                int64_t N = t < 256 ? sizes[(rng >> 3) % ns] : 100 + (rng >> 5) % 300; urand();
+                int64_t K = t < 256 ? sizes[(rng >> 3) % ns] : 300 + (rng >> 5) % 300; urand();
+                fails += check_tables(dbl, M, N, K, t % 128, (t / 128) & 1, 1 + (t & 1));
                 count++;
             }
         }

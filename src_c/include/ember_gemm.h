@@ -39,12 +39,14 @@ void ember_dgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, double 
 typedef struct { const float *p; int64_t rs, cs; const int64_t *ro, *co; } ember_smat;
 typedef struct { const double *p; int64_t rs, cs; const int64_t *ro, *co; } ember_dmat;
 
+/* C = alpha*A@B + beta*C + br[i] + bc[j]: br (length M) / bc (length N) are
+   fused row / column biases, either may be NULL. */
 void ember_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
                     const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
-                    int nthreads);
+                    const float *br, const float *bc, int nthreads);
 void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
                     const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
-                    int nthreads);
+                    const double *br, const double *bc, int nthreads);
 
 /* The ISA the GEMM kernels run with (0 generic, 1 AVX2+FMA, 2 AVX-512), and a
    way to force a lower one (tests; -1 = back to detection).  Returns the ISA
