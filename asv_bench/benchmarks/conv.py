@@ -111,3 +111,32 @@ class Pool2d:
 
     def time_pool(self, kind, library):
         self.f()
+
+
+class Unfold:
+    """unfold (im2col) and fold (col2im), 3x3, padding 1: batch x C on HxW"""
+    params = [[(64, 32, 14), (16, 64, 56)], ["unfold", "fold"], ["ember", "torch", "numpy"]]
+    param_names = ["n_c_hw", "op", "library"]
+    timer = timeit.default_timer
+
+    def setup(self, shape, op, library):
+        _need(library)
+        n, c, hw = shape
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+        cols = rng.standard_normal((n, c * 9, hw * hw), dtype=np.float32)
+        if library == "torch":
+            import torch
+            mod = torch.nn.functional
+            tx, tc = torch.from_numpy(x), torch.from_numpy(cols)
+        else:
+            import ember
+            from ember._C import linalg as mod
+            tx, tc = ember.from_numpy(x), ember.from_numpy(cols)
+        if op == "unfold":
+            self.f = lambda: mod.unfold(tx, 3, padding=1)
+        else:
+            self.f = lambda: mod.fold(tc, hw, 3, padding=1)
+
+    def time_op(self, shape, op, library):
+        self.f()

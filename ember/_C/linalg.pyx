@@ -12,6 +12,7 @@ ember/autograd/_formulas_linalg.py)."""
 from libc.stdint cimport int64_t
 from libc.string cimport memset
 import operator
+from collections.abc import Iterable as _Iterable
 
 from ember._C.core cimport (
     EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
@@ -80,6 +81,14 @@ cdef extern from "ember_conv.h" nogil:
                                            float *y, int64_t *idx, int nthreads)
     void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
                                            double *y, int64_t *idx, int nthreads)
+    void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x,
+                          float *col)
+    void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x,
+                          double *col)
+    void ember_col2im_f32(const ember_conv2d_params *p, int64_t C, const float *col,
+                          float *x)
+    void ember_col2im_f64(const ember_conv2d_params *p, int64_t C, const double *col,
+                          double *x)
 
 
 # ----------------------------------------------------------------------------
@@ -1539,6 +1548,246 @@ cdef int _add_channel_bias(TensorBase y, TensorBase b) except -1:
 
 
 # ----------------------------------------------------------------------------
+# unfold / fold (im2col / col2im)
+
+# Every fold/unfold parameter and spatial size is at most this bound.  With at
+# least one sliding block, dilation * (kernel - 1) < size + 2 * padding, so the
+# kernels' indices (o * stride - pad + i * dilation, size + pad) stay far from
+# int64 overflow.
+cdef object _FOLD_MAX = 1 << 60
+
+
+cdef tuple _fold_ints(object v, str op, str name, int pos):
+    """PyTorch's ``_pair`` and int-list parsing: an int is repeated, an iterable is
+    read element-wise.  Element types are checked here, the length by _fold_len."""
+    if isinstance(v, TensorBase) and (<TensorBase>v)._ndim == 0:
+        seq = (v, v)
+    elif isinstance(v, _Iterable):
+        seq = tuple(v)
+    else:
+        seq = (v, v)
+    out = []
+    for i, e in enumerate(seq):
+        try:
+            if isinstance(e, bool):
+                raise TypeError
+            out.append(operator.index(e))
+        except TypeError:
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of "
+                            f"ints, but found element of type {type(e).__name__} at pos "
+                            f"{i}") from None
+    return tuple(out)
+
+
+cdef int _fold_len(tuple t, str op, str name) except -1:
+    if len(t) != 2:
+        raise RuntimeError(f"{op}: It is expected {name} equals to 2, but got size {len(t)}")
+    return 0
+
+
+cdef int _fold_positive(tuple t, str op, str what, str h, str w) except -1:
+    if t[0] <= 0 or t[1] <= 0:
+        raise RuntimeError(f"{op}: {what} should be greater than zero, but got {h}: {t[0]} "
+                           f"{w}: {t[1]}")
+    return 0
+
+
+cdef int _fold_pad(tuple t, str op) except -1:
+    if t[0] < 0 or t[1] < 0:
+        raise RuntimeError(f"{op}: padding should be non-negative, but got pad_height: {t[0]} "
+                           f"pad_width: {t[1]}")
+    return 0
+
+
+cdef int _fold_bound(str op, str name, tuple t) except -1:
+    if t[0] > _FOLD_MAX or t[1] > _FOLD_MAX:
+        raise RuntimeError(f"{op}: {name}={t} is too large (each value must be at most "
+                           f"2**60)")
+    return 0
+
+
+cdef str _pr(tuple t):
+    return f"({t[0]}, {t[1]})"
+
+
+cdef int _fold_dtype(TensorBase x, str op) except -1:
+    """float64 runs as is; float32/float16/bfloat16 and bool (a pure copy, or sums
+    that are nonzero exactly when PyTorch's logical-or accumulation is true) in float32."""
+    if x._dtype == EM_F64:
+        return EM_F64
+    if x._dtype in (EM_F32, EM_F16, EM_BF16, EM_BOOL):
+        return EM_F32
+    raise NotImplementedError(f"\"{op}\" not implemented for '{_TORCH_NAMES[x._dtype]}'")
+
+
+cdef ember_conv2d_params _fold_params(int64_t C, int64_t H, int64_t W, tuple k, tuple d,
+                                      tuple pd, tuple s, int64_t Ho, int64_t Wo):
+    cdef ember_conv2d_params p
+    memset(&p, 0, sizeof(p))
+    p.N = 1
+    p.C = C
+    p.H = H
+    p.W = W
+    p.kh, p.kw = k
+    p.dh, p.dw = d
+    p.ph, p.pw = pd
+    p.sh, p.sw = s
+    p.groups = 1
+    p.Ho = Ho
+    p.Wo = Wo
+    return p
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding local blocks (im2col), like ``torch.nn.functional.unfold``.
+
+    (N, C, H, W) or (C, H, W) input gives (N, C*kh*kw, L) or (C*kh*kw, L), L the
+    number of blocks.  The gradient is ``fold`` with the same parameters."""
+    if _needs_slow((input,)):
+        return redispatch("im2col", unfold, (input, kernel_size, dilation, padding, stride),
+                          None)
+    op = "unfold"
+    cdef TensorBase x = _as_tensor(input, op, "input")
+    k = _fold_ints(kernel_size, op, "kernel_size", 2)
+    d = _fold_ints(dilation, op, "dilation", 3)
+    pd = _fold_ints(padding, op, "padding", 4)
+    s = _fold_ints(stride, op, "stride", 5)
+    _fold_len(k, op, "kernel_size")
+    _fold_len(d, op, "dilation")
+    _fold_len(pd, op, "padding")
+    _fold_len(s, op, "stride")
+    _fold_positive(k, op, "kernel size", "kernel_height", "kernel_width")
+    _fold_positive(d, op, "dilation", "dilation_height", "dilation_width")
+    _fold_pad(pd, op)
+    _fold_positive(s, op, "stride", "stride_height", "stride_width")
+    cdef int nd = x._ndim
+    if nd < 3:
+        where = ("Dimension specified as 1 but tensor has no dimensions" if nd == 0 else
+                 f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but "
+                 f"got {nd})")
+        raise IndexError(f"{op}: {where}: expected a 3D or 4D (batch mode) input, but got "
+                         f"input of size {_shape_list(x)}")
+    if nd > 4 or numel_of(3, &x._shape[nd - 3]) == 0:
+        raise RuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor with possibly 0 batch "
+                           f"size and other non-zero dimensions for input, but got: "
+                           f"{_shape_list(x)}")
+    N = x._shape[0] if nd == 4 else 1
+    C, H, W = x._shape[nd - 3], x._shape[nd - 2], x._shape[nd - 1]
+    Ho = (H + 2 * pd[0] - (d[0] * (k[0] - 1) + 1)) // s[0] + 1
+    Wo = (W + 2 * pd[1] - (d[1] * (k[1] - 1) + 1)) // s[1] + 1
+    if Ho < 1 or Wo < 1:
+        raise RuntimeError(f"{op}: Given input with spatial size ({H}, {W}), kernel_size="
+                           f"{_pr(k)}, dilation={_pr(d)}, padding={_pr(pd)}, calculated shape "
+                           f"of the array of sliding blocks as ({Ho}, {Wo}), but its "
+                           f"components must be at least one.")
+    for name, t in (("kernel_size", k), ("dilation", d), ("padding", pd), ("stride", s)):
+        _fold_bound(op, name, t)
+    cdef int cdt = _fold_dtype(x, op)
+    rows, L = C * k[0] * k[1], Ho * Wo
+    oshape = (N, rows, L) if nd == 4 else (rows, L)
+    _check_numel(op, oshape, em_itemsize[cdt])
+    cdef ember_conv2d_params p = _fold_params(C, H, W, k, d, pd, s, Ho, Wo)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(oshape, cdt, x._device)
+    cdef int64_t n, nb = N, xs = C * H * W, ys = rows * L
+    cdef char *xp = _ptr(xc)
+    cdef char *yp = _ptr(y)
+    with nogil:
+        if cdt == EM_F32:
+            for n in range(nb):
+                ember_im2col_f32(&p, p.C, <float *>xp + n * xs, <float *>yp + n * ys)
+        else:
+            for n in range(nb):
+                ember_im2col_f64(&p, p.C, <double *>xp + n * xs, <double *>yp + n * ys)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if _any_grad((x,)):
+        record("im2col", (x,), y, {"input_size": (H, W), "kernel_size": k, "dilation": d,
+                                   "padding": pd, "stride": s})
+    return y
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum sliding local blocks into a tensor (col2im), like ``torch.nn.functional.fold``.
+
+    (N, C*kh*kw, L) or (C*kh*kw, L) input gives (N, C, *output_size) or
+    (C, *output_size).  The gradient is ``unfold`` with the same parameters."""
+    if _needs_slow((input,)):
+        return redispatch("col2im", fold, (input, output_size, kernel_size, dilation, padding,
+                                           stride), None)
+    op = "fold"
+    cdef TensorBase x = _as_tensor(input, op, "input")
+    o = _fold_ints(output_size, op, "output_size", 2)
+    k = _fold_ints(kernel_size, op, "kernel_size", 3)
+    d = _fold_ints(dilation, op, "dilation", 4)
+    pd = _fold_ints(padding, op, "padding", 5)
+    s = _fold_ints(stride, op, "stride", 6)
+    _fold_len(o, op, "output_size")
+    _fold_len(k, op, "kernel_size")
+    _fold_len(d, op, "dilation")
+    _fold_len(pd, op, "padding")
+    _fold_len(s, op, "stride")
+    _fold_positive(k, op, "kernel size", "kernel_height", "kernel_width")
+    _fold_positive(s, op, "stride", "stride_height", "stride_width")
+    _fold_positive(d, op, "dilation", "dilation_height", "dilation_width")
+    _fold_pad(pd, op)
+    cdef int nd = x._ndim
+    if (nd != 2 and nd != 3) or numel_of(2, &x._shape[nd - 2]) == 0:
+        raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) tensor for input with "
+                           f"possibly 0 batch size and non-zero dimensions for input, but got: "
+                           f"{_shape_list(x)}")
+    N = x._shape[0] if nd == 3 else 1
+    rows, L = x._shape[nd - 2], x._shape[nd - 1]
+    if rows % (k[0] * k[1]) != 0:
+        raise RuntimeError(f"{op}: Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={rows} and "
+                           f"kernel_size={_pr(k)}.")
+    bh = (o[0] + 2 * pd[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    bw = (o[1] + 2 * pd[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    given = (f"Given output_size={_pr(o)}, kernel_size={_pr(k)}, dilation={_pr(d)}, "
+             f"padding={_pr(pd)}, stride={_pr(s)}")
+    if L != bh * bw:
+        raise RuntimeError(f"{op}: {given}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {bh} * {bw} = {bh * bw}, but "
+                           f"got input.size(2)={L}.")
+    if bh < 1 or bw < 1:
+        raise RuntimeError(f"{op}: {given}, calculated shape of the array of sliding blocks as "
+                           f"({bh}, {bw}), which is too small (non-positive)")
+    if o[0] < 1 or o[1] < 1:
+        raise RuntimeError(f"{op}: Expected output spatial size to be positive, but got: "
+                           f"output_size={_pr(o)}.")
+    for name, t in (("output_size", o), ("kernel_size", k), ("dilation", d),
+                    ("padding", pd), ("stride", s)):
+        _fold_bound(op, name, t)
+    cdef int cdt = _fold_dtype(x, op)
+    C = rows // (k[0] * k[1])
+    oshape = ((N,) if nd == 3 else ()) + (C, o[0], o[1])
+    _check_numel(op, oshape, em_itemsize[cdt])
+    cdef ember_conv2d_params p = _fold_params(C, o[0], o[1], k, d, pd, s, bh, bw)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(oshape, cdt, x._device)
+    cdef int64_t n, nb = N, xs = rows * L, ys = C * o[0] * o[1]
+    cdef char *xp = _ptr(xc)
+    cdef char *yp = _ptr(y)
+    cdef size_t nbytes = <size_t>(nb * ys) * em_itemsize[cdt]
+    with nogil:
+        if nbytes:
+            memset(yp, 0, nbytes)  # col2im adds into its output
+        if cdt == EM_F32:
+            for n in range(nb):
+                ember_col2im_f32(&p, p.C, <float *>xp + n * xs, <float *>yp + n * ys)
+        else:
+            for n in range(nb):
+                ember_col2im_f64(&p, p.C, <double *>xp + n * xs, <double *>yp + n * ys)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if _any_grad((x,)):
+        record("col2im", (x,), y, {"output_size": o, "kernel_size": k, "dilation": d,
+                                   "padding": pd, "stride": s})
+    return y
+
+
+# ----------------------------------------------------------------------------
 # pooling
 
 # pooling parameters are C ints in PyTorch: the same bound keeps window
@@ -1984,4 +2233,4 @@ __all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdo
            "conv_transpose2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
            "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
            "adaptive_avg_pool2d_backward", "adaptive_max_pool2d",
-           "adaptive_max_pool2d_backward"]
+           "adaptive_max_pool2d_backward", "unfold", "fold"]

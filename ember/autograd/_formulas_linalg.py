@@ -5,6 +5,7 @@ inputs, output, attrs) is called by the op; FORMULAS[name](grad, inputs,
 output, attrs) returns one gradient per input (None where not needed or the
 input does not require grad).  Formulas use only ember's public tensor API
 and the linalg entry points, so they are differentiable themselves."""
+from ember.autograd._table import formula
 
 
 def _L():
@@ -172,6 +173,22 @@ def _avg_pool(grad, inputs, out, attrs):
 def _adaptive_avg_pool(grad, inputs, out, attrs):
     (x,) = inputs
     return (_L().adaptive_avg_pool2d_backward(grad, x),)
+
+
+# unfold (im2col) and fold (col2im) are each other's gradient.  Neither reads the
+# input's values (saves=False: later in-place changes to it are fine, as in PyTorch)
+# and each returns exactly the input's shape and dtype.
+@formula("im2col", node_name="Im2ColBackward0", exact=True, saves=False)
+def _im2col(ctx, grad):
+    a = ctx.attrs
+    return (_L().fold(grad, a["input_size"], a["kernel_size"], a["dilation"], a["padding"],
+                      a["stride"]),)
+
+
+@formula("col2im", node_name="Col2ImBackward0", exact=True, saves=False)
+def _col2im(ctx, grad):
+    a = ctx.attrs
+    return (_L().unfold(grad, a["kernel_size"], a["dilation"], a["padding"], a["stride"]),)
 
 
 FORMULAS = {

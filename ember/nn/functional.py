@@ -21,7 +21,7 @@ __all__ = [
     "hardsigmoid", "hardswish", "logsigmoid", "softsign", "tanhshrink", "threshold", "glu",
     "softmax", "log_softmax", "softmin", "dropout", "dropout1d", "dropout2d", "batch_norm",
     "layer_norm", "group_norm", "instance_norm", "local_response_norm", "embedding", "one_hot",
-    "pad", "interpolate",
+    "pad", "interpolate", "unfold", "fold",
     "normalize", "cosine_similarity", "pairwise_distance", "scaled_dot_product_attention",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -1455,9 +1455,91 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce(ember.clamp_min(margin + dp - dn, 0), reduction)
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    raise NotImplementedError("ember.nn.functional.unfold is not implemented")
+def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
+           dilation: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
+           stride: int | tuple[int, int] = 1) -> ember.Tensor:
+    """Extract sliding local blocks from an image-like tensor (im2col).
+
+    Each ``kernel_size`` block of every channel, taken at ``stride`` steps over the
+    zero-padded input, becomes one column of the output, as in PyTorch.
+
+    Parameters
+    ----------
+    input : Tensor
+        Shape ``(N, C, H, W)`` or unbatched ``(C, H, W)``; float32, float64,
+        float16, bfloat16 or bool. ``N`` may be 0, the other sizes may not.
+    kernel_size : int or tuple of 2 ints
+        Size ``(kh, kw)`` of the blocks.
+    dilation : int or tuple of 2 ints, optional
+        Spacing between the elements of a block.
+    padding : int or tuple of 2 ints, optional
+        Implicit zero padding added on both sides of each spatial dimension.
+    stride : int or tuple of 2 ints, optional
+        Step between the blocks.
+
+    Returns
+    -------
+    Tensor
+        Shape ``(N, C * kh * kw, L)`` (``(C * kh * kw, L)`` unbatched), where
+        ``L = Ho * Wo`` and ``Ho = (H + 2 * padding - dilation * (kh - 1) - 1) // stride + 1``
+        (``Wo`` likewise). Its gradient is :func:`fold` with the same parameters.
+
+    Raises
+    ------
+    TypeError
+        If a size argument is not an int or a sequence of ints.
+    IndexError
+        If ``input`` has fewer than 3 dimensions.
+    RuntimeError
+        If a size argument has not 2 values, a kernel size, dilation or stride is not
+        positive, a padding is negative, ``input`` is not 3-D or 4-D with non-zero
+        ``C, H, W``, or no block fits.
+    NotImplementedError
+        If ``input`` has an integer dtype.
+    """
+    return _lin.unfold(input, kernel_size, dilation, padding, stride)
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    raise NotImplementedError("ember.nn.functional.fold is not implemented")
+def fold(input: ember.Tensor, output_size: int | tuple[int, int],
+         kernel_size: int | tuple[int, int], dilation: int | tuple[int, int] = 1,
+         padding: int | tuple[int, int] = 0, stride: int | tuple[int, int] = 1) -> ember.Tensor:
+    """Combine an array of sliding local blocks into a tensor (col2im).
+
+    The inverse layout of :func:`unfold`: every column is one block and blocks that
+    overlap are summed, as in PyTorch.
+
+    Parameters
+    ----------
+    input : Tensor
+        Shape ``(N, C * kh * kw, L)`` or unbatched ``(C * kh * kw, L)``; float32,
+        float64, float16, bfloat16 or bool. ``N`` may be 0, the other sizes may not.
+    output_size : int or tuple of 2 ints
+        Spatial size ``(H, W)`` of the output.
+    kernel_size : int or tuple of 2 ints
+        Size ``(kh, kw)`` of the blocks.
+    dilation : int or tuple of 2 ints, optional
+        Spacing between the elements of a block.
+    padding : int or tuple of 2 ints, optional
+        Implicit zero padding on both sides of each spatial dimension (dropped).
+    stride : int or tuple of 2 ints, optional
+        Step between the blocks.
+
+    Returns
+    -------
+    Tensor
+        Shape ``(N, C, H, W)`` (``(C, H, W)`` unbatched). Its gradient is
+        :func:`unfold` with the same parameters.
+
+    Raises
+    ------
+    TypeError
+        If a size argument is not an int or a sequence of ints.
+    RuntimeError
+        If a size argument has not 2 values, a kernel size, dilation or stride is not
+        positive, a padding is negative, ``input`` is not 2-D or 3-D with non-zero
+        trailing sizes, its dimension -2 is not divisible by ``kh * kw``, or ``L`` is
+        not the number of blocks that fit in ``output_size``.
+    NotImplementedError
+        If ``input`` has an integer dtype.
+    """
+    return _lin.fold(input, output_size, kernel_size, dilation, padding, stride)

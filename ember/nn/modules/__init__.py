@@ -36,6 +36,7 @@ from ember.nn.modules.container import (
 from ember.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d
 from ember.nn.modules.flatten import Flatten, Unflatten
+from ember.nn.modules.fold import Fold, Unfold
 from ember.nn.modules.linear import Bilinear, Identity, LazyLinear, Linear
 from ember.nn.modules.loss import (
                                          BCELoss,
@@ -84,7 +85,7 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Alpha
            "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
            "BatchNorm3d", "Bilinear", "CELU", "Conv1d", "Conv2d", "ConvTranspose1d",
            "ConvTranspose2d", "CosineEmbeddingLoss", "CrossEntropyLoss", "Dropout", "Dropout1d",
-           "Dropout2d", "Dropout3d", "ELU", "Embedding", "Flatten", "GELU", "GLU", "GRU",
+           "Dropout2d", "Dropout3d", "ELU", "Embedding", "Flatten", "Fold", "GELU", "GLU", "GRU",
            "GRUCell", "GaussianNLLLoss", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh",
            "HingeEmbeddingLoss", "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d",
            "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LazyLinear", "LeakyReLU",
@@ -95,4 +96,4 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Alpha
            "RNN", "RNNBase", "RNNCell", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid",
            "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmin", "Softplus", "Softsign", "Tanh",
            "Tanhshrink", "Threshold", "TransformerEncoder", "TransformerEncoderLayer",
-           "TripletMarginLoss", "Unflatten"]
+           "TripletMarginLoss", "Unflatten", "Unfold"]
