@@ -115,7 +115,6 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm512_setzero_ps()
 #    define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #    define VMUL(a, b) _mm512_mul_ps(a, b)
-#    define VADD(a, b) _mm512_add_ps(a, b)
 #    define VMASK __mmask16
 #    define VMASKR(lo, hi) ((__mmask16)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
 #    define VMERGE(acc, p, m) _mm512_mask_loadu_ps(acc, m, p)
@@ -129,7 +128,6 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm512_setzero_pd()
 #    define VFMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #    define VMUL(a, b) _mm512_mul_pd(a, b)
-#    define VADD(a, b) _mm512_add_pd(a, b)
 #    define VMASK __mmask8
 #    define VMASKR(lo, hi) ((__mmask8)(((1u << (hi)) - 1) & ~((1u << (lo)) - 1)))
 #    define VMERGE(acc, p, m) _mm512_mask_loadu_pd(acc, m, p)
@@ -147,7 +145,6 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm256_setzero_ps()
 #    define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #    define VMUL(a, b) _mm256_mul_ps(a, b)
-#    define VADD(a, b) _mm256_add_ps(a, b)
 #    define VMASK __m256i
 #    define VMASKR(lo, hi) _mm256_andnot_si256(                                           \
         _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(lo)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), \
@@ -164,7 +161,6 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #    define VZERO() _mm256_setzero_pd()
 #    define VFMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #    define VMUL(a, b) _mm256_mul_pd(a, b)
-#    define VADD(a, b) _mm256_add_pd(a, b)
 #    define VMASK __m256i
 #    define VMASKR(lo, hi) _mm256_andnot_si256(                                           \
         _mm256_cmpgt_epi64(_mm256_set1_epi64x(lo), _mm256_setr_epi64x(0, 1, 2, 3)),        \
@@ -191,7 +187,6 @@ typedef double EGT(_v) __attribute__((vector_size(16)));
 #  define VZERO() ((VT){0})
 #  define VFMA(a, b, c) ((a) * (b) + (c))
 #  define VMUL(a, b) ((a) * (b))
-#  define VADD(a, b) ((a) + (b))
 static inline VT EGT(_vload)(const T *p) { VT v; memcpy(&v, p, sizeof v); return v; }
 static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
 
@@ -218,7 +213,7 @@ static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
    through a stack tile with element strides. */
 static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b,
                              T alpha, T beta, T *restrict c, int64_t rsc, int64_t csc,
-                             int64_t mr, int64_t nr, const T *br, const T *bc) {
+                             int64_t mr, int64_t nr) {
     VT acc[MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
@@ -255,20 +250,6 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
     }
 
     VT va = VSET1(alpha);
-    if (br || bc) {
-        /* fused bias: br[i] per row and/or bc[j] per column of the tile */
-        T bt[NR] = {0};
-        if (bc)
-            for (int64_t j = 0; j < nr; j++) bt[j] = bc[j];
-        const VT b0 = VLOAD(bt), b1 = VLOAD(bt + W);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            const VT ri = br ? VSET1(br[i < mr ? i : 0]) : VZERO();
-            acc[i][0] = VFMA(va, acc[i][0], VADD(ri, b0));
-            acc[i][1] = VFMA(va, acc[i][1], VADD(ri, b1));
-        }
-        va = VSET1((T)1);
-    }
     if (mr == MR && nr == NR && csc == 1) {
         if (beta == (T)0) {
 #pragma GCC unroll 16
@@ -305,6 +286,23 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
         for (int64_t i = 0; i < mr; i++)
             for (int64_t j = 0; j < nr; j++)
                 c[i * rsc + j * csc] = tile[i * NR + j] + beta * c[i * rsc + j * csc];
+    }
+}
+
+/* C tile += br[i] + bc[j] (either may be NULL), right after the micro-kernel
+   wrote it: a separate pass over a tile in L1, which keeps the micro-kernel's
+   register allocation as it is */
+static void EGT(_tile_bias)(T *restrict c, int64_t rsc, int64_t csc, int64_t mr, int64_t nr,
+                            const T *br, const T *bc) {
+    for (int64_t i = 0; i < mr; i++) {
+        const T r = br ? br[i] : (T)0;
+        T *ci = c + i * rsc;
+        if (bc && csc == 1)
+            for (int64_t j = 0; j < nr; j++) ci[j] += r + bc[j];
+        else if (csc == 1)
+            for (int64_t j = 0; j < nr; j++) ci[j] += r;
+        else
+            for (int64_t j = 0; j < nr; j++) ci[j * csc] += r + (bc ? bc[j] : (T)0);
     }
 }
 
@@ -627,11 +625,8 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
             if (nt % a) continue;
             int b = nt / a;
             int64_t w = eg_cdiv(tiles_m, a) * eg_cdiv(tiles_n, b);
-            /* splitting rows is worth up to 5% more tiles: each thread then packs
-               only its own rows of A, where a column split packs all of A twice */
-            if (best < 0 || (a > tm ? w * 20 <= best * 21 : w < best)) {
-                best = w; tm = a; tn = b;
-            }
+            /* prefer splitting rows (no duplicated A packing) on ties */
+            if (best < 0 || w < best || (w == best && a > tm)) { best = w; tm = a; tn = b; }
         }
     }
 
@@ -668,9 +663,12 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
                         /* the bias goes in with the first K block */
                         const T *bcp = bc && pc == 0 ? bc + jc + p * NR : NULL;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
+                            const int64_t mr = eg_min(MR, mc - ir);
                             EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff, cc + ir * rsc,
-                                      rsc, csc, eg_min(MR, mc - ir), nr,
-                                      br && pc == 0 ? br + ic + ir : NULL, bcp);
+                                      rsc, csc, mr, nr);
+                            if (pc == 0 && (br || bc))
+                                EGT(_tile_bias)(cc + ir * rsc, rsc, csc, mr, nr,
+                                                br ? br + ic + ir : NULL, bcp);
                         }
                     }
                 }
@@ -781,7 +779,6 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef VZERO
 #undef VFMA
 #undef VMUL
-#undef VADD
 #undef VMASK
 #undef VMASKR
 #undef VMERGE
