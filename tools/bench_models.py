@@ -1,4 +1,5 @@
-"""Issue-3 and issue-6 figures, ember beside torch in one run (medians of 7).
+"""Issue-3 and issue-6 figures, ember beside torch in one run (medians; the
+linalg figures time ember and torch in alternation).
 
     .venv/bin/python tools/bench_models.py linalg      # matmul, bmm, conv2d
     .venv/bin/python tools/bench_models.py train       # MLP+Adam, CNN+SGD steps
@@ -20,6 +21,17 @@ def med(fn, number, repeat=7):
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
+def pair(fe, ft, number, repeat=11):
+    """Medians (seconds per call) of ember's and torch's fn, timed in alternation
+    so that a drift in the machine's speed hits both alike."""
+    fe(), ft()
+    te, tt = [], []
+    for _ in range(repeat):
+        te.append(timeit.timeit(fe, number=number) / number)
+        tt.append(timeit.timeit(ft, number=number) / number)
+    return statistics.median(te), statistics.median(tt)
+
+
 def linalg():
     import torch
 
@@ -32,21 +44,20 @@ def linalg():
             a, b = ember.randn(s, s), ember.randn(s, s)
             ta, tb = torch.randn(s, s), torch.randn(s, s)
             n = 3 if s <= 1024 else 1
-            te, tt = med(lambda: a @ b, n), med(lambda: ta @ tb, n)
+            te, tt = pair(lambda: a @ b, lambda: ta @ tb, n)
             gf = 2 * s ** 3 / 1e9
             print(f"matmul {s} thr{th}: ember {gf / te:.0f} GF/s, torch {gf / tt:.0f} GF/s")
         a, b = ember.randn(64, 128, 128), ember.randn(64, 128, 128)
         ta, tb = torch.randn(64, 128, 128), torch.randn(64, 128, 128)
-        te, tt = med(lambda: ember.bmm(a, b), 5), med(lambda: torch.bmm(ta, tb), 5)
+        te, tt = pair(lambda: ember.bmm(a, b), lambda: torch.bmm(ta, tb), 5)
         print(f"bmm 64x128x128 thr{th}: ember {te * 1e3:.2f} ms, torch {tt * 1e3:.2f} ms")
         for ci, co, hw in ((1, 32, 28), (32, 64, 14)):
             x, w = ember.randn(64, ci, hw, hw), ember.randn(co, ci, 3, 3, requires_grad=True)
             tx, tw = torch.randn(64, ci, hw, hw), torch.randn(co, ci, 3, 3, requires_grad=True)
             xg, txg = x.detach().requires_grad_(True), tx.detach().requires_grad_(True)
-            fe = med(lambda: F.conv2d(x, w.detach()), 5)
-            ft = med(lambda: TF.conv2d(tx, tw.detach()), 5)
-            be = med(lambda: F.conv2d(xg, w).sum().backward(), 3)
-            bt = med(lambda: TF.conv2d(txg, tw).sum().backward(), 3)
+            fe, ft = pair(lambda: F.conv2d(x, w.detach()), lambda: TF.conv2d(tx, tw.detach()), 5)
+            be, bt = pair(lambda: F.conv2d(xg, w).sum().backward(),
+                          lambda: TF.conv2d(txg, tw).sum().backward(), 3)
             print(f"conv {ci}->{co} {hw}x{hw} thr{th}: fwd {fe / ft:.2f}x torch, "
                   f"fwd+bwd {be / bt:.2f}x torch ({be * 1e3:.1f} vs {bt * 1e3:.1f} ms)")
 
