@@ -105,14 +105,24 @@ def train():
             subprocess.run([sys.executable, __file__, "memory", name, model], check=True)
 
 
+def _hwm_kb():
+    """This process's peak RSS (VmHWM, kB).  Unlike getrusage's ru_maxrss it
+    starts afresh at exec, so a child started from a big parent reads its own."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def memory(lib, model):
     T = __import__(lib)
     T.set_num_threads(1)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = _hwm_kb()
     step = _step_fn(T, model)
     for _ in range(30):
         step()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _hwm_kb()
     print(f"{lib} {model}: peak RSS {peak / 1024:.0f} MB, of which training "
           f"{(peak - base) / 1024:.1f} MB")
 

@@ -126,6 +126,8 @@ def _conv(nd):
         L = _L()
         kw = dict(stride=attrs["stride"], padding=attrs["padding"],
                   dilation=attrs["dilation"], groups=attrs["groups"])
+        if _rg(x) and (_rg(w) or _rg(bias)):
+            grad = grad.contiguous()  # both kernels need it so: copy an expanded grad once
         gx = L.conv2d_input_grad(tuple(x.shape), w, grad, **kw) if _rg(x) else None
         gw = gb = None
         if _rg(w) or _rg(bias):
