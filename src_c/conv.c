@@ -125,10 +125,48 @@ static void F(cv_im2col_ld)(const ember_conv2d_params *p, int64_t C, const T *x,
             }
 }
 
+/* col2im for 3-wide kernels at stride 1 along W: each x row takes its three
+   shifted contributions in one pass (a third of the read-modify-writes of x,
+   and one long loop instead of three short ones) */
+static void F(cv_col2im_k3)(const ember_conv2d_params *p, int64_t C, const T *col, T *x,
+                            int64_t ld) {
+    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo;
+    /* x column t takes r_j[t - o_j], o_j = j*dw - pw, where 0 <= t - o_j < Wo */
+    const int64_t o0 = -p->pw, o1 = p->dw - p->pw, o2 = 2 * p->dw - p->pw;
+    const int64_t t0 = cv_max(0, o2), t1 = cv_min(W, Wo + o0);   /* all three valid */
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t i = 0; i < p->kh; i++) {
+            const T *rows = col + (c * p->kh + i) * 3 * ld;
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                const int64_t ih = oh * p->sh - p->ph + i * p->dh;
+                if (ih < 0 || ih >= H) continue;
+                const T *restrict r0 = rows + oh * Wo - o0;
+                const T *restrict r1 = rows + ld + oh * Wo - o1;
+                const T *restrict r2 = rows + 2 * ld + oh * Wo - o2;
+                T *restrict xr = x + (c * H + ih) * W;
+                for (int64_t t = t0; t < t1; t++) xr[t] += r0[t] + r1[t] + r2[t];
+                /* the edges [0, e0) and [e1, W), where some of the three fall outside */
+                const int64_t e0 = t0 < t1 ? t0 : W, e1 = t0 < t1 ? t1 : W;
+                for (int64_t t = 0; t < W; t = t + 1 == e0 ? e1 : t + 1) {
+                    if (t >= e0 && t < e1) continue;   /* only when e0 == 0 */
+                    T s = 0;
+                    if (t - o0 >= 0 && t - o0 < Wo) s += r0[t];
+                    if (t - o1 >= 0 && t - o1 < Wo) s += r1[t];
+                    if (t - o2 >= 0 && t - o2 < Wo) s += r2[t];
+                    xr[t] += s;
+                }
+            }
+        }
+}
+
 /* col2im: x (C, H, W) += col (C*kh*kw rows, row stride ld) */
 static void F(cv_col2im_ld)(const ember_conv2d_params *p, int64_t C, const T *col, T *x,
                             int64_t ld) {
     const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo;
+    if (p->kw == 3 && p->sw == 1) {
+        F(cv_col2im_k3)(p, C, col, x, ld);
+        return;
+    }
     for (int64_t c = 0; c < C; c++)
         for (int64_t i = 0; i < p->kh; i++)
             for (int64_t j = 0; j < p->kw; j++) {

@@ -540,7 +540,9 @@ def test_conv_chunked_batches_vs_torch(nt, kw):
 @pytest.mark.parametrize("nt", [1, 2])
 @pytest.mark.parametrize("ci,co,hw,kw", [(32, 64, 14, {}), (1, 32, 28, {}),
                                          (16, 24, 13, dict(padding=1)),
-                                         (8, 16, 20, dict(padding=2, dilation=2))])
+                                         (8, 16, 20, dict(padding=2, dilation=2)),
+                                         (6, 8, 9, dict(padding=2)),
+                                         (4, 8, 7, dict(padding=(0, 3)))])
 def test_conv_float32_benchmark_shapes_vs_torch(nt, ci, co, hw, kw):
     """the shapes the benchmarks time (implicit-im2col packing with vector runs
     and 8x8 transposes in float32), forward with a fused bias and both gradients"""
