@@ -8,6 +8,7 @@ Environment flags:
 import glob
 import os
 import subprocess
+import sys
 import sysconfig
 
 from Cython.Build import cythonize
@@ -37,9 +38,14 @@ cflags = ["-std=c11", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-func
           "-Wno-unreachable-code"]
 cflags += ["-O0", "-g"] if DEBUG else ["-O3"]
 ldflags = []
+OMP_SHIM = []
 if OPENMP:
     cflags.append("-fopenmp")
     ldflags.append("-fopenmp")
+    if sys.platform.startswith("linux"):
+        # one-thread parallel regions skip libgomp (see src_c/omp_serial.c)
+        OMP_SHIM = ["src_c/omp_serial.c"]
+        ldflags.append("-Wl,--wrap=GOMP_parallel")
 
 HEADERS = sorted(glob.glob("src_c/*.h") + glob.glob("src_c/include/*.h"))
 only = [m for m in os.environ.get("EMBER_BUILD_ONLY", "").split(",") if m]
@@ -51,7 +57,8 @@ def _extensions():
         pyx = f"ember/_C/{name}.pyx"
         if not os.path.exists(os.path.join(ROOT, pyx)) or (only and name not in only):
             continue
-        srcs = [pyx] + [s for s in dict.fromkeys(csrc) if os.path.exists(os.path.join(ROOT, s))]
+        srcs = [pyx] + [s for s in dict.fromkeys(csrc + OMP_SHIM)
+                        if os.path.exists(os.path.join(ROOT, s))]
         exts.append(Extension(f"ember._C.{name}", srcs, include_dirs=["src_c/include", "src_c"],
                               depends=HEADERS, extra_compile_args=cflags,
                               extra_link_args=ldflags))
