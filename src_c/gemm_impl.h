@@ -711,17 +711,18 @@ static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT 
         br = bc; bc = tb;
     }
     if (nthreads < 1) nthreads = 1;
-    if (!A.ro && !A.co && !B.ro && !B.co && !br && !bc) {
-        if (M * N * K <= 512) {
+    if (!A.ro && !A.co && !B.ro && !B.co) {
+        int small = 1;
+        if (M * N * K <= 512)
             EGT(_naive)(M, N, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, B.cs, beta, C, rsc, csc);
-            return;
-        }
-        if (N == 1) {
+        else if (N == 1)
             EGT(_gemv)(M, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, beta, C, rsc, nthreads);
-            return;
-        }
-        if (M == 1) { /* y^T = x^T B: a gemv with B^T */
+        else if (M == 1) /* y^T = x^T B: a gemv with B^T */
             EGT(_gemv)(N, K, alpha, B.p, B.cs, B.rs, A.p, A.cs, beta, C, csc, nthreads);
+        else
+            small = 0;
+        if (small) {
+            if (br || bc) EGT(_tile_bias)(C, rsc, csc, M, N, br, bc);
             return;
         }
     }

@@ -312,3 +312,23 @@ def test_matmul_parity_with_torch(sa, sb):
     assert tuple(r.shape) == tuple(t.shape)
     assert r.dtype == ember.float32
     np.testing.assert_allclose(N(r), t.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("rows,k,n", [(1, 300, 70), (1, 5, 3), (37, 65, 19), (200, 129, 40),
+                                      (0, 8, 5), (6, 0, 5), (3, 4, 1)])
+def test_linear_fused_bias(dt, rows, k, n):
+    """the bias-fused GEMM path: gemv-sized, naive-sized and blocked products, empty
+    rows and K = 0, a transposed (non-contiguous) weight, against NumPy in float64"""
+    x, w, b = rand(rows, k), rand(n, k), rand(n)
+    ref = x @ w.T + b
+    tol = dict(rtol=1e-4, atol=1e-4) if dt == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    y = L.linear(E(x.astype(dt)), E(w.astype(dt)), E(b.astype(dt)))
+    assert y.dtype == (ember.float32 if dt == np.float32 else ember.float64)
+    np.testing.assert_allclose(N(y), ref, **tol)
+    wt = E(np.ascontiguousarray(w.T).astype(dt)).t()  # same values, strides (1, n)
+    np.testing.assert_allclose(N(L.linear(E(x.astype(dt)), wt, E(b.astype(dt)))), ref, **tol)
+    if rows:
+        xb = E(np.stack([x, 2 * x]).astype(dt))  # 3-D input folds into rows
+        np.testing.assert_allclose(N(L.linear(xb, E(w.astype(dt)), E(b.astype(dt)))),
+                                   np.stack([ref, 2 * x @ w.T + b]), **tol)

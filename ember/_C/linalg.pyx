@@ -33,6 +33,24 @@ cdef extern from "ember_gemm.h" nogil:
                              int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
     int ember_gemm_isa()
     int ember_gemm_set_isa(int isa)
+    ctypedef struct ember_smat:
+        const float *p
+        int64_t rs
+        int64_t cs
+        const int64_t *ro
+        const int64_t *co
+    ctypedef struct ember_dmat:
+        const double *p
+        int64_t rs
+        int64_t cs
+        const int64_t *ro
+        const int64_t *co
+    void ember_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
+                        const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
+                        const float *br, const float *bc, int nthreads)
+    void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
+                        const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
+                        const double *br, const double *bc, int nthreads)
 
 cdef extern from "ember_conv.h" nogil:
     ctypedef struct ember_conv2d_params:
@@ -671,6 +689,41 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     return c
 
 
+cdef void _linear_bias_gemm(TensorBase x, TensorBase w, TensorBase b, TensorBase out,
+                            int64_t rows, int64_t K, int64_t N):
+    """out (rows x N) = x (rows x K, contiguous) @ w^T + b, w read through its strides."""
+    cdef int nt = _nthreads()
+    cdef ember_smat sa, sb
+    cdef ember_dmat da, db
+    with nogil:
+        if x._dtype == EM_F32:
+            sa.p = <const float *>_ptr(x)
+            sa.rs = K
+            sa.cs = 1
+            sa.ro = NULL
+            sa.co = NULL
+            sb.p = <const float *>_ptr(w)
+            sb.rs = w._strides[1]
+            sb.cs = w._strides[0]
+            sb.ro = NULL
+            sb.co = NULL
+            ember_sgemm_ex(rows, N, K, 1.0, &sa, &sb, 0.0, <float *>_ptr(out), N, 1, NULL,
+                           <const float *>_ptr(b), nt)
+        else:
+            da.p = <const double *>_ptr(x)
+            da.rs = K
+            da.cs = 1
+            da.ro = NULL
+            da.co = NULL
+            db.p = <const double *>_ptr(w)
+            db.rs = w._strides[1]
+            db.cs = w._strides[0]
+            db.ro = NULL
+            db.co = NULL
+            ember_dgemm_ex(rows, N, K, 1.0, &da, &db, 0.0, <double *>_ptr(out), N, 1, NULL,
+                           <const double *>_ptr(b), nt)
+
+
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one GEMM (C pre-filled with the bias, beta=1)."""
     cdef TensorBase x = _as_tensor(input, "linear", "input")
@@ -707,6 +760,16 @@ def linear(input, weight, bias=None):
         no += 1
     cdef TensorBase out = new_tensor(no, oshape, x._dtype, x._device)
     cdef double beta = 0.0
+    if (bt is not None and w._ndim == 2 and bt._ndim == 1 and bt._shape[0] == N
+            and bt._dtype == x._dtype and w._dtype == x._dtype
+            and (x._dtype == EM_F32 or x._dtype == EM_F64) and is_contig(x) and is_contig(bt)):
+        # the common layer: one GEMM with the bias added to each tile as it is
+        # written (no pre-filled output to read back)
+        check_same_device(x, bt, "linear", "bias")
+        _linear_bias_gemm(x, w, bt, out, rows, K, N)
+        if _any_grad((x, w, bt)):
+            record("linear", (x, w, bt), out, None)
+        return out
     if bt is not None:
         _check_same_dtype(x, bt, "expected input and bias to have the same dtype, but got: ")
         try:
