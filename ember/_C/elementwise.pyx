@@ -963,7 +963,7 @@ def lerp(input, end, weight, *, out=None):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """|input - other| <= atol + rtol * |other|, elementwise."""
+    """``|input - other| <= atol + rtol * |other|``, elementwise."""
     cdef TensorBase a = <TensorBase?>input
     if _is_t(other) and (<TensorBase>other)._dtype != a._dtype:
         raise RuntimeError(f"isclose: {a.dtype} did not match {other.dtype}")

@@ -631,7 +631,7 @@ def index_put_(TensorBase self not None, indices, values, accumulate=False):
 
 
 def index_put(TensorBase input not None, indices, values, accumulate=False):
-    """Out-of-place index_put_."""
+    """Out-of-place ``index_put_``."""
     if _slow(input):
         return redispatch("index_put", index_put, (input, indices, values),
                           {"accumulate": accumulate})
@@ -1174,7 +1174,7 @@ def take(TensorBase input not None, index):
 
 
 def put(TensorBase input not None, index, source, accumulate=False):
-    """Out-of-place put_: input as 1-D with ``source`` written at ``index``."""
+    """Out-of-place ``put_``: input as 1-D with ``source`` written at ``index``."""
     cdef TensorBase ix = _as_tensor(index, "put", "index")
     cdef TensorBase src = _as_tensor(source, "put", "source")
     if ix._dtype != EM_I64:
