@@ -969,15 +969,7 @@ class Module:
         RuntimeError
             If :meth:`register_backward_hook` was used on this module.
         """
-        if self._is_full_backward_hook is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
-        self._is_full_backward_hook = True
-        h = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[h.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(h.id, last=False)
-        return h
+        return self._add_backward_hook(hook, True, prepend)
 
     def register_backward_hook(self, hook: Callable) -> RemovableHandle:
         """Register a (deprecated, non-full) backward hook.
@@ -1001,12 +993,18 @@ class Module:
         RuntimeError
             If :meth:`register_full_backward_hook` was used on this module.
         """
-        if self._is_full_backward_hook is True:
+        return self._add_backward_hook(hook, False, False)
+
+    def _add_backward_hook(self, hook: Callable, full: bool, prepend: bool) -> RemovableHandle:
+        # a module takes full hooks or legacy ones, never both (as in PyTorch)
+        if self._is_full_backward_hook is (not full):
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
-        self._is_full_backward_hook = False
+        self._is_full_backward_hook = full
         h = RemovableHandle(self._backward_hooks)
         self._backward_hooks[h.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(h.id, last=False)
         return h
 
     def _get_backward_hooks(self):
