@@ -68,6 +68,17 @@ static int cv_ig_init(const ember_conv2d_params *p, int64_t nb, cv_ig *ig) {
 
 static void cv_ig_free(cv_ig *ig) { free(ig->ro); }
 
+/* this thread's equal share [lo, hi) of n images (all of them outside a team) */
+static inline void cv_share(int64_t n, int64_t *lo, int64_t *hi) {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    const int t = 0, nt = 1;
+#endif
+    *lo = n * t / nt;
+    *hi = n * (t + 1) / nt;
+}
+
 #define EMBER_CONV_BODY 1
 #define T float
 #define SFX f32
@@ -246,10 +257,11 @@ static void F(cv_direct_bwd_plane)(const ember_conv2d_params *p, const T *dyp, c
    wide GEMM per chunk and group replaces nb narrow ones (the weights are
    packed once per chunk, edge tiles appear once per chunk, not per image),
    and the weight gradient accumulates over the whole chunk inside the GEMM
-   (K = nb*P).  Chunks are spread over the threads (each with its own
-   workspace) when there are enough of them, else the GEMM itself is threaded. */
+   (K = nb*P).  When there are enough images, each thread takes an equal
+   contiguous share of them (chunked, with its own workspace), else the GEMM
+   itself is threaded. */
 typedef struct {
-    int64_t nb, nchunks;
+    int64_t nb;
     int outer, inner;
 } F(cv_plan);
 
@@ -275,8 +287,8 @@ static F(cv_plan) F(cv_make_plan)(const ember_conv2d_params *p, int64_t rows, in
         nb = (per + per_t - 1) / per_t;
     }
     pl.nb = nb < 1 ? 1 : nb;
-    pl.nchunks = (N + pl.nb - 1) / pl.nb;
-    if (outer > pl.nchunks) outer = (int)pl.nchunks;
+    const int64_t nchunks = (N + pl.nb - 1) / pl.nb;
+    if (outer > nchunks) outer = (int)nchunks;
     pl.outer = outer < 1 ? 1 : outer;
     pl.inner = pl.outer > 1 ? 1 : nt;
     return pl;
@@ -345,10 +357,11 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(static)
-        for (int64_t ch = 0; ch < pl.nchunks; ch++) {
-            if (!tmp) continue;
-            const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
+        int64_t e0, e1;
+        cv_share(N, &e0, &e1);
+        for (int64_t n0 = e0; n0 < e1; n0 += pl.nb) {
+            if (!tmp) break;
+            const int64_t nb = cv_min(pl.nb, e1 - n0), ldc = nb * P;
             const T *src = one ? NULL : F(cv_ig_src)(p, &ig, x, n0, nb, xp);
             for (int64_t g = 0; g < G; g++) {
                 const MAT a = {w + g * OCg * Kg, Kg, 1, NULL, NULL};
@@ -426,10 +439,11 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(static)
-        for (int64_t ch = 0; ch < pl.nchunks; ch++) {
-            if (!one && !col) continue;
-            const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
+        int64_t e0, e1;
+        cv_share(N, &e0, &e1);
+        for (int64_t n0 = e0; n0 < e1; n0 += pl.nb) {
+            if (!one && !col) break;
+            const int64_t nb = cv_min(pl.nb, e1 - n0), ldc = nb * P;
             for (int64_t g = 0; g < G; g++) {
                 /* w_g^T (Kg x OCg) */
                 const MAT a = {w + g * OCg * Kg, 1, Kg, NULL, NULL};
@@ -505,10 +519,11 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(static)
-        for (int64_t ch = 0; ch < pl.nchunks; ch++) {
-            if (ig.pad && !one && !xp) continue;
-            const int64_t n0 = ch * pl.nb, nb = cv_min(pl.nb, N - n0), ldc = nb * P;
+        int64_t e0, e1;
+        cv_share(N, &e0, &e1);
+        for (int64_t n0 = e0; n0 < e1; n0 += pl.nb) {
+            if (ig.pad && !one && !xp) break;
+            const int64_t nb = cv_min(pl.nb, e1 - n0), ldc = nb * P;
             const T *src = one ? NULL : F(cv_ig_src)(p, &ig, x, n0, nb, xp);
             for (int64_t g = 0; g < G; g++) {
                 /* dy of the chunk's images side by side (OCg x nb*P) */
