@@ -427,7 +427,9 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
         return 0;
     }
     const int one = cv_is1x1(p);
-    const F(cv_plan) pl = F(cv_make_plan)(p, one ? 0 : Kg, nthreads);
+    F(cv_plan) pl = F(cv_make_plan)(p, one ? 0 : Kg, nthreads);
+    /* one image per GEMM: its dcol (Kg x P) then stays in L2 for the col2im */
+    pl.nb = 1;
     cv_ig ig = {0};
     if (!one && cv_ig_init(p, pl.nb, &ig)) return -1;
     int failed = 0;
