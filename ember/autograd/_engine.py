@@ -119,13 +119,13 @@ class Node:
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) -> None or replacement grad_inputs; runs after
         the node computed the gradients of its inputs."""
-        from ember.autograd._hooks import RemovableHandle
-        return RemovableHandle(self._ext().setdefault("post", {}), fn)
+        from ember.autograd._hooks import add_hook
+        return add_hook(self._ext().setdefault("post", {}), fn)
 
     def register_prehook(self, fn):
         """fn(grad_outputs) -> None or replacement grad_outputs; runs before the node."""
-        from ember.autograd._hooks import RemovableHandle
-        return RemovableHandle(self._ext().setdefault("pre", {}), fn)
+        from ember.autograd._hooks import add_hook
+        return add_hook(self._ext().setdefault("pre", {}), fn)
 
     def _register_hook_dict(self, tensor):  # PyTorch internal name; kept for parity
         pass

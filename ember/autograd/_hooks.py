@@ -13,17 +13,19 @@ _ids = itertools.count()
 
 
 class RemovableHandle:
-    """Returned by every ``register_*hook``: ``handle.remove()`` unregisters."""
+    """Returned by every ``register_*hook`` (tensor, node and module hooks):
+    ``handle.remove()`` takes the hook out of its dict and of any extra dicts
+    that carry per-hook flags."""
 
-    __slots__ = ("_d", "id")
+    __slots__ = ("_dicts", "id")
 
-    def __init__(self, hooks_dict, fn):
+    def __init__(self, hooks_dict, *extra_dicts):
         self.id = next(_ids)
-        self._d = hooks_dict
-        hooks_dict[self.id] = fn
+        self._dicts = (hooks_dict,) + extra_dicts
 
     def remove(self):
-        self._d.pop(self.id, None)
+        for d in self._dicts:
+            d.pop(self.id, None)
 
     def __enter__(self):
         return self
@@ -33,16 +35,25 @@ class RemovableHandle:
         return False
 
 
+def add_hook(hooks_dict, fn, prepend=False):
+    """Put ``fn`` in ``hooks_dict`` (first when ``prepend``); its handle."""
+    h = RemovableHandle(hooks_dict)
+    hooks_dict[h.id] = fn
+    if prepend:
+        hooks_dict.move_to_end(h.id, last=False)
+    return h
+
+
 def register_tensor_hook(t, hook):
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if t._grad_fn is None:
         if t._ag_hooks is None:
             t._ag_hooks = {}
-        return RemovableHandle(t._ag_hooks, hook)
+        return add_hook(t._ag_hooks, hook)
     fn, nr = _producer(t)
     th = fn._ext().setdefault("tensor_pre", {})
-    return RemovableHandle(th.setdefault(nr, {}), hook)
+    return add_hook(th.setdefault(nr, {}), hook)
 
 
 def retain_grad(t):
@@ -63,4 +74,4 @@ def register_post_accumulate_grad_hook(t, hook):
                            "tensors")
     if t._ag_post_hooks is None:
         t._ag_post_hooks = {}
-    return RemovableHandle(t._ag_post_hooks, hook)
+    return add_hook(t._ag_post_hooks, hook)

@@ -9,6 +9,7 @@ import itertools
 from collections import OrderedDict, defaultdict
 
 import ember
+from ember.autograd._hooks import add_hook
 
 __all__ = ["Optimizer", "required"]
 
@@ -23,17 +24,6 @@ required = _RequiredParameter()
 
 def _no_grad():
     return ember.autograd.no_grad()
-
-
-class _Handle:
-    _ids = itertools.count()
-
-    def __init__(self, d):
-        self.d = d
-        self.id = next(self._ids)
-
-    def remove(self):
-        self.d.pop(self.id, None)
 
 
 def _use_grad(step):
@@ -224,14 +214,10 @@ class Optimizer:
 
     # ---- hooks -------------------------------------------------------------------
     def register_step_pre_hook(self, hook):
-        h = _Handle(self._step_pre_hooks)
-        self._step_pre_hooks[h.id] = hook
-        return h
+        return add_hook(self._step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
-        h = _Handle(self._step_post_hooks)
-        self._step_post_hooks[h.id] = hook
-        return h
+        return add_hook(self._step_post_hooks, hook)
 
 
 # ---- fused helpers: use a single kernel when the core has one -------------------

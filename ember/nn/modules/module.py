@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 from typing import Callable
 
 import ember
+from ember.autograd._hooks import RemovableHandle, add_hook
 from ember.nn.parameter import Buffer, Parameter, UninitializedParameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -22,7 +23,6 @@ _global_forward_hooks: "OrderedDict[int, object]" = OrderedDict()
 _global_backward_pre_hooks: "OrderedDict[int, object]" = OrderedDict()
 _global_backward_hooks: "OrderedDict[int, object]" = OrderedDict()
 _global_is_full_backward_hook: bool | None = None
-_hook_ids = itertools.count()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -36,39 +36,14 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks_dict, *extra_dicts):
-        self.hooks_dict_ref = lambda: hooks_dict
-        self.extra_dict_refs = tuple((lambda d=d: d) for d in extra_dicts)
-        self.id = next(_hook_ids)
-
-    def remove(self):
-        for ref in (self.hooks_dict_ref,) + self.extra_dict_refs:
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 def register_module_forward_pre_hook(hook):
     """A pre-hook that runs before every module's forward."""
-    h = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[h.id] = hook
-    return h
+    return add_hook(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook):
     """A hook that runs after every module's forward."""
-    h = RemovableHandle(_global_forward_hooks)
-    _global_forward_hooks[h.id] = hook
-    return h
+    return add_hook(_global_forward_hooks, hook)
 
 
 def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
@@ -86,9 +61,7 @@ def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
     RemovableHandle
         ``handle.remove()`` unregisters the hook.
     """
-    h = RemovableHandle(_global_backward_pre_hooks)
-    _global_backward_pre_hooks[h.id] = hook
-    return h
+    return add_hook(_global_backward_pre_hooks, hook)
 
 
 def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
@@ -116,9 +89,7 @@ def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = True
-    h = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[h.id] = hook
-    return h
+    return add_hook(_global_backward_hooks, hook)
 
 
 def register_module_backward_hook(hook: Callable) -> RemovableHandle:
@@ -145,9 +116,7 @@ def register_module_backward_hook(hook: Callable) -> RemovableHandle:
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = False
-    h = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[h.id] = hook
-    return h
+    return add_hook(_global_backward_hooks, hook)
 
 
 _BackwardHookFunction = None
@@ -863,37 +832,22 @@ class Module:
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     def register_state_dict_pre_hook(self, hook):
-        h = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[h.id] = hook
-        return h
+        return add_hook(self._state_dict_pre_hooks, hook)
 
     def _register_state_dict_hook(self, hook):
-        h = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[h.id] = hook
-        return h
+        return add_hook(self._state_dict_hooks, hook)
 
     register_state_dict_post_hook = _register_state_dict_hook
 
     def register_load_state_dict_pre_hook(self, hook):
-        h = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[h.id] = (
-            lambda sd, prefix, md, strict, mk, uk, em: hook(self, sd, prefix, md, strict, mk,
-                                                            uk, em))
-        return h
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        h = RemovableHandle(self._load_state_dict_pre_hooks)
-        if with_module:
-            self._load_state_dict_pre_hooks[h.id] = (
-                lambda *a: hook(self, *a))
-        else:
-            self._load_state_dict_pre_hooks[h.id] = hook
-        return h
+        return add_hook(self._load_state_dict_pre_hooks,
+                        (lambda *a: hook(self, *a)) if with_module else hook)
 
     def register_load_state_dict_post_hook(self, hook):
-        h = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[h.id] = hook
-        return h
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     # ---- hooks and call -------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -937,11 +891,7 @@ class Module:
         RemovableHandle
             ``handle.remove()`` unregisters the hook.
         """
-        h = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[h.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(h.id, last=False)
-        return h
+        return add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook: Callable,
                                     prepend: bool = False) -> RemovableHandle:
@@ -1001,11 +951,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
         self._is_full_backward_hook = full
-        h = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[h.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(h.id, last=False)
-        return h
+        return add_hook(self._backward_hooks, hook, prepend)
 
     def _get_backward_hooks(self):
         full, non_full = [], []
