@@ -125,6 +125,7 @@ cdef bint slow_path() noexcept
 cdef object record(str name, tuple inputs, object out, object attrs)
 cdef object finish_out(TensorBase t, object out, bint requires_grad)
 cdef object redispatch(str name, object fn, tuple args, dict kwargs)
+cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device dev)
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1
 cdef void bump_version(TensorBase t) noexcept
 cdef int check_inplace(TensorBase t, str op) except -1

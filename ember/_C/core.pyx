@@ -483,6 +483,24 @@ cdef object _first_device(tuple args, dict kwargs):
     return as_device(dev) if dev is not None else as_device(None)
 
 
+cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device dev):
+    """A factory's slow path: Python modes and non-CPU devices.  A plugin device
+    without its own kernel for `name` gets the CPU result moved with its 'to'
+    kernel (requires_grad and out= applied after the move)."""
+    if slow_path() or dev.kind != DEV_PLUGIN or name in _backend_kernel_names(dev.type):
+        return redispatch(name, fn, args, kwargs)
+    kw = dict(kwargs)
+    kw["device"] = "cpu"
+    rg = kw.pop("requires_grad", False)
+    out = kw.pop("out", None)
+    r = fn(*args, **kw).to(dev)
+    if out is not None:
+        return out.copy_(r)
+    if rg:
+        r.requires_grad_(True)
+    return r
+
+
 cdef object redispatch(str name, object fn, tuple args, dict kwargs):
     """The slow path: a Python mode, or a tensor on a non-CPU device."""
     global _slow

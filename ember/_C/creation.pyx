@@ -49,22 +49,6 @@ def _kw(**kwargs):
     return {k: v for k, v in kwargs.items() if v is not None and v is not False}
 
 
-cdef object _slow(str name, object fn, tuple args, dict kwargs, Device dev):
-    """Python modes and non-CPU devices (see random.pyx: the same rule)."""
-    if slow_path() or dev.kind != DEV_PLUGIN or name in _core._backend_kernel_names(dev.type):
-        return redispatch(name, fn, args, kwargs)
-    kw = dict(kwargs)
-    kw["device"] = "cpu"
-    rg = kw.pop("requires_grad", False)
-    out = kw.pop("out", None)
-    r = fn(*args, **kw).to(dev)
-    if out is not None:
-        return out.copy_(r)
-    if rg:
-        r.requires_grad_(True)
-    return r
-
-
 cdef object _number(object v, str op, str arg, int pos):
     """A PyTorch Scalar argument: Python number, NumPy scalar or 0-dim tensor."""
     if isinstance(v, TensorBase):
@@ -134,7 +118,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     default dtype) or ``dtype`` is given."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _slow("arange", arange, (start, end, step), _kw(
+        return factory_slow("arange", arange, (start, end, step), _kw(
             out=out, dtype=dtype, device=device, requires_grad=requires_grad), dev)
     if end is None:
         if start is None:
@@ -201,7 +185,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
                    stacklevel=2)
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _slow("range", _range, (start, end, step), _kw(
+        return factory_slow("range", _range, (start, end, step), _kw(
             out=out, dtype=dtype, device=device, requires_grad=requires_grad), dev)
     if end is None:
         raise TypeError("range() missing required argument 'end' (pos 2)")
@@ -249,7 +233,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _slow("linspace", linspace, (start, end, steps), _kw(
+        return factory_slow("linspace", linspace, (start, end, steps), _kw(
             out=out, dtype=dtype, device=device, requires_grad=requires_grad), dev)
     s = _number(start, "linspace", "start", 0)
     e = _number(end, "linspace", "end", 1)
@@ -278,7 +262,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     """``base ** linspace(start, end, steps)``."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _slow("logspace", logspace, (start, end, steps, base), _kw(
+        return factory_slow("logspace", logspace, (start, end, steps, base), _kw(
             out=out, dtype=dtype, device=device, requires_grad=requires_grad), dev)
     s = float(_number(start, "logspace", "start", 0))
     e = float(_number(end, "logspace", "end", 1))
@@ -317,7 +301,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     """A 2-D tensor with ones on the diagonal: ``eye(3)``, ``eye(2, 3)``."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _slow("eye", eye, (n, m), _kw(out=out, dtype=dtype, device=device,
+        return factory_slow("eye", eye, (n, m), _kw(out=out, dtype=dtype, device=device,
                                              requires_grad=requires_grad), dev)
     cdef int64_t shp[2]
     shp[0] = _int_arg(n, "eye", "n", 1)

@@ -262,23 +262,6 @@ def _kw(**kwargs):
     return {k: v for k, v in kwargs.items() if v is not None and v is not False}
 
 
-cdef object _factory_slow(str name, object fn, tuple args, dict kwargs, Device dev):
-    """Python modes and non-CPU devices.  A plugin device without its own
-    kernel for `name` gets the CPU result moved with its 'to' kernel."""
-    if slow_path() or dev.kind != DEV_PLUGIN or name in _core._backend_kernel_names(dev.type):
-        return redispatch(name, fn, args, kwargs)
-    kw = dict(kwargs)
-    kw["device"] = "cpu"
-    rg = kw.pop("requires_grad", False)
-    out = kw.pop("out", None)
-    r = fn(*args, **kw).to(dev)
-    if out is not None:
-        return out.copy_(r)
-    if rg:
-        r.requires_grad_(True)
-    return r
-
-
 cdef object _method_slow(str name, object fn, TensorBase t, tuple args, dict kwargs):
     """In-place samplers on a plugin tensor without its own kernel: sample on
     the CPU and copy in."""
@@ -456,7 +439,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Uniform samples from [0, 1): ``rand(2, 3)``, ``rand((2, 3), dtype=...)``."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _factory_slow("rand", rand, size, dict(kwargs, **_kw(
+        return factory_slow("rand", rand, size, dict(kwargs, **_kw(
             generator=generator, out=out, dtype=dtype, device=device,
             requires_grad=requires_grad)), dev)
     cdef Generator g = _gen(generator, "rand")
@@ -473,7 +456,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Standard normal samples: ``randn(2, 3)``."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _factory_slow("randn", randn, size, dict(kwargs, **_kw(
+        return factory_slow("randn", randn, size, dict(kwargs, **_kw(
             generator=generator, out=out, dtype=dtype, device=device,
             requires_grad=requires_grad)), dev)
     cdef Generator g = _gen(generator, "randn")
@@ -514,7 +497,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     """Uniform integers in [low, high): ``randint(10, (3,))``, ``randint(2, 5, (3,))``."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _factory_slow("randint", randint, args, _kw(
+        return factory_slow("randint", randint, args, _kw(
             size=size, low=low, high=high, generator=generator, out=out, dtype=dtype,
             device=device, requires_grad=requires_grad), dev)
     rest = args
@@ -567,7 +550,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     """A random permutation of 0..n-1 (int64 unless dtype says otherwise)."""
     cdef Device dev = as_device(device)
     if slow_path() or dev.kind != DEV_CPU:
-        return _factory_slow("randperm", randperm, (n,), _kw(
+        return factory_slow("randperm", randperm, (n,), _kw(
             generator=generator, out=out, dtype=dtype, device=device,
             requires_grad=requires_grad), dev)
     cdef int64_t nn = _as_int(n, "randperm", "n")
@@ -638,7 +621,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
                             "size)")
         dev = as_device(device)
         if slow_path() or dev.kind != DEV_CPU:
-            return _factory_slow("normal", normal, (mean, std, size), _kw(
+            return factory_slow("normal", normal, (mean, std, size), _kw(
                 generator=generator, out=out, dtype=dtype, device=device,
                 requires_grad=requires_grad), dev)
         m = float(_as_number(mean, "normal", "mean"))
