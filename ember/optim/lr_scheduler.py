@@ -302,7 +302,23 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.step()
 
 
-class SequentialLR(LRScheduler):
+class _Composite:
+    """State of a scheduler made of schedulers: its own fields and each child's."""
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        scheds = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, scheds):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_Composite, LRScheduler):
     """Runs ``schedulers`` one after another, switching at the ``milestones``."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1, verbose="deprecated"):
@@ -351,20 +367,9 @@ class SequentialLR(LRScheduler):
             s.step()
         self._last_lr = s.get_last_lr()
 
-    def state_dict(self):
-        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return d
-
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        scheds = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, scheds):
-            s.load_state_dict(sd)
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_Composite, LRScheduler):
     def __init__(self, schedulers, optimizer=None):
         if len(schedulers) < 1:
             raise ValueError("ChainedScheduler expects at least one scheduler")
@@ -377,17 +382,6 @@ class ChainedScheduler(LRScheduler):
             s.step()
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
 
-    def state_dict(self):
-        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return d
-
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        scheds = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, scheds):
-            s.load_state_dict(sd)
 
 
 def _format_param(name, optimizer, param):
