@@ -5,8 +5,10 @@ op functions of the ``ember._C`` modules as methods and operators, and adds
 what needs no speed (printing, pickling helpers, autograd entry points)."""
 from __future__ import annotations
 
+from ember import _ops
 from ember._C import core
 from ember._C import elementwise as _ew
+from ember._C import linalg as _la
 from ember._tensor_str import tensor_str
 
 
@@ -175,6 +177,11 @@ class Tensor(core.TensorBase):
         shape = list(self.shape)
         return self.view(*shape[:d], *sizes, *shape[d + 1:])
 
+    def where(self, condition, other):
+        """``self`` where ``condition`` holds, else ``other`` (torch's argument order:
+        the tensor is the values, unlike ``ember.where(condition, input, other)``)."""
+        return _ew.where(condition, self, other)
+
     def view_as(self, other):
         return self.view(*_shape_of(other, "view_as"))
 
@@ -324,12 +331,6 @@ def _index_setitem(t, idx, value):
 
 # ---- methods and operators bound from the native op modules -----------------
 
-_ALIASES = {"multiply": "mul", "subtract": "sub", "divide": "div", "negative": "neg",
-            "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan",
-            "arctan2": "atan2", "greater": "gt", "greater_equal": "ge", "less": "lt",
-            "less_equal": "le", "not_equal": "ne", "multiply_": "mul_", "subtract_": "sub_",
-            "divide_": "div_", "negative_": "neg_", "absolute_": "abs_", "fix": "trunc",
-            "arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh"}
 _OPS = {
     "__add__": _ew.add, "__radd__": _ew.add, "__sub__": _ew.sub, "__rsub__": _ew.rsub,
     "__mul__": _ew.mul, "__rmul__": _ew.mul, "__truediv__": _ew.div,
@@ -343,22 +344,12 @@ _OPS = {
     "__iand__": _ew.bitwise_and_, "__ior__": _ew.bitwise_or_, "__ixor__": _ew.bitwise_xor_,
     "__ilshift__": _ew.bitwise_left_shift_, "__irshift__": _ew.bitwise_right_shift_,
     "__neg__": _ew.neg, "__abs__": _ew.abs, "__pos__": _ew.positive,
+    "__matmul__": _la.matmul, "__rmatmul__": _la.__rmatmul__,
 }
 
 
-def _bind(cls, module, names):
-    for n in names:
-        setattr(cls, n, getattr(module, n))
-
-
-# Each native op module lists the names it binds as Tensor methods in
-# __ember_methods__; adding a module here is the only edit a new module needs.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
-for _m in _OP_MODULES:
-    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
-    _bind(Tensor, _mod, _mod.__ember_methods__)
-for _a, _n in _ALIASES.items():
-    setattr(Tensor, _a, getattr(Tensor, _n))
+# every declared op variant (function, method, in-place, aliases): ember/_ops.py
+FUNCTIONS = _ops.bind(Tensor)
 for _k, _f in _OPS.items():
     setattr(Tensor, _k, _f)
 
@@ -413,6 +404,5 @@ Tensor.__eq__ = _eq
 Tensor.__ne__ = _ne
 Tensor.__invert__ = _invert
 Tensor.__hash__ = core.TensorBase.__hash__
-Tensor.gelu = _ew.gelu
 
 core._set_tensor_class(Tensor)

@@ -1006,35 +1006,6 @@ def equal(input, other):
     return _all_true(eq(input, other))
 
 
-# names bound as Tensor methods (see ember/_tensor.py)
-__ember_methods__ = (
-    "add sub mul div true_divide floor_divide remainder fmod pow float_power maximum minimum "
-    "fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift eq ne lt le gt ge logical_and logical_or "
-    "logical_xor add_ sub_ mul_ div_ floor_divide_ remainder_ fmod_ pow_ maximum_ minimum_ "
-    "atan2_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_ "
-    "logical_and_ logical_or_ eq_ ne_ lt_ le_ gt_ ge_ "
-    "neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
-    "sinh cosh tanh asinh acosh atanh sigmoid relu silu mish erf erfc frac reciprocal square "
-    "lgamma floor ceil round trunc isnan isinf isfinite logical_not signbit bitwise_not "
-    "neg_ abs_ sign_ exp_ exp2_ expm1_ log_ log2_ log10_ log1p_ sqrt_ rsqrt_ sin_ cos_ tan_ "
-    "asin_ acos_ atan_ sinh_ cosh_ tanh_ asinh_ acosh_ atanh_ sigmoid_ relu_ silu_ erf_ erfc_ "
-    "frac_ reciprocal_ square_ floor_ ceil_ round_ trunc_ logical_not_ bitwise_not_ "
-    "clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal positive"
-).split()
-
-# public functions re-exported at ember.* (see ember/_tensor_api.py)
-__ember_functions__ = (
-    "add sub rsub mul div true_divide floor_divide remainder fmod pow float_power maximum "
-    "minimum fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift bitwise_not eq ne lt le gt ge logical_and "
-    "logical_or logical_xor logical_not neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt "
-    "rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh sigmoid relu relu_ silu "
-    "mish erf erfc frac reciprocal square lgamma floor ceil round trunc isnan isinf isfinite "
-    "signbit clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal "
-    "positive gelu softplus exp_ sigmoid_ tanh_ neg_ abs_ sqrt_ log_"
-).split()
-
 # the public functions, for re-dispatch to modes and plugin backends
 for _name, _fn in list(globals().items()):
     if callable(_fn) and not _name.startswith("_") and _name != "Size":
