@@ -79,7 +79,13 @@ from ember.nn.modules.pooling import (
 )
 from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from ember.nn.modules.sparse import Embedding
-from ember.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
+from ember.nn.modules.transformer import (
+                                         Transformer,
+                                         TransformerDecoder,
+                                         TransformerDecoderLayer,
+                                         TransformerEncoder,
+                                         TransformerEncoderLayer,
+)
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AlphaDropout",
            "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
@@ -95,5 +101,6 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Alpha
            "NLLLoss", "PReLU", "ParameterDict", "ParameterList", "PoissonNLLLoss", "RMSNorm",
            "RNN", "RNNBase", "RNNCell", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid",
            "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmin", "Softplus", "Softsign", "Tanh",
-           "Tanhshrink", "Threshold", "TransformerEncoder", "TransformerEncoderLayer",
+           "Tanhshrink", "Threshold", "Transformer", "TransformerDecoder",
+           "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
            "TripletMarginLoss", "Unflatten", "Unfold"]
