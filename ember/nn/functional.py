@@ -1543,3 +1543,19 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
         If ``input`` has an integer dtype.
     """
     return _lin.fold(input, output_size, kernel_size, dilation, padding, stride)
+
+
+# ---- the rest of the functional API, one module per family ----------------------
+from ember.nn._vision import (  # noqa: E402
+    affine_grid,
+    channel_shuffle,
+    grid_sample,
+    native_channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample_bilinear,
+    upsample_nearest,
+)
+
+__all__ += ["affine_grid", "channel_shuffle", "grid_sample", "native_channel_shuffle",
+            "pixel_shuffle", "pixel_unshuffle", "upsample_bilinear", "upsample_nearest"]
