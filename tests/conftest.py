@@ -25,7 +25,8 @@ def _flat(out):
 def check_parity(fn_e, fn_t, *arrays, rtol=1e-5, atol=1e-6, grad=True, seed=0):
     """Run ``fn_e`` on ember copies and ``fn_t`` on torch copies of the NumPy ``arrays``;
     assert equal shapes, dtypes and values of every output and, when ``grad``, equal
-    gradients of every floating input for one random cotangent per floating output.
+    gradients of every floating input for one random cotangent per floating output
+    (``grad`` may also be one bool per array).
 
     Returns the ember and torch outputs."""
     import numpy as np
@@ -34,7 +35,8 @@ def check_parity(fn_e, fn_t, *arrays, rtol=1e-5, atol=1e-6, grad=True, seed=0):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(seed)
     arrays = [np.asarray(a) for a in arrays]
-    wants = [grad and a.dtype.kind == "f" for a in arrays]
+    flags = grad if isinstance(grad, (tuple, list)) else [grad] * len(arrays)
+    wants = [bool(g) and a.dtype.kind == "f" for a, g in zip(arrays, flags)]
     es = [ember.tensor(a, requires_grad=w) for a, w in zip(arrays, wants)]
     ts = [torch.tensor(a, requires_grad=w) for a, w in zip(arrays, wants)]
     eo, to = fn_e(*es), fn_t(*ts)

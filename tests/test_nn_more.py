@@ -3,7 +3,7 @@ upsampling, pixel/channel shuffle, grid sampling, distances, 3-D conv and poolin
 losses and small activations. Values, gradients, reprs and error types."""
 import numpy as np
 import pytest
-from conftest import check_parity
+from conftest import check_parity, copy_torch_weights
 
 import ember
 import ember.nn as nn
@@ -11,7 +11,8 @@ import ember.nn.functional as F
 
 torch = pytest.importorskip("torch")
 tnn, tF = torch.nn, torch.nn.functional
-pytestmark = pytest.mark.filterwarnings("ignore:Default grid_sample")
+pytestmark = [pytest.mark.filterwarnings("ignore:Default grid_sample"),
+              pytest.mark.filterwarnings("ignore:Using padding=.same.")]
 RNG = np.random.default_rng(11)
 
 
@@ -170,3 +171,212 @@ def test_distance_modules_match_torch():
                     tnn.PairwiseDistance(p=1.0, keepdim=True)),
                    (nn.CosineSimilarity(dim=0), tnn.CosineSimilarity(dim=0))]:
         check_parity(em, tm, a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- 3-D convolution ------------------------------------------------------------------
+CONV3D = [  # (cin, cout, groups, kernel, stride, padding, dilation)
+    (3, 4, 1, 3, 1, 1, 1),
+    (4, 6, 2, (2, 3, 1), (2, 1, 2), (1, 0, 0), (2, 1, 1)),
+    (2, 2, 1, (3, 2, 2), 1, "same", (1, 2, 1)),
+    (2, 4, 2, 2, 1, "valid", 1),
+]
+
+
+@pytest.mark.parametrize("cin,cout,g,k,s,p,d", CONV3D)
+def test_conv3d_matches_torch(cin, cout, g, k, s, p, d):
+    tm = tnn.Conv3d(cin, cout, k, s, p, d, g).double()
+    em = copy_torch_weights(tm, nn.Conv3d(cin, cout, k, s, p, d, g, dtype=ember.float64))
+    assert _repr(em) == repr(tm)
+    check_parity(em, tm, rand(2, cin, 7, 6, 5, dtype=np.float64), rtol=1e-7, atol=1e-9)
+    w = rand(cout, cin // g, *em.weight.shape[2:], dtype=np.float64)
+    check_parity(lambda x, w: F.conv3d(x, w, None, s, p, d, g),
+                 lambda x, w: tF.conv3d(x, w, None, s, p, d, g),
+                 rand(cin, 6, 5, 5, dtype=np.float64), w, rtol=1e-7, atol=1e-9)   # unbatched
+
+
+def test_conv3d_padding_modes_and_errors():
+    for mode in ("reflect", "replicate", "circular"):
+        tm = tnn.Conv3d(2, 3, 3, padding=1, padding_mode=mode)
+        em = copy_torch_weights(tm, nn.Conv3d(2, 3, 3, padding=1, padding_mode=mode))
+        check_parity(em, tm, rand(1, 2, 4, 5, 4), rtol=1e-4, atol=1e-5)
+    w = ember.randn(4, 3, 2, 2, 2)
+    _same_error(lambda: F.conv3d(ember.randn(1, 2, 4, 4, 4), w),
+                lambda: tF.conv3d(torch.randn(1, 2, 4, 4, 4), torch.randn(4, 3, 2, 2, 2)))
+    _same_error(lambda: F.conv3d(ember.randn(2, 4, 4), w),
+                lambda: tF.conv3d(torch.randn(2, 4, 4), torch.randn(4, 3, 2, 2, 2)))
+    _same_error(lambda: F.conv3d(ember.randn(1, 3, 1, 4, 4), w),
+                lambda: tF.conv3d(torch.randn(1, 3, 1, 4, 4), torch.randn(4, 3, 2, 2, 2)))
+
+
+CONVT3D = [  # (cin, cout, groups, kernel, stride, padding, output_padding, dilation)
+    (3, 4, 1, 3, 1, 1, 0, 1),
+    (4, 6, 2, (2, 3, 1), (2, 1, 2), (1, 0, 0), (1, 0, 1), (2, 1, 1)),
+    (2, 2, 1, 3, 2, 1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("cin,cout,g,k,s,p,op,d", CONVT3D)
+def test_conv_transpose3d_matches_torch(cin, cout, g, k, s, p, op, d):
+    tm = tnn.ConvTranspose3d(cin, cout, k, s, p, op, g, True, d).double()
+    em = copy_torch_weights(tm, nn.ConvTranspose3d(cin, cout, k, s, p, op, g, True, d,
+                                                   dtype=ember.float64))
+    assert _repr(em) == repr(tm)
+    check_parity(em, tm, rand(2, cin, 4, 5, 3, dtype=np.float64), rtol=1e-7, atol=1e-9)
+    x = rand(1, cin, 3, 3, 3, dtype=np.float64)
+    out = tm(torch.tensor(x), output_size=tm(torch.tensor(x)).shape[2:]).shape
+    assert tuple(em(ember.tensor(x), output_size=out[2:]).shape) == tuple(out)
+
+
+# ---- 3-D and other pooling ------------------------------------------------------------
+X5 = rand(2, 3, 7, 6, 5, dtype=np.float64)
+
+
+@pytest.mark.parametrize("args", [(2,), (3, 2, 1), ((2, 3, 2), (1, 2, 2), (1, 1, 0)),
+                                  (3, 2, 1, 2), ((2, 2, 3), None, 0, 1, True)])
+def test_max_pool3d_matches_torch(args):
+    em, tm = nn.MaxPool3d(*args), tnn.MaxPool3d(*args)
+    assert _repr(em) == repr(tm)
+    check_parity(em, tm, X5, rtol=1e-7)
+    check_parity(lambda a: F.max_pool3d_with_indices(a, *args),
+                 lambda a: tF.max_pool3d_with_indices(a, *args), X5, rtol=1e-7)
+    check_parity(lambda a: F.max_pool3d(a, *args, return_indices=True),
+                 lambda a: tF.max_pool3d(a, *args, return_indices=True), X5[0], rtol=1e-7)
+
+
+@pytest.mark.parametrize("args", [(2,), (3, 2, 1), ((2, 3, 2), (1, 2, 2), (1, 1, 0)),
+                                  (3, 2, 1, True), (3, 2, 1, True, False),
+                                  (3, 2, 1, False, False, 5)])
+def test_avg_pool3d_matches_torch(args):
+    em, tm = nn.AvgPool3d(*args), tnn.AvgPool3d(*args)
+    assert _repr(em) == repr(tm)
+    check_parity(em, tm, X5, rtol=1e-7)
+
+
+@pytest.mark.parametrize("size", [3, (2, 4, 5), (None, 3, 1), (7, 6, 5)])
+def test_adaptive_pool3d_matches_torch(size):
+    check_parity(nn.AdaptiveAvgPool3d(size), tnn.AdaptiveAvgPool3d(size), X5, rtol=1e-7)
+    check_parity(nn.AdaptiveMaxPool3d(size, True), tnn.AdaptiveMaxPool3d(size, True), X5,
+                 rtol=1e-7)
+    check_parity(lambda a: F.adaptive_max_pool3d_with_indices(a, size),
+                 lambda a: tF.adaptive_max_pool3d_with_indices(a, size), X5[0], rtol=1e-7)
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 11])
+def test_adaptive_max_pool1d_matches_torch(size):
+    x = rand(2, 3, 11, dtype=np.float64)
+    check_parity(nn.AdaptiveMaxPool1d(size), tnn.AdaptiveMaxPool1d(size), x, rtol=1e-7)
+    check_parity(lambda a: F.adaptive_max_pool1d_with_indices(a, size),
+                 lambda a: tF.adaptive_max_pool1d_with_indices(a, size), x, rtol=1e-7)
+    check_parity(lambda a: F.adaptive_max_pool2d_with_indices(a, (size, 2)),
+                 lambda a: tF.adaptive_max_pool2d_with_indices(a, (size, 2)),
+                 rand(2, 11, 4, dtype=np.float64), rtol=1e-7)
+    check_parity(lambda a: F.max_pool1d_with_indices(a, 3, 2),
+                 lambda a: tF.max_pool1d_with_indices(a, 3, 2), x, rtol=1e-7)
+
+
+@pytest.mark.parametrize("p", [2, 3.0, 1.5])
+def test_lp_pool_matches_torch(p):
+    x = np.abs(rand(2, 3, 8, 7, 6, dtype=np.float64)) + 0.1
+    for em, tm, a in [(nn.LPPool1d(p, 3, 2), tnn.LPPool1d(p, 3, 2), x[:, :, 0, 0]),
+                      (nn.LPPool2d(p, (3, 2)), tnn.LPPool2d(p, (3, 2)), x[:, :, 0]),
+                      (nn.LPPool3d(p, 2, (1, 2, 2), True), tnn.LPPool3d(p, 2, (1, 2, 2), True),
+                       x)]:
+        assert _repr(em) == repr(tm)
+        check_parity(em, tm, a, rtol=1e-7)
+
+
+@pytest.mark.parametrize("nsp", [1, 2, 3])
+def test_max_unpool_matches_torch(nsp):
+    x = rand(2, 3, *([6] * nsp), dtype=np.float64)
+    tp = getattr(tF, f"max_pool{nsp}d")
+    v, i = tp(torch.tensor(x), 2, 2, return_indices=True)
+    ei = ember.tensor(i.numpy())
+    em, tm = getattr(nn, f"MaxUnpool{nsp}d")(2), getattr(tnn, f"MaxUnpool{nsp}d")(2)
+    assert _repr(em) == repr(tm)
+    check_parity(lambda a: em(a, ei), lambda a: tm(a, i), v.numpy())
+    check_parity(lambda a: em(a, ei, output_size=[7] * nsp),
+                 lambda a: tm(a, i, output_size=[7] * nsp), v.numpy())
+    _same_error(lambda: em(ember.tensor(v.numpy()), ei, output_size=[9] * nsp),
+                lambda: tm(v, i, output_size=[9] * nsp))
+
+
+@pytest.mark.parametrize("kw", [{"output_size": (4, 5)}, {"output_ratio": (0.5, 0.6)},
+                                {"output_size": 3}])
+@pytest.mark.parametrize("k", [2, (3, 2)])
+def test_fractional_max_pool2d_matches_torch(kw, k):
+    x, u = rand(2, 3, 9, 8, dtype=np.float64), RNG.random((2, 3, 2))
+    check_parity(lambda a, s: F.fractional_max_pool2d(a, k, return_indices=True,
+                                                      _random_samples=s, **kw),
+                 lambda a, s: tF.fractional_max_pool2d(a, k, return_indices=True,
+                                                       _random_samples=s, **kw),
+                 x, u, rtol=1e-7, grad=(True, False))
+    em = nn.FractionalMaxPool2d(k, _random_samples=ember.tensor(u), **kw)
+    tm = tnn.FractionalMaxPool2d(k, _random_samples=torch.tensor(u), **kw)
+    check_parity(em, tm, x, rtol=1e-7)
+
+
+def test_fractional_max_pool3d_matches_torch_and_errors():
+    x, u = rand(2, 3, 9, 8, 7, dtype=np.float64), RNG.random((2, 3, 3))
+    check_parity(lambda a, s: F.fractional_max_pool3d_with_indices(a, 2, (4, 5, 3),
+                                                                   _random_samples=s),
+                 lambda a, s: tF.fractional_max_pool3d_with_indices(a, 2, (4, 5, 3),
+                                                                    _random_samples=s),
+                 x, u, rtol=1e-7, grad=(True, False))
+    out = F.fractional_max_pool3d(ember.randn(1, 2, 6, 6, 6), 2, output_ratio=0.5)
+    assert tuple(out.shape) == (1, 2, 3, 3, 3)
+    for kwargs in ({}, {"output_size": 2, "output_ratio": 0.5}, {"output_ratio": 1.5}):
+        _same_error(lambda: nn.FractionalMaxPool2d(2, **kwargs),
+                    lambda: tnn.FractionalMaxPool2d(2, **kwargs))
+
+
+def test_pool3d_errors_match_torch():
+    _same_error(lambda: F.max_pool3d(ember.randn(2, 4, 4), 2),
+                lambda: tF.max_pool3d(torch.randn(2, 4, 4), 2))
+    _same_error(lambda: F.max_pool3d(ember.randn(1, 1, 4, 4, 4), 2, padding=2),
+                lambda: tF.max_pool3d(torch.randn(1, 1, 4, 4, 4), 2, padding=2))
+    _same_error(lambda: F.avg_pool3d(ember.randn(1, 1, 2, 2, 2), 3),
+                lambda: tF.avg_pool3d(torch.randn(1, 1, 2, 2, 2), 3))
+
+
+# ---- lazy modules and InstanceNorm3d ---------------------------------------------------
+@pytest.mark.parametrize("name,args,shape", [
+    ("LazyConv1d", (4, 3), (2, 3, 9)), ("LazyConv2d", (4, 3, 1, 1), (2, 3, 5, 5)),
+    ("LazyConv3d", (4, 2), (3, 4, 4, 4)), ("LazyConvTranspose1d", (4, 3, 2), (2, 3, 5)),
+    ("LazyConvTranspose2d", (4, 3), (2, 3, 4, 4)), ("LazyConvTranspose3d", (2, 2, 2),
+                                                    (1, 3, 2, 3, 2)),
+    ("LazyBatchNorm1d", (), (4, 3)), ("LazyBatchNorm2d", (), (2, 3, 4, 4)),
+    ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)), ("LazyInstanceNorm1d", (), (2, 3, 5)),
+    ("LazyInstanceNorm2d", (), (2, 3, 4, 4)), ("LazyInstanceNorm3d", (), (2, 3, 2, 3, 2)),
+])
+def test_lazy_modules_match_torch(name, args, shape):
+    torch.manual_seed(0)
+    tm, em = getattr(tnn, name)(*args), getattr(nn, name)(*args)
+    assert em.has_uninitialized_params()
+    x = rand(*shape)
+    tm(torch.tensor(x))
+    em(ember.tensor(x))
+    assert type(em).__name__ == type(tm).__name__           # became the eager class
+    assert not em.has_uninitialized_params() if hasattr(em, "has_uninitialized_params") \
+        else True
+    copy_torch_weights(tm, em)
+    check_parity(em, tm, x, rtol=1e-5, atol=1e-5)
+    # a fresh lazy module loads a checkpoint of the eager one
+    fresh = getattr(nn, name)(*args)
+    fresh.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    check_parity(fresh, tm, x, rtol=1e-5, atol=1e-5)
+
+
+def test_instance_norm3d_and_running_stats_match_torch():
+    for kw in ({}, {"affine": True}, {"track_running_stats": True, "affine": True}):
+        tm, em = tnn.InstanceNorm3d(3, **kw), nn.InstanceNorm3d(3, **kw)
+        assert _repr(em) == repr(tm)
+        copy_torch_weights(tm, em)
+        x = rand(2, 3, 3, 4, 2, dtype=np.float64)
+        check_parity(em.double(), tm.double(), x, rtol=1e-7)
+        for a, b in zip(em.state_dict().values(), tm.state_dict().values()):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-7)
+        em.eval()
+        tm.eval()
+        check_parity(em, tm, x, rtol=1e-7)
+    _same_error(lambda: nn.InstanceNorm3d(3)(ember.randn(3, 4)),
+                lambda: tnn.InstanceNorm3d(3)(torch.randn(3, 4)))

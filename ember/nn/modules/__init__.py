@@ -7,6 +7,7 @@ from ember.nn.modules import (
     dropout,
     flatten,
     fold,
+    lazy,
     linear,
     loss,
     normalization,
@@ -25,6 +26,7 @@ from ember.nn.modules.distance import *  # noqa: F403
 from ember.nn.modules.dropout import *  # noqa: F403
 from ember.nn.modules.flatten import *  # noqa: F403
 from ember.nn.modules.fold import *  # noqa: F403
+from ember.nn.modules.lazy import *  # noqa: F403
 from ember.nn.modules.linear import *  # noqa: F403
 from ember.nn.modules.loss import *  # noqa: F403
 from ember.nn.modules.module import Module  # noqa: F401
@@ -39,6 +41,6 @@ from ember.nn.modules.upsampling import *  # noqa: F403
 
 __all__ = sorted({"Module", *activation.__all__, *container.__all__, *conv.__all__,
                   *distance.__all__, *dropout.__all__, *flatten.__all__, *fold.__all__,
-                  *linear.__all__, *loss.__all__, *normalization.__all__, *padding.__all__,
-                  *pixelshuffle.__all__, *pooling.__all__, *rnn.__all__, *sparse.__all__,
-                  *transformer.__all__, *upsampling.__all__})
+                  *lazy.__all__, *linear.__all__, *loss.__all__, *normalization.__all__,
+                  *padding.__all__, *pixelshuffle.__all__, *pooling.__all__, *rnn.__all__,
+                  *sparse.__all__, *transformer.__all__, *upsampling.__all__})
