@@ -380,3 +380,184 @@ def test_instance_norm3d_and_running_stats_match_torch():
         check_parity(em, tm, x, rtol=1e-7)
     _same_error(lambda: nn.InstanceNorm3d(3)(ember.randn(3, 4)),
                 lambda: tnn.InstanceNorm3d(3)(torch.randn(3, 4)))
+
+
+# ---- small activations ------------------------------------------------------------------
+X45 = rand(4, 5, dtype=np.float64)
+
+
+@pytest.mark.parametrize("name,args", [("Hardshrink", ()), ("Hardshrink", (0.8,)),
+                                       ("Softshrink", ()), ("Softshrink", (0.3,)),
+                                       ("RReLU", ()), ("RReLU", (0.1, 0.4))])
+def test_shrink_and_rrelu_modules_match_torch(name, args):
+    em, tm = getattr(nn, name)(*args).eval(), getattr(tnn, name)(*args).eval()
+    assert _repr(em) == repr(tm)
+    check_parity(em, tm, X45)
+
+
+def test_rrelu_training_draws_slopes_in_range():
+    x = ember.tensor(-np.abs(X45) - 0.1)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    ratio = (y / x).numpy()
+    assert ratio.min() >= 0.1 - 1e-12 and ratio.max() <= 0.3 + 1e-12 and ratio.std() > 0
+    pos = ember.tensor(np.abs(X45))
+    np.testing.assert_array_equal(F.rrelu(pos, training=True).numpy(), pos.numpy())
+    z = ember.tensor(X45.copy())
+    assert F.rrelu_(z) is z
+
+
+def test_softmax2d_prelu_inplace_forms_match_torch():
+    check_parity(nn.Softmax2d(), tnn.Softmax2d(), rand(2, 3, 4, 5))
+    check_parity(nn.Softmax2d(), tnn.Softmax2d(), rand(3, 4, 5))
+    _same_error(lambda: nn.Softmax2d()(ember.randn(3, 4)),
+                lambda: tnn.Softmax2d()(torch.randn(3, 4)))
+    w = RNG.random(5)
+    check_parity(F.prelu, tF.prelu, rand(2, 5, 3, dtype=np.float64), w)
+    check_parity(F.prelu, tF.prelu, rand(2, 5, 3, dtype=np.float64), w[:1])
+    _same_error(lambda: F.prelu(ember.randn(2, 4), ember.ones(3)),
+                lambda: tF.prelu(torch.randn(2, 4), torch.ones(3)))
+    _same_error(lambda: F.softshrink(ember.randn(2), -1.0),
+                lambda: tF.softshrink(torch.randn(2), -1.0))
+    for name, args in [("elu_", (0.7,)), ("celu_", (1.3,)), ("selu_", ()),
+                       ("leaky_relu_", (0.2,)), ("threshold_", (0.1, -2.0))]:
+        e, t = ember.tensor(X45.copy()), torch.tensor(X45.copy())
+        assert getattr(F, name)(e, *args) is e
+        getattr(tF, name)(t, *args)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12)
+
+
+def test_feature_alpha_dropout_drops_whole_channels():
+    em = nn.FeatureAlphaDropout(0.5)
+    assert _repr(em) == repr(tnn.FeatureAlphaDropout(0.5))
+    x = ember.randn(64, 8, 3, 3)
+    assert em.eval()(x) is x
+    y = em.train()(x).numpy()
+    a = 1.0 / ((1.7580993408473766 ** 2 * 0.5 + 1) * 0.5) ** 0.5
+    dropped_value = -1.7580993408473766 * a + 1.7580993408473766 * a * 0.5
+    flat = y.reshape(64 * 8, 9)
+    dropped = np.all(np.isclose(flat, dropped_value), axis=1)
+    kept = np.all(np.isclose(flat, x.numpy().reshape(64 * 8, 9) * a + 1.7580993408473766 * a
+                             * 0.5), axis=1)
+    assert np.all(dropped | kept) and 0.3 < dropped.mean() < 0.7
+    assert float(F.feature_alpha_dropout(x, 1.0, True).abs().sum()) == 0
+
+
+def test_gumbel_softmax_samples():
+    ember.manual_seed(0)
+    logits = ember.tensor(np.log([[0.7, 0.2, 0.1]] * 4000), requires_grad=True)
+    y = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(y.sum(-1).detach().numpy(), 1.0, rtol=1e-6)
+    h = F.gumbel_softmax(logits, hard=True)
+    hn = h.detach().numpy()
+    assert set(np.unique(hn)) <= {0.0, 1.0} and np.all(hn.sum(-1) == 1)
+    np.testing.assert_allclose(hn.mean(0), [0.7, 0.2, 0.1], atol=0.03)   # Gumbel-max sampling
+    (h * ember.tensor([1.0, 2.0, 3.0])).sum().backward()                  # straight-through
+    assert logits.grad is not None and float(logits.grad.abs().sum()) > 0
+
+
+def test_pdist_matches_torch():
+    check_parity(F.pdist, tF.pdist, rand(5, 3, dtype=np.float64))
+    check_parity(lambda a: F.pdist(a, 1.5), lambda a: tF.pdist(a, 1.5),
+                 rand(4, 6, dtype=np.float64))
+    assert tuple(F.pdist(ember.randn(1, 3)).shape) == (0,)
+
+
+# ---- losses ---------------------------------------------------------------------------
+TGT = np.array([1, 0, 4, 2])
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multi_margin_loss_matches_torch(p, reduction):
+    w = RNG.random(5)
+    em = nn.MultiMarginLoss(p, 0.7, ember.tensor(w), reduction=reduction)
+    tm = tnn.MultiMarginLoss(p, 0.7, torch.tensor(w), reduction=reduction)
+    check_parity(lambda a: em(a, ember.tensor(TGT)), lambda a: tm(a, torch.tensor(TGT)), X45)
+    check_parity(lambda a: F.multi_margin_loss(a, ember.tensor(2), p),
+                 lambda a: tF.multi_margin_loss(a, torch.tensor(2), p), X45[0])
+    _same_error(lambda: nn.MultiMarginLoss(3), lambda: tnn.MultiMarginLoss(3))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multilabel_losses_match_torch(reduction):
+    tl = np.array([[3, 0, -1, 1, 1], [1, 2, 4, -1, 0], [-1, 1, 1, 1, 1], [0, 1, 2, 3, 4]])
+    em, tm = nn.MultiLabelMarginLoss(reduction=reduction), tnn.MultiLabelMarginLoss(
+        reduction=reduction)
+    check_parity(lambda a: em(a, ember.tensor(tl)), lambda a: tm(a, torch.tensor(tl)), X45)
+    check_parity(lambda a: em(a, ember.tensor(tl[1])), lambda a: tm(a, torch.tensor(tl[1])),
+                 X45[0])
+    tt = (RNG.random((4, 5)) > 0.5).astype(np.float64)
+    w = RNG.random(5)
+    em = nn.MultiLabelSoftMarginLoss(ember.tensor(w), reduction=reduction)
+    tm = tnn.MultiLabelSoftMarginLoss(torch.tensor(w), reduction=reduction)
+    check_parity(em, tm, X45, tt)
+
+
+def test_triplet_margin_with_distance_loss_matches_torch():
+    a, p, n = (rand(4, 3, dtype=np.float64) for _ in range(3))
+    check_parity(nn.TripletMarginWithDistanceLoss(swap=True),
+                 tnn.TripletMarginWithDistanceLoss(swap=True), a, p, n)
+    em = nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda u, v: 1 - F.cosine_similarity(u, v), margin=0.5,
+        reduction="none")
+    tm = tnn.TripletMarginWithDistanceLoss(
+        distance_function=lambda u, v: 1 - tF.cosine_similarity(u, v), margin=0.5,
+        reduction="none")
+    check_parity(em, tm, a, p, n)
+    _same_error(lambda: nn.TripletMarginWithDistanceLoss(margin=0),
+                lambda: tnn.TripletMarginWithDistanceLoss(margin=0))
+    _same_error(lambda: F.triplet_margin_with_distance_loss(ember.randn(2, 3), ember.randn(3),
+                                                            ember.randn(2, 3)),
+                lambda: tF.triplet_margin_with_distance_loss(torch.randn(2, 3), torch.randn(3),
+                                                             torch.randn(2, 3)))
+
+
+def _log_probs(t, n, c):
+    lp = rand(t, n, c, dtype=np.float64)
+    return lp - np.log(np.exp(lp).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_loss_matches_torch(reduction):
+    lp = _log_probs(12, 3, 5)
+    tg, il, tl = np.array([[1, 2, 2, 3], [4, 1, 0, 0], [2, 3, 1, 1]]), [12, 9, 11], [4, 2, 3]
+    em, tm = nn.CTCLoss(reduction=reduction), tnn.CTCLoss(reduction=reduction)
+    check_parity(lambda a: em(a, ember.tensor(tg), ember.tensor(il), ember.tensor(tl)),
+                 lambda a: tm(a, torch.tensor(tg), torch.tensor(il), torch.tensor(tl)),
+                 lp, rtol=1e-6, atol=1e-8)
+    flat = np.array([1, 2, 2, 3, 4, 1, 2, 3, 1])                 # concatenated targets
+    check_parity(lambda a: F.ctc_loss(a, ember.tensor(flat), il, tl, reduction=reduction),
+                 lambda a: tF.ctc_loss(a, torch.tensor(flat), torch.tensor(il),
+                                       torch.tensor(tl), reduction=reduction),
+                 lp, rtol=1e-6, atol=1e-8)
+
+
+def test_ctc_loss_blank_infinity_and_unbatched_match_torch():
+    lp = _log_probs(6, 3, 4)
+    tg, il, tl = np.array([[1, 1, 1, 1], [2, 0, 0, 0], [3, 3, 0, 0]]), [3, 4, 2], [4, 0, 2]
+    for zi in (False, True):     # sample 0 and 2 cannot be aligned: inf (or 0) loss
+        check_parity(lambda a: F.ctc_loss(a, ember.tensor(tg), il, tl, reduction="none",
+                                          zero_infinity=zi),
+                     lambda a: tF.ctc_loss(a, torch.tensor(tg), torch.tensor(il),
+                                           torch.tensor(tl), reduction="none",
+                                           zero_infinity=zi),
+                     lp, rtol=1e-6, atol=1e-8, grad=zi)
+    tg = np.array([[0, 2, 2], [1, 0, 1], [2, 1, 0]])
+    check_parity(lambda a: F.ctc_loss(a, ember.tensor(tg), [6, 6, 5], [3, 2, 3], blank=3),
+                 lambda a: tF.ctc_loss(a, torch.tensor(tg), torch.tensor([6, 6, 5]),
+                                       torch.tensor([3, 2, 3]), blank=3),
+                 lp, rtol=1e-6, atol=1e-8)
+    check_parity(lambda a: F.ctc_loss(a, ember.tensor(tg[0] + 1), [6], [3]),
+                 lambda a: tF.ctc_loss(a, torch.tensor(tg[0] + 1), torch.tensor([6]),
+                                       torch.tensor([3])), lp[:, 0], rtol=1e-6, atol=1e-8)
+    _same_error(lambda: F.ctc_loss(ember.tensor(lp), ember.tensor(tg), [7, 6, 5], [3, 2, 3]),
+                lambda: tF.ctc_loss(torch.tensor(lp), torch.tensor(tg), torch.tensor([7, 6, 5]),
+                                    torch.tensor([3, 2, 3])))
+
+
+def test_nll_loss2d_is_deprecated_nll_loss():
+    with pytest.warns(FutureWarning):
+        em = nn.NLLLoss2d()
+    x = rand(2, 3, 4, 4, dtype=np.float64)
+    t = RNG.integers(0, 3, (2, 4, 4))
+    check_parity(lambda a: em(a, ember.tensor(t)), lambda a: tF.nll_loss(a, torch.tensor(t)), x)

@@ -1578,3 +1578,8 @@ from ember.nn._conv3d import conv3d, conv_transpose3d  # noqa: E402
 from ember.nn._pooling import *  # noqa: E402, F403
 
 __all__ += ["conv3d", "conv_transpose3d", *_pooling.__all__]
+from ember.nn import _activations, _losses  # noqa: E402
+from ember.nn._activations import *  # noqa: E402, F403
+from ember.nn._losses import *  # noqa: E402, F403
+
+__all__ += [*_activations.__all__, *_losses.__all__]
