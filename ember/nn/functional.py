@@ -344,9 +344,23 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     dims = tuple(range(2, nd))
     C = input.shape[1]
     shape = (1, C) + (1,) * (nd - 2)
-    mean = input.mean(dims, keepdim=True)
-    xc = input - mean
-    var = (xc * xc).mean(dims, keepdim=True)
+    if not use_input_stats:
+        mean = running_mean.reshape(shape)
+        var = running_var.reshape(shape)
+        xc = input - mean
+    else:
+        mean = input.mean(dims, keepdim=True)
+        xc = input - mean
+        var = (xc * xc).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            # running stats average the per-instance stats over the batch (unbiased var)
+            with ember.autograd.no_grad():
+                n = max(math.prod(input.shape[2:]), 1)
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.mean(0).reshape(C) * momentum)
+                if running_var is not None:
+                    unbiased = var.mean(0).reshape(C) * (n / max(n - 1, 1))
+                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
     y = xc * ember.rsqrt(var + eps)
     if weight is not None:
         y = y * weight.reshape(shape)
@@ -1543,3 +1557,29 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
         If ``input`` has an integer dtype.
     """
     return _lin.fold(input, output_size, kernel_size, dilation, padding, stride)
+
+
+# ---- the rest of the functional API, one module per family ----------------------
+from ember.nn._vision import (  # noqa: E402
+    affine_grid,
+    channel_shuffle,
+    grid_sample,
+    native_channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample_bilinear,
+    upsample_nearest,
+)
+
+__all__ += ["affine_grid", "channel_shuffle", "grid_sample", "native_channel_shuffle",
+            "pixel_shuffle", "pixel_unshuffle", "upsample_bilinear", "upsample_nearest"]
+from ember.nn import _pooling  # noqa: E402
+from ember.nn._conv3d import conv3d, conv_transpose3d  # noqa: E402
+from ember.nn._pooling import *  # noqa: E402, F403
+
+__all__ += ["conv3d", "conv_transpose3d", *_pooling.__all__]
+from ember.nn import _activations, _losses  # noqa: E402
+from ember.nn._activations import *  # noqa: E402, F403
+from ember.nn._losses import *  # noqa: E402, F403
+
+__all__ += [*_activations.__all__, *_losses.__all__]

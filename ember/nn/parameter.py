@@ -93,5 +93,29 @@ class UninitializedParameter(Parameter):
                                      device=device or self.device), self.requires_grad)
 
 
+class UninitializedBuffer(Tensor):
+    """A buffer of a lazy module (``LazyBatchNorm1d``'s running stats) before its shape is
+    known; ``materialize(shape)`` gives the real tensor."""
+
+    __module__ = "ember.nn"
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        t = _as_subclass(ember.empty(0, dtype=dtype, device=device), cls, requires_grad)
+        t.persistent = persistent
+        return t
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+    def __repr__(self, *, tensor_contents=None):
+        return "<UninitializedBuffer>"
+
+    __str__ = __repr__
+
+    def materialize(self, shape, device=None, dtype=None):
+        """A plain tensor of ``shape`` (uninitialised values; the module initialises it)."""
+        return ember.empty(*shape, dtype=dtype or self.dtype, device=device or self.device)
+
+
 def is_lazy(param):
-    return isinstance(param, UninitializedParameter)
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))

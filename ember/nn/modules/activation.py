@@ -11,7 +11,8 @@ from ember.nn.parameter import Parameter
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh",
            "Sigmoid", "Softplus", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
            "Softsign", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softmax", "LogSoftmax",
-           "Softmin", "MultiheadAttention"]
+           "Softmin", "MultiheadAttention",
+           "Hardshrink", "Softshrink", "RReLU", "Softmax2d"]
 
 
 def _inplace_str(inplace, first=False):
@@ -246,6 +247,61 @@ class LogSoftmax(_SoftmaxBase):
 class Softmin(_SoftmaxBase):
     def forward(self, input):
         return F.softmin(input, self.dim)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of every spatial location of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3)
+
+
+class Hardshrink(Module):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """Shrink towards zero by ``lambd`` (zero inside ``[-lambd, lambd]``)."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (random negative slope in training, the mean slope in eval)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace_str}"
 
 
 class MultiheadAttention(Module):

@@ -10,7 +10,7 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm",
-           "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "LocalResponseNorm"]
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "LocalResponseNorm"]
 
 
 def _affine_params(mod, shape, affine, bias, kw):
@@ -121,11 +121,18 @@ class _InstanceNorm(_NormBase):
                          dtype, bias=bias)
 
     def forward(self, input):
+        if input.dim() not in (self._ndim, self._ndim + 1):
+            raise ValueError(f"expected {self._ndim}D or {self._ndim + 1}D input (got "
+                             f"{input.dim()}D input)")
         unbatched = input.dim() == self._ndim
         if unbatched:
             input = input.unsqueeze(0)
-        y = F.instance_norm(input, None, None, self.weight, self.bias, True, self.momentum,
-                            self.eps)
+        if input.shape[1] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim=1 to match num_features "
+                             f"({self.num_features}), but got: {input.shape[1]}.")
+        y = F.instance_norm(input, self.running_mean, self.running_var, self.weight,
+                            self.bias, self.training or not self.track_running_stats,
+                            self.momentum if self.momentum is not None else 0.0, self.eps)
         return y.squeeze(0) if unbatched else y
 
 
@@ -135,6 +142,10 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _ndim = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _ndim = 4
 
 
 class LayerNorm(Module):

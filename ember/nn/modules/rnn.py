@@ -14,8 +14,9 @@ from ember.nn import init
 from ember.nn.modules.linear import _factory_kwargs
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
+from ember.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _fns = {}
 
@@ -357,8 +358,10 @@ class RNNBase(Module):
         b_hh = p.get(f"bias_hh_l{layer}{suffix}") if self.bias else None
         return w_ih, w_hh, b_ih, b_hh
 
-    def _run_direction(self, x, h0, c0, layer, direction):
+    def _run_direction(self, x, h0, c0, layer, direction, lens=None):
         """x: (L, N, I). Returns (outputs (L, N, H or proj_size), h_n, c_n)."""
+        if lens is not None:
+            return self._run_masked(x, h0, c0, layer, direction, lens)
         w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
         L = x.shape[0]
         xw = F.linear(x, w_ih, b_ih)  # (L, N, G): one GEMM for the whole sequence
@@ -387,7 +390,52 @@ class RNNBase(Module):
                 outs[t] = h
         return ember.stack(outs, 0), h, c
 
-    def _forward_impl(self, input, hx):
+    def _run_masked(self, x, h0, c0, layer, direction, lens):
+        """One layer-direction over padded sequences of lengths ``lens`` ((N, 1) int64):
+        a sequence's state stops changing after its last step (and a reversed pass starts
+        at its last step), and its outputs past the end are zero."""
+        w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
+        L = x.shape[0]
+        steps = _unbind0(F.linear(x, w_ih, b_ih))
+        w_hr = None
+        if self.mode == "LSTM" and self.proj_size > 0:
+            w_hr = self._parameters[f"weight_hr_l{layer}{'_reverse' if direction else ''}"]
+        h, c = h0, c0
+        outs = [None] * L
+        for t in (range(L - 1, -1, -1) if direction == 1 else range(L)):
+            if self.mode == "LSTM":
+                hn, cn = _lstm_step(steps[t], F.linear(h, w_hh, b_hh), c)
+                if w_hr is not None:
+                    hn = F.linear(hn, w_hr)
+            elif self.mode == "GRU":
+                hn, cn = _gru_step(steps[t], h, w_hh, b_hh), None
+            else:
+                act = ember.tanh if self.mode == "RNN_TANH" else ember.relu
+                hn, cn = act(steps[t] + F.linear(h, w_hh, b_hh)), None
+            live = lens > t
+            h = ember.where(live, hn, h)
+            if cn is not None:
+                c = ember.where(live, cn, c)
+            outs[t] = ember.where(live, hn, ember.zeros_like(hn))
+        return ember.stack(outs, 0), h, c
+
+    def _forward_packed(self, input, hx):
+        padded, lengths = pad_packed_sequence(input)
+        if hx is not None:
+            hs = hx if self.mode == "LSTM" else (hx,)
+            if any(h.dim() != 3 for h in hs):
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{[h.dim() for h in hs]}-D tensors")
+        out, hidden = self._forward_impl(padded, hx, lengths.unsqueeze(1))
+        order = input.sorted_indices
+        if order is not None:
+            out = out.index_select(1, order)
+        sizes = [int(v) for v in input.batch_sizes.tolist()]
+        data = ember.cat([out[t, :n] for t, n in enumerate(sizes)], 0)
+        return PackedSequence(data, input.batch_sizes, input.sorted_indices,
+                              input.unsorted_indices), hidden
+
+    def _forward_impl(self, input, hx, lens=None):
         is_lstm = self.mode == "LSTM"
         batched = input.dim() == 3
         if input.dim() not in (2, 3):
@@ -395,7 +443,7 @@ class RNNBase(Module):
                              f"{input.dim()}D instead")
         if not batched:
             input = input.unsqueeze(1)
-        elif self.batch_first:
+        elif self.batch_first and lens is None:
             input = input.transpose(0, 1)
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
@@ -442,7 +490,8 @@ class RNNBase(Module):
             outs = []
             for d in range(D):
                 k = layer * D + d
-                o, h, c = self._run_direction(x, h0s[k], c0s[k] if c0s else None, layer, d)
+                o, h, c = self._run_direction(x, h0s[k], c0s[k] if c0s else None, layer, d,
+                                              lens)
                 outs.append(o)
                 hn.append(h)
                 cn.append(c)
@@ -456,11 +505,13 @@ class RNNBase(Module):
             out = out.squeeze(1)
             h_n = h_n.squeeze(1)
             c_n = c_n.squeeze(1) if c_n is not None else None
-        elif self.batch_first:
+        elif self.batch_first and lens is None:
             out = out.transpose(0, 1)
         return out, ((h_n, c_n) if is_lstm else h_n)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         return self._forward_impl(input, hx)
 
 

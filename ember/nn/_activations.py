@@ -1,0 +1,140 @@
+"""Activation functions of ``ember.nn.functional`` beyond the element-wise kernels:
+shrinkage, randomized leaky ReLU, PReLU, the in-place ``*_`` forms, feature alpha dropout,
+Gumbel-softmax and ``pdist``; composed from ember's public tensor ops."""
+from __future__ import annotations
+
+import ember
+from ember._check import _check, _check_value
+
+__all__ = ["hardshrink", "softshrink", "rrelu", "rrelu_", "prelu", "elu_", "celu_", "selu_",
+           "leaky_relu_", "threshold_", "feature_alpha_dropout", "gumbel_softmax", "pdist"]
+
+
+def _F():
+    return ember.nn.functional
+
+
+def hardshrink(input: ember.Tensor, lambd: float = 0.5) -> ember.Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
+    return ember.where(input.abs() > lambd, input, ember.zeros_like(input))
+
+
+def softshrink(input: ember.Tensor, lambd: float = 0.5) -> ember.Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    _check(lambd >= 0, lambda: f"lambda must be greater or equal to 0, but found to be "
+                               f"{float(lambd)}.")
+    zero = ember.zeros_like(input)
+    return ember.where(input > lambd, input - lambd,
+                       ember.where(input < -lambd, input + lambd, zero))
+
+
+def rrelu(input: ember.Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> ember.Tensor:
+    """Randomized leaky ReLU: negative inputs scaled by a slope drawn from
+    ``U(lower, upper)`` per element in training, by ``(lower + upper) / 2`` otherwise."""
+    _check(lower <= upper, lambda: "Lower bound should be less than or equal to the upper "
+                                   "bound")
+    if training:
+        slope = ember.empty_like(input).uniform_(lower, upper)
+        r = ember.where(input >= 0, input, input * slope)
+    else:
+        r = _F().leaky_relu(input, (lower + upper) / 2)
+    return input.copy_(r) if inplace else r
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, True)
+
+
+def prelu(input: ember.Tensor, weight: ember.Tensor) -> ember.Tensor:
+    """``max(0, x) + weight * min(0, x)`` with one slope or one per channel (dim 1)."""
+    n = weight.numel()
+    if n != 1:
+        _check(input.dim() > 0, "Not allow zero-dim input tensor.")
+        c = input.shape[1] if input.dim() >= 2 else input.shape[0]
+        _check(c == n, lambda: f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {c}.")
+        if input.dim() >= 2:
+            weight = weight.reshape((1, n) + (1,) * (input.dim() - 2))
+    else:
+        weight = weight.reshape(())
+    return ember.where(input >= 0, input, input * weight)
+
+
+def elu_(input, alpha=1.0):
+    """In-place ELU."""
+    return _F().elu(input, alpha, True)
+
+
+def celu_(input, alpha=1.0):
+    """In-place CELU."""
+    return _F().celu(input, alpha, True)
+
+
+def selu_(input):
+    """In-place SELU."""
+    return _F().selu(input, True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky ReLU."""
+    return _F().leaky_relu(input, negative_slope, True)
+
+
+def threshold_(input, threshold, value):
+    """In-place threshold."""
+    return _F().threshold(input, threshold, value, True)
+
+
+_SELU_ALPHA_SCALE = 1.7580993408473766   # -SELU alpha * scale: the value a dropped unit gets
+
+
+def feature_alpha_dropout(input: ember.Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> ember.Tensor:
+    """Alpha dropout of whole channels: every element of a dropped ``(n, c)`` channel is
+    set to SELU's negative saturation, then an affine map keeps mean and variance."""
+    _check_value(0.0 <= p <= 1.0, lambda: f"dropout probability has to be between 0 and 1, "
+                                          f"but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.mul_(0) if inplace else input * 0
+    shape = [input.shape[0], input.shape[1] if input.dim() > 1 else 1] + \
+        [1] * max(input.dim() - 2, 0)
+    shape = shape[:input.dim()]
+    keep = (ember.rand(*shape, dtype=input.dtype) >= p).to(input.dtype)
+    al = _SELU_ALPHA_SCALE
+    a = 1.0 / ((al * al * p + 1) * (1 - p)) ** 0.5
+    b = (keep - 1) * (al * a) + al * a * p
+    r = input * (keep * a) + b
+    return input.copy_(r) if inplace else r
+
+
+def gumbel_softmax(logits: ember.Tensor, tau: float = 1.0, hard: bool = False,
+                   eps: float = 1e-10, dim: int = -1) -> ember.Tensor:
+    """A sample of the Gumbel-softmax (Concrete) distribution over ``dim``; with ``hard``
+    the one-hot of its argmax, differentiated as the soft sample (straight-through)."""
+    gumbels = -ember.empty_like(logits).exponential_().log()
+    y = ember.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y
+    index = y.max(dim, keepdim=True)[1]
+    y_hard = ember.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y
+
+
+def pdist(input: ember.Tensor, p: float = 2.0) -> ember.Tensor:
+    """The p-norm distances between every pair of rows ``i < j`` of an ``(N, M)`` input,
+    in row-major order (``N * (N - 1) / 2`` values)."""
+    _check(input.dim() == 2, lambda: f"pdist only supports 2D tensors, got: {input.dim()}D")
+    _check(p >= 0, "pdist only supports non-negative p values")
+    n = input.shape[0]
+    rows = [i for i in range(n) for _ in range(i + 1, n)]
+    cols = [j for i in range(n) for j in range(i + 1, n)]
+    if not rows:
+        return ember.empty(0, dtype=input.dtype)
+    ri = ember.tensor(rows, dtype=ember.int64)
+    ci = ember.tensor(cols, dtype=ember.int64)
+    diff = input.index_select(0, ri) - input.index_select(0, ci)
+    return diff.norm(p, -1)
