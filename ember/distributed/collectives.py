@@ -159,7 +159,7 @@ def _debug_check(pg: ProcessGroup, op: str, *tensors: Any) -> None:
     if not _state.debug_detail:
         return
     mine = (op, [(tuple(t.shape), str(t.dtype)) for t in tensors])
-    every = pg._comm.allgather(mine)
+    every = _all_gather_objects(pg, mine, op)
     bad = [i for i, s in enumerate(every) if s != every[0]]
     if bad:
         desc = "; ".join(f"rank {pg._global(i)} called {s[0]} with (shape, dtype) {s[1]}"
@@ -583,6 +583,19 @@ def broadcast_object_list(object_list: list, src: Optional[int] = None,
             object_list[i] = pickle.loads(view[off:off + n])
 
 
+def _all_gather_objects(pg: ProcessGroup, obj: Any, op: str) -> list:
+    """Every group rank's ``obj`` (pickled), in group-rank order."""
+    n = pg.size()
+    mine = pickle.dumps(obj)
+    sizes = array("q", [0] * n)
+    _wait(pg, op, lambda: [pg._comm.Iallgather(array("q", [len(mine)]), sizes)])
+    displs = _offsets(sizes)
+    data = bytearray(sum(sizes))
+    _wait(pg, op, lambda: [pg._comm.Iallgatherv(mine, [data, (list(sizes), displs)])])
+    view = memoryview(data)
+    return [pickle.loads(view[displs[i]:displs[i] + sizes[i]]) for i in range(n)]
+
+
 def all_gather_object(object_list: list, obj: Any,
                       group: Optional[ProcessGroup] = None) -> None:
     """Fill ``object_list`` (one slot per group rank) with every rank's ``obj``."""
@@ -593,17 +606,7 @@ def all_gather_object(object_list: list, obj: Any,
     _check_value(isinstance(object_list, list) and len(object_list) == n,
                  lambda: f"all_gather_object(): object_list must be a list of the group size "
                          f"({n})")
-    mine = pickle.dumps(obj)
-    sizes = array("q", [0] * n)
-    _wait(pg, "all_gather_object",
-          lambda: [pg._comm.Iallgather(array("q", [len(mine)]), sizes)])
-    displs = _offsets(sizes)
-    data = bytearray(sum(sizes))
-    _wait(pg, "all_gather_object",
-          lambda: [pg._comm.Iallgatherv(mine, [data, (list(sizes), displs)])])
-    view = memoryview(data)
-    for i in range(n):
-        object_list[i] = pickle.loads(view[displs[i]:displs[i] + sizes[i]])
+    object_list[:] = _all_gather_objects(pg, obj, "all_gather_object")
 
 
 def gather_object(obj: Any, object_gather_list: Optional[list] = None,

@@ -56,7 +56,7 @@ class ReduceOp:
 
 
 class Backend(str):
-    """A backend name, lower-cased and checked: ``Backend("GLOO") == "gloo"``.
+    """A backend name, lower-cased: ``Backend("GLOO") == "gloo"``.
 
     ember serves every CPU backend with MPI (see :func:`get_backend`)."""
 
@@ -70,8 +70,7 @@ class Backend(str):
         _check_type(isinstance(name, str),
                     lambda: f"Backend constructor parameter must be string-ish, got {name!r}")
         value = getattr(Backend, name.upper(), Backend.UNDEFINED)
-        _check_value(value != Backend.UNDEFINED, lambda: f"Invalid backend: '{name}'")
-        return str.__new__(cls, value)
+        return str.__new__(cls, name.lower() if value == Backend.UNDEFINED else value)
 
 
 class ProcessGroup:
@@ -192,14 +191,14 @@ def get_default_backend_for_device(device: Any) -> str:
 
     Raises
     ------
-    RuntimeError
+    ValueError
         For a device type no backend serves (ember has no CUDA collectives).
     """
     kind = device if isinstance(device, str) else getattr(device, "type", str(device))
     kind = kind.split(":")[0]
     if kind == "cpu":
         return Backend.MPI
-    raise RuntimeError(f"Default backend not registered for device : {kind}")
+    raise ValueError(f"Default backend not registered for device : {kind}")
 
 
 def _mpi():
@@ -229,7 +228,7 @@ def _parse_backend(backend: Any) -> str:
     name = Backend(spec)
     if name == Backend.NCCL:
         raise RuntimeError("Distributed package doesn't have NCCL built in")
-    _check_value(name != Backend.UNDEFINED, lambda: f"Invalid backend: '{backend}'")
+    _check_value(name in (Backend.MPI, Backend.GLOO), lambda: f"Invalid backend: '{backend}'")
     return str(name)
 
 

@@ -166,7 +166,7 @@ class DistributedDataParallel(Module):
         d["_used"] = None
         self._verify_same_params()
         if init_sync:
-            self._broadcast_coalesced(list(params) + list(module.buffers()))
+            self._broadcast_coalesced(list(module.parameters()) + list(module.buffers()))
         ref = weakref.ref(self)
 
         def hook(p, ref=ref):

@@ -28,6 +28,6 @@ __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "StackDa
            "WeightedRandomSampler", "BatchSampler", "default_collate", "default_convert",
            "get_worker_info", "WorkerInfo"]
 
-from ember.utils.data.distributed import DistributedSampler  # noqa: E402
+from ember.utils.data.distributed import DistributedSampler  # noqa: E402, F401
 
 __all__.append("DistributedSampler")
