@@ -138,6 +138,21 @@ def collectives(ember, dist, r, arrays, info):
     info["work_wait"] = w.wait()
     info["work_completed"] = w.is_completed()
     arrays["async_all_reduce"] = _np(t)
+    t = _tensor(ember, make_input(r, "float64"), "float64", False)
+    w = dist.all_reduce(t, op=dist.ReduceOp.MAX, async_op=True)
+    while not w.is_completed():
+        pass
+    arrays["async_poll_nc"] = _np(t)
+    info["work_result_is_input"] = w.result()[0] is t
+    # a dropped Work stays registered (its buffers alive) until it completes
+    out = ember.empty(SHAPE[1], W * SHAPE[0]).t()
+    dist.all_gather_into_tensor(out, ember.tensor(make_input(r, "float32")), async_op=True)
+    from ember.distributed import _work
+    info["dropped_registered"] = len(_work._pending) == 1
+    while _work._pending:
+        for w in list(_work._pending):
+            w.is_completed()
+    arrays["dropped_work"] = _np(out)
     # autograd leaves take part without autograd complaining
     p = ember.tensor(make_input(r, "float64"), requires_grad=True)
     dist.all_reduce(p)

@@ -206,6 +206,10 @@ def test_point_to_point_and_async(coll):
         assert info["work_wait"] is True and info["work_completed"] is True
         _check(arrays["async_all_reduce"], sum(a))
         _check(arrays["all_reduce_requires_grad"], sum(inputs("float64")))
+        _check(arrays["async_poll_nc"], np.maximum(*inputs("float64")))
+        assert info["work_result_is_input"] is True
+        _check(arrays["dropped_work"], np.concatenate(inputs("float32")))
+        assert info["dropped_registered"] is True
 
 
 @needs_mpi

@@ -11,6 +11,10 @@ from typing import Any, Callable, Optional
 
 _SPINS_BEFORE_YIELD = 2000
 
+# Works not known to be complete: MPI may still read or write their buffers, so
+# they stay alive here even when the caller drops them without waiting.
+_pending: set = set()
+
 
 def _mpi():
     from mpi4py import MPI
@@ -18,14 +22,13 @@ def _mpi():
     return MPI
 
 
-def wait_requests(reqs: list, deadline: float, describe: Callable[[], str],
-                  status: Any = None) -> None:
+def wait_requests(reqs: list, secs: float, op: str, group: Any, status: Any = None) -> None:
     """Drive MPI progress until every request in ``reqs`` is complete.
 
     Spins on ``Test`` (MPI progresses nonblocking operations only inside MPI
     calls), then also yields the CPU so a rank still computing on a shared core
-    is not starved, and raises ``RuntimeError`` once ``deadline`` (a
-    ``time.monotonic()`` value) has passed."""
+    is not starved, and raises ``RuntimeError`` naming ``op`` once ``secs``
+    seconds have passed."""
     MPI = _mpi()
     if len(reqs) == 1:
         req = reqs[0]
@@ -35,13 +38,17 @@ def wait_requests(reqs: list, deadline: float, describe: Callable[[], str],
     else:
         def done():
             return MPI.Request.Testall(reqs)
+    deadline = time.monotonic() + secs
     spins = 0
-    while not done():
-        spins += 1
-        if spins > _SPINS_BEFORE_YIELD:
-            os.sched_yield()
-            if spins % 64 == 0 and time.monotonic() > deadline:
-                raise RuntimeError(describe())
+    try:
+        while not done():
+            spins += 1
+            if spins > _SPINS_BEFORE_YIELD:
+                os.sched_yield()
+                if spins % 64 == 0 and time.monotonic() > deadline:
+                    raise RuntimeError(group._timeout_message(op, secs))
+    except MPI.Exception as e:
+        raise RuntimeError(f"{op}(): MPI error: {e.Get_error_string()}") from None
 
 
 class Work:
@@ -63,9 +70,14 @@ class Work:
         self._done = not reqs
         if self._done:
             self._complete()
+        else:
+            for w in list(_pending):        # forget the ones that finished meanwhile
+                w.is_completed()
+            _pending.add(self)
 
     def _complete(self) -> None:
         self._done = True
+        _pending.discard(self)
         self._keep = ()
         fin, self._finish = self._finish, None
         if fin is not None:
@@ -75,10 +87,11 @@ class Work:
         """True once the operation has finished (results are in place)."""
         if not self._done:
             MPI = _mpi()
-            if len(self._reqs) == 1:
-                ok = self._reqs[0].Test(self._status)
-            else:
-                ok = MPI.Request.Testall(self._reqs)
+            try:
+                ok = (self._reqs[0].Test(self._status) if len(self._reqs) == 1
+                      else MPI.Request.Testall(self._reqs))
+            except MPI.Exception as e:
+                raise RuntimeError(f"{self._op}(): MPI error: {e.Get_error_string()}") from None
             if ok:
                 self._complete()
         return self._done
@@ -110,8 +123,7 @@ class Work:
         if not self._done:
             g = self._group
             secs = g._timeout_s if timeout is None else _seconds(timeout)
-            wait_requests(self._reqs, time.monotonic() + secs,
-                          lambda: g._timeout_message(self._op, secs), self._status)
+            wait_requests(self._reqs, secs, self._op, g, self._status)
             self._complete()
         return True
 
