@@ -182,6 +182,11 @@ def collectives(ember, dist, r, arrays, info):
     t = ember.full((2,), float(r + 1))
     dist.broadcast(t, group=both, group_src=1)
     arrays["group_src_broadcast"] = _np(t)
+    local = dist.new_group([0, 1], use_local_synchronization=True)
+    t = ember.full((2,), float(r + 1))
+    dist.all_reduce(t, group=local, op=dist.ReduceOp.PRODUCT)
+    arrays["local_sync_group"] = _np(t)
+    info["global_rank_of_0"] = dist.get_global_rank(both, 0)
     dist.destroy_process_group(solo)
     dist.barrier()
 
@@ -285,6 +290,15 @@ def ddp(ember, dist, r, arrays, info):
         ref = _mlp(ember, nn)
         ((ref(X[0][mine], use_side=True) - Y[0][mine]) ** 2).mean().backward()
         arrays["unused_side_ref"] = _np(ref.side.weight.grad) / W
+
+    # buffers: rank 0's are broadcast before each forward
+    net = _mlp(ember, nn)
+    net.register_buffer("stat", ember.zeros(3))
+    model = DDP(net)
+    net.stat.fill_(float(r + 5))
+    with ember.no_grad():
+        model(X[0][mine])
+    info["buffer_after_forward"] = net.stat.tolist()
 
     # without find_unused_parameters an unused parameter is reported at the next forward
     net = _mlp(ember, nn)

@@ -230,6 +230,8 @@ def test_groups(coll):
         assert info["backend"] == "mpi" and info["initialized"] is True
         assert info["both_ranks"] == [0, 1] and info["both_group_rank_of_1"] == 1
         _check(arrays["group_src_broadcast"], np.full(2, 2.0, np.float32))
+        _check(arrays["local_sync_group"], np.full(2, 2.0, np.float32))
+        assert info["global_rank_of_0"] == 0
     assert (coll[0][1]["solo_rank"], coll[0][1]["solo_size"]) == (-1, -1)
     assert (coll[1][1]["solo_rank"], coll[1][1]["solo_size"]) == (0, 1)
     _check(coll[0][0]["solo_all_reduce"], np.full(2, 1.0, np.float32))   # outside: untouched
@@ -277,6 +279,7 @@ def test_ddp_find_unused_parameters(ddp):
     np.testing.assert_allclose(a0["unused_side_grad"], a0["unused_side_ref"], rtol=1e-5)
     np.testing.assert_array_equal(a0["unused_side_grad"], a1["unused_side_grad"])
     assert i0["never_grad_is_none"] and i1["never_grad_is_none"]
+    assert i0["buffer_after_forward"] == i1["buffer_after_forward"] == [5.0, 5.0, 5.0]
     for info in (i0, i1):
         assert "find_unused_parameters=True" in info["unused_error"]
         assert "[4, 5, 6, 7]" in info["unused_error"]

@@ -35,7 +35,7 @@ def allreduce(reps: int = 30) -> None:
                                  world_size=n)
     except ImportError:
         torch = None
-    for numel in (1 << 20, 1 << 24):
+    for numel in (1, 1 << 20, 1 << 24):
         e = ember.ones(numel)
         t = torch.ones(numel) if torch is not None else None
         te, tt = [], []
@@ -55,7 +55,7 @@ def allreduce(reps: int = 30) -> None:
                     tt.append(dt)
         if r == 0:
             mb = numel * 4 / 2**20
-            line = f"all_reduce {numel} float32 ({mb:.0f} MiB), {n} ranks: ember/MPI " \
+            line = f"all_reduce {numel} float32 ({mb:g} MiB), {n} ranks: ember/MPI " \
                    f"{_median_ms(te):.2f} ms ({mb / 1024 / statistics.median(te):.2f} GiB/s)"
             if tt:
                 line += f", torch/gloo {_median_ms(tt):.2f} ms " \
