@@ -10,3 +10,12 @@ __all__ = list(_modules_all) + ["Parameter", "Buffer", "UninitializedParameter",
                                 "UninitializedBuffer", "functional",
                                 "init", "utils", "register_module_forward_hook",
                                 "register_module_forward_pre_hook"]
+
+
+def __getattr__(name):
+    # nn.parallel pulls in ember.distributed: loaded on first use, not with nn
+    if name == "parallel":
+        import ember.nn.parallel as parallel
+
+        return parallel
+    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")

@@ -27,3 +27,7 @@ __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "StackDa
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "default_collate", "default_convert",
            "get_worker_info", "WorkerInfo"]
+
+from ember.utils.data.distributed import DistributedSampler  # noqa: E402, F401
+
+__all__.append("DistributedSampler")
