@@ -13,7 +13,7 @@ import io
 import pickle
 
 from ember._C import core
-from ember._serialization import _ember, _io
+from ember._serialization import CheckpointError, _ember, _io, _unpickle
 
 _STORAGE_DTYPES = {
     "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
@@ -61,112 +61,104 @@ def _device(type, index=None):
     return core.Device(type, index)
 
 
-class TorchUnpickler(pickle.Unpickler):
-    def __init__(self, file, loader):
-        super().__init__(file)
+def _size(x):
+    if type(x) not in (tuple, list) or not all(type(v) is int for v in x):
+        raise TypeError("torch.Size() takes a tuple of ints here")
+    return core.Size(x)
+
+
+class Rebuild:
+    """PyTorch's rebuild functions, done with ember, for one load."""
+
+    def __init__(self, loader):
         self.loader = loader
 
-    # -- PyTorch's rebuild functions, done with ember ---------------------------
-    def _view(self, storage, offset, size, stride):
+    def view(self, storage, offset, size, stride):
         if not isinstance(storage, _TypedStorage):
-            raise pickle.UnpicklingError("tensor rebuilt from something that is not a storage")
+            raise TypeError("tensor rebuilt from something that is not a storage")
+        if type(size) not in (tuple, list) or type(stride) not in (tuple, list):
+            raise TypeError("tensor size and stride must be tuples")
         size, stride = tuple(size), tuple(stride)
         s, dt = storage.storage, storage.dtype
         _ember.check_view(s.nbytes(), dt.itemsize, size, stride, offset)
         return core._from_storage(s, size, stride, dt, offset)
 
-    def rebuild_tensor_v2(self, storage, storage_offset, size, stride, requires_grad=False,
-                          backward_hooks=None, metadata=None):
-        t = self._view(storage, storage_offset, size, stride)
-        if requires_grad:
+    def tensor_v2(self, storage, storage_offset, size, stride, requires_grad=False,
+                  backward_hooks=None, metadata=None):
+        t = self.view(storage, storage_offset, size, stride)
+        if requires_grad is True:
             t.requires_grad_(True)
         return t
 
-    def rebuild_tensor(self, storage, storage_offset, size, stride):
-        return self._view(storage, storage_offset, size, stride)
+    def tensor(self, storage, storage_offset, size, stride):
+        return self.view(storage, storage_offset, size, stride)
 
     @staticmethod
-    def rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
+    def parameter(data, requires_grad, backward_hooks=None, state=None):
         if not isinstance(data, core.TensorBase):
-            raise pickle.UnpicklingError("Parameter rebuilt from something that is not a tensor")
-        return _ember.make_parameter(data, bool(requires_grad))
+            raise TypeError("Parameter rebuilt from something that is not a tensor")
+        return _ember.make_parameter(data, requires_grad is True)
 
     @staticmethod
-    def rebuild_meta(dtype, size, stride, requires_grad=False):
+    def meta(dtype, size, stride, requires_grad=False):
         if not isinstance(dtype, core.DType):
-            raise pickle.UnpicklingError("meta tensor without a dtype")
+            raise TypeError("meta tensor without a dtype")
+        if type(size) not in (tuple, list) or type(stride) not in (tuple, list):
+            raise TypeError("tensor size and stride must be tuples")
         size, stride = tuple(size), tuple(stride)
+        _ember.check_view(1 << 62, dtype.itemsize, size, stride, 0)
         n = 1 + sum((a - 1) * b for a, b in zip(size, stride)) if all(size) else 0
         s = core._new_storage(n * dtype.itemsize, "meta")
-        _ember.check_view(s.nbytes(), dtype.itemsize, size, stride, 0)
         t = core._from_storage(s, size, stride, dtype, 0)
-        if requires_grad:
+        if requires_grad is True:
             t.requires_grad_(True)
         return t
 
-    def rebuild_from_type_v2(self, func, new_type, args, state):
-        if func not in (self.rebuild_tensor_v2, self.rebuild_tensor, self.rebuild_parameter,
-                        self.rebuild_meta):
-            raise pickle.UnpicklingError("_rebuild_from_type_v2 with an unexpected function")
+    def from_type_v2(self, func, new_type, args, state):
+        if func not in (self.tensor_v2, self.tensor, self.parameter, self.meta):
+            raise TypeError("_rebuild_from_type_v2 with an unexpected function")
+        if type(args) is not tuple:
+            raise TypeError("_rebuild_from_type_v2 arguments are not a tuple")
         t = func(*args)
         if new_type is _PARAMETER and not _ember.is_parameter(t):
             t = _ember.make_parameter(t, t.requires_grad)
         elif new_type is not _TENSOR and new_type is not _PARAMETER:
-            raise pickle.UnpicklingError("_rebuild_from_type_v2 with an unexpected type")
+            raise TypeError("_rebuild_from_type_v2 with an unexpected type")
         if isinstance(state, dict):
-            for k, v in state.items():
-                if type(k) is str and not k.startswith("__"):
+            cls = type(t)
+            for k, v in state.items():     # plain attributes only, never a property or method
+                if type(k) is str and not k.startswith("__") and not hasattr(cls, k):
                     setattr(t, k, v)
         return t
 
-    # -- pickle hooks --------------------------------------------------------------
+
+def _globals(rb):
+    return {
+        "torch._utils._rebuild_tensor_v2": rb.tensor_v2,
+        "torch._utils._rebuild_tensor": rb.tensor,
+        "torch._utils._rebuild_parameter": rb.parameter,
+        "torch._utils._rebuild_parameter_with_state": rb.parameter,
+        "torch._utils._rebuild_meta_tensor_no_storage": rb.meta,
+        "torch._tensor._rebuild_from_type_v2": rb.from_type_v2,
+        "torch.Size": core.Size, "torch.device": _device,
+        "torch.Tensor": _TENSOR, "torch._tensor.Tensor": _TENSOR,
+        "torch.nn.parameter.Parameter": _PARAMETER, "torch.nn.Parameter": _PARAMETER,
+    }
+
+
+class _TrustedUnpickler(pickle.Unpickler):
+    """``weights_only=False``: any global outside ``torch.*`` is imported."""
+
+    def __init__(self, file, loader):
+        super().__init__(file)
+        self.loader = loader
+
     def find_class(self, module, name):
-        module, name = _ember.py2_name(module, name)
-        key = f"{module}.{name}"
-        obj = {
-            "torch._utils._rebuild_tensor_v2": self.rebuild_tensor_v2,
-            "torch._utils._rebuild_tensor": self.rebuild_tensor,
-            "torch._utils._rebuild_parameter": self.rebuild_parameter,
-            "torch._utils._rebuild_parameter_with_state": self.rebuild_parameter,
-            "torch._utils._rebuild_meta_tensor_no_storage": self.rebuild_meta,
-            "torch._tensor._rebuild_from_type_v2": self.rebuild_from_type_v2,
-            "torch.Size": core.Size, "torch.device": _device,
-            "torch.Tensor": _TENSOR, "torch._tensor.Tensor": _TENSOR,
-            "torch.nn.parameter.Parameter": _PARAMETER, "torch.nn.Parameter": _PARAMETER,
-        }.get(key)
-        if obj is not None:
-            return obj
-        if module in ("torch", "torch.storage") and name in _STORAGE_DTYPES:
-            return _StorageType(name, core._dtype_by_name(_STORAGE_DTYPES[name]))
-        if module == "torch" and name in _DTYPES:
-            return core._dtype_by_name(_DTYPES[name])
-        obj = _ember.safe_global(module, name)
-        if obj is not None:
-            return obj
-        label = self.loader.label
-        if module == "torch" or module.startswith("torch."):
-            if module == "torch" and name.endswith("Storage"):
-                raise pickle.UnpicklingError(f"{label}: holds a torch.{name} (a dtype ember "
-                                             f"does not have)")
-            raise pickle.UnpicklingError(
-                f"{label}: holds the PyTorch object '{key}', which ember cannot rebuild (ember "
-                f"never imports torch). Save plain tensors and state_dicts with torch.save "
-                f"(e.g. torch.save(model.state_dict(), f)) to load them into ember.")
-        if not self.loader.weights_only:
-            return super().find_class(module, name)
-        raise _ember.refuse(label, module, name)
+        obj = self.loader.resolve(module, name, trusted=True)
+        return super().find_class(module, name) if obj is None else obj
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
-                and isinstance(pid[1], _StorageType)):
-            raise pickle.UnpicklingError(f"{self.loader.label}: unexpected persistent id "
-                                         f"{pid!r:.100}")
-        _, st, key, location, numel = pid
-        if type(key) is not str or type(location) is not str or type(numel) is not int \
-                or numel < 0:
-            raise pickle.UnpicklingError(f"{self.loader.label}: bad storage record {pid!r:.100}")
-        s = self.loader.storage(key, location, numel * st.dtype.itemsize)
-        return _TypedStorage(s, st.dtype)
+        return self.loader.persistent_load(pid)
 
 
 class TorchLoader:
@@ -177,14 +169,56 @@ class TorchLoader:
         self.weights_only = weights_only
         self.mapped = mapped
         self.storages = {}
+        self.globals = g = _globals(Rebuild(self))
+        # REDUCE matches callables by identity: the very objects the globals resolve to
+        self.calls = [(g[k], g[k]) for k in g if k.startswith(("torch._utils.", "torch._tensor."))]
+        self.calls += [(core.Size, _size), (_device, _device)]
+
+    def resolve(self, module, name, trusted=False):
+        """A global's object; None (trusted) or a refusal for one outside the vocabulary."""
+        module, name = _ember.py2_name(module, name)
+        key = f"{module}.{name}"
+        obj = self.globals.get(key)
+        if obj is not None:
+            return obj
+        if module in ("torch", "torch.storage") and name in _STORAGE_DTYPES:
+            return _StorageType(name, core._dtype_by_name(_STORAGE_DTYPES[name]))
+        if module == "torch" and name in _DTYPES:
+            return core._dtype_by_name(_DTYPES[name])
+        obj = _ember.safe_global(module, name)
+        if obj is not None:
+            return obj
+        label = self.label
+        if module == "torch" or module.startswith("torch."):
+            if module == "torch" and name.endswith("Storage"):
+                raise _unpickle.Refused(f"{label}: holds a torch.{name} (a dtype ember does "
+                                        f"not have)")
+            raise _unpickle.Refused(
+                f"{label}: holds the PyTorch object '{key}', which ember cannot rebuild (ember "
+                f"never imports torch). Save plain tensors and state_dicts with torch.save "
+                f"(e.g. torch.save(model.state_dict(), f)) to load them into ember.")
+        if trusted:
+            return None
+        raise _ember.refuse(label, module, name)
+
+    def persistent_load(self, pid):
+        if not (type(pid) is tuple and len(pid) == 5 and pid[0] in ("storage", b"storage")
+                and isinstance(pid[1], _StorageType)):
+            raise CheckpointError(f"{self.label}: unexpected persistent id (a "
+                                  f"{type(pid).__name__}) in the pickle")
+        _, st, key, location, numel = pid
+        if type(key) is not str or type(location) is not str or type(numel) is not int \
+                or numel < 0:
+            raise CheckpointError(f"{self.label}: bad storage record in the pickle")
+        return _TypedStorage(self.storage(key, location, numel * st.dtype.itemsize), st.dtype)
 
     def storage(self, key, location, nbytes):
         s = self.storages.get(key)
         if s is not None:
             return s
         name = f"{self.prefix}/data/{key}"
-        info = self.ar.info(name)
-        if info.file_size < nbytes:
+        info = self.ar.info(name)                   # its declared sizes checked
+        if info.file_size < nbytes:                 # before anything is allocated
             self.ar.fail(f"member {name!r} holds {info.file_size} bytes, the pickle expects "
                          f"{nbytes}: the file is corrupted")
         nbytes = info.file_size
@@ -206,18 +240,12 @@ class TorchLoader:
             _io.check_byteorder(self.label, self.ar.read(f"{p}/byteorder").decode("ascii",
                                                                                    "replace"))
         raw = self.ar.read(f"{p}/data.pkl")
-        up = TorchUnpickler(io.BytesIO(raw), self)
-        try:
-            obj = up.load()
-        except pickle.UnpicklingError:
-            raise
-        except (RuntimeError, OSError):
-            raise
-        except Exception as e:
-            if self.weights_only:
-                raise pickle.UnpicklingError(f"{self.label}: cannot unpickle the PyTorch data "
-                                             f"({type(e).__name__}: {e})") from None
-            raise
+        if self.weights_only:
+            policy = _unpickle.Policy(self.resolve, self.calls)
+            obj = _unpickle.Unpickler(raw, self.label, policy, self.persistent_load,
+                                      "PyTorch pickle").load()
+        else:
+            obj = _TrustedUnpickler(io.BytesIO(raw), self).load()
         if isinstance(obj, _TypedStorage):
             return obj.storage
         return obj
