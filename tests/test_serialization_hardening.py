@@ -77,12 +77,9 @@ def torch_zip(data_pkl, storages=None, compress=False):
     return buf.getvalue()
 
 
-_FORMATS = ["ember", "torch"] if "format" in S.save.__code__.co_varnames else ["ember"]
-
-
 def save_bytes(obj, fmt):
     buf = io.BytesIO()
-    ember.save(obj, buf, **({"format": fmt} if len(_FORMATS) > 1 else {}))
+    ember.save(obj, buf, format=fmt)
     return buf.getvalue()
 
 
@@ -433,7 +430,7 @@ def _samples():
            "n": [1, 2.5, "x", (None, True)], "i": ember.arange(4)}
     out = {"torch_hand": torch_zip(pkl(b"}(" + U("w") + tensor_op() + U("n") + b"]" + Int(3)
                                        + b"au"))}
-    for fmt in _FORMATS:
+    for fmt in ("ember", "torch"):
         out[f"{fmt}_save"] = save_bytes(obj, fmt)
     return out
 

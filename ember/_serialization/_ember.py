@@ -227,18 +227,22 @@ class Payload:
 
 
 def write_storages(zw, items) -> None:
-    """Write (member name, Storage) pairs.  Their CRCs (needed before each local
-    header) are computed ahead on worker threads, overlapping the writes."""
+    """Write (member name, Storage) pairs."""
+    write_views(zw, [(name, *_io.storage_bytes(s)) for name, s in items])
+
+
+def write_views(zw, items) -> None:
+    """Write (member name, bytes view, owner) triples.  Their CRCs (needed before each
+    local header) are computed ahead on worker threads, overlapping the writes."""
     from ember._serialization import _crc
 
-    views = [_io.storage_bytes(s) for _, s in items]
-    if sum(v.nbytes for v, _ in views) < 2 * _crc.SMALL:
-        for (name, _), (view, _) in zip(items, views):
+    if sum(v.nbytes for _, v, _ in items) < 2 * _crc.SMALL:
+        for name, view, _ in items:
             zw.add(name, view)
         return
     with _crc.Pool() as pool:
-        crcs = [pool.submit(v) for v, _ in views]
-        for (name, _), (view, _), crc in zip(items, views, crcs):
+        crcs = [pool.submit(v) for _, v, _ in items]
+        for (name, view, _), crc in zip(items, crcs):
             zw.add(name, view, crc())
 
 
@@ -246,31 +250,36 @@ def write_storages(zw, items) -> None:
 # loading: map_location
 
 class Restorer:
-    """Moves loaded (CPU or mapped) storages where ``map_location`` says, like torch.load."""
+    """Moves loaded (CPU or mapped) storages where ``map_location`` says, like torch.load.
+    A location the file names that this ember cannot restore is a CheckpointError; what
+    a ``map_location`` callable raises reaches the caller unchanged."""
 
-    def __init__(self, map_location):
-        self.ml = map_location
+    def __init__(self, map_location, label: str = "the file"):
+        ml = map_location
+        if not (ml is None or isinstance(ml, (dict, str, _Device)) or callable(ml)):
+            raise TypeError(f"map_location must be None, a str, an ember.device, a dict or a "
+                            f"callable, got {type(ml).__name__}")
+        self.ml, self.label = ml, label
 
     def __call__(self, storage, location: str):
         ml = self.ml
         target = location
-        if ml is None:
-            pass
-        elif isinstance(ml, dict):
+        if isinstance(ml, dict):
             target = ml.get(location, location)
         elif isinstance(ml, (str, _Device)):
             target = ml
-        elif callable(ml):
+        elif ml is not None:
             r = ml(storage, location)
             if r is not None:
                 if not isinstance(r, _Storage):
                     raise TypeError(f"map_location callable must return a storage or None, "
                                     f"got {type(r).__name__}")
                 return r
-        else:
-            raise TypeError(f"map_location must be None, a str, an ember.device, a dict or a "
-                            f"callable, got {type(ml).__name__}")
-        return move_storage(storage, target)
+        try:
+            return move_storage(storage, target)
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise CheckpointError(f"{self.label}: cannot restore a storage saved on "
+                                  f"{_r(location)} to {_r(str(target))}: {e}") from None
 
 
 def move_storage(storage, target):
@@ -401,7 +410,7 @@ class Loader:
     def __init__(self, archive, map_location, weights_only, mapped):
         self.ar = archive
         self.label = archive.label
-        self.restore = Restorer(map_location)
+        self.restore = Restorer(map_location, archive.label)
         self.weights_only = weights_only
         self.mapped = mapped
         self.memo = []

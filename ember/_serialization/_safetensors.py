@@ -152,7 +152,7 @@ def load(f, device="cpu", mmap=False):
 
         entries, _meta = _parse(header, size - start, fail)
         mapped = _io.MappedFile(fobj) if mmap else None
-        restore = _ember.Restorer(device)
+        restore = _ember.Restorer(device, label)
         out = {}
         for name, dt, shape, b, end in entries:
             nbytes = end - b

@@ -1,16 +1,23 @@
-"""Reading PyTorch ``torch.save`` zip files without PyTorch.
+"""PyTorch's ``torch.save`` zip format, read and written without PyTorch.
 
-A ``.pt``/``.pth`` zip holds ``<prefix>/data.pkl`` (a pickle) and one member per
-storage, ``<prefix>/data/<key>``.  The pickle names PyTorch globals
+A ``.pt``/``.pth`` zip holds ``archive/data.pkl`` (a protocol-2 pickle), one member
+per storage, ``archive/data/<key>`` (raw little-endian bytes, 64-byte aligned in the
+file), and ``version``, ``byteorder``, ``.format_version``, ``.storage_alignment``
+and ``.data/serialization_id``.  The pickle names PyTorch globals
 (``torch._utils._rebuild_tensor_v2``, ``torch.FloatStorage``, ``torch.Size``, ...)
 and refers to storages through persistent ids ``('storage', storage_type, key,
-location, numel)``.  A restricted unpickler maps exactly those globals to ember
-functions and refuses every other one (unless ``weights_only=False``, and even
-then nothing under ``torch.*`` is imported)."""
+location, numel)``.
+
+Writing pickles only names ``torch.load(weights_only=True)`` accepts, so PyTorch
+loads ember's files with its safe default.  Reading maps exactly those globals to
+ember functions: through ember's restricted interpreter (``_unpickle``) when
+``weights_only=True``; with ``weights_only=False`` any global outside ``torch.*`` is
+imported (nothing under ``torch.*`` ever is)."""
 from __future__ import annotations
 
 import io
 import pickle
+from collections import OrderedDict
 
 from ember._C import core
 from ember._serialization import CheckpointError, _ember, _io, _unpickle
@@ -35,14 +42,6 @@ class _StorageType:
 
     def __init__(self, name, dtype):
         self.name, self.dtype = name, dtype
-
-
-class _TypedStorage:
-    """A loaded storage and the dtype PyTorch viewed it as."""
-    __slots__ = ("storage", "dtype")
-
-    def __init__(self, storage, dtype):
-        self.storage, self.dtype = storage, dtype
 
 
 _TENSOR = object()      # torch.Tensor
@@ -74,12 +73,13 @@ class Rebuild:
         self.loader = loader
 
     def view(self, storage, offset, size, stride):
-        if not isinstance(storage, _TypedStorage):
+        dt = self.loader.dtypes.get(id(storage)) if type(storage) is core.Storage else None
+        if dt is None:
             raise TypeError("tensor rebuilt from something that is not a storage")
         if type(size) not in (tuple, list) or type(stride) not in (tuple, list):
             raise TypeError("tensor size and stride must be tuples")
         size, stride = tuple(size), tuple(stride)
-        s, dt = storage.storage, storage.dtype
+        s = storage
         _ember.check_view(s.nbytes(), dt.itemsize, size, stride, offset)
         return core._from_storage(s, size, stride, dt, offset)
 
@@ -165,10 +165,11 @@ class TorchLoader:
     def __init__(self, archive, prefix, map_location, weights_only, mapped):
         self.ar, self.prefix = archive, prefix
         self.label = archive.label
-        self.restore = _ember.Restorer(map_location)
+        self.restore = _ember.Restorer(map_location, archive.label)
         self.weights_only = weights_only
         self.mapped = mapped
         self.storages = {}
+        self.dtypes = {}              # id(storage) -> dtype of the persistent id that made it
         self.globals = g = _globals(Rebuild(self))
         # REDUCE matches callables by identity: the very objects the globals resolve to
         self.calls = [(g[k], g[k]) for k in g if k.startswith(("torch._utils.", "torch._tensor."))]
@@ -210,7 +211,14 @@ class TorchLoader:
         if type(key) is not str or type(location) is not str or type(numel) is not int \
                 or numel < 0:
             raise CheckpointError(f"{self.label}: bad storage record in the pickle")
-        return _TypedStorage(self.storage(key, location, numel * st.dtype.itemsize), st.dtype)
+        try:
+            s = self.storage(key, location, numel * st.dtype.itemsize)
+        except (CheckpointError, MemoryError):
+            raise
+        except Exception as e:            # a map_location callable's own error
+            raise _unpickle.Passthrough(e) from None
+        self.dtypes.setdefault(id(s), st.dtype)     # the dtype tensors over it take
+        return s
 
     def storage(self, key, location, nbytes):
         s = self.storages.get(key)
@@ -245,11 +253,178 @@ class TorchLoader:
             obj = _unpickle.Unpickler(raw, self.label, policy, self.persistent_load,
                                       "PyTorch pickle").load()
         else:
-            obj = _TrustedUnpickler(io.BytesIO(raw), self).load()
-        if isinstance(obj, _TypedStorage):
-            return obj.storage
+            try:
+                obj = _TrustedUnpickler(io.BytesIO(raw), self).load()
+            except _unpickle.Passthrough as p:
+                raise p.error from None
         return obj
 
 
 def load(archive, prefix, map_location, weights_only, mapped):
     return TorchLoader(archive, prefix, map_location, weights_only, mapped).load()
+
+
+# ----------------------------------------------------------------------------
+# writing
+
+PREFIX = "archive"
+_TORCH_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage",
+                  "float16": "HalfStorage", "bfloat16": "BFloat16Storage",
+                  "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
+                  "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+_NAMES = {}
+
+
+class _Global:
+    """A global the pickle names (``GLOBAL 'torch FloatStorage'``) without importing it."""
+    __slots__ = ("module", "name")
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):      # the pickler wants a callable as a REDUCE target
+        raise TypeError(f"{self.module}.{self.name} is a name in a PyTorch pickle, not a "
+                        f"function ember can call")
+
+
+def _g(module: str, name: str) -> _Global:
+    """One object per name, so the pickle's memo writes each name once."""
+    k = (module, name)
+    g = _NAMES.get(k)
+    if g is None:
+        g = _NAMES[k] = _Global(module, name)
+    return g
+
+
+class _StorageRef:
+    """Stands for a storage in the pickle: written as its persistent id."""
+    __slots__ = ("pid",)
+
+    def __init__(self, pid):
+        self.pid = pid
+
+
+class _AsTensor:
+    """A Parameter's data, pickled as a plain tensor (as ``Parameter.__reduce_ex__``)."""
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+
+class _Pickler(pickle._Pickler):
+    """The pure-Python pickler, taught torch's names: a C pickler can only name globals
+    it can import, and ember never imports torch."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file, protocol, writer):
+        super().__init__(file, protocol=protocol)
+        self.writer = writer
+
+    def _save_name(self, obj):
+        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
+        self.memoize(obj)
+
+    def _save_dtype(self, obj):
+        self.save(_g("torch", obj._name))
+
+    dispatch[_Global] = _save_name
+    dispatch[core.DType] = _save_dtype
+
+    def persistent_id(self, obj):
+        t = type(obj)
+        if t is _StorageRef:
+            return obj.pid
+        if t is core.Storage:
+            return self.writer.storage_pid(obj, None)
+        return None
+
+    def reducer_override(self, obj):
+        w = self.writer
+        if isinstance(obj, core.TensorBase):
+            if _ember.is_parameter(obj):
+                return (_g("torch._utils", "_rebuild_parameter"),
+                        (_AsTensor(obj), obj.requires_grad, OrderedDict()))
+            return w.reduce_tensor(obj, obj.requires_grad)
+        t = type(obj)
+        if t is _AsTensor:
+            return w.reduce_tensor(obj.t, False)
+        if t is core.Size:
+            return (_g("torch", "Size"), (tuple(int(v) for v in obj),))
+        if t is core.Device:
+            args = (obj.type,) if obj.index is None else (obj.type, obj.index)
+            return (_g("torch", "device"), args)
+        return NotImplemented
+
+
+class Writer:
+    """``obj`` pickled as ``torch.save`` does, storages listed for writing.  Everything
+    but the storage bytes is ready in memory, so a failure to pickle happens before
+    any file is touched."""
+
+    def __init__(self, obj, pickle_protocol=2):
+        self.storages = []          # (key, Storage, nbytes to write)
+        self.keys = {}              # id(storage) -> (key, dtype name)
+        self._alive = []
+        buf = io.BytesIO()
+        try:
+            _Pickler(buf, pickle_protocol or 2, self).dump(obj)
+        except RecursionError:
+            raise ValueError("ember.save: the object is nested too deeply") from None
+        self.pickled = buf.getvalue()
+
+    def storage_pid(self, s, dtype):
+        """The persistent id of storage ``s`` seen as ``dtype`` (None: untyped bytes)."""
+        name = dtype._name if dtype is not None else None
+        k = self.keys.get(id(s))
+        if k is not None and name is None and k[1] is not None:
+            dtype = core._dtype_by_name(name := k[1])   # a bare storage tensors already typed
+        if k is None:
+            key = str(len(self.storages))
+            k = self.keys[id(s)] = (key, name)
+            self._alive.append(s)
+            itemsize = dtype.itemsize if dtype is not None else 1
+            if s.device.type != "meta":
+                self.storages.append((key, s, s.nbytes() // itemsize * itemsize))
+        elif k[1] != name:
+            raise RuntimeError(
+                "ember.save: cannot save multiple tensors or storages that view the same data "
+                "as different types in PyTorch's format; save with format='ember', or "
+                ".clone() one of them")
+        key = k[0]
+        loc = str(s.device)
+        if dtype is None:
+            return ("storage", _g("torch", "UntypedStorage"), key, loc, s.nbytes())
+        return ("storage", _g("torch", _TORCH_STORAGE[name]), key, loc,
+                s.nbytes() // dtype.itemsize)
+
+    def reduce_tensor(self, t, requires_grad):
+        size, stride = tuple(t.shape), tuple(t.stride())
+        if t.device.type == "meta":
+            return (_g("torch._utils", "_rebuild_meta_tensor_no_storage"),
+                    (t.dtype, size, stride, requires_grad))
+        pid = self.storage_pid(t.untyped_storage(), t.dtype)
+        return (_g("torch._utils", "_rebuild_tensor_v2"),
+                (_StorageRef(pid), t.storage_offset(), size, stride, requires_grad,
+                 OrderedDict()))
+
+    def write(self, f) -> None:
+        import hashlib
+
+        zw = _io.ZipWriter(f)
+        p = PREFIX
+        zw.add(f"{p}/data.pkl", self.pickled)
+        zw.add(f"{p}/.format_version", b"1")
+        zw.add(f"{p}/.storage_alignment", str(_io.ALIGN).encode())
+        zw.add(f"{p}/byteorder", b"little")
+        views = []
+        for key, s, n in self.storages:
+            view, owner = _io.storage_bytes(s)
+            views.append((f"{p}/data/{key}", view[:n], owner))
+        _ember.write_views(zw, views)
+        zw.add(f"{p}/version", b"3\n")
+        # torch writes a unique id here; ember's is derived from the content: saves repeat
+        sid = int.from_bytes(hashlib.sha1(self.pickled).digest(), "big") % 10**40
+        zw.add(f"{p}/.data/serialization_id", f"{sid:040d}".encode())
+        zw.close()

@@ -38,6 +38,15 @@ class Refused(pickle.UnpicklingError):
     """The file asks for something ``weights_only=True`` does not allow."""
 
 
+class Passthrough(Exception):
+    """Carries an error of the caller's own code (a ``map_location`` callable) through
+    the interpreter unchanged."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
 # -- the reconstructors REDUCE may call: each takes only concrete data --------------
 _SEQ = (list, tuple, set, frozenset)
 
@@ -218,6 +227,8 @@ class Unpickler:
                     break
         except (CheckpointError, pickle.UnpicklingError, MemoryError):
             raise
+        except Passthrough as p:
+            raise p.error from None
         except Exception as e:   # the reconstructors reject bad arguments with many types
             raise self.bad(f"{type(e).__name__}: {str(e)[:200]}") from None
         result = self.pop()
