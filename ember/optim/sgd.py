@@ -1,7 +1,7 @@
 """Stochastic gradient descent (momentum, dampening, Nesterov, weight decay)."""
 from __future__ import annotations
 
-from ember.optim.optimizer import Optimizer, _use_grad, required
+from ember.optim.optimizer import Optimizer, _check_fused, _check_lr, _use_grad, _value, required
 
 __all__ = ["SGD"]
 
@@ -10,8 +10,8 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
-        if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        if lr is not required:
+            _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -22,12 +22,13 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable, self.param_groups)
 
     @_use_grad
     def step(self):
         """One SGD update of every parameter that has a gradient."""
         for group in self.param_groups:
-            lr = group["lr"]
+            lr = _value(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]
             wd = group["weight_decay"]
