@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._C import foreach as _fe
 from ember.optim.optimizer import (
     Optimizer,
     _addcdiv_,
@@ -13,6 +14,7 @@ from ember.optim.optimizer import (
     _check_fused,
     _grad_tracking,
     _lerp_,
+    _multi_tensor,
     _use_grad,
     _value,
 )
@@ -50,6 +52,8 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
+            if _multi_tensor(group) and self._multi_step(group, lr):
+                continue
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -96,6 +100,37 @@ class Adam(Optimizer):
                 buf.add_(eps * bc2_sqrt)
                 ember.div(exp_avg, buf, out=buf)
                 p.add_(buf, alpha=-lr * bc2_sqrt / bc1)
+
+
+    def _multi_step(self, group, lr):
+        """The whole group in one C call (the per-tensor loop's arithmetic); False when
+        the tensors don't fit the kernel."""
+        params = [p for p in group["params"] if p.grad is not None]
+        amsgrad = group["amsgrad"]
+        exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], []
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = ember.zeros_like(p)
+                state["exp_avg_sq"] = ember.zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = ember.zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if amsgrad:
+                max_sqs.append(state.get("max_exp_avg_sq"))
+            steps.append(_as_int(state["step"]) + 1)
+        if not params:
+            return True
+        beta1, beta2 = group["betas"]
+        if not _fe.adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs,
+                         steps, lr, beta1, beta2, group["eps"], group["weight_decay"], amsgrad,
+                         group["maximize"], group.get("decoupled_weight_decay", False)):
+            return False
+        for p, step in zip(params, steps):
+            self.state[p]["step"] = step
+        return True
 
 
 class AdamW(Adam):

@@ -289,6 +289,13 @@ def _incr_step(state) -> float:
     return float(step) + 1
 
 
+def _multi_tensor(group) -> bool:
+    """Whether a step may take the multi-tensor kernel: ``foreach`` None (the default) or
+    True, or ``fused``; never when the step itself is differentiated."""
+    return ((group.get("foreach") is not False or bool(group.get("fused")))
+            and not group.get("differentiable") and not ember.is_grad_enabled())
+
+
 def _grad_tracking(*tensors) -> bool:
     return ember.is_grad_enabled() and any(t.requires_grad for t in tensors)
 

@@ -1,7 +1,17 @@
 """Stochastic gradient descent (momentum, dampening, Nesterov, weight decay)."""
 from __future__ import annotations
 
-from ember.optim.optimizer import Optimizer, _check_fused, _check_lr, _use_grad, _value, required
+import ember
+from ember._C import foreach as _fe
+from ember.optim.optimizer import (
+    Optimizer,
+    _check_fused,
+    _check_lr,
+    _multi_tensor,
+    _use_grad,
+    _value,
+    required,
+)
 
 __all__ = ["SGD"]
 
@@ -34,6 +44,8 @@ class SGD(Optimizer):
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            if _multi_tensor(group) and self._multi_step(group, lr):
+                continue
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -52,3 +64,27 @@ class SGD(Optimizer):
                         buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                     grad = grad.add(buf, alpha=momentum) if nesterov else buf
                 p.add_(grad, alpha=-lr)
+
+    def _multi_step(self, group, lr):
+        """The whole group in one C call (the per-tensor loop's arithmetic); False when
+        the tensors don't fit the kernel."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if not params:
+            return True
+        momentum = group["momentum"]
+        bufs, init, fresh = [], [], []
+        if momentum != 0:
+            for p in params:
+                buf = self.state[p].get("momentum_buffer")
+                init.append(buf is None)
+                if buf is None:
+                    buf = ember.empty_like(p)  # the kernel starts it from the gradient
+                    fresh.append((p, buf))
+                bufs.append(buf)
+        if not _fe.sgd_(params, [p.grad for p in params], bufs, init, lr,
+                        group["weight_decay"], momentum, group["dampening"],
+                        group["nesterov"], group["maximize"]):
+            return False
+        for p, buf in fresh:
+            self.state[p]["momentum_buffer"] = buf
+        return True
