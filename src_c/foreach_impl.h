@@ -8,8 +8,8 @@
 
 #define SGD_BODY(T)                                                                      \
     {                                                                                    \
-        T *P = (T *)params[k]; const T *G = (const T *)grads[k];                         \
-        T *B = bufs ? (T *)bufs[k] : NULL;                                               \
+        T *restrict P = (T *)params[k]; const T *restrict G = (const T *)grads[k];       \
+        T *restrict B = bufs ? (T *)bufs[k] : NULL;                                               \
         const T wd = (T)a->weight_decay, mo = (T)a->momentum, damp = (T)(1 - a->dampening); \
         const T nlr = (T)(-a->lr);                                                       \
         const int use_wd = a->weight_decay != 0, use_mo = a->momentum != 0;              \
@@ -27,11 +27,30 @@
         }                                                                                \
     }
 
+/* AMS: 1 keeps the running maximum of v (amsgrad); a separate loop for each value so
+   both vectorise */
+#define ADAM_LOOP(T, AMS)                                                                \
+    for (int64_t i = lo; i < hi; i++) {                                                  \
+        T g = G[i], p = P[i];                                                            \
+        if (neg) g = -g;                                                                 \
+        if (l2) g = g + wd * p;                                                          \
+        if (dec) p = p * decay;                                                          \
+        T m = LERP(T, M[i], g, w1);                                                      \
+        T gg = g * g;                                                                    \
+        T v = LERP(T, V[i], gg, w2);                                                     \
+        M[i] = m; V[i] = v;                                                              \
+        if (AMS) { v = MAXNAN(MX[i], v); MX[i] = v; }                                    \
+        T d = SQRT(v);                                                                   \
+        d = d + epsh;                                                                    \
+        d = m / d;                                                                       \
+        P[i] = p + alpha * d;                                                            \
+    }
+
 #define ADAM_BODY(T)                                                                     \
     {                                                                                    \
-        T *P = (T *)params[k]; const T *G = (const T *)grads[k];                         \
-        T *M = (T *)exp_avgs[k], *V = (T *)exp_avg_sqs[k];                               \
-        T *MX = a->amsgrad ? (T *)max_sqs[k] : NULL;                                     \
+        T *restrict P = (T *)params[k]; const T *restrict G = (const T *)grads[k];       \
+        T *restrict M = (T *)exp_avgs[k], *restrict V = (T *)exp_avg_sqs[k];             \
+        T *restrict MX = a->amsgrad ? (T *)max_sqs[k] : NULL;                            \
         const double step = steps[k];                                                    \
         const double bc1 = 1 - pow(a->beta1, step);                                      \
         const double bc2_sqrt = sqrt(1 - pow(a->beta2, step));                           \
@@ -40,21 +59,7 @@
         const T wd = (T)a->weight_decay, decay = (T)(1 - a->lr * a->weight_decay);       \
         const int l2 = a->weight_decay != 0 && !a->decoupled;                            \
         const int dec = a->weight_decay != 0 && a->decoupled, neg = a->maximize;         \
-        for (int64_t i = lo; i < hi; i++) {                                              \
-            T g = G[i], p = P[i];                                                        \
-            if (neg) g = -g;                                                             \
-            if (l2) g = g + wd * p;                                                      \
-            if (dec) p = p * decay;                                                      \
-            T m = LERP(T, M[i], g, w1);                                                  \
-            T gg = g * g;                                                                \
-            T v = LERP(T, V[i], gg, w2);                                                 \
-            M[i] = m; V[i] = v;                                                          \
-            if (MX) { v = MAXNAN(MX[i], v); MX[i] = v; }                                 \
-            T d = SQRT(v);                                                               \
-            d = d + epsh;                                                                \
-            d = m / d;                                                                   \
-            P[i] = p + alpha * d;                                                        \
-        }                                                                                \
+        if (MX) ADAM_LOOP(T, 1) else ADAM_LOOP(T, 0)                                     \
     }
 
 /* run BODY over every block [lo, hi) of every tensor k */
@@ -115,5 +120,6 @@ static int FSFX(scale)(int dtype, int64_t count, char *const *xs, const int64_t 
 #undef MAXNAN
 #undef SGD_BODY
 #undef ADAM_BODY
+#undef ADAM_LOOP
 #undef SCALE_BODY
 #undef FOR_BLOCKS

@@ -84,6 +84,8 @@ def test_kernel_really_runs_and_bumps_versions():
     assert not _fe.sgd_([p], [p.grad.to(ember.float64)], [], [], 0.5, 0, 0, 0, False, False)
     assert not _fe.scale_([ember.ones(4, 4).t()], 2.0)
     assert not _fe.scale_([ember.ones(3, dtype=ember.int64)], 2.0)
+    # the same buffer in two roles (the kernels assume distinct buffers)
+    assert not _fe.sgd_([p], [p], [], [], 0.5, 0, 0, 0, False, False)
     np.testing.assert_array_equal(p.detach().numpy(), [0.5] * 5)
 
 

@@ -75,7 +75,7 @@ cdef bint _fits(object x, int dtype, int64_t n) noexcept:
 cdef _Lists _gather(list rows, bint check_params=True):
     """Pointers of every list in ``rows`` (rows[0] sets dtype and sizes), or None."""
     cdef int64_t count = len(rows[0]), k
-    cdef int r, dtype
+    cdef int r, r2, dtype
     cdef TensorBase p
     if count == 0 or slow_path():
         return None
@@ -99,6 +99,9 @@ cdef _Lists _gather(list rows, bint check_params=True):
             if not _fits(rows[r][k], dtype, L.numel[k]):
                 return None
             L.row(r)[k] = _dp(<TensorBase>rows[r][k])
+            for r2 in range(r):  # the kernels assume distinct buffers (C restrict)
+                if L.row(r2)[k] == L.row(r)[k] and L.numel[k]:
+                    return None
     return L
 
 
