@@ -340,3 +340,37 @@ def test_load_state_dict_does_not_share_state(name, kwargs):
         res[which] = (p1.detach().numpy().copy(), p2.detach().numpy().copy())
     for a, b in zip(res["ember"], res["torch"]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_state_dict_hooks_like_torch():
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = opt_mod.SGD([p], lr=0.1, momentum=0.9)
+        log = []
+        opt.register_state_dict_pre_hook(lambda o: log.append("pre"))
+        opt.register_state_dict_pre_hook(lambda o: log.append("first"), prepend=True)
+
+        def post(o, sd):
+            log.append("post")
+            return dict(sd, extra=1)
+
+        h = opt.register_state_dict_post_hook(post)
+
+        def load_pre(o, sd):
+            log.append("load_pre")
+            sd = dict(sd)
+            sd["param_groups"] = [dict(g, lr=0.5) for g in sd["param_groups"]]
+            return sd
+
+        opt.register_load_state_dict_pre_hook(load_pre)
+        opt.register_load_state_dict_post_hook(lambda o: log.append("load_post"))
+        sd = opt.state_dict()
+        keys = sorted(sd)
+        opt.load_state_dict(sd)
+        h.remove()
+        keys2 = sorted(opt.state_dict())
+        out[which] = (log, keys, keys2, opt.param_groups[0]["lr"])
+    assert out["ember"] == out["torch"]
+    assert out["ember"][0][:3] == ["first", "pre", "post"]

@@ -53,8 +53,7 @@ class Optimizer:
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
-        self._step_pre_hooks = OrderedDict()
-        self._step_post_hooks = OrderedDict()
+        self._init_hooks()
         self._step_count = 0
         if isinstance(params, ember.Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
@@ -73,8 +72,15 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._init_hooks()
+
+    def _init_hooks(self):
         self._step_pre_hooks = OrderedDict()
         self._step_post_hooks = OrderedDict()
+        self._state_dict_pre_hooks = OrderedDict()
+        self._state_dict_post_hooks = OrderedDict()
+        self._load_state_dict_pre_hooks = OrderedDict()
+        self._load_state_dict_post_hooks = OrderedDict()
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -147,6 +153,8 @@ class Optimizer:
     # ---- state dict ---------------------------------------------------------
     def state_dict(self):
         """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}``."""
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self)
         mappings = {}
         start = 0
 
@@ -161,9 +169,14 @@ class Optimizer:
             return packed
 
         param_groups = [pack_group(g) for g in self.param_groups]
-        packed_state = {mappings[id(k)]: v for k, v in self.state.items()
-                        if isinstance(k, ember.Tensor)}
-        return {"state": packed_state, "param_groups": param_groups}
+        packed_state = {(mappings[id(k)] if isinstance(k, ember.Tensor) else k): v
+                        for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for hook in list(self._state_dict_post_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     @staticmethod
     def _process_value(param, value, key):
@@ -180,7 +193,13 @@ class Optimizer:
         return value
 
     def load_state_dict(self, state_dict):
+        """Load a :meth:`state_dict`; state tensors are copied (cast to each parameter's
+        floating dtype), so two optimizers never share them."""
         state_dict = dict(state_dict)
+        for hook in list(self._load_state_dict_pre_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -208,6 +227,8 @@ class Optimizer:
 
         self.state = state
         self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        for hook in list(self._load_state_dict_post_hooks.values()):
+            hook(self)
 
     # ---- hooks -------------------------------------------------------------------
     def register_step_pre_hook(self, hook):
@@ -215,6 +236,24 @@ class Optimizer:
 
     def register_step_post_hook(self, hook):
         return add_hook(self._step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs before :meth:`state_dict` builds the dict."""
+        return add_hook(self._state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs on the built dict; a returned dict replaces
+        it."""
+        return add_hook(self._state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs before loading; a returned dict is loaded
+        instead."""
+        return add_hook(self._load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs after :meth:`load_state_dict`."""
+        return add_hook(self._load_state_dict_post_hooks, hook, prepend)
 
 
 # ---- argument checks and values shared by the optimizers ------------------------------
