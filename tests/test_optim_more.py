@@ -374,3 +374,48 @@ def test_state_dict_hooks_like_torch():
         out[which] = (log, keys, keys2, opt.param_groups[0]["lr"])
     assert out["ember"] == out["torch"]
     assert out["ember"][0][:3] == ["first", "pre", "post"]
+
+
+@pytest.mark.parametrize("opt_name,kwargs", [
+    ("SGD", dict(base_lr=0.01, max_lr=0.1, step_size_up=4)),
+    ("SGD", dict(base_lr=0.01, max_lr=0.1, step_size_up=3, step_size_down=5,
+                 mode="triangular2")),
+    ("Adam", dict(base_lr=0.001, max_lr=0.01, step_size_up=2, mode="exp_range", gamma=0.9,
+                  base_momentum=0.7, max_momentum=0.95)),
+    ("SGD", dict(base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=3,
+                 scale_fn=lambda x: 0.5 ** x, scale_mode="iterations")),
+])
+def test_cyclic_lr_like_torch(opt_name, kwargs):
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
+        extra = dict(momentum=0.9) if opt_name == "SGD" else {}
+        opt = getattr(opt_mod, opt_name)([{"params": [a]}, {"params": [b]}], lr=0.5, **extra)
+        sched = opt_mod.lr_scheduler.CyclicLR(opt, **kwargs)
+        trace = []
+        for _ in range(17):
+            opt.step()
+            sched.step()
+            g = opt.param_groups
+            trace.append((sched.get_last_lr(), [x.get("momentum", x.get("betas", (0,))[0])
+                                                for x in g]))
+        sd = sched.state_dict()
+        out[which] = (trace, sorted(sd), sd["last_epoch"])
+    np.testing.assert_allclose(np.array([t[0] for t in out["ember"][0]]),
+                               np.array([t[0] for t in out["torch"][0]]), rtol=1e-12)
+    np.testing.assert_allclose(np.array([t[1] for t in out["ember"][0]]),
+                               np.array([t[1] for t in out["torch"][0]]), rtol=1e-12)
+    assert out["ember"][2] == out["torch"][2]
+    assert set(out["ember"][1]) >= {"base_lrs", "max_lrs", "last_epoch", "_scale_fn_custom"}
+
+
+def test_cyclic_lr_errors():
+    p = nn.Parameter(ember.ones(2))
+    with pytest.raises(ValueError, match="mode is invalid"):
+        optim.lr_scheduler.CyclicLR(optim.SGD([p], lr=0.1, momentum=0.9), 0.01, 0.1,
+                                    mode="bogus")
+    with pytest.raises(ValueError, match="momentum"):
+        optim.lr_scheduler.CyclicLR(optim.Adagrad([p]), 0.01, 0.1)
+    with pytest.raises(TypeError):
+        optim.lr_scheduler.CyclicLR(object(), 0.01, 0.1)
