@@ -419,3 +419,85 @@ def test_cyclic_lr_errors():
         optim.lr_scheduler.CyclicLR(optim.Adagrad([p]), 0.01, 0.1)
     with pytest.raises(TypeError):
         optim.lr_scheduler.CyclicLR(object(), 0.01, 0.1)
+
+
+def _swa_model(lib):
+    m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4), lib.nn.Linear(4, 2))
+    for p, v in zip(m.parameters(), _SWA_INIT):
+        with lib.no_grad():
+            p.copy_(lib.tensor(v))
+    return m
+
+
+_SWA_INIT = [RNG.standard_normal(s).astype(np.float32)
+             for s in [(4, 3), (4,), (4,), (4,), (2, 4), (2,)]]
+_SWA_X = RNG.standard_normal((6, 8, 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["swa", "ema_multi", "ema", "swa_fn", "buffers"])
+def test_averaged_model_like_torch(mode):
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        su = opt_mod.swa_utils
+        model = _swa_model(lib)
+        kw = {"swa": {}, "ema_multi": dict(multi_avg_fn=su.get_ema_multi_avg_fn(0.8)),
+              "ema": dict(avg_fn=su.get_ema_avg_fn(0.7)),
+              "swa_fn": dict(avg_fn=su.get_swa_avg_fn()),
+              "buffers": dict(multi_avg_fn=su.get_ema_multi_avg_fn(0.5), use_buffers=True)}
+        avg = su.AveragedModel(model, **kw[mode])
+        opt = opt_mod.SGD(model.parameters(), lr=0.05)
+        for x in _SWA_X[:4]:
+            opt.zero_grad()
+            model(lib.tensor(x)).pow(2).mean().backward()
+            opt.step()
+            avg.update_parameters(model)
+        with lib.no_grad():
+            y = avg(lib.tensor(_SWA_X[5])).numpy().copy()
+        out[which] = ([p.detach().numpy().copy() for p in avg.parameters()],
+                      [b.numpy().copy() for b in avg.buffers()], y, int(avg.n_averaged))
+    for a, b in zip(out["ember"][0] + out["ember"][1], out["torch"][0] + out["torch"][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["ember"][2], out["torch"][2], rtol=1e-4, atol=1e-5)
+    assert out["ember"][3] == out["torch"][3] == 4
+
+
+def test_update_bn_like_torch():
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        model = _swa_model(lib)
+        model.eval()
+        loader = [(lib.tensor(x), 0) for x in _SWA_X]
+        opt_mod.swa_utils.update_bn(loader, model)
+        bn = model[1]
+        out[which] = (bn.running_mean.numpy().copy(), bn.running_var.numpy().copy(),
+                      int(bn.num_batches_tracked), bn.momentum, model.training)
+    np.testing.assert_allclose(out["ember"][0], out["torch"][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["ember"][1], out["torch"][1], rtol=1e-5, atol=1e-6)
+    assert out["ember"][2:] == out["torch"][2:]
+
+
+@pytest.mark.parametrize("kwargs", [dict(swa_lr=0.05), dict(swa_lr=[0.05, 0.01],
+                                    anneal_epochs=3, anneal_strategy="linear"),
+                                    dict(swa_lr=0.02, anneal_epochs=0)])
+def test_swalr_like_torch(kwargs):
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        a, b = lib.nn.Parameter(lib.ones(1)), lib.nn.Parameter(lib.ones(1))
+        opt = opt_mod.SGD([{"params": [a]}, {"params": [b], "lr": 0.3}], lr=0.5)
+        sched = opt_mod.swa_utils.SWALR(opt, **kwargs)
+        trace = []
+        for _ in range(14):
+            opt.step()
+            sched.step()
+            trace.append(sched.get_last_lr())
+        out[which] = trace
+    np.testing.assert_allclose(out["ember"], out["torch"], rtol=1e-12)
+    for lib, opt_mod in ((ember, optim), (torch, torch.optim)):
+        p = lib.nn.Parameter(lib.ones(1))
+        with pytest.raises(ValueError, match="anneal_strategy"):
+            opt_mod.swa_utils.SWALR(opt_mod.SGD([p], lr=0.1), 0.1, anneal_strategy="exp")
+        with pytest.raises(ValueError, match="decay"):
+            opt_mod.swa_utils.get_ema_avg_fn(1.5)

@@ -1,5 +1,5 @@
 """``ember.optim``: optimizers and learning-rate schedulers (PyTorch's ``torch.optim``)."""
-from ember.optim import lr_scheduler
+from ember.optim import lr_scheduler, swa_utils
 from ember.optim.adadelta import Adadelta
 from ember.optim.adafactor import Adafactor
 from ember.optim.adagrad import Adagrad
@@ -17,4 +17,4 @@ from ember.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
            "Adamax", "Adadelta", "ASGD", "Rprop", "LBFGS", "Adafactor", "Muon",
-           "lr_scheduler"]
+           "lr_scheduler", "swa_utils"]
