@@ -1,50 +1,45 @@
-"""``DistributedSampler``: each rank of a process group visits its own share of a
-dataset (PyTorch's ``torch.utils.data.distributed``)."""
+"""``DistributedSampler``: each of ``num_replicas`` processes visits its own share of a
+map-style dataset (torch's ``torch.utils.data.distributed``)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Optional
 
 import ember
-from ember.utils.data.sampler import Sampler, _randperm
+from ember.utils.data.sampler import Sampler
 
 __all__ = ["DistributedSampler"]
 
 
-class DistributedSampler(Sampler):
-    """Split a dataset's indices among ``num_replicas`` ranks.
+def _from_process_group(what: str) -> int:
+    import ember.distributed as dist
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("Requires distributed package to be available")
+    return dist.get_world_size() if what == "num_replicas" else dist.get_rank()
 
-    Rank ``r`` visits indices ``r, r + num_replicas, ...`` of one (shuffled,
-    when ``shuffle``) order that every rank computes alike from ``seed`` and the
-    epoch set with :meth:`set_epoch`. Every rank gets the same number of
-    samples: without ``drop_last`` the order is padded with its own first
-    indices, with it the tail that does not divide evenly is dropped.
+
+class DistributedSampler(Sampler):
+    """Indices of replica ``rank`` among ``num_replicas``: every ``num_replicas``-th index
+    of one (shuffled, per ``seed + epoch``) order, padded by wrapping around so all replicas
+    get the same count (or, with ``drop_last``, trimmed).
 
     Parameters
     ----------
     dataset : Dataset
-        A map-style dataset (``len()`` is used).
+        A map-style dataset (has ``__len__``).
     num_replicas, rank : int, optional
-        The world size and this process's rank in the default process group
-        when omitted.
-    shuffle : bool
-        Permute the indices (anew each epoch).
-    seed : int
-        The permutation's seed; the same on every rank.
-    drop_last : bool
-        Drop the tail instead of padding.
+        Default: the world size and rank of the initialised process group.
+    shuffle : bool, default True
+    seed : int, default 0
+        Must be the same on every replica.
+    drop_last : bool, default False
     """
 
-    def __init__(self, dataset: Any, num_replicas: Optional[int] = None,
-                 rank: Optional[int] = None, shuffle: bool = True, seed: int = 0,
-                 drop_last: bool = False) -> None:
-        if num_replicas is None or rank is None:
-            from ember import distributed as dist
-
-            if not dist.is_available():
-                raise RuntimeError("Requires distributed package to be available")
-            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
-            rank = dist.get_rank() if rank is None else rank
+    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
+        if num_replicas is None:
+            num_replicas = _from_process_group("num_replicas")
+        if rank is None:
+            rank = _from_process_group("rank")
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")
@@ -62,20 +57,20 @@ class DistributedSampler(Sampler):
         self.shuffle = shuffle
         self.seed = seed
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
             g = ember.Generator()
             g.manual_seed(self.seed + self.epoch)
-            indices = _randperm(n, g)
+            indices = ember.randperm(n, generator=g).tolist()
         else:
             indices = list(range(n))
         if not self.drop_last:
-            pad = self.total_size - len(indices)
-            if pad <= len(indices):
-                indices += indices[:pad]
+            padding = self.total_size - len(indices)
+            if padding <= len(indices):
+                indices += indices[:padding]
             else:
-                indices += (indices * math.ceil(pad / len(indices)))[:pad]
+                indices += (indices * math.ceil(padding / len(indices)))[:padding]
         else:
             indices = indices[:self.total_size]
         return iter(indices[self.rank:self.total_size:self.num_replicas])
@@ -84,5 +79,5 @@ class DistributedSampler(Sampler):
         return self.num_samples
 
     def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` in the seed, so each epoch has its own order (same on every rank)."""
+        """Set the epoch, which reseeds the shuffle so each epoch has its own order."""
         self.epoch = epoch
