@@ -30,6 +30,7 @@ cdef extern from "ember.h" nogil:
     uint16_t em_f2h(float f)
     float em_bf2f(uint16_t h)
     uint16_t em_f2bf(float f)
+    int64_t em_mul_size(int64_t a, int64_t b)
 
 cdef enum:
     MAX_DIMS = 16
@@ -113,6 +114,20 @@ cdef int scalar_to_buf(object v, int dtype, void *buf) except -1
 cdef object buf_to_scalar(const void *buf, int dtype)
 cdef tuple shape_tuple(TensorBase t)
 cdef int parse_shape(object args, int64_t *out, str op) except -1
+cdef int seq_to_dims(object seq, int64_t *out, str op) except -1
+cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1
+cdef int too_many_dims(Py_ssize_t ndim, str op) except -1
+cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1
+cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) except -1
+
+
+# Every fill of a fixed MAX_DIMS shape/stride array from a count the caller does
+# not control (a Python sequence, an array interface, DLPack, a nested list, a
+# rank that grows) is guarded by check_ndim first.
+cdef inline int check_ndim(Py_ssize_t ndim, str op) except -1:
+    if ndim > MAX_DIMS or ndim < 0:
+        return too_many_dims(ndim, op)
+    return 0
 cdef int wrap_dim(int64_t d, int ndim, str op) except -100
 cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
                          int64_t *out) except -1

@@ -11,7 +11,8 @@ from cpython.buffer cimport PyBUF_FORMAT, PyBUF_STRIDES, PyBUF_WRITABLE, PyObjec
 from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New,
                                 PyCapsule_SetName)
 from libc.math cimport isnan
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport (INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
+                          uint32_t, uint64_t)
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -668,34 +669,92 @@ cdef bint is_contig(TensorBase t) noexcept nogil:
     return True
 
 
+cdef list _dims_list(int ndim, const int64_t *shape):
+    return [shape[i] for i in range(ndim)]
+
+
+cdef inline str _prefix(str op):
+    return f"{op}: " if op else ""
+
+
+cdef int too_many_dims(Py_ssize_t ndim, str op) except -1:
+    raise RuntimeError(f"{_prefix(op)}only tensors with up to {MAX_DIMS} dims are supported in ember, "
+                       f"got {ndim}")
+
+
+cdef int _bad_sizes(int ndim, const int64_t *shape, str op, bint storage) except -1:
+    """The error for a shape with a negative size or a product past int64."""
+    cdef int i
+    for i in range(ndim):
+        if shape[i] < 0:
+            raise RuntimeError(f"{_prefix(op)}Trying to create tensor with negative dimension "
+                               f"{shape[i]}: {_dims_list(ndim, shape)}")
+    if storage:
+        raise RuntimeError(f"{_prefix(op)}Storage size calculation overflowed with sizes="
+                           f"{_dims_list(ndim, shape)}")
+    raise RuntimeError(f"{_prefix(op)}numel: integer multiplication overflow with sizes="
+                       f"{_dims_list(ndim, shape)}")
+
+
+cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1:
+    """numel of a shape a caller wants to create or view: RuntimeError for more
+    than MAX_DIMS dims, a negative size, or a product that does not fit in int64."""
+    cdef int64_t n = 1
+    cdef int i
+    check_ndim(ndim, op)
+    for i in range(ndim):
+        n = em_mul_size(n, shape[i])
+        if n < 0:
+            return _bad_sizes(ndim, shape, op, False)
+    return n
+
+
+cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1:
+    """a * b for sizes an op computes from its arguments, checked."""
+    cdef int64_t r = em_mul_size(a, b)
+    if r < 0:
+        if a < 0 or b < 0:
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
+                               f"{a if a < 0 else b}")
+        raise RuntimeError(f"{op}: integer multiplication overflow computing a size "
+                           f"({a} * {b})")
+    return r
+
+
+cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) except -1:
+    """Bytes a new tensor of `shape` needs; RuntimeError (naming op) when the
+    shape is negative or its byte size does not fit in int64."""
+    cdef int64_t n = em_itemsize[dtype]
+    cdef int i
+    check_ndim(ndim, op)
+    for i in range(ndim):
+        n = em_mul_size(n, shape[i])
+    if n < 0:
+        _bad_sizes(ndim, shape, op, True)
+    return n
+
+
 cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device):
     cdef TensorBase t = TensorBase.__new__(TensorType)
     cdef int64_t n = 1, st = 1
     cdef int i
-    if ndim > MAX_DIMS:
-        raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
-    cdef int64_t limit = (<int64_t>1 << 60) // em_itemsize[dtype]
-    cdef bint too_big = False
+    check_ndim(ndim, "")
     for i in range(ndim - 1, -1, -1):
-        if shape[i] < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {shape[i]}")
         t._shape[i] = shape[i]
         t._strides[i] = st
         if shape[i] > 1:
             st *= shape[i]
-        # overflow-safe: a product past the limit is an error, not a wrapped size
-        if shape[i] > 0 and n > limit // shape[i]:
-            too_big = True
-        else:
-            n *= shape[i]
-    if too_big and not any([shape[i] == 0 for i in range(ndim)]):
-        raise RuntimeError(f"tensor of shape {[shape[i] for i in range(ndim)]} is too large "
-                           f"to allocate")
+        n = em_mul_size(n, shape[i])
+        if n < 0:
+            _bad_sizes(ndim, shape, "", True)
+    n = em_mul_size(n, em_itemsize[dtype])
+    if n < 0:
+        _bad_sizes(ndim, shape, "", True)
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
     t._device = device
-    t._storage = _alloc_storage(n * em_itemsize[dtype], device)
+    t._storage = _alloc_storage(n, device)
     return t
 
 
@@ -707,11 +766,14 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
                           const int64_t *strides, int64_t offset):
     cdef TensorBase t = TensorBase.__new__(TensorType)
     cdef int i
-    if ndim > MAX_DIMS:
-        raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
+    cdef int64_t n = 1
+    check_ndim(ndim, "")
     for i in range(ndim):
+        n = em_mul_size(n, shape[i])
         t._shape[i] = shape[i]
         t._strides[i] = strides[i]
+    if n < 0:
+        shape_numel(ndim, shape, "")
     t._ndim = ndim
     t._dtype = base._dtype
     t._offset = offset
@@ -749,10 +811,16 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
         args = (<tuple>args)[0]
     elif isinstance(args, TensorBase):
         args = (<TensorBase>args).tolist()
+    return seq_to_dims(args, out, op)
+
+
+cdef int seq_to_dims(object seq, int64_t *out, str op) except -1:
+    """Copy a sequence of ints into a MAX_DIMS array (length checked first); return its length."""
     cdef int n = 0
-    for a in args:
-        if n >= MAX_DIMS:
-            raise RuntimeError(f"{op}: ember supports at most {MAX_DIMS} dimensions")
+    if hasattr(seq, "__len__"):
+        check_ndim(len(seq), op)
+    for a in seq:
+        check_ndim(n + 1, op)
         if isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "__index__")):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element "
                             f"of type {type(a).__name__} at pos {n}")
@@ -762,14 +830,6 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
             raise RuntimeError(f"{op}: size {a} at position {n} does not fit in int64") from None
         n += 1
     return n
-
-
-cdef int _check_nonneg(int ndim, const int64_t *shape, str op) except -1:
-    for i in range(ndim):
-        if shape[i] < 0:
-            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
-                               f"{shape[i]}: [{', '.join(str(shape[j]) for j in range(ndim))}]")
-    return 0
 
 
 cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
@@ -1023,9 +1083,13 @@ cdef int _infer_size(int64_t *shape, int nd, int64_t numel, str op) except -1:
                 raise RuntimeError(f"{op}: only one dimension can be inferred")
             infer = i
         elif shape[i] < 0:
-            raise RuntimeError(f"{op}: invalid shape dimension {shape[i]}")
+            raise RuntimeError(f"{op}: invalid shape dimension {shape[i]} at index {i} of shape "
+                               f"{_dims_list(nd, shape)}")
         else:
-            prod *= shape[i]
+            prod = em_mul_size(prod, shape[i])
+    if prod < 0:
+        raise RuntimeError(f"shape '{_dims_list(nd, shape)}' is invalid for input of size "
+                           f"{numel}")
     if infer >= 0:
         if prod == 0 or numel % prod != 0:
             raise RuntimeError(f"shape '[{', '.join(str(shape[j]) for j in range(nd))}]' is "
@@ -1222,13 +1286,14 @@ cdef class TensorBase:
         if nd != nd2:
             raise RuntimeError(f"as_strided: mismatch in length of strides and shape")
         off = self._offset if storage_offset is None else storage_offset
-        cdef int64_t hi = off
         for i in range(nd):
             if ns[i] < 0 or nst[i] < 0:
                 raise RuntimeError("as_strided: negative size or stride")
-            if ns[i] > 0:
-                hi += (ns[i] - 1) * nst[i]
-        if numel_of(nd, ns) > 0 and (hi + 1) * em_itemsize[self._dtype] > self._storage._nbytes:
+        if off < 0:
+            raise RuntimeError(f"as_strided: Tensor: invalid storage offset {off}")
+        if shape_numel(nd, ns, "as_strided") > 0 and mul_sizes(
+                _span(nd, ns, nst, off, "as_strided"), em_itemsize[self._dtype],
+                "as_strided") > self._storage._nbytes:
             raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)} out of "
                                f"bounds for storage of size {self._storage._nbytes}")
         return self._record_view("as_strided", make_view(self, nd, ns, nst, off),
@@ -1301,6 +1366,7 @@ cdef class TensorBase:
         cdef int d = wrap_dim(dim, self._ndim + 1, "unsqueeze"), i
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
+        check_ndim(self._ndim + 1, "unsqueeze")
         for i in range(d):
             ns[i] = self._shape[i]
             nst[i] = self._strides[i]
@@ -1348,6 +1414,11 @@ cdef class TensorBase:
             else:
                 if ns[i] == -1:
                     ns[i] = self._shape[i - k]
+                elif ns[i] < 0:
+                    raise RuntimeError(f"expand: the expanded size of the tensor ({ns[i]}) "
+                                       f"isn't allowed at dimension {i}: sizes must be "
+                                       f"non-negative or -1. Target sizes: "
+                                       f"{[ns[j] for j in range(nd)]}")
                 if self._shape[i - k] == ns[i]:
                     nst[i] = self._strides[i - k]
                 elif self._shape[i - k] == 1:
@@ -1358,6 +1429,7 @@ cdef class TensorBase:
                                        f"dimension {i}.  Target sizes: "
                                        f"{[ns[j] for j in range(nd)]}.  Tensor sizes: "
                                        f"{list(shape_tuple(self))}")
+        shape_numel(nd, ns, "expand")
         return self._record_view("expand", make_view(self, nd, ns, nst, self._offset),
                                  (shape_tuple(self),))
 
@@ -1697,8 +1769,10 @@ cdef class _NumpyView:
 # ----------------------------------------------------------------------------
 # creation
 
-cdef object _infer_nested(object data, list shape, int depth):
-    """Walk nested sequences: fill `shape`, return the promoted scalar category."""
+cdef object _infer_nested(object data, list shape, int depth, list path):
+    """Walk nested sequences: fill `shape`, return the promoted scalar category.
+    `path` holds the sequences being walked: nesting deeper than MAX_DIMS is an
+    error, and a self-referential one is told apart from a merely deep one."""
     cdef int cat = -1, c
     if isinstance(data, TensorBase):
         t = <TensorBase>data
@@ -1707,15 +1781,26 @@ cdef object _infer_nested(object data, list shape, int depth):
                 shape.append(t._shape[i])
         return 3 + t._dtype
     if isinstance(data, (list, tuple)):
+        if depth >= MAX_DIMS:
+            ids = set()
+            for p in path + [data]:
+                if id(p) in ids:
+                    raise TypeError(f"tensor(): self-referential {type(data).__name__}s are "
+                                    f"incompatible")
+                ids.add(id(p))
+            raise ValueError(f"too many dimensions '{type(data).__name__}': ember supports at "
+                             f"most {MAX_DIMS} dims")
         n = len(data)
         if depth == len(shape):
             shape.append(n)
         elif shape[depth] != n:
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} "
                              f"(got {n})")
+        path.append(data)
         for x in data:
-            c = _infer_nested(x, shape, depth + 1)
+            c = _infer_nested(x, shape, depth + 1, path)
             cat = c if cat < 0 else (c if c > cat else cat)
+        path.pop()
         return cat
     if depth < len(shape):
         raise ValueError(f"expected a sequence at dim {depth} but got {type(data).__name__}")
@@ -1753,7 +1838,8 @@ cdef TensorBase _tensor_from_data(object data, int dt, object device):
         src = _from_array_like(data, True)
         return cast(src, dt).clone() if dt >= 0 and dt != src._dtype else src.clone()
     shape = []
-    c = _infer_nested(data, shape, 0)
+    c = _infer_nested(data, shape, 0, [])
+    check_ndim(len(shape), "tensor")
     if dt < 0:
         # no elements -> the default dtype; tensors nested in lists keep theirs
         dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (c - 3 if c >= 3 else _default_dtype))
@@ -1805,38 +1891,64 @@ cdef TensorBase _from_array_like(object arr, bint allow_copy):
                         f"int32, int16, int8, uint8, and bool.")
     cdef int dt = (<DType>d).code
     cdef int isz = em_itemsize[dt]
-    shape = ai["shape"]
     strides = ai.get("strides")
-    cdef int nd = len(shape), i
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int64_t lo = 0, hi = 0
-    for i in range(nd):
-        shp[i] = shape[i]
+    cdef int nd = seq_to_dims(ai["shape"], shp, "from_numpy"), i
     if strides is None:
-        acc = 1
-        for i in range(nd - 1, -1, -1):
-            st[i] = acc
-            acc *= shp[i]
+        _contig_strides(nd, shp, st)
     else:
+        if seq_to_dims(strides, st, "from_numpy") != nd:
+            raise ValueError("from_numpy: __array_interface__ has strides of a different length "
+                             "than its shape")
         for i in range(nd):
-            if strides[i] < 0:
+            if st[i] < 0:
                 raise ValueError("At least one stride in the given numpy array is negative, and "
                                  "tensors with negative strides are not currently supported. "
                                  "(You can probably work around this by making a copy of your "
                                  "array with array.copy().)")
-            if strides[i] % isz:
+            if st[i] % isz:
                 raise ValueError("given numpy array strides not a multiple of the element byte "
                                  "size. Copy the numpy array to reallocate the memory.")
-            st[i] = strides[i] // isz
-    for i in range(nd):
-        if shp[i] > 0:
-            hi += (shp[i] - 1) * st[i]
+            st[i] //= isz
     ptr, _ro = ai["data"]
+    return _wrap_foreign(<char *><size_t>ptr, nd, shp, st, dt, arr, "from_numpy")
+
+
+cdef void _contig_strides(int nd, const int64_t *shp, int64_t *st) noexcept:
+    """Row-major strides (elements) of a shape already checked by shape_numel."""
+    cdef int64_t acc = 1
+    cdef int i
+    for i in range(nd - 1, -1, -1):
+        st[i] = acc
+        acc *= shp[i] if shp[i] > 1 else 1
+
+
+cdef int64_t _span(int nd, const int64_t *shp, const int64_t *st, int64_t offset,
+                   str op) except -1:
+    """Elements from the storage start to one past the last element a non-empty
+    view (non-negative sizes and strides) reaches, overflow-checked."""
+    cdef int64_t span = offset + 1, ext
+    cdef int i
+    for i in range(nd):
+        ext = em_mul_size(shp[i] - 1, st[i])
+        if ext < 0 or ext > INT64_MAX - span:
+            raise RuntimeError(f"{op}: Storage size calculation overflowed with sizes="
+                               f"{_dims_list(nd, shp)} and strides={_dims_list(nd, st)}")
+        span += ext
+    return span
+
+
+cdef TensorBase _wrap_foreign(char *data, int nd, const int64_t *shp, const int64_t *st, int dt,
+                              object owner, str op):
+    """A CPU tensor over foreign memory kept alive by `owner`; the storage spans
+    exactly the elements the (non-negative) strides reach."""
+    cdef int64_t n = shape_numel(nd, shp, op)
+    cdef int i
     cdef Storage s = Storage.__new__(Storage)
-    s.data = <char *><size_t>ptr
-    s._nbytes = (hi + 1) * isz if numel_of(nd, shp) else 0
-    s.owner = arr
+    s.data = data
+    s._nbytes = mul_sizes(_span(nd, shp, st, 0, op), em_itemsize[dt], op) if n else 0
+    s.owner = owner
     s.device = _cpu
     cdef TensorBase t = TensorBase.__new__(TensorType)
     t._storage = s
@@ -1880,18 +1992,16 @@ def _make_tensor(size_t ptr, shape, strides, dtype, device, owner, int64_t offse
     """Build a tensor over memory `owner` keeps alive (for plugin backends and loaders)."""
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int nd = parse_shape(tuple(shape), shp, "_make_tensor"), i
+    cdef int nd = seq_to_dims(shape, shp, "_make_tensor"), i
     cdef int dt = dtype_code(dtype)
+    cdef int64_t n = shape_numel(nd, shp, "_make_tensor")
     if strides is None:
-        acc = 1
-        for i in range(nd - 1, -1, -1):
-            st[i] = acc
-            acc *= shp[i]
-    else:
-        parse_shape(tuple(strides), st, "_make_tensor")
+        _contig_strides(nd, shp, st)
+    elif seq_to_dims(strides, st, "_make_tensor") != nd:
+        raise RuntimeError("_make_tensor: mismatch in length of strides and shape")
     cdef Storage s = Storage.__new__(Storage)
     s.data = <char *>ptr
-    s._nbytes = nbytes if nbytes >= 0 else (offset + numel_of(nd, shp)) * em_itemsize[dt]
+    s._nbytes = nbytes if nbytes >= 0 else mul_sizes(offset + n, em_itemsize[dt], "_make_tensor")
     s.owner = owner if owner is not None else False
     s.device = as_device(device)
     cdef TensorBase t = TensorBase.__new__(TensorType)
@@ -1910,8 +2020,10 @@ def _from_storage(Storage s, shape, strides, dtype, int64_t offset=0):
     """A tensor viewing an existing Storage (serialization rebuilds views with this)."""
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int nd = parse_shape(tuple(shape), shp, "_from_storage"), i
-    parse_shape(tuple(strides), st, "_from_storage")
+    cdef int nd = seq_to_dims(shape, shp, "_from_storage"), i
+    if seq_to_dims(strides, st, "_from_storage") != nd:
+        raise RuntimeError("_from_storage: mismatch in length of strides and shape")
+    shape_numel(nd, shp, "_from_storage")
     cdef TensorBase t = TensorBase.__new__(TensorType)
     t._storage = s
     t._offset = offset
@@ -1924,6 +2036,22 @@ def _from_storage(Storage s, shape, strides, dtype, int64_t offset=0):
     return t
 
 
+def _check_size(shape, dtype=None, str op=""):
+    """Refuse, before any work, an output of `shape` that cannot exist: more than
+    MAX_DIMS dims, a negative size, a byte size past int64 (RuntimeError naming
+    `op`) or one the allocator cannot provide (torch's DefaultCPUAllocator
+    error).  Ops that compute an output size from their arguments call this
+    first, so an absurd size fails in microseconds.  Returns the numel."""
+    cdef int64_t shp[MAX_DIMS]
+    cdef int nd = seq_to_dims(shape, shp, op)
+    cdef int dt = dtype_code(dtype)
+    cdef int64_t nbytes = check_alloc(nd, shp, _default_dtype if dt < 0 else dt, op)
+    # a large block goes straight back to the allocator's cache for the real output
+    if nbytes >= (<int64_t>1 << 30):
+        _alloc_storage(nbytes, _cpu)
+    return nbytes // em_itemsize[_default_dtype if dt < 0 else dt]
+
+
 def _new_storage(int64_t nbytes, device=None):
     return _alloc_storage(nbytes, as_device(device))
 
@@ -1931,10 +2059,10 @@ def _new_storage(int64_t nbytes, device=None):
 cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=False):
     cdef int64_t shp[MAX_DIMS]
     cdef int nd = parse_shape(size, shp, op)
-    _check_nonneg(nd, shp, op)
     cdef int dt = dtype_code(dtype)
     if dt < 0:
         dt = _default_dtype
+    check_alloc(nd, shp, dt, op)
     cdef Device dev = as_device(device)
     if dev.kind == DEV_PLUGIN:
         kern = _backend_kernels.get(dev.type, {}).get("empty")
@@ -2208,29 +2336,22 @@ def from_dlpack(ext):
     cdef int nd = dl.ndim, i
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int64_t hi = 0, acc = 1
-    for i in range(nd - 1, -1, -1):
+    check_ndim(nd, "from_dlpack")
+    for i in range(nd):
         shp[i] = dl.shape[i]
-        st[i] = dl.strides[i] if dl.strides != NULL else acc
-        acc *= shp[i]
-    for i in range(nd):
-        if shp[i] > 0:
-            hi += (shp[i] - 1) * st[i]
-    cdef Storage s = Storage.__new__(Storage)
-    s.data = <char *>dl.data + dl.byte_offset
-    s._nbytes = (hi + 1) * em_itemsize[dt] if numel_of(nd, shp) else 0
-    s.owner = owner
-    s.device = _cpu
-    cdef TensorBase t = TensorBase.__new__(TensorType)
-    t._storage = s
-    t._offset = 0
-    t._ndim = nd
-    t._dtype = dt
-    t._device = _cpu
-    for i in range(nd):
-        t._shape[i] = shp[i]
-        t._strides[i] = st[i]
-    return t
+    shape_numel(nd, shp, "from_dlpack")
+    if dl.strides == NULL:
+        _contig_strides(nd, shp, st)
+    else:
+        for i in range(nd):
+            st[i] = dl.strides[i]
+            if st[i] < 0 and shp[i] > 1:
+                raise RuntimeError(f"from_dlpack: tensors with negative strides are not "
+                                   f"supported (strides={[dl.strides[j] for j in range(nd)]}); "
+                                   f"copy the array first (e.g. numpy's array.copy())")
+            if st[i] < 0:
+                st[i] = 0
+    return _wrap_foreign(<char *>dl.data + dl.byte_offset, nd, shp, st, dt, owner, "from_dlpack")
 
 
 # ----------------------------------------------------------------------------
@@ -2244,16 +2365,22 @@ def _basic_getitem(TensorBase self not None, idx):
     cdef int64_t ns[MAX_DIMS]
     cdef int64_t nst[MAX_DIMS]
     cdef int64_t off = self._offset, size, start, stop, step, n, k
-    cdef int nd = 0, d = 0, nspec = 0
+    cdef int nd = 0, d = 0, nspec = 0, nint = 0, nnone = 0
     for it in idx:
-        if it is None or it is Ellipsis:
+        if it is Ellipsis:
             continue
-        if isinstance(it, slice) or (isinstance(it, int) and not isinstance(it, bool)):
+        if it is None:
+            nnone += 1
+        elif isinstance(it, slice):
             nspec += 1
+        elif isinstance(it, int) and not isinstance(it, bool):
+            nspec += 1
+            nint += 1
         else:
             return None
     if nspec > self._ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._ndim}")
+    check_ndim(self._ndim - nint + nnone, "index")
     cdef bint seen_ellipsis = False
     for it in idx:
         if it is Ellipsis:
@@ -2266,8 +2393,6 @@ def _basic_getitem(TensorBase self not None, idx):
                 nd += 1
                 d += 1
         elif it is None:
-            if nd >= MAX_DIMS:
-                raise IndexError(f"ember supports at most {MAX_DIMS} dimensions")
             ns[nd] = 1
             nst[nd] = 1
             nd += 1
