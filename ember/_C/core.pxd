@@ -144,3 +144,23 @@ cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device de
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1
 cdef void bump_version(TensorBase t) noexcept
 cdef int check_inplace(TensorBase t, str op) except -1
+
+# Written-to tensors (out= and in-place): castability and memory overlap, as torch checks.
+cdef enum:
+    OUT_CAST = 0       # out's dtype: any the result can be cast to (torch's canCast)
+    OUT_EXACT = 1      # out's dtype must be the result's
+    OUT_NOALIAS = 2    # flag: out may not share memory with an input at all
+    OVERLAP_NO = 0
+    OVERLAP_FULL = 1
+    OVERLAP_PARTIAL = 2
+    OVERLAP_TOO_HARD = 3
+
+cdef bint castable(int src, int dst) noexcept
+cdef int check_cast(int src, int dst, str op) except -1
+cdef int check_out_dtype(int result, int dst, int policy, str op) except -1
+cdef bint dense_nonoverlap(TensorBase t) noexcept nogil
+cdef int overlap_status(TensorBase a, TensorBase b) noexcept
+cdef int check_no_internal_overlap(TensorBase t, str op) except -1
+cdef int check_written(TensorBase t, object inputs, str op, bint noalias=*) except -1
+cdef TensorBase check_out(object out, TensorBase like, int policy, object inputs, str op)
+cdef object write_out(object out, TensorBase r, int policy, object inputs, str op)

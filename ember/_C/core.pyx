@@ -246,7 +246,7 @@ def promote_types(a, b):
 
 def can_cast(from_, to):
     cdef int f = dtype_code(from_), t = dtype_code(to)
-    return category(f) <= category(t)
+    return castable(f, t)
 
 
 # ----------------------------------------------------------------------------
@@ -1547,6 +1547,7 @@ cdef class TensorBase:
             if _slow:
                 return redispatch("copy_", TensorBase.copy_, (self, src), None)
         check_inplace(self, "copy_")
+        check_written(self, s, "copy_")
         if em_grad_on and (s._requires_grad or self._requires_grad):
             old = make_view(self, self._ndim, self._shape, self._strides, self._offset)
             copy_into(self, s)
@@ -2477,3 +2478,159 @@ def _fill(TensorBase t not None, value):
     _fill_any(t, value)
     t._storage.version += 1
     return t
+
+
+# ----------------------------------------------------------------------------
+# Written-to tensors: every out= and in-place path checks here, before writing,
+# what torch refuses: a result whose dtype cannot be cast to the destination,
+# a destination with several elements at one address (an expanded tensor:
+# "last writer wins"), and a destination that partially overlaps an input (the
+# kernel would read values it has already overwritten).  Full overlap (a.add_(a),
+# out=input) stays allowed, as in torch, except for ops flagged OUT_NOALIAS
+# (gather, cat, index_add_, ...) whose kernels read inputs out of order.
+# Each check is O(ndim) on the tensors' C fields.
+
+_SCALAR_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+                 "Double")
+
+
+cdef bint castable(int src, int dst) noexcept:
+    """torch's canCast: no float -> integral or bool, no non-bool -> bool."""
+    return category(src) <= category(dst)
+
+
+cdef int check_cast(int src, int dst, str op) except -1:
+    if not castable(src, dst):
+        raise RuntimeError(f"{op}: result type {_SCALAR_NAMES[src]} can't be cast to the desired "
+                           f"output type {_SCALAR_NAMES[dst]}")
+    return 0
+
+
+cdef int check_out_dtype(int result, int dst, int policy, str op) except -1:
+    if policy & OUT_EXACT:
+        if result != dst:
+            raise RuntimeError(f"{op}: Expected out tensor to have dtype {dtype_obj(result)}, "
+                               f"but got {dtype_obj(dst)} instead")
+        return 0
+    return check_cast(result, dst, op)
+
+
+cdef bint dense_nonoverlap(TensorBase t) noexcept nogil:
+    """torch's is_non_overlapping_and_dense: some permutation of t is contiguous."""
+    cdef int perm[MAX_DIMS]
+    cdef int n = 0, i, j, k
+    cdef int64_t expected = 1
+    if is_contig(t):
+        return True
+    for i in range(t._ndim):      # dims of size < 2 never matter; sort the rest by stride
+        if t._shape[i] == 0:
+            return True
+        if t._shape[i] > 1:
+            j = n
+            while j > 0 and t._strides[perm[j - 1]] > t._strides[i]:
+                perm[j] = perm[j - 1]
+                j -= 1
+            perm[j] = i
+            n += 1
+    for j in range(n):
+        k = perm[j]
+        if t._strides[k] != expected:
+            return False
+        expected *= t._shape[k]
+    return True
+
+
+cdef int check_no_internal_overlap(TensorBase t, str op) except -1:
+    cdef int i
+    if is_contig(t):
+        return 0
+    for i in range(t._ndim):
+        if t._strides[i] == 0 and t._shape[i] > 1:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                               f"written-to tensor refers to a single memory location. Please "
+                               f"clone() the tensor before performing the operation.")
+    return 0
+
+
+cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
+    """torch's get_overlap_status: OVERLAP_NO, _FULL, _PARTIAL or _TOO_HARD (not dense)."""
+    cdef int64_t na, nb
+    cdef char *a0
+    cdef char *b0
+    cdef char *a1
+    cdef char *b1
+    cdef int i
+    if a is b:
+        return OVERLAP_FULL
+    na = numel_of(a._ndim, a._shape)
+    nb = numel_of(b._ndim, b._shape)
+    if na == 0 or nb == 0:
+        return OVERLAP_NO
+    a0 = a._storage.data + a._offset * em_itemsize[a._dtype]
+    b0 = b._storage.data + b._offset * em_itemsize[b._dtype]
+    a1 = a0 + na * em_itemsize[a._dtype]
+    b1 = b0 + nb * em_itemsize[b._dtype]
+    if a._storage is not b._storage and (
+            a._storage.data + a._storage._nbytes <= b._storage.data or
+            b._storage.data + b._storage._nbytes <= a._storage.data):
+        return OVERLAP_NO     # the common case: unrelated buffers
+    if not dense_nonoverlap(a) or not dense_nonoverlap(b):
+        return OVERLAP_TOO_HARD
+    if a0 == b0 and a1 == b1:
+        if a._ndim != b._ndim or a._dtype != b._dtype:
+            return OVERLAP_PARTIAL
+        for i in range(a._ndim):
+            if a._strides[i] != b._strides[i] and a._shape[i] > 1:
+                return OVERLAP_PARTIAL
+        return OVERLAP_FULL
+    if a0 < b1 and b0 < a1:
+        return OVERLAP_PARTIAL
+    return OVERLAP_NO
+
+
+cdef int _check_input_overlap(TensorBase t, object x, bint noalias, str op) except -1:
+    cdef int s
+    if isinstance(x, TensorBase):
+        s = overlap_status(t, <TensorBase>x)
+        if s == OVERLAP_PARTIAL or (noalias and s == OVERLAP_FULL):
+            raise RuntimeError(f"{op}: unsupported operation: some elements of the input tensor "
+                               f"and the written-to tensor refer to a single memory location. "
+                               f"Please clone() the tensor before performing the operation.")
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            _check_input_overlap(t, y, noalias, op)
+    return 0
+
+
+cdef int check_written(TensorBase t, object inputs, str op, bint noalias=False) except -1:
+    """t is about to be written with a result computed from `inputs` (a tensor, a
+    tuple/list of them, or None; other entries are ignored)."""
+    check_no_internal_overlap(t, op)
+    if inputs is not None:
+        _check_input_overlap(t, inputs, noalias, op)
+    return 0
+
+
+cdef TensorBase check_out(object out, TensorBase like, int policy, object inputs, str op):
+    """Validate out= for a result shaped and typed like `like` (dtype rule `policy`)."""
+    if not isinstance(out, TensorBase):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    cdef TensorBase o = <TensorBase>out
+    cdef int i
+    if o._ndim != like._ndim or any([o._shape[i] != like._shape[i] for i in range(o._ndim)]):
+        raise RuntimeError(f"{op}: out= has shape {list(shape_tuple(o))} but the result has "
+                           f"shape {list(shape_tuple(like))}")
+    check_out_dtype(like._dtype, o._dtype, policy, op)
+    check_written(o, inputs, op, policy & OUT_NOALIAS)
+    return o
+
+
+cdef object write_out(object out, TensorBase r, int policy, object inputs, str op):
+    """The end of an op computed into a fresh tensor r: r itself, or r written into
+    out= after check_out (the version counter of out is bumped)."""
+    if out is None:
+        return r
+    cdef TensorBase o = check_out(out, r, policy, inputs, op)
+    copy_into(o, r)
+    o._storage.version += 1
+    return o
