@@ -353,9 +353,11 @@ def _bind(cls, module, names):
 
 # Each native op module lists the names it binds as Tensor methods in
 # __ember_methods__; adding a module here is the only edit a new module needs.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
+# (a bare name is a native module of ember._C, a dotted one a pure-Python module)
+_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation",
+               "ember._linalg_legacy")
 for _m in _OP_MODULES:
-    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
+    _mod = __import__(_m if "." in _m else f"ember._C.{_m}", fromlist=["_"])
     _bind(Tensor, _mod, _mod.__ember_methods__)
 for _a, _n in _ALIASES.items():
     setattr(Tensor, _a, getattr(Tensor, _n))

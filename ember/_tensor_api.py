@@ -38,10 +38,12 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
 # Each native op module lists its public functions in __ember_functions__.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
+# (a bare name is a native module of ember._C, a dotted one a pure-Python module)
+_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation",
+               "ember._linalg_legacy")
 _FUNCS = []
 for _m in _OP_MODULES:
-    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
+    _mod = __import__(_m if "." in _m else f"ember._C.{_m}", fromlist=["_"])
     # the determinism registry: a module lists ops whose kernels are not
     # deterministic on some device in __ember_nondeterministic__ {name: devices}
     _nondet = getattr(_mod, "__ember_nondeterministic__", {})
