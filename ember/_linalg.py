@@ -32,31 +32,37 @@ class LinAlgError(RuntimeError):
 LinAlgError.__module__ = "ember.linalg"
 
 
-def _rt(name: str, fields: tuple) -> type:
-    cls = _reduce._rt(name, fields)
-    setattr(_reduce.return_types, name, cls)
-    return cls
+# result types (torch.return_types.*), made on first use: namedtuple() is slow to import
+_RESULT_FIELDS = {
+    "slogdet": ("sign", "logabsdet"),
+    "linalg_slogdet": ("sign", "logabsdet"),
+    "linalg_inv_ex": ("inverse", "info"),
+    "linalg_solve_ex": ("result", "info"),
+    "linalg_cholesky_ex": ("L", "info"),
+    "linalg_lu_factor": ("LU", "pivots"),
+    "linalg_lu_factor_ex": ("LU", "pivots", "info"),
+    "linalg_lu": ("P", "L", "U"),
+    "lu_unpack": ("P", "L", "U"),
+    "linalg_ldl_factor": ("LD", "pivots"),
+    "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
+    "linalg_qr": ("Q", "R"),
+    "qr": ("Q", "R"),
+    "geqrf": ("a", "tau"),
+    "linalg_eigh": ("eigenvalues", "eigenvectors"),
+    "linalg_svd": ("U", "S", "Vh"),
+    "svd": ("U", "S", "V"),
+    "linalg_lstsq": ("solution", "residuals", "rank", "singular_values"),
+    "triangular_solve": ("solution", "cloned_coefficient"),
+}
 
 
-_slogdet_t = _rt("slogdet", ("sign", "logabsdet"))
-_linalg_slogdet_t = _rt("linalg_slogdet", ("sign", "logabsdet"))
-_inv_ex_t = _rt("linalg_inv_ex", ("inverse", "info"))
-_solve_ex_t = _rt("linalg_solve_ex", ("result", "info"))
-_cholesky_ex_t = _rt("linalg_cholesky_ex", ("L", "info"))
-_lu_factor_t = _rt("linalg_lu_factor", ("LU", "pivots"))
-_lu_factor_ex_t = _rt("linalg_lu_factor_ex", ("LU", "pivots", "info"))
-_lu_t = _rt("linalg_lu", ("P", "L", "U"))
-_lu_unpack_t = _rt("lu_unpack", ("P", "L", "U"))
-_ldl_factor_t = _rt("linalg_ldl_factor", ("LD", "pivots"))
-_ldl_factor_ex_t = _rt("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
-_qr_t = _rt("linalg_qr", ("Q", "R"))
-_legacy_qr_t = _rt("qr", ("Q", "R"))
-_geqrf_t = _rt("geqrf", ("a", "tau"))
-_eigh_t = _rt("linalg_eigh", ("eigenvalues", "eigenvectors"))
-_svd_t = _rt("linalg_svd", ("U", "S", "Vh"))
-_legacy_svd_t = _rt("svd", ("U", "S", "V"))
-_lstsq_t = _rt("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
-_triangular_solve_t = _rt("triangular_solve", ("solution", "cloned_coefficient"))
+def _result(name: str, *values: Any) -> tuple:
+    cls = getattr(_reduce.return_types, name, None)
+    if cls is None:
+        cls = _reduce._rt(name, _RESULT_FIELDS[name])
+        setattr(_reduce.return_types, name, cls)
+    return cls(*values)
+
 
 _SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
@@ -105,11 +111,11 @@ def _same_dtype(A: Tensor, B: Tensor, op: str, arg: str = "B") -> None:
                            f"{_scalar_name(A.dtype)}")
 
 
-def _raise_info(op: str, infos: list, batched: bool, message) -> None:
+def _raise_info(op: str, infos: list, batched: bool, message, error=None) -> None:
     for b, info in enumerate(infos):
         if info != 0:
             where = f"(Batch element {b}): " if batched else ""
-            raise LinAlgError(f"{op}: {where}{message(info)}")
+            raise (error or LinAlgError)(f"{op}: {where}{message(info)}")
 
 
 def _info_tensor(infos: list, batch: tuple) -> Tensor:
@@ -176,19 +182,20 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
     _matrix(A, op)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    holder = []
+    attrs: dict = {}
 
     def run(a):
         LU, piv, infos = _lu_raw(a)
-        holder.append((piv, infos))
+        attrs["pivots"], attrs["infos"] = piv, infos
         return LU
 
-    LU = _recorded("linalg_lu_factor_ex", run, (A,))
-    piv, infos = holder[0]
+    LU = _recorded("linalg_lu_factor_ex", run, (A,), attrs)
+    piv, infos = attrs["pivots"], attrs.pop("infos")
     if check_errors:
         _raise_info(op, infos, A.dim() > 2, lambda i: f"U[{i},{i}] is zero and using it on "
-                    "lu_solve would result in a division by zero.")
-    return _out(out, _lu_factor_ex_t(LU, piv, _info_tensor(infos, tuple(A.shape[:-2]))))
+                    "lu_solve would result in a division by zero.", RuntimeError)
+    info = _info_tensor(infos, tuple(A.shape[:-2]))
+    return _out(out, _result("linalg_lu_factor_ex", LU, piv, info))
 
 
 def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
@@ -201,8 +208,8 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
     _raise_info("torch.linalg.lu_factor", infos, A.dim() > 2,
                 lambda i: f"U[{i},{i}] is zero and using it on lu_solve would result in a "
                 "division by zero. If you still want to perform the factorization, consider "
-                "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
-    return _out(out, _lu_factor_t(LU, piv))
+                "calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", RuntimeError)
+    return _out(out, _result("linalg_lu_factor", LU, piv))
 
 
 def _perm_from_pivots(piv: Tensor, m: int) -> Tensor:
@@ -260,7 +267,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     else:
         L = U = empty
     P = _perm_matrix(LU_pivots, m, LU_data.dtype) if unpack_pivots else empty
-    return _out(out, _lu_unpack_t(P, L, U))
+    return _out(out, _result("lu_unpack", P, L, U))
 
 
 def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
@@ -274,7 +281,7 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
         Only ``True`` is supported on the CPU.
     """
     LU, piv, _ = lu_factor_ex(A, pivot=pivot)
-    return _out(out, _lu_t(*lu_unpack(LU, piv)))
+    return _out(out, _result("linalg_lu", *lu_unpack(LU, piv)))
 
 
 def _lu_solve_raw(LU: Tensor, piv: Tensor, B: Tensor, left: bool, adjoint: bool) -> Tensor:
@@ -366,12 +373,12 @@ def slogdet(A: Tensor, *, out: Any = None) -> tuple:
         return sign * d.sign().prod(-1), d.abs().log().sum(-1)
 
     s, la = _recorded("linalg_slogdet", run, (A,))
-    return _out(out, _linalg_slogdet_t(s, la))
+    return _out(out, _result("linalg_slogdet", s, la))
 
 
 def _legacy_slogdet(A: Tensor) -> tuple:
     """Sign and log-abs-determinant (``torch.slogdet``); see :func:`slogdet`."""
-    return _slogdet_t(*slogdet(A))
+    return _result("slogdet", *slogdet(A))
 
 
 def logdet(A: Tensor) -> Tensor:
@@ -406,7 +413,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> tuple:
     r = _recorded("linalg_inv", run, (A,))
     if check_errors:
         _raise_inv(op, holder[0], A.dim() > 2)
-    return _out(out, _inv_ex_t(r, _info_tensor(holder[0], tuple(A.shape[:-2]))))
+    return _out(out, _result("linalg_inv_ex", r, _info_tensor(holder[0], tuple(A.shape[:-2]))))
 
 
 def _raise_inv(op: str, infos: list, batched: bool) -> None:
@@ -483,7 +490,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     infos = holder[0]
     if len(infos) != _prod(tuple(A.shape[:-2])):
         infos = infos[:_prod(batch)]
-    return _out(out, _solve_ex_t(X, _info_tensor(infos, batch)))
+    return _out(out, _result("linalg_solve_ex", X, _info_tensor(infos, batch)))
 
 
 def _raise_solve(infos: list, batched: bool) -> None:
@@ -549,7 +556,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     _matrix(A, "triangular_solve", "A", square=True)
     Ae = _mT(A) if transpose else A
     X = solve_triangular(Ae, b, upper=upper != transpose, unitriangular=unitriangular)
-    return _out(out, _triangular_solve_t(X, A.clone()))
+    return _out(out, _result("triangular_solve", X, A.clone()))
 
 
 # ---------------------------------------------------------------------------
@@ -586,7 +593,8 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
     Lf = _recorded("linalg_cholesky_ex", run, (A,), {"upper": upper})
     if check_errors:
         _raise_cholesky(op, holder[0], A.dim() > 2)
-    return _out(out, _cholesky_ex_t(Lf, _info_tensor(holder[0], tuple(A.shape[:-2]))))
+    info = _info_tensor(holder[0], tuple(A.shape[:-2]))
+    return _out(out, _result("linalg_cholesky_ex", Lf, info))
 
 
 def _raise_cholesky(op: str, infos: list, batched: bool) -> None:
@@ -607,21 +615,44 @@ def _legacy_cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> 
     return cholesky(input, upper=upper, out=out)
 
 
-def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
-    """Solve ``A X = B`` given the Cholesky factor of ``A`` (``torch.cholesky_solve``)."""
-    _matrix(B, "cholesky_solve", "B")
-    _matrix(L, "cholesky_solve", "L", square=True)
+def _cholesky_solve_raw(B: Tensor, L: Tensor, upper: bool) -> Tensor:
     Lo = _mT(L) if upper else L
-    Y = solve_triangular(Lo, B, upper=False)
-    return _out(out, solve_triangular(_mT(Lo), Y, upper=True))
+    Y = _solve_triangular_raw(Lo, B, False, True, False)
+    return _solve_triangular_raw(_mT(Lo), Y, True, True, False)
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
+    """Solve ``A X = B`` given the Cholesky factor of ``A`` (``torch.cholesky_solve``).
+
+    Parameters
+    ----------
+    B : Tensor
+        ``(*, n, k)`` right-hand side.
+    L : Tensor
+        ``(*, n, n)`` lower (or ``upper``) Cholesky factor of ``A``.
+    """
+    op = "cholesky_solve"
+    _matrix(B, op, "B")
+    _matrix(L, op, "L", square=True)
+    _same_dtype(L, B, op)
+    if B.shape[-2] != L.shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({L.shape[-1]}x{L.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    X = _recorded("cholesky_solve", lambda b, lo: _cholesky_solve_raw(b, lo, upper), (B, L),
+                  {"upper": upper})
+    return _out(out, X)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
     """Inverse of ``A`` from its Cholesky factor (``torch.cholesky_inverse``)."""
     _matrix(L, "cholesky_inverse", "L", square=True)
     n = L.shape[-1]
-    eye = ember.eye(n, dtype=L.dtype).expand(*L.shape[:-2], n, n)
-    return _out(out, cholesky_solve(eye, L, upper))
+
+    def run(lo):
+        eye = ember.eye(n, dtype=lo.dtype).expand(*lo.shape[:-2], n, n)
+        return _cholesky_solve_raw(eye, lo, upper)
+
+    return _out(out, _recorded("cholesky_inverse", run, (L,), {"upper": upper}))
 
 
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
@@ -650,7 +681,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     piv, infos = holder[0]
     if check_errors:
         _raise_ldl(infos, A.dim() > 2)
-    return _out(out, _ldl_factor_ex_t(LD, piv, _info_tensor(infos, batch)))
+    return _out(out, _result("linalg_ldl_factor_ex", LD, piv, _info_tensor(infos, batch)))
 
 
 def _raise_ldl(infos: list, batched: bool) -> None:
@@ -663,7 +694,7 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> tuple:
     """``LDL^T`` factorization ``(LD, pivots)``; :class:`LinAlgError` when ``D`` is singular."""
     LD, piv, info = ldl_factor_ex(A, hermitian=hermitian)
     _raise_ldl(info.reshape(-1).tolist(), A.dim() > 2)
-    return _out(out, _ldl_factor_t(LD, piv))
+    return _out(out, _result("linalg_ldl_factor", LD, piv))
 
 
 def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
@@ -732,12 +763,12 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> tuple:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
     Q, R = _recorded("linalg_qr", lambda a: _qr_raw(a, mode), (A,), {"mode": mode})
-    return _out(out, _qr_t(Q, R))
+    return _out(out, _result("linalg_qr", Q, R))
 
 
 def _legacy_qr(input: Tensor, some: bool = True, *, out: Any = None) -> tuple:
     """Legacy ``torch.qr(input, some=True)``; see :func:`qr`."""
-    return _out(out, _legacy_qr_t(*qr(input, "reduced" if some else "complete")))
+    return _out(out, _result("qr", *qr(input, "reduced" if some else "complete")))
 
 
 def geqrf(input: Tensor, *, out: Any = None) -> tuple:
@@ -745,7 +776,7 @@ def geqrf(input: Tensor, *, out: Any = None) -> tuple:
     _matrix(input, "geqrf", "input")
     buf, tau = _geqrf_raw(input.detach())
     batch = tuple(input.shape[:-2])
-    return _out(out, _geqrf_t(_lapack().matrix(buf, batch),
+    return _out(out, _result("geqrf", _lapack().matrix(buf, batch),
                               tau.reshape(*batch, tau.shape[-1])))
 
 
@@ -782,7 +813,20 @@ def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
         L.orgqr(buf, tt)
         return L.matrix(buf, tuple(a.shape[:-2]))
 
-    return _out(out, _recorded("linalg_householder_product", run, (A, tau)))
+    if _needs_grad(A, tau):
+        return _out(out, _householder_composite(A, tau))
+    return _out(out, run(A, tau))
+
+
+def _householder_composite(A: Tensor, tau: Tensor) -> Tensor:
+    """``H_1 ... H_k`` (first n columns) from ember ops, so that autograd flows through it."""
+    m, n = A.shape[-2], A.shape[-1]
+    V = A.tril(-1) + ember.eye(m, n, dtype=A.dtype)
+    Q = ember.eye(m, dtype=A.dtype).expand(*A.shape[:-2], m, m)
+    for i in range(tau.shape[-1]):
+        v = V[..., :, i:i + 1]
+        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) * _mT(v)
+    return Q[..., :, :n]
 
 
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False,
@@ -834,7 +878,7 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
     _matrix(A, "linalg.eigh", square=True)
     _check_uplo(UPLO)
     w, V = _recorded("linalg_eigh", lambda a: _eigh_raw(a, UPLO, True), (A,))
-    return _out(out, _eigh_t(w, V))
+    return _out(out, _result("linalg_eigh", w, V))
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
@@ -895,7 +939,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
                            "CUDA inputs with cuSOLVER backend.")
     U, S, Vh = _recorded("linalg_svd", lambda a: _svd_raw(a, full_matrices), (A,),
                          {"full_matrices": full_matrices})
-    return _out(out, _svd_t(U, S, Vh))
+    return _out(out, _result("linalg_svd", U, S, Vh))
 
 
 def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
@@ -914,10 +958,10 @@ def _legacy_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *,
         m, n = input.shape[-2], input.shape[-1]
         S = svdvals(input)
         b = tuple(input.shape[:-2])
-        return _out(out, _legacy_svd_t(core.zeros(*b, m, m, dtype=input.dtype), S,
+        return _out(out, _result("svd", core.zeros(*b, m, m, dtype=input.dtype), S,
                                        core.zeros(*b, n, n, dtype=input.dtype)))
     U, S, Vh = svd(input, full_matrices=not some)
-    return _out(out, _legacy_svd_t(U, S, _mT(Vh)))
+    return _out(out, _result("svd", U, S, _mT(Vh)))
 
 
 # ---------------------------------------------------------------------------
@@ -972,7 +1016,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     residuals, rank, sv = holder[0]
     if vector and residuals.numel():
         residuals = residuals.squeeze(-1)
-    return _out(out, _lstsq_t(X, residuals, rank, sv))
+    return _out(out, _result("linalg_lstsq", X, residuals, rank, sv))
 
 
 def _lstsq_raw(A: Tensor, B: Tensor, rcond: float, driver: str) -> tuple:
@@ -1034,17 +1078,21 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
     """
     _matrix(A, "linalg.pinv")
     m, n = A.shape[-2], A.shape[-1]
-    if hermitian:
-        w, V = eigh(A)
-        tol = _tolerances(w.abs(), m, n, atol, rtol, "linalg.pinv")
-        keep = w.abs() > tol
-        winv = ember.where(keep, 1.0 / ember.where(keep, w, 1.0), 0.0)
-        return _out(out, (V * winv.unsqueeze(-2)) @ _mT(V))
-    U, S, Vh = svd(A, full_matrices=False)
-    tol = _tolerances(S, m, n, atol, rtol, "linalg.pinv")
-    keep = S > tol
-    sinv = ember.where(keep, 1.0 / ember.where(keep, S, 1.0), 0.0)
-    return _out(out, (_mT(Vh) * sinv.unsqueeze(-2)) @ _mT(U))
+
+    def run(a):
+        if hermitian:
+            w, V = _eigh_raw(a, "L", True)
+            tol = _tolerances(w.abs(), m, n, atol, rtol, "linalg.pinv")
+            keep = w.abs() > tol
+            winv = ember.where(keep, 1.0 / ember.where(keep, w, 1.0), 0.0)
+            return (V * winv.unsqueeze(-2)) @ _mT(V)
+        U, S, Vh = _svd_raw(a, False)
+        tol = _tolerances(S, m, n, atol, rtol, "linalg.pinv")
+        keep = S > tol
+        sinv = ember.where(keep, 1.0 / ember.where(keep, S, 1.0), 0.0)
+        return (_mT(Vh) * sinv.unsqueeze(-2)) @ _mT(U)
+
+    return _out(out, _recorded("linalg_pinv", run, (A,)))
 
 
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
@@ -1405,7 +1453,7 @@ def _lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any 
     if not get_infos:
         _raise_info("torch.lu", info.reshape(-1).tolist(), A.dim() > 2,
                     lambda i: f"U[{i},{i}] is zero and using it on lu_solve would result in a "
-                    "division by zero.")
+                    "division by zero.", RuntimeError)
     r = (LU, piv, info) if get_infos else (LU, piv)
     return _out(out, r)
 

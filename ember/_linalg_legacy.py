@@ -1,34 +1,37 @@
-"""PyTorch's top-level linear-algebra names (``ember.det``, ``ember.svd`` ...), bound here as
-``ember.*`` functions and Tensor methods; they route to the code behind ``ember.linalg``."""
-from ember import _linalg as _L
+"""PyTorch's top-level linear-algebra names (``ember.det``, ``ember.svd`` ...), bound as
+``ember.*`` functions and Tensor methods.
 
-det = _L.det
-logdet = _L.logdet
-slogdet = _L._legacy_slogdet
-inverse = _L.inv
-pinverse = _L.pinverse
-matrix_exp = _L.matrix_exp
-matrix_power = _L.matrix_power
-svd = _L._legacy_svd
-qr = _L._legacy_qr
-cholesky = _L._legacy_cholesky
-cholesky_solve = _L.cholesky_solve
-cholesky_inverse = _L.cholesky_inverse
-triangular_solve = _L.triangular_solve
-lu = _L._lu_legacy
-lu_solve = _L._lu_solve_legacy
-lu_unpack = _L.lu_unpack
-geqrf = _L.geqrf
-orgqr = _L.householder_product
-ormqr = _L.ormqr
-cross = _L._legacy_cross
-diagonal = _L._legacy_diagonal
-vander = _L._legacy_vander
+Each routes to the code behind ``ember.linalg`` (``ember/_linalg.py``), which is
+imported on the first call so that ``import ember`` stays cheap."""
 
-__ember_functions__ = ["det", "logdet", "slogdet", "inverse", "pinverse", "matrix_exp",
-                       "matrix_power", "svd", "qr", "cholesky", "cholesky_solve",
-                       "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "lu_unpack",
-                       "geqrf", "orgqr", "ormqr", "cross", "diagonal", "vander"]
+# name here -> function of ember._linalg
+_TARGETS = {
+    "det": "det", "logdet": "logdet", "slogdet": "_legacy_slogdet", "inverse": "inv",
+    "pinverse": "pinverse", "matrix_exp": "matrix_exp", "matrix_power": "matrix_power",
+    "svd": "_legacy_svd", "qr": "_legacy_qr", "cholesky": "_legacy_cholesky",
+    "cholesky_solve": "cholesky_solve", "cholesky_inverse": "cholesky_inverse",
+    "triangular_solve": "triangular_solve", "lu": "_lu_legacy", "lu_solve": "_lu_solve_legacy",
+    "lu_unpack": "lu_unpack", "geqrf": "geqrf", "orgqr": "householder_product",
+    "ormqr": "ormqr", "cross": "_legacy_cross", "diagonal": "_legacy_diagonal",
+    "vander": "_legacy_vander",
+}
+
+
+def _route(name: str, target: str):
+    def fn(*args, **kwargs):
+        from ember import _linalg
+        return getattr(_linalg, target)(*args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "ember"
+    fn.__doc__ = f"PyTorch's ``torch.{name}`` (see ``ember._linalg.{target}``)."
+    return fn
+
+
+for _name, _target in _TARGETS.items():
+    globals()[_name] = _route(_name, _target)
+
+__ember_functions__ = list(_TARGETS)
 __ember_methods__ = ["det", "logdet", "slogdet", "inverse", "pinverse", "matrix_exp",
                      "matrix_power", "svd", "qr", "cholesky", "cholesky_solve",
                      "cholesky_inverse", "triangular_solve", "lu", "lu_solve", "geqrf",
