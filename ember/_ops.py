@@ -71,6 +71,9 @@ cat                       f         concat concatenate
 cauchy                    i
 cdist                     f
 ceil                      fmiI
+cholesky                  fm
+cholesky_inverse          fm
+cholesky_solve            fm
 chunk                     fm
 clamp                     fmiI      clip
 clamp_max                 fmiI
@@ -88,12 +91,14 @@ cos                       fmiI
 cosh                      fmiI
 count_nonzero             fm
 cov                       fm
+cross                     fm
 cummax                    fm
 cummin                    fm
 cumprod                   fmi
 cumsum                    fmi
 cumulative_trapezoid      f
 deg2rad                   fmiI
+det                       fm
 detach                    fmI
 diag                      fm
 diag_embed                fm
@@ -133,6 +138,7 @@ gather                    fm
 ge                        fmi       greater_equal
 gelu                      fm
 geometric                 i
+geqrf                     fm
 ger                       fm
 gt                        fmi       greater
 hamming_window            f
@@ -147,6 +153,7 @@ index_fill                fmi
 index_put                 fmiI
 index_select              fm
 inner                     fm
+inverse                   fm
 isclose                   fm
 isfinite                  fm
 isinf                     fm
@@ -170,6 +177,7 @@ log_softmax               fm
 logaddexp                 fm
 logaddexp2                fm
 logcumsumexp              fm
+logdet                    fm
 logical_and               fmi
 logical_not               fmi
 logical_or                fmi
@@ -178,10 +186,15 @@ logit                     fmiI
 logspace                  f
 logsumexp                 fm
 lt                        fmi       less
+lu                        fm
+lu_solve                  fm
+lu_unpack                 f
 masked_fill               fmi
 masked_scatter            fmi
 masked_select             fm
 matmul                    fm
+matrix_exp                fm
+matrix_power              fm
 max                       fm
 max_pool2d                f
 maximum                   fmi
@@ -210,12 +223,16 @@ neg                       fmiI      negative
 nonzero                   fm
 norm                      fm
 normal                    fi
+orgqr                     fm
+ormqr                     fm
 outer                     fm
 permute                   fm
+pinverse                  fm
 positive                  fm
 pow                       fmi
 prod                      fm
 put                       fmi
+qr                        fm
 quantile                  fm
 rad2deg                   fmiI
 rand                      f
@@ -255,6 +272,7 @@ sin                       fmiI
 sinc                      fmiI
 sinh                      fmiI
 slice_scatter             fm
+slogdet                   fm
 softmax                   fm
 softplus                  f
 sort                      fm
@@ -268,6 +286,7 @@ std                       fm
 std_mean                  f
 sub                       fmi       subtract
 sum                       fm
+svd                       fm
 t                         fm
 take                      fm
 take_along_dim            fm
@@ -280,6 +299,7 @@ topk                      fm
 trace                     fm
 transpose                 fm        swapaxes swapdims
 trapezoid                 f         trapz
+triangular_solve          fm
 tril                      fmi
 tril_indices              f
 triu                      fmi
@@ -316,7 +336,8 @@ OPS = _parse(_TABLE)
 
 # where implementations are looked up, in order (the Tensor class comes last)
 _IMPL_MODULES = ("ember._C.elementwise", "ember._C.linalg", "ember._C.index",
-                 "ember._C.reduce", "ember._C.random", "ember._C.creation", "ember._composite")
+                 "ember._C.reduce", "ember._C.random", "ember._C.creation",
+                 "ember._linalg_legacy", "ember._composite")
 
 # torch's names of the dtypes, by dtype code, for cast errors
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
