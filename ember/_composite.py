@@ -39,9 +39,18 @@ def _finish(r, out, op: str):
     return out.copy_(r)
 
 
+def _value_for(value, *tensors):
+    # torch casts ``value`` to the tensors' result type: it takes no part in promotion
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = core.promote_types(dt, t.dtype)
+    return value if dt.is_floating_point or isinstance(value, TensorBase) else int(value)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``, elementwise with broadcasting."""
     _tensor_arg(input, "addcmul")
+    value = _value_for(value, input, tensor1, tensor2)
     return _finish(_ew.add(input, _ew.mul(_ew.mul(tensor1, tensor2), value)), out, "addcmul")
 
 
@@ -294,7 +303,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     columns), with optional frequency and analytic weights."""
     _tensor_arg(input, "cov")
     if input.dim() > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if not x.dtype.is_floating_point:
@@ -305,19 +314,19 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if wt is None:
             continue
         if wt.dim() > 1:
-            raise ValueError(f"cov(): expected {name} to have one or fewer dimensions but got "
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
                              f"{name} with {wt.dim()} dimensions")
         if wt.numel() != n_obs:
-            raise ValueError(f"cov(): expected {name} to have the same numel as there are "
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                              f"observations in the input but got {wt.numel()} != {n_obs}")
         if name == "fweights" and wt.dtype.is_floating_point:
-            raise ValueError("cov(): expected fweights to have integral dtype but got "
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got "
                              f"fweights with {wt.dtype} dtype")
         if name == "aweights" and not wt.dtype.is_floating_point:
-            raise ValueError("cov(): expected aweights to have floating point dtype but got "
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
                              f"aweights with {wt.dtype} dtype")
         if bool(_red.any(_ew.lt(wt, 0))):
-            raise ValueError(f"cov(): {name} cannot be negative")
+            raise RuntimeError(f"cov(): {name} cannot be negative")
         w = wt if w is None else _ew.mul(w, wt)
     if w is None:
         avg = _red.mean(x, 1)
