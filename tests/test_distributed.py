@@ -296,6 +296,7 @@ def test_mismatch_and_timeout_are_named(tmp_path):
         assert "(4,)" in info["mismatch"] and "(3,)" in info["mismatch"]
     for key in ("timeout_detail", "timeout"):
         assert i0[key].startswith("[Rank 0] all_reduce timed out after 2 s")
+    assert i0["monitored"] == "Rank 1 failed to pass monitoredBarrier in 1000 ms"
 
 
 @needs_mpi
