@@ -356,6 +356,14 @@ def kill(ember, dist, r, arrays, info):
     info["survived"] = True
 
 
+def raises(ember, dist, r, arrays, info):
+    for step in range(50):
+        if r == 1 and step == 3:
+            raise ValueError("bad batch on purpose")
+        dist.all_reduce(ember.ones(4))
+    info["survived"] = True
+
+
 def main() -> None:
     case, out_dir = sys.argv[1], sys.argv[2]
     import ember

@@ -308,6 +308,16 @@ def test_killed_rank_ends_the_job(tmp_path):
         "survived" not in json.loads((tmp_path / "rank0.json").read_text())
 
 
+@needs_mpi
+def test_uncaught_exception_aborts_the_job(tmp_path):
+    p, secs = _launch("raises", tmp_path, timeout=60)
+    assert p.returncode != 0
+    err = p.stdout + p.stderr
+    assert "rank 1 raised an uncaught exception" in err and "bad batch on purpose" in err
+    assert "survived" not in json.loads((tmp_path / "rank0.json").read_text()) \
+        if os.path.exists(tmp_path / "rank0.json") else True
+
+
 # --- one process: API, errors ---------------------------------------------------------
 SINGLETON = r"""
 import json, os, warnings
