@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import ember
 from ember._check import _check_type, _check_value, _expected
-from ember.distributed._work import Work
+from ember.distributed._work import Work, _seconds, wait_requests
 from ember.distributed.process_group import ProcessGroup, ReduceOp, _mpi, _resolve, _state
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
@@ -138,19 +138,6 @@ def _moved(t: Any) -> tuple:
     """(contiguous buffer, finish copying it back into ``t`` when it is a copy)."""
     c = _contig(t)
     return c, (None if c is t else (lambda: t.copy_(c)))
-
-
-def _chain(*fns: Optional[Callable[[], None]]) -> Optional[Callable[[], None]]:
-    fns = [f for f in fns if f is not None]
-    if not fns:
-        return None
-    if len(fns) == 1:
-        return fns[0]
-
-    def run():
-        for f in fns:
-            f()
-    return run
 
 
 def _debug_check(pg: ProcessGroup, op: str, *tensors: Any) -> None:
@@ -512,8 +499,6 @@ def monitored_barrier(group: Optional[ProcessGroup] = None, timeout: Any = None,
     pg = _group(group, "monitored_barrier")
     if pg is None:
         return
-    from ember.distributed._work import _seconds, wait_requests
-
     secs = pg._timeout_s if timeout is None else _seconds(timeout)
     ctrl, n = pg._ctrl, pg.size()
     token = bytearray(1)
