@@ -342,6 +342,8 @@ with warnings.catch_warnings(record=True) as w:
 out["gloo_note"] = [str(x.message) for x in w]
 out["twice"] = err(lambda: dist.init_process_group())
 out["backend"] = dist.get_backend()
+out["world"] = [dist.group.WORLD is dist.GroupMember.WORLD is not None,
+                dist.get_process_group_ranks(dist.group.WORLD), dist.group.WORLD.size()]
 t = ember.tensor([1.0, 2.0])
 dist.all_reduce(t, op=dist.ReduceOp.AVG)
 out["single"] = t.tolist()
@@ -374,6 +376,7 @@ def test_single_process_api_and_errors():
     assert out["twice"] == ["ValueError", "trying to initialize the default process group "
                             "twice!"]
     assert out["backend"] == "gloo"
+    assert out["world"] == [True, [0], 1]
     assert out["single"] == [1.0, 2.0]
     assert out["cuda"][0] == "RuntimeError" and "device type meta" in out["cuda"][1]
     assert out["bad_op"][0] == "RuntimeError" and "BAND" in out["bad_op"][1]
