@@ -94,11 +94,9 @@ NP_OPS = {"SUM": lambda a: sum(a), "PRODUCT": lambda a: np.prod(a, axis=0),
 
 # --- collectives ---------------------------------------------------------------------
 @needs_mpi
-@pytest.mark.parametrize("dt,c", TAGS)
-@pytest.mark.parametrize("op", list(NP_OPS))
+@pytest.mark.parametrize("dt,c,op", [(dt, c, op) for dt, c in TAGS for op in NP_OPS
+                                     if not (op == "AVG" and dt == "int64")])
 def test_all_reduce(coll, dt, c, op):
-    if op == "AVG" and dt == "int64":
-        pytest.skip("AVG is for floating-point tensors")
     want = NP_OPS[op](np.stack(inputs(dt))).astype(dt)
     for arrays, _ in coll:
         got = arrays[f"all_reduce_{op}_{dt}_{c}"]
