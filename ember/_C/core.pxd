@@ -76,6 +76,7 @@ cdef class TensorBase:
     cdef public bint _requires_grad
     cdef public object _grad
     cdef public object _grad_fn
+    cdef readonly bint _inference   # made under inference_mode (views inherit it)
 
 
 # A broadcast, coalesced iteration over up to MAX_ARGS operands (arg 0 = output).

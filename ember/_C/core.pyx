@@ -755,6 +755,7 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     t._offset = 0
     t._device = device
     t._storage = _alloc_storage(n, device)
+    t._inference = em_inference_on != 0
     return t
 
 
@@ -779,6 +780,7 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
     t._offset = offset
     t._device = base._device
     t._storage = base._storage
+    t._inference = base._inference
     return t
 
 
@@ -834,18 +836,22 @@ cdef int seq_to_dims(object seq, int64_t *out, str op) except -1:
 
 cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
                          int64_t *out) except -1:
+    # the result is built aside first: `out` may be one of the inputs
     cdef int nd = nda if nda > ndb else ndb, i
     cdef int64_t x, y
+    cdef int64_t res[MAX_DIMS]
     for i in range(nd):
         x = sa[nda - nd + i] if nda - nd + i >= 0 else 1
         y = sb[ndb - nd + i] if ndb - nd + i >= 0 else 1
         if x == y or y == 1:
-            out[i] = x
+            res[i] = x
         elif x == 1:
-            out[i] = y
+            res[i] = y
         else:
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
                                f"({y}) at non-singleton dimension {i}")
+    for i in range(nd):
+        out[i] = res[i]
     return nd
 
 
@@ -1236,6 +1242,25 @@ cdef class TensorBase:
     def detach_(self):
         self._grad_fn = None
         self._requires_grad = False
+        return self
+
+    def is_inference(self):
+        """True for a tensor made under ``inference_mode`` (and views of one)."""
+        return self._inference
+
+    def _adopt(self, TensorBase src not None):
+        """Take ``src``'s storage, offset, shape and strides (same dtype and device): the
+        metadata half of in-place view ops, ``set_`` and ``resize_``."""
+        cdef int i
+        if src._dtype != self._dtype or src._device is not self._device and \
+                src._device != self._device:
+            raise RuntimeError("_adopt: the source must have the tensor's dtype and device")
+        self._storage = src._storage
+        self._offset = src._offset
+        self._ndim = src._ndim
+        for i in range(src._ndim):
+            self._shape[i] = src._shape[i]
+            self._strides[i] = src._strides[i]
         return self
 
     # ---- views --------------------------------------------------------------
@@ -2458,6 +2483,7 @@ def _make_subclass(type cls, TensorBase data not None, bint requires_grad=False)
     t._ndim = data._ndim
     t._dtype = data._dtype
     t._device = data._device
+    t._inference = data._inference
     for i in range(data._ndim):
         t._shape[i] = data._shape[i]
         t._strides[i] = data._strides[i]

@@ -59,6 +59,7 @@ return_types = _types.SimpleNamespace(**{n: _rt(n) for n in (
     "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
     "cummin")})
 return_types.aminmax = _rt("aminmax", ("min", "max"))
+return_types.histogram = _rt("histogram", ("hist", "bin_edges"))
 
 
 # ---------------------------------------------------------------------------
