@@ -179,15 +179,12 @@ class Tensor(core.TensorBase):
         if self.requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
         new = core.empty(*sizes, dtype=self.dtype, device=self.device)
-        n = new.numel()
-        if self.storage_offset() + n <= self.untyped_storage().nbytes() // self.element_size():
-            base = self.as_strided((n,), (1,), self.storage_offset()) if n else None
-            return self._adopt(base.view(new.shape) if n else new)
-        old = self.reshape(-1)
-        k = min(old.numel(), n)
-        if k:
-            new.reshape(-1)[:k].copy_(old[:k] if self.is_contiguous()
-                                      else self.as_strided((k,), (1,), self.storage_offset()))
+        n, off = new.numel(), self.storage_offset()
+        avail = self.untyped_storage().nbytes() // self.element_size() - off
+        if n <= avail:      # the storage is large enough: a contiguous window of it
+            return self._adopt(self.as_strided(tuple(new.shape), new.stride(), off))
+        if avail > 0:       # move every element the storage held from the offset on
+            new.reshape(-1)[:avail].copy_(self.as_strided((avail,), (1,), off))
         return self._adopt(new)
 
     def resize_as_(self, the_template, memory_format=None):
