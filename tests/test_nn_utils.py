@@ -10,6 +10,7 @@ from ember.nn.utils import rnn as ernn
 
 torch = pytest.importorskip("torch")
 trnn = torch.nn.utils.rnn
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated")
 RNG = np.random.default_rng(5)
 
 
@@ -136,3 +137,137 @@ def test_packed_lstm_with_initial_state_matches_torch():
     np.testing.assert_allclose(_np(eh), _np(th), rtol=1e-7)
     np.testing.assert_allclose(_np(ec), _np(tc), rtol=1e-7)
     assert "RNNCellBase" in nn.__all__ and issubclass(nn.LSTMCell, nn.RNNCellBase)
+
+
+# ---- parametrize / parametrizations -------------------------------------------------------
+P = nn.utils.parametrize
+TP = torch.nn.utils.parametrize
+
+
+class _Symmetric(nn.Module):
+    def forward(self, x):
+        return x.triu() + x.triu(1).transpose(0, 1)
+
+    def right_inverse(self, a):
+        return a.triu()
+
+
+class _TSymmetric(torch.nn.Module):
+    def forward(self, x):
+        return x.triu() + x.triu(1).transpose(0, 1)
+
+    def right_inverse(self, a):
+        return a.triu()
+
+
+class _Double(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_register_parametrization_matches_torch():
+    tm = torch.nn.Linear(3, 3).double()
+    em = copy_torch_weights(tm, nn.Linear(3, 3, dtype=ember.float64))
+    TP.register_parametrization(tm, "weight", _TSymmetric())
+    P.register_parametrization(em, "weight", _Symmetric())
+    assert P.is_parametrized(em) and P.is_parametrized(em, "weight")
+    assert not P.is_parametrized(em, "bias")
+    assert type(em).__name__ == type(tm).__name__ == "ParametrizedLinear"
+    assert P.type_before_parametrizations(em) is nn.Linear
+    assert list(em.state_dict()) == list(tm.state_dict())
+    np.testing.assert_allclose(_np(em.weight), _np(tm.weight), rtol=1e-12)
+    x = rand(2, 3)
+    check_parity(em, tm, x)
+    orig = em.parametrizations.weight.original
+    assert orig.grad is not None     # the gradient reaches the original parameter
+    np.testing.assert_allclose(orig.grad.numpy(), tm.parametrizations.weight.original.grad
+                               .numpy(), rtol=1e-10)
+    # assignment goes through right_inverse
+    s = rand(3, 3)
+    s = s + s.T
+    em.weight = ember.tensor(s)
+    np.testing.assert_allclose(_np(em.weight), s, rtol=1e-12)
+    assert em.parametrizations.weight.original is orig
+    # a second parametrization chains
+    P.register_parametrization(em, "weight", _Double())
+    np.testing.assert_allclose(_np(em.weight), 2 * s, rtol=1e-12)
+    with P.cached():
+        assert em.weight is em.weight
+    P.remove_parametrizations(em, "weight")
+    assert type(em) is nn.Linear and isinstance(em.weight, nn.Parameter)
+    np.testing.assert_allclose(_np(em.weight), 2 * s, rtol=1e-12)
+    assert sorted(em.state_dict()) == ["bias", "weight"]
+
+
+def test_parametrize_errors_match_torch():
+    class Shrink(nn.Module):
+        def forward(self, x):
+            return x[:1]
+
+    class TShrink(torch.nn.Module):
+        def forward(self, x):
+            return x[:1]
+
+    with pytest.raises(ValueError):
+        TP.register_parametrization(torch.nn.Linear(2, 2), "weight", TShrink())
+    with pytest.raises(ValueError):
+        P.register_parametrization(nn.Linear(2, 2), "weight", Shrink())
+    with pytest.raises(ValueError):
+        TP.register_parametrization(torch.nn.Linear(2, 2), "nope", TShrink())
+    with pytest.raises(ValueError):
+        P.register_parametrization(nn.Linear(2, 2), "nope", Shrink())
+    with pytest.raises(ValueError):
+        P.remove_parametrizations(nn.Linear(2, 2), "weight")
+    m = P.register_parametrization(nn.Linear(2, 2), "weight", _Double())
+    with pytest.raises(RuntimeError):      # _Double has no right_inverse
+        m.weight = ember.ones(2, 2)
+
+
+@pytest.mark.parametrize("dim", [0, 1, None, -1])
+def test_weight_norm_matches_torch(dim):
+    tm = torch.nn.Conv2d(2, 3, 3).double()
+    em = copy_torch_weights(tm, nn.Conv2d(2, 3, 3, dtype=ember.float64))
+    torch.nn.utils.parametrizations.weight_norm(tm, dim=dim)
+    nn.utils.parametrizations.weight_norm(em, dim=dim)
+    assert {k: tuple(v.shape) for k, v in em.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in tm.state_dict().items()}
+    copy_torch_weights(tm, em)
+    check_parity(em, tm, rand(1, 2, 5, 5), rtol=1e-9)
+    for k in ("original0", "original1"):
+        np.testing.assert_allclose(
+            getattr(em.parametrizations.weight, k).grad.numpy(),
+            getattr(tm.parametrizations.weight, k).grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_weight_norm_loads_hook_based_checkpoint():
+    tm = torch.nn.utils.weight_norm(torch.nn.Linear(4, 2).double())
+    sd = {k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()}
+    assert {"weight_g", "weight_v"} <= set(sd)
+    em = nn.utils.parametrizations.weight_norm(nn.Linear(4, 2, dtype=ember.float64))
+    em.load_state_dict(sd)
+    check_parity(em, tm, rand(3, 4), rtol=1e-9)
+
+
+@pytest.mark.parametrize("make", [lambda m: m.Linear(5, 4), lambda m: m.Conv2d(3, 4, 2),
+                                  lambda m: m.ConvTranspose2d(3, 4, 2)])
+def test_spectral_norm_matches_torch(make):
+    tm = make(torch.nn).double()
+    em = copy_torch_weights(tm, make(nn).to(ember.float64))
+    torch.nn.utils.parametrizations.spectral_norm(tm)
+    nn.utils.parametrizations.spectral_norm(em)
+    assert list(em.state_dict()) == list(tm.state_dict())
+    copy_torch_weights(tm, em)             # same u, v estimates
+    x = rand(2, 5) if isinstance(tm, torch.nn.Linear) else rand(1, 3, 4, 4)
+    for _ in range(2):                      # training forwards run the power iteration
+        check_parity(em, tm, x, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(em.parametrizations.weight[0]._u.numpy(),
+                               tm.parametrizations.weight[0]._u.numpy(), rtol=1e-8)
+    em.eval()
+    tm.eval()
+    check_parity(em, tm, x, rtol=1e-8, atol=1e-10)
+    w = _np(em.weight).reshape(_np(em.weight).shape[0], -1)
+    if isinstance(tm, torch.nn.ConvTranspose2d):
+        w = np.moveaxis(_np(em.weight), 1, 0).reshape(4, -1)
+    assert abs(np.linalg.svd(w, compute_uv=False)[0] - 1) < 0.05
+    with pytest.raises(ValueError):
+        nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
