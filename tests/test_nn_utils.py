@@ -271,3 +271,136 @@ def test_spectral_norm_matches_torch(make):
     assert abs(np.linalg.svd(w, compute_uv=False)[0] - 1) < 0.05
     with pytest.raises(ValueError):
         nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+
+
+# ---- prune ------------------------------------------------------------------------------
+PR = nn.utils.prune
+TPR = pytest.importorskip("torch.nn.utils.prune")
+
+
+def _pair_linear(n_in=6, n_out=5):
+    tm = torch.nn.Linear(n_in, n_out).double()
+    return tm, copy_torch_weights(tm, nn.Linear(n_in, n_out, dtype=ember.float64))
+
+
+@pytest.mark.parametrize("amount", [0.3, 7, 0])
+def test_l1_unstructured_matches_torch(amount):
+    tm, em = _pair_linear()
+    TPR.l1_unstructured(tm, "weight", amount)
+    PR.l1_unstructured(em, "weight", amount)
+    assert list(em.state_dict()) == list(tm.state_dict())      # weight_orig, weight_mask
+    np.testing.assert_array_equal(em.weight_mask.numpy(), tm.weight_mask.numpy())
+    check_parity(em, tm, rand(3, 6))
+    np.testing.assert_allclose(em.weight_orig.grad.numpy(), tm.weight_orig.grad.numpy(),
+                               rtol=1e-12)
+    assert PR.is_pruned(em) and not PR.is_pruned(nn.Linear(2, 2))
+
+
+def test_iterative_pruning_and_remove_match_torch():
+    tm, em = _pair_linear(8, 6)
+    for fe, ft in [(lambda m: PR.l1_unstructured(m, "weight", 0.25),
+                    lambda m: TPR.l1_unstructured(m, "weight", 0.25)),
+                   (lambda m: PR.ln_structured(m, "weight", 2, 2, 0),
+                    lambda m: TPR.ln_structured(m, "weight", 2, 2, 0)),
+                   (lambda m: PR.ln_structured(m, "weight", 0.25, 1, -1),
+                    lambda m: TPR.ln_structured(m, "weight", 0.25, 1, -1)),
+                   (lambda m: PR.l1_unstructured(m, "bias", 2),
+                    lambda m: TPR.l1_unstructured(m, "bias", 2))]:
+        fe(em)
+        ft(tm)
+        np.testing.assert_array_equal(em.weight_mask.numpy(), tm.weight_mask.numpy())
+    hooks = [h for h in em._forward_pre_hooks.values() if isinstance(h, PR.PruningContainer)]
+    assert len(hooks) == 1 and len(hooks[0]) == 3
+    check_parity(em, tm, rand(2, 8))
+    PR.remove(em, "weight")
+    TPR.remove(tm, "weight")
+    assert isinstance(em.weight, nn.Parameter) and "weight_mask" not in dict(em.named_buffers())
+    np.testing.assert_allclose(_np(em.weight), _np(tm.weight), rtol=1e-12)
+    with pytest.raises(ValueError):
+        PR.remove(em, "weight")
+    with pytest.raises(ValueError):
+        TPR.remove(tm, "weight")
+
+
+def test_global_and_custom_pruning_match_torch():
+    t1, e1 = _pair_linear(4, 3)
+    t2, e2 = _pair_linear(3, 2)
+    TPR.global_unstructured([(t1, "weight"), (t2, "weight")], TPR.L1Unstructured, amount=0.4)
+    PR.global_unstructured([(e1, "weight"), (e2, "weight")], PR.L1Unstructured, amount=0.4)
+    for e, t in ((e1, t1), (e2, t2)):
+        np.testing.assert_array_equal(e.weight_mask.numpy(), t.weight_mask.numpy())
+    mask = (RNG.random((3, 4)) > 0.5).astype(np.float64)
+    tm, em = _pair_linear(4, 3)
+    TPR.custom_from_mask(tm, "weight", torch.tensor(mask))
+    PR.custom_from_mask(em, "weight", ember.tensor(mask))
+    np.testing.assert_array_equal(_np(em.weight), _np(tm.weight))
+    PR.identity(em, "bias")
+    np.testing.assert_array_equal(em.bias_mask.numpy(), np.ones(3))
+    with pytest.raises(TypeError):
+        PR.global_unstructured([(e1, "bias")], PR.RandomStructured, amount=1)
+
+
+def test_random_pruning_counts_and_errors():
+    em = nn.Linear(10, 8)
+    PR.random_unstructured(em, "weight", 0.25)
+    assert int((em.weight_mask == 0).sum()) == 20
+    PR.random_structured(em, "weight", 3, 0)
+    rows = em.weight_mask.sum(1).numpy()
+    assert int((rows == 0).sum()) >= 3
+    for bad in (-1, 1.5):
+        with pytest.raises(ValueError):
+            TPR.L1Unstructured(bad)
+        with pytest.raises(ValueError):
+            PR.L1Unstructured(bad)
+    with pytest.raises(TypeError):
+        PR.L1Unstructured("a")
+    with pytest.raises(ValueError):
+        PR.l1_unstructured(nn.Linear(2, 2), "weight", 5)
+    with pytest.raises(ValueError):
+        PR.random_structured(nn.Linear(2, 2), "bias", 1, 0)
+    m = nn.Linear(2, 2)
+    with pytest.raises(ValueError):
+        PR.l1_unstructured(m, "weight", 5)
+    assert isinstance(m.weight, nn.Parameter) and "weight_orig" not in m._parameters
+
+
+# ---- stateless.functional_call --------------------------------------------------------------
+def test_functional_call_matches_torch():
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).double()
+    em = copy_torch_weights(tm, nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).double())
+    w, b = rand(4, 3), rand(4)
+    x = rand(5, 3)
+    check_parity(
+        lambda ww, xx: nn.utils.stateless.functional_call(
+            em, ({"0.weight": ww}, {"0.bias": ember.tensor(b)}), (xx,)),
+        lambda ww, xx: torch.func.functional_call(
+            tm, ({"0.weight": ww}, {"0.bias": torch.tensor(b)}), (xx,)), w, x)
+    np.testing.assert_allclose(em[0].weight.detach().numpy(), tm[0].weight.detach().numpy())
+    assert em[0].weight.grad is None            # the module's own weight was not used
+    np.testing.assert_allclose(em[1].running_mean.numpy(), tm[1].running_mean.numpy())
+    with pytest.raises(RuntimeError):
+        nn.utils.stateless.functional_call(em, {"0.weight": ember.tensor(w)},
+                                           (ember.tensor(x),), strict=True)
+    with pytest.raises(ValueError):
+        nn.utils.stateless.functional_call(em, ({"0.weight": 1}, {"0.weight": 2}), ())
+
+
+def test_functional_call_ties_weights():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(2, 2, bias=False)
+            self.b = nn.Linear(2, 2, bias=False)
+            self.b.weight = self.a.weight
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    m = Tied()
+    w = ember.eye(2) * 3
+    out = nn.utils.stateless.functional_call(m, {"a.weight": w}, ember.ones(1, 2))
+    np.testing.assert_allclose(out.numpy(), [[9.0, 9.0]])
+    out = nn.utils.stateless.functional_call(m, {"a.weight": w}, ember.ones(1, 2),
+                                             tie_weights=False)
+    assert not np.allclose(out.detach().numpy(), [[9.0, 9.0]])
