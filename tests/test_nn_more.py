@@ -28,6 +28,10 @@ def _same_error(fe, ft):
         fe()
 
 
+def _np(t):
+    return t.detach().numpy()
+
+
 def _repr(m):
     return repr(m).replace("ember.", "torch.")
 
@@ -561,3 +565,81 @@ def test_nll_loss2d_is_deprecated_nll_loss():
     x = rand(2, 3, 4, 4, dtype=np.float64)
     t = RNG.integers(0, 3, (2, 4, 4))
     check_parity(lambda a: em(a, ember.tensor(t)), lambda a: tF.nll_loss(a, torch.tensor(t)), x)
+
+
+# ---- EmbeddingBag / AdaptiveLogSoftmaxWithLoss --------------------------------------------
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_matches_torch(mode, padding_idx):
+    tm = tnn.EmbeddingBag(10, 3, mode=mode, padding_idx=padding_idx).double()
+    em = copy_torch_weights(tm, nn.EmbeddingBag(10, 3, mode=mode, padding_idx=padding_idx,
+                                                dtype=ember.float64))
+    assert _repr(em) == repr(tm)
+    idx = np.array([1, 2, 4, 5, 4, 3, 2, 9, 2])
+    offs = np.array([0, 3, 3, 6])                       # bag 1 is empty
+    for e_args, t_args in [((ember.tensor(idx), ember.tensor(offs)),
+                            (torch.tensor(idx), torch.tensor(offs))),
+                           ((ember.tensor(idx.reshape(3, 3)),),
+                            (torch.tensor(idx.reshape(3, 3)),))]:
+        eo, to = em(*e_args), tm(*t_args)
+        np.testing.assert_allclose(_np(eo), _np(to), rtol=1e-12)
+        g = rand(*to.shape, dtype=np.float64)
+        em.weight.grad = None
+        tm.weight.grad = None
+        (eo * ember.tensor(g)).sum().backward()
+        (to * torch.tensor(g)).sum().backward()
+        np.testing.assert_allclose(em.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-12)
+
+
+def test_embedding_bag_weights_last_offset_and_errors():
+    w = rand(10, 3, dtype=np.float64)
+    idx, offs = np.array([1, 2, 4, 5, 4, 3]), np.array([0, 2, 6])
+    psw = rand(6, dtype=np.float64)
+    check_parity(lambda ww, p: F.embedding_bag(ember.tensor(idx), ww, ember.tensor(offs),
+                                               mode="sum", per_sample_weights=p,
+                                               include_last_offset=True),
+                 lambda ww, p: tF.embedding_bag(torch.tensor(idx), ww, torch.tensor(offs),
+                                                mode="sum", per_sample_weights=p,
+                                                include_last_offset=True), w, psw)
+    e = nn.EmbeddingBag.from_pretrained(ember.tensor(w), mode="sum")
+    t = tnn.EmbeddingBag.from_pretrained(torch.tensor(w), mode="sum")
+    np.testing.assert_allclose(e(ember.tensor(idx), ember.tensor(offs[:2])).numpy(),
+                               t(torch.tensor(idx), torch.tensor(offs[:2])).numpy())
+    assert not e.weight.requires_grad
+    ew, tw = ember.tensor(w), torch.tensor(w)
+    for fe, ft in [
+        (lambda: F.embedding_bag(ember.tensor(idx), ew),
+         lambda: tF.embedding_bag(torch.tensor(idx), tw)),
+        (lambda: F.embedding_bag(ember.tensor(idx), ew, ember.tensor(offs), mode="mean",
+                                 per_sample_weights=ember.tensor(psw)),
+         lambda: tF.embedding_bag(torch.tensor(idx), tw, torch.tensor(offs), mode="mean",
+                                  per_sample_weights=torch.tensor(psw))),
+        (lambda: F.embedding_bag(ember.tensor(idx), ew, ember.tensor(offs), mode="prod"),
+         lambda: tF.embedding_bag(torch.tensor(idx), tw, torch.tensor(offs), mode="prod")),
+        (lambda: F.embedding_bag(ember.tensor(idx.reshape(2, 3)), ew, ember.tensor(offs)),
+         lambda: tF.embedding_bag(torch.tensor(idx.reshape(2, 3)), tw, torch.tensor(offs))),
+    ]:
+        _same_error(fe, ft)
+
+
+def test_adaptive_log_softmax_matches_torch():
+    torch.manual_seed(0)
+    tm = tnn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 12], div_value=2.0, head_bias=True)
+    tm = tm.double()
+    em = copy_torch_weights(tm, nn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 12], div_value=2.0,
+                                                              head_bias=True,
+                                                              dtype=ember.float64))
+    x = rand(6, 8, dtype=np.float64)
+    t = np.array([0, 7, 19, 3, 12, 5])
+    check_parity(lambda a: tuple(em(a, ember.tensor(t))),
+                 lambda a: tuple(tm(a, torch.tensor(t))), x)
+    check_parity(em.log_prob, tm.log_prob, x)
+    np.testing.assert_array_equal(em.predict(ember.tensor(x)).numpy(),
+                                  tm.predict(torch.tensor(x)).numpy())
+    check_parity(lambda a: tuple(em(a, ember.tensor(7))),
+                 lambda a: tuple(tm(a, torch.tensor(7))), x[0])
+    _same_error(lambda: em(ember.tensor(x), ember.tensor(t + 5)),
+                lambda: tm(torch.tensor(x), torch.tensor(t + 5)))
+    for cut in ([], [5, 5], [0, 3], [25]):
+        _same_error(lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, cut),
+                    lambda: tnn.AdaptiveLogSoftmaxWithLoss(8, 20, cut))

@@ -1583,3 +1583,6 @@ from ember.nn._activations import *  # noqa: E402, F403
 from ember.nn._losses import *  # noqa: E402, F403
 
 __all__ += [*_activations.__all__, *_losses.__all__]
+from ember.nn._sparse import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]
