@@ -643,3 +643,90 @@ def test_adaptive_log_softmax_matches_torch():
     for cut in ([], [5, 5], [0, 3], [25]):
         _same_error(lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, cut),
                     lambda: tnn.AdaptiveLogSoftmaxWithLoss(8, 20, cut))
+
+
+# ---- conv_tbc, linear_cross_entropy, TorchScript helpers -------------------------------------
+@pytest.mark.parametrize("pad", [0, 2])
+def test_conv_tbc_matches_torch(pad):
+    check_parity(lambda x, w, b: F.conv_tbc(x, w, b, pad),
+                 lambda x, w, b: torch.conv_tbc(x, w, b, pad),
+                 rand(7, 2, 3, dtype=np.float64), rand(3, 3, 4, dtype=np.float64),
+                 rand(4, dtype=np.float64))
+    _same_error(lambda: F.conv_tbc(ember.randn(7, 2, 3), ember.randn(3, 2, 4), ember.randn(4)),
+                lambda: torch.conv_tbc(torch.randn(7, 2, 3), torch.randn(3, 2, 4),
+                                       torch.randn(4)))
+
+
+LCE = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 1},
+       {"label_smoothing": 0.1}]
+
+
+@pytest.mark.parametrize("kw", LCE)
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_linear_cross_entropy_matches_torch(kw, chunk):
+    x, w, b = (rand(5, 4, dtype=np.float64), rand(6, 4, dtype=np.float64),
+               rand(6, dtype=np.float64))
+    cw = RNG.random(6)
+    t = np.array([1, 0, 5, 1, 3])
+    eopt = nn.LinearCrossEntropyOptions(batch_chunk_size=chunk) if chunk else None
+    topt = tnn.LinearCrossEntropyOptions(batch_chunk_size=chunk) if chunk else None
+    smooth = kw.get("label_smoothing", 0) > 0
+    ctx = pytest.warns(UserWarning) if chunk and smooth else _no_warning()
+    with ctx:
+        check_parity(lambda a, ww, bb: F.linear_cross_entropy(
+                         a, ww, ember.tensor(t), linear_bias=bb, weight=ember.tensor(cw),
+                         options=eopt, **kw),
+                     lambda a, ww, bb: tF.linear_cross_entropy(
+                         a, ww, torch.tensor(t), linear_bias=bb, weight=torch.tensor(cw),
+                         options=topt, **kw), x, w, b, rtol=1e-9, atol=1e-12)
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_linear_cross_entropy_loss_module_and_k_dim_match_torch():
+    torch.manual_seed(0)
+    tm = tnn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True).double()
+    em = copy_torch_weights(tm, nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True,
+                                                          dtype=ember.float64))
+    assert _repr(em) == repr(tm)
+    t = np.array([[0, 2], [1, 1], [2, 0]])
+    check_parity(lambda a: em(a, ember.tensor(t)), lambda a: tm(a, torch.tensor(t)),
+                 rand(3, 4, dtype=np.float64), rtol=1e-9)
+    x = ember.randn(3, 4)
+    _same_error(lambda: F.linear_cross_entropy(x, ember.randn(3, 5), ember.tensor([0, 1, 2])),
+                lambda: tF.linear_cross_entropy(torch.randn(3, 4), torch.randn(3, 5),
+                                                torch.tensor([0, 1, 2])))
+    _same_error(lambda: nn.LinearCrossEntropyLoss(4, 3, label_smoothing=2.0),
+                lambda: tnn.LinearCrossEntropyLoss(4, 3, label_smoothing=2.0))
+
+
+def test_script_helpers():
+    def with_idx(x, flag=False):
+        return "idx"
+
+    def without(x, flag=False):
+        """doc"""
+        return "plain"
+
+    fn = F.boolean_dispatch("flag", 1, False, with_idx, without, "m", "f")
+    assert fn(0) == "plain" and fn(0, True) == "idx" and fn(0, flag=True) == "idx"
+    assert fn.__name__ == "f" and fn.__doc__ == "doc"
+    F.assert_int_or_pair(3, "k", "{} bad")
+    F.assert_int_or_pair((1, 2), "k", "{} bad")
+    with pytest.raises(AssertionError, match="k bad"):
+        F.assert_int_or_pair((1, 2, 3), "k", "{} bad")
+    with pytest.raises(AssertionError):
+        tF.assert_int_or_pair((1, 2, 3), "k", "{} bad")
+
+
+def test_container_is_deprecated_module_holder():
+    with pytest.warns(FutureWarning):
+        c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
+    assert list(dict(c.named_children())) == ["a", "b"]
+    assert sorted(c.state_dict()) == ["a.bias", "a.weight"]

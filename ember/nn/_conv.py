@@ -1,4 +1,4 @@
-"""3-D convolutions composed from the 2-D kernels.
+"""3-D convolutions composed from the 2-D kernels, and ``conv_tbc``.
 
 ``conv3d`` stacks the ``kD`` depth taps of every output depth into the channel axis and runs
 one ``conv2d`` (one GEMM) over ``N * D_out`` images; ``conv_transpose3d`` runs one
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ember
 from ember._check import _check
 
-__all__ = ["conv3d", "conv_transpose3d"]
+__all__ = ["conv3d", "conv_transpose3d", "conv_tbc"]
 
 
 def _triple(v, name, op):
@@ -150,3 +150,20 @@ def conv_transpose3d(input: ember.Tensor, weight: ember.Tensor,
     if bias is not None:
         out = out + bias.reshape(1, cout, 1, 1, 1)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_tbc(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor,
+             pad: int = 0) -> ember.Tensor:
+    """1-D convolution in time-batch-channel layout: ``(T, B, C_in)`` input, ``(K, C_in,
+    C_out)`` weight, ``(C_out,)`` bias; returns ``(T + 2 * pad - K + 1, B, C_out)``."""
+    _check(input.dim() == 3, "Input must have 3 dims: time, batch, in_channel")
+    _check(weight.dim() == 3, "Weight tensor must have 3 dims: kernel_width, in_channels, "
+                              "out_channels.")
+    _check(bias.dim() == 1, "Bias must be 1-D")
+    _check(input.shape[2] == weight.shape[1], "Input dim 2 (input channels) is not == dim 1 "
+                                              "in the weight tensor")
+    _check(weight.shape[2] == bias.shape[0], "Bias size must equal dim 2 in the weight "
+                                             "tensor (output channels).")
+    out = ember.nn.functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
+                                     1, pad)
+    return out.permute(2, 0, 1)
