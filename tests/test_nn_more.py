@@ -730,3 +730,18 @@ def test_container_is_deprecated_module_holder():
         c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
     assert list(dict(c.named_children())) == ["a", "b"]
     assert sorted(c.state_dict()) == ["a.bias", "a.weight"]
+
+
+def test_fractional_pool_modules_and_with_indices_names():
+    x, u = rand(2, 3, 9, 8, 7, dtype=np.float64), RNG.random((2, 3, 3))
+    em = nn.FractionalMaxPool3d(2, output_size=(4, 5, 3), return_indices=True,
+                                _random_samples=ember.tensor(u))
+    tm = tnn.FractionalMaxPool3d(2, output_size=(4, 5, 3), return_indices=True,
+                                 _random_samples=torch.tensor(u))
+    check_parity(em, tm, x, rtol=1e-7)
+    u2 = RNG.random((2, 3, 2))
+    check_parity(lambda a, s: F.fractional_max_pool2d_with_indices(a, 2, (4, 3),
+                                                                   _random_samples=s),
+                 lambda a, s: tF.fractional_max_pool2d_with_indices(a, 2, (4, 3),
+                                                                    _random_samples=s),
+                 x[:, :, 0], u2, rtol=1e-7, grad=(True, False))

@@ -404,3 +404,117 @@ def test_functional_call_ties_weights():
     out = nn.utils.stateless.functional_call(m, {"a.weight": w}, ember.ones(1, 2),
                                              tie_weights=False)
     assert not np.allclose(out.detach().numpy(), [[9.0, 9.0]])
+
+
+def test_transfer_parametrizations_and_params():
+    src = P.register_parametrization(nn.Linear(3, 3), "weight", _Symmetric())
+    dst = nn.Linear(3, 3)
+    P.transfer_parametrizations_and_params(src, dst)
+    assert P.is_parametrized(dst, "weight")
+    np.testing.assert_allclose(_np(dst.weight), _np(src.weight))
+    np.testing.assert_allclose(_np(dst.weight), _np(dst.weight).T)
+
+
+# ---- hook-based weight/spectral norm, fusion, clipping, init aliases ---------------------------
+def test_hook_weight_norm_matches_torch():
+    tm = torch.nn.Linear(4, 3).double()
+    em = copy_torch_weights(tm, nn.Linear(4, 3, dtype=ember.float64))
+    with pytest.warns(FutureWarning):
+        torch.nn.utils.weight_norm(tm)
+    with pytest.warns(FutureWarning):
+        nn.utils.weight_norm(em)
+    assert sorted(em.state_dict()) == sorted(tm.state_dict())
+    check_parity(em, tm, rand(2, 4))
+    np.testing.assert_allclose(em.weight_g.grad.numpy(), tm.weight_g.grad.numpy(), rtol=1e-10)
+    with pytest.raises(RuntimeError):
+        nn.utils.weight_norm(em)
+    nn.utils.remove_weight_norm(em)
+    torch.nn.utils.remove_weight_norm(tm)
+    assert sorted(em.state_dict()) == ["bias", "weight"]
+    np.testing.assert_allclose(_np(em.weight), _np(tm.weight), rtol=1e-12)
+    with pytest.raises(ValueError):
+        nn.utils.remove_weight_norm(em)
+
+
+def test_hook_spectral_norm_matches_torch():
+    tm = torch.nn.Conv2d(3, 4, 2).double()
+    em = copy_torch_weights(tm, nn.Conv2d(3, 4, 2, dtype=ember.float64))
+    torch.nn.utils.spectral_norm(tm)
+    nn.utils.spectral_norm(em)
+    assert sorted(em.state_dict()) == sorted(tm.state_dict())
+    for k in ("weight_u", "weight_v"):
+        getattr(em, k).copy_(ember.tensor(getattr(tm, k).numpy()))
+    x = rand(1, 3, 4, 4)
+    for _ in range(2):
+        check_parity(em, tm, x, rtol=1e-9)
+    np.testing.assert_allclose(em.weight_orig.grad.numpy(), tm.weight_orig.grad.numpy(),
+                               rtol=1e-8)
+    nn.utils.remove_spectral_norm(em)
+    torch.nn.utils.remove_spectral_norm(tm)
+    np.testing.assert_allclose(_np(em.weight), _np(tm.weight), rtol=1e-9)
+    with pytest.raises(ValueError):
+        nn.utils.remove_spectral_norm(em)
+
+
+def test_fusion_matches_torch():
+    from torch.nn.utils import fusion as tfusion
+    tc, tb = torch.nn.Conv2d(3, 4, 3).double(), torch.nn.BatchNorm2d(4).double()
+    ec = copy_torch_weights(tc, nn.Conv2d(3, 4, 3, dtype=ember.float64))
+    eb = nn.BatchNorm2d(4, dtype=ember.float64)
+    tb.running_mean.copy_(torch.tensor(rand(4)))
+    tb.running_var.copy_(torch.tensor(RNG.random(4) + 0.5))
+    tb.weight.data.copy_(torch.tensor(rand(4)))
+    copy_torch_weights(tb, eb)
+    for m in (tc, tb, ec, eb):
+        m.eval()
+    ef, tf = nn.utils.fuse_conv_bn_eval(ec, eb), tfusion.fuse_conv_bn_eval(tc, tb)
+    x = rand(2, 3, 5, 5)
+    np.testing.assert_allclose(_np(ef(ember.tensor(x))), _np(tf(torch.tensor(x))), rtol=1e-10)
+    np.testing.assert_allclose(_np(ef(ember.tensor(x))), _np(eb(ec(ember.tensor(x)))),
+                               rtol=1e-9, atol=1e-12)
+    tl, tb1 = torch.nn.Linear(3, 4).double(), torch.nn.BatchNorm1d(4).double()
+    el = copy_torch_weights(tl, nn.Linear(3, 4, dtype=ember.float64))
+    tb1.running_var.copy_(torch.tensor(RNG.random(4) + 0.5))
+    eb1 = copy_torch_weights(tb1, nn.BatchNorm1d(4, dtype=ember.float64))
+    for m in (tl, tb1, el, eb1):
+        m.eval()
+    x = rand(2, 3)
+    np.testing.assert_allclose(_np(nn.utils.fuse_linear_bn_eval(el, eb1)(ember.tensor(x))),
+                               _np(tfusion.fuse_linear_bn_eval(tl, tb1)(torch.tensor(x))),
+                               rtol=1e-10)
+    with pytest.raises(AssertionError):
+        nn.utils.fuse_conv_bn_eval(ec.train(), eb)
+
+
+def test_total_norm_and_clip_with_norm_match_torch():
+    gs = [rand(3, 2), rand(4)]
+    for p in (2.0, 1.0, float("inf")):
+        e = nn.utils.get_total_norm([ember.tensor(g) for g in gs], p)
+        t = torch.nn.utils.get_total_norm([torch.tensor(g) for g in gs], p)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12)
+    ep = [nn.Parameter(ember.zeros(3, 2)), nn.Parameter(ember.zeros(4))]
+    tp = [torch.nn.Parameter(torch.zeros(3, 2)), torch.nn.Parameter(torch.zeros(4))]
+    for a, b, g in zip(ep, tp, gs):
+        a.grad = ember.tensor(g.astype(np.float32))
+        b.grad = torch.tensor(g.astype(np.float32))
+    nn.utils.clip_grads_with_norm_(ep, 0.5, nn.utils.get_total_norm([p.grad for p in ep]))
+    torch.nn.utils.clip_grads_with_norm_(tp, 0.5, torch.nn.utils.get_total_norm(
+        [p.grad for p in tp]))
+    for a, b in zip(ep, tp):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError):
+        nn.utils.get_total_norm([ember.tensor([float("nan")])], error_if_nonfinite=True)
+
+
+def test_init_aliases_and_sparse():
+    w = ember.empty(10, 6)
+    nn.init.sparse(w, 0.3)
+    assert all(int((w[:, c] == 0).sum()) == 3 for c in range(6))
+    e = ember.empty(3, 3)
+    nn.init.eye(e)
+    np.testing.assert_array_equal(e.numpy(), np.eye(3))
+    d = ember.empty(2, 2, 3)
+    nn.init.dirac(d)
+    t = torch.empty(2, 2, 3)
+    torch.nn.init.dirac_(t)
+    np.testing.assert_array_equal(d.numpy(), t.numpy())
