@@ -100,14 +100,26 @@ def _max_pool_nd(input, nsp, op, kernel_size, stride, padding, dilation, ceil_mo
     _check(min(outs) > 0, lambda: f"{op}: Given input size: {list(input.shape)}. Calculated "
                                   f"output size: {outs}. Output size is too small")
     fill = float("-inf") if input.is_floating_point() else ember.iinfo(input.dtype).min
-    win, _ = _windows(input, nsp, k, s, p, d, ceil_mode, fill)
+    # a box maximum is the maximum over depth of the (H, W) maxima: the 2-D kernel does
+    # (H, W) for every depth slice, then strided depth windows finish the job. Ties keep
+    # PyTorch's first-in-(d, h, w)-order rule: each stage keeps its first maximum.
+    *lead, dd, h, w = input.shape
+    r = _F().max_pool2d(input.reshape(-1, dd, h, w), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+                        return_indices)
+    vals, hw_idx = r if return_indices else (r, None)
+    ho, wo = vals.shape[-2:]
+    win, (do,) = _windows(vals.movedim(1, -1), 1, k[:1], s[:1], p[:1], d[:1], ceil_mode, fill)
     if not return_indices:
-        return win.amax(-1) if not input.requires_grad else win.max(-1)[0]
-    out, arg = win.max(-1)
-    idx, _ = _windows(_flat_index(sizes), nsp, k, s, p, d, ceil_mode, -1)
-    lead = out.shape[:-nsp]
-    idx = idx.expand(*lead, *idx.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
-    return out, idx
+        out = win.max(-1)[0] if input.requires_grad else win.amax(-1)
+        return out.movedim(-1, 1).reshape(*lead, do, ho, wo)
+    out, arg = win.max(-1)                                    # (B, ho, wo, do)
+    taps, _ = _windows(ember.arange(dd, dtype=ember.int64), 1, k[:1], s[:1], p[:1], d[:1],
+                       ceil_mode, 0)                          # (do, kd) depth of each tap
+    dsel = taps.expand(*arg.shape, taps.shape[-1]).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    hw = hw_idx.movedim(1, -1).gather(-1, dsel)
+    idx = dsel * (h * w) + hw
+    return (out.movedim(-1, 1).reshape(*lead, do, ho, wo),
+            idx.movedim(-1, 1).reshape(*lead, do, ho, wo))
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -146,10 +158,14 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                    f"pad={p}, kernel_size={k}")
     _check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
     sizes = input.shape[-3:]
-    win, outs = _windows(input, 3, k, s, p, (1, 1, 1), ceil_mode, 0.0)
+    outs = [_out_size(n, kk, ss, pp, 1, ceil_mode) for n, kk, ss, pp in zip(sizes, k, s, p)]
     _check(min(outs) > 0, lambda: f"{op}: Given input size: {list(input.shape)}. Calculated "
                                   f"output size: {outs}. Output size is too small")
-    total = win.sum(-1)
+    # box sums are (H, W) window sums (the 2-D kernel, divisor 1) summed over depth windows
+    *lead, dd, h, w = input.shape
+    sums = _F().avg_pool2d(input.reshape(-1, dd, h, w), k[1:], s[1:], p[1:], ceil_mode, True, 1)
+    win, _ = _windows(sums.movedim(1, -1), 1, k[:1], s[:1], p[:1], (1,), ceil_mode, 0.0)
+    total = win.sum(-1).movedim(-1, 1).reshape(*lead, *outs)
     if divisor_override is not None:
         return total / divisor_override
     # divisor per output position: a separable product of per-axis window lengths
