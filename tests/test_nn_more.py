@@ -745,3 +745,15 @@ def test_fractional_pool_modules_and_with_indices_names():
                  lambda a, s: tF.fractional_max_pool2d_with_indices(a, 2, (4, 3),
                                                                     _random_samples=s),
                  x[:, :, 0], u2, rtol=1e-7, grad=(True, False))
+
+
+def test_nn_api_coverage_goal():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                        "nn_coverage.py")
+    spec = importlib.util.spec_from_file_location("nn_coverage", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for area, (have, total, missing) in tool.coverage().items():
+        assert have / total >= 0.95, (area, missing)
