@@ -518,3 +518,48 @@ def test_init_aliases_and_sparse():
     t = torch.empty(2, 2, 3)
     torch.nn.init.dirac_(t)
     np.testing.assert_array_equal(d.numpy(), t.numpy())
+
+
+ORTH = [((4, 4), None, True), ((4, 4), "cayley", True), ((4, 4), "householder", True),
+        ((5, 3), None, True), ((3, 5), "matrix_exp", True), ((5, 3), "cayley", True),
+        ((3, 5), "householder", False), ((5, 3), "householder", False)]
+
+
+@pytest.mark.parametrize("shape,orthogonal_map,triv", ORTH)
+def test_orthogonal_matches_torch(shape, orthogonal_map, triv):
+    out_f, in_f = shape
+    tm = torch.nn.Linear(in_f, out_f).double()
+    em = copy_torch_weights(tm, nn.Linear(in_f, out_f, dtype=ember.float64))
+    torch.nn.utils.parametrizations.orthogonal(tm, orthogonal_map=orthogonal_map,
+                                               use_trivialization=triv)
+    nn.utils.parametrizations.orthogonal(em, orthogonal_map=orthogonal_map,
+                                         use_trivialization=triv)
+    assert list(em.state_dict()) == list(tm.state_dict())
+    if out_f == in_f or not triv:       # no random completion of the base: same weight
+        np.testing.assert_allclose(_np(em.weight), _np(tm.weight), rtol=1e-9, atol=1e-12)
+    copy_torch_weights(tm, em)
+    check_parity(em, tm, rand(2, in_f), rtol=1e-8, atol=1e-10)
+    w = _np(em.weight)
+    q = w if out_f >= in_f else w.T
+    np.testing.assert_allclose(q.T @ q, np.eye(q.shape[1]), atol=1e-12)
+    target = np.linalg.qr(rand(max(shape), min(shape)))[0]
+    target = target if out_f >= in_f else target.T
+    em.weight = ember.tensor(target)              # assignment goes through right_inverse
+    np.testing.assert_allclose(_np(em.weight), target, atol=1e-12)
+
+
+def test_orthogonal_errors_match_torch():
+    for kw in ({"orthogonal_map": "qr"},):
+        with pytest.raises(ValueError):
+            torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(3, 3), **kw)
+        with pytest.raises(ValueError):
+            nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), **kw)
+    with pytest.raises(ValueError):
+        nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), "bias")
+    tm = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(3, 3),
+                                                    use_trivialization=False)
+    em = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), use_trivialization=False)
+    with pytest.raises(NotImplementedError):   # exp/Cayley have no inverse to assign with
+        tm.weight = torch.eye(3)
+    with pytest.raises(NotImplementedError):
+        em.weight = ember.eye(3)

@@ -1,13 +1,132 @@
 """Ready-made parametrizations (PyTorch's ``torch.nn.utils.parametrizations``):
-``weight_norm`` and ``spectral_norm`` over :mod:`ember.nn.utils.parametrize`."""
+``orthogonal``, ``weight_norm`` and ``spectral_norm`` over
+:mod:`ember.nn.utils.parametrize`."""
 from __future__ import annotations
 
 import ember
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
+from ember.nn.utils import _orthogonal_maps as _maps
 from ember.nn.utils import parametrize
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
+
+
+_ORTH_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _make_orthogonal(a):
+    """The Q of a = QR with a non-negative diagonal of R."""
+    x, tau = _maps.geqrf(a)
+    q = _maps.householder_product(x, tau)
+    return q * x.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
+
+
+def _is_orthogonal(q):
+    n, k = q.shape[-2], q.shape[-1]
+    eye = ember.eye(k, dtype=q.dtype)
+    eps = 10.0 * n * ember.finfo(q.dtype).eps
+    return bool(ember.allclose(q.transpose(-1, -2) @ q, eye, atol=eps))
+
+
+class _Orthogonal(Module):
+    def __init__(self, weight, orthogonal_map, *, use_trivialization=True):
+        super().__init__()
+        if weight.is_complex():
+            raise ValueError("ember's orthogonal parametrization supports real tensors only")
+        self.shape = tuple(weight.shape)
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, x):
+        n, k = x.shape[-2], x.shape[-1]
+        transposed = n < k
+        if transposed:
+            x = x.transpose(-1, -2)
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            x = x.tril()
+            if n != k:
+                x = ember.cat([x, ember.zeros(*x.shape[:-2], n, n - k, dtype=x.dtype)], -1)
+            a = x - x.transpose(-1, -2)                      # skew-symmetric
+            if self.orthogonal_map == "matrix_exp":
+                q = _maps.matrix_exp(a)
+            else:                                           # (I + A/2)(I - A/2)^-1
+                eye = ember.eye(n, dtype=a.dtype)
+                q = _maps.solve(eye - a * 0.5, eye + a * 0.5)
+            if n != k:
+                q = q[..., :k]
+        else:
+            a = x.tril(-1)
+            tau = 2.0 / (1.0 + (a * a).sum(-2))
+            q = _maps.householder_product(a, tau)
+            # the diagonal of x holds the sign of each column (+-1), not a parameter
+            q = q * x.diagonal(dim1=-2, dim2=-1).detach().to(ember.int32).unsqueeze(-2)
+        if "base" in self._buffers:
+            q = self.base @ q
+        return q.transpose(-1, -2) if transposed else q
+
+    def right_inverse(self, q):
+        with ember.no_grad():
+            if tuple(q.shape) != self.shape:
+                raise ValueError(f"Expected a matrix or batch of matrices of shape "
+                                 f"{self.shape}. Got a tensor of shape {tuple(q.shape)}.")
+            q_init = q
+            n, k = q.shape[-2], q.shape[-1]
+            transpose = n < k
+            if transpose:
+                q = q.transpose(-1, -2)
+                n, k = k, n
+            if "base" not in self._buffers:
+                if self.orthogonal_map in ("matrix_exp", "cayley"):
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the "
+                        "Cayley parametrizations when use_trivialization=False.")
+                a, tau = _maps.geqrf(q)
+                diag = a.diagonal(dim1=-2, dim2=-1)
+                sign = diag.sign()
+                sign = ember.where(tau == 0.0, -sign, sign)
+                idx = ember.arange(diag.shape[-1])
+                a[..., idx, idx] = sign
+                return a.transpose(-1, -2) if transpose else a
+            if n == k:
+                q = _make_orthogonal(q) if not _is_orthogonal(q) else q.clone()
+            else:
+                extra = ember.randn(*q.shape[:-2], n, n - k, dtype=q.dtype)
+                q = _make_orthogonal(ember.cat([q, extra], -1))
+            self.base = q
+            return _neg_eye_like(q_init)
+
+
+def _neg_eye_like(t):
+    """-I of ``t``'s (possibly rectangular, batched) shape: householder(0) is then I."""
+    m = min(t.shape[-2], t.shape[-1])
+    out = ember.zeros_like(t)
+    idx = ember.arange(m)
+    out[..., idx, idx] = -1.0
+    return out
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:
+    """Constrain ``module.<name>`` (a matrix or batch of matrices) to be orthogonal: it is
+    ``orthogonal_map`` (``'matrix_exp'``, ``'cayley'`` or ``'householder'``) of an
+    unconstrained tensor, times a fixed orthogonal ``base`` with ``use_trivialization``."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, ember.Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.dim() < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
+                         f"{weight.dim()} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in _ORTH_MAPS:
+        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
+                         f'"householder". Got: {orthogonal_map}')
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
 
 
 def _norm_except_dim(v, dim):

@@ -70,7 +70,10 @@ class ParametrizationList(ModuleList):
             new = original
             for module in reversed(self):
                 if hasattr(module, "right_inverse"):
-                    new = module.right_inverse(new)
+                    try:
+                        new = module.right_inverse(new)
+                    except NotImplementedError:
+                        pass    # no inverse: the original tensor is kept as it is
         if not isinstance(new, ember.Tensor) and not isinstance(new, collections.abc.Sequence):
             raise ValueError(f"'right_inverse' must return a Tensor or a Sequence of tensors "
                              f"(list, tuple...). Got {type(new).__name__}")
