@@ -1,13 +1,21 @@
 """``ember.nn``: modules, parameters, initialisations and the functional API
 (PyTorch's ``torch.nn``)."""
 from ember.nn import functional, init, utils
-from ember.nn._losses import LinearCrossEntropyOptions
 from ember.nn.modules import *  # noqa: F403
 from ember.nn.modules import __all__ as _modules_all
 from ember.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ember.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = list(_modules_all) + ["Parameter", "Buffer", "UninitializedParameter",
-                                "UninitializedBuffer", "LinearCrossEntropyOptions", "functional",
-                                "init", "utils", "register_module_forward_hook",
-                                "register_module_forward_pre_hook"]
+                                "UninitializedBuffer", "functional", "init", "utils",
+                                "register_module_forward_hook",
+                                "register_module_forward_pre_hook",
+                                "LinearCrossEntropyOptions"]  # noqa: F405 (lazy, below)
+
+
+def __getattr__(name):
+    # loaded on first use: its dataclass machinery is not worth paying for at import
+    if name == "LinearCrossEntropyOptions":
+        from ember.nn._lce_options import LinearCrossEntropyOptions
+        return LinearCrossEntropyOptions
+    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")
