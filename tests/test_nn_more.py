@@ -210,6 +210,15 @@ def test_conv3d_padding_modes_and_errors():
                 lambda: tF.conv3d(torch.randn(2, 4, 4), torch.randn(4, 3, 2, 2, 2)))
     _same_error(lambda: F.conv3d(ember.randn(1, 3, 1, 4, 4), w),
                 lambda: tF.conv3d(torch.randn(1, 3, 1, 4, 4), torch.randn(4, 3, 2, 2, 2)))
+    _same_error(lambda: F.conv_transpose3d(ember.randn(1, 2, 3, 3, 3), ember.randn(3, 2, 2, 2, 2)),
+                lambda: tF.conv_transpose3d(torch.randn(1, 2, 3, 3, 3),
+                                            torch.randn(3, 2, 2, 2, 2)))
+    _same_error(lambda: F.conv_transpose3d(ember.randn(1, 3, 3, 3, 3),
+                                           ember.randn(3, 2, 2, 2, 2), stride=2,
+                                           output_padding=2),
+                lambda: tF.conv_transpose3d(torch.randn(1, 3, 3, 3, 3),
+                                            torch.randn(3, 2, 2, 2, 2), stride=2,
+                                            output_padding=2))
 
 
 CONVT3D = [  # (cin, cout, groups, kernel, stride, padding, output_padding, dilation)

@@ -21,12 +21,12 @@ def _triple(v, name, op):
     return (int(v),) * 3
 
 
-def _check_input(op, input, weight, cin):
+def _check_input(op, input, weight, cin, groups):
     _check(input.dim() in (4, 5), lambda: f"Expected 4D (unbatched) or 5D (batched) input to "
                                           f"{op}, but got input of size: {list(input.shape)}")
     _check(weight.dim() == 5, lambda: f"{op}: expected a 5-D weight, but got weight of size "
                                       f"{list(weight.shape)}")
-    _check(input.shape[1] == cin, lambda: f"Given groups, weight of size "
+    _check(input.shape[1] == cin, lambda: f"Given groups={groups}, weight of size "
                                           f"{list(weight.shape)}, expected input"
                                           f"{list(input.shape)} to have {cin} channels, but got "
                                           f"{input.shape[1]} channels instead")
@@ -53,7 +53,8 @@ def conv3d(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor | None 
     if unbatched:
         input = input.unsqueeze(0)
     _check(groups > 0, "non-positive groups is not supported")
-    _check_input("conv3d", input, weight, weight.shape[1] * groups if weight.dim() == 5 else -1)
+    _check_input("conv3d", input, weight, weight.shape[1] * groups if weight.dim() == 5 else -1,
+                 groups)
     _check(weight.shape[0] % groups == 0, lambda: f"Given groups={groups}, expected weight to "
                                                   f"be divisible by {groups} at dimension 0, "
                                                   f"but got weight of size "
@@ -117,7 +118,8 @@ def conv_transpose3d(input: ember.Tensor, weight: ember.Tensor,
     if unbatched:
         input = input.unsqueeze(0)
     _check(groups > 0, "non-positive groups is not supported")
-    _check_input("conv_transpose3d", input, weight, weight.shape[0] if weight.dim() == 5 else -1)
+    _check_input("conv_transpose3d", input, weight,
+                 weight.shape[0] if weight.dim() == 5 else -1, groups)
     s = _triple(stride, "stride", "conv_transpose3d")
     p = _triple(padding, "padding", "conv_transpose3d")
     op = _triple(output_padding, "output_padding", "conv_transpose3d")
