@@ -27,6 +27,7 @@ MODULES = {
     "core": ["src_c/alloc.c", "src_c/copy.c"] + COMMON,
     "elementwise": EW + COMMON,
     "reduce": ["src_c/reduce.c", "src_c/sort.c"] + EW + COMMON,
+    "foreach": ["src_c/foreach.c", "src_c/reduce.c"] + COMMON,
     "index": ["src_c/index.c"] + COMMON,
     "random": ["src_c/philox.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,

@@ -345,3 +345,44 @@ def _cuda_handle(name: str) -> Any:
     """A loaded library handle (``"cudart"``, ``"driver"``, ``"ember_cuda"``) or None."""
     cuda_status()
     return _handles.get(name)
+
+
+# ---------------------------------------------------------------------------
+# LAPACK (lazy): the scipy-openblas32 wheel's OpenBLAS, loaded on first use
+# ---------------------------------------------------------------------------
+
+_lapack_lock = allocate_lock()
+_LAPACK_HINT = ("ember.linalg needs LAPACK from the scipy-openblas32 wheel: install it with "
+                "`pip install scipy-openblas32` (or `pip install ember[linalg]`)")
+
+
+def lapack() -> Any:
+    """The ctypes handle of the OpenBLAS/LAPACK library of ``scipy-openblas32`` (loaded once).
+
+    Its symbols carry the ``scipy_`` prefix (``scipy_dgetrf_``) and take 32-bit
+    Fortran integers.  Raises ``RuntimeError`` saying how to install the wheel
+    when it is missing or cannot be loaded.
+    """
+    with _lapack_lock:
+        handle = _handles.get("lapack")
+        if handle is not None:
+            return handle
+        try:
+            import scipy_openblas32
+        except ImportError:
+            raise RuntimeError(_LAPACK_HINT + " (the package is not installed)") from None
+        import ctypes
+
+        path = os.path.join(scipy_openblas32.get_lib_dir(),
+                            "lib" + scipy_openblas32.get_library() + ".so")
+        if os.name == "nt":  # pragma: no cover
+            path = os.path.join(scipy_openblas32.get_lib_dir(),
+                                scipy_openblas32.get_library() + ".dll")
+        elif sys.platform == "darwin":  # pragma: no cover
+            path = path[:-3] + ".dylib"
+        try:
+            handle = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        except OSError as e:
+            raise RuntimeError(f"{_LAPACK_HINT} ({path} failed to load: {e})") from None
+        _handles["lapack"] = handle
+        return handle

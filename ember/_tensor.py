@@ -5,8 +5,10 @@ op functions of the ``ember._C`` modules as methods and operators, and adds
 what needs no speed (printing, pickling helpers, autograd entry points)."""
 from __future__ import annotations
 
+from ember import _ops
 from ember._C import core
 from ember._C import elementwise as _ew
+from ember._C import linalg as _la
 from ember._tensor_str import tensor_str
 
 
@@ -144,6 +146,147 @@ class Tensor(core.TensorBase):
     def zero_(self):
         return self.fill_(0)
 
+    # ---- in-place metadata: views of self adopted by self ----------------------
+    def _view_(self, view, op):
+        if self.requires_grad and core.is_grad_enabled():
+            if self.grad_fn is None:
+                raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used "
+                                   f"in an in-place operation.")
+            self._grad_fn = view.grad_fn     # self now is the view; its node leads back
+        return self._adopt(view)
+
+    def squeeze_(self, dim=None):
+        return self._view_(self.squeeze(dim) if dim is not None else self.squeeze(), "squeeze_")
+
+    def unsqueeze_(self, dim):
+        return self._view_(self.unsqueeze(dim), "unsqueeze_")
+
+    def transpose_(self, dim0, dim1):
+        return self._view_(self.transpose(dim0, dim1), "transpose_")
+
+    swapaxes_ = swapdims_ = transpose_
+
+    def t_(self):
+        return self._view_(self.t(), "t_")
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        return self._view_(self.as_strided(size, stride, storage_offset), "as_strided_")
+
+    def resize_(self, *sizes, memory_format=None):
+        """Give self the contiguous shape ``sizes``, keeping its storage when it is large
+        enough and otherwise moving its elements to a larger one (new elements are
+        uninitialised)."""
+        if self.requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        new = core.empty(*sizes, dtype=self.dtype, device=self.device)
+        n = new.numel()
+        if self.storage_offset() + n <= self.untyped_storage().nbytes() // self.element_size():
+            base = self.as_strided((n,), (1,), self.storage_offset()) if n else None
+            return self._adopt(base.view(new.shape) if n else new)
+        old = self.reshape(-1)
+        k = min(old.numel(), n)
+        if k:
+            new.reshape(-1)[:k].copy_(old[:k] if self.is_contiguous()
+                                      else self.as_strided((k,), (1,), self.storage_offset()))
+        return self._adopt(new)
+
+    def resize_as_(self, the_template, memory_format=None):
+        return self.resize_(*the_template.shape)
+
+    def set_(self, source=None, storage_offset=0, size=None, stride=None):
+        """Make self share ``source``'s memory (all of it, or the strided window
+        ``storage_offset``/``size``/``stride`` of it); no source: an empty tensor."""
+        if source is None:
+            return self._adopt(core.empty(0, dtype=self.dtype, device=self.device))
+        if not isinstance(source, core.TensorBase):
+            raise TypeError(f"set_(): argument 'source' must be Tensor, not "
+                            f"{type(source).__name__}")
+        if source.dtype != self.dtype:
+            raise RuntimeError(f"Could not set tensor of type {self.dtype} to a tensor of type "
+                               f"{source.dtype}")
+        if size is not None:
+            stride = stride if stride is not None else core.empty(*size).stride()
+            source = source.as_strided(size, stride, storage_offset)
+        return self._adopt(source)
+
+    def is_set_to(self, tensor):
+        """Whether self and ``tensor`` view the same memory with the same geometry."""
+        return (self.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+                and self.storage_offset() == tensor.storage_offset()
+                and tuple(self.shape) == tuple(tensor.shape)
+                and self.stride() == tensor.stride())
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Fill the main diagonal (all dims equal for more than 2 dims; a tall matrix's
+        diagonal restarts every ``cols + 1`` rows when ``wrap``)."""
+        nd = self.dim()
+        if nd < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if nd > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        n = min(self.shape)
+        if nd == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+            # the flat positions k * (cols + 1) that fall inside the matrix
+            n = (self.numel() + self.shape[1]) // (self.shape[1] + 1)
+        if self.requires_grad and core.is_grad_enabled():
+            mask = core.zeros(self.shape, dtype=core.bool_)
+            mask.as_strided((n,), (sum(mask.stride()),), 0).fill_(True)
+            return self.copy_(_ew.where(mask, fill_value, self))
+        with _no_grad():
+            self.as_strided((n,), (sum(self.stride()),), self.storage_offset()).fill_(
+                fill_value)
+        return self
+
+    def sum_to_size(self, *size):
+        """Sum self down to ``size`` (to which self must be broadcastable)."""
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        if len(size) > self.dim() or any(
+                s != 1 and s != d for s, d in zip(size[::-1], self.shape[::-1])):
+            raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to "
+                               f"size {{{', '.join(map(str, self.shape))}}}.")
+        lead = self.dim() - len(size)
+        r = self.sum(tuple(range(lead))) if lead else self
+        dims = tuple(i for i, s in enumerate(size) if s == 1 and r.shape[i] != 1)
+        return r.sum(dims, keepdim=True) if dims else r
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None,
+                          requires_grad=False):
+        from ember._C.creation import empty_strided
+        return empty_strided(size, stride, dtype=dtype or self.dtype,
+                             device=device or self.device, requires_grad=requires_grad)
+
+    def new(self, *args, **kwargs):
+        """The legacy constructor with self's dtype: ``new(2, 3)`` uninitialised,
+        ``new(data)`` a copy of data, ``new()`` empty."""
+        if len(args) == 1 and not isinstance(args[0], int):
+            return core.tensor(args[0], dtype=self.dtype, device=self.device)
+        return core.empty(*args, dtype=self.dtype, device=self.device)
+
+    def apply_(self, callable):
+        """Apply a Python function to every element, in place (slow, as torch's)."""
+        vals = self.reshape(-1).tolist()
+        with _no_grad():
+            self.copy_(core.tensor([callable(v) for v in vals], dtype=self.dtype)
+                       .reshape(self.shape))
+        return self
+
+    def map_(self, tensor, callable):
+        """``self[i] = callable(self[i], tensor[i])`` with ``tensor`` broadcast, in place."""
+        other = tensor.expand_as(self).reshape(-1).tolist()
+        vals = self.reshape(-1).tolist()
+        with _no_grad():
+            self.copy_(core.tensor([callable(a, b) for a, b in zip(vals, other)],
+                                   dtype=self.dtype).reshape(self.shape))
+        return self
+
+    def is_pinned(self, device=None):
+        """CPU memory is never pinned in ember (there is no accelerator to pin it for)."""
+        return False
+
+    def pin_memory(self, device=None):
+        """Pinning needs an accelerator; as torch on a machine without one, it refuses."""
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
     def flatten(self, start_dim=0, end_dim=-1):
         nd = self.dim()
         if nd == 0:
@@ -174,6 +317,11 @@ class Tensor(core.TensorBase):
             raise IndexError(f"unflatten: Dimension out of range (got {dim})")
         shape = list(self.shape)
         return self.view(*shape[:d], *sizes, *shape[d + 1:])
+
+    def where(self, condition, other):
+        """``self`` where ``condition`` holds, else ``other`` (torch's argument order:
+        the tensor is the values, unlike ``ember.where(condition, input, other)``)."""
+        return _ew.where(condition, self, other)
 
     def view_as(self, other):
         return self.view(*_shape_of(other, "view_as"))
@@ -324,12 +472,6 @@ def _index_setitem(t, idx, value):
 
 # ---- methods and operators bound from the native op modules -----------------
 
-_ALIASES = {"multiply": "mul", "subtract": "sub", "divide": "div", "negative": "neg",
-            "absolute": "abs", "arccos": "acos", "arcsin": "asin", "arctan": "atan",
-            "arctan2": "atan2", "greater": "gt", "greater_equal": "ge", "less": "lt",
-            "less_equal": "le", "not_equal": "ne", "multiply_": "mul_", "subtract_": "sub_",
-            "divide_": "div_", "negative_": "neg_", "absolute_": "abs_", "fix": "trunc",
-            "arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh"}
 _OPS = {
     "__add__": _ew.add, "__radd__": _ew.add, "__sub__": _ew.sub, "__rsub__": _ew.rsub,
     "__mul__": _ew.mul, "__rmul__": _ew.mul, "__truediv__": _ew.div,
@@ -343,22 +485,12 @@ _OPS = {
     "__iand__": _ew.bitwise_and_, "__ior__": _ew.bitwise_or_, "__ixor__": _ew.bitwise_xor_,
     "__ilshift__": _ew.bitwise_left_shift_, "__irshift__": _ew.bitwise_right_shift_,
     "__neg__": _ew.neg, "__abs__": _ew.abs, "__pos__": _ew.positive,
+    "__matmul__": _la.matmul, "__rmatmul__": _la.__rmatmul__,
 }
 
 
-def _bind(cls, module, names):
-    for n in names:
-        setattr(cls, n, getattr(module, n))
-
-
-# Each native op module lists the names it binds as Tensor methods in
-# __ember_methods__; adding a module here is the only edit a new module needs.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
-for _m in _OP_MODULES:
-    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
-    _bind(Tensor, _mod, _mod.__ember_methods__)
-for _a, _n in _ALIASES.items():
-    setattr(Tensor, _a, getattr(Tensor, _n))
+# every declared op variant (function, method, in-place, aliases): ember/_ops.py
+FUNCTIONS = _ops.bind(Tensor)
 for _k, _f in _OPS.items():
     setattr(Tensor, _k, _f)
 
@@ -413,6 +545,5 @@ Tensor.__eq__ = _eq
 Tensor.__ne__ = _ne
 Tensor.__invert__ = _invert
 Tensor.__hash__ = core.TensorBase.__hash__
-Tensor.gelu = _ew.gelu
 
 core._set_tensor_class(Tensor)

@@ -1,6 +1,7 @@
 """The tensor API re-exported at ``ember.*``: dtypes, devices, creation and ops.
 
 One place lists what each native op module contributes to the public namespace."""
+from ember import _tensor
 from ember._C import core as _core
 from ember._C.core import (
     Size,
@@ -24,6 +25,15 @@ from ember._C.core import (
     zeros,
     zeros_like,
 )
+from ember._C.random import (  # the random-state plumbing (not ops)
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from ember._dtype_info import finfo, iinfo
 from ember._tensor import Tensor
 from ember._tensor_str import set_printoptions
@@ -37,23 +47,18 @@ float16, bfloat16, float32, float64 = (_core.float16, _core.bfloat16, _core.floa
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
-# Each native op module lists its public functions in __ember_functions__.
-_OP_MODULES = ("elementwise", "linalg", "index", "reduce", "random", "creation")
-_FUNCS = []
-for _m in _OP_MODULES:
-    _mod = __import__(f"ember._C.{_m}", fromlist=["_"])
-    # the determinism registry: a module lists ops whose kernels are not
-    # deterministic on some device in __ember_nondeterministic__ {name: devices}
-    _nondet = getattr(_mod, "__ember_nondeterministic__", {})
-    for _n in _mod.__ember_functions__:
-        globals()[_n] = getattr(_mod, _n)
-        _FUNCS.append(_n)
-        _core._declare_op(_n, deterministic=tuple(
-            d for d in ("cpu",) if d not in _nondet.get(_n, ())))
-multiply, subtract, divide, negative, absolute = mul, sub, div, neg, abs  # noqa: F821
-arccos, arcsin, arctan, arctan2 = acos, asin, atan, atan2  # noqa: F821
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne  # noqa: F821
-fix = trunc  # noqa: F821
+# every declared op's function forms and aliases (ember/_ops.py); the determinism
+# registry: a module lists ops whose kernels are not deterministic on some device in
+# __ember_nondeterministic__ {name: devices}
+_NONDET = {}
+for _m in ("elementwise", "linalg", "index", "reduce", "random", "creation"):
+    _NONDET.update(getattr(__import__(f"ember._C.{_m}", fromlist=["_"]),
+                           "__ember_nondeterministic__", {}))
+_FUNCS = list(_tensor.FUNCTIONS)
+for _n, _f in _tensor.FUNCTIONS.items():
+    globals()[_n] = _f
+    _core._declare_op(_n, deterministic=tuple(d for d in ("cpu",)
+                                              if d not in _NONDET.get(_n, ())))
 
 
 __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16", "int32",
@@ -62,9 +67,7 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
             "full_like", "broadcast_shapes", "result_type", "promote_types", "can_cast",
             "get_num_threads", "set_num_threads", "is_grad_enabled", "set_printoptions",
-            "finfo", "iinfo",
-            "multiply", "subtract", "divide", "negative", "absolute", "arccos", "arcsin",
-            "arctan", "arctan2", "greater", "greater_equal", "less", "less_equal", "not_equal",
-            "fix"] + _FUNCS)
+            "finfo", "iinfo", "Generator", "default_generator", "get_rng_state",
+            "initial_seed", "manual_seed", "seed", "set_rng_state"] + _FUNCS)
 from ember.serialization import load, save; __all__ += ["save", "load"]  # noqa: E402,E702,I001
 from ember.autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled; __all__ += ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]  # noqa: E402,E501,E702,I001

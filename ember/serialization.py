@@ -1,27 +1,38 @@
 """Saving and loading: ``ember.save`` / ``ember.load``, safe by construction.
 
-An ember checkpoint is a zip archive: the object's structure as JSON (dicts, lists,
-tuples, ``OrderedDict``, None, bools, ints, floats incl. nan/inf, strings, bytes,
-sets, complex, dtypes, devices, ``ember.Size``, tensors and their views,
-``nn.Parameter``, optimizer state_dicts) and each storage once as raw
-little-endian bytes, stored uncompressed and 64-byte aligned, so ``mmap=True``
-maps tensors straight from the file.  Views of one storage stay views of one
-storage; ``requires_grad`` and Parameter-ness survive.
+``ember.save`` writes PyTorch's own checkpoint layout (a zip with ``archive/data.pkl``,
+one ``archive/data/<key>`` member per storage, 64-byte aligned, ``version``,
+``byteorder``, ``.data/serialization_id``), pickling only the names
+``torch.load(weights_only=True)`` accepts (``torch._utils._rebuild_tensor_v2``,
+``torch.FloatStorage``-style storage ids, ``collections.OrderedDict``,
+``torch._utils._rebuild_parameter``, ``torch.Size``, ``torch.device``, dtypes), so
+PyTorch loads ember's files with its safe default and ember loads PyTorch's.  Views
+of one storage stay views of one storage; ``requires_grad`` and Parameter-ness
+survive.  ``format="ember"`` writes ember's own format instead (below).
 
-Loading such a file never runs code: JSON cannot.  Only an object outside the
-vocabulary is pickled (into a separate member), and ``load`` refuses to unpickle
-it unless its class is allowed with :func:`add_safe_globals` or the caller passes
-``weights_only=False`` for a file it trusts.
+``ember.load`` never runs code from a file unless ``weights_only=False``: pickles
+go through ember's restricted interpreter, which builds only the vocabulary above,
+plain containers and numbers, and what :func:`add_safe_globals` allows; BUILD and
+REDUCE cannot reach anything else, declared sizes are checked against the archive
+before anything is allocated, and containers nested deeper than 1000 are refused.
 
-``ember.load`` also reads PyTorch ``torch.save`` zip files (tensors, state_dicts,
-nested containers) through a restricted unpickler, without importing torch, and
+ember's own format (``format="ember"``, read by every ``ember.load``): the object's
+structure as JSON (dicts, lists, tuples, ``OrderedDict``, None, bools, ints, floats
+incl. nan/inf, strings, bytes, sets, complex, dtypes, devices, ``ember.Size``,
+tensors and their views, ``nn.Parameter``) and each storage once as raw
+little-endian bytes; its header carries a format version, and a view of one storage
+as two dtypes is kept (PyTorch's format cannot hold that).  Only an object outside
+the vocabulary is pickled, into a separate member.
+
 :func:`save_safetensors` / :func:`load_safetensors` read and write safetensors.
 
 Saving to a path is atomic (temporary file in the same folder, flush, fsync,
-rename).  Every member carries a CRC-32 that ``load`` checks (``mmap=True`` skips
-the storage CRCs, which would mean reading every byte); the header carries a format
-version.  A damaged, truncated or foreign file raises :class:`CheckpointError`
-(a ``RuntimeError``) naming the file and the problem."""
+rename); the temporaries of saves that were killed are removed by the next save to
+the same path.  Every member carries a CRC-32 that ``load`` checks (``mmap=True``
+skips the storage CRCs, which would mean reading every byte).  A damaged, truncated
+or foreign file raises :class:`CheckpointError` (a ``RuntimeError``) naming the file
+and the problem; a file that needs more than ``weights_only=True`` allows raises
+``pickle.UnpicklingError``."""
 from __future__ import annotations
 
 import os as _os
@@ -94,18 +105,37 @@ def _safe_global_lookup(key: str):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False) -> None:
-    """Save ``obj`` (a tensor, state_dict, optimizer state, nested containers, ...) to
-    ``f``: a path (``str``/``bytes``/``os.PathLike``; written atomically) or a binary
-    file object (``io.BytesIO`` too).  ``pickle_protocol`` applies to the pickled
-    member that only objects outside the vocabulary need; the other PyTorch
-    arguments are accepted for compatibility."""
-    from ember._serialization import _ember, _io
+         _disable_byteorder_record=False, *, format: str = "torch") -> None:
+    """Save ``obj`` (a tensor, state_dict, optimizer state, nested containers, ...).
+
+    Parameters
+    ----------
+    obj : object
+    f : path or binary file object
+        A path (``str``/``bytes``/``os.PathLike``; written atomically) or a writable
+        binary file object (``io.BytesIO`` too).
+    pickle_protocol : int
+        The pickle protocol (2, PyTorch's default, unless you need another).
+    format : {"torch", "ember"}
+        ``"torch"`` (the default): PyTorch's archive layout, which
+        ``torch.load(weights_only=True)`` reads.  ``"ember"``: ember's own format
+        (JSON structure, read by ember only), which can also keep one storage viewed
+        as two dtypes.
+
+    ``pickle_module`` and the underscore arguments are accepted for compatibility
+    with ``torch.save``.
+    """
+    from ember._serialization import _ember, _io, _torch
 
     if not (_io.is_path(f) or hasattr(f, "write")):
         raise TypeError(f"ember.save: expected a path or a writable binary file object, got "
                         f"{type(f).__name__}")
-    payload = _ember.Payload(obj, pickle_protocol)
+    if format == "torch":
+        payload = _torch.Writer(obj, pickle_protocol)
+    elif format == "ember":
+        payload = _ember.Payload(obj, pickle_protocol)
+    else:
+        raise ValueError(f"ember.save: format must be 'torch' or 'ember', got {format!r}")
     if _io.is_path(f):
         _io.atomic_write(f, payload.write)
     else:

@@ -1,5 +1,6 @@
-"""ember.load reads files written by torch.save (zip format) -- without importing torch --
-and safetensors files interoperate with the safetensors package's torch API."""
+"""ember.load reads files written by torch.save (zip format) -- without importing torch --,
+torch.load(weights_only=True) reads files written by ember.save, and safetensors files
+interoperate with the safetensors package's torch API."""
 import io
 import os
 import pickle
@@ -222,3 +223,142 @@ def test_corrupted_torch_file_is_caught(tmp_path):
         ember.load(p)
     with pytest.raises(CheckpointError, match="t.pt"):
         ember.load(p)
+
+
+# ----------------------------------------------------------------------------
+# ember.save -> torch.load(weights_only=True), and back
+
+def via_ember(obj, tmp_path=None, **kw):
+    buf = io.BytesIO()
+    ember.save(obj, buf)
+    buf.seek(0)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(buf) == []
+    buf.seek(0)
+    return torch.load(buf, weights_only=True, **kw)
+
+
+def from_np(a, edt):
+    t = ember.from_numpy(np.ascontiguousarray(a))
+    return t.to(edt)
+
+
+@pytest.mark.parametrize("tdt,edt", PAIRS, ids=[str(p[1]) for p in PAIRS])
+def test_torch_reads_every_dtype_and_layout(tdt, edt):
+    a = (np.random.default_rng(0).standard_normal((4, 5)) * 50).astype(np.float32)
+    t = from_np(a, edt)
+    for x in (t, t[:, 1:4], t.t(), t[1], t[::2, 1::2],
+              ember.empty(0, 3, dtype=edt), t[0, 0], t.unsqueeze(0).expand(3, 4, 5)):
+        r = via_ember(x)
+        assert r.dtype == tdt
+        check(r, x)
+
+
+def test_torch_sees_views_of_one_storage():
+    base = from_np(np.arange(24, dtype=np.float32).reshape(4, 6), ember.float32)
+    views = {"base": base, "t": base.t(), "slice": base[1:3], "diag": base.diagonal(),
+             "expand": base[0:1].expand(3, 6), "strided": base.as_strided((2, 2), (7, 2), 3),
+             "col": base[:, 2]}
+    r = via_ember(views)
+    ptr = r["base"].untyped_storage().data_ptr()
+    for k, v in views.items():
+        assert r[k].untyped_storage().data_ptr() == ptr, k
+        check(r[k], v)
+    r["base"].fill_(7.0)                          # one storage in torch too
+    assert (r["t"] == 7).all() and (r["strided"] == 7).all()
+
+
+def test_parameters_requires_grad_and_scalars_for_torch():
+    import ember.nn as enn
+
+    p = enn.Parameter(from_np(np.ones((2, 3), np.float32), ember.float32))
+    q = enn.Parameter(from_np(np.zeros(3, np.float32), ember.float32), requires_grad=False)
+    w = from_np(np.arange(3, dtype=np.float32), ember.float32).requires_grad_(True)
+    r = via_ember({"p": p, "q": q, "w": w, "s": ember.tensor(2.5), "e": ember.empty(0)})
+    assert isinstance(r["p"], torch.nn.Parameter) and r["p"].requires_grad
+    assert isinstance(r["q"], torch.nn.Parameter) and not r["q"].requires_grad
+    assert type(r["w"]) is torch.Tensor and r["w"].requires_grad and r["w"].is_leaf
+    assert r["s"].dim() == 0 and r["s"].item() == 2.5 and r["e"].shape == (0,)
+    check(r["p"], p)
+
+
+def test_nested_containers_for_torch():
+    t = from_np(np.arange(6, dtype=np.int64), ember.int64)
+    od = OrderedDict(a=t)
+    od._metadata = {"": {"version": 1}}
+    shared = [t, 1]
+    obj = {"od": od, "l": [1, 2.5, None, True, "s", (3, [4, {"k": t[2:]}])], "set": {1, 2},
+           "bytes": b"\x00\xff", "complex": complex(1, -2), "nan": float("nan"),
+           "size": ember.Size([2, 3]), "dtype": ember.bfloat16, "dev": ember.device("cpu"),
+           "s1": shared, "s2": shared, 7: "int key", (1, 2): "tuple key"}
+    r = via_ember(obj)
+    assert type(r["od"]) is OrderedDict and r["od"]._metadata == {"": {"version": 1}}
+    assert r["l"][:5] == [1, 2.5, None, True, "s"] and r["l"][5][0] == 3
+    check(r["l"][5][1][1]["k"], t[2:])
+    assert r["l"][5][1][1]["k"].untyped_storage().data_ptr() == \
+        r["od"]["a"].untyped_storage().data_ptr()
+    assert r["set"] == {1, 2} and r["bytes"] == b"\x00\xff" and r["complex"] == complex(1, -2)
+    assert r["nan"] != r["nan"] and r["size"] == torch.Size([2, 3])
+    assert r["dtype"] is torch.bfloat16 and r["dev"] == torch.device("cpu")
+    assert r["s1"] is r["s2"] and r[7] == "int key" and r[(1, 2)] == "tuple key"
+
+
+def test_torch_refuses_what_its_safe_load_does_not_know():
+    buf = io.BytesIO()
+    ember.save({"fs": frozenset({1})}, buf)         # ember reads it; torch's default does not
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(buf, weights_only=True)
+    buf.seek(0)
+    assert ember.load(buf) == {"fs": frozenset({1})}
+
+
+def test_both_ways_keeps_sharing_and_values(tmp_path):
+    base = from_np(np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32),
+                   ember.float32)
+    obj = {"w": base, "wt": base.t(), "row": base[2], "h": base.half(), "b": base > 0,
+           "i": ember.arange(5, dtype=ember.int32)[1::2]}
+    p, q = tmp_path / "e.pt", tmp_path / "t.pt"
+    ember.save(obj, p)
+    mid = torch.load(p, weights_only=True, mmap=True)     # ember's file is mmap-able by torch
+    torch.save(mid, q)
+    r = ember.load(q)
+    for k, v in obj.items():
+        assert r[k].dtype == v.dtype and r[k].stride() == v.stride(), k
+        np.testing.assert_array_equal(npy_e(r[k]), npy_e(v))
+    assert r["wt"].untyped_storage() is r["w"].untyped_storage()
+    assert r["row"].untyped_storage() is r["w"].untyped_storage()
+
+
+def test_model_and_optimizer_state_move_to_torch(tmp_path):
+    import ember.nn as enn
+    import ember.optim as eoptim
+
+    ember.manual_seed(0)
+    em = enn.Sequential(enn.Linear(4, 8), enn.ReLU(), enn.Linear(8, 2))
+    eopt = eoptim.Adam(em.parameters(), lr=0.05)
+    x = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+    for _ in range(2):
+        eopt.zero_grad()
+        em(ember.from_numpy(x)).pow(2).mean().backward()
+        eopt.step()
+    p = tmp_path / "ckpt.pt"
+    ember.save({"model": em.state_dict(), "optim": eopt.state_dict(), "epoch": 2}, p)
+    saved_avg = npy_e(eopt.state_dict()["state"][0]["exp_avg"].clone())
+    ck = torch.load(p, weights_only=True)
+    np.testing.assert_array_equal(ck["optim"]["state"][0]["exp_avg"].numpy(), saved_avg)
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    tm.load_state_dict(ck["model"])
+    topt = torch.optim.Adam(tm.parameters(), lr=0.05)
+    topt.load_state_dict(ck["optim"])
+    assert ck["epoch"] == 2
+    for opt, model, lib in ((eopt, em, ember), (topt, tm, torch)):   # one more step each
+        opt.zero_grad()
+        model(lib.from_numpy(x)).pow(2).mean().backward()
+        opt.step()
+    with torch.no_grad():
+        want = tm(torch.from_numpy(x)).numpy()
+    got = np.array(em(ember.from_numpy(x)).detach())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    back = ember.load(p)                                 # and ember reads its own file
+    assert back["optim"]["param_groups"] == ck["optim"]["param_groups"]
+    np.testing.assert_array_equal(npy_e(back["optim"]["state"][0]["exp_avg"]), saved_avg)

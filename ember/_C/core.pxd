@@ -30,6 +30,7 @@ cdef extern from "ember.h" nogil:
     uint16_t em_f2h(float f)
     float em_bf2f(uint16_t h)
     uint16_t em_f2bf(float f)
+    int64_t em_mul_size(int64_t a, int64_t b)
 
 cdef enum:
     MAX_DIMS = 16
@@ -75,6 +76,7 @@ cdef class TensorBase:
     cdef public bint _requires_grad
     cdef public object _grad
     cdef public object _grad_fn
+    cdef readonly bint _inference   # made under inference_mode (views inherit it)
 
 
 # A broadcast, coalesced iteration over up to MAX_ARGS operands (arg 0 = output).
@@ -113,6 +115,20 @@ cdef int scalar_to_buf(object v, int dtype, void *buf) except -1
 cdef object buf_to_scalar(const void *buf, int dtype)
 cdef tuple shape_tuple(TensorBase t)
 cdef int parse_shape(object args, int64_t *out, str op) except -1
+cdef int seq_to_dims(object seq, int64_t *out, str op) except -1
+cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1
+cdef int too_many_dims(Py_ssize_t ndim, str op) except -1
+cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1
+cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) except -1
+
+
+# Every fill of a fixed MAX_DIMS shape/stride array from a count the caller does
+# not control (a Python sequence, an array interface, DLPack, a nested list, a
+# rank that grows) is guarded by check_ndim first.
+cdef inline int check_ndim(Py_ssize_t ndim, str op) except -1:
+    if ndim > MAX_DIMS or ndim < 0:
+        return too_many_dims(ndim, op)
+    return 0
 cdef int wrap_dim(int64_t d, int ndim, str op) except -100
 cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
                          int64_t *out) except -1
@@ -129,3 +145,23 @@ cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device de
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1
 cdef void bump_version(TensorBase t) noexcept
 cdef int check_inplace(TensorBase t, str op) except -1
+
+# Written-to tensors (out= and in-place): castability and memory overlap, as torch checks.
+cdef enum:
+    OUT_CAST = 0       # out's dtype: any the result can be cast to (torch's canCast)
+    OUT_EXACT = 1      # out's dtype must be the result's
+    OUT_NOALIAS = 2    # flag: out may not share memory with an input at all
+    OVERLAP_NO = 0
+    OVERLAP_FULL = 1
+    OVERLAP_PARTIAL = 2
+    OVERLAP_TOO_HARD = 3
+
+cdef bint castable(int src, int dst) noexcept
+cdef int check_cast(int src, int dst, str op) except -1
+cdef int check_out_dtype(int result, int dst, int policy, str op) except -1
+cdef bint dense_nonoverlap(TensorBase t) noexcept nogil
+cdef int overlap_status(TensorBase a, TensorBase b) noexcept
+cdef int check_no_internal_overlap(TensorBase t, str op) except -1
+cdef int check_written(TensorBase t, object inputs, str op, bint noalias=*) except -1
+cdef TensorBase check_out(object out, TensorBase like, int policy, object inputs, str op)
+cdef object write_out(object out, TensorBase r, int policy, object inputs, str op)

@@ -11,7 +11,8 @@ from cpython.buffer cimport PyBUF_FORMAT, PyBUF_STRIDES, PyBUF_WRITABLE, PyObjec
 from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New,
                                 PyCapsule_SetName)
 from libc.math cimport isnan
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport (INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
+                          uint32_t, uint64_t)
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -245,7 +246,7 @@ def promote_types(a, b):
 
 def can_cast(from_, to):
     cdef int f = dtype_code(from_), t = dtype_code(to)
-    return category(f) <= category(t)
+    return castable(f, t)
 
 
 # ----------------------------------------------------------------------------
@@ -668,34 +669,93 @@ cdef bint is_contig(TensorBase t) noexcept nogil:
     return True
 
 
+cdef list _dims_list(int ndim, const int64_t *shape):
+    return [shape[i] for i in range(ndim)]
+
+
+cdef inline str _prefix(str op):
+    return f"{op}: " if op else ""
+
+
+cdef int too_many_dims(Py_ssize_t ndim, str op) except -1:
+    raise RuntimeError(f"{_prefix(op)}only tensors with up to {MAX_DIMS} dims are supported in ember, "
+                       f"got {ndim}")
+
+
+cdef int _bad_sizes(int ndim, const int64_t *shape, str op, bint storage) except -1:
+    """The error for a shape with a negative size or a product past int64."""
+    cdef int i
+    for i in range(ndim):
+        if shape[i] < 0:
+            raise RuntimeError(f"{_prefix(op)}Trying to create tensor with negative dimension "
+                               f"{shape[i]}: {_dims_list(ndim, shape)}")
+    if storage:
+        raise RuntimeError(f"{_prefix(op)}Storage size calculation overflowed with sizes="
+                           f"{_dims_list(ndim, shape)}")
+    raise RuntimeError(f"{_prefix(op)}numel: integer multiplication overflow with sizes="
+                       f"{_dims_list(ndim, shape)}")
+
+
+cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1:
+    """numel of a shape a caller wants to create or view: RuntimeError for more
+    than MAX_DIMS dims, a negative size, or a product that does not fit in int64."""
+    cdef int64_t n = 1
+    cdef int i
+    check_ndim(ndim, op)
+    for i in range(ndim):
+        n = em_mul_size(n, shape[i])
+        if n < 0:
+            return _bad_sizes(ndim, shape, op, False)
+    return n
+
+
+cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1:
+    """a * b for sizes an op computes from its arguments, checked."""
+    cdef int64_t r = em_mul_size(a, b)
+    if r < 0:
+        if a < 0 or b < 0:
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
+                               f"{a if a < 0 else b}")
+        raise RuntimeError(f"{op}: integer multiplication overflow computing a size "
+                           f"({a} * {b})")
+    return r
+
+
+cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) except -1:
+    """Bytes a new tensor of `shape` needs; RuntimeError (naming op) when the
+    shape is negative or its byte size does not fit in int64."""
+    cdef int64_t n = em_itemsize[dtype]
+    cdef int i
+    check_ndim(ndim, op)
+    for i in range(ndim):
+        n = em_mul_size(n, shape[i])
+    if n < 0:
+        _bad_sizes(ndim, shape, op, True)
+    return n
+
+
 cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device):
     cdef TensorBase t = TensorBase.__new__(TensorType)
     cdef int64_t n = 1, st = 1
     cdef int i
-    if ndim > MAX_DIMS:
-        raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
-    cdef int64_t limit = (<int64_t>1 << 60) // em_itemsize[dtype]
-    cdef bint too_big = False
+    check_ndim(ndim, "")
     for i in range(ndim - 1, -1, -1):
-        if shape[i] < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {shape[i]}")
         t._shape[i] = shape[i]
         t._strides[i] = st
         if shape[i] > 1:
             st *= shape[i]
-        # overflow-safe: a product past the limit is an error, not a wrapped size
-        if shape[i] > 0 and n > limit // shape[i]:
-            too_big = True
-        else:
-            n *= shape[i]
-    if too_big and not any([shape[i] == 0 for i in range(ndim)]):
-        raise RuntimeError(f"tensor of shape {[shape[i] for i in range(ndim)]} is too large "
-                           f"to allocate")
+        n = em_mul_size(n, shape[i])
+        if n < 0:
+            _bad_sizes(ndim, shape, "", True)
+    n = em_mul_size(n, em_itemsize[dtype])
+    if n < 0:
+        _bad_sizes(ndim, shape, "", True)
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
     t._device = device
-    t._storage = _alloc_storage(n * em_itemsize[dtype], device)
+    t._storage = _alloc_storage(n, device)
+    t._inference = em_inference_on != 0
     return t
 
 
@@ -707,16 +767,20 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
                           const int64_t *strides, int64_t offset):
     cdef TensorBase t = TensorBase.__new__(TensorType)
     cdef int i
-    if ndim > MAX_DIMS:
-        raise RuntimeError(f"ember supports at most {MAX_DIMS} dimensions, got {ndim}")
+    cdef int64_t n = 1
+    check_ndim(ndim, "")
     for i in range(ndim):
+        n = em_mul_size(n, shape[i])
         t._shape[i] = shape[i]
         t._strides[i] = strides[i]
+    if n < 0:
+        shape_numel(ndim, shape, "")
     t._ndim = ndim
     t._dtype = base._dtype
     t._offset = offset
     t._device = base._device
     t._storage = base._storage
+    t._inference = base._inference
     return t
 
 
@@ -749,10 +813,16 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
         args = (<tuple>args)[0]
     elif isinstance(args, TensorBase):
         args = (<TensorBase>args).tolist()
+    return seq_to_dims(args, out, op)
+
+
+cdef int seq_to_dims(object seq, int64_t *out, str op) except -1:
+    """Copy a sequence of ints into a MAX_DIMS array (length checked first); return its length."""
     cdef int n = 0
-    for a in args:
-        if n >= MAX_DIMS:
-            raise RuntimeError(f"{op}: ember supports at most {MAX_DIMS} dimensions")
+    if hasattr(seq, "__len__"):
+        check_ndim(len(seq), op)
+    for a in seq:
+        check_ndim(n + 1, op)
         if isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "__index__")):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element "
                             f"of type {type(a).__name__} at pos {n}")
@@ -764,28 +834,24 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
     return n
 
 
-cdef int _check_nonneg(int ndim, const int64_t *shape, str op) except -1:
-    for i in range(ndim):
-        if shape[i] < 0:
-            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
-                               f"{shape[i]}: [{', '.join(str(shape[j]) for j in range(ndim))}]")
-    return 0
-
-
 cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
                          int64_t *out) except -1:
+    # the result is built aside first: `out` may be one of the inputs
     cdef int nd = nda if nda > ndb else ndb, i
     cdef int64_t x, y
+    cdef int64_t res[MAX_DIMS]
     for i in range(nd):
         x = sa[nda - nd + i] if nda - nd + i >= 0 else 1
         y = sb[ndb - nd + i] if ndb - nd + i >= 0 else 1
         if x == y or y == 1:
-            out[i] = x
+            res[i] = x
         elif x == 1:
-            out[i] = y
+            res[i] = y
         else:
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
                                f"({y}) at non-singleton dimension {i}")
+    for i in range(nd):
+        out[i] = res[i]
     return nd
 
 
@@ -1023,9 +1089,13 @@ cdef int _infer_size(int64_t *shape, int nd, int64_t numel, str op) except -1:
                 raise RuntimeError(f"{op}: only one dimension can be inferred")
             infer = i
         elif shape[i] < 0:
-            raise RuntimeError(f"{op}: invalid shape dimension {shape[i]}")
+            raise RuntimeError(f"{op}: invalid shape dimension {shape[i]} at index {i} of shape "
+                               f"{_dims_list(nd, shape)}")
         else:
-            prod *= shape[i]
+            prod = em_mul_size(prod, shape[i])
+    if prod < 0:
+        raise RuntimeError(f"shape '{_dims_list(nd, shape)}' is invalid for input of size "
+                           f"{numel}")
     if infer >= 0:
         if prod == 0 or numel % prod != 0:
             raise RuntimeError(f"shape '[{', '.join(str(shape[j]) for j in range(nd))}]' is "
@@ -1174,6 +1244,25 @@ cdef class TensorBase:
         self._requires_grad = False
         return self
 
+    def is_inference(self):
+        """True for a tensor made under ``inference_mode`` (and views of one)."""
+        return self._inference
+
+    def _adopt(self, TensorBase src not None):
+        """Take ``src``'s storage, offset, shape and strides (same dtype and device): the
+        metadata half of in-place view ops, ``set_`` and ``resize_``."""
+        cdef int i
+        if src._dtype != self._dtype or src._device is not self._device and \
+                src._device != self._device:
+            raise RuntimeError("_adopt: the source must have the tensor's dtype and device")
+        self._storage = src._storage
+        self._offset = src._offset
+        self._ndim = src._ndim
+        for i in range(src._ndim):
+            self._shape[i] = src._shape[i]
+            self._strides[i] = src._strides[i]
+        return self
+
     # ---- views --------------------------------------------------------------
     def view(self, *shape):
         cdef int64_t ns[MAX_DIMS]
@@ -1222,13 +1311,14 @@ cdef class TensorBase:
         if nd != nd2:
             raise RuntimeError(f"as_strided: mismatch in length of strides and shape")
         off = self._offset if storage_offset is None else storage_offset
-        cdef int64_t hi = off
         for i in range(nd):
             if ns[i] < 0 or nst[i] < 0:
                 raise RuntimeError("as_strided: negative size or stride")
-            if ns[i] > 0:
-                hi += (ns[i] - 1) * nst[i]
-        if numel_of(nd, ns) > 0 and (hi + 1) * em_itemsize[self._dtype] > self._storage._nbytes:
+        if off < 0:
+            raise RuntimeError(f"as_strided: Tensor: invalid storage offset {off}")
+        if shape_numel(nd, ns, "as_strided") > 0 and mul_sizes(
+                _span(nd, ns, nst, off, "as_strided"), em_itemsize[self._dtype],
+                "as_strided") > self._storage._nbytes:
             raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)} out of "
                                f"bounds for storage of size {self._storage._nbytes}")
         return self._record_view("as_strided", make_view(self, nd, ns, nst, off),
@@ -1301,6 +1391,7 @@ cdef class TensorBase:
         cdef int d = wrap_dim(dim, self._ndim + 1, "unsqueeze"), i
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
+        check_ndim(self._ndim + 1, "unsqueeze")
         for i in range(d):
             ns[i] = self._shape[i]
             nst[i] = self._strides[i]
@@ -1348,6 +1439,11 @@ cdef class TensorBase:
             else:
                 if ns[i] == -1:
                     ns[i] = self._shape[i - k]
+                elif ns[i] < 0:
+                    raise RuntimeError(f"expand: the expanded size of the tensor ({ns[i]}) "
+                                       f"isn't allowed at dimension {i}: sizes must be "
+                                       f"non-negative or -1. Target sizes: "
+                                       f"{[ns[j] for j in range(nd)]}")
                 if self._shape[i - k] == ns[i]:
                     nst[i] = self._strides[i - k]
                 elif self._shape[i - k] == 1:
@@ -1358,6 +1454,7 @@ cdef class TensorBase:
                                        f"dimension {i}.  Target sizes: "
                                        f"{[ns[j] for j in range(nd)]}.  Tensor sizes: "
                                        f"{list(shape_tuple(self))}")
+        shape_numel(nd, ns, "expand")
         return self._record_view("expand", make_view(self, nd, ns, nst, self._offset),
                                  (shape_tuple(self),))
 
@@ -1475,6 +1572,7 @@ cdef class TensorBase:
             if _slow:
                 return redispatch("copy_", TensorBase.copy_, (self, src), None)
         check_inplace(self, "copy_")
+        check_written(self, s, "copy_")
         if em_grad_on and (s._requires_grad or self._requires_grad):
             old = make_view(self, self._ndim, self._shape, self._strides, self._offset)
             copy_into(self, s)
@@ -1697,8 +1795,10 @@ cdef class _NumpyView:
 # ----------------------------------------------------------------------------
 # creation
 
-cdef object _infer_nested(object data, list shape, int depth):
-    """Walk nested sequences: fill `shape`, return the promoted scalar category."""
+cdef object _infer_nested(object data, list shape, int depth, list path):
+    """Walk nested sequences: fill `shape`, return the promoted scalar category.
+    `path` holds the sequences being walked: nesting deeper than MAX_DIMS is an
+    error, and a self-referential one is told apart from a merely deep one."""
     cdef int cat = -1, c
     if isinstance(data, TensorBase):
         t = <TensorBase>data
@@ -1707,15 +1807,26 @@ cdef object _infer_nested(object data, list shape, int depth):
                 shape.append(t._shape[i])
         return 3 + t._dtype
     if isinstance(data, (list, tuple)):
+        if depth >= MAX_DIMS:
+            ids = set()
+            for p in path + [data]:
+                if id(p) in ids:
+                    raise TypeError(f"tensor(): self-referential {type(data).__name__}s are "
+                                    f"incompatible")
+                ids.add(id(p))
+            raise ValueError(f"too many dimensions '{type(data).__name__}': ember supports at "
+                             f"most {MAX_DIMS} dims")
         n = len(data)
         if depth == len(shape):
             shape.append(n)
         elif shape[depth] != n:
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} "
                              f"(got {n})")
+        path.append(data)
         for x in data:
-            c = _infer_nested(x, shape, depth + 1)
+            c = _infer_nested(x, shape, depth + 1, path)
             cat = c if cat < 0 else (c if c > cat else cat)
+        path.pop()
         return cat
     if depth < len(shape):
         raise ValueError(f"expected a sequence at dim {depth} but got {type(data).__name__}")
@@ -1753,7 +1864,8 @@ cdef TensorBase _tensor_from_data(object data, int dt, object device):
         src = _from_array_like(data, True)
         return cast(src, dt).clone() if dt >= 0 and dt != src._dtype else src.clone()
     shape = []
-    c = _infer_nested(data, shape, 0)
+    c = _infer_nested(data, shape, 0, [])
+    check_ndim(len(shape), "tensor")
     if dt < 0:
         # no elements -> the default dtype; tensors nested in lists keep theirs
         dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (c - 3 if c >= 3 else _default_dtype))
@@ -1805,38 +1917,64 @@ cdef TensorBase _from_array_like(object arr, bint allow_copy):
                         f"int32, int16, int8, uint8, and bool.")
     cdef int dt = (<DType>d).code
     cdef int isz = em_itemsize[dt]
-    shape = ai["shape"]
     strides = ai.get("strides")
-    cdef int nd = len(shape), i
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int64_t lo = 0, hi = 0
-    for i in range(nd):
-        shp[i] = shape[i]
+    cdef int nd = seq_to_dims(ai["shape"], shp, "from_numpy"), i
     if strides is None:
-        acc = 1
-        for i in range(nd - 1, -1, -1):
-            st[i] = acc
-            acc *= shp[i]
+        _contig_strides(nd, shp, st)
     else:
+        if seq_to_dims(strides, st, "from_numpy") != nd:
+            raise ValueError("from_numpy: __array_interface__ has strides of a different length "
+                             "than its shape")
         for i in range(nd):
-            if strides[i] < 0:
+            if st[i] < 0:
                 raise ValueError("At least one stride in the given numpy array is negative, and "
                                  "tensors with negative strides are not currently supported. "
                                  "(You can probably work around this by making a copy of your "
                                  "array with array.copy().)")
-            if strides[i] % isz:
+            if st[i] % isz:
                 raise ValueError("given numpy array strides not a multiple of the element byte "
                                  "size. Copy the numpy array to reallocate the memory.")
-            st[i] = strides[i] // isz
-    for i in range(nd):
-        if shp[i] > 0:
-            hi += (shp[i] - 1) * st[i]
+            st[i] //= isz
     ptr, _ro = ai["data"]
+    return _wrap_foreign(<char *><size_t>ptr, nd, shp, st, dt, arr, "from_numpy")
+
+
+cdef void _contig_strides(int nd, const int64_t *shp, int64_t *st) noexcept:
+    """Row-major strides (elements) of a shape already checked by shape_numel."""
+    cdef int64_t acc = 1
+    cdef int i
+    for i in range(nd - 1, -1, -1):
+        st[i] = acc
+        acc *= shp[i] if shp[i] > 1 else 1
+
+
+cdef int64_t _span(int nd, const int64_t *shp, const int64_t *st, int64_t offset,
+                   str op) except -1:
+    """Elements from the storage start to one past the last element a non-empty
+    view (non-negative sizes and strides) reaches, overflow-checked."""
+    cdef int64_t span = offset + 1, ext
+    cdef int i
+    for i in range(nd):
+        ext = em_mul_size(shp[i] - 1, st[i])
+        if ext < 0 or ext > INT64_MAX - span:
+            raise RuntimeError(f"{op}: Storage size calculation overflowed with sizes="
+                               f"{_dims_list(nd, shp)} and strides={_dims_list(nd, st)}")
+        span += ext
+    return span
+
+
+cdef TensorBase _wrap_foreign(char *data, int nd, const int64_t *shp, const int64_t *st, int dt,
+                              object owner, str op):
+    """A CPU tensor over foreign memory kept alive by `owner`; the storage spans
+    exactly the elements the (non-negative) strides reach."""
+    cdef int64_t n = shape_numel(nd, shp, op)
+    cdef int i
     cdef Storage s = Storage.__new__(Storage)
-    s.data = <char *><size_t>ptr
-    s._nbytes = (hi + 1) * isz if numel_of(nd, shp) else 0
-    s.owner = arr
+    s.data = data
+    s._nbytes = mul_sizes(_span(nd, shp, st, 0, op), em_itemsize[dt], op) if n else 0
+    s.owner = owner
     s.device = _cpu
     cdef TensorBase t = TensorBase.__new__(TensorType)
     t._storage = s
@@ -1880,18 +2018,16 @@ def _make_tensor(size_t ptr, shape, strides, dtype, device, owner, int64_t offse
     """Build a tensor over memory `owner` keeps alive (for plugin backends and loaders)."""
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int nd = parse_shape(tuple(shape), shp, "_make_tensor"), i
+    cdef int nd = seq_to_dims(shape, shp, "_make_tensor"), i
     cdef int dt = dtype_code(dtype)
+    cdef int64_t n = shape_numel(nd, shp, "_make_tensor")
     if strides is None:
-        acc = 1
-        for i in range(nd - 1, -1, -1):
-            st[i] = acc
-            acc *= shp[i]
-    else:
-        parse_shape(tuple(strides), st, "_make_tensor")
+        _contig_strides(nd, shp, st)
+    elif seq_to_dims(strides, st, "_make_tensor") != nd:
+        raise RuntimeError("_make_tensor: mismatch in length of strides and shape")
     cdef Storage s = Storage.__new__(Storage)
     s.data = <char *>ptr
-    s._nbytes = nbytes if nbytes >= 0 else (offset + numel_of(nd, shp)) * em_itemsize[dt]
+    s._nbytes = nbytes if nbytes >= 0 else mul_sizes(offset + n, em_itemsize[dt], "_make_tensor")
     s.owner = owner if owner is not None else False
     s.device = as_device(device)
     cdef TensorBase t = TensorBase.__new__(TensorType)
@@ -1910,8 +2046,10 @@ def _from_storage(Storage s, shape, strides, dtype, int64_t offset=0):
     """A tensor viewing an existing Storage (serialization rebuilds views with this)."""
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int nd = parse_shape(tuple(shape), shp, "_from_storage"), i
-    parse_shape(tuple(strides), st, "_from_storage")
+    cdef int nd = seq_to_dims(shape, shp, "_from_storage"), i
+    if seq_to_dims(strides, st, "_from_storage") != nd:
+        raise RuntimeError("_from_storage: mismatch in length of strides and shape")
+    shape_numel(nd, shp, "_from_storage")
     cdef TensorBase t = TensorBase.__new__(TensorType)
     t._storage = s
     t._offset = offset
@@ -1924,6 +2062,22 @@ def _from_storage(Storage s, shape, strides, dtype, int64_t offset=0):
     return t
 
 
+def _check_size(shape, dtype=None, str op=""):
+    """Refuse, before any work, an output of `shape` that cannot exist: more than
+    MAX_DIMS dims, a negative size, a byte size past int64 (RuntimeError naming
+    `op`) or one the allocator cannot provide (torch's DefaultCPUAllocator
+    error).  Ops that compute an output size from their arguments call this
+    first, so an absurd size fails in microseconds.  Returns the numel."""
+    cdef int64_t shp[MAX_DIMS]
+    cdef int nd = seq_to_dims(shape, shp, op)
+    cdef int dt = dtype_code(dtype)
+    cdef int64_t nbytes = check_alloc(nd, shp, _default_dtype if dt < 0 else dt, op)
+    # a large block goes straight back to the allocator's cache for the real output
+    if nbytes >= (<int64_t>1 << 30):
+        _alloc_storage(nbytes, _cpu)
+    return nbytes // em_itemsize[_default_dtype if dt < 0 else dt]
+
+
 def _new_storage(int64_t nbytes, device=None):
     return _alloc_storage(nbytes, as_device(device))
 
@@ -1931,10 +2085,10 @@ def _new_storage(int64_t nbytes, device=None):
 cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=False):
     cdef int64_t shp[MAX_DIMS]
     cdef int nd = parse_shape(size, shp, op)
-    _check_nonneg(nd, shp, op)
     cdef int dt = dtype_code(dtype)
     if dt < 0:
         dt = _default_dtype
+    check_alloc(nd, shp, dt, op)
     cdef Device dev = as_device(device)
     if dev.kind == DEV_PLUGIN:
         kern = _backend_kernels.get(dev.type, {}).get("empty")
@@ -2208,29 +2362,22 @@ def from_dlpack(ext):
     cdef int nd = dl.ndim, i
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
-    cdef int64_t hi = 0, acc = 1
-    for i in range(nd - 1, -1, -1):
+    check_ndim(nd, "from_dlpack")
+    for i in range(nd):
         shp[i] = dl.shape[i]
-        st[i] = dl.strides[i] if dl.strides != NULL else acc
-        acc *= shp[i]
-    for i in range(nd):
-        if shp[i] > 0:
-            hi += (shp[i] - 1) * st[i]
-    cdef Storage s = Storage.__new__(Storage)
-    s.data = <char *>dl.data + dl.byte_offset
-    s._nbytes = (hi + 1) * em_itemsize[dt] if numel_of(nd, shp) else 0
-    s.owner = owner
-    s.device = _cpu
-    cdef TensorBase t = TensorBase.__new__(TensorType)
-    t._storage = s
-    t._offset = 0
-    t._ndim = nd
-    t._dtype = dt
-    t._device = _cpu
-    for i in range(nd):
-        t._shape[i] = shp[i]
-        t._strides[i] = st[i]
-    return t
+    shape_numel(nd, shp, "from_dlpack")
+    if dl.strides == NULL:
+        _contig_strides(nd, shp, st)
+    else:
+        for i in range(nd):
+            st[i] = dl.strides[i]
+            if st[i] < 0 and shp[i] > 1:
+                raise RuntimeError(f"from_dlpack: tensors with negative strides are not "
+                                   f"supported (strides={[dl.strides[j] for j in range(nd)]}); "
+                                   f"copy the array first (e.g. numpy's array.copy())")
+            if st[i] < 0:
+                st[i] = 0
+    return _wrap_foreign(<char *>dl.data + dl.byte_offset, nd, shp, st, dt, owner, "from_dlpack")
 
 
 # ----------------------------------------------------------------------------
@@ -2244,16 +2391,22 @@ def _basic_getitem(TensorBase self not None, idx):
     cdef int64_t ns[MAX_DIMS]
     cdef int64_t nst[MAX_DIMS]
     cdef int64_t off = self._offset, size, start, stop, step, n, k
-    cdef int nd = 0, d = 0, nspec = 0
+    cdef int nd = 0, d = 0, nspec = 0, nint = 0, nnone = 0
     for it in idx:
-        if it is None or it is Ellipsis:
+        if it is Ellipsis:
             continue
-        if isinstance(it, slice) or (isinstance(it, int) and not isinstance(it, bool)):
+        if it is None:
+            nnone += 1
+        elif isinstance(it, slice):
             nspec += 1
+        elif isinstance(it, int) and not isinstance(it, bool):
+            nspec += 1
+            nint += 1
         else:
             return None
     if nspec > self._ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._ndim}")
+    check_ndim(self._ndim - nint + nnone, "index")
     cdef bint seen_ellipsis = False
     for it in idx:
         if it is Ellipsis:
@@ -2266,8 +2419,6 @@ def _basic_getitem(TensorBase self not None, idx):
                 nd += 1
                 d += 1
         elif it is None:
-            if nd >= MAX_DIMS:
-                raise IndexError(f"ember supports at most {MAX_DIMS} dimensions")
             ns[nd] = 1
             nst[nd] = 1
             nd += 1
@@ -2332,6 +2483,7 @@ def _make_subclass(type cls, TensorBase data not None, bint requires_grad=False)
     t._ndim = data._ndim
     t._dtype = data._dtype
     t._device = data._device
+    t._inference = data._inference
     for i in range(data._ndim):
         t._shape[i] = data._shape[i]
         t._strides[i] = data._strides[i]
@@ -2352,3 +2504,159 @@ def _fill(TensorBase t not None, value):
     _fill_any(t, value)
     t._storage.version += 1
     return t
+
+
+# ----------------------------------------------------------------------------
+# Written-to tensors: every out= and in-place path checks here, before writing,
+# what torch refuses: a result whose dtype cannot be cast to the destination,
+# a destination with several elements at one address (an expanded tensor:
+# "last writer wins"), and a destination that partially overlaps an input (the
+# kernel would read values it has already overwritten).  Full overlap (a.add_(a),
+# out=input) stays allowed, as in torch, except for ops flagged OUT_NOALIAS
+# (gather, cat, index_add_, ...) whose kernels read inputs out of order.
+# Each check is O(ndim) on the tensors' C fields.
+
+_SCALAR_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+                 "Double")
+
+
+cdef bint castable(int src, int dst) noexcept:
+    """torch's canCast: no float -> integral or bool, no non-bool -> bool."""
+    return category(src) <= category(dst)
+
+
+cdef int check_cast(int src, int dst, str op) except -1:
+    if not castable(src, dst):
+        raise RuntimeError(f"{op}: result type {_SCALAR_NAMES[src]} can't be cast to the desired "
+                           f"output type {_SCALAR_NAMES[dst]}")
+    return 0
+
+
+cdef int check_out_dtype(int result, int dst, int policy, str op) except -1:
+    if policy & OUT_EXACT:
+        if result != dst:
+            raise RuntimeError(f"{op}: Expected out tensor to have dtype {dtype_obj(result)}, "
+                               f"but got {dtype_obj(dst)} instead")
+        return 0
+    return check_cast(result, dst, op)
+
+
+cdef bint dense_nonoverlap(TensorBase t) noexcept nogil:
+    """torch's is_non_overlapping_and_dense: some permutation of t is contiguous."""
+    cdef int perm[MAX_DIMS]
+    cdef int n = 0, i, j, k
+    cdef int64_t expected = 1
+    if is_contig(t):
+        return True
+    for i in range(t._ndim):      # dims of size < 2 never matter; sort the rest by stride
+        if t._shape[i] == 0:
+            return True
+        if t._shape[i] > 1:
+            j = n
+            while j > 0 and t._strides[perm[j - 1]] > t._strides[i]:
+                perm[j] = perm[j - 1]
+                j -= 1
+            perm[j] = i
+            n += 1
+    for j in range(n):
+        k = perm[j]
+        if t._strides[k] != expected:
+            return False
+        expected *= t._shape[k]
+    return True
+
+
+cdef int check_no_internal_overlap(TensorBase t, str op) except -1:
+    cdef int i
+    if is_contig(t):
+        return 0
+    for i in range(t._ndim):
+        if t._strides[i] == 0 and t._shape[i] > 1:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
+                               f"written-to tensor refers to a single memory location. Please "
+                               f"clone() the tensor before performing the operation.")
+    return 0
+
+
+cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
+    """torch's get_overlap_status: OVERLAP_NO, _FULL, _PARTIAL or _TOO_HARD (not dense)."""
+    cdef int64_t na, nb
+    cdef char *a0
+    cdef char *b0
+    cdef char *a1
+    cdef char *b1
+    cdef int i
+    if a is b:
+        return OVERLAP_FULL
+    na = numel_of(a._ndim, a._shape)
+    nb = numel_of(b._ndim, b._shape)
+    if na == 0 or nb == 0:
+        return OVERLAP_NO
+    a0 = a._storage.data + a._offset * em_itemsize[a._dtype]
+    b0 = b._storage.data + b._offset * em_itemsize[b._dtype]
+    a1 = a0 + na * em_itemsize[a._dtype]
+    b1 = b0 + nb * em_itemsize[b._dtype]
+    if a._storage is not b._storage and (
+            a._storage.data + a._storage._nbytes <= b._storage.data or
+            b._storage.data + b._storage._nbytes <= a._storage.data):
+        return OVERLAP_NO     # the common case: unrelated buffers
+    if not dense_nonoverlap(a) or not dense_nonoverlap(b):
+        return OVERLAP_TOO_HARD
+    if a0 == b0 and a1 == b1:
+        if a._ndim != b._ndim or a._dtype != b._dtype:
+            return OVERLAP_PARTIAL
+        for i in range(a._ndim):
+            if a._strides[i] != b._strides[i] and a._shape[i] > 1:
+                return OVERLAP_PARTIAL
+        return OVERLAP_FULL
+    if a0 < b1 and b0 < a1:
+        return OVERLAP_PARTIAL
+    return OVERLAP_NO
+
+
+cdef int _check_input_overlap(TensorBase t, object x, bint noalias, str op) except -1:
+    cdef int s
+    if isinstance(x, TensorBase):
+        s = overlap_status(t, <TensorBase>x)
+        if s == OVERLAP_PARTIAL or (noalias and s == OVERLAP_FULL):
+            raise RuntimeError(f"{op}: unsupported operation: some elements of the input tensor "
+                               f"and the written-to tensor refer to a single memory location. "
+                               f"Please clone() the tensor before performing the operation.")
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            _check_input_overlap(t, y, noalias, op)
+    return 0
+
+
+cdef int check_written(TensorBase t, object inputs, str op, bint noalias=False) except -1:
+    """t is about to be written with a result computed from `inputs` (a tensor, a
+    tuple/list of them, or None; other entries are ignored)."""
+    check_no_internal_overlap(t, op)
+    if inputs is not None:
+        _check_input_overlap(t, inputs, noalias, op)
+    return 0
+
+
+cdef TensorBase check_out(object out, TensorBase like, int policy, object inputs, str op):
+    """Validate out= for a result shaped and typed like `like` (dtype rule `policy`)."""
+    if not isinstance(out, TensorBase):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    cdef TensorBase o = <TensorBase>out
+    cdef int i
+    if o._ndim != like._ndim or any([o._shape[i] != like._shape[i] for i in range(o._ndim)]):
+        raise RuntimeError(f"{op}: out= has shape {list(shape_tuple(o))} but the result has "
+                           f"shape {list(shape_tuple(like))}")
+    check_out_dtype(like._dtype, o._dtype, policy, op)
+    check_written(o, inputs, op, policy & OUT_NOALIAS)
+    return o
+
+
+cdef object write_out(object out, TensorBase r, int policy, object inputs, str op):
+    """The end of an op computed into a fresh tensor r: r itself, or r written into
+    out= after check_out (the version counter of out is bumped)."""
+    if out is None:
+        return r
+    cdef TensorBase o = check_out(out, r, policy, inputs, op)
+    copy_into(o, r)
+    o._storage.version += 1
+    return o

@@ -441,10 +441,3 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 # must stay Python's builtin (Cython turns `for i in range(n)` into C loops).
 globals()["range"] = _range
 _range.__name__ = "range"
-
-# names bound as Tensor methods (see ember/_tensor.py)
-__ember_methods__ = []
-
-# public functions re-exported at ember.* (see ember/_tensor_api.py)
-__ember_functions__ = ("arange range linspace logspace eye empty_strided tril_indices "
-                       "triu_indices").split()

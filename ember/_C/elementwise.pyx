@@ -63,13 +63,18 @@ cdef TensorBase _operand(object x, int cd):
     return wrap_scalar(x, cd)
 
 
-cdef int _check_overlap(TensorBase o, str op) except -1:
-    for i in range(o._ndim):
-        if o._strides[i] == 0 and o._shape[i] > 1:
-            raise RuntimeError(f"{op}: unsupported operation: more than one element of the "
-                               f"written-to tensor refers to a single memory location. Please "
-                               f"clone() the tensor before performing the operation.")
-    return 0
+# out= dtypes that torch requires to equal the result's (the others take any dtype
+# the result can be cast to)
+cdef frozenset _EXACT_OUT = frozenset(["abs", "neg", "sign", "ceil", "floor", "round", "trunc",
+                                       "frac", "clamp", "signbit", "where"])
+
+
+cdef object _assign(TensorBase self, TensorBase r, object inputs, str name):
+    """Finish self.op_(...) computed out of place as r, with the checks of a kernel
+    that writes self directly."""
+    check_cast(r._dtype, self._dtype, name)
+    check_written(self, inputs, name)
+    return self.copy_(r)
 
 
 cdef int _run(em_loop fn, list ops, int ndim, const int64_t *shape, const void *aux) except -1:
@@ -224,10 +229,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         if nd != res._ndim or any([shape[i] != res._shape[i] for i in range(nd)]):
             raise RuntimeError(f"output with shape {list(res.shape)} doesn't match the broadcast "
                                f"shape {[shape[i] for i in range(nd)]}")
-        if category(odt) > category(res._dtype) or (odt == EM_BOOL and res._dtype != EM_BOOL and False):
-            raise RuntimeError(f"result type {_TYPE_NAMES[odt]} can't be cast to the desired "
-                               f"output type {_TYPE_NAMES[res._dtype]}")
-        _check_overlap(res, name)
+        check_cast(odt, res._dtype, name + "_")
+        check_written(res, b, name + "_")
         odt = res._dtype
         out = res
     if out is not None:
@@ -238,6 +241,9 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
                                    f"the broadcast shape {[shape[i] for i in range(nd)]}")
             raise RuntimeError(f"{name}: out= must be allocated with the broadcast shape "
                                f"{[shape[i] for i in range(nd)]}")
+        if not inplace:
+            check_cast(odt, res._dtype, name)
+            check_written(res, (a, b), name)
         r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
             new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
     else:
@@ -269,6 +275,7 @@ cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
         return redispatch(name + "_", _PUBLIC[name + "_"], (a, b), {})
     if grad_on() and (a._requires_grad or (_is_t(b) and (<TensorBase>b)._requires_grad)):
         check_inplace(a, name + "_")
+        check_written(a, b, name + "_")
         old = a.clone() if a._requires_grad else a.detach().clone()
         r = <TensorBase>_binary(op, name, old, b, None, kind)
         if category(r._dtype) > category(a._dtype):
@@ -320,6 +327,10 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         if r._ndim != t._ndim or any([r._shape[i] != t._shape[i] for i in range(t._ndim)]):
             raise RuntimeError(f"{name}: output with shape {list(r.shape)} doesn't match the "
                                f"input shape {list(t.shape)}")
+        if not inplace:
+            check_out_dtype(EM_BOOL if kind == K_CMP else rd, r._dtype,
+                            OUT_EXACT if name in _EXACT_OUT else OUT_CAST, name)
+        check_written(r, None if inplace else a, name + "_" if inplace else name)
         if r._dtype != (EM_BOOL if kind == K_CMP else cd):
             r = new_tensor(t._ndim, t._shape, EM_BOOL if kind == K_CMP else cd, t._device)
     else:
@@ -342,6 +353,7 @@ cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void 
     cdef TensorBase old, r
     if grad_on() and a._requires_grad:
         check_inplace(a, name + "_")
+        check_written(a, None, name + "_")
         old = a.clone()
         r = <TensorBase>_unary(op, name, old, None, kind, aux, attrs)
         copy_into(a, r)
@@ -443,6 +455,10 @@ def pow(input, exponent, *, out=None):
 
 
 def float_power(input, exponent, *, out=None):
+    if out is not None and isinstance(out, TensorBase) and (<TensorBase>out)._dtype != EM_F64:
+        raise RuntimeError(f"the output given to float_power has dtype "
+                           f"{_TYPE_NAMES[(<TensorBase>out)._dtype]} but the operation's result "
+                           f"requires dtype Double")
     return pow(_to64(input), _to64(exponent), out=out)
 
 
@@ -594,7 +610,7 @@ def mul_(TensorBase self not None, other):
 
 def div_(TensorBase self not None, other, *, rounding_mode=None):
     if rounding_mode is not None:
-        return self.copy_(div(self, other, rounding_mode=rounding_mode))
+        return _assign(self, div(self, other, rounding_mode=rounding_mode), other, "div_")
     return _inplace_binary(EW_DIV, "div", self, other, K_DIV)
 
 
@@ -647,35 +663,35 @@ def bitwise_right_shift_(TensorBase self not None, other):
 
 
 def logical_and_(TensorBase self not None, other):
-    return self.copy_(logical_and(self, other))
+    return _assign(self, logical_and(self, other), other, "logical_and_")
 
 
 def logical_or_(TensorBase self not None, other):
-    return self.copy_(logical_or(self, other))
+    return _assign(self, logical_or(self, other), other, "logical_or_")
 
 
 def eq_(TensorBase self not None, other):
-    return self.copy_(eq(self, other))
+    return _assign(self, eq(self, other), other, "eq_")
 
 
 def ne_(TensorBase self not None, other):
-    return self.copy_(ne(self, other))
+    return _assign(self, ne(self, other), other, "ne_")
 
 
 def lt_(TensorBase self not None, other):
-    return self.copy_(lt(self, other))
+    return _assign(self, lt(self, other), other, "lt_")
 
 
 def le_(TensorBase self not None, other):
-    return self.copy_(le(self, other))
+    return _assign(self, le(self, other), other, "le_")
 
 
 def gt_(TensorBase self not None, other):
-    return self.copy_(gt(self, other))
+    return _assign(self, gt(self, other), other, "gt_")
 
 
 def ge_(TensorBase self not None, other):
-    return self.copy_(ge(self, other))
+    return _assign(self, ge(self, other), other, "ge_")
 
 
 # ---------------------------------------------------------------------------
@@ -736,7 +752,7 @@ def _make_rounding(str name):
                             f"{type(input).__name__}")
         if category((<TensorBase>input)._dtype) < 2:
             r = (<TensorBase>input).clone()
-            return r if out is None else (<TensorBase?>out).copy_(r)
+            return write_out(out, r, OUT_EXACT, input, name)
         if decimals:
             s = 10.0 ** decimals
             return div(_unary(op, name, mul(input, s), None, K_ARITH, NULL), s, out=out)
@@ -746,7 +762,7 @@ def _make_rounding(str name):
         if category(self._dtype) < 2:
             return self
         if decimals:
-            return self.copy_(f(self, decimals=decimals))
+            return _assign(self, f(self, decimals=decimals), None, name + "_")
         return _inplace_unary(op, name, self, K_ARITH, NULL)
 
     f.__name__ = f.__qualname__ = name
@@ -776,7 +792,7 @@ for _name in _PRED:
 
 
 def logical_not_(TensorBase self not None):
-    return self.copy_(_g["logical_not"](self))
+    return _assign(self, _g["logical_not"](self), None, "logical_not_")
 
 
 def bitwise_not(input, *, out=None):
@@ -864,7 +880,7 @@ def clamp(input, min=None, max=None, *, out=None):
             r = maximum(r, min)
         if max is not None:
             r = minimum(r, max)
-        return r if out is None else (<TensorBase?>out).copy_(r)
+        return write_out(out, r, OUT_EXACT, (input, min, max), "clamp")
     return _clamp_scalar(input, min, max, out, False)
 
 
@@ -872,7 +888,7 @@ def clamp_(TensorBase self not None, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if _is_t(min) or _is_t(max):
-        return self.copy_(clamp(self, min, max))
+        return _assign(self, clamp(self, min, max), (min, max), "clamp_")
     return _clamp_scalar(self, min, max, None, True)
 
 
@@ -930,9 +946,7 @@ def where(condition, input=None, other=None, *, out=None):
     if grad_on() and ((_is_t(input) and (<TensorBase>input)._requires_grad) or
                       (_is_t(other) and (<TensorBase>other)._requires_grad)):
         record("where", (input, other), r, (c,))
-    if out is not None:
-        return (<TensorBase?>out).copy_(r)
-    return r
+    return write_out(out, r, OUT_EXACT, (condition, input, other), "where")
 
 
 def lerp(input, end, weight, *, out=None):
@@ -957,9 +971,7 @@ def lerp(input, end, weight, *, out=None):
     if grad_on() and any([_is_t(v) and (<TensorBase>v)._requires_grad
                           for v in (input, end, weight)]):
         record("lerp", (input, end, weight), r, None)
-    if out is not None:
-        return (<TensorBase?>out).copy_(r)
-    return r
+    return write_out(out, r, OUT_CAST, (input, end, weight), "lerp")
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -1005,35 +1017,6 @@ def equal(input, other):
         return False
     return _all_true(eq(input, other))
 
-
-# names bound as Tensor methods (see ember/_tensor.py)
-__ember_methods__ = (
-    "add sub mul div true_divide floor_divide remainder fmod pow float_power maximum minimum "
-    "fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift eq ne lt le gt ge logical_and logical_or "
-    "logical_xor add_ sub_ mul_ div_ floor_divide_ remainder_ fmod_ pow_ maximum_ minimum_ "
-    "atan2_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_left_shift_ bitwise_right_shift_ "
-    "logical_and_ logical_or_ eq_ ne_ lt_ le_ gt_ ge_ "
-    "neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
-    "sinh cosh tanh asinh acosh atanh sigmoid relu silu mish erf erfc frac reciprocal square "
-    "lgamma floor ceil round trunc isnan isinf isfinite logical_not signbit bitwise_not "
-    "neg_ abs_ sign_ exp_ exp2_ expm1_ log_ log2_ log10_ log1p_ sqrt_ rsqrt_ sin_ cos_ tan_ "
-    "asin_ acos_ atan_ sinh_ cosh_ tanh_ asinh_ acosh_ atanh_ sigmoid_ relu_ silu_ erf_ erfc_ "
-    "frac_ reciprocal_ square_ floor_ ceil_ round_ trunc_ logical_not_ bitwise_not_ "
-    "clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal positive"
-).split()
-
-# public functions re-exported at ember.* (see ember/_tensor_api.py)
-__ember_functions__ = (
-    "add sub rsub mul div true_divide floor_divide remainder fmod pow float_power maximum "
-    "minimum fmax fmin atan2 hypot copysign xlogy logaddexp bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift bitwise_not eq ne lt le gt ge logical_and "
-    "logical_or logical_xor logical_not neg abs sign exp exp2 expm1 log log2 log10 log1p sqrt "
-    "rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh sigmoid relu relu_ silu "
-    "mish erf erfc frac reciprocal square lgamma floor ceil round trunc isnan isinf isfinite "
-    "signbit clamp clamp_ clip clip_ clamp_min clamp_max where lerp isclose allclose equal "
-    "positive gelu softplus exp_ sigmoid_ tanh_ neg_ abs_ sqrt_ log_"
-).split()
 
 # the public functions, for re-dispatch to modes and plugin backends
 for _name, _fn in list(globals().items()):

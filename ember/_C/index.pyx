@@ -1405,8 +1405,11 @@ cdef list _tensor_list(object tensors, str op):
     return list(tensors)
 
 
-def cat(tensors, dim=0, *, out=None):
-    """Concatenate tensors along an existing dim (dtype promoted across inputs)."""
+def cat(tensors, dim=0, *, out=None, axis=None):
+    """Concatenate tensors along an existing dim (dtype promoted across inputs); ``axis``
+    is NumPy's spelling of ``dim``, accepted as torch does."""
+    if axis is not None:
+        dim = axis
     cdef list ts = _tensor_list(tensors, "cat")
     cdef TensorBase t, ref = None, r
     cdef int i, j, rd = -1, d, nd
@@ -1506,14 +1509,6 @@ cdef int _cat_fast(TensorBase r, list srcs, list rowb, list colb, int64_t outer,
     with nogil:
         em_cat_rows(_ptr(r), outer, out_row, n, ptrs, rb, cb, nt)
     return 0
-
-
-def concat(tensors, dim=0, *, out=None):
-    return cat(tensors, dim, out=out)
-
-
-def concatenate(tensors, axis=0, *, out=None):
-    return cat(tensors, axis, out=out)
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -1931,25 +1926,3 @@ def diag(TensorBase input not None, diagonal=0, *, out=None):
     else:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input._ndim}D")
     return r if out is None else (<TensorBase>out).copy_(r)
-
-
-# ----------------------------------------------------------------------------
-# names
-
-# Tensor methods bound by ember/_tensor.py
-__ember_methods__ = (
-    "index_select gather scatter scatter_ scatter_add scatter_add_ scatter_reduce "
-    "scatter_reduce_ index_add index_add_ index_copy index_copy_ index_fill index_fill_ "
-    "masked_fill masked_fill_ masked_scatter masked_scatter_ masked_select index_put "
-    "index_put_ nonzero argwhere take take_along_dim put put_ flip fliplr flipud roll repeat "
-    "tile repeat_interleave tril triu tril_ triu_ diag diag_embed"
-).split()
-
-# public functions re-exported at ember.* (see ember/_tensor_api.py)
-__ember_functions__ = (
-    "index_select gather scatter scatter_add scatter_reduce index_add index_copy index_fill "
-    "masked_fill masked_scatter masked_select index_put index_put_ nonzero argwhere take "
-    "take_along_dim put flip fliplr flipud roll tile repeat_interleave tril triu diag "
-    "diag_embed cat concat concatenate stack hstack vstack row_stack dstack column_stack "
-    "meshgrid broadcast_tensors atleast_1d atleast_2d atleast_3d"
-).split()

@@ -2283,14 +2283,6 @@ def __rmatmul__(self, other):
 
 __matmul__ = matmul
 
-# Bound as Tensor methods by ember/_tensor.py and exported at ember.* by
-# ember/_tensor_api.py (the lead's convention for native op modules).
-__ember_methods__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot",
-                     "outer", "ger", "__matmul__", "__rmatmul__"]
-__ember_functions__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot",
-                       "outer", "ger", "einsum", "conv1d", "conv2d", "conv_transpose1d",
-                       "conv_transpose2d", "max_pool2d"]
-
 __all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "outer",
            "ger", "linear", "einsum", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",

@@ -987,13 +987,3 @@ def dropout(input, p, train=True, *, generator=None):
 def native_dropout(input, p, train=True, *, generator=None):
     """PyTorch's ``native_dropout``: (output, mask)."""
     return dropout(input, p, train, generator=generator)
-
-
-# names bound as Tensor methods (see ember/_tensor.py)
-__ember_methods__ = ("uniform_ normal_ random_ exponential_ geometric_ log_normal_ cauchy_ "
-                     "bernoulli_ bernoulli multinomial").split()
-
-# public functions re-exported at ember.* (see ember/_tensor_api.py)
-__ember_functions__ = ("rand rand_like randn randn_like randint randint_like randperm normal "
-                       "bernoulli multinomial manual_seed seed initial_seed get_rng_state "
-                       "set_rng_state Generator default_generator native_dropout").split()

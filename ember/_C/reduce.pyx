@@ -59,6 +59,7 @@ return_types = _types.SimpleNamespace(**{n: _rt(n) for n in (
     "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
     "cummin")})
 return_types.aminmax = _rt("aminmax", ("min", "max"))
+return_types.histogram = _rt("histogram", ("hist", "bin_edges"))
 
 
 # ---------------------------------------------------------------------------
@@ -1596,16 +1597,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
 
 
-# ---------------------------------------------------------------------------
-# names bound as Tensor methods (ember/_tensor.py) and re-exported at ember.*
-
-__ember_methods__ = (
-    "sum nansum mean nanmean prod max min amax amin aminmax argmax argmin var std norm "
-    "logsumexp count_nonzero all any cumsum cumprod cummax cummin logcumsumexp softmax "
-    "log_softmax sort argsort msort topk kthvalue median nanmedian mode unique "
-    "unique_consecutive bincount histc"
-).split()
-__ember_functions__ = __ember_methods__ + "var_mean std_mean searchsorted bucketize".split()
-
-for _name in __ember_functions__ + ["vector_norm"]:
-    _PUBLIC[_name] = globals()[_name]
+# the public functions, for re-dispatch to modes and plugin backends
+for _name, _fn in list(globals().items()):
+    if callable(_fn) and not _name.startswith("_"):
+        _PUBLIC[_name] = _fn

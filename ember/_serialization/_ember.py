@@ -23,11 +23,12 @@ import base64
 import json
 import math
 import pickle
+import reprlib
 from collections import OrderedDict
 
 from ember import _version
 from ember._C import core
-from ember._serialization import CheckpointError, _io
+from ember._serialization import CheckpointError, _io, _unpickle
 
 FORMAT = "ember.checkpoint"
 FORMAT_VERSION = 1
@@ -61,6 +62,11 @@ def make_parameter(t, requires_grad: bool):
             t.requires_grad_(True)
         return t
     return Parameter(t, requires_grad=requires_grad)
+
+
+def _r(x) -> str:
+    """A short repr of data from a file (bounded depth and length: never recurses far)."""
+    return reprlib.repr(x)
 
 
 def _qualname(x) -> str:
@@ -221,18 +227,22 @@ class Payload:
 
 
 def write_storages(zw, items) -> None:
-    """Write (member name, Storage) pairs.  Their CRCs (needed before each local
-    header) are computed ahead on worker threads, overlapping the writes."""
+    """Write (member name, Storage) pairs."""
+    write_views(zw, [(name, *_io.storage_bytes(s)) for name, s in items])
+
+
+def write_views(zw, items) -> None:
+    """Write (member name, bytes view, owner) triples.  Their CRCs (needed before each
+    local header) are computed ahead on worker threads, overlapping the writes."""
     from ember._serialization import _crc
 
-    views = [_io.storage_bytes(s) for _, s in items]
-    if sum(v.nbytes for v, _ in views) < 2 * _crc.SMALL:
-        for (name, _), (view, _) in zip(items, views):
+    if sum(v.nbytes for _, v, _ in items) < 2 * _crc.SMALL:
+        for name, view, _ in items:
             zw.add(name, view)
         return
     with _crc.Pool() as pool:
-        crcs = [pool.submit(v) for v, _ in views]
-        for (name, _), (view, _), crc in zip(items, views, crcs):
+        crcs = [pool.submit(v) for _, v, _ in items]
+        for (name, view, _), crc in zip(items, crcs):
             zw.add(name, view, crc())
 
 
@@ -240,31 +250,36 @@ def write_storages(zw, items) -> None:
 # loading: map_location
 
 class Restorer:
-    """Moves loaded (CPU or mapped) storages where ``map_location`` says, like torch.load."""
+    """Moves loaded (CPU or mapped) storages where ``map_location`` says, like torch.load.
+    A location the file names that this ember cannot restore is a CheckpointError; what
+    a ``map_location`` callable raises reaches the caller unchanged."""
 
-    def __init__(self, map_location):
-        self.ml = map_location
+    def __init__(self, map_location, label: str = "the file"):
+        ml = map_location
+        if not (ml is None or isinstance(ml, (dict, str, _Device)) or callable(ml)):
+            raise TypeError(f"map_location must be None, a str, an ember.device, a dict or a "
+                            f"callable, got {type(ml).__name__}")
+        self.ml, self.label = ml, label
 
     def __call__(self, storage, location: str):
         ml = self.ml
         target = location
-        if ml is None:
-            pass
-        elif isinstance(ml, dict):
+        if isinstance(ml, dict):
             target = ml.get(location, location)
         elif isinstance(ml, (str, _Device)):
             target = ml
-        elif callable(ml):
+        elif ml is not None:
             r = ml(storage, location)
             if r is not None:
                 if not isinstance(r, _Storage):
                     raise TypeError(f"map_location callable must return a storage or None, "
                                     f"got {type(r).__name__}")
                 return r
-        else:
-            raise TypeError(f"map_location must be None, a str, an ember.device, a dict or a "
-                            f"callable, got {type(ml).__name__}")
-        return move_storage(storage, target)
+        try:
+            return move_storage(storage, target)
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise CheckpointError(f"{self.label}: cannot restore a storage saved on "
+                                  f"{_r(location)} to {_r(str(target))}: {e}") from None
 
 
 def move_storage(storage, target):
@@ -290,10 +305,10 @@ def check_view(nbytes: int, itemsize: int, shape, stride, offset) -> None:
     """Reject tensor geometry that would reach outside its storage (crafted files)."""
     if not (isinstance(shape, (list, tuple)) and isinstance(stride, (list, tuple))
             and len(shape) == len(stride) and len(shape) <= 16):
-        raise ValueError(f"bad shape {shape!r} / stride {stride!r}")
+        raise ValueError(f"bad shape {_r(shape)} / stride {_r(stride)}")
     for v in (*shape, *stride, offset):
         if type(v) is not int or v < 0:
-            raise ValueError(f"bad shape {shape!r} / stride {stride!r} / offset {offset!r}")
+            raise ValueError(f"bad shape {_r(shape)} / stride {_r(stride)} / offset {_r(offset)}")
     hi = offset
     for n, s in zip(shape, stride):
         if n == 0:
@@ -309,31 +324,12 @@ def check_view(nbytes: int, itemsize: int, shape, stride, offset) -> None:
 
 def dtype_named(name):
     if type(name) is not str or name not in core._NAMES:
-        raise ValueError(f"unknown dtype {name!r}")
+        raise ValueError(f"unknown dtype {_r(name)}")
     return core._dtype_by_name(name)
 
 
 # ----------------------------------------------------------------------------
 # loading: restricted unpickling (shared with the PyTorch reader)
-
-_SAFE_BUILTINS = {
-    "collections.OrderedDict": OrderedDict,
-    "builtins.set": set, "builtins.frozenset": frozenset, "builtins.complex": complex,
-    "builtins.slice": slice, "builtins.bytearray": bytearray, "builtins.range": range,
-    "builtins.bool": bool, "builtins.int": int, "builtins.float": float, "builtins.str": str,
-    "builtins.list": list, "builtins.tuple": tuple, "builtins.dict": dict,
-    "builtins.bytes": bytes,
-}
-
-
-def _codecs_encode(s, encoding="utf-8"):
-    if type(s) is not str or encoding not in ("latin1", "latin-1", "utf-8", "utf8"):
-        raise pickle.UnpicklingError("_codecs.encode: only str -> bytes (latin1/utf-8) allowed")
-    return s.encode(encoding)
-
-
-_SAFE_BUILTINS["_codecs.encode"] = _codecs_encode
-
 
 def py2_name(module: str, name: str):
     """Protocol-2 pickles name Python 2 modules (``__builtin__.set``): map them as pickle does."""
@@ -348,13 +344,9 @@ def safe_global(module: str, name: str):
     """The object for an allowed global, or None."""
     module, name = py2_name(module, name)
     key = f"{module}.{name}"
-    obj = _SAFE_BUILTINS.get(key)
+    obj = _unpickle.BASE_GLOBALS.get(key)
     if obj is not None:
         return obj
-    if key == "collections.defaultdict":
-        import collections
-
-        return collections.defaultdict
     from ember import serialization
 
     return serialization._safe_global_lookup(key)
@@ -373,35 +365,42 @@ def refuse(label: str, module: str, name: str, types=()):
         f"unpickling can run arbitrary code).")
 
 
-class _ObjectsUnpickler(pickle.Unpickler):
-    def __init__(self, file, loader, restricted, types):
+def _persistent(loader, pid):
+    """The objects member's persistent ids: entries of the checkpoint's tables."""
+    if not (type(pid) is tuple and len(pid) == 2):
+        raise CheckpointError(f"{loader.label}: bad persistent id in the objects member")
+    tag, v = pid
+    if tag in ("tensor", "storage"):
+        if type(v) is not int or v < 0:
+            raise CheckpointError(f"{loader.label}: bad {tag} index in the objects member")
+        return (loader.tensors if tag == "tensor" else loader.storages)[v]
+    if tag == "dtype":
+        return dtype_named(v)
+    if tag == "device":
+        return core.Device(v)
+    if tag == "size":
+        return core.Size(_size_ints(v))
+    raise CheckpointError(f"{loader.label}: bad persistent id in the objects member")
+
+
+def _size_ints(v):
+    if type(v) not in (tuple, list) or not all(type(x) is int for x in v):
+        raise TypeError("a size must be a tuple of ints")
+    return v
+
+
+class _TrustedUnpickler(pickle.Unpickler):
+    """``weights_only=False``: the objects member as plain pickle (the file is trusted)."""
+
+    def __init__(self, file, loader):
         super().__init__(file)
-        self.loader, self.restricted, self.types = loader, restricted, types
+        self.loader = loader
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 2):
-            raise pickle.UnpicklingError(f"bad persistent id {pid!r}")
-        tag, v = pid
-        if tag == "tensor":
-            return self.loader.tensors[v]
-        if tag == "storage":
-            return self.loader.storages[v]
-        if tag == "dtype":
-            return dtype_named(v)
-        if tag == "device":
-            return core.Device(v)
-        if tag == "size":
-            return core.Size(v)
-        raise pickle.UnpicklingError(f"bad persistent id {pid!r}")
+        return _persistent(self.loader, pid)
 
     def find_class(self, module, name):
-        module, name = py2_name(module, name)
-        if self.restricted:
-            obj = safe_global(module, name)
-            if obj is None:
-                raise refuse(self.loader.label, module, name, self.types)
-            return obj
-        return super().find_class(module, name)
+        return super().find_class(*py2_name(module, name))
 
 
 # ----------------------------------------------------------------------------
@@ -411,7 +410,7 @@ class Loader:
     def __init__(self, archive, map_location, weights_only, mapped):
         self.ar = archive
         self.label = archive.label
-        self.restore = Restorer(map_location)
+        self.restore = Restorer(map_location, archive.label)
         self.weights_only = weights_only
         self.mapped = mapped
         self.memo = []
@@ -428,12 +427,12 @@ class Loader:
         try:
             header = json.loads(ar.read(HEADER))
             fmt, ver = header["format"], header["format_version"]
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, RecursionError) as e:
             raise self.bad(f"header: {e}") from None
         if fmt != FORMAT:
-            ar.fail(f"not an ember checkpoint (format {fmt!r})")
+            ar.fail(f"not an ember checkpoint (format {_r(fmt)})")
         if type(ver) is not int or ver < 1:
-            raise self.bad(f"format version {ver!r}")
+            raise self.bad(f"format version {_r(ver)}")
         if ver > FORMAT_VERSION:
             ar.fail(f"written by ember {header.get('ember_version', '?')} in checkpoint format "
                     f"version {ver}; this ember ({_version.__version__}) reads format versions "
@@ -445,7 +444,7 @@ class Loader:
             storages, tensors, root = data["storages"], data["tensors"], data["root"]
             if not (isinstance(storages, list) and isinstance(tensors, list)):
                 raise TypeError("tables must be lists")
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, RecursionError) as e:
             raise self.bad(f"data: {e}") from None
         for i, e in enumerate(storages):
             self.storages.append(self._storage(i, e))
@@ -462,8 +461,8 @@ class Loader:
     def _storage(self, i, e):
         try:
             nbytes, location = e["nbytes"], e["device"]
-            if type(nbytes) is not int or nbytes < 0 or type(location) is not str:
-                raise ValueError(f"storage entry {e!r}")
+            if type(nbytes) is not int or not 0 <= nbytes < 1 << 62 or type(location) is not str:
+                raise ValueError(f"storage entry {_r(e)}")
         except (KeyError, TypeError, ValueError) as err:
             raise self.bad(f"storage {i}: {err}") from None
         if location.partition(":")[0] == "meta":
@@ -487,7 +486,7 @@ class Loader:
         try:
             k = d["s"]
             if type(k) is not int or k < 0:
-                raise IndexError(f"storage index {k!r}")
+                raise IndexError(f"storage index {_r(k)}")
             s = self.storages[k]
             dt = dtype_named(d["dtype"])
             shape, stride, offset = d["shape"], d["stride"], d["offset"]
@@ -500,7 +499,7 @@ class Loader:
                 t.requires_grad_(True)
             return t
         except (KeyError, TypeError, ValueError, IndexError, RuntimeError) as e:
-            raise self.bad(f"tensor {d!r:.200}: {e}") from None
+            raise self.bad(f"tensor {_r(d)}: {e}") from None
 
     def _unpickle(self, types):
         import io
@@ -508,16 +507,20 @@ class Loader:
         if not isinstance(types, list):
             raise self.bad("objects")
         raw = self.ar.read(OBJECTS)
-        up = _ObjectsUnpickler(io.BytesIO(raw), self, self.weights_only, [str(t) for t in types])
-        try:
-            objs = up.load()
-        except pickle.UnpicklingError:
-            raise
-        except Exception as e:
-            if self.weights_only:
-                raise pickle.UnpicklingError(f"{self.label}: cannot unpickle the objects "
-                                             f"member ({type(e).__name__}: {e})") from None
-            raise
+        if self.weights_only:
+            held = [str(t) for t in types]
+
+            def resolve(module, name):
+                obj = safe_global(module, name)
+                if obj is None:
+                    raise refuse(self.label, *py2_name(module, name), held)
+                return obj
+
+            objs = _unpickle.Unpickler(raw, self.label, _unpickle.Policy(resolve),
+                                       lambda pid: _persistent(self, pid),
+                                       "objects member").load()
+        else:
+            objs = _TrustedUnpickler(io.BytesIO(raw), self).load()
         if not isinstance(objs, list):
             raise self.bad("objects member is not a list")
         self.objects = objs
@@ -554,7 +557,7 @@ class Loader:
     def _float(self, x):
         v = x["v"]
         if v not in ("nan", "inf", "-inf"):
-            raise ValueError(f"float {v!r}")
+            raise ValueError(f"float {_r(v)}")
         return float(v)
 
     def _bytes(self, x):
@@ -563,7 +566,7 @@ class Loader:
     def _ref(self, x):
         i = x["v"]
         if type(i) is not int or i < 0:
-            raise IndexError(f"ref {i!r}")
+            raise IndexError(f"ref {_r(i)}")
         return self.memo[i]
 
     def _pickle(self, x):
@@ -577,7 +580,7 @@ def _index(table):
     def get(self, x):
         i = x["v"]
         if type(i) is not int or i < 0:
-            raise IndexError(f"index {i!r}")
+            raise IndexError(f"index {_r(i)}")
         return getattr(self, table)[i]
     return get
 

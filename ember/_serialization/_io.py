@@ -30,6 +30,8 @@ _CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
 _EOCD = struct.Struct("<IHHHHIIH")
 _EOCD64 = struct.Struct("<IQHHIIQQQQ")
 _LOC64 = struct.Struct("<IIQI")
+_DEFLATE_RATIO = 1032          # the most output deflate can encode per input byte
+_INFLATE_PIECE = 1 << 20
 
 
 # ----------------------------------------------------------------------------
@@ -94,11 +96,74 @@ def describe(f) -> str:
 _sync = getattr(os, "fdatasync", os.fsync)      # data + size reach the disk
 
 
+try:
+    import fcntl as _fcntl
+except ImportError:                     # Windows: temporaries are not locked nor cleaned
+    _fcntl = None
+
+_TEMP_TAG = ".ember-save-"
+
+
+def _temp_name(base: str, token: str) -> str:
+    return f".{base}{_TEMP_TAG}{token}.tmp"
+
+
+def _is_our_temp(entry: str, base: str) -> bool:
+    """Exactly the names :func:`_open_temp` makes for ``base``: nothing else matches."""
+    head = f".{base}{_TEMP_TAG}"
+    token = entry[len(head):-len(".tmp")]
+    return (entry.startswith(head) and entry.endswith(".tmp") and len(token) == 12
+            and all(c in "0123456789abcdef" for c in token))
+
+
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive lock without waiting; False if another open file holds it
+    (or the file system cannot lock, where nothing may be assumed)."""
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+def remove_stale_temps(final_path: str) -> list:
+    """Delete the temporaries that earlier saves to ``final_path`` left behind when
+    they were killed.  A save holds a lock on its temporary until it is renamed, and
+    the system drops the lock when the process dies, so a temporary whose lock can be
+    taken belongs to no running save; one in use is left alone.  Returns the paths
+    removed."""
+    if _fcntl is None:
+        return []
+    folder, base = os.path.split(final_path)
+    removed = []
+    try:
+        entries = [e for e in os.scandir(folder or ".") if _is_our_temp(e.name, base)]
+    except OSError:
+        return removed
+    for e in entries:
+        try:
+            if not e.is_file(follow_symlinks=False):
+                continue
+            fd = os.open(e.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if _try_lock(fd) and os.path.samestat(os.fstat(fd), os.lstat(e.path)):
+                os.unlink(e.path)
+                removed.append(e.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)                  # drops the lock
+    return removed
+
+
 def _open_temp(final_path: str):
-    """A new file beside ``final_path`` (same folder, so the rename is atomic)."""
+    """A new file beside ``final_path`` (same folder, so the rename is atomic), locked
+    while it is written so that :func:`remove_stale_temps` knows it is in use."""
     folder, base = os.path.split(final_path)
     for _ in range(100):
-        tmp = os.path.join(folder, f".{base}.{os.urandom(6).hex()}.tmp")
+        tmp = os.path.join(folder, _temp_name(base, os.urandom(6).hex()))
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                          0o666)
@@ -110,6 +175,12 @@ def _open_temp(final_path: str):
         except PermissionError as e:
             raise PermissionError(f"ember.save: cannot create a file in the folder of "
                                   f"{final_path!r} ({e.strerror})") from None
+        if _fcntl is not None:
+            # A cleaner may have taken the new file for a stale one between its creation
+            # and our lock: then it is unlinked (no links left) and we start again.
+            if not _try_lock(fd) or os.fstat(fd).st_nlink == 0:
+                os.close(fd)
+                continue
         return os.fdopen(fd, "wb"), tmp
     raise FileExistsError(f"could not create a temporary file beside {final_path!r}")
 
@@ -162,23 +233,31 @@ def atomic_write(path, write) -> None:
     final = os.path.realpath(os.fsdecode(os.fspath(path)))   # write through symlinks
     if os.path.isdir(final):
         raise IsADirectoryError(f"ember.save: {os.fsdecode(os.fspath(path))!r} is a directory")
+    remove_stale_temps(final)
     f, tmp = _open_temp(final)
+    renamed = False
     try:
-        with f:
+        try:
             sfr = _sync_file_range()
             write(_EarlyWriteback(f, sfr) if sfr else f)
             f.flush()
             _sync(f.fileno())
-        try:
-            os.chmod(tmp, os.stat(final).st_mode & 0o7777)   # keep an existing file's mode
-        except OSError:
-            pass
-        os.replace(tmp, final)
+            try:
+                os.chmod(tmp, os.stat(final).st_mode & 0o7777)   # keep an existing file's mode
+            except OSError:
+                pass
+            if _fcntl is None:
+                f.close()                  # Windows renames closed files only
+            os.replace(tmp, final)         # still locked: no cleaner can take it first
+            renamed = True
+        finally:
+            f.close()
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if not renamed:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
     if hasattr(os, "O_DIRECTORY"):                     # make the rename itself durable
         try:
@@ -312,9 +391,24 @@ class Archive:
         raise CheckpointError(f"{self.label}: {why}")
 
     def info(self, name: str):
+        """A member's zip record, its declared sizes checked: nothing is allocated for a
+        member before its size is known to be one the archive can really hold."""
         i = self.infos.get(name)
         if i is None:
             self.fail(f"member {name!r} is missing (the file is truncated or corrupted)")
+        method = i.compress_type
+        if method == zipfile.ZIP_STORED:
+            if i.file_size != i.compress_size or i.compress_size > self.size:
+                self.fail(f"member {name!r} has inconsistent sizes: the file is corrupted")
+        elif method == zipfile.ZIP_DEFLATED:
+            if i.compress_size > self.size or \
+                    i.file_size > i.compress_size * _DEFLATE_RATIO + 1024:
+                self.fail(f"member {name!r} declares {i.file_size} bytes from "
+                          f"{i.compress_size} compressed bytes, more than deflate can "
+                          f"produce: the file is corrupted or a zip bomb")
+        else:
+            self.fail(f"member {name!r} uses zip compression method {method}; ember reads "
+                      f"stored and deflated members only")
         return i
 
     def read(self, name: str) -> bytes:
@@ -368,7 +462,7 @@ class Archive:
                       f"the file is corrupted")
         start = self.data_offset(name, i)
         if start < 0:                                # a compressed member (re-zipped file)
-            dest[:] = self.read(name)
+            self._inflate_into(name, i, dest)
             return
         self.f.seek(start)
         if verify and n >= _crc.SMALL:
@@ -382,6 +476,28 @@ class Archive:
         self._read_exactly(dest, name)
         if verify and zlib.crc32(dest) != i.CRC:
             self.fail(f"CRC-32 mismatch in member {name!r}: the file is corrupted")
+
+    def _inflate_into(self, name, info, dest) -> None:
+        """Decompress a member straight into ``dest`` in bounded pieces (zipfile stops at
+        the declared size and checks the CRC at its end)."""
+        got, n = 0, dest.nbytes
+        try:
+            with self.zf.open(info) as src:
+                while got < n:
+                    piece = src.read(min(n - got, _INFLATE_PIECE))
+                    if not piece:
+                        break
+                    dest[got:got + len(piece)] = piece
+                    got += len(piece)
+                src.read(1)                          # reaches the end: the CRC check
+        except zipfile.BadZipFile as e:
+            if "CRC" in str(e):
+                self.fail(f"CRC-32 mismatch in member {name!r}: the file is corrupted")
+            self.fail(f"member {name!r} is damaged ({e})")
+        except (OSError, EOFError, ValueError, zlib.error) as e:
+            self.fail(f"member {name!r} is damaged ({type(e).__name__}: {e})")
+        if got != n:
+            self.fail(f"member {name!r} is cut short: the file is truncated")
 
     def _read_exactly(self, dest, name):
         n, got, f = dest.nbytes, 0, self.f

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import reprlib
 import struct
 
 from ember._C import core
@@ -97,7 +98,7 @@ def _read_header(f, label, size):
         header = json.loads(h)
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         fail(f"the safetensors header is not valid JSON ({e}): the file is corrupted or not a "
              f"safetensors file")
     return header, 8 + n
@@ -113,14 +114,14 @@ def _parse(header, data_len, fail):
         try:
             dtype_s, shape, (b, end) = e["dtype"], e["shape"], e["data_offsets"]
         except (TypeError, KeyError, ValueError):
-            fail(f"bad header entry for {name!r}: {e!r:.200}")
-        if dtype_s not in _FROM_ST:
-            fail(f"tensor {name!r} has dtype {dtype_s!r}, which ember does not support "
+            fail(f"bad header entry for {name!r}: {reprlib.repr(e)}")
+        if type(dtype_s) is not str or dtype_s not in _FROM_ST:
+            fail(f"tensor {name!r} has dtype {reprlib.repr(dtype_s)}, which ember does not support "
                  f"(supported: {', '.join(_FROM_ST)})")
         dt = core._dtype_by_name(_FROM_ST[dtype_s])
         if not (isinstance(shape, list) and len(shape) <= 16
                 and all(type(v) is int and v >= 0 for v in shape)):
-            fail(f"tensor {name!r} has a bad shape {shape!r}")
+            fail(f"tensor {name!r} has a bad shape {reprlib.repr(shape)}")
         if not (type(b) is int and type(end) is int and 0 <= b <= end <= data_len):
             fail(f"tensor {name!r} has data offsets [{b}, {end}] outside the data "
                  f"({data_len} bytes): the file is truncated or corrupted")
@@ -151,7 +152,7 @@ def load(f, device="cpu", mmap=False):
 
         entries, _meta = _parse(header, size - start, fail)
         mapped = _io.MappedFile(fobj) if mmap else None
-        restore = _ember.Restorer(device)
+        restore = _ember.Restorer(device, label)
         out = {}
         for name, dt, shape, b, end in entries:
             nbytes = end - b

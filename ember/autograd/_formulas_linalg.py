@@ -201,3 +201,309 @@ FORMULAS = {
     "max_pool2d": _max_pool, "adaptive_max_pool2d": _adaptive_max_pool,
     "avg_pool2d": _avg_pool, "adaptive_avg_pool2d": _adaptive_avg_pool,
 }
+
+
+# ---------------------------------------------------------------------------
+# factorizations (ember/_linalg.py records them; real dtypes only)
+
+def _LA():
+    from ember import _linalg
+    return _linalg
+
+
+def _t(x):
+    return x.transpose(-2, -1)
+
+
+def _diag_embed(v):
+    import ember
+    return ember.diag_embed(v)
+
+
+@formula("linalg_det", save_output=True)
+def _det(ctx, grad):
+    LA = _LA()
+    A = ctx.input(0)
+    d = ctx.output
+    g = (grad * d).unsqueeze(-1).unsqueeze(-1)
+    if bool((d != 0).all()):
+        return (g * _t(LA.inv(A)),)
+    # singular: the cofactor matrix from the SVD, det(U) det(V) V diag(prod_{j!=i} s_j) U^T
+    U, S, Vh = LA.svd(A)
+    n = S.shape[-1]
+    import ember
+    others = ember.stack([ember.cat([S[..., :i], S[..., i + 1:]], -1).prod(-1)
+                          for i in range(n)], -1)
+    sign = LA.det(U) * LA.det(Vh)
+    adjT = (U * others.unsqueeze(-2)) @ Vh
+    return ((grad * sign).unsqueeze(-1).unsqueeze(-1) * adjT,)
+
+
+@formula("linalg_slogdet")
+def _slogdet(ctx, grad):
+    g = grad[1]
+    if g is None:
+        return (None,)
+    return (g.unsqueeze(-1).unsqueeze(-1) * _t(_LA().inv(ctx.input(0))),)
+
+
+@formula("linalg_inv", save_output=True)
+def _inv(ctx, grad):
+    Ai = _t(ctx.output)
+    return (-(Ai @ grad @ Ai),)
+
+
+@formula("linalg_solve", save_output=True)
+def _solve(ctx, grad):
+    LA = _LA()
+    A, B = ctx.inputs
+    X = ctx.output
+    left, vector = ctx.attrs["left"], ctx.attrs["vector"]
+    if vector:
+        grad, X = grad.unsqueeze(-1), X.unsqueeze(-1)
+    gB = LA.solve(_t(A), grad, left=left)
+    gA = None
+    if ctx.needs(0):
+        gA = -(gB @ _t(X)) if left else -(_t(X) @ gB)
+    return gA, (gB.squeeze(-1) if vector else gB) if ctx.needs(1) else None
+
+
+@formula("linalg_solve_triangular", save_output=True)
+def _solve_triangular(ctx, grad):
+    LA = _LA()
+    A, B = ctx.inputs
+    upper, left, unit = ctx.attrs["upper"], ctx.attrs["left"], ctx.attrs["unitriangular"]
+    gB = LA.solve_triangular(_t(A), grad, upper=not upper, left=left, unitriangular=unit)
+    gA = None
+    if ctx.needs(0):
+        X = ctx.output
+        gA = -(gB @ _t(X)) if left else -(_t(X) @ gB)
+        gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
+    return gA, gB if ctx.needs(1) else None
+
+
+@formula("linalg_cholesky_ex", save_output=True)
+def _cholesky(ctx, grad):
+    LA = _LA()
+    gL = grad
+    L = ctx.output
+    if ctx.attrs["upper"]:
+        L, gL = _t(L), _t(gL)
+    phi = (_t(L) @ gL).tril()
+    phi = 0.5 * (phi + _t(phi.tril(-1)))
+    gA = LA.solve_triangular(_t(L), phi, upper=True, left=True)
+    return (LA.solve_triangular(L, gA, upper=False, left=False),)
+
+
+@formula("cholesky_solve", save_output=True)
+def _cholesky_solve(ctx, grad):
+    B, L = ctx.inputs
+    upper = ctx.attrs["upper"]
+    gB = _LA().cholesky_solve(grad, L, upper)
+    gL = None
+    if ctx.needs(1):
+        common = gB @ _t(ctx.output)
+        common = common + _t(common)
+        gL = -(L @ common) if upper else -(common @ L)
+    return gB if ctx.needs(0) else None, gL
+
+
+@formula("cholesky_inverse", save_output=True)
+def _cholesky_inverse(ctx, grad):
+    L = ctx.input(0)
+    Ainv = ctx.output
+    common = Ainv @ (grad + _t(grad)) @ Ainv
+    return (-(L @ common) if ctx.attrs["upper"] else -(common @ L),)
+
+
+def _copyltu(M):
+    return M.tril(-1) + _t(M.tril(-1)) + _diag_embed(M.diagonal(0, -2, -1))
+
+
+def _qr_square_deep(Q, R, gQ, gR, LA):
+    """gA for A = QR with m >= n (Q m x n, R n x n)."""
+    M = 0
+    if gR is not None:
+        M = R @ _t(gR)
+    if gQ is not None:
+        M = M - _t(gQ) @ Q
+    b = Q @ _copyltu(M) if not isinstance(M, int) else 0
+    if gQ is not None:
+        b = b + gQ
+    # b R^{-T}: solve X R^T = b with R^T lower triangular
+    return LA.solve_triangular(_t(R), b, upper=False, left=False)
+
+
+@formula("linalg_qr", save_output=True)
+def _qr(ctx, grad):
+    LA = _LA()
+    mode = ctx.attrs["mode"]
+    Q, R = ctx.output
+    gQ, gR = grad
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going "
+                           "to differentiate through linalg.qr.")
+    m, n = Q.shape[-2], R.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    if m >= n:
+        return (_qr_square_deep(Q, R, gQ, gR, LA),)
+    import ember
+    A = ctx.input(0)
+    Y = A[..., m:]
+    U = R[..., :m]
+    gU = gR[..., :m] if gR is not None else None
+    gV = gR[..., m:] if gR is not None else None
+    gQ2 = gQ if gQ is not None else ember.zeros_like(Q)
+    if gV is not None:
+        gQ2 = gQ2 + Y @ _t(gV)
+    gX = _qr_square_deep(Q, U, gQ2, gU, LA)
+    gY = Q @ gV if gV is not None else ember.zeros_like(Y)
+    return (ember.cat([gX, gY], -1),)
+
+
+@formula("linalg_eigh", save_output=True)
+def _eigh(ctx, grad):
+    w, V = ctx.output
+    gw, gV = grad
+    if gV is None:
+        return ((V * gw.unsqueeze(-2)) @ _t(V),)
+    E = w.unsqueeze(-2) - w.unsqueeze(-1)
+    E = E + _diag_embed(1 - E.diagonal(0, -2, -1))
+    VgV = _t(V) @ gV
+    inner = 0.5 * (VgV - _t(VgV)) / E
+    inner = inner - _diag_embed(inner.diagonal(0, -2, -1))
+    if gw is not None:
+        inner = inner + _diag_embed(gw)
+    return (V @ inner @ _t(V),)
+
+
+@formula("linalg_svd", save_output=True)
+def _svd(ctx, grad):
+    U, S, Vh = ctx.output
+    gU, gS, gVh = grad
+    m, n = U.shape[-2], Vh.shape[-1]
+    k = S.shape[-1]
+    if ctx.attrs["full_matrices"]:
+        U, Vh = U[..., :k], Vh[..., :k, :]
+        gU = gU[..., :k] if gU is not None else None
+        gVh = gVh[..., :k, :] if gVh is not None else None
+    if gU is None and gVh is None:
+        return ((U * gS.unsqueeze(-2)) @ Vh,)
+    V = _t(Vh)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = E + _diag_embed(1 - E.diagonal(0, -2, -1))
+    gA = 0
+    if gU is not None:
+        UgU = _t(U) @ gU
+        gA = (UgU - _t(UgU)) * S.unsqueeze(-2)
+    if gVh is not None:
+        gV = _t(gVh)
+        VgV = _t(V) @ gV
+        gA = gA + S.unsqueeze(-1) * (VgV - _t(VgV))
+    gA = gA / E
+    gA = gA - _diag_embed(gA.diagonal(0, -2, -1))
+    if gS is not None:
+        gA = gA + _diag_embed(gS)
+    if m > k and gU is not None:
+        gA = U @ gA
+        gUS = gU / S.unsqueeze(-2)
+        gA = gA + gUS - U @ (_t(U) @ gUS)
+        return (gA @ Vh,)
+    if n > k and gVh is not None:
+        gA = gA @ Vh
+        SgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SgVh - (SgVh @ V) @ Vh
+        return (U @ gA,)
+    return (U @ gA @ Vh,)
+
+
+def _pinv_backward(g, pinvA, A):
+    pinvAh = _t(pinvA)
+    gh = _t(g)
+    m, n = A.shape[-2], A.shape[-1]
+    if m <= n:
+        K = gh @ pinvA
+        KpinvAh = K @ pinvAh
+        return -_t(pinvA @ K) + KpinvAh - (A @ pinvA) @ KpinvAh + \
+            (pinvAh @ pinvA) @ (gh - K @ A)
+    K = pinvA @ gh
+    pinvAhK = pinvAh @ K
+    return -_t(K @ pinvA) + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - (pinvAhK @ pinvA) @ A
+
+
+@formula("linalg_pinv", save_output=True)
+def _pinv(ctx, grad):
+    return (_pinv_backward(grad, ctx.output, ctx.input(0)),)
+
+
+@formula("linalg_lstsq")
+def _lstsq(ctx, grad):
+    LA = _LA()
+    A, B = ctx.inputs
+    vector = ctx.attrs["vector"]
+    gX = grad.unsqueeze(-1) if vector else grad
+    Bm = B.unsqueeze(-1) if vector else B
+    pinvA = LA.pinv(A)
+    gA = _pinv_backward(gX @ _t(Bm), pinvA, A) if ctx.needs(0) else None
+    gB = None
+    if ctx.needs(1):
+        gB = _t(pinvA) @ gX
+        gB = gB.squeeze(-1) if vector else gB
+    return gA, gB
+
+
+def _lu_parts(LU, piv):
+    P, L, U = _LA().lu_unpack(LU, piv)
+    return P, L, U
+
+
+@formula("linalg_lu_factor_ex", save_output=True)
+def _lu_factor(ctx, grad):
+    import ember
+    LA = _LA()
+    LU = ctx.output
+    P, L, U = _lu_parts(LU, ctx.attrs["pivots"])
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    gL = grad[..., :, :k].tril(-1)
+    gU = grad[..., :k, :].triu()
+
+    def core_(L1, U1, phi):
+        g = LA.solve_triangular(_t(L1), phi, upper=True, left=True, unitriangular=True)
+        return LA.solve_triangular(_t(U1), g, upper=False, left=False)
+
+    if m == n:
+        phi = (_t(L) @ gL).tril(-1) + (gU @ _t(U)).triu()
+        return (P @ core_(L, U, phi),)
+    if m > n:
+        L1, L2, gL1, gL2 = L[..., :n, :], L[..., n:, :], gL[..., :n, :], gL[..., n:, :]
+        phi = (_t(L1) @ gL1).tril(-1) + (gU @ _t(U) - _t(L2) @ gL2).triu()
+        gA2 = LA.solve_triangular(_t(U), gL2, upper=False, left=False)
+        return (P @ ember.cat([core_(L1, U, phi), gA2], -2),)
+    U1, U2, gU1, gU2 = U[..., :m], U[..., m:], gU[..., :m], gU[..., m:]
+    phi = (_t(L) @ gL - gU2 @ _t(U2)).tril(-1) + (gU1 @ _t(U1)).triu()
+    gA2 = LA.solve_triangular(_t(L), gU2, upper=True, left=True, unitriangular=True)
+    return (P @ ember.cat([core_(L, U1, phi), gA2], -1),)
+
+
+@formula("linalg_lu_solve", save_output=True)
+def _lu_solve(ctx, grad):
+    LA = _LA()
+    LU, piv, B = ctx.inputs
+    left, adjoint = ctx.attrs["left"], ctx.attrs["adjoint"]
+    X = ctx.output
+    gB = LA.lu_solve(LU, piv, grad, left=left, adjoint=not adjoint)
+    gLU = None
+    if ctx.needs(0):
+        if left:
+            gA = -(X @ _t(gB)) if adjoint else -(gB @ _t(X))
+        else:
+            gA = -(_t(gB) @ X) if adjoint else -(_t(X) @ gB)
+        P, L, U = _lu_parts(LU, piv)
+        PtgA = _t(P) @ gA
+        gLU = (PtgA @ _t(U)).tril(-1) + (_t(L) @ PtgA).triu()
+    return gLU, None, gB if ctx.needs(2) else None

@@ -19,6 +19,7 @@ imported lazily when the table is first needed; missing ones are skipped."""
 from __future__ import annotations
 
 import importlib
+import threading
 
 from ember.autograd import _engine
 
@@ -36,6 +37,10 @@ _NODE_NAMES = {
 _AREA_MODULES = ("_formulas_elementwise", "_formulas_views", "_formulas_reduce",
                  "_formulas_index", "_formulas_linalg", "_formulas_random")
 _loaded = [False]
+_loading = [False]
+# Threads whose first backward starts together must all see the full table: the
+# area modules are imported under this lock and the table is marked loaded after.
+_load_lock = threading.RLock()
 
 
 def formula(name, save_output=False, node_name=None, exact=False, saves=True):
@@ -57,7 +62,19 @@ def formula(name, save_output=False, node_name=None, exact=False, saves=True):
 def _load():
     if _loaded[0]:
         return
-    _loaded[0] = True
+    with _load_lock:
+        # loaded by another thread meanwhile, or re-entered from an area module's import
+        if _loaded[0] or _loading[0]:
+            return
+        _loading[0] = True
+        try:
+            _import_areas()
+        finally:
+            _loading[0] = False
+        _loaded[0] = True
+
+
+def _import_areas():
     for m in _AREA_MODULES:
         try:
             mod = importlib.import_module("ember.autograd." + m)

@@ -14,7 +14,12 @@ __all__ = list(_modules_all) + ["Parameter", "Buffer", "UninitializedParameter",
 
 
 def __getattr__(name):
-    # loaded on first use: its dataclass machinery is not worth paying for at import
+    # loaded on first use, not with nn: nn.parallel pulls in ember.distributed, and
+    # LinearCrossEntropyOptions the dataclass machinery
+    if name == "parallel":
+        import ember.nn.parallel as parallel
+
+        return parallel
     if name == "LinearCrossEntropyOptions":
         from ember.nn._lce_options import LinearCrossEntropyOptions
         return LinearCrossEntropyOptions

@@ -10,6 +10,7 @@ import struct as _struct
 import warnings
 
 import ember
+from ember._C import core as _core
 from ember._C import elementwise as _ew
 from ember._C import linalg as _lin
 
@@ -542,27 +543,14 @@ def one_hot(tensor, num_classes=-1):
 
 # ---- padding and resizing -----------------------------------------------------
 def _pad_index(n, before, after, mode):
-    """Source indices of ATen's reflection / replication padding of a length-``n`` axis
-    (negative pads crop), as one index list."""
-    start_in, start_out = max(0, -before), max(0, before)
-    idx = []
-    for j in range(n + before + after):
-        if mode == "replicate":
-            if j < before:
-                p = before
-            elif j < n + before:
-                p = j
-            else:
-                p = n + before - 1
-        else:  # reflect
-            if j < before:
-                p = 2 * before - j
-            elif j < n + before:
-                p = j
-            else:
-                p = 2 * (n + before - 1) - j
-        idx.append(p - start_out + start_in)
-    return ember.tensor(idx, dtype=ember.int64)
+    """Source indices of ATen's reflection / replication / periodic padding of a
+    length-``n`` axis (negative pads crop), as one int64 tensor."""
+    k = ember.arange(-before, n + after, dtype=ember.int64)   # input coordinate of each output
+    if mode == "replicate":
+        return k.clamp(0, n - 1)
+    if mode == "reflect":
+        return (n - 1) - ((n - 1) - k.abs()).abs()
+    return k.remainder(n)
 
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -617,6 +605,11 @@ def pad(input: ember.Tensor, pad, mode: str = "constant",
                 f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
                 f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
                 f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    size = list(input.shape)
+    for k in range(npad):
+        size[-1 - k] += pad[2 * k] + pad[2 * k + 1]
+    if min(size, default=0) >= 0:       # negative sizes get the per-mode errors below
+        _core._check_size(size, input.dtype, "pad")
     out = input
     for k in range(npad):
         before, after = pad[2 * k], pad[2 * k + 1]
@@ -653,8 +646,7 @@ def pad(input: ember.Tensor, pad, mode: str = "constant",
             if n == 0:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
             if before > n or after > n:   # a cropped axis shorter than the pad: periodic
-                idx = [(j - before) % n for j in range(n + before + after)]
-                out = out.index_select(dim, ember.tensor(idx, dtype=ember.int64))
+                out = out.index_select(dim, _pad_index(n, before, after, mode))
                 continue
             parts = []
             if before:
@@ -955,6 +947,7 @@ def interpolate(input: ember.Tensor, size=None, scale_factor=None, mode: str = "
         outs = ", ".join(f"{n}: {s}" for n, s in zip(names, out_size))
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({ins}) output ({outs})")
+    _core._check_size(list(input.shape[:2]) + list(out_size), input.dtype, "interpolate")
     if mode in ("nearest", "nearest-exact"):
         out = input
         for k in range(nsp):

@@ -3,7 +3,16 @@ from __future__ import annotations
 
 import ember
 from ember.optim.adam import _as_int
-from ember.optim.optimizer import Optimizer, _addcdiv_, _addcmul_, _use_grad
+from ember.optim.optimizer import (
+    Optimizer,
+    _add_eps,
+    _addcdiv_,
+    _addcmul_,
+    _check_fused,
+    _check_lr,
+    _use_grad,
+    _value,
+)
 
 __all__ = ["Adagrad"]
 
@@ -12,8 +21,7 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
@@ -27,6 +35,7 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable, self.param_groups)
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
@@ -39,7 +48,7 @@ class Adagrad(Optimizer):
     @_use_grad
     def step(self):
         for group in self.param_groups:
-            lr, lr_decay, wd, eps = (group["lr"], group["lr_decay"], group["weight_decay"],
+            lr, lr_decay, wd, eps = (_value(group["lr"]), group["lr_decay"], group["weight_decay"],
                                      group["eps"])
             for p in group["params"]:
                 grad = p.grad
@@ -53,5 +62,5 @@ class Adagrad(Optimizer):
                     grad = grad.add(p, alpha=wd)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 _addcmul_(state["sum"], grad, grad, 1.0)
-                std = state["sum"].sqrt().add_(eps)
+                std = _add_eps(state["sum"].sqrt(), eps)
                 _addcdiv_(p, grad, std, -clr)

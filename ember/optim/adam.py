@@ -4,7 +4,20 @@ from __future__ import annotations
 import math
 
 import ember
-from ember.optim.optimizer import Optimizer, _use_grad
+from ember._C import foreach as _fe
+from ember.optim.optimizer import (
+    Optimizer,
+    _addcdiv_,
+    _addcmul_,
+    _check_adam_args,
+    _check_capturable,
+    _check_fused,
+    _grad_tracking,
+    _lerp_,
+    _multi_tensor,
+    _use_grad,
+    _value,
+)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -15,34 +28,32 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if isinstance(lr, ember.Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                             "foreach=True")
+        _check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay or self._decoupled)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable, self.param_groups)
 
     @_use_grad
     def step(self):
         """One Adam update of every parameter that has a gradient."""
         scratch = self.__dict__.setdefault("_scratch", {})
         for group in self.param_groups:
-            lr = group["lr"]
+            _check_capturable(group, [p for p in group["params"] if p.grad is not None])
+            lr = _value(group["lr"])
             beta1, beta2 = group["betas"]
             eps = group["eps"]
             wd = group["weight_decay"]
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
+            if _multi_tensor(group) and self._multi_step(group, lr):
+                continue
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -64,6 +75,9 @@ class Adam(Optimizer):
                         grad = grad.add(p, alpha=wd)
                 exp_avg = state["exp_avg"]
                 exp_avg_sq = state["exp_avg_sq"]
+                if _grad_tracking(p, grad, exp_avg, exp_avg_sq):
+                    _differentiable_update(state, p, grad, step, lr, beta1, beta2, eps, amsgrad)
+                    continue
                 # m <- beta1 m + (1 - beta1) g ;  v <- beta2 v + (1 - beta2) g^2
                 ember.lerp(exp_avg, grad, 1 - beta1, out=exp_avg)
                 buf = scratch.get(p)  # reused every step (not part of the state)
@@ -88,6 +102,37 @@ class Adam(Optimizer):
                 p.add_(buf, alpha=-lr * bc2_sqrt / bc1)
 
 
+    def _multi_step(self, group, lr):
+        """The whole group in one C call (the per-tensor loop's arithmetic); False when
+        the tensors don't fit the kernel."""
+        params = [p for p in group["params"] if p.grad is not None]
+        amsgrad = group["amsgrad"]
+        exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], []
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = ember.zeros_like(p)
+                state["exp_avg_sq"] = ember.zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = ember.zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if amsgrad:
+                max_sqs.append(state.get("max_exp_avg_sq"))
+            steps.append(_as_int(state["step"]) + 1)
+        if not params:
+            return True
+        beta1, beta2 = group["betas"]
+        if not _fe.adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs,
+                         steps, lr, beta1, beta2, group["eps"], group["weight_decay"], amsgrad,
+                         group["maximize"], group.get("decoupled_weight_decay", False)):
+            return False
+        for p, step in zip(params, steps):
+            self.state[p]["step"] = step
+        return True
+
+
 class AdamW(Adam):
     """Adam with decoupled weight decay (default ``weight_decay=1e-2``)."""
     _decoupled = True
@@ -99,6 +144,20 @@ class AdamW(Adam):
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
+
+
+def _differentiable_update(state, p, grad, step, lr, beta1, beta2, eps, amsgrad):
+    """The Adam update in ops autograd can follow (no out=, no reused buffers)."""
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    _lerp_(exp_avg, grad, 1 - beta1)
+    _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
+    v = exp_avg_sq
+    if amsgrad:
+        mx = state["max_exp_avg_sq"]
+        mx.copy_(ember.maximum(mx, exp_avg_sq))
+        v = mx
+    denom = (v.sqrt() / math.sqrt(1 - beta2 ** step)).add(eps)
+    _addcdiv_(p, exp_avg, denom, -lr / (1 - beta1 ** step))
 
 
 def _as_int(step):

@@ -22,12 +22,9 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _no_grad():
-    return ember.autograd.no_grad()
-
-
 def _use_grad(step):
-    """Run ``step`` under no_grad (the closure, if any, runs with grad enabled)."""
+    """Run ``step`` under no_grad, or with grad enabled for ``differentiable=True`` so the
+    update can be differentiated (the closure, if any, runs with grad enabled)."""
     def wrapper(self, closure=None):
         for h in list(self._step_pre_hooks.values()):
             h(self, (), {})
@@ -35,7 +32,7 @@ def _use_grad(step):
         if closure is not None:
             with ember.autograd.enable_grad():
                 loss = closure()
-        with _no_grad():
+        with ember.autograd.set_grad_enabled(bool(self.defaults.get("differentiable"))):
             step(self)
         self._step_count = getattr(self, "_step_count", 0) + 1
         for h in list(self._step_post_hooks.values()):
@@ -56,8 +53,7 @@ class Optimizer:
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
-        self._step_pre_hooks = OrderedDict()
-        self._step_post_hooks = OrderedDict()
+        self._init_hooks()
         self._step_count = 0
         if isinstance(params, ember.Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
@@ -76,8 +72,15 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._init_hooks()
+
+    def _init_hooks(self):
         self._step_pre_hooks = OrderedDict()
         self._step_post_hooks = OrderedDict()
+        self._state_dict_pre_hooks = OrderedDict()
+        self._state_dict_post_hooks = OrderedDict()
+        self._load_state_dict_pre_hooks = OrderedDict()
+        self._load_state_dict_post_hooks = OrderedDict()
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -110,7 +113,7 @@ class Optimizer:
             if not isinstance(p, ember.Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + type(p).__name__)
-            if not p.is_leaf:
+            if not self.defaults.get("differentiable") and not (p.is_leaf or p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
             plist.append(p)
         param_group["params"] = plist
@@ -150,6 +153,8 @@ class Optimizer:
     # ---- state dict ---------------------------------------------------------
     def state_dict(self):
         """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}``."""
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self)
         mappings = {}
         start = 0
 
@@ -164,9 +169,14 @@ class Optimizer:
             return packed
 
         param_groups = [pack_group(g) for g in self.param_groups]
-        packed_state = {mappings[id(k)]: v for k, v in self.state.items()
-                        if isinstance(k, ember.Tensor)}
-        return {"state": packed_state, "param_groups": param_groups}
+        packed_state = {(mappings[id(k)] if isinstance(k, ember.Tensor) else k): v
+                        for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for hook in list(self._state_dict_post_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     @staticmethod
     def _process_value(param, value, key):
@@ -183,7 +193,13 @@ class Optimizer:
         return value
 
     def load_state_dict(self, state_dict):
+        """Load a :meth:`state_dict`; state tensors are copied (cast to each parameter's
+        floating dtype), so two optimizers never share them."""
         state_dict = dict(state_dict)
+        for hook in list(self._load_state_dict_pre_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -211,6 +227,8 @@ class Optimizer:
 
         self.state = state
         self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        for hook in list(self._load_state_dict_post_hooks.values()):
+            hook(self)
 
     # ---- hooks -------------------------------------------------------------------
     def register_step_pre_hook(self, hook):
@@ -219,10 +237,125 @@ class Optimizer:
     def register_step_post_hook(self, hook):
         return add_hook(self._step_post_hooks, hook)
 
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs before :meth:`state_dict` builds the dict."""
+        return add_hook(self._state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs on the built dict; a returned dict replaces
+        it."""
+        return add_hook(self._state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs before loading; a returned dict is loaded
+        instead."""
+        return add_hook(self._load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs after :meth:`load_state_dict`."""
+        return add_hook(self._load_state_dict_post_hooks, hook, prepend)
+
+
+# ---- argument checks and values shared by the optimizers ------------------------------
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone", "xla"]
+
+
+def _check_lr(lr) -> None:
+    """``lr`` may be a float or a 1-element tensor, never negative."""
+    if isinstance(lr, ember.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_adam_args(lr, betas, eps, weight_decay) -> None:
+    _check_lr(lr)
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _check_fused(fused, foreach, differentiable, params) -> None:
+    """torch's rules for ``fused=True``: floating-point params, not with foreach or
+    differentiable."""
+    if not fused:
+        return
+    if differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    for g in params:
+        for p in (g["params"] if isinstance(g, dict) else [g]):
+            if isinstance(p, tuple):
+                p = p[1]
+            if not p.is_floating_point():
+                raise RuntimeError("`fused=True` requires all the params to be floating point "
+                                   "Tensors of supported devices: ['cpu', 'cuda'].")
+
+
+def _check_capturable(group, params, what="params and state_steps",
+                      devices=_CAPTURABLE_DEVICES) -> None:
+    """``capturable=True`` only means something inside a CUDA graph capture: like torch,
+    refuse it for params on other devices."""
+    if group.get("capturable") and any(p.device.type not in devices for p in params):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: "
+                             f"{devices}.")
+
+
+def _value(x):
+    """A Python number from a number or a 1-element tensor (``lr`` may be either)."""
+    return x.item() if isinstance(x, ember.Tensor) else x
+
+
+def _new_step(value=0.0):
+    """The ``step`` state entry: a 0-dim float tensor, as torch stores it."""
+    dt = ember.float64 if ember.get_default_dtype() == ember.float64 else ember.float32
+    return ember.tensor(value, dtype=dt)
+
+
+def _incr_step(state) -> float:
+    """Add one to ``state['step']`` (tensor or number) and return the new value."""
+    step = state["step"]
+    if isinstance(step, ember.Tensor):
+        step.add_(1)
+        return step.item()
+    state["step"] = _new_step(float(step) + 1)
+    return float(step) + 1
+
+
+def _multi_tensor(group) -> bool:
+    """Whether a step may take the multi-tensor kernel: ``foreach`` None (the default) or
+    True, or ``fused``; never when the step itself is differentiated."""
+    return ((group.get("foreach") is not False or bool(group.get("fused")))
+            and not group.get("differentiable") and not ember.is_grad_enabled())
+
+
+def _grad_tracking(*tensors) -> bool:
+    return ember.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _add_eps(t, eps):
+    """t + eps, in place unless autograd tracks ``t`` (its producer may have saved it)."""
+    return t.add(eps) if _grad_tracking(t) else t.add_(eps)
+
+
+def _lerp_(t, end, weight):
+    """t <- t + weight * (end - t), differentiable when grad mode tracks the operands."""
+    if _grad_tracking(t, end):
+        return t.mul_(1 - weight).add_(end, alpha=weight)
+    return ember.lerp(t, end, weight, out=t)
+
 
 # ---- fused helpers: use a single kernel when the core has one -------------------
 def _addcmul_(t, a, b, value):
     """t += value * a * b."""
+    if _grad_tracking(a, b):  # state tensors change in place later: save copies
+        a, b = a.clone(), b.clone()
     f = getattr(t, "addcmul_", None)
     if f is not None:
         return f(a, b, value=value)
@@ -231,6 +364,8 @@ def _addcmul_(t, a, b, value):
 
 def _addcdiv_(t, a, b, value):
     """t += value * a / b."""
+    if _grad_tracking(a, b):
+        a, b = a.clone(), b.clone()
     f = getattr(t, "addcdiv_", None)
     if f is not None:
         return f(a, b, value=value)

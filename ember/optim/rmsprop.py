@@ -3,7 +3,16 @@ from __future__ import annotations
 
 import ember
 from ember.optim.adam import _as_int
-from ember.optim.optimizer import Optimizer, _addcdiv_, _addcmul_, _use_grad
+from ember.optim.optimizer import (
+    Optimizer,
+    _add_eps,
+    _addcdiv_,
+    _addcmul_,
+    _check_capturable,
+    _check_lr,
+    _use_grad,
+    _value,
+)
 
 __all__ = ["RMSprop"]
 
@@ -12,8 +21,7 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
@@ -30,7 +38,8 @@ class RMSprop(Optimizer):
     @_use_grad
     def step(self):
         for group in self.param_groups:
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            _check_capturable(group, [p for p in group["params"] if p.grad is not None])
+            lr, alpha, eps = _value(group["lr"]), group["alpha"], group["eps"]
             wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p in group["params"]:
                 grad = p.grad
@@ -57,7 +66,7 @@ class RMSprop(Optimizer):
                     avg = (square_avg - grad_avg * grad_avg).sqrt()
                 else:
                     avg = square_avg.sqrt()
-                avg.add_(eps)
+                avg = _add_eps(avg, eps)
                 if momentum > 0:
                     buf = state["momentum_buffer"]
                     _addcdiv_(buf.mul_(momentum), grad, avg, 1.0)

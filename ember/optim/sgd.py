@@ -1,7 +1,17 @@
 """Stochastic gradient descent (momentum, dampening, Nesterov, weight decay)."""
 from __future__ import annotations
 
-from ember.optim.optimizer import Optimizer, _use_grad, required
+import ember
+from ember._C import foreach as _fe
+from ember.optim.optimizer import (
+    Optimizer,
+    _check_fused,
+    _check_lr,
+    _multi_tensor,
+    _use_grad,
+    _value,
+    required,
+)
 
 __all__ = ["SGD"]
 
@@ -10,8 +20,8 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
-        if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        if lr is not required:
+            _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -22,17 +32,20 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable, self.param_groups)
 
     @_use_grad
     def step(self):
         """One SGD update of every parameter that has a gradient."""
         for group in self.param_groups:
-            lr = group["lr"]
+            lr = _value(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            if _multi_tensor(group) and self._multi_step(group, lr):
+                continue
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -51,3 +64,27 @@ class SGD(Optimizer):
                         buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                     grad = grad.add(buf, alpha=momentum) if nesterov else buf
                 p.add_(grad, alpha=-lr)
+
+    def _multi_step(self, group, lr):
+        """The whole group in one C call (the per-tensor loop's arithmetic); False when
+        the tensors don't fit the kernel."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if not params:
+            return True
+        momentum = group["momentum"]
+        bufs, init, fresh = [], [], []
+        if momentum != 0:
+            for p in params:
+                buf = self.state[p].get("momentum_buffer")
+                init.append(buf is None)
+                if buf is None:
+                    buf = ember.empty_like(p)  # the kernel starts it from the gradient
+                    fresh.append((p, buf))
+                bufs.append(buf)
+        if not _fe.sgd_(params, [p.grad for p in params], bufs, init, lr,
+                        group["weight_decay"], momentum, group["dampening"],
+                        group["nesterov"], group["maximize"]):
+            return False
+        for p, buf in fresh:
+            self.state[p]["momentum_buffer"] = buf
+        return True

@@ -40,6 +40,14 @@ em_loop em_cast_loop(int dst_dtype, int src_dtype);
 /* fill n elements of dtype at stride with the value stored in *value (same dtype) */
 void em_fill(int dtype, char *dst, int64_t stride, int64_t n, const void *value, int nthreads);
 
+/* a * b for tensor sizes (a, b >= 0), or -1 when either is negative or the
+   product does not fit in int64: every size product goes through this. */
+static inline int64_t em_mul_size(int64_t a, int64_t b) {
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return -1;
+    return r;
+}
+
 /* half <-> float helpers */
 static inline float em_h2f(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._C import foreach as _fe
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -23,11 +24,14 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return ember.tensor(0.0)
+    fused = foreach is not False
     with ember.autograd.no_grad():
-        if norm_type == math.inf:
+        # one C call over every tensor when they fit the kernel (same value, bit for bit)
+        total = _fe.total_norm(tensors, norm_type) if fused and norm_type > 0 else None
+        if total is None and norm_type == math.inf:
             norms = [t.detach().abs().max() for t in tensors]
             total = norms[0] if len(norms) == 1 else ember.stack(norms).max()
-        else:
+        elif total is None:
             norms = [t.detach().norm(norm_type) for t in tensors]
             total = norms[0] if len(norms) == 1 else ember.stack(norms).norm(norm_type)
     if error_if_nonfinite:
@@ -49,8 +53,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     coef = float(max_norm) / (float(total_norm) + 1e-6)
     if coef < 1.0:
         with ember.autograd.no_grad():
-            for g in grads:
-                g.mul_(coef)
+            if not (foreach is not False and _fe.scale_(grads, coef)):
+                for g in grads:
+                    g.mul_(coef)
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
@@ -60,8 +65,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if isinstance(parameters, ember.Tensor):
         parameters = [parameters]
     parameters = list(parameters)
-    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
-    clip_grads_with_norm_(parameters, max_norm, total)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
 
 

@@ -13,6 +13,7 @@ from ember.utils.data.dataset import (
                                       TensorDataset,
                                       random_split,
 )
+from ember.utils.data.distributed import DistributedSampler
 from ember.utils.data.sampler import (
                                       BatchSampler,
                                       RandomSampler,
@@ -25,5 +26,5 @@ from ember.utils.data.sampler import (
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "StackDataset",
            "ConcatDataset", "ChainDataset", "Subset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler", "default_collate", "default_convert",
-           "get_worker_info", "WorkerInfo"]
+           "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "default_collate",
+           "default_convert", "get_worker_info", "WorkerInfo"]

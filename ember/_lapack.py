@@ -1,0 +1,317 @@
+"""LAPACK calls on ember tensor memory (the ``scipy-openblas32`` library, loaded lazily).
+
+Every routine here takes *Fortran buffers*: contiguous float32/float64 ember
+tensors of shape ``(batch, cols, rows)`` whose memory holds one column-major
+``rows x cols`` matrix per batch element (see :func:`fortran`).  A routine
+overwrites its buffers in place and returns LAPACK's ``info`` per batch element
+as a Python list.  Nothing here validates user input: ``ember._linalg`` does.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from ember import _dll
+from ember._C import core
+
+_c_int = ctypes.c_int
+_byref = ctypes.byref
+_vp = ctypes.c_void_p
+_funcs: dict = {}
+
+
+def _fn(dtype, name: str):
+    """The LAPACK/BLAS routine ``name`` (without the s/d prefix) for ``dtype``."""
+    key = (dtype, name)
+    f = _funcs.get(key)
+    if f is None:
+        prefix = "d" if dtype == core.float64 else "s"
+        f = getattr(_dll.lapack(), f"scipy_{prefix}{name}_")
+        f.restype = None
+        _funcs[key] = f
+    return f
+
+
+def _i(v: int):
+    return _byref(_c_int(v))
+
+
+def _real(dtype, v: float):
+    return _byref(ctypes.c_double(v) if dtype == core.float64 else ctypes.c_float(v))
+
+
+def _ch(c: str):
+    return ctypes.c_char_p(c.encode())
+
+
+_ONE = ctypes.c_size_t(1)   # the hidden length of each Fortran CHARACTER argument
+
+
+def fortran(a):
+    """A fresh Fortran buffer holding ``a`` (``(..., rows, cols)``), shape ``(B, cols, rows)``."""
+    rows, cols = a.shape[-2], a.shape[-1]
+    buf = core.empty(*a.shape[:-2], cols, rows, dtype=a.dtype)
+    buf.copy_(a.transpose(-2, -1))
+    batch = 1
+    for d in a.shape[:-2]:
+        batch *= d
+    return buf.reshape(batch, cols, rows)
+
+
+def matrix(buf, batch_shape):
+    """The logical ``(..., rows, cols)`` view of a Fortran buffer."""
+    return buf.reshape(*batch_shape, buf.shape[-2], buf.shape[-1]).transpose(-2, -1)
+
+
+def _ptrs(t):
+    """Pointers to each batch element of a contiguous ``(B, ...)`` tensor."""
+    base = t.data_ptr()
+    step = (t.numel() // t.shape[0] if t.shape[0] else 0) * t.element_size()
+    return [_vp(base + b * step) for b in range(t.shape[0])]
+
+
+def _work(dtype, query) -> tuple:
+    """Run a workspace query ``query(work_ptr)``; return an ember work buffer and its size."""
+    w = core.empty(1, dtype=dtype)
+    query(_vp(w.data_ptr()))
+    n = max(1, int(w.item()))
+    return core.empty(n, dtype=dtype), n
+
+
+def getrf(a, piv) -> list:
+    """LU with partial pivoting of each ``a`` (B, n, m) in place; ``piv`` int32 (B, min(m, n))."""
+    f = _fn(a.dtype, "getrf")
+    n, m = a.shape[1], a.shape[2]
+    infos = []
+    for pa, pp in zip(_ptrs(a), _ptrs(piv)):
+        info = _c_int(0)
+        f(_i(m), _i(n), pa, _i(max(1, m)), pp, _byref(info))
+        infos.append(info.value)
+    return infos
+
+
+def getrs(a, piv, b, trans: str = "N") -> list:
+    """Solve with the LU factors in ``a`` (B, n, n); ``b`` (B, k, n) is overwritten."""
+    f = _fn(a.dtype, "getrs")
+    n, k = a.shape[1], b.shape[1]
+    infos = []
+    for pa, pp, pb in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
+        info = _c_int(0)
+        f(_ch(trans), _i(n), _i(k), pa, _i(max(1, n)), pp, pb, _i(max(1, n)), _byref(info),
+          _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def potrf(a, uplo: str = "L") -> list:
+    f = _fn(a.dtype, "potrf")
+    n = a.shape[1]
+    infos = []
+    for pa in _ptrs(a):
+        info = _c_int(0)
+        f(_ch(uplo), _i(n), pa, _i(max(1, n)), _byref(info), _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def trsm(a, b, side: str, uplo: str, trans: str, diag: str) -> None:
+    """BLAS triangular solve ``op(A) X = B`` (side "L") or ``X op(A) = B`` in place of b."""
+    f = _fn(a.dtype, "trsm")
+    m, n = b.shape[2], b.shape[1]
+    k = a.shape[1]
+    for pa, pb in zip(_ptrs(a), _ptrs(b)):
+        f(_ch(side), _ch(uplo), _ch(trans), _ch(diag), _i(m), _i(n), _real(a.dtype, 1.0), pa,
+          _i(max(1, k)), pb, _i(max(1, m)), _ONE, _ONE, _ONE, _ONE)
+
+
+def geqrf(a, tau) -> None:
+    f = _fn(a.dtype, "geqrf")
+    n, m = a.shape[1], a.shape[2]
+    lda = max(1, m)
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return
+    work, lw = _work(a.dtype, lambda w: f(_i(m), _i(n), pa[0], _i(lda), _vp(tau.data_ptr()),
+                                          w, _i(-1), _byref(info)))
+    for p, pt in zip(pa, _ptrs(tau)):
+        f(_i(m), _i(n), p, _i(lda), pt, _vp(work.data_ptr()), _i(lw), _byref(info))
+
+
+def orgqr(a, tau) -> None:
+    """Form Q (m x n, the first n columns) from the reflectors in ``a`` and ``tau`` (B, k)."""
+    f = _fn(a.dtype, "orgqr")
+    n, m, k = a.shape[1], a.shape[2], tau.shape[1]
+    lda = max(1, m)
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return
+    work, lw = _work(a.dtype, lambda w: f(_i(m), _i(n), _i(k), pa[0], _i(lda),
+                                          _vp(tau.data_ptr()), w, _i(-1), _byref(info)))
+    for p, pt in zip(pa, _ptrs(tau)):
+        f(_i(m), _i(n), _i(k), p, _i(lda), pt, _vp(work.data_ptr()), _i(lw), _byref(info))
+
+
+def ormqr(a, tau, c, side: str, trans: str) -> None:
+    """``c <- op(Q) c`` (side "L") or ``c op(Q)``; Q from the reflectors in ``a``, ``tau``."""
+    f = _fn(a.dtype, "ormqr")
+    mc, nc = c.shape[2], c.shape[1]
+    k = tau.shape[1]
+    lda = max(1, a.shape[2])
+    info = _c_int(0)
+    pa, pc = _ptrs(a), _ptrs(c)
+    if not pa:
+        return
+    work, lw = _work(a.dtype, lambda w: f(_ch(side), _ch(trans), _i(mc), _i(nc), _i(k), pa[0],
+                                          _i(lda), _vp(tau.data_ptr()), pc[0], _i(max(1, mc)),
+                                          w, _i(-1), _byref(info), _ONE, _ONE))
+    for p, pt, q in zip(pa, _ptrs(tau), pc):
+        f(_ch(side), _ch(trans), _i(mc), _i(nc), _i(k), p, _i(lda), pt, q, _i(max(1, mc)),
+          _vp(work.data_ptr()), _i(lw), _byref(info), _ONE, _ONE)
+
+
+def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
+    """Eigen-decomposition of symmetric ``a`` (B, n, n): values into ``w``, vectors into ``a``."""
+    f = _fn(a.dtype, "syevd")
+    n = a.shape[1]
+    jobz = "V" if vectors else "N"
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return []
+    iw = _c_int(0)
+    work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), pa[0], _i(max(1, n)),
+                                           _vp(w.data_ptr()), wk, _i(-1), _byref(iw), _i(-1),
+                                           _byref(info), _ONE, _ONE))
+    liw = max(1, iw.value)
+    iwork = core.empty(liw, dtype=core.int32)
+    infos = []
+    for p, pw in zip(pa, _ptrs(w)):
+        f(_ch(jobz), _ch(uplo), _i(n), p, _i(max(1, n)), pw, _vp(work.data_ptr()), _i(lw),
+          _vp(iwork.data_ptr()), _i(liw), _byref(info), _ONE, _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def gesdd(a, s, u, vt, jobz: str) -> list:
+    """SVD of ``a`` (B, n, m) (destroyed): ``s`` (B, k); ``u``/``vt`` Fortran buffers or None."""
+    f = _fn(a.dtype, "gesdd")
+    n, m = a.shape[1], a.shape[2]
+    k = min(m, n)
+    ldu = max(1, m)
+    ldvt = max(1, n if jobz == "A" else k)
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return []
+    pu = _ptrs(u) if u is not None else [None] * len(pa)
+    pv = _ptrs(vt) if vt is not None else [None] * len(pa)
+    iwork = core.empty(max(1, 8 * k), dtype=core.int32)
+    work, lw = _work(a.dtype, lambda w: f(_ch(jobz), _i(m), _i(n), pa[0], _i(max(1, m)),
+                                          _vp(s.data_ptr()), pu[0], _i(ldu), pv[0], _i(ldvt),
+                                          w, _i(-1), _vp(iwork.data_ptr()), _byref(info),
+                                          _ONE))
+    infos = []
+    for p, ps, q, r in zip(pa, _ptrs(s), pu, pv):
+        f(_ch(jobz), _i(m), _i(n), p, _i(max(1, m)), ps, q, _i(ldu), r, _i(ldvt),
+          _vp(work.data_ptr()), _i(lw), _vp(iwork.data_ptr()), _byref(info), _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def gels(a, b) -> list:
+    """Least squares by QR/LQ for full-rank ``a`` (B, n, m); ``b`` (B, k, max(m, n))."""
+    f = _fn(a.dtype, "gels")
+    n, m = a.shape[1], a.shape[2]
+    k, ldb = b.shape[1], max(1, b.shape[2])
+    info = _c_int(0)
+    pa, pb = _ptrs(a), _ptrs(b)
+    if not pa:
+        return []
+    work, lw = _work(a.dtype, lambda w: f(_ch("N"), _i(m), _i(n), _i(k), pa[0], _i(max(1, m)),
+                                          pb[0], _i(ldb), w, _i(-1), _byref(info), _ONE))
+    infos = []
+    for p, q in zip(pa, pb):
+        f(_ch("N"), _i(m), _i(n), _i(k), p, _i(max(1, m)), q, _i(ldb), _vp(work.data_ptr()),
+          _i(lw), _byref(info), _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def gelsy(a, b, rcond: float, rank) -> list:
+    """Least squares by complete orthogonal factorisation; ``rank`` int64 (B,) is filled."""
+    f = _fn(a.dtype, "gelsy")
+    n, m = a.shape[1], a.shape[2]
+    k, ldb = b.shape[1], max(1, b.shape[2])
+    info = _c_int(0)
+    r = _c_int(0)
+    pa, pb = _ptrs(a), _ptrs(b)
+    if not pa:
+        return []
+    jpvt = core.zeros(max(1, n), dtype=core.int32)
+    work, lw = _work(a.dtype, lambda w: f(_i(m), _i(n), _i(k), pa[0], _i(max(1, m)), pb[0],
+                                          _i(ldb), _vp(jpvt.data_ptr()), _real(a.dtype, rcond),
+                                          _byref(r), w, _i(-1), _byref(info)))
+    infos = []
+    for i, (p, q) in enumerate(zip(pa, pb)):
+        jpvt.zero_()
+        f(_i(m), _i(n), _i(k), p, _i(max(1, m)), q, _i(ldb), _vp(jpvt.data_ptr()),
+          _real(a.dtype, rcond), _byref(r), _vp(work.data_ptr()), _i(lw), _byref(info))
+        rank[i] = r.value
+        infos.append(info.value)
+    return infos
+
+
+def gelsd(a, b, rcond: float, rank, s, driver: str = "gelsd") -> list:
+    """Least squares by SVD (``gelsd`` divide and conquer or ``gelss``); fills rank and s."""
+    f = _fn(a.dtype, driver)
+    n, m = a.shape[1], a.shape[2]
+    k, ldb = b.shape[1], max(1, b.shape[2])
+    info = _c_int(0)
+    r = _c_int(0)
+    pa, pb = _ptrs(a), _ptrs(b)
+    if not pa:
+        return []
+    iw = _c_int(0)
+    extra = (_byref(iw),) if driver == "gelsd" else ()
+    work, lw = _work(a.dtype, lambda w: f(_i(m), _i(n), _i(k), pa[0], _i(max(1, m)), pb[0],
+                                          _i(ldb), _vp(s.data_ptr()), _real(a.dtype, rcond),
+                                          _byref(r), w, _i(-1), *extra, _byref(info)))
+    iwork = core.empty(max(1, iw.value), dtype=core.int32)
+    extra = (_vp(iwork.data_ptr()),) if driver == "gelsd" else ()
+    infos = []
+    for i, (p, q, ps) in enumerate(zip(pa, pb, _ptrs(s))):
+        f(_i(m), _i(n), _i(k), p, _i(max(1, m)), q, _i(ldb), ps, _real(a.dtype, rcond),
+          _byref(r), _vp(work.data_ptr()), _i(lw), *extra, _byref(info))
+        rank[i] = r.value
+        infos.append(info.value)
+    return infos
+
+
+def sytrf(a, piv, uplo: str = "L") -> list:
+    """Bunch-Kaufman LDL^T of symmetric ``a`` (B, n, n) in place; ``piv`` int32 (B, n)."""
+    f = _fn(a.dtype, "sytrf")
+    n = a.shape[1]
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return []
+    work, lw = _work(a.dtype, lambda w: f(_ch(uplo), _i(n), pa[0], _i(max(1, n)),
+                                          _vp(piv.data_ptr()), w, _i(-1), _byref(info), _ONE))
+    infos = []
+    for p, pp in zip(pa, _ptrs(piv)):
+        f(_ch(uplo), _i(n), p, _i(max(1, n)), pp, _vp(work.data_ptr()), _i(lw), _byref(info),
+          _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def sytrs(a, piv, b, uplo: str = "L") -> list:
+    f = _fn(a.dtype, "sytrs")
+    n, k = a.shape[1], b.shape[1]
+    infos = []
+    for p, pp, q in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
+        info = _c_int(0)
+        f(_ch(uplo), _i(n), _i(k), p, _i(max(1, n)), pp, q, _i(max(1, n)), _byref(info), _ONE)
+        infos.append(info.value)
+    return infos

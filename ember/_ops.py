@@ -1,0 +1,446 @@
+"""The op declarations: one line per op, from which every public variant is bound.
+
+Each line names an op, its variants and its aliases::
+
+    f   function      ember.op(input, ...)
+    m   method        Tensor.op(self, ...)
+    i   in-place      Tensor.op_(self, ...)
+    I   in-place fn   ember.op_(input, ...)
+
+The implementation of ``op`` is looked up once, at import: the first native op
+module (``ember._C.*``) or composite module that defines it, else the Tensor
+class itself (view methods of the Cython core). ``op_`` is found the same way;
+an op without an in-place kernel gets one composed from the out-of-place op
+(result checked for shape and castability, then copied in). Aliases share every
+variant of their op. A method written in the Tensor class body wins over the
+table, so an argument order that differs from the function (``Tensor.where``)
+stays explicit.
+"""
+from __future__ import annotations
+
+# op                      variants  aliases
+_TABLE = """
+abs                       fmiI      absolute
+acos                      fmiI      arccos
+acosh                     fmiI      arccosh
+add                       fmi
+addbmm                    fmi
+addcdiv                   fmi
+addcmul                   fmi
+addmm                     fmi
+addmv                     fmiI
+addr                      fmi
+adjoint                   fm
+all                       fm
+allclose                  fm
+amax                      fm
+amin                      fm
+aminmax                   fm
+any                       fm
+arange                    f
+argmax                    fm
+argmin                    fm
+argsort                   fm
+argwhere                  fm
+as_strided                fmi
+as_strided_scatter        fm
+asarray                   f
+asin                      fmiI      arcsin
+asinh                     fmiI      arcsinh
+atan                      fmiI      arctan
+atan2                     fmi       arctan2
+atanh                     fmiI      arctanh
+atleast_1d                f
+atleast_2d                f
+atleast_3d                f
+baddbmm                   fmi
+bartlett_window           f
+bernoulli                 fmi
+bincount                  fm
+bitwise_and               fmi
+bitwise_left_shift        fmi
+bitwise_not               fmi
+bitwise_or                fmi
+bitwise_right_shift       fmi
+bitwise_xor               fmi
+blackman_window           f
+block_diag                f
+bmm                       fm
+broadcast_tensors         f
+broadcast_to              fm
+bucketize                 f
+cartesian_prod            f
+cat                       f         concat concatenate
+cauchy                    i
+cdist                     f
+ceil                      fmiI
+cholesky                  fm
+cholesky_inverse          fm
+cholesky_solve            fm
+chunk                     fm        unsafe_chunk
+clamp                     fmiI      clip
+clamp_max                 fmiI
+clamp_min                 fmiI
+clone                     fm
+column_stack              f
+combinations              f
+conj                      fm
+conj_physical             fmI
+conv1d                    f
+conv2d                    f
+conv_transpose1d          f
+conv_transpose2d          f
+copysign                  fmi
+corrcoef                  fm
+cos                       fmiI
+cosh                      fmiI
+count_nonzero             fm
+cov                       fm
+cross                     fm
+cummax                    fm
+cummin                    fm
+cumprod                   fmi
+cumsum                    fmi
+cumulative_trapezoid      f
+deg2rad                   fmiI
+det                       fm
+detach                    fmI
+diag                      fm
+diag_embed                fm
+diagflat                  fm
+diagonal                  fm
+diagonal_scatter          fm
+diff                      fm
+dist                      fm
+div                       fmi       divide
+dot                       fm
+dsplit                    fm
+dstack                    f
+einsum                    f
+empty_permuted            f
+empty_strided             f
+eq                        fmi
+equal                     fm
+erf                       fmiI
+erfc                      fmiI
+exp                       fmiI
+exp2                      fmiI
+expm1                     fmiI
+exponential               i
+eye                       f
+fill                      fI
+flatten                   fm
+flip                      fm
+fliplr                    fm
+flipud                    fm
+float_power               fmi
+floor                     fmiI
+floor_divide              fmi
+fmax                      fm
+fmin                      fm
+fmod                      fmi
+frac                      fmiI
+frombuffer                f
+gather                    fm
+gcd                       fmiI
+ge                        fmi       greater_equal
+gelu                      fm
+geometric                 i
+geqrf                     fm
+ger                       fm
+get_device                f
+gt                        fmi       greater
+hamming_window            f
+hann_window               f
+heaviside                 fmi
+histc                     fm
+histogram                 fm
+hsplit                    fm
+hstack                    f
+hypot                     fmi
+index_add                 fmi
+index_copy                fmi
+index_fill                fmi
+index_put                 fmiI
+index_reduce              fmi
+index_select              fm
+inner                     fm
+inverse                   fm
+is_complex                f
+is_conj                   fm
+is_inference              fm
+is_neg                    fm
+is_same_size              fm
+is_signed                 f
+isclose                   fm
+isfinite                  fm
+isin                      f
+isinf                     fm
+isnan                     fm
+isneginf                  fm
+isposinf                  fm
+isreal                    fm
+kron                      fm
+kthvalue                  fm
+lcm                       fmiI
+ldexp                     fmiI
+le                        fmi       less_equal
+lerp                      fmi
+lgamma                    fmi
+linspace                  f
+log                       fmiI
+log10                     fmiI
+log1p                     fmiI
+log2                      fmiI
+log_normal                i
+log_softmax               fm
+logaddexp                 fm
+logaddexp2                fm
+logcumsumexp              fm
+logdet                    fm
+logical_and               fmi
+logical_not               fmi
+logical_or                fmi
+logical_xor               fmi
+logit                     fmiI
+logspace                  f
+logsumexp                 fm
+lt                        fmi       less
+lu                        fm
+lu_solve                  fm
+lu_unpack                 f
+masked_fill               fmi
+masked_scatter            fmi
+masked_select             fm
+matmul                    fm
+matrix_exp                fm
+matrix_power              fm
+max                       fm
+max_pool2d                f
+maximum                   fmi
+mean                      fm
+median                    fm
+meshgrid                  f
+min                       fm
+minimum                   fmi
+mish                      fmi
+mm                        fm
+mode                      fm
+movedim                   fm        moveaxis
+msort                     fm
+mul                       fmi       multiply
+multinomial               fm
+mv                        fm
+nan_to_num                fmiI
+nanmean                   fm
+nanmedian                 fm
+nanquantile               fm
+nansum                    fm
+narrow                    fm
+native_dropout            f
+ne                        fmi       not_equal
+neg                       fmiI      negative
+nonzero                   fm
+nonzero_static            fm
+norm                      fm
+normal                    fi
+orgqr                     fm
+ormqr                     fm
+outer                     fm
+permute                   fm
+pinverse                  fm
+positive                  fm
+pow                       fmi
+prod                      fm
+put                       fmi
+qr                        fm
+quantile                  fm
+rad2deg                   fmiI
+rand                      f
+rand_like                 f
+randint                   f
+randint_like              f
+randn                     f
+randn_like                f
+random                    i
+randperm                  f
+range                     f
+ravel                     fm
+reciprocal                fmiI
+relu                      fmiI
+remainder                 fmi
+renorm                    fmi
+repeat                    m
+repeat_interleave         fm
+reshape                   fm
+resolve_conj              fm
+resolve_neg               fm
+roll                      fm
+rot90                     fm
+round                     fmiI
+rsqrt                     fmiI
+rsub                      f
+scalar_tensor             f
+scatter                   fmi
+scatter_add               fmi
+scatter_reduce            fmi
+searchsorted              f
+select                    fm
+select_scatter            fm
+sigmoid                   fmiI
+sign                      fmi       sgn
+signbit                   fm
+silu                      fmi
+sin                       fmiI
+sinc                      fmiI
+sinh                      fmiI
+slice_scatter             fm
+slogdet                   fm
+softmax                   fm
+softplus                  f
+sort                      fm
+split                     fm        unsafe_split
+split_with_sizes          fm        unsafe_split_with_sizes
+sqrt                      fmiI
+square                    fmiI
+squeeze                   fmi
+stack                     f
+std                       fm
+std_mean                  f
+sub                       fmi       subtract
+sum                       fm
+svd                       fm
+t                         fmi
+take                      fm
+take_along_dim            fm
+tan                       fmiI
+tanh                      fmiI
+tensor_split              fm
+tensordot                 f
+tile                      fm
+to_dlpack                 f
+topk                      fm
+trace                     fm
+transpose                 fmi       swapaxes swapdims
+trapezoid                 f         trapz
+triangular_solve          fm
+tril                      fmi
+tril_indices              f
+triu                      fmi
+triu_indices              f
+true_divide               fmi
+trunc                     fmiI      fix
+unbind                    fm
+unflatten                 fm
+uniform                   i
+unique                    fm
+unique_consecutive        fm
+unravel_index             f
+unsqueeze                 fmi
+vander                    f
+var                       fm
+var_mean                  f
+vdot                      fm
+vsplit                    fm
+vstack                    f         row_stack
+where                     fm
+xlogy                     fmiI
+zero                      I
+"""
+
+
+def _parse(table: str):
+    ops = []
+    for line in table.strip().splitlines():
+        name, variants, *aliases = line.split()
+        ops.append((name, variants, tuple(aliases)))
+    return ops
+
+
+OPS = _parse(_TABLE)
+
+# where implementations are looked up, in order (the Tensor class comes last)
+_IMPL_MODULES = ("ember._C.elementwise", "ember._C.linalg", "ember._C.index",
+                 "ember._C.reduce", "ember._C.random", "ember._C.creation",
+                 "ember._linalg_legacy", "ember._composite")
+
+# torch's names of the dtypes, by dtype code, for cast errors
+_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
+               "Double")
+
+
+def _composed_inplace(fn, name: str):
+    """``Tensor.name_`` from the out-of-place op: the result must keep self's shape and
+    be castable to its dtype (torch's rules), then it is copied in (autograd sees copy_)."""
+    from ember._C import core
+
+    def op_(self, *args, **kwargs):
+        r = fn(self, *args, **kwargs)
+        if tuple(r.shape) != tuple(self.shape):
+            raise RuntimeError(f"{name}_(): output with shape {list(self.shape)} doesn't match "
+                               f"the broadcast shape {list(r.shape)}")
+        if not core.can_cast(r.dtype, self.dtype):
+            raise RuntimeError(f"{name}_(): result type {_TYPE_NAMES[r.dtype.code]} can't be "
+                               f"cast to the desired output type "
+                               f"{_TYPE_NAMES[self.dtype.code]}")
+        return self.copy_(r)
+
+    op_.__name__ = op_.__qualname__ = name + "_"
+    op_.__doc__ = f"In-place version of :func:`ember.{name}` (result copied into ``self``)."
+    return op_
+
+
+def _function_from_method(meth, name: str):
+    """``ember.name(input, ...)`` for an op the Tensor class holds as a method."""
+    from ember._C.core import TensorBase
+
+    def fn(input, *args, **kwargs):
+        if not isinstance(input, TensorBase):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        return meth(input, *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = meth.__doc__
+    return fn
+
+
+def bind(tensor_cls) -> dict:
+    """Bind every declared method variant onto ``tensor_cls`` and return the public
+    functions (with aliases) as ``{name: callable}`` for ``ember.*``."""
+    import importlib
+
+    impls = {}                           # the first module to define a name wins
+    for m in reversed(_IMPL_MODULES):
+        impls.update(vars(importlib.import_module(m)))
+    own = set(vars(tensor_cls))          # written in the class body: kept as they are
+
+    def lookup(n):
+        f = impls.get(n)
+        return f if f is not None and not isinstance(f, type(importlib)) \
+            else getattr(tensor_cls, n, None)
+
+    functions = {}
+    for name, variants, aliases in OPS:
+        base = lookup(name) if variants.strip("iI") else None
+        if base is None and variants.strip("iI"):
+            raise ImportError(f"ember._ops: op {name!r} is declared but has no implementation")
+        fn = base if name in impls or "f" not in variants else \
+            _function_from_method(base, name)
+        inplace = inplace_fn = None
+        if "i" in variants or "I" in variants:
+            inplace = lookup(name + "_")
+            if inplace is None:
+                inplace = _composed_inplace(base, name)
+            inplace_fn = inplace if name + "_" in impls else \
+                _function_from_method(inplace, name + "_")
+        for n in (name,) + aliases:
+            if "m" in variants and n not in own:
+                setattr(tensor_cls, n, base)
+            if "i" in variants and n + "_" not in own:
+                setattr(tensor_cls, n + "_", inplace)
+            if "f" in variants:
+                functions[n] = fn
+            if "I" in variants:
+                functions[n + "_"] = inplace_fn
+    return functions

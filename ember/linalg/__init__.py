@@ -1,0 +1,55 @@
+"""``ember.linalg``: PyTorch's ``torch.linalg`` for real (float32/float64) tensors.
+
+Factorizations call LAPACK (the ``scipy-openblas32`` wheel, loaded on first
+use); products and norms run on ember's own kernels.  ``eig``/``eigvals``
+(complex results) are absent: ember has no complex dtypes.
+"""
+from ember._linalg import (
+    LinAlgError,
+    cholesky,
+    cholesky_ex,
+    cond,
+    cross,
+    det,
+    diagonal,
+    eigh,
+    eigvalsh,
+    householder_product,
+    inv,
+    inv_ex,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    matmul,
+    matrix_exp,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_ex,
+    solve_triangular,
+    svd,
+    svdvals,
+    tensorinv,
+    tensorsolve,
+    vander,
+    vecdot,
+    vector_norm,
+)
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
+           "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+           "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm",
+           "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
+           "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
