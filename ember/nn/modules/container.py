@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from itertools import islice
 
@@ -9,7 +10,20 @@ import ember
 from ember.nn.modules.module import Module, _addindent
 from ember.nn.parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
+
+
+class Container(Module):
+    """Deprecated: a Module holding the keyword-argument modules (subclass Module)."""
+
+    def __init__(self, **kwargs):
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):
