@@ -46,6 +46,8 @@ def run(which, name, kwargs, steps=8, idx=None):
     kw = dict(kwargs)
     if isinstance(kw.get("lr"), float) and kw.pop("tensor_lr", False):
         kw["lr"] = lib.tensor(kw["lr"])
+    if kw.pop("tensor_wd", False):
+        kw["weight_decay"] = lib.tensor(kw["weight_decay"])
     opt = getattr(opt_mod, name)(params, **kw)
     targets = TARGET if idx is None else [TARGET[i] for i in idx]
     run_steps(opt, params, lib, steps, targets)
@@ -73,6 +75,8 @@ CASES = [
                        weight_decay=0.01, maximize=True)),
     ("Adam", dict(lr=0.01, tensor_lr=True, maximize=True)),
     ("SGD", dict(lr=0.05, momentum=0.9, tensor_lr=True, foreach=True)),
+    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1, tensor_wd=True)),
+    ("SGD", dict(lr=0.05, weight_decay=0.1, tensor_wd=True, foreach=False)),
     ("NAdam", dict(lr=0.01, tensor_lr=True, foreach=False)),
     ("Rprop", dict(lr=0.01, tensor_lr=True)),
     ("AdamW", dict(lr=0.01, fused=True)),
