@@ -505,3 +505,35 @@ def test_swalr_like_torch(kwargs):
             opt_mod.swa_utils.SWALR(opt_mod.SGD([p], lr=0.1), 0.1, anneal_strategy="exp")
         with pytest.raises(ValueError, match="decay"):
             opt_mod.swa_utils.get_ema_avg_fn(1.5)
+
+
+def test_swap_in_optimizer_params_and_state_like_torch():
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        live = [lib.nn.Parameter(lib.tensor(P0[i].copy())) for i in range(2)]
+        opt = opt_mod.Adam(live, lr=0.1)
+        for p in live:
+            p.grad = lib.ones(*p.shape)
+        opt.step()
+        sd = opt.state_dict()
+        swap = {"w": lib.tensor(P0[0] * 2), "b": lib.tensor(P0[1] * 2)}
+        osd = {"state": {k: {n: (v.clone() if isinstance(v, lib.Tensor) else v)
+                             for n, v in s.items()} for k, s in sd["state"].items()},
+               "param_groups": [dict(g, lr=0.5) for g in sd["param_groups"]]}
+        for t in swap.values():
+            t.grad = lib.ones(*t.shape)
+        with opt_mod.swap_in_optimizer_params_and_state(opt, swap, osd):
+            assert opt.param_groups[0]["lr"] == 0.5
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"][0] is live[0]
+        with pytest.raises(RuntimeError, match="extra keys"):
+            with opt_mod.swap_in_optimizer_params_and_state(
+                    opt, swap, {"state": {7: {}}, "param_groups": sd["param_groups"]}):
+                pass
+        out[which] = ([t.numpy().copy() for t in swap.values()],
+                      [p.detach().numpy().copy() for p in live],
+                      osd["state"][0]["exp_avg"].numpy().copy())
+    for a, b in zip(out["ember"][0] + out["ember"][1] + [out["ember"][2]],
+                    out["torch"][0] + out["torch"][1] + [out["torch"][2]]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
