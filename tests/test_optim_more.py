@@ -116,10 +116,12 @@ def to_ember(value):
 
 SD_CASES = [("NAdam", {}), ("RAdam", {}), ("Adamax", {}), ("Adadelta", {}),
             ("ASGD", dict(t0=2)), ("Rprop", {}), ("Adafactor", {}), ("Adam", {}),
-            ("SGD", dict(momentum=0.9))]
+            ("SGD", dict(momentum=0.9)), ("AdamW", dict(amsgrad=True)),
+            ("RMSprop", dict(momentum=0.5, centered=True)), ("Adagrad", dict(lr_decay=0.1))]
 
 
-@pytest.mark.parametrize("name,kwargs", SD_CASES, ids=[c[0] for c in SD_CASES])
+@pytest.mark.parametrize("name,kwargs", SD_CASES, ids=[f"{n}-{i}" for i, (n, _) in
+                                                       enumerate(SD_CASES)])
 def test_state_dict_travels_between_ember_and_torch(name, kwargs):
     e_vals, e_opt = run("ember", name, kwargs, steps=4)
     t_vals, t_opt = run("torch", name, kwargs, steps=4)
