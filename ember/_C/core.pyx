@@ -1444,11 +1444,16 @@ cdef class TensorBase:
         cdef int64_t size = self._shape[d]
         if isinstance(start, TensorBase):
             start = start.item()
+        if start < -size or start > size:
+            raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                             f"but got {start})")
         if start < 0:
             start += size
-        if start < 0 or start > size or length < 0 or start + length > size:
-            raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                             f"size ({size}).")
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                               f"({size}).")
         cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides,
                                       self._offset + start * self._strides[d])
         r._shape[d] = length
