@@ -222,7 +222,7 @@ cdef int64_t _steps(object steps, str op) except -1:
             scalar_category(steps) == 1 and not isinstance(steps, TensorBase))):
         raise TypeError(f"{op}(): argument 'steps' (position 3) must be int, not "
                         f"{type(steps).__name__}")
-    cdef int64_t n = steps.__index__()
+    cdef int64_t n = int64_arg(steps.__index__(), op, "steps")
     if n < 0:
         raise RuntimeError("number of steps must be non-negative")
     return n
@@ -413,7 +413,7 @@ cdef object _tri_indices(object row, object col, object offset, object dtype, ob
         raise NotImplementedError(f"\"{op}\" not implemented for '{_TYPE_NAMES[dt]}'")
     # an offset past either edge selects the same entries as one just past it; clamping
     # keeps the row arithmetic below in int64
-    off = -r - 1 if off < -r - 1 else (c + 1 if off > c + 1 else off)
+    off = -r if off < -r else (c if off > c else off)
     cdef int64_t total = _tri_count(r, c, off, lower)
     cdef int64_t shp[2]
     shp[0] = 2

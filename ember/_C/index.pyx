@@ -1840,7 +1840,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                                f"repeats.size(0) = {rp._shape[0] if rp._ndim else 1} and "
                                f"input.size({d}) = {x._shape[d]}")
         return index_select(x, d, repeat_interleave(rp))
-    c = int(repeats)
+    c = int64_arg(operator.index(repeats), "repeat_interleave", "repeats")
     if c < 0:
         raise RuntimeError("repeats can not be negative")
     shape = list(x.shape)
@@ -1871,7 +1871,7 @@ def tril(TensorBase input not None, diagonal=0, *, out=None):
     """The lower triangle (j - i <= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("tril", tril, (input, diagonal), {})
-    r = _tri(input, diagonal, False, "tril")
+    r = _tri(input, int64_arg(diagonal, "tril", "diagonal"), False, "tril")
     return r if out is None else (<TensorBase>out).copy_(r)
 
 
@@ -1879,7 +1879,7 @@ def triu(TensorBase input not None, diagonal=0, *, out=None):
     """The upper triangle (j - i >= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("triu", triu, (input, diagonal), {})
-    r = _tri(input, diagonal, True, "triu")
+    r = _tri(input, int64_arg(diagonal, "triu", "diagonal"), True, "triu")
     return r if out is None else (<TensorBase>out).copy_(r)
 
 
