@@ -119,6 +119,7 @@ cdef int seq_to_dims(object seq, int64_t *out, str op) except -1
 cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1
 cdef int too_many_dims(Py_ssize_t ndim, str op) except -1
 cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1
+cdef int64_t int64_arg(object v, str op, str name) except? -1
 cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) except -1
 
 

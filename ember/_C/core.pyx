@@ -709,6 +709,16 @@ cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1:
     return n
 
 
+cdef int64_t int64_arg(object v, str op, str name) except? -1:
+    """An integer argument as int64: past int64 is torch's ValueError, not a bare
+    OverflowError from the C conversion."""
+    try:
+        return v
+    except OverflowError:
+        raise ValueError(f"{op}(): argument '{name}': Overflow when unpacking long long "
+                         f"({v})") from None
+
+
 cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1:
     """a * b for sizes an op computes from its arguments, checked."""
     cdef int64_t r = em_mul_size(a, b)
@@ -1310,7 +1320,8 @@ cdef class TensorBase:
         cdef int nd2 = parse_shape(tuple(stride), nst, "as_strided")
         if nd != nd2:
             raise RuntimeError(f"as_strided: mismatch in length of strides and shape")
-        off = self._offset if storage_offset is None else storage_offset
+        off = self._offset if storage_offset is None else int64_arg(
+            storage_offset, "as_strided", "storage_offset")
         for i in range(nd):
             if ns[i] < 0 or nst[i] < 0:
                 raise RuntimeError("as_strided: negative size or stride")
@@ -1469,11 +1480,16 @@ cdef class TensorBase:
         cdef int64_t size = self._shape[d]
         if isinstance(start, TensorBase):
             start = start.item()
+        if start < -size or start > size:
+            raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                             f"but got {start})")
         if start < 0:
             start += size
-        if start < 0 or start > size or length < 0 or start + length > size:
-            raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                             f"size ({size}).")
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                               f"({size}).")
         cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides,
                                       self._offset + start * self._strides[d])
         r._shape[d] = length
@@ -1482,7 +1498,7 @@ cdef class TensorBase:
     def select(self, dim, index):
         cdef int d = wrap_dim(dim, self._ndim, "select"), i
         cdef int64_t size = self._shape[d]
-        cdef int64_t idx = index
+        cdef int64_t idx = int64_arg(index, "select", "index")
         if idx < -size or idx >= size:
             raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
         if idx < 0:
@@ -1505,6 +1521,9 @@ cdef class TensorBase:
         if a == b:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         cdef int64_t off = self._offset, n
+        # an offset past either edge gives the same empty diagonal as one at the edge
+        offset = max(-self._shape[a], min(int64_arg(offset, "diagonal", "offset"),
+                                          self._shape[b]))
         if offset >= 0:
             n = min(self._shape[a], self._shape[b] - offset)
             off += offset * self._strides[b]

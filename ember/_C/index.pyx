@@ -6,8 +6,9 @@ Ellipsis) as a view from the core -> the advanced part as one C kernel over
 [pre..., B, post...] with int64 byte offsets that were bounds-checked here.
 Kernels check nothing and release the GIL; accumulating kernels parallelise
 over the non-indexed dimensions only, so results are deterministic."""
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
+import operator
 
 from ember._C.core cimport *
 from ember._C import core as _core
@@ -1763,7 +1764,8 @@ def repeat(TensorBase input not None, *sizes):
         st[2 * i] = 0
         shp[2 * i + 1] = input._shape[i - k] if i >= k else 1
         st[2 * i + 1] = input._strides[i - k] if i >= k else 0
-        fin[i] = shp[2 * i] * shp[2 * i + 1]
+        fin[i] = mul_sizes(shp[2 * i], shp[2 * i + 1], "repeat")
+    check_alloc(n, fin, input._dtype, "repeat")
     cdef TensorBase src = make_view(input, 2 * n, shp, st, input._offset)
     cdef TensorBase r = new_tensor(n, fin, input._dtype, input._device)
     cdef int64_t inner = 1
@@ -1806,6 +1808,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         for i in range(n):
             if src[i] < 0:
                 raise RuntimeError("repeats can not be negative")
+            if src[i] > INT64_MAX - total:
+                raise RuntimeError("repeat_interleave: the repeats sum to more than int64 holds")
             total += src[i]
         r = new_tensor(1, &total, EM_I64, cpu_device())
         dst = <int64_t *>_ptr(<TensorBase>r)
@@ -1831,7 +1835,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                                f"repeats.size(0) = {rp._shape[0] if rp._ndim else 1} and "
                                f"input.size({d}) = {x._shape[d]}")
         return index_select(x, d, repeat_interleave(rp))
-    c = int(repeats)
+    c = int64_arg(operator.index(repeats), "repeat_interleave", "repeats")
     if c < 0:
         raise RuntimeError("repeats can not be negative")
     shape = list(x.shape)
@@ -1862,7 +1866,7 @@ def tril(TensorBase input not None, diagonal=0, *, out=None):
     """The lower triangle (j - i <= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("tril", tril, (input, diagonal), {})
-    r = _tri(input, diagonal, False, "tril")
+    r = _tri(input, int64_arg(diagonal, "tril", "diagonal"), False, "tril")
     return r if out is None else (<TensorBase>out).copy_(r)
 
 
@@ -1870,7 +1874,7 @@ def triu(TensorBase input not None, diagonal=0, *, out=None):
     """The upper triangle (j - i >= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("triu", triu, (input, diagonal), {})
-    r = _tri(input, diagonal, True, "triu")
+    r = _tri(input, int64_arg(diagonal, "triu", "diagonal"), True, "triu")
     return r if out is None else (<TensorBase>out).copy_(r)
 
 
@@ -1898,7 +1902,7 @@ def diag_embed(TensorBase input not None, offset=0, dim1=-2, dim2=-1):
     cdef int a = wrap_dim(dim1, nd, "diag_embed"), b = wrap_dim(dim2, nd, "diag_embed")
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    cdef int64_t n = (input._shape[input._ndim - 1] if input._ndim else 1) + abs(offset)
+    n = (input._shape[input._ndim - 1] if input._ndim else 1) + abs(operator.index(offset))
     rest = list(input.shape)
     if rest:
         rest.pop()

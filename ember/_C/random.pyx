@@ -553,7 +553,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         return factory_slow("randperm", randperm, (n,), _kw(
             generator=generator, out=out, dtype=dtype, device=device,
             requires_grad=requires_grad), dev)
-    cdef int64_t nn = _as_int(n, "randperm", "n")
+    cdef int64_t nn = int64_arg(_as_int(n, "randperm", "n"), "randperm", "n")
     if nn < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {nn}: [{nn}]")
     cdef int dt = dtype_code(dtype)
@@ -722,7 +722,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if slow_path() or x._device.kind:
         return _method_slow_new("multinomial", multinomial, x, (num_samples, replacement),
                                 _kw(generator=generator, out=out))
-    cdef int64_t k = _as_int(num_samples, "multinomial", "num_samples")
+    cdef int64_t k = int64_arg(_as_int(num_samples, "multinomial", "num_samples"), "multinomial",
+                               "num_samples")
     if x._ndim < 1 or x._ndim > 2:
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if x._dtype < EM_F16:
