@@ -1320,8 +1320,12 @@ cdef class TensorBase:
         for i in range(self._ndim):
             drop[i] = dim is None and self._shape[i] == 1
         if dim is not None:
+            seen = set()
             for dd in (dim if isinstance(dim, (tuple, list)) else (dim,)):
                 i = wrap_dim(dd, self._ndim, "squeeze")
+                if i in seen:
+                    raise RuntimeError(f"dim {i} appears multiple times in the list of dims")
+                seen.add(i)
                 drop[i] = self._shape[i] == 1 if self._ndim else False
         for i in range(self._ndim):
             if not drop[i]:
@@ -1948,8 +1952,11 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
     return new_tensor(nd, shp, dt, dev)
 
 
-cdef object finish_out(TensorBase t, object out, bint requires_grad):
-    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad."""
+cdef object finish_out(TensorBase t, object out, bint requires_grad, str op=None,
+                       object inputs=None):
+    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad.
+    With `op`, out= is checked as a written-to tensor (zeros/ones/full/empty fill an
+    expanded out= with one value, which torch allows)."""
     cdef TensorBase o
     if out is not None:
         if not isinstance(out, TensorBase):
@@ -1958,6 +1965,8 @@ cdef object finish_out(TensorBase t, object out, bint requires_grad):
         if shape_tuple(o) != shape_tuple(t):
             raise RuntimeError(f"out= has shape {list(shape_tuple(o))} but the result has shape "
                                f"{list(shape_tuple(t))}")
+        if op is not None:
+            check_written(o, inputs, op)
         copy_into(o, t)
         o._storage.version += 1
         return o

@@ -306,6 +306,9 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if slow_path() or t._device.kind:
         return redispatch(name, _PUBLIC[name], (a,), {} if out is None else {"out": out})
     rd = t._dtype
+    if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
+        raise NotImplementedError(f"\"{'abs' if op == EW_ABS else 'frac'}_cpu\" not "
+                                  f"implemented for '{_TYPE_NAMES[rd]}'")
     if kind == K_FLOAT and category(rd) < 2:
         rd = default_dtype()
     cd = _compute_dtype(rd)
@@ -743,6 +746,12 @@ def _make_unary(str name):
     return f, f_
 
 
+cdef int _check_rounding_dtype(int dtype, str name) except -1:
+    if dtype == EM_BOOL:
+        raise NotImplementedError(f"\"{name}_vml_cpu\" not implemented for 'Bool'")
+    return 0
+
+
 def _make_rounding(str name):
     cdef int op = _ROUNDING[name]
 
@@ -750,6 +759,7 @@ def _make_rounding(str name):
         if not isinstance(input, TensorBase):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
                             f"{type(input).__name__}")
+        _check_rounding_dtype((<TensorBase>input)._dtype, name)
         if category((<TensorBase>input)._dtype) < 2:
             r = (<TensorBase>input).clone()
             return write_out(out, r, OUT_EXACT, input, name)
@@ -759,6 +769,7 @@ def _make_rounding(str name):
         return _unary(op, name, input, out, K_ARITH, NULL)
 
     def f_(TensorBase self not None, *, decimals=0):
+        _check_rounding_dtype(self._dtype, name)
         if category(self._dtype) < 2:
             return self
         if decimals:
@@ -854,6 +865,7 @@ cdef object _clamp_scalar(object input, object lo, object hi, object out, bint i
         if v is not None and category(t._dtype) < 2 and scalar_category(v) == 2:
             rd = default_dtype()
     if inplace:
+        check_cast(rd, t._dtype, "clamp_")
         rd = t._dtype
     cd = _compute_dtype(rd)
     if lo is not None:
