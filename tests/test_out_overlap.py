@@ -112,6 +112,7 @@ def _sample_table():
         "normal": lambda m, A: (m.normal, (A, _t(m, _B)), {}),
         "bernoulli": lambda m, A: (m.bernoulli, (A / 2,), {}),
         "multinomial": lambda m, A: (m.multinomial, (A, 2), {}),
+        "nn.functional.normalize": lambda m, A: (m.nn.functional.normalize, (A,), {"dim": 1}),
     })
     return s
 
@@ -490,6 +491,26 @@ def test_dims_like_torch(label, fn):
     torch = pytest.importorskip("torch")
     diff = compare_dims(torch, fn)
     assert diff is None, diff
+
+
+def test_generator_covers_every_writing_api():
+    """A new op with out= or a new in-place method must get a sample here."""
+    import inspect
+
+    outs = set()
+    for mod, prefix in ((ember, ""), (ember.nn.functional, "nn.functional.")):
+        for n in dir(mod):
+            f = getattr(mod, n)
+            if n.startswith("_") or not callable(f) or isinstance(f, type):
+                continue
+            try:
+                if "out" in inspect.signature(f).parameters:
+                    outs.add(prefix + n)
+            except (TypeError, ValueError):
+                pass
+    assert outs - set(SAMPLES) == set()
+    inplace = {n for n in dir(ember.Tensor) if n.endswith("_") and not n.startswith("_")}
+    assert inplace - set(INPLACE) == {"detach_", "requires_grad_"}   # they write no data
 
 
 # ---------------------------------------------------------------------------
