@@ -278,9 +278,7 @@ cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
         check_written(a, b, name + "_")
         old = a.clone() if a._requires_grad else a.detach().clone()
         r = <TensorBase>_binary(op, name, old, b, None, kind)
-        if category(r._dtype) > category(a._dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[r._dtype]} can't be cast to the "
-                               f"desired output type {_TYPE_NAMES[a._dtype]}")
+        check_cast(r._dtype, a._dtype, name + "_")
         copy_into(a, r)
         bump_version(a)
         a._grad_fn = r._grad_fn
@@ -321,9 +319,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
     x = cast(t, cd)
     if inplace:
-        if category(rd) > category(t._dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[rd]} can't be cast to the desired "
-                               f"output type {_TYPE_NAMES[t._dtype]}")
+        check_cast(rd, t._dtype, name + "_")
         out = t
     if out is not None:
         r = <TensorBase?>out
