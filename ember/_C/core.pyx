@@ -2446,6 +2446,10 @@ cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
     cdef int i
     if a is b:
         return OVERLAP_FULL
+    if a._storage is not b._storage and (
+            a._storage.data + a._storage._nbytes <= b._storage.data or
+            b._storage.data + b._storage._nbytes <= a._storage.data):
+        return OVERLAP_NO     # the common case: unrelated buffers
     na = numel_of(a._ndim, a._shape)
     nb = numel_of(b._ndim, b._shape)
     if na == 0 or nb == 0:
@@ -2454,10 +2458,6 @@ cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
     b0 = b._storage.data + b._offset * em_itemsize[b._dtype]
     a1 = a0 + na * em_itemsize[a._dtype]
     b1 = b0 + nb * em_itemsize[b._dtype]
-    if a._storage is not b._storage and (
-            a._storage.data + a._storage._nbytes <= b._storage.data or
-            b._storage.data + b._storage._nbytes <= a._storage.data):
-        return OVERLAP_NO     # the common case: unrelated buffers
     if not dense_nonoverlap(a) or not dense_nonoverlap(b):
         return OVERLAP_TOO_HARD
     if a0 == b0 and a1 == b1:

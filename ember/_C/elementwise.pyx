@@ -229,8 +229,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         if nd != res._ndim or any([shape[i] != res._shape[i] for i in range(nd)]):
             raise RuntimeError(f"output with shape {list(res.shape)} doesn't match the broadcast "
                                f"shape {[shape[i] for i in range(nd)]}")
-        check_cast(odt, res._dtype, name + "_")
-        check_written(res, b, name + "_")
+        check_cast(odt, res._dtype, name)
+        check_written(res, b, name)
         odt = res._dtype
         out = res
     if out is not None:
@@ -243,7 +243,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
                                f"{[shape[i] for i in range(nd)]}")
         if not inplace:
             check_cast(odt, res._dtype, name)
-            check_written(res, (a, b), name)
+            check_written(res, a, name)
+            check_written(res, b, name)
         r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
             new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
     else:
