@@ -9,6 +9,7 @@ from ember import _ops
 from ember._C import core
 from ember._C import elementwise as _ew
 from ember._C import linalg as _la
+from ember._check import _check, _check_index
 from ember._tensor_str import tensor_str
 
 
@@ -378,8 +379,13 @@ class Tensor(core.TensorBase):
         nd = self.dim()
         src = [source] if isinstance(source, int) else list(source)
         dst = [destination] if isinstance(destination, int) else list(destination)
-        src = [s % nd if nd else 0 for s in src]
-        dst = [d % nd if nd else 0 for d in dst]
+        _check(len(src) == len(dst), lambda: (
+            f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+            f"the same number of dims as destination ({dst} dims)"))
+        src = [_wrap_dim(s, nd) for s in src]
+        dst = [_wrap_dim(d, nd) for d in dst]
+        for name, ds in (("source", src), ("destination", dst)):
+            _check(len(set(ds)) == len(ds), lambda: f"movedim: repeated dim in `{name}` ({ds})")
         order = [None] * nd
         for s, d in zip(src, dst):
             order[d] = s
@@ -435,6 +441,14 @@ class Tensor(core.TensorBase):
     @property
     def retains_grad(self):
         return bool(self.__dict__.get("_retains_grad", False))
+
+
+def _wrap_dim(d, ndim):
+    """d in [-ndim, ndim) (a 0-d tensor takes 0 and -1) as a non-negative dim."""
+    n = max(ndim, 1)
+    _check_index(-n <= d < n, lambda: (
+        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"))
+    return d % n
 
 
 def _shape_of(other, op):

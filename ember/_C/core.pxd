@@ -140,7 +140,8 @@ cdef int nthreads_for(int64_t work) noexcept nogil
 cdef bint grad_on() noexcept nogil
 cdef bint slow_path() noexcept
 cdef object record(str name, tuple inputs, object out, object attrs)
-cdef object finish_out(TensorBase t, object out, bint requires_grad)
+cdef object finish_out(TensorBase t, object out, bint requires_grad, str op=*,
+                       object inputs=*)
 cdef object redispatch(str name, object fn, tuple args, dict kwargs)
 cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device dev)
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1

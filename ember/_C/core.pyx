@@ -1422,8 +1422,12 @@ cdef class TensorBase:
         for i in range(self._ndim):
             drop[i] = dim is None and self._shape[i] == 1
         if dim is not None:
+            seen = set()
             for dd in (dim if isinstance(dim, (tuple, list)) else (dim,)):
                 i = wrap_dim(dd, self._ndim, "squeeze")
+                if i in seen:
+                    raise RuntimeError(f"dim {i} appears multiple times in the list of dims")
+                seen.add(i)
                 drop[i] = self._shape[i] == 1 if self._ndim else False
         for i in range(self._ndim):
             if not drop[i]:
@@ -2120,8 +2124,11 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
     return new_tensor(nd, shp, dt, dev)
 
 
-cdef object finish_out(TensorBase t, object out, bint requires_grad):
-    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad."""
+cdef object finish_out(TensorBase t, object out, bint requires_grad, str op=None,
+                       object inputs=None):
+    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad.
+    With `op`, out= is checked as a written-to tensor (zeros/ones/full/empty fill an
+    expanded out= with one value, which torch allows)."""
     cdef TensorBase o
     if out is not None:
         if not isinstance(out, TensorBase):
@@ -2130,6 +2137,8 @@ cdef object finish_out(TensorBase t, object out, bint requires_grad):
         if shape_tuple(o) != shape_tuple(t):
             raise RuntimeError(f"out= has shape {list(shape_tuple(o))} but the result has shape "
                                f"{list(shape_tuple(t))}")
+        if op is not None:
+            check_written(o, inputs, op)
         copy_into(o, t)
         o._storage.version += 1
         return o
@@ -2607,6 +2616,10 @@ cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
     cdef int i
     if a is b:
         return OVERLAP_FULL
+    if a._storage is not b._storage and (
+            a._storage.data + a._storage._nbytes <= b._storage.data or
+            b._storage.data + b._storage._nbytes <= a._storage.data):
+        return OVERLAP_NO     # the common case: unrelated buffers
     na = numel_of(a._ndim, a._shape)
     nb = numel_of(b._ndim, b._shape)
     if na == 0 or nb == 0:
@@ -2615,10 +2628,6 @@ cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
     b0 = b._storage.data + b._offset * em_itemsize[b._dtype]
     a1 = a0 + na * em_itemsize[a._dtype]
     b1 = b0 + nb * em_itemsize[b._dtype]
-    if a._storage is not b._storage and (
-            a._storage.data + a._storage._nbytes <= b._storage.data or
-            b._storage.data + b._storage._nbytes <= a._storage.data):
-        return OVERLAP_NO     # the common case: unrelated buffers
     if not dense_nonoverlap(a) or not dense_nonoverlap(b):
         return OVERLAP_TOO_HARD
     if a0 == b0 and a1 == b1:

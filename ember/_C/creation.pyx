@@ -172,7 +172,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     cdef int nt = nthreads_for(n)
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nt)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "arange")
 
 
 def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -211,7 +211,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     cdef char *p = _data(t)
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nthreads_for(n))
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "range")
 
 
 # ----------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     cdef char *p = _data(t)
     with nogil:
         em_linspace(dt, p, n, ds, de, nthreads_for(n))
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "linspace")
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
@@ -282,7 +282,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     cdef double ds = s, de = e
     with nogil:
         em_logspace(dt, p, n, ds, de, b, nthreads_for(n))
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "logspace")
 
 
 # ----------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     cdef int64_t stride = (shp[1] + 1) * isz
     for i in range(k):
         memcpy(p + i * stride, one, isz)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "eye")
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,

@@ -229,8 +229,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         if nd != res._ndim or any([shape[i] != res._shape[i] for i in range(nd)]):
             raise RuntimeError(f"output with shape {list(res.shape)} doesn't match the broadcast "
                                f"shape {[shape[i] for i in range(nd)]}")
-        check_cast(odt, res._dtype, name + "_")
-        check_written(res, b, name + "_")
+        check_cast(odt, res._dtype, name)
+        check_written(res, b, name)
         odt = res._dtype
         out = res
     if out is not None:
@@ -243,7 +243,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
                                f"{[shape[i] for i in range(nd)]}")
         if not inplace:
             check_cast(odt, res._dtype, name)
-            check_written(res, (a, b), name)
+            check_written(res, a, name)
+            check_written(res, b, name)
         r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
             new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
     else:
@@ -278,9 +279,7 @@ cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
         check_written(a, b, name + "_")
         old = a.clone() if a._requires_grad else a.detach().clone()
         r = <TensorBase>_binary(op, name, old, b, None, kind)
-        if category(r._dtype) > category(a._dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[r._dtype]} can't be cast to the "
-                               f"desired output type {_TYPE_NAMES[a._dtype]}")
+        check_cast(r._dtype, a._dtype, name + "_")
         copy_into(a, r)
         bump_version(a)
         a._grad_fn = r._grad_fn
@@ -306,6 +305,9 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if slow_path() or t._device.kind:
         return redispatch(name, _PUBLIC[name], (a,), {} if out is None else {"out": out})
     rd = t._dtype
+    if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
+        raise NotImplementedError(f"\"{'abs' if op == EW_ABS else 'frac'}_cpu\" not "
+                                  f"implemented for '{_TYPE_NAMES[rd]}'")
     if kind == K_FLOAT and category(rd) < 2:
         rd = default_dtype()
     cd = _compute_dtype(rd)
@@ -318,9 +320,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
     x = cast(t, cd)
     if inplace:
-        if category(rd) > category(t._dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[rd]} can't be cast to the desired "
-                               f"output type {_TYPE_NAMES[t._dtype]}")
+        check_cast(rd, t._dtype, name + "_")
         out = t
     if out is not None:
         r = <TensorBase?>out
@@ -743,6 +743,12 @@ def _make_unary(str name):
     return f, f_
 
 
+cdef int _check_rounding_dtype(int dtype, str name) except -1:
+    if dtype == EM_BOOL:
+        raise NotImplementedError(f"\"{name}_vml_cpu\" not implemented for 'Bool'")
+    return 0
+
+
 def _make_rounding(str name):
     cdef int op = _ROUNDING[name]
 
@@ -750,6 +756,7 @@ def _make_rounding(str name):
         if not isinstance(input, TensorBase):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
                             f"{type(input).__name__}")
+        _check_rounding_dtype((<TensorBase>input)._dtype, name)
         if category((<TensorBase>input)._dtype) < 2:
             r = (<TensorBase>input).clone()
             return write_out(out, r, OUT_EXACT, input, name)
@@ -759,6 +766,7 @@ def _make_rounding(str name):
         return _unary(op, name, input, out, K_ARITH, NULL)
 
     def f_(TensorBase self not None, *, decimals=0):
+        _check_rounding_dtype(self._dtype, name)
         if category(self._dtype) < 2:
             return self
         if decimals:
@@ -854,6 +862,7 @@ cdef object _clamp_scalar(object input, object lo, object hi, object out, bint i
         if v is not None and category(t._dtype) < 2 and scalar_category(v) == 2:
             rd = default_dtype()
     if inplace:
+        check_cast(rd, t._dtype, "clamp_")
         rd = t._dtype
     cd = _compute_dtype(rd)
     if lo is not None:

@@ -988,11 +988,9 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 # ---- distances ----------------------------------------------------------------
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
-    r = input / denom
     if out is not None:
-        out.copy_(r)
-        return out
-    return r
+        return ember.div(input, denom, out=out)
+    return input / denom
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
