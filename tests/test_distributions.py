@@ -1,0 +1,375 @@
+"""ember.distributions against torch.distributions: log_prob, entropy, moments, cdf/icdf,
+gradients, KL, transforms, validation errors; sample moments within statistical tolerance."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.distributions as D
+
+torch = pytest.importorskip("torch")
+TD = torch.distributions
+
+RNG = np.random.default_rng(0)
+POS = RNG.uniform(0.5, 3.0, (2, 3))
+POS2 = RNG.uniform(0.5, 3.0, (2, 3))
+REAL = RNG.standard_normal((2, 3))
+PROB = RNG.uniform(0.1, 0.9, (2, 3))
+SIMPLEX = RNG.dirichlet(np.ones(4), 3)
+SPD = (lambda a: a @ a.T + 2 * np.eye(3))(RNG.standard_normal((3, 3)))
+
+# name: (params, value for log_prob, constructor kwargs names)
+CASES = {
+    "Normal": ((REAL, POS), REAL + 0.3),
+    "Uniform": ((REAL, REAL + POS), REAL + 0.4 * POS),
+    "Exponential": ((POS,), POS2),
+    "Laplace": ((REAL, POS), POS2),
+    "Cauchy": ((REAL, POS), POS2),
+    "LogNormal": ((REAL, POS), POS2),
+    "HalfNormal": ((POS,), POS2),
+    "HalfCauchy": ((POS,), POS2),
+    "Gumbel": ((REAL, POS), POS2),
+    "Pareto": ((POS, POS2), POS + POS2),
+    "Weibull": ((POS, POS2), POS2),
+    "Gamma": ((POS, POS2), POS2),
+    "Chi2": ((POS,), POS2),
+    "Beta": ((POS, POS2), PROB),
+    "StudentT": ((POS + 2, REAL, POS), POS2),
+    "Dirichlet": ((SIMPLEX * 5 + 0.5,), SIMPLEX),
+    "Bernoulli": ((PROB,), (PROB > 0.5).astype(float)),
+    "Geometric": ((PROB,), np.floor(POS2)),
+    "Poisson": ((POS,), np.floor(POS2 * 2)),
+    "Binomial": ((np.full((2, 3), 7.0), PROB), np.floor(POS2 * 2)),
+    "NegativeBinomial": ((POS, PROB), np.floor(POS2 * 2)),
+    "Categorical": ((SIMPLEX,), np.array([0.0, 3.0, 1.0])),
+    "OneHotCategorical": ((SIMPLEX,), np.eye(4)[[0, 3, 1]]),
+}
+CDF = {"Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "LogNormal", "HalfNormal",
+       "HalfCauchy", "Gumbel", "Pareto", "Weibull"}
+NO_ENTROPY = {"Poisson", "NegativeBinomial"}   # torch has none either
+PROB_PARAM = {"Bernoulli", "Geometric", "Categorical", "OneHotCategorical"}
+
+
+def _make(lib, name, params, grad=False):
+    mod = ember if lib is D else torch
+    ts = [mod.tensor(p, requires_grad=grad) for p in params]
+    if name in PROB_PARAM:
+        return getattr(lib, name)(probs=ts[0]), ts
+    if name in ("Binomial", "NegativeBinomial"):
+        return getattr(lib, name)(ts[0], probs=ts[1]), ts[1:]
+    return getattr(lib, name)(*ts), ts
+
+
+def _close(a, b, rtol=1e-7, atol=1e-9):
+    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
+    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_log_prob_entropy_moments_match_torch(name):
+    params, value = CASES[name]
+    de, pe = _make(D, name, params, grad=True)
+    dt, pt = _make(TD, name, params, grad=True)
+    assert tuple(de.batch_shape) == tuple(dt.batch_shape)
+    assert tuple(de.event_shape) == tuple(dt.event_shape)
+    lpe = de.log_prob(ember.tensor(value))
+    lpt = dt.log_prob(torch.tensor(value))
+    _close(lpe, lpt, rtol=1e-6)
+    for attr in ("mean", "variance", "mode"):
+        try:
+            t = getattr(dt, attr)
+        except NotImplementedError:
+            continue
+        _close(getattr(de, attr), t, rtol=1e-6)
+    if name not in NO_ENTROPY:
+        _close(de.entropy(), dt.entropy(), rtol=1e-6, atol=1e-8)
+    # gradients of log_prob (+ entropy) with respect to the parameters
+    loss_e = lpe.sum() + (de.entropy().sum() if name not in NO_ENTROPY else 0)
+    loss_t = lpt.sum() + (dt.entropy().sum() if name not in NO_ENTROPY else 0)
+    loss_e.backward()
+    loss_t.backward()
+    for a, b in zip(pe, pt):
+        if b.grad is not None:
+            _close(a.grad, b.grad, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(CDF))
+def test_cdf_icdf_match_torch(name):
+    params, value = CASES[name]
+    de, _ = _make(D, name, params)
+    dt, _ = _make(TD, name, params)
+    _close(de.cdf(ember.tensor(value)), dt.cdf(torch.tensor(value)), rtol=1e-6, atol=1e-9)
+    q = ember.tensor(PROB)
+    _close(de.icdf(q), dt.icdf(torch.tensor(PROB)), rtol=1e-6, atol=1e-9)
+
+
+MOMENTS = ["Normal", "Uniform", "Exponential", "Laplace", "LogNormal", "HalfNormal", "Gumbel",
+           "Weibull", "Gamma", "Chi2", "Beta", "StudentT", "Dirichlet", "Bernoulli",
+           "Geometric", "Poisson", "Binomial", "NegativeBinomial", "OneHotCategorical"]
+
+
+@pytest.mark.parametrize("name", MOMENTS)
+def test_sample_moments(name):
+    ember.manual_seed(1)
+    params, _ = CASES[name]
+    d, _ = _make(D, name, params)
+    n = 20000
+    x = d.sample((n,))
+    assert tuple(x.shape) == (n,) + tuple(d.batch_shape) + tuple(d.event_shape)
+    assert bool(d.support.check(x).all())
+    mean, var = d.mean.numpy(), d.variance.numpy()
+    if name == "LogNormal":        # heavy tailed: check log(x) ~ Normal(loc, scale)
+        x, mean, var = x.log(), d.loc.numpy(), d.scale.numpy() ** 2
+    m = x.numpy().mean(0)
+    # mean within 6 standard errors; variance within 15%
+    assert np.all(np.abs(m - mean) <= 6 * np.sqrt(var / n) + 1e-12), (m, mean)
+    if name != "StudentT":
+        np.testing.assert_allclose(x.numpy().var(0), var, rtol=0.15)
+
+
+def test_categorical_and_multinomial_samples():
+    ember.manual_seed(2)
+    c = D.Categorical(probs=ember.tensor(SIMPLEX))
+    x = c.sample((30000,))
+    freq = np.stack([(x.numpy() == k).mean(0) for k in range(4)], -1)
+    np.testing.assert_allclose(freq, SIMPLEX, atol=0.02)
+    m = D.Multinomial(10, probs=ember.tensor(SIMPLEX))
+    s = m.sample((5000,))
+    assert bool((s.sum(-1) == 10).all())
+    np.testing.assert_allclose(s.numpy().mean(0), 10 * SIMPLEX, atol=0.15)
+    mt = TD.Multinomial(10, probs=torch.tensor(SIMPLEX))
+    v = np.array([[3.0, 3, 2, 2], [10, 0, 0, 0], [1, 2, 3, 4]])
+    _close(m.log_prob(ember.tensor(v)), mt.log_prob(torch.tensor(v)))
+    _close(m.entropy(), mt.entropy(), rtol=1e-6)
+
+
+def test_rsample_is_reparameterised():
+    ember.manual_seed(3)
+    for cls, args, dmean in [
+        (D.Normal, (1.5, 2.0), lambda a, b: (1.0, 0.0)),
+        (D.Exponential, (2.0,), lambda r: (-1 / r ** 2,)),
+        (D.Gamma, (2.5, 1.5), lambda a, b: (1 / b, -a / b ** 2)),
+        (D.Gamma, (0.4, 1.0), lambda a, b: (1 / b, -a / b ** 2)),
+        (D.Beta, (2.0, 3.0), lambda a, b: (b / (a + b) ** 2, -a / (a + b) ** 2)),
+    ]:
+        ps = [ember.tensor(float(a), dtype=ember.float64, requires_grad=True) for a in args]
+        d = cls(*ps)
+        assert d.has_rsample
+        d.rsample((40000,)).mean().backward()
+        for p, want in zip(ps, dmean(*args)):
+            assert abs(p.grad.item() - want) < 0.05 + 0.05 * abs(want), (cls, p.grad, want)
+
+
+def test_gamma_rsample_gradient_matches_torch_formula():
+    alpha = RNG.uniform(0.1, 20, 200)
+    x = np.array([RNG.gamma(a) for a in alpha])
+    from ember.distributions.samplers import standard_gamma_grad
+    e = standard_gamma_grad(ember.tensor(alpha), ember.tensor(x)).numpy()
+    t = torch._standard_gamma_grad(torch.tensor(alpha), torch.tensor(x)).numpy()
+    np.testing.assert_allclose(e, t, rtol=2e-3, atol=1e-6)
+
+
+def test_multivariate_normal_matches_torch():
+    loc = RNG.standard_normal((2, 3))
+    x = RNG.standard_normal((4, 2, 3))
+    for kw in ("covariance_matrix", "precision_matrix", "scale_tril"):
+        m = SPD if kw != "scale_tril" else np.linalg.cholesky(SPD)
+        le, me = ember.tensor(loc, requires_grad=True), ember.tensor(m, requires_grad=True)
+        lt, mt = torch.tensor(loc, requires_grad=True), torch.tensor(m, requires_grad=True)
+        de = D.MultivariateNormal(le, **{kw: me})
+        dt = TD.MultivariateNormal(lt, **{kw: mt})
+        _close(de.log_prob(ember.tensor(x)), dt.log_prob(torch.tensor(x)), rtol=1e-6)
+        _close(de.entropy(), dt.entropy())
+        _close(de.covariance_matrix, dt.covariance_matrix, rtol=1e-6)
+        _close(de.precision_matrix, dt.precision_matrix, rtol=1e-6)
+        _close(de.variance, dt.variance, rtol=1e-6)
+        (de.log_prob(ember.tensor(x)).sum() + de.entropy().sum()).backward()
+        (dt.log_prob(torch.tensor(x)).sum() + dt.entropy().sum()).backward()
+        _close(le.grad, lt.grad, rtol=1e-6)
+        _close(me.grad, mt.grad, rtol=1e-5, atol=1e-8)
+    ember.manual_seed(4)
+    d = D.MultivariateNormal(ember.tensor(loc[0]), ember.tensor(SPD))
+    s = d.sample((40000,)).numpy()
+    np.testing.assert_allclose(np.cov(s.T), SPD, atol=0.15)
+
+
+def test_independent_mixture_transformed():
+    loc, scale = ember.tensor(REAL), ember.tensor(POS)
+    de = D.Independent(D.Normal(loc, scale), 1)
+    dt = TD.Independent(TD.Normal(torch.tensor(REAL), torch.tensor(POS)), 1)
+    assert tuple(de.batch_shape) == (2,) and tuple(de.event_shape) == (3,)
+    _close(de.log_prob(ember.tensor(POS2)), dt.log_prob(torch.tensor(POS2)))
+    _close(de.entropy(), dt.entropy())
+    mix_e = D.MixtureSameFamily(D.Categorical(probs=ember.tensor(SIMPLEX[:2, :3] + 0.1)),
+                                D.Normal(loc, scale))
+    mix_t = TD.MixtureSameFamily(TD.Categorical(probs=torch.tensor(SIMPLEX[:2, :3] + 0.1)),
+                                 TD.Normal(torch.tensor(REAL), torch.tensor(POS)))
+    v = RNG.standard_normal((5, 2))
+    _close(mix_e.log_prob(ember.tensor(v)), mix_t.log_prob(torch.tensor(v)))
+    _close(mix_e.mean, mix_t.mean)
+    _close(mix_e.variance, mix_t.variance)
+    _close(mix_e.cdf(ember.tensor(v)), mix_t.cdf(torch.tensor(v)))
+    assert tuple(mix_e.sample((7,)).shape) == (7, 2)
+    tr = [D.AffineTransform(ember.tensor(1.0), ember.tensor(2.0)), D.SigmoidTransform()]
+    tt = [TD.AffineTransform(torch.tensor(1.0), torch.tensor(2.0)), TD.SigmoidTransform()]
+    te = D.TransformedDistribution(D.Normal(loc, scale), tr)
+    tto = TD.TransformedDistribution(TD.Normal(torch.tensor(REAL), torch.tensor(POS)), tt)
+    _close(te.log_prob(ember.tensor(PROB)), tto.log_prob(torch.tensor(PROB)), rtol=1e-6)
+    _close(te.cdf(ember.tensor(PROB)), tto.cdf(torch.tensor(PROB)), rtol=1e-6)
+    ln = D.LogisticNormal(ember.tensor(REAL), ember.tensor(POS))
+    lt = TD.LogisticNormal(torch.tensor(REAL), torch.tensor(POS))
+    _close(ln.log_prob(ember.tensor(SIMPLEX[:2])), lt.log_prob(torch.tensor(SIMPLEX[:2])),
+           rtol=1e-6)
+
+
+TRANSFORMS = {
+    "Exp": (D.ExpTransform(), TD.ExpTransform(), REAL),
+    "Sigmoid": (D.SigmoidTransform(), TD.SigmoidTransform(), REAL),
+    "Tanh": (D.TanhTransform(), TD.TanhTransform(), REAL),
+    "Softplus": (D.SoftplusTransform(), TD.SoftplusTransform(), REAL),
+    "Power": (D.PowerTransform(2.5), TD.PowerTransform(torch.tensor(2.5)), POS),
+    "Affine": (D.AffineTransform(1.0, -3.0), TD.AffineTransform(1.0, -3.0), REAL),
+    "StickBreaking": (D.StickBreakingTransform(), TD.StickBreakingTransform(), REAL),
+    "LowerCholesky": (D.LowerCholeskyTransform(), TD.LowerCholeskyTransform(), SPD),
+    "Compose": (D.ComposeTransform([D.ExpTransform(), D.AffineTransform(0.0, 2.0)]),
+                TD.ComposeTransform([TD.ExpTransform(), TD.AffineTransform(0.0, 2.0)]), REAL),
+    "Inverse": (D.ExpTransform().inv, TD.ExpTransform().inv, POS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_transforms_match_torch(name):
+    te, tt, x = TRANSFORMS[name]
+    ye, yt = te(ember.tensor(x)), tt(torch.tensor(x))
+    _close(ye, yt, rtol=1e-6)
+    _close(te.inv(ye), tt.inv(yt), rtol=1e-6, atol=1e-8)
+    if name != "LowerCholesky":
+        _close(te.log_abs_det_jacobian(ember.tensor(x), ye),
+               tt.log_abs_det_jacobian(torch.tensor(x), yt), rtol=1e-6, atol=1e-8)
+    assert te.bijective == tt.bijective
+
+
+KL_PAIRS = [("Normal", "Normal"), ("Bernoulli", "Bernoulli"), ("Categorical", "Categorical"),
+            ("OneHotCategorical", "OneHotCategorical"), ("Exponential", "Exponential"),
+            ("Laplace", "Laplace"), ("Cauchy", "Cauchy"), ("Gumbel", "Gumbel"),
+            ("Poisson", "Poisson"), ("HalfNormal", "HalfNormal"), ("LogNormal", "LogNormal"),
+            ("Gamma", "Gamma"), ("Beta", "Beta"), ("Dirichlet", "Dirichlet"),
+            ("Geometric", "Geometric"), ("Pareto", "Pareto"), ("Binomial", "Binomial"),
+            ("Uniform", "Normal"), ("Exponential", "Gamma"), ("Exponential", "Normal"),
+            ("Normal", "Exponential"), ("Uniform", "Uniform")]
+
+
+def _second(name):
+    params, _ = CASES[name]
+    shifted = []
+    for i, p in enumerate(params):
+        if name in ("Binomial",) and i == 0:
+            shifted.append(p)
+        elif name in PROB_PARAM or (name == "Binomial" and i == 1):
+            shifted.append(p[::-1].copy() if name in ("Categorical", "OneHotCategorical")
+                           else 1 - p)
+        elif name == "Uniform":
+            shifted.append(p - 0.5 if i == 0 else p + 0.5)
+        else:
+            shifted.append(p * 1.3 + 0.1)
+    return tuple(shifted)
+
+
+@pytest.mark.parametrize("pq", KL_PAIRS, ids=lambda pq: "-".join(pq))
+def test_kl_divergence_matches_torch(pq):
+    p_name, q_name = pq
+    pe, pe_params = _make(D, p_name, CASES[p_name][0], grad=True)
+    pt, pt_params = _make(TD, p_name, CASES[p_name][0], grad=True)
+    q_params = _second(q_name) if q_name == p_name else CASES[q_name][0]
+    qe, _ = _make(D, q_name, q_params)
+    qt, _ = _make(TD, q_name, q_params)
+    ke, kt = D.kl_divergence(pe, qe), TD.kl_divergence(pt, qt)
+    _close(ke, kt, rtol=1e-6, atol=1e-8)
+    finite_e = ember.where(ke.isfinite(), ke, 0.0).sum()
+    finite_t = torch.where(kt.isfinite(), kt, 0.0).sum()
+    if finite_t.requires_grad:
+        finite_e.backward()
+        finite_t.backward()
+        for a, b in zip(pe_params, pt_params):
+            if b.grad is not None:
+                _close(a.grad, b.grad, rtol=1e-5, atol=1e-8)
+
+
+def test_kl_mvn_and_independent_and_registry():
+    a = ember.tensor(np.linalg.cholesky(SPD))
+    p = D.MultivariateNormal(ember.tensor(REAL), scale_tril=a)
+    q = D.MultivariateNormal(ember.tensor(REAL[::-1].copy()), ember.tensor(SPD * 1.5))
+    pt = TD.MultivariateNormal(torch.tensor(REAL), scale_tril=torch.tensor(a.numpy()))
+    qt = TD.MultivariateNormal(torch.tensor(REAL[::-1].copy()), torch.tensor(SPD * 1.5))
+    _close(D.kl_divergence(p, q), TD.kl_divergence(pt, qt), rtol=1e-6)
+    ie = D.kl_divergence(D.Independent(D.Normal(ember.tensor(REAL), ember.tensor(POS)), 1),
+                         D.Independent(D.Normal(ember.tensor(POS2), ember.tensor(POS)), 1))
+    it = TD.kl_divergence(TD.Independent(TD.Normal(torch.tensor(REAL), torch.tensor(POS)), 1),
+                          TD.Independent(TD.Normal(torch.tensor(POS2), torch.tensor(POS)), 1))
+    _close(ie, it)
+    with pytest.raises(NotImplementedError, match="No KL"):
+        D.kl_divergence(D.Cauchy(0.0, 1.0), D.Poisson(1.0))
+
+    class MyNormal(D.Normal):
+        pass
+
+    @D.register_kl(MyNormal, D.Normal)
+    def _kl(p, q):
+        return ember.tensor(42.0)
+
+    assert D.kl_divergence(MyNormal(0.0, 1.0), D.Normal(0.0, 1.0)).item() == 42.0
+    assert D.kl_divergence(D.Normal(0.0, 1.0), MyNormal(0.0, 2.0)).item() != 42.0
+    with pytest.raises(TypeError):
+        D.register_kl(int, D.Normal)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.Normal(L_t(L, [0.0]), L_t(L, [-1.0])),
+    lambda L: L.Exponential(L_t(L, [0.0])),
+    lambda L: L.Bernoulli(probs=L_t(L, [1.5])),
+    lambda L: L.Categorical(probs=L_t(L, [0.5, -0.1])),
+    lambda L: L.Gamma(L_t(L, [1.0]), L_t(L, [-2.0])),
+    lambda L: L.Beta(L_t(L, [0.0]), L_t(L, [1.0])),
+    lambda L: L.Dirichlet(L_t(L, [1.0, -1.0])),
+    lambda L: L.Uniform(L_t(L, [2.0]), L_t(L, [1.0])),
+    lambda L: L.Poisson(L_t(L, [-1.0])),
+    lambda L: L.Bernoulli(probs=L_t(L, [0.5]), logits=L_t(L, [0.5])),
+    lambda L: L.Bernoulli(),
+    lambda L: L.Normal(L_t(L, [0.0, 1.0]), 1.0).log_prob(L_t(L, [0.0, 1.0, 2.0])),
+    lambda L: L.Bernoulli(probs=L_t(L, [0.5])).log_prob(L_t(L, [0.5])),
+    lambda L: L.Exponential(L_t(L, [1.0])).log_prob(L_t(L, [-1.0])),
+    lambda L: L.MultivariateNormal(L_t(L, [0.0, 0.0]), L_t(L, [[1.0, 2.0], [2.0, 1.0]])),
+    lambda L: L.MultivariateNormal(L_t(L, [0.0, 0.0])),
+    lambda L: L.Independent(L.Normal(L_t(L, [0.0]), 1.0), 2),
+])
+def test_validate_args_errors_match_torch(make):
+    with pytest.raises(Exception) as te:
+        make(TD)
+    with pytest.raises(Exception) as ee:
+        make(D)
+    assert type(ee.value) is type(te.value) or isinstance(ee.value, type(te.value)), \
+        (type(ee.value), type(te.value), ee.value)
+    first = str(te.value).replace("torch.", "ember.").split("(")[0].split("\n")[0]
+    assert str(ee.value).startswith(first), (str(ee.value), str(te.value))
+
+
+def L_t(L, v):
+    return (ember if L is D else torch).tensor(v)
+
+
+def test_validation_can_be_switched_off_and_shapes_expand():
+    d = D.Normal(ember.tensor([0.0]), ember.tensor([-1.0]), validate_args=False)
+    assert math.isnan(d.log_prob(ember.tensor([0.0])).item())
+    e = D.Normal(ember.tensor([0.0, 1.0]), 1.0).expand((3, 2))
+    assert tuple(e.batch_shape) == (3, 2) and tuple(e.sample((4,)).shape) == (4, 3, 2)
+    g = D.Gamma(ember.tensor([2.0]), 1.0).expand((5, 1))
+    assert tuple(g.rsample().shape) == (5, 1)
+    c = D.Categorical(logits=ember.zeros(2, 4)).expand((3, 2))
+    assert tuple(c.sample().shape) == (3, 2)
+    b = D.Bernoulli(probs=ember.tensor([0.3, 0.6]))
+    _close(b.enumerate_support(), TD.Bernoulli(probs=torch.tensor([0.3, 0.6]))
+           .enumerate_support())
+    assert "Normal(loc" in repr(D.Normal(0.0, 1.0))
