@@ -17,10 +17,18 @@ _c_int = ctypes.c_int
 _byref = ctypes.byref
 _vp = ctypes.c_void_p
 _funcs: dict = {}
+_threads = [0]
 
 
 def _fn(dtype, name: str):
-    """The LAPACK/BLAS routine ``name`` (without the s/d prefix) for ``dtype``."""
+    """The LAPACK/BLAS routine ``name`` (without the s/d prefix) for ``dtype``.
+
+    OpenBLAS follows ``ember.set_num_threads`` (checked on every call, as torch's
+    thread setting governs its LAPACK too)."""
+    n = core.get_num_threads()
+    if n != _threads[0]:
+        _dll.lapack().scipy_openblas_set_num_threads(n)
+        _threads[0] = n
     key = (dtype, name)
     f = _funcs.get(key)
     if f is None:

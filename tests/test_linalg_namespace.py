@@ -354,3 +354,17 @@ def test_lapack_is_loaded_lazily_and_missing_library_says_how_to_install():
             "try:\n    ember.linalg.inv(ember.eye(2))\nexcept RuntimeError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "pip install scipy-openblas32" in out.stdout, out.stderr
+
+
+def test_lapack_threads_follow_set_num_threads():
+    from ember import _dll
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        LA.det(ember.eye(3))
+        assert _dll.lapack().scipy_openblas_get_num_threads() == 1
+        ember.set_num_threads(2)
+        LA.svdvals(ember.eye(3))
+        assert _dll.lapack().scipy_openblas_get_num_threads() == 2
+    finally:
+        ember.set_num_threads(old)
