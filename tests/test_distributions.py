@@ -44,11 +44,19 @@ CASES = {
     "NegativeBinomial": ((POS, PROB), np.floor(POS2 * 2)),
     "Categorical": ((SIMPLEX,), np.array([0.0, 3.0, 1.0])),
     "OneHotCategorical": ((SIMPLEX,), np.eye(4)[[0, 3, 1]]),
+    "ContinuousBernoulli": ((np.array([[0.2, 0.4995, 0.7], [0.5, 0.9, 0.05]]),), PROB),
+    "Kumaraswamy": ((POS, POS2), PROB),
+    "FisherSnedecor": ((POS + 4, POS2 + 5), POS2),
+    "RelaxedBernoulli": ((np.array(0.7), PROB), PROB),
+    "RelaxedOneHotCategorical": ((np.array(0.7), SIMPLEX), SIMPLEX),
 }
 CDF = {"Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "LogNormal", "HalfNormal",
-       "HalfCauchy", "Gumbel", "Pareto", "Weibull"}
-NO_ENTROPY = {"Poisson", "NegativeBinomial"}   # torch has none either
-PROB_PARAM = {"Bernoulli", "Geometric", "Categorical", "OneHotCategorical"}
+       "HalfCauchy", "Gumbel", "Pareto", "Weibull", "ContinuousBernoulli", "Kumaraswamy"}
+# torch has no entropy for these either
+NO_ENTROPY = {"Poisson", "NegativeBinomial", "FisherSnedecor", "RelaxedBernoulli",
+              "RelaxedOneHotCategorical"}
+PROB_PARAM = {"Bernoulli", "Geometric", "Categorical", "OneHotCategorical",
+              "ContinuousBernoulli"}
 
 
 def _make(lib, name, params, grad=False):
@@ -56,7 +64,8 @@ def _make(lib, name, params, grad=False):
     ts = [mod.tensor(p, requires_grad=grad) for p in params]
     if name in PROB_PARAM:
         return getattr(lib, name)(probs=ts[0]), ts
-    if name in ("Binomial", "NegativeBinomial"):
+    if name in ("Binomial", "NegativeBinomial", "RelaxedBernoulli",
+                "RelaxedOneHotCategorical"):
         return getattr(lib, name)(ts[0], probs=ts[1]), ts[1:]
     return getattr(lib, name)(*ts), ts
 
@@ -108,7 +117,8 @@ def test_cdf_icdf_match_torch(name):
 
 MOMENTS = ["Normal", "Uniform", "Exponential", "Laplace", "LogNormal", "HalfNormal", "Gumbel",
            "Weibull", "Gamma", "Chi2", "Beta", "StudentT", "Dirichlet", "Bernoulli",
-           "Geometric", "Poisson", "Binomial", "NegativeBinomial", "OneHotCategorical"]
+           "Geometric", "Poisson", "Binomial", "NegativeBinomial", "OneHotCategorical",
+           "ContinuousBernoulli", "Kumaraswamy", "FisherSnedecor"]
 
 
 @pytest.mark.parametrize("name", MOMENTS)
@@ -154,6 +164,7 @@ def test_rsample_is_reparameterised():
         (D.Gamma, (2.5, 1.5), lambda a, b: (1 / b, -a / b ** 2)),
         (D.Gamma, (0.4, 1.0), lambda a, b: (1 / b, -a / b ** 2)),
         (D.Beta, (2.0, 3.0), lambda a, b: (b / (a + b) ** 2, -a / (a + b) ** 2)),
+        (D.ContinuousBernoulli, (0.3,), lambda p: (_cb_mean_grad(p),)),
     ]:
         ps = [ember.tensor(float(a), dtype=ember.float64, requires_grad=True) for a in args]
         d = cls(*ps)
@@ -161,6 +172,27 @@ def test_rsample_is_reparameterised():
         d.rsample((40000,)).mean().backward()
         for p, want in zip(ps, dmean(*args)):
             assert abs(p.grad.item() - want) < 0.05 + 0.05 * abs(want), (cls, p.grad, want)
+
+
+def _cb_mean_grad(p, h=1e-6):
+    m = [TD.ContinuousBernoulli(probs=torch.tensor(q, dtype=torch.float64)).mean.item()
+         for q in (p - h, p + h)]
+    return (m[1] - m[0]) / (2 * h)
+
+
+def test_relaxed_samples_live_on_their_support():
+    ember.manual_seed(5)
+    rb = D.RelaxedBernoulli(ember.tensor(0.5), probs=ember.tensor(PROB))
+    x = rb.rsample((2000,))
+    assert bool(((x > 0) & (x < 1)).all())
+    # low temperature: mass concentrates near 0/1 with P(x > 0.5) = probs
+    cold = D.RelaxedBernoulli(ember.tensor(0.05), probs=ember.tensor(PROB)).sample((20000,))
+    np.testing.assert_allclose((cold.numpy() > 0.5).mean(0), PROB, atol=0.02)
+    ro = D.RelaxedOneHotCategorical(ember.tensor(0.05), probs=ember.tensor(SIMPLEX))
+    y = ro.sample((20000,))
+    np.testing.assert_allclose(y.sum(-1).numpy(), 1.0, atol=1e-6)
+    freq = np.stack([(y.numpy().argmax(-1) == k).mean(0) for k in range(4)], -1)
+    np.testing.assert_allclose(freq, SIMPLEX, atol=0.02)
 
 
 def test_gamma_rsample_gradient_matches_torch_formula():

@@ -21,6 +21,15 @@ from ember.distributions.distribution import Distribution
 from ember.distributions.gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from ember.distributions.kl import _register_all, kl_divergence, register_kl
 from ember.distributions.multivariate import MixtureSameFamily, MultivariateNormal
+from ember.distributions.relaxed import (
+    ContinuousBernoulli,
+    ExpRelaxedCategorical,
+    FisherSnedecor,
+    Kumaraswamy,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
 from ember.distributions.transformed import (
     Gumbel,
     HalfCauchy,
@@ -54,7 +63,9 @@ from ember.distributions.transforms import (
 _register_all()
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "CumulativeDistributionTransform",
+           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "ExpRelaxedCategorical",
+           "FisherSnedecor", "Kumaraswamy", "LogitRelaxedBernoulli", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "CumulativeDistributionTransform",
            "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
            "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
            "Laplace", "LogNormal", "LogisticNormal", "LowerCholeskyTransform",
