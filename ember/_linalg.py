@@ -1336,6 +1336,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
 def _legacy_cross(input: Tensor, other: Tensor, dim: int | None = None, *,
                   out: Any = None) -> Tensor:
     """Legacy ``torch.cross``: ``dim`` defaults to the first dimension of size 3."""
+    _tensor(input, "cross", "input")
+    _tensor(other, "cross", "other")
     if dim is None:
         shape = core.broadcast_shapes(tuple(input.shape), tuple(other.shape))
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
