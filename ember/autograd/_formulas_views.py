@@ -5,7 +5,7 @@ as_strided) run as one recorded op each (``*_backward``), whose own formula is
 the forward view again, so they stay differentiable under ``create_graph``."""
 from __future__ import annotations
 
-from ember._C.core import zeros
+from ember._C.core import ones, zeros
 from ember.autograd._engine import _record_composite
 from ember.autograd._table import formula
 
@@ -144,7 +144,14 @@ def _as_strided_bw(g, in_geom, out_geom):
     buf = zeros(max(hi - lo, 0), dtype=g.dtype)
     _scatter_add(buf, tuple(osz), tuple(ost), ooff - lo, g)
     r = buf.as_strided(tuple(isz), tuple(ist), ioff - lo)
-    return r.clone() if _overlaps(isz, ist) else r
+    if not _overlaps(isz, ist):
+        return r
+    # an input that aliases memory (stride 0 after expand): share each location's
+    # gradient among its aliases, so that summing them back (expand's backward) counts
+    # it once
+    cnt = zeros(buf.shape[0], dtype=g.dtype)
+    _scatter_add(cnt, tuple(isz), tuple(ist), ioff - lo, ones(tuple(isz), dtype=g.dtype))
+    return r / cnt.as_strided(tuple(isz), tuple(ist), ioff - lo).clamp(min=1)
 
 
 @formula("as_strided", exact=True, saves=False)

@@ -20,7 +20,11 @@ from ember.distributions.discrete import (
 from ember.distributions.distribution import Distribution
 from ember.distributions.gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from ember.distributions.kl import _register_all, kl_divergence, register_kl
-from ember.distributions.multivariate import MixtureSameFamily, MultivariateNormal
+from ember.distributions.multivariate import (
+    LowRankMultivariateNormal,
+    MixtureSameFamily,
+    MultivariateNormal,
+)
 from ember.distributions.relaxed import (
     ContinuousBernoulli,
     ExpRelaxedCategorical,
@@ -59,19 +63,20 @@ from ember.distributions.transforms import (
     Transform,
     identity_transform,
 )
+from ember.distributions.von_mises import VonMises
 
 _register_all()
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "ExpRelaxedCategorical",
-           "FisherSnedecor", "Kumaraswamy", "LogitRelaxedBernoulli", "RelaxedBernoulli",
-           "RelaxedOneHotCategorical", "CumulativeDistributionTransform",
-           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
-           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
-           "Laplace", "LogNormal", "LogisticNormal", "LowerCholeskyTransform",
-           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
-           "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform",
+           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+           "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
+           "ExpTransform", "Exponential", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
+           "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "Kumaraswamy",
+           "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+           "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+           "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "Weibull", "constraints", "identity_transform",
-           "kl_divergence", "register_kl", "transforms"]
+           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "constraints",
+           "identity_transform", "kl_divergence", "register_kl", "transforms"]

@@ -10,7 +10,7 @@ from ember.distributions.discrete import Categorical
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import lazy_property
 
-__all__ = ["MixtureSameFamily", "MultivariateNormal"]
+__all__ = ["LowRankMultivariateNormal", "MixtureSameFamily", "MultivariateNormal"]
 
 
 def _batch_mv(bmat: Any, bvec: Any) -> Any:
@@ -252,3 +252,135 @@ class MixtureSameFamily(Distribution):
     def __repr__(self) -> str:
         return (f"MixtureSameFamily(\n  {self.mixture_distribution},\n  "
                 f"{self.component_distribution})")
+
+
+def _capacitance_tril(W: Any, D: Any) -> Any:
+    """Cholesky of ``I + W^T D^{-1} W`` (the capacitance matrix), batched."""
+    m = W.shape[-1]
+    Wt_Dinv = W.mT / D.unsqueeze(-2)
+    K = Wt_Dinv @ W + ember.eye(m, dtype=W.dtype)
+    return ember.linalg.cholesky(K)
+
+
+def _lowrank_logdet(W: Any, D: Any, capacitance_tril: Any) -> Any:
+    return 2 * capacitance_tril.diagonal(0, -2, -1).log().sum(-1) + D.log().sum(-1)
+
+
+def _lowrank_mahalanobis(W: Any, D: Any, x: Any, capacitance_tril: Any) -> Any:
+    Wt_Dinv = W.mT / D.unsqueeze(-2)
+    Wt_Dinv_x = _batch_mv(Wt_Dinv, x)
+    term1 = (x.pow(2) / D).sum(-1)
+    term2 = _batch_mahalanobis(capacitance_tril, Wt_Dinv_x)
+    return term1 - term2
+
+
+class LowRankMultivariateNormal(Distribution):
+    """Multivariate normal with covariance ``cov_factor @ cov_factor.T + diag(cov_diag)``;
+    log_prob and entropy cost ``O(n m^2)`` through the capacitance matrix."""
+
+    arg_constraints = {"loc": constraints.real_vector,
+                       "cov_factor": constraints.independent(constraints.real, 2),
+                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc: Any, cov_factor: Any, cov_diag: Any,
+                 validate_args: bool | None = None) -> None:
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        n = loc.shape[-1]
+        if cov_factor.dim() < 2:
+            raise ValueError("cov_factor must be at least two-dimensional, with optional "
+                             "leading batch dimensions")
+        if cov_factor.shape[-2] != n:
+            raise ValueError(f"cov_factor must be a batch of matrices with shape {n} x m")
+        if cov_diag.shape[-1] != n:
+            raise ValueError(f"cov_diag must be a batch of vectors with shape ({n},)")
+        try:
+            loc_, self.cov_factor, cov_diag_ = ember.broadcast_tensors(
+                loc.unsqueeze(-1), cov_factor, cov_diag.unsqueeze(-1))
+        except RuntimeError as e:
+            raise ValueError(f"Incompatible batch shapes: loc {loc.shape}, cov_factor "
+                             f"{cov_factor.shape}, cov_diag {cov_diag.shape}") from e
+        self.loc = loc_[..., 0]
+        self.cov_diag = cov_diag_[..., 0]
+        self._unbroadcasted_cov_factor = cov_factor
+        self._unbroadcasted_cov_diag = cov_diag
+        self._capacitance_tril = _capacitance_tril(cov_factor, cov_diag)
+        super().__init__(tuple(self.loc.shape[:-1]), (n,), validate_args=validate_args)
+
+    def expand(self, batch_shape: tuple, _instance: Any = None) -> LowRankMultivariateNormal:
+        new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
+        batch_shape = tuple(batch_shape)
+        n = self.event_shape[0]
+        new.loc = self.loc.expand(*batch_shape, n)
+        new.cov_diag = self.cov_diag.expand(*batch_shape, n)
+        new.cov_factor = self.cov_factor.expand(*batch_shape, *self.cov_factor.shape[-2:])
+        new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
+        new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
+        new._capacitance_tril = self._capacitance_tril
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Any:
+        return self.loc
+
+    @property
+    def mode(self) -> Any:
+        return self.loc
+
+    @lazy_property
+    def variance(self) -> Any:
+        return (self._unbroadcasted_cov_factor.pow(2).sum(-1)
+                + self._unbroadcasted_cov_diag).expand(*self._batch_shape, *self._event_shape)
+
+    @lazy_property
+    def scale_tril(self) -> Any:
+        n = self._event_shape[0]
+        d_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
+        Dinvsqrt_W = self._unbroadcasted_cov_factor / d_sqrt
+        K = Dinvsqrt_W @ Dinvsqrt_W.mT + ember.eye(n, dtype=d_sqrt.dtype)
+        return (d_sqrt * ember.linalg.cholesky(K)).expand(*self._batch_shape, n, n)
+
+    @lazy_property
+    def covariance_matrix(self) -> Any:
+        n = self._event_shape[0]
+        W = self._unbroadcasted_cov_factor
+        cov = W @ W.mT + ember.diag_embed(self._unbroadcasted_cov_diag)
+        return cov.expand(*self._batch_shape, n, n)
+
+    @lazy_property
+    def precision_matrix(self) -> Any:
+        n = self._event_shape[0]
+        Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
+        A = ember.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
+        P = ember.diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - A.mT @ A
+        return P.expand(*self._batch_shape, n, n)
+
+    def rsample(self, sample_shape: tuple = ()) -> Any:
+        shape = tuple(self._extended_shape(sample_shape))
+        W_shape = shape[:-1] + (self.cov_factor.shape[-1],)
+        eps_W = ember.randn(*W_shape, dtype=self.loc.dtype)
+        eps_D = ember.randn(*shape, dtype=self.loc.dtype)
+        return (self.loc + _batch_mv(self._unbroadcasted_cov_factor, eps_W)
+                + self._unbroadcasted_cov_diag.sqrt() * eps_D)
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        diff = value - self.loc
+        M = _lowrank_mahalanobis(self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag,
+                                 diff, self._capacitance_tril)
+        log_det = _lowrank_logdet(self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag,
+                                  self._capacitance_tril)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + log_det + M)
+
+    def entropy(self) -> Any:
+        log_det = _lowrank_logdet(self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag,
+                                  self._capacitance_tril)
+        H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + log_det)
+        if len(self._batch_shape) == 0:
+            return H
+        return H.expand(*self._batch_shape)
