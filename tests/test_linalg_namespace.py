@@ -202,6 +202,11 @@ def test_ex_variants_report_info_and_errors_match_torch():
     np.testing.assert_array_equal(LA.lu_factor_ex(e).pivots.numpy(), TLA.lu_factor_ex(t)
                                   .pivots.numpy())
     assert LA.solve_ex(e, ember.ones(2, 3, 1, dtype=ember.float64)).info.tolist() == [0, 2]
+    # info has A's batch shape, whatever B broadcasts to (as torch)
+    for a_shape, b_shape in (((3, 3), (2, 3, 1)), ((4, 3, 3), (3, 1))):
+        assert tuple(LA.solve_ex(ember.eye(3).expand(*a_shape), ember.ones(*b_shape)).info
+                     .shape) == tuple(TLA.solve_ex(torch.eye(3).expand(*a_shape),
+                                                   torch.ones(*b_shape)).info.shape)
     for fe, ft in [(LA.inv, TLA.inv), (LA.cholesky, TLA.cholesky),
                    (lambda x: LA.solve(x, ember.ones(2, 3, 1, dtype=ember.float64)),
                     lambda x: TLA.solve(x, torch.ones(2, 3, 1, dtype=torch.float64))),
