@@ -317,3 +317,8 @@ def test_indexing_an_expanded_tensor_counts_each_element_once():
         x.grad = None
         f(x).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), np.array([want, want], dtype=np.float32))
+    x = ember.tensor(rng.normal(size=(2, 4)), requires_grad=True)
+    for f in (lambda t: t.unsqueeze(-1).expand(2, 4, 3)[..., :2] ** 2,
+              lambda t: t.expand(3, 2, 4)[1:].sin()):
+        assert gradcheck(f, (x,))
+        assert gradgradcheck(f, (x,))

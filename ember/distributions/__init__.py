@@ -20,6 +20,7 @@ from ember.distributions.discrete import (
 from ember.distributions.distribution import Distribution
 from ember.distributions.gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from ember.distributions.kl import _register_all, kl_divergence, register_kl
+from ember.distributions.lkj import LKJCholesky
 from ember.distributions.multivariate import (
     LowRankMultivariateNormal,
     MixtureSameFamily,
@@ -64,6 +65,7 @@ from ember.distributions.transforms import (
     identity_transform,
 )
 from ember.distributions.von_mises import VonMises
+from ember.distributions.wishart import Wishart
 
 _register_all()
 
@@ -72,11 +74,11 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
            "ExpTransform", "Exponential", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
            "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "Kumaraswamy",
-           "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+           "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
            "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "constraints",
+           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "constraints",
            "identity_transform", "kl_divergence", "register_kl", "transforms"]

@@ -107,6 +107,22 @@ def digamma(x: Any) -> Any:
     return ember.where(reflect, r - math.pi / ember.tan(math.pi * x), r)
 
 
+def mvlgamma(a: Any, p: int) -> Any:
+    """Log of the multivariate gamma function of dimension ``p``."""
+    r = ember.zeros_like(a) + p * (p - 1) / 4 * math.log(math.pi)
+    for j in range(1, p + 1):
+        r = r + (a + (1 - j) / 2).lgamma()
+    return r
+
+
+def mvdigamma(x: Any, p: int) -> Any:
+    """Multivariate digamma: ``sum_j digamma(x - j / 2)`` for ``j < p``."""
+    r = ember.zeros_like(x)
+    for j in range(p):
+        r = r + digamma(x - j / 2)
+    return r
+
+
 def erfinv(y: Any) -> Any:
     """Inverse error function: Giles' single-precision approximation refined by two Newton
     steps on ember's erf (float64 accurate)."""
