@@ -6,6 +6,7 @@ Gamma, Poisson and Binomial draws come from vectorised rejection samplers on
 ember's Philox generator (``ember.distributions.samplers``).
 """
 from ember.distributions import constraints, transforms
+from ember.distributions.constraint_registry import biject_to, transform_to
 from ember.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from ember.distributions.discrete import (
     Bernoulli,
@@ -80,5 +81,6 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "constraints",
-           "identity_transform", "kl_divergence", "register_kl", "transforms"]
+           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
+           "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
+           "transforms"]
