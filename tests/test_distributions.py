@@ -51,7 +51,8 @@ CASES = {
     "RelaxedOneHotCategorical": ((np.array(0.7), SIMPLEX), SIMPLEX),
 }
 CDF = {"Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "LogNormal", "HalfNormal",
-       "HalfCauchy", "Gumbel", "Pareto", "Weibull", "ContinuousBernoulli", "Kumaraswamy"}
+       "HalfCauchy", "Gumbel", "Pareto", "Weibull", "ContinuousBernoulli", "Kumaraswamy",
+       "Gamma", "Chi2"}
 # torch has no entropy for these either
 NO_ENTROPY = {"Poisson", "NegativeBinomial", "FisherSnedecor", "RelaxedBernoulli",
               "RelaxedOneHotCategorical"}
@@ -111,8 +112,11 @@ def test_cdf_icdf_match_torch(name):
     de, _ = _make(D, name, params)
     dt, _ = _make(TD, name, params)
     _close(de.cdf(ember.tensor(value)), dt.cdf(torch.tensor(value)), rtol=1e-6, atol=1e-9)
-    q = ember.tensor(PROB)
-    _close(de.icdf(q), dt.icdf(torch.tensor(PROB)), rtol=1e-6, atol=1e-9)
+    try:
+        qt = dt.icdf(torch.tensor(PROB))
+    except NotImplementedError:
+        return
+    _close(de.icdf(ember.tensor(PROB)), qt, rtol=1e-6, atol=1e-9)
 
 
 MOMENTS = ["Normal", "Uniform", "Exponential", "Laplace", "LogNormal", "HalfNormal", "Gumbel",

@@ -9,7 +9,7 @@ from ember.distributions import constraints
 from ember.distributions.continuous import _new, _shape
 from ember.distributions.distribution import Distribution
 from ember.distributions.samplers import rgamma
-from ember.distributions.utils import broadcast_all, digamma
+from ember.distributions.utils import broadcast_all, digamma, igamma
 
 __all__ = ["Beta", "Chi2", "Dirichlet", "Gamma", "StudentT"]
 
@@ -56,6 +56,13 @@ class Gamma(Distribution):
         return (ember.xlogy(self.concentration, self.rate)
                 + ember.xlogy(self.concentration - 1, value)
                 - self.rate * value - self.concentration.lgamma())
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        value = ember.as_tensor(value, dtype=self.rate.dtype)
+        a, x = broadcast_all(self.concentration, self.rate * value)
+        return igamma(a, x)
 
     def entropy(self) -> Any:
         return (self.concentration - self.rate.log() + self.concentration.lgamma()
