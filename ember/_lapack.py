@@ -89,10 +89,11 @@ def getrf(a, piv) -> list:
     """LU with partial pivoting of each ``a`` (B, n, m) in place; ``piv`` int32 (B, min(m, n))."""
     f = _fn(a.dtype, "getrf")
     n, m = a.shape[1], a.shape[2]
+    info = _c_int(0)
+    pm, pn, plda, pinfo = _i(m), _i(n), _i(max(1, m)), _byref(info)
     infos = []
     for pa, pp in zip(_ptrs(a), _ptrs(piv)):
-        info = _c_int(0)
-        f(_i(m), _i(n), pa, _i(max(1, m)), pp, _byref(info))
+        f(pm, pn, pa, plda, pp, pinfo)
         infos.append(info.value)
     return infos
 
@@ -101,11 +102,11 @@ def getrs(a, piv, b, trans: str = "N") -> list:
     """Solve with the LU factors in ``a`` (B, n, n); ``b`` (B, k, n) is overwritten."""
     f = _fn(a.dtype, "getrs")
     n, k = a.shape[1], b.shape[1]
+    info = _c_int(0)
+    pt, pn, pk, plda, pinfo = _ch(trans), _i(n), _i(k), _i(max(1, n)), _byref(info)
     infos = []
     for pa, pp, pb in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
-        info = _c_int(0)
-        f(_ch(trans), _i(n), _i(k), pa, _i(max(1, n)), pp, pb, _i(max(1, n)), _byref(info),
-          _ONE)
+        f(pt, pn, pk, pa, plda, pp, pb, plda, pinfo, _ONE)
         infos.append(info.value)
     return infos
 
@@ -113,10 +114,12 @@ def getrs(a, piv, b, trans: str = "N") -> list:
 def potrf(a, uplo: str = "L") -> list:
     f = _fn(a.dtype, "potrf")
     n = a.shape[1]
+    info = _c_int(0)
+    pu, pn, pinfo = _ch(uplo), _i(n), _byref(info)
+    plda = _i(max(1, n))
     infos = []
     for pa in _ptrs(a):
-        info = _c_int(0)
-        f(_ch(uplo), _i(n), pa, _i(max(1, n)), _byref(info), _ONE)
+        f(pu, pn, pa, plda, pinfo, _ONE)
         infos.append(info.value)
     return infos
 
@@ -126,9 +129,10 @@ def trsm(a, b, side: str, uplo: str, trans: str, diag: str) -> None:
     f = _fn(a.dtype, "trsm")
     m, n = b.shape[2], b.shape[1]
     k = a.shape[1]
+    head = (_ch(side), _ch(uplo), _ch(trans), _ch(diag), _i(m), _i(n), _real(a.dtype, 1.0))
+    plda, pldb = _i(max(1, k)), _i(max(1, m))
     for pa, pb in zip(_ptrs(a), _ptrs(b)):
-        f(_ch(side), _ch(uplo), _ch(trans), _ch(diag), _i(m), _i(n), _real(a.dtype, 1.0), pa,
-          _i(max(1, k)), pb, _i(max(1, m)), _ONE, _ONE, _ONE, _ONE)
+        f(*head, pa, plda, pb, pldb, _ONE, _ONE, _ONE, _ONE)
 
 
 def geqrf(a, tau) -> None:
