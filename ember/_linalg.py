@@ -902,9 +902,14 @@ def _svd_raw(A: Tensor, full_matrices: bool, compute_uv: bool = True) -> tuple:
         u = core.empty(B, ucols, m, dtype=A.dtype)
         vt = core.empty(B, n, vrows, dtype=A.dtype)
         infos = L.gesdd(buf, s, u, vt, "A" if full_matrices else "S")
+    if any(infos):
+        finite = A.isfinite().reshape(-1, m * n).all(-1).tolist() if A.numel() else []
+        infos = [(-1 if i and not finite[b] else i) for b, i in enumerate(infos)]
     _raise_info("linalg.svd", infos, len(batch) > 0,
-                lambda i: "The algorithm failed to converge because the input matrix is "
-                f"ill-conditioned or has too many repeated singular values (error code: {i}).")
+                lambda i: "The algorithm failed to converge because the input matrix "
+                "contained non-finite values." if i < 0 else "The algorithm failed to "
+                "converge because the input matrix is ill-conditioned or has too many "
+                f"repeated singular values (error code: {i}).")
     S = s.reshape(*batch, k)
     if not compute_uv:
         return S

@@ -373,3 +373,14 @@ def test_lapack_threads_follow_set_num_threads():
         assert _dll.lapack().scipy_openblas_get_num_threads() == 2
     finally:
         ember.set_num_threads(old)
+
+
+def test_svd_of_non_finite_input_raises_like_torch():
+    a = np.random.default_rng(6).standard_normal((2, 4, 4))
+    a[1, 1, 2] = math.nan
+    for f in (lambda L, x: L.svd(x), lambda L, x: L.svdvals(x[1])):
+        with pytest.raises(RuntimeError) as te:
+            f(TLA, torch.tensor(a))
+        with pytest.raises(LA.LinAlgError) as ee:
+            f(LA, ember.tensor(a))
+        assert str(ee.value) == str(te.value)
