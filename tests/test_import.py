@@ -14,8 +14,8 @@ import ember
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
-LAZY = ["nn", "optim", "utils", "compiler", "distributed", "cuda", "cpu"]
-HEAVY = ["ember.nn", "ember.optim", "ember.utils", "ember.utils.data", "ember.compiler",
+LAZY = ["nn", "optim", "utils", "compiler", "fx", "distributed", "cuda", "cpu"]
+HEAVY = ["ember.nn", "ember.optim", "ember.utils", "ember.utils.data", "ember.compiler", "ember.fx",
          "ember.distributed", "ember.cuda", "ember.autograd.functional", "ember._sym",
          "sympy", "torch", "ctypes"]
 

@@ -457,6 +457,17 @@ def _pop_mode():
     return m
 
 
+def _mode_active():
+    """Whether a Python dispatch mode is installed (Python-level ops check it)."""
+    return _slow
+
+
+def _dispatch(str name, fn, tuple args, kwargs=None):
+    """Run ``fn(*args, **kwargs)`` as the op ``name`` through the Python key:
+    for ops written in Python that an installed mode must see."""
+    return redispatch(name, fn, args, {} if kwargs is None else kwargs)
+
+
 def _register_kernel(str op, str device_type, fn):
     """Register a Python kernel for (op, device_type): the plugin-backend key."""
     if device_type in ("cpu", "cuda"):
@@ -1167,6 +1178,8 @@ cdef class TensorBase:
 
     def detach(self):
         """A view of the same storage that is cut off from the autograd graph."""
+        if _slow:
+            return redispatch("detach", TensorBase.detach, (self,), None)
         return make_view(self, self._ndim, self._shape, self._strides, self._offset)
 
     def detach_(self):
@@ -1176,6 +1189,8 @@ cdef class TensorBase:
 
     # ---- views --------------------------------------------------------------
     def view(self, *shape):
+        if _slow:
+            return redispatch("view", TensorBase.view, (self,) + shape, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         if len(shape) == 1 and isinstance(shape[0], DType):
@@ -1199,6 +1214,8 @@ cdef class TensorBase:
         return r
 
     def reshape(self, *shape):
+        if _slow:
+            return redispatch("reshape", TensorBase.reshape, (self,) + shape, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(shape, ns, "reshape")
@@ -1215,6 +1232,8 @@ cdef class TensorBase:
         return out
 
     def as_strided(self, size, stride, storage_offset=None):
+        if _slow:
+            return redispatch("as_strided", TensorBase.as_strided, (self, size, stride, storage_offset), None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(tuple(size), ns, "as_strided")
@@ -1236,6 +1255,8 @@ cdef class TensorBase:
                                   tuple(size), tuple(stride), off))
 
     def permute(self, *dims):
+        if _slow:
+            return redispatch("permute", TensorBase.permute, (self,) + dims, None)
         cdef int64_t d[MAX_DIMS]
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
@@ -1258,6 +1279,8 @@ cdef class TensorBase:
                                  (tuple([d[i] for i in range(nd)]),))
 
     def transpose(self, dim0, dim1):
+        if _slow:
+            return redispatch("transpose", TensorBase.transpose, (self, dim0, dim1), None)
         cdef int a = wrap_dim(dim0, self._ndim, "transpose")
         cdef int b = wrap_dim(dim1, self._ndim, "transpose")
         cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
@@ -1271,6 +1294,8 @@ cdef class TensorBase:
     swapdims = transpose
 
     def t(self):
+        if _slow:
+            return redispatch("t", TensorBase.t, (self,), None)
         if self._ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self._ndim}D")
@@ -1298,6 +1323,8 @@ cdef class TensorBase:
         return self.mT
 
     def unsqueeze(self, dim):
+        if _slow:
+            return redispatch("unsqueeze", TensorBase.unsqueeze, (self, dim), None)
         cdef int d = wrap_dim(dim, self._ndim + 1, "unsqueeze"), i
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
@@ -1313,6 +1340,8 @@ cdef class TensorBase:
                                  (shape_tuple(self),))
 
     def squeeze(self, dim=None):
+        if _slow:
+            return redispatch("squeeze", TensorBase.squeeze, (self, dim), None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef bint drop[MAX_DIMS]
@@ -1332,6 +1361,8 @@ cdef class TensorBase:
                                  (shape_tuple(self),))
 
     def expand(self, *sizes):
+        if _slow:
+            return redispatch("expand", TensorBase.expand, (self,) + sizes, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(sizes, ns, "expand"), i, k
@@ -1368,6 +1399,8 @@ cdef class TensorBase:
         return self.expand(*sizes)
 
     def narrow(self, dim, start, length):
+        if _slow:
+            return redispatch("narrow", TensorBase.narrow, (self, dim, start, length), None)
         cdef int d = wrap_dim(dim, self._ndim, "narrow")
         cdef int64_t size = self._shape[d]
         if isinstance(start, TensorBase):
@@ -1383,6 +1416,8 @@ cdef class TensorBase:
         return self._record_view("narrow", r, (shape_tuple(self), d, start, length))
 
     def select(self, dim, index):
+        if _slow:
+            return redispatch("select", TensorBase.select, (self, dim, index), None)
         cdef int d = wrap_dim(dim, self._ndim, "select"), i
         cdef int64_t size = self._shape[d]
         cdef int64_t idx = index
@@ -1403,6 +1438,8 @@ cdef class TensorBase:
             (shape_tuple(self), d, idx))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
+        if _slow:
+            return redispatch("diagonal", TensorBase.diagonal, (self, offset, dim1, dim2), None)
         cdef int a = wrap_dim(dim1, self._ndim, "diagonal")
         cdef int b = wrap_dim(dim2, self._ndim, "diagonal"), i, nd = 0
         if a == b:
@@ -1430,6 +1467,8 @@ cdef class TensorBase:
                                  (shape_tuple(self), offset, a, b))
 
     def unfold(self, dimension, size, step):
+        if _slow:
+            return redispatch("unfold", TensorBase.unfold, (self, dimension, size, step), None)
         cdef int d = wrap_dim(dimension, self._ndim, "unfold"), i
         if size > self._shape[d] or step <= 0:
             raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is "
@@ -1442,6 +1481,8 @@ cdef class TensorBase:
 
     # ---- copies -------------------------------------------------------------
     def contiguous(self, memory_format=None):
+        if _slow:
+            return redispatch("contiguous", TensorBase.contiguous, (self,), None)
         if is_contig(self):
             return self
         cdef TensorBase r = new_like(self, -1)
@@ -1451,9 +1492,9 @@ cdef class TensorBase:
         return r
 
     def clone(self, memory_format=None):
-        cdef TensorBase r = new_like(self, -1)
-        if self._device.kind != DEV_CPU:
+        if _slow or self._device.kind != DEV_CPU:
             return redispatch("clone", TensorBase.clone, (self,), None)
+        cdef TensorBase r = new_like(self, -1)
         copy_into(r, self)
         if em_grad_on and self._requires_grad:
             record("clone", (self,), r, None)
@@ -1487,6 +1528,8 @@ cdef class TensorBase:
 
     def to(self, *args, **kwargs):
         """to(dtype) / to(device) / to(device, dtype) / to(other) with copy=."""
+        if _slow:
+            return redispatch("to", TensorBase.to, (self,) + args, kwargs)
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         copy = kwargs.get("copy", False)
@@ -1517,6 +1560,8 @@ cdef class TensorBase:
         return self._cast(dt)
 
     def _cast(self, int dt):
+        if _slow and dt != self._dtype:
+            return redispatch("to", TensorBase.to, (self, _dtypes[dt]), None)
         if dt == self._dtype:
             return self
         cdef TensorBase r = new_like(self, dt)
@@ -1575,6 +1620,8 @@ cdef class TensorBase:
 
     # ---- Python values ------------------------------------------------------
     def item(self):
+        if _slow:
+            return redispatch("item", TensorBase.item, (self,), None)
         if numel_of(self._ndim, self._shape) != 1:
             raise RuntimeError(f"a Tensor with {numel_of(self._ndim, self._shape)} elements "
                                f"cannot be converted to Scalar")
@@ -1583,6 +1630,8 @@ cdef class TensorBase:
         return buf_to_scalar(_ptr(self), self._dtype)
 
     def tolist(self):
+        if _slow:
+            return redispatch("tolist", TensorBase.tolist, (self,), None)
         if self._device.kind != DEV_CPU:
             return self.to("cpu").tolist()
         if self._ndim == 0:
@@ -1616,6 +1665,8 @@ cdef class TensorBase:
     # ---- interop ------------------------------------------------------------
     @property
     def __array_interface__(self):
+        if _slow:
+            return redispatch("__array_interface__", _array_interface, (self,), None)
         if self._device.kind != DEV_CPU:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
@@ -1629,6 +1680,8 @@ cdef class TensorBase:
 
     def numpy(self, *, force=False):
         """A NumPy array sharing this tensor's memory."""
+        if _slow:
+            return redispatch("numpy", TensorBase.numpy, (self,), {"force": force})
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -1636,6 +1689,8 @@ cdef class TensorBase:
         return numpy.asarray(_NumpyView(self))
 
     def __array__(self, dtype=None, copy=None):
+        if _slow:
+            return redispatch("__array__", TensorBase.__array__, (self, dtype, copy), None)
         import numpy
         a = numpy.asarray(_NumpyView(self))
         if dtype is not None:
@@ -1664,6 +1719,10 @@ cdef class TensorBase:
         return (_rebuild_from_numpy, (numpy.array(_NumpyView(self)) if self._dtype != EM_BF16
                                       else numpy.array(_NumpyView(self._cast(EM_F32))),
                                       self._dtype, self._requires_grad))
+
+
+def _array_interface(TensorBase t):
+    return TensorBase.__array_interface__.__get__(t)
 
 
 def _rebuild_from_numpy(arr, int dt, rg):

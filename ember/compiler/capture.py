@@ -1,0 +1,735 @@
+"""Graph capture for ``ember.compile``: run once under the dispatcher's Python key,
+record every op into an ``ember.fx`` Graph, and reuse it while guards hold.
+
+The first call with a new guard set runs the function for real with a
+:class:`_Capture` mode installed; each op is executed and recorded.  User
+tensor inputs become placeholders, and so do the parameters and buffers of
+the modules involved (fetched by attribute path on every call, so optimizer
+steps and reassigned parameters are seen).  When something cannot be
+replayed faithfully (a tensor value read into Python, a data-dependent
+shape, a mutation the dispatcher did not see, a Python side effect) the
+capture *breaks*: that guard set runs eagerly from then on.  Replaying a
+graph never bakes a value that a guard does not protect.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import os
+import sys
+import time
+import warnings
+from typing import Any, Callable
+
+from ember._C import core as _core
+from ember.fx.graph import Graph
+from ember.fx.graph_module import GraphModule
+from ember.fx.node import Node
+from ember.fx.passes.shape_prop import _extract_tensor_metadata
+from ember.library import DispatchMode
+
+TensorBase = _core.TensorBase
+_SCALARS = (int, float, bool, str, complex, type(None))
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MISSING = object()
+
+# ops whose result shape (or Python value) depends on tensor data
+_DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
+                             "bincount", "argwhere", "masked_scatter", "masked_scatter_"})
+_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__"})
+# in-place ops whose first argument is written
+_INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
+
+
+class GraphBreakError(RuntimeError):
+    """``fullgraph=True`` and the function cannot be captured as one graph."""
+
+
+# ---------------------------------------------------------------------------
+# pytrees of args/outputs: tuples, lists, dicts (others are leaves)
+# ---------------------------------------------------------------------------
+
+def flatten(obj: Any, leaves: list) -> Any:
+    """Append the leaves of ``obj`` to ``leaves`` and return a hashable spec."""
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(flatten(x, leaves) for x in obj))
+    if t is dict:
+        return (dict, tuple(obj), tuple(flatten(v, leaves) for v in obj.values()))
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return (t, tuple(flatten(x, leaves) for x in obj))
+    leaves.append(obj)
+    return None
+
+
+def unflatten(spec: Any, it: Any) -> Any:
+    if spec is None:
+        return next(it)
+    t = spec[0]
+    if t is dict:
+        return {k: unflatten(s, it) for k, s in zip(spec[1], spec[2])}
+    items = [unflatten(s, it) for s in spec[1]]
+    if t is tuple:
+        return tuple(items)
+    if t is list:
+        return items
+    return t(*items)
+
+
+def tensor_key(t: Any) -> tuple:
+    return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
+
+
+def leaf_key(x: Any) -> Any:
+    if isinstance(x, TensorBase):
+        return tensor_key(x)
+    if type(x) in _SCALARS:
+        return (type(x), x)
+    if isinstance(x, (_core.DType, _core.Device)):
+        return x
+    return (type(x), id(x))
+
+
+def switches() -> tuple:
+    """The global switches that change what ops compute."""
+    from ember._switches import are_deterministic_algorithms_enabled
+    return (_core.is_grad_enabled(), _core._get_default_dtype(),
+            are_deterministic_algorithms_enabled(), _core._get_default_device(),
+            _core.is_inference_mode_enabled())
+
+
+def describe_key_change(old: tuple, new: tuple, names: list[str]) -> str:
+    """Which guard of a cache entry a new call failed, in torch's words."""
+    (ospec, oleaves, oalias, osw), (nspec, nleaves, nalias, nsw) = old, new
+    if osw != nsw:
+        labels = ("grad mode", "default dtype", "deterministic algorithms", "default device",
+                  "inference mode")
+        for lab, a, b in zip(labels, osw, nsw):
+            if a != b:
+                return f"global state changed: {lab} was {a}, now {b}"
+    if ospec != nspec or len(oleaves) != len(nleaves):
+        return "the structure of the arguments changed (number, nesting or keyword names)"
+    for name, a, b in zip(names + ["input"] * len(nleaves), oleaves, nleaves):
+        if a == b:
+            continue
+        if isinstance(a, tuple) and len(a) == 5 and isinstance(b, tuple) and len(b) == 5:
+            fields = ("size", "dtype", "device", "requires_grad", "stride")
+            for f, x, y in zip(fields, a, b):
+                if x != y:
+                    if f in ("size", "stride") and len(x) == len(y):
+                        i = next(i for i in range(len(x)) if x[i] != y[i])
+                        return (f"tensor '{name}' {f} mismatch at index {i}. expected {x[i]}, "
+                                f"actual {y[i]}")
+                    return f"tensor '{name}' {f} mismatch. expected {x}, actual {y}"
+        if isinstance(a, tuple) and len(a) == 2 and type(a[0]) is type:
+            return f"{name} == {a[1]!r} (got {b[1] if isinstance(b, tuple) else b!r})"
+        return f"{name}: argument changed from {a!r} to {b!r}"
+    if oalias != nalias:
+        return "tensor inputs alias each other differently"
+    return "guard failed"
+
+
+def alias_pattern(leaves: list) -> tuple:
+    seen: dict[int, int] = {}
+    out = []
+    for i, x in enumerate(leaves):
+        if isinstance(x, TensorBase):
+            out.append(seen.setdefault(x._storage_id(), i))
+    return tuple(out)
+
+
+def user_frame_summary() -> str:
+    """``file:line in fn`` and the source line of the innermost frame outside ember."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_EMBER_DIR):
+        f = f.f_back
+    if f is None:
+        return "<unknown location>"
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f'File "{f.f_code.co_filename}", line {f.f_lineno}, in {f.f_code.co_name}\n    {line}'
+
+
+# ---------------------------------------------------------------------------
+# Python state the replay depends on (guarded) and must not change (side effects)
+# ---------------------------------------------------------------------------
+
+class StateGuards:
+    """Values of Python state read by the function: module flags and scalar attributes,
+    scalar globals and closure variables.  A replay is valid only while they hold."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[dict, str, Any]] = []
+        self._seen: set[tuple[int, str]] = set()
+
+    def add_dict(self, d: dict, keys: Any = None, describe: str = "") -> None:
+        for k in (d if keys is None else keys):
+            v = d.get(k, _MISSING)
+            if (id(d), k) in self._seen or v is _MISSING:
+                continue
+            if type(v) in _SCALARS or _is_module(v) or callable(v):
+                self._seen.add((id(d), k))
+                self.items.append((d, k, v))
+
+    def check(self) -> tuple[dict, str, Any] | None:
+        """The first guard that no longer holds, or None."""
+        for d, k, v in self.items:
+            cur = d.get(k, _MISSING)
+            if cur is not v and not (type(v) in _SCALARS and type(cur) is type(v) and cur == v):
+                return (d, k, v)
+        return None
+
+
+def _is_module(x: Any) -> bool:
+    nn = sys.modules.get("ember.nn")
+    return nn is not None and isinstance(x, nn.Module)
+
+
+def code_names(code: Any, out: set | None = None) -> set:
+    """Global names a code object (and the functions nested in it) may read."""
+    out = set() if out is None else out
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            code_names(c, out)
+    return out
+
+
+def fn_state(fn: Any, guards: StateGuards, modules: list) -> None:
+    """Guard the globals and closure cells ``fn`` reads; collect modules found there."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    g = getattr(fn, "__globals__", {})
+    names = [n for n in code_names(code) if n in g]
+    guards.add_dict(g, names)
+    for n in names:
+        if _is_module(g[n]):
+            modules.append(g[n])
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if _is_module(v):
+            modules.append(v)
+        elif hasattr(v, "__code__"):
+            fn_state(v, guards, modules)
+
+
+def module_state(mods: list, guards: StateGuards) -> list:
+    """Guard the structure, flags and scalar attributes of every module in ``mods``'
+    trees; returns the list of (module, child-name) pairs walked."""
+    seen: set[int] = set()
+    for root in mods:
+        for m in root.modules():
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            guards.add_dict(m.__dict__, [k for k, v in m.__dict__.items()
+                                         if type(v) in _SCALARS])
+            guards.add_dict(m._modules)
+    return list(seen)
+
+
+def snapshot(mods: list, fn: Any) -> dict:
+    """Python state a side effect would change: module attributes and the sizes of
+    containers in module attributes and the function's globals."""
+    snap = {}
+    for root in mods:
+        for m in root.modules():
+            for k, v in m.__dict__.items():
+                if type(v) in _SCALARS:
+                    snap[(id(m.__dict__), k)] = v
+                elif type(v) in (list, dict, set):
+                    snap[(id(v), "#len")] = len(v)
+            snap[(id(m.__dict__), "#keys")] = tuple(m.__dict__)
+    f = getattr(fn, "__func__", fn)
+    g = getattr(f, "__globals__", None)
+    if g is not None and hasattr(f, "__code__"):
+        for n in code_names(f.__code__):
+            v = g.get(n, _MISSING)
+            snap[(id(g), n)] = v if type(v) in _SCALARS else id(v)
+            if type(v) in (list, dict, set):
+                snap[(id(v), "#len")] = len(v)
+    return snap
+
+
+# ---------------------------------------------------------------------------
+# the capture mode
+# ---------------------------------------------------------------------------
+
+class _Capture(DispatchMode):
+    """Records every op the dispatcher runs into ``self.graph``."""
+
+    def __init__(self, fullgraph: bool) -> None:
+        self.graph = Graph()
+        self.fullgraph = fullgraph
+        self.env: dict[int, tuple[Node, Any]] = {}   # id(tensor) -> (node, tensor)
+        self.versions: dict[int, int] = {}           # storage id -> version last seen
+        self.inputs: list[Any] = []                  # example inputs, placeholder order
+        self.lifted: list[tuple[dict, str]] = []     # module tensors: (owner dict, key)
+        self.module_tensors: dict[int, tuple[dict, str, str]] = {}
+        self.input_storages: dict[int, int] = {}     # storage id -> how many inputs share it
+        self.constants: dict[str, Any] = {}
+        self.break_reason: str | None = None
+        self.break_op: str | None = None
+        self.n_ops = 0
+        self.suspended = 0
+        self._last_placeholder: Node | None = None
+        self._const_ids: dict[int, Node] = {}
+
+    # ---- inputs ---------------------------------------------------------------------
+    def add_input(self, t: Any, name: str) -> Node:
+        if self._last_placeholder is None:
+            nodes = list(self.graph.nodes)
+            ctx = self.graph.inserting_before(nodes[0] if nodes else None)
+        else:
+            ctx = self.graph.inserting_after(self._last_placeholder)
+        with ctx:
+            node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        node.meta["tensor_meta"] = _extract_tensor_metadata(t)
+        node.meta["example_value_key"] = tensor_key(t)
+        self.env[id(t)] = (node, t)
+        self.inputs.append(t)
+        sid = t._storage_id()
+        self.input_storages[sid] = self.input_storages.get(sid, 0) + 1
+        self.versions[sid] = t._version
+        return node
+
+    def add_modules(self, mods: list) -> None:
+        """Make the parameters and buffers of ``mods`` liftable as inputs by path."""
+        for root in mods:
+            for mname, m in root.named_modules():
+                for kind in ("_parameters", "_buffers"):
+                    d = m.__dict__.get(kind, {})
+                    for k, t in d.items():
+                        if t is not None and id(t) not in self.module_tensors:
+                            path = f"{mname}.{k}" if mname else k
+                            self.module_tensors[id(t)] = (d, k, path)
+
+    # ---- the dispatcher's Python key --------------------------------------------------
+    def __ember_dispatch__(self, name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
+        if self.break_reason is not None or self.suspended:
+            return func(*args, **kwargs)
+        reason = self._check(name, args, kwargs)
+        if reason is not None:
+            self.graph_break(name, reason)
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._record(name, func, args, kwargs, out)
+        return out
+
+    def graph_break(self, op: str, reason: str) -> None:
+        where = user_frame_summary()
+        self.break_reason = f"{reason}\n  {where}"
+        self.break_op = op
+        if self.fullgraph:
+            raise GraphBreakError(f"ember.compile(fullgraph=True): cannot capture op {op!r} in "
+                                  f"one graph: {reason}\n  {where}")
+
+    def _tensors(self, obj: Any, acc: list) -> list:
+        if isinstance(obj, TensorBase):
+            acc.append(obj)
+        elif type(obj) in (tuple, list):
+            for x in obj:
+                self._tensors(x, acc)
+        elif type(obj) is dict:
+            for x in obj.values():
+                self._tensors(x, acc)
+        return acc
+
+    def _check(self, name: str, args: tuple, kwargs: dict) -> str | None:
+        ts = self._tensors(args, [])
+        self._tensors(kwargs, ts)
+        for t in ts:
+            e = self.env.get(id(t))
+            if e is None or e[1] is not t:
+                r = self._adopt(t)
+                if r is not None:
+                    return r
+            elif self.versions.get(t._storage_id(), t._version) != t._version:
+                return ("a tensor was modified in place by an operation the dispatcher did "
+                        "not see")
+        if name in _TO_PYTHON:
+            return (f"Tensor.{name}() reads a tensor's value into Python (data-dependent "
+                    f"control flow or a Python scalar)")
+        if name in _DATA_DEPENDENT:
+            return f"{name} has a data-dependent output shape"
+        if name == "getitem" and len(args) > 1 and any(
+                isinstance(i, TensorBase) and i.dtype is _core.bool_
+                for i in (args[1] if isinstance(args[1], tuple) else (args[1],))):
+            return "boolean mask indexing has a data-dependent output shape"
+        if name == "repeat_interleave" and len(ts) > 1:
+            return "repeat_interleave with tensor repeats has a data-dependent output shape"
+        if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_EXTRA or \
+                kwargs.get("out") is not None:
+            target = kwargs.get("out") if kwargs.get("out") is not None else \
+                (args[0] if args else None)
+            if isinstance(target, TensorBase) and \
+                    self.input_storages.get(target._storage_id(), 0) > 1:
+                return (f"in-place {name} on an input that aliases another input")
+        return None
+
+    def _adopt(self, t: Any) -> str | None:
+        """A tensor the graph has not seen: a module's parameter/buffer (lifted as an
+        input), or a constant created outside the function (held by reference)."""
+        sid = t._storage_id()
+        info = self.module_tensors.get(id(t))
+        if info is None:
+            self._scan_frames_for_modules()
+            info = self.module_tensors.get(id(t))
+        if info is not None:
+            d, k, path = info
+            self.lifted.append((d, k))
+            name = path.replace(".", "_")
+            self.add_input(t, name if name[0].isalpha() else "p_" + name.lstrip("_"))
+            return None
+        for node, other in self.env.values():
+            if other._storage_id() == sid:
+                return ("a view of a captured tensor was made by an operation the dispatcher "
+                        "did not see")
+        name = f"_tensor_constant{len(self.constants)}"
+        self.constants[name] = t
+        node = self.graph.get_attr(name)
+        node.meta["tensor_meta"] = _extract_tensor_metadata(t)
+        self.env[id(t)] = (node, t)
+        self.versions[sid] = t._version
+        return None
+
+    def _scan_frames_for_modules(self) -> None:
+        """Modules visible from the user's frames (locals, globals they read): their
+        tensors are lifted by path rather than baked."""
+        f = sys._getframe(2)
+        mods = []
+        while f is not None:
+            if not os.path.abspath(f.f_code.co_filename).startswith(_EMBER_DIR):
+                for v in list(f.f_locals.values()):
+                    if _is_module(v):
+                        mods.append(v)
+                for n in f.f_code.co_names:
+                    v = f.f_globals.get(n)
+                    if _is_module(v):
+                        mods.append(v)
+            f = f.f_back
+        self.add_modules(mods)
+
+    def _arg(self, a: Any) -> Any:
+        if isinstance(a, TensorBase):
+            return self.env[id(a)][0]
+        t = type(a)
+        if t is tuple or t is list:
+            return t(self._arg(x) for x in a)
+        if t is dict:
+            return {k: self._arg(v) for k, v in a.items()}
+        if t is slice:
+            return slice(self._arg(a.start), self._arg(a.stop), self._arg(a.step))
+        return a
+
+    def _record(self, name: str, func: Callable, args: tuple, kwargs: dict, out: Any) -> None:
+        import operator
+        self.n_ops += 1
+        nargs, nkwargs = self._arg(args), self._arg(kwargs)
+        if name == "getitem":
+            node = self.graph.call_function(operator.getitem, nargs, nkwargs)
+        elif name == "setitem":
+            node = self.graph.call_function(operator.setitem, nargs, nkwargs)
+        elif args and isinstance(args[0], TensorBase) and \
+                getattr(type(args[0]), name, None) is func:
+            node = self.graph.call_method(name, nargs, nkwargs)
+        else:
+            node = self.graph.call_function(func, nargs, nkwargs)
+        node.meta["stack_trace"] = user_frame_summary()
+        for t in self._tensors(args, []) + self._tensors(kwargs, []):
+            self.versions[t._storage_id()] = t._version
+        if isinstance(out, TensorBase):
+            node.meta["tensor_meta"] = _extract_tensor_metadata(out)
+            self._bind(out, node)
+        elif type(out) in (tuple, list):
+            metas = []
+            for i, o in enumerate(out):
+                if isinstance(o, TensorBase):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    item.meta["tensor_meta"] = _extract_tensor_metadata(o)
+                    metas.append(item.meta["tensor_meta"])
+                    self._bind(o, item)
+                else:
+                    metas.append(o)
+            node.meta["tensor_meta"] = tuple(metas)
+
+    def _bind(self, t: Any, node: Node) -> None:
+        self.env[id(t)] = (node, t)
+        self.versions[t._storage_id()] = t._version
+
+    # ---- the end -------------------------------------------------------------------------
+    def finish(self, result: Any) -> tuple[Any, list]:
+        """Add the output node; returns (output spec, constant leaves or None per slot)."""
+        leaves: list = []
+        spec = flatten(result, leaves)
+        outs, consts = [], []
+        for x in leaves:
+            if isinstance(x, TensorBase):
+                e = self.env.get(id(x))
+                if e is None or e[1] is not x:
+                    r = self._adopt(x)
+                    if r is not None:
+                        self.graph_break("output", r)
+                        return spec, []
+                    e = self.env[id(x)]
+                if self.versions.get(x._storage_id(), x._version) != x._version:
+                    self.graph_break("output", "an output was modified in place by an "
+                                     "operation the dispatcher did not see")
+                    return spec, []
+                outs.append(e[0])
+                consts.append(_MISSING)
+            else:
+                consts.append(x)
+        for node, t in list(self.env.values()):
+            if self.versions.get(t._storage_id(), t._version) != t._version:
+                self.graph_break("mutation", "a captured tensor was modified in place by an "
+                                 "operation the dispatcher did not see")
+                return spec, []
+        self.graph.output(tuple(outs))
+        return spec, consts
+
+
+# ---------------------------------------------------------------------------
+# cache entries and the compiled callable
+# ---------------------------------------------------------------------------
+
+class _Entry:
+    """One guard set: the compiled graph (or ``None``: run eagerly) and how to feed it."""
+
+    def __init__(self, key: tuple, guards: StateGuards, compiled: Callable | None,
+                 user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
+                 consts: list, reason: str | None = None, gm: GraphModule | None = None
+                 ) -> None:
+        self.key = key
+        self.guards = guards
+        self.compiled = compiled
+        self.user_idx = user_idx
+        self.lifted = lifted
+        self.lifted_keys = lifted_keys
+        self.out_spec = out_spec
+        self.consts = consts
+        self.reason = reason
+        self.gm = gm
+
+    def failed_guard(self) -> str | None:
+        bad = self.guards.check()
+        if bad is not None:
+            d, k, v = bad
+            return f"{k} == {v!r} (now {d.get(k, '<missing>')!r})" if type(v) in _SCALARS \
+                else f"{k} is the same object as when captured"
+        for (d, k), want in zip(self.lifted, self.lifted_keys):
+            t = d.get(k)
+            if t is None or tensor_key(t) != want:
+                return f"parameter/buffer '{k}' changed (size, dtype, device or requires_grad)"
+        return None
+
+    def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
+        if self.compiled is None:
+            return fn(*args, **kwargs)
+        inputs = [leaves[i] for i in self.user_idx] + [d[k] for d, k in self.lifted]
+        outs = iter(self.compiled(*inputs))
+        return unflatten(self.out_spec, (next(outs) if c is _MISSING else c
+                                         for c in self.consts))
+
+
+_code_ids = itertools.count()
+
+
+class CompiledCode:
+    """The guarded cache of one compiled callable (``ember.compile``'s runtime)."""
+
+    def __init__(self, fn: Callable, backend: Any, mode: Any, options: dict,
+                 fullgraph: bool, dynamic: bool | None) -> None:
+        from ember.compiler import _all_codes
+        self.fn = fn
+        self.backend = backend
+        self.mode = mode
+        self.options = options
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.cache: dict[tuple, list[_Entry]] = {}
+        self.n_entries = 0
+        self.last_key: tuple | None = None
+        self.over_limit = False
+        self.id = next(_code_ids)
+        _all_codes.add(self)
+
+    def reset(self) -> None:
+        self.cache.clear()
+        self.n_entries = 0
+        self.last_key = None
+        self.over_limit = False
+
+    def key_of(self, args: tuple, kwargs: dict) -> tuple[tuple, list]:
+        leaves: list = []
+        spec = flatten((args, kwargs), leaves)
+        return (spec, tuple(map(leaf_key, leaves)), alias_pattern(leaves), switches()), leaves
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from ember import compiler
+        if compiler._disabled_depth() or _core._mode_active():
+            # inside ember.compiler.disable, or nested inside another capture/mode:
+            # run as written (an enclosing capture records these ops itself)
+            return self.fn(*args, **kwargs)
+        key, leaves = self.key_of(args, kwargs)
+        entries = self.cache.get(key)
+        if entries:
+            for e in entries:
+                if e.failed_guard() is None:
+                    compiler.counters["stats"]["calls_reused"] += 1
+                    return e.run(self.fn, args, kwargs, leaves)
+        if self.over_limit:
+            return self.fn(*args, **kwargs)
+        if self.n_entries >= compiler.config.cache_size_limit:
+            self.over_limit = True
+            reason = self._miss_reason(key, entries)
+            warnings.warn(f"ember.compile: {getattr(self.fn, '__qualname__', self.fn)} hit "
+                          f"config.cache_size_limit ({compiler.config.cache_size_limit}); "
+                          f"it runs eagerly from now on. Last guard that failed: {reason}",
+                          RuntimeWarning, stacklevel=2)
+            return self.fn(*args, **kwargs)
+        if self.n_entries:
+            reason = self._miss_reason(key, entries)
+            compiler.counters["recompiles"][reason] += 1
+            compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
+                          f"{reason}")
+        return self._capture(args, kwargs, key, leaves)
+
+    def _miss_reason(self, key: tuple, entries: list | None) -> str:
+        if entries:
+            for e in entries:
+                r = e.failed_guard()
+                if r is not None:
+                    return r
+        names = getattr(self, "_leaf_names", [])
+        return describe_key_change(self.last_key, key, names) if self.last_key else "new input"
+
+    def _leaf_labels(self, args: tuple, kwargs: dict) -> list[str]:
+        import inspect
+        fn = self.fn
+        target = fn.forward if _is_module(fn) else fn
+        try:
+            bound = inspect.signature(target).bind(*args, **kwargs)
+            pairs = list(bound.arguments.items())
+        except (TypeError, ValueError):
+            pairs = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
+        labels: list[str] = []
+
+        def walk(name: str, v: Any) -> None:
+            t = type(v)
+            if t in (tuple, list) or (isinstance(v, tuple) and hasattr(v, "_fields")):
+                for i, x in enumerate(v):
+                    walk(f"{name}[{i}]", x)
+            elif t is dict:
+                for k, x in v.items():
+                    walk(f"{name}[{k!r}]", x)
+            else:
+                labels.append(name)
+        for n, v in pairs:
+            walk(n, v)
+        leaves: list = []
+        flatten((args, kwargs), leaves)
+        return labels if len(labels) == len(leaves) else [f"input{i}" for i in
+                                                          range(len(leaves))]
+
+    def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list) -> Any:
+        from ember import compiler
+        labels = self._leaf_labels(args, kwargs)
+        self._leaf_names = labels
+        cap = _Capture(self.fullgraph)
+        user_idx = []
+        for i, (x, lab) in enumerate(zip(leaves, labels)):
+            if isinstance(x, TensorBase):
+                if id(x) in cap.env:
+                    continue
+                user_idx.append(i)
+                cap.add_input(x, lab)
+        guards = StateGuards()
+        mods: list = []
+        if _is_module(self.fn):
+            mods.append(self.fn)
+            fn_state(type(self.fn).forward, guards, mods)
+        else:
+            fn_state(self.fn, guards, mods)
+            owner = getattr(self.fn, "__self__", None)
+            if _is_module(owner):
+                mods.append(owner)
+        for x in leaves:
+            if _is_module(x):
+                mods.append(x)
+        cap.add_modules(mods)
+        module_state(mods, guards)
+        before = snapshot(mods, self.fn)
+        t0 = time.perf_counter()
+        compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
+        stack = compiler._state.__dict__.setdefault("captures", [])
+        stack.append(cap)
+        try:
+            with cap:
+                result = self.fn(*args, **kwargs)
+            if cap.break_reason is None:
+                out_spec, consts = cap.finish(result)
+        finally:
+            stack.pop()
+            compiler._compiling.depth -= 1
+        if cap.break_reason is None and snapshot(mods, self.fn) != before:
+            cap.graph_break("side effect", "the function changed Python state (a module "
+                            "attribute, a global or a container) that a replay would not "
+                            "change")
+        entry_guards = guards
+        if cap.break_reason is not None:
+            entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason)
+            compiler.counters["graph_break"][cap.break_reason.splitlines()[0]] += 1
+            warnings.warn(f"ember.compile: graph break in "
+                          f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} at op "
+                          f"{cap.break_op!r}: {cap.break_reason}\nThis guard set runs "
+                          f"eagerly.", UserWarning, stacklevel=3)
+            compiler._log("graph_breaks", f"Graph break at {cap.break_op!r}: "
+                          f"{cap.break_reason}")
+        elif cap.n_ops == 0:
+            # nothing to compile (no tensor ops): Python runs it as written
+            entry = _Entry(key, entry_guards, None, [], [], [], None, [], "no tensor ops")
+        else:
+            holder = _Holder(cap.constants)
+            gm = GraphModule(holder, cap.graph, "GraphModule")
+            gm.meta["capture_time_s"] = time.perf_counter() - t0
+            compiler._log("graph", gm.print_readable(print_output=False))
+            compiler._compiling.depth += 1
+            try:
+                compiled = self.backend.compile(gm, list(cap.inputs), mode=self.mode,
+                                                options=self.options)
+            finally:
+                compiler._compiling.depth -= 1
+            if not callable(compiled):
+                raise TypeError(f"ember.compile(): backend {self.backend.name!r} returned "
+                                f"{type(compiled).__name__}, not a callable")
+            lifted_keys = [tensor_key(d[k]) for d, k in cap.lifted]
+            entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
+                           out_spec, consts, gm=gm)
+            compiler.counters["stats"]["unique_graphs"] += 1
+            compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
+                          f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
+                          f"values, {len(cap.lifted)} parameters/buffers")
+        self.cache.setdefault(key, []).append(entry)
+        self.n_entries += 1
+        self.last_key = key
+        compiler.counters["stats"]["calls_captured"] += 1
+        compiler._on_capture(self, entry)
+        return result
+
+
+class _Holder:
+    """The root a captured GraphModule copies its constants from."""
+
+    def __new__(cls, constants: dict) -> Any:
+        from ember.nn import Module
+        m = Module()
+        for k, v in constants.items():
+            object.__setattr__(m, k, v)
+        return m
