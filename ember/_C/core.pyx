@@ -1833,6 +1833,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     >>> ember.tensor([[1., 2.]])
     tensor([[1., 2.]])
     """
+    if _slow:
+        return redispatch("tensor", tensor, (data,),
+                          _factory_kw(dtype, device, requires_grad, None))
     cdef TensorBase t = _tensor_from_data(data, dtype_code(dtype), device)
     cdef Device dev = as_device(device)
     if dev.kind != DEV_CPU:
@@ -2006,6 +2009,20 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
     return new_tensor(nd, shp, dt, dev)
 
 
+cdef dict _factory_kw(dtype, device, requires_grad, out):
+    """The keywords a factory was given, for a Python mode to see (defaults left out)."""
+    cdef dict kw = {}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if device is not None:
+        kw["device"] = device
+    if requires_grad:
+        kw["requires_grad"] = True
+    if out is not None:
+        kw["out"] = out
+    return kw
+
+
 cdef object finish_out(TensorBase t, object out, bint requires_grad):
     """The end of every factory: copy into ``out=`` (same shape) or set requires_grad."""
     cdef TensorBase o
@@ -2038,17 +2055,23 @@ cdef object _fill_any(TensorBase t, v):
 def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
           memory_format=None, out=None):
     """A tensor of the given shape with uninitialised values."""
+    if _slow:
+        return redispatch("empty", empty, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(_factory(size, dtype, device, "empty"), out, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 0."""
+    if _slow:
+        return redispatch("zeros", zeros, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "zeros"), 0), out,
                       requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 1."""
+    if _slow:
+        return redispatch("ones", ones, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "ones"), 1), out,
                       requires_grad)
 
@@ -2056,6 +2079,9 @@ def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=N
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
          out=None):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if _slow:
+        return redispatch("full", full, (size, fill_value),
+                          _factory_kw(dtype, device, requires_grad, out))
     if dtype is None:
         c = scalar_category(fill_value)
         if isinstance(fill_value, TensorBase):
