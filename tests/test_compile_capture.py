@@ -460,3 +460,88 @@ def test_compile_matches_torch_compile_on_a_small_model():
            [getattr(n.target, "__name__", n.target) for n in t_ops]
     assert len([n for n in be.graphs[0].graph.nodes if n.op == "placeholder"]) == \
            len([n for n in seen[0].graph.nodes if n.op == "placeholder"])
+
+
+# ---------------------------------------------------------------------------
+# ember.export
+# ---------------------------------------------------------------------------
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+        self.bn = nn.BatchNorm2d(2)
+        self.fc = nn.Linear(2 * 4 * 4, 3)
+
+    def forward(self, x):
+        h = F.relu(self.bn(self.conv(x)))
+        return {"logits": self.fc(h.flatten(1)), "n": 3}
+
+
+def test_export_signature_module_and_no_side_effects():
+    ember.manual_seed(0)
+    m = ConvNet()
+    x = ember.randn(2, 1, 6, 6)
+    before = {k: np_of(v).copy() for k, v in m.state_dict().items()}
+    ep = ember.export.export(m, (x,))
+    for k, v in m.state_dict().items():          # exporting changed no buffer
+        np.testing.assert_array_equal(np_of(v), before[k])
+    sig = ep.graph_signature
+    assert sig.parameters == ["conv.weight", "conv.bias", "bn.weight", "bn.bias", "fc.weight",
+                              "fc.bias"]
+    assert sig.buffers == ["bn.num_batches_tracked", "bn.running_mean", "bn.running_var"]
+    assert sig.user_inputs == ["x"]
+    names = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+    assert names[0] == "p_conv_weight" and names[-1] == "x"
+    ref = copy.deepcopy(m)
+    got, want = ep.module()(x), ref(x)
+    np.testing.assert_allclose(np_of(got["logits"]), np_of(want["logits"]), rtol=1e-6)
+    assert got["n"] == 3
+    assert "GraphModule" in str(ep)
+
+
+def test_export_save_load_roundtrip(tmp_path):
+    ember.manual_seed(1)
+    m = ConvNet().eval()
+    x = ember.randn(2, 1, 6, 6)
+    ep = ember.export.export(m, (x,))
+    path = tmp_path / "net.ember"
+    ember.export.save(ep, str(path))
+    raw = path.read_bytes()
+    assert b"ember_export" in raw and b"pickle" not in raw
+    ep2 = ember.export.load(str(path))
+    assert [n.name for n in ep2.graph.nodes] == [n.name for n in ep.graph.nodes]
+    assert ep2.graph_signature.input_specs == ep.graph_signature.input_specs
+    np.testing.assert_array_equal(np_of(ep2.module()(x)["logits"]), np_of(m(x)["logits"]))
+
+
+def test_export_run_decompositions_and_errors():
+    m = nn.Sequential(nn.Linear(3, 2))
+    x = ember.randn(4, 3)
+    ep = ember.export.export(m, (x,))
+
+    def linear_decomp(inp, w, b=None):
+        return ember.matmul(inp, w.t()) + b
+
+    ep2 = ep.run_decompositions({F.linear: linear_decomp})
+    targets = [n.target if isinstance(n.target, str) else n.target.__name__
+               for n in ep2.graph.nodes if n.op in ("call_function", "call_method")]
+    assert "linear" not in targets and "matmul" in targets
+    np.testing.assert_allclose(np_of(ep2.module()(x)), np_of(m(x)), rtol=1e-6)
+    same = ep.run_decompositions()
+    assert [n.name for n in same.graph.nodes] == [n.name for n in ep.graph.nodes]
+
+    class Branchy(nn.Module):
+        def forward(self, x):
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(GraphBreakError, match="item"):
+        ember.export.export(Branchy(), (x,))
+    with pytest.raises(TypeError, match="nn.Module"):
+        ember.export.export(lambda t: t, (x,))
+    with pytest.raises(ValueError, match="not an ember.export file"):
+        import io
+        buf = io.BytesIO()
+        ember.serialization.save_safetensors({"a": x}, buf)
+        buf.seek(0)
+        ember.export.load(buf)

@@ -14,9 +14,9 @@ import ember
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
-LAZY = ["nn", "optim", "utils", "compiler", "fx", "distributed", "cuda", "cpu"]
-HEAVY = ["ember.nn", "ember.optim", "ember.utils", "ember.utils.data", "ember.compiler", "ember.fx",
-         "ember.distributed", "ember.cuda", "ember.autograd.functional", "ember._sym",
+LAZY = ["nn", "optim", "utils", "compiler", "fx", "export", "distributed", "cuda", "cpu"]
+HEAVY = ["ember.nn", "ember.optim", "ember.utils", "ember.utils.data", "ember.compiler",
+         "ember.fx", "ember.export", "ember.distributed", "ember.cuda", "ember.autograd.functional", "ember._sym",
          "sympy", "torch", "ctypes"]
 
 

@@ -263,14 +263,17 @@ def snapshot(mods: list, fn: Any) -> dict:
 class _Capture(DispatchMode):
     """Records every op the dispatcher runs into ``self.graph``."""
 
-    def __init__(self, fullgraph: bool) -> None:
+    def __init__(self, fullgraph: bool, export: bool = False) -> None:
         self.graph = Graph()
+        self.export = export        # name lifted inputs p_<path> / b_<path> as torch.export
         self.fullgraph = fullgraph
         self.env: dict[int, tuple[Node, Any]] = {}   # id(tensor) -> (node, tensor)
         self.versions: dict[int, int] = {}           # storage id -> version last seen
         self.inputs: list[Any] = []                  # example inputs, placeholder order
+        self.input_nodes: list[Node] = []
         self.lifted: list[tuple[dict, str]] = []     # module tensors: (owner dict, key)
-        self.module_tensors: dict[int, tuple[dict, str, str]] = {}
+        self.module_tensors: dict[int, tuple[dict, str, str, str]] = {}
+        self.lifted_paths: list[tuple[str, str]] = []  # (kind, state-dict key) per lifted
         self.input_storages: dict[int, int] = {}     # storage id -> how many inputs share it
         self.constants: dict[str, Any] = {}
         self.break_reason: str | None = None
@@ -294,6 +297,7 @@ class _Capture(DispatchMode):
         node.meta["example_value_key"] = tensor_key(t)
         self.env[id(t)] = (node, t)
         self.inputs.append(t)
+        self.input_nodes.append(node)
         sid = t._storage_id()
         self.input_storages[sid] = self.input_storages.get(sid, 0) + 1
         self.versions[sid] = t._version
@@ -308,7 +312,7 @@ class _Capture(DispatchMode):
                     for k, t in d.items():
                         if t is not None and id(t) not in self.module_tensors:
                             path = f"{mname}.{k}" if mname else k
-                            self.module_tensors[id(t)] = (d, k, path)
+                            self.module_tensors[id(t)] = (d, k, path, kind)
 
     # ---- the dispatcher's Python key --------------------------------------------------
     def __ember_dispatch__(self, name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
@@ -378,13 +382,16 @@ class _Capture(DispatchMode):
         input), or a constant created outside the function (held by reference)."""
         sid = t._storage_id()
         info = self.module_tensors.get(id(t))
-        if info is None:
+        if info is None and not self.export:
             self._scan_frames_for_modules()
             info = self.module_tensors.get(id(t))
         if info is not None:
-            d, k, path = info
+            d, k, path, kind = info
             self.lifted.append((d, k))
+            self.lifted_paths.append((kind, path))
             name = path.replace(".", "_")
+            if self.export:
+                name = ("p_" if kind == "_parameters" else "b_") + name
             self.add_input(t, name if name[0].isalpha() else "p_" + name.lstrip("_"))
             return None
         for node, other in self.env.values():

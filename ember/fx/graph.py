@@ -442,6 +442,7 @@ class _CodeGen:
         for v, user in last_use.items():
             frees[user].append(v)
         params, body = [], []
+        last_trace = None
         for n in nodes:
             if n.op == "placeholder":
                 ann = _annotation(n) if self.verbose else ""
@@ -458,8 +459,10 @@ class _CodeGen:
                     free.append(n.name)
                 if free:
                     line += ";  " + " = ".join(free) + " = None"
-            if self.verbose and n.meta.get("stack_trace"):
-                body.append(f"# {n.meta['stack_trace'].strip().splitlines()[-1].strip()}")
+            trace = n.meta.get("stack_trace") if self.verbose else None
+            if trace and trace != last_trace:   # one comment per source line, as torch does
+                body.append(f"# {trace.strip().splitlines()[-1].strip()}")
+            last_trace = trace or last_trace
             body.append(line)
         if not any(n.op == "output" for n in nodes):
             body.append("return None")
