@@ -545,3 +545,24 @@ def test_export_run_decompositions_and_errors():
         ember.serialization.save_safetensors({"a": x}, buf)
         buf.seek(0)
         ember.export.load(buf)
+
+
+def test_custom_autograd_function_is_one_node_with_its_own_backward():
+    class StraightThrough(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return ember.round(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3.0
+
+    be = Counting()
+    cf = ember.compile(lambda x: StraightThrough.apply(x) * 2, backend=be)
+    for _ in range(2):                        # capture, then replay
+        x = ember.tensor([0.4, 1.6], requires_grad=True)
+        y = cf(x)
+        y.sum().backward()
+        assert y.tolist() == [0.0, 4.0] and x.grad.tolist() == [6.0, 6.0]
+    assert [n.target.__name__ for n in be.graphs[0].graph.nodes
+            if n.op == "call_function"][0] == "apply"

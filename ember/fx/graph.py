@@ -344,6 +344,19 @@ class Graph:
         return _CodeGen(self, root_module, verbose).generate()
 
 
+def _resolves_to(qualname: str, fn: Any) -> bool:
+    """Whether the dotted name, looked up from its top module, gives ``fn`` back."""
+    import sys
+    parts = qualname.split(".")
+    obj = sys.modules.get(parts[0])
+    try:
+        for atom in parts[1:]:
+            obj = getattr(obj, atom)
+    except AttributeError:
+        return False
+    return obj is fn or (callable(obj) and obj == fn)
+
+
 _DTYPE_ABBR = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
                "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
                "bool": "b8", "complex64": "c64", "complex128": "c128"}
@@ -390,7 +403,7 @@ class _CodeGen:
             if getattr(builtins, q, None) is fn:
                 return q
             return self.add_global(q, fn)
-        if head in ("ember", "operator"):
+        if head in ("ember", "operator") and _resolves_to(q, fn):
             return f"{self.module_ref(head)}.{rest}"
         return self.add_global(getattr(fn, "__name__", "fn"), fn)
 
