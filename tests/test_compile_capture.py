@@ -566,3 +566,35 @@ def test_custom_autograd_function_is_one_node_with_its_own_backward():
         assert y.tolist() == [0.0, 4.0] and x.grad.tolist() == [6.0, 6.0]
     assert [n.target.__name__ for n in be.graphs[0].graph.nodes
             if n.op == "call_function"][0] == "apply"
+
+
+def test_no_grad_block_inside_is_replayed_with_grad_switches():
+    def f(x, w):
+        y = x * w
+        with ember.no_grad():
+            scale = y.abs() + 1          # no gradient through this, as in eager
+        return (y * scale).sum()
+
+    be = Counting()
+    cf = ember.compile(f, backend=be)
+    x = ember.tensor([1.0, -2.0])
+    for _ in range(2):
+        w = ember.tensor([3.0, 0.5], requires_grad=True)
+        cf(x, w).backward()
+        we = ember.tensor([3.0, 0.5], requires_grad=True)
+        f(x, we).backward()
+        np.testing.assert_array_equal(np_of(w.grad), np_of(we.grad))
+    code = be.graphs[0].code
+    assert code.count("_set_grad_enabled(False)") == 1 and "_set_grad_enabled(True)" in code
+
+
+def test_reseeding_inside_is_a_side_effect():
+    def f(x):
+        ember.manual_seed(0)
+        return x + ember.rand(2)
+
+    cf = ember.compile(f, backend="eager")
+    with pytest.warns(UserWarning, match="changed Python state"):
+        a = cf(ember.zeros(2))
+    b = cf(ember.zeros(2))
+    assert a.tolist() == b.tolist()

@@ -236,7 +236,8 @@ def module_state(mods: list, guards: StateGuards) -> list:
 def snapshot(mods: list, fn: Any) -> dict:
     """Python state a side effect would change: module attributes and the sizes of
     containers in module attributes and the function's globals."""
-    snap = {}
+    import ember
+    snap: dict = {("switches", ""): switches(), ("seed", ""): ember.initial_seed()}
     for root in mods:
         for m in root.modules():
             for k, v in m.__dict__.items():
@@ -281,6 +282,8 @@ class _Capture(DispatchMode):
         self.n_ops = 0
         self.suspended = 0
         self._last_placeholder: Node | None = None
+        self.grad_start = self.grad_state = _core.is_grad_enabled()
+        self.inference_start = _core.is_inference_mode_enabled()
         self._const_ids: dict[int, Node] = {}
 
     # ---- inputs ---------------------------------------------------------------------
@@ -357,6 +360,8 @@ class _Capture(DispatchMode):
             elif self.versions.get(t._storage_id(), t._version) != t._version:
                 return ("a tensor was modified in place by an operation the dispatcher did "
                         "not see")
+        if _core.is_inference_mode_enabled() != self.inference_start:
+            return "inference_mode changed inside the function"
         if name in _TO_PYTHON:
             return (f"Tensor.{name}() reads a tensor's value into Python (data-dependent "
                     f"control flow or a Python scalar)")
@@ -435,9 +440,17 @@ class _Capture(DispatchMode):
             return slice(self._arg(a.start), self._arg(a.stop), self._arg(a.step))
         return a
 
+    def _sync_grad_mode(self, enabled: bool) -> None:
+        # a ``with no_grad():`` block inside the function: the graph switches grad
+        # mode at the same points, as torch's captured graphs do
+        if enabled != self.grad_state:
+            self.graph.call_function(_core._set_grad_enabled, (enabled,))
+            self.grad_state = enabled
+
     def _record(self, name: str, func: Callable, args: tuple, kwargs: dict, out: Any) -> None:
         import operator
         self.n_ops += 1
+        self._sync_grad_mode(_core.is_grad_enabled())
         nargs, nkwargs = self._arg(args), self._arg(kwargs)
         if name == "getitem":
             node = self.graph.call_function(operator.getitem, nargs, nkwargs)
@@ -498,6 +511,7 @@ class _Capture(DispatchMode):
                 self.graph_break("mutation", "a captured tensor was modified in place by an "
                                  "operation the dispatcher did not see")
                 return spec, []
+        self._sync_grad_mode(self.grad_start)
         self.graph.output(tuple(outs))
         return spec, consts
 
@@ -687,8 +701,8 @@ class CompiledCode:
             compiler._compiling.depth -= 1
         if cap.break_reason is None and snapshot(mods, self.fn) != before:
             cap.graph_break("side effect", "the function changed Python state (a module "
-                            "attribute, a global or a container) that a replay would not "
-                            "change")
+                            "attribute, a global, a container, the RNG seed or a global "
+                            "switch) that a replay would not change")
         entry_guards = guards
         if cap.break_reason is not None:
             entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason)

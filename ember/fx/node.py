@@ -272,7 +272,7 @@ class Node:
 _IMPURE_FUNCTIONS = frozenset({
     "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "dropout",
     "bernoulli", "multinomial", "normal", "randperm", "setitem", "_assert", "print",
-    "_assert_specialized",
+    "_assert_specialized", "_set_grad_enabled",
 })
 
 
