@@ -598,3 +598,39 @@ def test_reseeding_inside_is_a_side_effect():
         a = cf(ember.zeros(2))
     b = cf(ember.zeros(2))
     assert a.tolist() == b.tolist()
+
+
+def test_module_structure_change_recaptures():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.ReLU()])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x) + 1
+            return x
+
+    m = Stack()
+    be = Counting()
+    cm = ember.compile(m, backend=be)
+    x = ember.ones(2)
+    assert cm(x).tolist() == [2.0, 2.0] and cm(x).tolist() == [2.0, 2.0]
+    m.layers.append(nn.ReLU())
+    assert cm(x).tolist() == [3.0, 3.0]
+    m.layers.insert(0, nn.ReLU())
+    assert cm(x).tolist() == [4.0, 4.0]
+    assert len(be.graphs) == 3
+
+
+def test_forward_hook_added_after_capture_is_seen():
+    m = nn.Linear(2, 2)
+    be = Counting()
+    cm = ember.compile(m, backend=be)
+    x = ember.ones(1, 2)
+    cm(x)
+    h = m.register_forward_hook(lambda mod, inp, out: out * 0)
+    assert cm(x).tolist() == [[0.0, 0.0]]
+    h.remove()
+    np.testing.assert_array_equal(np_of(cm(x)), np_of(m(x)))
+    assert len(be.graphs) == 2          # the hook-free graph is reused after remove()

@@ -660,7 +660,12 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
                           f"deterministic={sw[2]}, default_device={sw[3]}")
             for name, k in zip(getattr(code, "_leaf_names", []), leaves):
                 guards.append(f"{name}: {k!r}")
-            guards += [f"{k} == {v!r}" if not callable(v) else f"{k} is {type(v).__name__}"
-                       for _, k, v in entry.guards.items]
+            for _, k, v in entry.guards.items + entry.module_guards.items:
+                if isinstance(v, tuple):
+                    guards.append(f"{k}: {list(v)}")
+                elif callable(v):
+                    guards.append(f"{k} is the same {type(v).__name__}")
+                else:
+                    guards.append(f"{k} == {v!r}")
         return ExplainOutput(graphs, reasons, guards, time.perf_counter() - t0)
     return run

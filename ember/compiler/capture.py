@@ -22,12 +22,16 @@ import time
 import warnings
 from typing import Any, Callable
 
+from ember import _switches
+from ember import compiler as _compiler
 from ember._C import core as _core
+from ember.autograd._hooks import _hook_writes
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
 from ember.fx.passes.shape_prop import _extract_tensor_metadata
 from ember.library import DispatchMode
+from ember.nn.modules.module import _state_writes
 
 TensorBase = _core.TensorBase
 _SCALARS = (int, float, bool, str, complex, type(None))
@@ -77,6 +81,9 @@ def unflatten(spec: Any, it: Any) -> Any:
     return t(*items)
 
 
+_CONTAINERS = (tuple, list, dict)
+
+
 def tensor_key(t: Any) -> tuple:
     return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
 
@@ -91,12 +98,20 @@ def leaf_key(x: Any) -> Any:
     return (type(x), id(x))
 
 
+_grad_on = _core.is_grad_enabled
+_default_dtype = _core._get_default_dtype
+_default_device = _core._get_default_device
+_inference_on = _core.is_inference_mode_enabled
+
+
 def switches() -> tuple:
     """The global switches that change what ops compute."""
-    from ember._switches import are_deterministic_algorithms_enabled
-    return (_core.is_grad_enabled(), _core._get_default_dtype(),
-            are_deterministic_algorithms_enabled(), _core._get_default_device(),
-            _core.is_inference_mode_enabled())
+    return (_grad_on(), _default_dtype(), _switches._deterministic, _default_device(),
+            _inference_on())
+
+
+def _module_writes() -> int:
+    return _state_writes[0] + _hook_writes[0]
 
 
 def describe_key_change(old: tuple, new: tuple, names: list[str]) -> str:
@@ -154,6 +169,10 @@ def user_frame_summary() -> str:
 # Python state the replay depends on (guarded) and must not change (side effects)
 # ---------------------------------------------------------------------------
 
+class _KeySet(str):
+    """A StateGuards key meaning "the dict's key set" (its text says whose)."""
+
+
 class StateGuards:
     """Values of Python state read by the function: module flags and scalar attributes,
     scalar globals and closure variables.  A replay is valid only while they hold."""
@@ -171,9 +190,17 @@ class StateGuards:
                 self._seen.add((id(d), k))
                 self.items.append((d, k, v))
 
+    def add_keys(self, d: dict, describe: str) -> None:
+        """Guard the set of keys of ``d`` (children, parameters, attributes added or removed)."""
+        self.items.append((d, _KeySet(describe), tuple(d)))
+
     def check(self) -> tuple[dict, str, Any] | None:
         """The first guard that no longer holds, or None."""
         for d, k, v in self.items:
+            if type(k) is _KeySet:
+                if tuple(d) != v:
+                    return (d, k, v)
+                continue
             cur = d.get(k, _MISSING)
             if cur is not v and not (type(v) in _SCALARS and type(cur) is type(v) and cur == v):
                 return (d, k, v)
@@ -220,7 +247,7 @@ def fn_state(fn: Any, guards: StateGuards, modules: list) -> None:
 
 def module_state(mods: list, guards: StateGuards) -> list:
     """Guard the structure, flags and scalar attributes of every module in ``mods``'
-    trees; returns the list of (module, child-name) pairs walked."""
+    trees (and the global module hooks); returns the ids of the modules walked."""
     seen: set[int] = set()
     for root in mods:
         for m in root.modules():
@@ -230,6 +257,15 @@ def module_state(mods: list, guards: StateGuards) -> list:
             guards.add_dict(m.__dict__, [k for k, v in m.__dict__.items()
                                          if type(v) in _SCALARS])
             guards.add_dict(m._modules)
+            name = type(m).__name__
+            guards.add_keys(m.__dict__, f"the attributes of a {name}")
+            for kind in ("_modules", "_parameters", "_buffers", "_forward_pre_hooks",
+                         "_forward_hooks", "_backward_hooks", "_backward_pre_hooks"):
+                guards.add_keys(m.__dict__[kind], f"the {kind.strip('_')} of a {name}")
+    from ember.nn.modules import module as _m
+    for g in ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_hooks",
+              "_global_backward_pre_hooks"):
+        guards.add_keys(getattr(_m, g), g.strip("_"))
     return list(seen)
 
 
@@ -525,10 +561,15 @@ class _Entry:
 
     def __init__(self, key: tuple, guards: StateGuards, compiled: Callable | None,
                  user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
-                 consts: list, reason: str | None = None, gm: GraphModule | None = None
-                 ) -> None:
+                 consts: list, reason: str | None = None, gm: GraphModule | None = None,
+                 module_guards: StateGuards | None = None) -> None:
         self.key = key
         self.guards = guards
+        self.module_guards = module_guards or StateGuards()
+        # module state is re-checked only after some module attribute was written
+        self.checked_writes = _module_writes()
+        self.lifted_last = [d.get(k) for d, k in lifted]
+        self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
         self.compiled = compiled
         self.user_idx = user_idx
         self.lifted = lifted
@@ -540,20 +581,36 @@ class _Entry:
 
     def failed_guard(self) -> str | None:
         bad = self.guards.check()
+        if bad is None:
+            writes = _module_writes()
+            if writes != self.checked_writes:
+                bad = self.module_guards.check()
+                if bad is None:
+                    self.checked_writes = writes
         if bad is not None:
             d, k, v = bad
+            if type(k) is _KeySet:
+                return f"{k} changed: {list(v)} -> {list(d)}"
             return f"{k} == {v!r} (now {d.get(k, '<missing>')!r})" if type(v) in _SCALARS \
                 else f"{k} is the same object as when captured"
-        for (d, k), want in zip(self.lifted, self.lifted_keys):
+        last = self.lifted_last
+        for i, (d, k) in enumerate(self.lifted):
             t = d.get(k)
-            if t is None or tensor_key(t) != want:
+            # the same tensor object keeps its size, dtype and device; only
+            # requires_grad can change in place
+            if t is last[i] and t is not None and t.requires_grad == self.lifted_keys[i][3]:
+                continue
+            if t is None or tensor_key(t) != self.lifted_keys[i]:
                 return f"parameter/buffer '{k}' changed (size, dtype, device or requires_grad)"
+            last[i] = t
         return None
 
     def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
         if self.compiled is None:
             return fn(*args, **kwargs)
         inputs = [leaves[i] for i in self.user_idx] + [d[k] for d, k in self.lifted]
+        if self.single:
+            return self.compiled(*inputs)[0]
         outs = iter(self.compiled(*inputs))
         return unflatten(self.out_spec, (next(outs) if c is _MISSING else c
                                          for c in self.consts))
@@ -588,13 +645,17 @@ class CompiledCode:
         self.over_limit = False
 
     def key_of(self, args: tuple, kwargs: dict) -> tuple[tuple, list]:
-        leaves: list = []
-        spec = flatten((args, kwargs), leaves)
+        if not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
+            leaves = list(args)       # the common call: flat positional arguments
+            spec: Any = len(args)
+        else:
+            leaves = []
+            spec = flatten((args, kwargs), leaves)
         return (spec, tuple(map(leaf_key, leaves)), alias_pattern(leaves), switches()), leaves
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ember import compiler
-        if compiler._disabled_depth() or _core._mode_active():
+        compiler = _compiler
+        if _core._mode_active() or compiler._disabled_depth():
             # inside ember.compiler.disable, or nested inside another capture/mode:
             # run as written (an enclosing capture records these ops itself)
             return self.fn(*args, **kwargs)
@@ -603,7 +664,6 @@ class CompiledCode:
         if entries:
             for e in entries:
                 if e.failed_guard() is None:
-                    compiler.counters["stats"]["calls_reused"] += 1
                     return e.run(self.fn, args, kwargs, leaves)
         if self.over_limit:
             return self.fn(*args, **kwargs)
@@ -660,7 +720,7 @@ class CompiledCode:
                                                           range(len(leaves))]
 
     def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list) -> Any:
-        from ember import compiler
+        compiler = _compiler
         labels = self._leaf_labels(args, kwargs)
         self._leaf_names = labels
         cap = _Capture(self.fullgraph)
@@ -685,7 +745,8 @@ class CompiledCode:
             if _is_module(x):
                 mods.append(x)
         cap.add_modules(mods)
-        module_state(mods, guards)
+        module_guards = StateGuards()
+        module_state(mods, module_guards)
         before = snapshot(mods, self.fn)
         t0 = time.perf_counter()
         compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
@@ -705,7 +766,8 @@ class CompiledCode:
                             "switch) that a replay would not change")
         entry_guards = guards
         if cap.break_reason is not None:
-            entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason)
+            entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason,
+                           module_guards=module_guards)
             compiler.counters["graph_break"][cap.break_reason.splitlines()[0]] += 1
             warnings.warn(f"ember.compile: graph break in "
                           f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} at op "
@@ -715,7 +777,8 @@ class CompiledCode:
                           f"{cap.break_reason}")
         elif cap.n_ops == 0:
             # nothing to compile (no tensor ops): Python runs it as written
-            entry = _Entry(key, entry_guards, None, [], [], [], None, [], "no tensor ops")
+            entry = _Entry(key, entry_guards, None, [], [], [], None, [], "no tensor ops",
+                           module_guards=module_guards)
         else:
             holder = _Holder(cap.constants)
             gm = GraphModule(holder, cap.graph, "GraphModule")
@@ -732,7 +795,7 @@ class CompiledCode:
                                 f"{type(compiled).__name__}, not a callable")
             lifted_keys = [tensor_key(d[k]) for d, k in cap.lifted]
             entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
-                           out_spec, consts, gm=gm)
+                           out_spec, consts, gm=gm, module_guards=module_guards)
             compiler.counters["stats"]["unique_graphs"] += 1
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
