@@ -634,3 +634,38 @@ def test_forward_hook_added_after_capture_is_seen():
     h.remove()
     np.testing.assert_array_equal(np_of(cm(x)), np_of(m(x)))
     assert len(be.graphs) == 2          # the hook-free graph is reused after remove()
+
+
+def test_outside_tensors_are_reread_or_break():
+    w = ember.ones(2)
+
+    def scale(x):
+        return x * w                          # a closure tensor: re-read every call
+
+    cf = ember.compile(scale, backend="eager")
+    x = ember.ones(2)
+    assert cf(x).tolist() == [1.0, 1.0]
+    w = ember.full((2,), 3.0)                 # rebinding the closure variable
+    assert cf(x).tolist() == [3.0, 3.0]
+
+    lin = nn.Linear(2, 1)
+    opt_like = ember.compile(lambda p: p.grad * 2, backend="eager")
+    lin(x).sum().backward()
+    g1 = opt_like(lin.weight)
+    assert np_of(g1).tolist() == (np_of(lin.weight.grad) * 2).tolist()
+    lin.weight.grad = None
+    lin(x * 5).sum().backward()              # a new .grad object
+    np.testing.assert_array_equal(np_of(opt_like(lin.weight)), np_of(lin.weight.grad) * 2)
+    other = nn.Linear(2, 1)                  # the .grad of another argument
+    other(x * 7).sum().backward()
+    np.testing.assert_array_equal(np_of(opt_like(other.weight)), np_of(other.weight.grad) * 2)
+
+    class Holder:
+        pass
+    h = Holder()
+    h.t = ember.ones(2)
+    cf2 = ember.compile(lambda x: x + h.t, backend="eager")
+    with pytest.warns(UserWarning, match="could not read again"):
+        cf2(x)
+    h.t = ember.zeros(2)
+    assert cf2(x).tolist() == [1.0, 1.0]

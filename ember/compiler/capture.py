@@ -14,6 +14,7 @@ graph never bakes a value that a guard does not protect.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 import os
@@ -222,8 +223,37 @@ def code_names(code: Any, out: set | None = None) -> set:
     return out
 
 
-def fn_state(fn: Any, guards: StateGuards, modules: list) -> None:
-    """Guard the globals and closure cells ``fn`` reads; collect modules found there."""
+def _fetch_entry(d: Any, k: str, leaves: list) -> Any:
+    return d.get(k)
+
+
+def _fetch_leaf_grad(i: int, leaves: list) -> Any:
+    return getattr(leaves[i], "grad", None)
+
+
+class _Slot:
+    """A one-entry, dict-like view of an attribute (a closure cell's contents, a
+    parameter's ``.grad``), so guards and lifted inputs read it like a dict entry."""
+
+    __slots__ = ("obj", "attr")
+
+    def __init__(self, obj: Any, attr: str) -> None:
+        self.obj = obj
+        self.attr = attr
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return getattr(self.obj, self.attr)
+        except (AttributeError, ValueError):   # an empty cell raises ValueError
+            return default
+
+    def __getitem__(self, key: Any) -> Any:
+        return getattr(self.obj, self.attr)
+
+
+def fn_state(fn: Any, guards: StateGuards, modules: list, cap: Any = None) -> None:
+    """Guard the globals and closure variables ``fn`` reads; collect the modules found
+    there, and register their tensors with the capture ``cap``."""
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     if code is None:
@@ -234,15 +264,22 @@ def fn_state(fn: Any, guards: StateGuards, modules: list) -> None:
     for n in names:
         if _is_module(g[n]):
             modules.append(g[n])
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:
+        elif cap is not None and isinstance(g[n], TensorBase):
+            cap.add_source(g[n], g, n, n, "_global")
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        slot = _Slot(cell, "cell_contents")
+        v = slot.get(name, _MISSING)
+        if v is _MISSING:
             continue
         if _is_module(v):
             modules.append(v)
+        elif isinstance(v, TensorBase):
+            if cap is not None:
+                cap.add_source(v, slot, name, name, "_closure")
         elif hasattr(v, "__code__"):
-            fn_state(v, guards, modules)
+            fn_state(v, guards, modules, cap)
+        else:
+            guards.add_dict(slot, [name])
 
 
 def module_state(mods: list, guards: StateGuards) -> list:
@@ -308,9 +345,13 @@ class _Capture(DispatchMode):
         self.versions: dict[int, int] = {}           # storage id -> version last seen
         self.inputs: list[Any] = []                  # example inputs, placeholder order
         self.input_nodes: list[Node] = []
-        self.lifted: list[tuple[dict, str]] = []     # module tensors: (owner dict, key)
-        self.module_tensors: dict[int, tuple[dict, str, str, str]] = {}
+        self.lifted: list[Callable] = []             # fetch(leaves) -> tensor, per lifted
+        self.sources: dict[int, tuple[dict, str, str, str]] = {}
         self.lifted_paths: list[tuple[str, str]] = []  # (kind, state-dict key) per lifted
+        self.user_leaves: list[tuple[int, Any]] = []   # (leaf index, tensor) of arguments
+        self.guards = StateGuards()                    # identities of modules found inside
+        self.outer_frame: Any = None
+        self.new_modules: list = []                    # modules found while capturing
         self.input_storages: dict[int, int] = {}     # storage id -> how many inputs share it
         self.constants: dict[str, Any] = {}
         self.break_reason: str | None = None
@@ -343,15 +384,28 @@ class _Capture(DispatchMode):
         return node
 
     def add_modules(self, mods: list) -> None:
-        """Make the parameters and buffers of ``mods`` liftable as inputs by path."""
+        """Make the parameters, buffers, tensor attributes and parameter gradients of
+        ``mods`` liftable as inputs, re-read by path on every call."""
         for root in mods:
             for mname, m in root.named_modules():
+                prefix = f"{mname}." if mname else ""
                 for kind in ("_parameters", "_buffers"):
                     d = m.__dict__.get(kind, {})
                     for k, t in d.items():
-                        if t is not None and id(t) not in self.module_tensors:
-                            path = f"{mname}.{k}" if mname else k
-                            self.module_tensors[id(t)] = (d, k, path, kind)
+                        if t is not None:
+                            self.add_source(t, d, k, prefix + k, kind)
+                            g = t.grad if kind == "_parameters" else None
+                            if g is not None:
+                                self.add_source(g, _Slot(t, "grad"), "grad",
+                                                f"{prefix}{k}.grad", "_grad")
+                for k, t in list(m.__dict__.items()):
+                    if isinstance(t, TensorBase):
+                        self.add_source(t, m.__dict__, k, prefix + k, "_attr")
+
+    def add_source(self, t: Any, container: Any, key: str, path: str, kind: str) -> None:
+        """Where ``t`` lives outside the function (so a replay can read it again)."""
+        if id(t) not in self.sources:
+            self.sources[id(t)] = (container, key, path, kind)
 
     # ---- the dispatcher's Python key --------------------------------------------------
     def __ember_dispatch__(self, name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
@@ -422,13 +476,20 @@ class _Capture(DispatchMode):
         """A tensor the graph has not seen: a module's parameter/buffer (lifted as an
         input), or a constant created outside the function (held by reference)."""
         sid = t._storage_id()
-        info = self.module_tensors.get(id(t))
+        for i, x in self.user_leaves:
+            if x.grad is t and x._grad_fn is None:    # an argument's .grad: re-read from it
+                owner = next(n for n, y in zip(self.input_nodes, self.inputs) if y is x)
+                self.lifted.append(functools.partial(_fetch_leaf_grad, i))
+                self.lifted_paths.append(("_grad", f"{owner.name}.grad"))
+                self.add_input(t, f"{owner.name}_grad")
+                return None
+        info = self.sources.get(id(t))
         if info is None and not self.export:
             self._scan_frames_for_modules()
-            info = self.module_tensors.get(id(t))
+            info = self.sources.get(id(t))
         if info is not None:
             d, k, path, kind = info
-            self.lifted.append((d, k))
+            self.lifted.append(functools.partial(_fetch_entry, d, k))
             self.lifted_paths.append((kind, path))
             name = path.replace(".", "_")
             if self.export:
@@ -439,6 +500,11 @@ class _Capture(DispatchMode):
             if other._storage_id() == sid:
                 return ("a view of a captured tensor was made by an operation the dispatcher "
                         "did not see")
+        if not self.export:
+            # a later call might see another tensor there: baking this one could go stale
+            return ("a tensor from outside the function that a replay could not read again "
+                    "(not an argument, a module's parameter, buffer or tensor attribute, a "
+                    "parameter's .grad, a global or a closure variable)")
         name = f"_tensor_constant{len(self.constants)}"
         self.constants[name] = t
         node = self.graph.get_attr(name)
@@ -452,17 +518,20 @@ class _Capture(DispatchMode):
         tensors are lifted by path rather than baked."""
         f = sys._getframe(2)
         mods = []
-        while f is not None:
+        # only frames of functions called by the compiled one: what they read from
+        # their globals is guarded (modules by identity) or re-read (tensors)
+        while f is not None and f is not self.outer_frame:
             if not os.path.abspath(f.f_code.co_filename).startswith(_EMBER_DIR):
-                for v in list(f.f_locals.values()):
-                    if _is_module(v):
-                        mods.append(v)
                 for n in f.f_code.co_names:
                     v = f.f_globals.get(n)
                     if _is_module(v):
                         mods.append(v)
+                        self.guards.add_dict(f.f_globals, [n])
+                    elif isinstance(v, TensorBase):
+                        self.add_source(v, f.f_globals, n, n, "_global")
             f = f.f_back
         self.add_modules(mods)
+        self.new_modules.extend(mods)
 
     def _arg(self, a: Any) -> Any:
         if isinstance(a, TensorBase):
@@ -562,13 +631,14 @@ class _Entry:
     def __init__(self, key: tuple, guards: StateGuards, compiled: Callable | None,
                  user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
                  consts: list, reason: str | None = None, gm: GraphModule | None = None,
-                 module_guards: StateGuards | None = None) -> None:
+                 module_guards: StateGuards | None = None, leaves: list | None = None
+                 ) -> None:
         self.key = key
         self.guards = guards
         self.module_guards = module_guards or StateGuards()
         # module state is re-checked only after some module attribute was written
         self.checked_writes = _module_writes()
-        self.lifted_last = [d.get(k) for d, k in lifted]
+        self.lifted_last = [f(leaves) for f in lifted]
         self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
         self.compiled = compiled
         self.user_idx = user_idx
@@ -579,7 +649,7 @@ class _Entry:
         self.reason = reason
         self.gm = gm
 
-    def failed_guard(self) -> str | None:
+    def failed_guard(self, leaves: list) -> str | None:
         bad = self.guards.check()
         if bad is None:
             writes = _module_writes()
@@ -594,21 +664,22 @@ class _Entry:
             return f"{k} == {v!r} (now {d.get(k, '<missing>')!r})" if type(v) in _SCALARS \
                 else f"{k} is the same object as when captured"
         last = self.lifted_last
-        for i, (d, k) in enumerate(self.lifted):
-            t = d.get(k)
+        for i, fetch in enumerate(self.lifted):
+            t = fetch(leaves)
             # the same tensor object keeps its size, dtype and device; only
             # requires_grad can change in place
             if t is last[i] and t is not None and t.requires_grad == self.lifted_keys[i][3]:
                 continue
             if t is None or tensor_key(t) != self.lifted_keys[i]:
-                return f"parameter/buffer '{k}' changed (size, dtype, device or requires_grad)"
+                return (f"lifted input {i} (a parameter, buffer or outside tensor) changed "
+                        f"(size, dtype, device or requires_grad)")
             last[i] = t
         return None
 
     def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
         if self.compiled is None:
             return fn(*args, **kwargs)
-        inputs = [leaves[i] for i in self.user_idx] + [d[k] for d, k in self.lifted]
+        inputs = [leaves[i] for i in self.user_idx] + [f(leaves) for f in self.lifted]
         if self.single:
             return self.compiled(*inputs)[0]
         outs = iter(self.compiled(*inputs))
@@ -663,29 +734,29 @@ class CompiledCode:
         entries = self.cache.get(key)
         if entries:
             for e in entries:
-                if e.failed_guard() is None:
+                if e.failed_guard(leaves) is None:
                     return e.run(self.fn, args, kwargs, leaves)
         if self.over_limit:
             return self.fn(*args, **kwargs)
         if self.n_entries >= compiler.config.cache_size_limit:
             self.over_limit = True
-            reason = self._miss_reason(key, entries)
+            reason = self._miss_reason(key, entries, leaves)
             warnings.warn(f"ember.compile: {getattr(self.fn, '__qualname__', self.fn)} hit "
                           f"config.cache_size_limit ({compiler.config.cache_size_limit}); "
                           f"it runs eagerly from now on. Last guard that failed: {reason}",
                           RuntimeWarning, stacklevel=2)
             return self.fn(*args, **kwargs)
         if self.n_entries:
-            reason = self._miss_reason(key, entries)
+            reason = self._miss_reason(key, entries, leaves)
             compiler.counters["recompiles"][reason] += 1
             compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
                           f"{reason}")
         return self._capture(args, kwargs, key, leaves)
 
-    def _miss_reason(self, key: tuple, entries: list | None) -> str:
+    def _miss_reason(self, key: tuple, entries: list | None, leaves: list) -> str:
         if entries:
             for e in entries:
-                r = e.failed_guard()
+                r = e.failed_guard(leaves)
                 if r is not None:
                     return r
         names = getattr(self, "_leaf_names", [])
@@ -731,13 +802,14 @@ class CompiledCode:
                     continue
                 user_idx.append(i)
                 cap.add_input(x, lab)
+                cap.user_leaves.append((i, x))
         guards = StateGuards()
         mods: list = []
         if _is_module(self.fn):
             mods.append(self.fn)
-            fn_state(type(self.fn).forward, guards, mods)
+            fn_state(type(self.fn).forward, guards, mods, cap)
         else:
-            fn_state(self.fn, guards, mods)
+            fn_state(self.fn, guards, mods, cap)
             owner = getattr(self.fn, "__self__", None)
             if _is_module(owner):
                 mods.append(owner)
@@ -748,6 +820,7 @@ class CompiledCode:
         module_guards = StateGuards()
         module_state(mods, module_guards)
         before = snapshot(mods, self.fn)
+        cap.outer_frame = sys._getframe()
         t0 = time.perf_counter()
         compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
         stack = compiler._state.__dict__.setdefault("captures", [])
@@ -764,6 +837,9 @@ class CompiledCode:
             cap.graph_break("side effect", "the function changed Python state (a module "
                             "attribute, a global, a container, the RNG seed or a global "
                             "switch) that a replay would not change")
+        guards.items += cap.guards.items
+        if cap.new_modules:
+            module_state(cap.new_modules, module_guards)
         entry_guards = guards
         if cap.break_reason is not None:
             entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason,
@@ -793,9 +869,10 @@ class CompiledCode:
             if not callable(compiled):
                 raise TypeError(f"ember.compile(): backend {self.backend.name!r} returned "
                                 f"{type(compiled).__name__}, not a callable")
-            lifted_keys = [tensor_key(d[k]) for d, k in cap.lifted]
+            lifted_keys = [tensor_key(f(leaves)) for f in cap.lifted]
             entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
-                           out_spec, consts, gm=gm, module_guards=module_guards)
+                           out_spec, consts, gm=gm, module_guards=module_guards,
+                           leaves=leaves)
             compiler.counters["stats"]["unique_graphs"] += 1
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
