@@ -669,3 +669,18 @@ def test_outside_tensors_are_reread_or_break():
         cf2(x)
     h.t = ember.zeros(2)
     assert cf2(x).tolist() == [1.0, 1.0]
+
+
+def test_ember_logs_environment_variable(monkeypatch, capsys):
+    monkeypatch.setenv("EMBER_LOGS", "graph,guards,recompiles,graph_breaks")
+    cf = ember.compile(lambda x: x.tanh() if x.shape[0] < 3 else x.sum().item(),
+                       backend="eager")
+    cf(ember.ones(2))
+    with pytest.warns(UserWarning):
+        cf(ember.ones(3))
+    err = capsys.readouterr().err
+    for kind in ("graph", "guards", "recompiles", "graph_breaks"):
+        assert f"[ember.compiler:{kind}]" in err, kind
+    monkeypatch.setenv("EMBER_LOGS", "")
+    cf(ember.ones(4))
+    assert "[ember.compiler" not in capsys.readouterr().err
