@@ -430,50 +430,131 @@ def test_shape_prop_records_metadata():
 # parity over ember's nn layers: symbolic_trace and compile(backend="eager")
 # ---------------------------------------------------------------------------
 
-def _layers():
-    return [
-        (lambda: nn.Linear(6, 5), (3, 6)),
-        (lambda: nn.Conv2d(2, 3, 3, padding=1), (2, 2, 6, 6)),
-        (lambda: nn.Conv1d(2, 3, 3), (2, 2, 7)),
-        (lambda: nn.LayerNorm(6), (3, 6)),
-        (lambda: nn.BatchNorm1d(6).eval(), (4, 6)),
-        (lambda: nn.ReLU(), (3, 6)),
-        (lambda: nn.GELU(), (3, 6)),
-        (lambda: nn.Tanh(), (3, 6)),
-        (lambda: nn.Sigmoid(), (3, 6)),
-        (lambda: nn.Softmax(dim=-1), (3, 6)),
-        (lambda: nn.Dropout(0.5).eval(), (3, 6)),
-        (lambda: nn.MaxPool2d(2), (2, 2, 6, 6)),
-        (lambda: nn.AvgPool2d(2), (2, 2, 6, 6)),
-        (lambda: nn.Flatten(), (2, 3, 4)),
-        (lambda: nn.Sequential(nn.Linear(6, 4), nn.SiLU()), (3, 6)),
-    ]
+# (name, factory, input shape, call(layer, x) -> tensor): every layer ember.nn ships
+_LAYERS = [
+    ("CELU", nn.CELU, (3, 6), None), ("ELU", nn.ELU, (3, 6), None),
+    ("GELU", nn.GELU, (3, 6), None), ("GLU", nn.GLU, (3, 6), None),
+    ("Hardsigmoid", nn.Hardsigmoid, (3, 6), None), ("Hardswish", nn.Hardswish, (3, 6), None),
+    ("Hardtanh", nn.Hardtanh, (3, 6), None), ("LeakyReLU", nn.LeakyReLU, (3, 6), None),
+    ("LogSigmoid", nn.LogSigmoid, (3, 6), None),
+    ("LogSoftmax", lambda: nn.LogSoftmax(dim=-1), (3, 6), None),
+    ("Mish", nn.Mish, (3, 6), None), ("PReLU", nn.PReLU, (3, 6), None),
+    ("ReLU", nn.ReLU, (3, 6), None), ("ReLU6", nn.ReLU6, (3, 6), None),
+    ("SELU", nn.SELU, (3, 6), None), ("SiLU", nn.SiLU, (3, 6), None),
+    ("Sigmoid", nn.Sigmoid, (3, 6), None), ("Softmax", lambda: nn.Softmax(dim=-1), (3, 6), None),
+    ("Softmin", lambda: nn.Softmin(dim=-1), (3, 6), None),
+    ("Softplus", nn.Softplus, (3, 6), None), ("Softsign", nn.Softsign, (3, 6), None),
+    ("Tanh", nn.Tanh, (3, 6), None), ("Tanhshrink", nn.Tanhshrink, (3, 6), None),
+    ("Threshold", lambda: nn.Threshold(0.1, 0.0), (3, 6), None),
+    ("Identity", nn.Identity, (3, 6), None),
+    ("AdaptiveAvgPool1d", lambda: nn.AdaptiveAvgPool1d(2), (2, 3, 6), None),
+    ("AdaptiveAvgPool2d", lambda: nn.AdaptiveAvgPool2d(2), (2, 3, 6, 6), None),
+    ("AdaptiveMaxPool2d", lambda: nn.AdaptiveMaxPool2d(2), (2, 3, 6, 6), None),
+    ("AvgPool1d", lambda: nn.AvgPool1d(2), (2, 3, 6), None),
+    ("AvgPool2d", lambda: nn.AvgPool2d(2), (2, 3, 6, 6), None),
+    ("MaxPool1d", lambda: nn.MaxPool1d(2), (2, 3, 6), None),
+    ("MaxPool2d", lambda: nn.MaxPool2d(2), (2, 3, 6, 6), None),
+    ("BatchNorm1d", lambda: nn.BatchNorm1d(6).eval(), (4, 6), None),
+    ("BatchNorm1d-train", lambda: nn.BatchNorm1d(6), (4, 6), None),
+    ("BatchNorm2d", lambda: nn.BatchNorm2d(3).eval(), (2, 3, 4, 4), None),
+    ("BatchNorm3d", lambda: nn.BatchNorm3d(2).eval(), (2, 2, 3, 3, 3), None),
+    ("GroupNorm", lambda: nn.GroupNorm(2, 4), (2, 4, 5), None),
+    ("InstanceNorm1d", lambda: nn.InstanceNorm1d(3), (2, 3, 6), None),
+    ("InstanceNorm2d", lambda: nn.InstanceNorm2d(3), (2, 3, 4, 4), None),
+    ("LayerNorm", lambda: nn.LayerNorm(6), (3, 6), None),
+    ("LocalResponseNorm", lambda: nn.LocalResponseNorm(2), (2, 4, 5), None),
+    ("RMSNorm", lambda: nn.RMSNorm(6), (3, 6), None),
+    ("Conv1d", lambda: nn.Conv1d(2, 3, 3), (2, 2, 7), None),
+    ("Conv2d", lambda: nn.Conv2d(2, 3, 3, padding=1), (2, 2, 6, 6), None),
+    ("ConvTranspose1d", lambda: nn.ConvTranspose1d(2, 3, 3), (2, 2, 5), None),
+    ("ConvTranspose2d", lambda: nn.ConvTranspose2d(2, 3, 3, stride=2), (2, 2, 4, 4), None),
+    ("Linear", lambda: nn.Linear(6, 5), (3, 6), None),
+    ("Bilinear", lambda: nn.Bilinear(6, 6, 4), (3, 6), lambda m, x: m(x, x.flip(0))),
+    ("Embedding", lambda: nn.Embedding(10, 4), (3, 6),
+     lambda m, x: m((x.abs() * 3).long().clamp(0, 9)) * x.sum()),
+    ("Dropout", lambda: nn.Dropout(0.5).eval(), (3, 6), None),
+    ("Dropout1d", lambda: nn.Dropout1d(0.5).eval(), (2, 3, 6), None),
+    ("Dropout2d", lambda: nn.Dropout2d(0.5).eval(), (2, 3, 4, 4), None),
+    ("Dropout3d", lambda: nn.Dropout3d(0.5).eval(), (2, 3, 2, 2, 2), None),
+    ("AlphaDropout", lambda: nn.AlphaDropout(0.5).eval(), (3, 6), None),
+    ("Flatten", nn.Flatten, (2, 3, 4), None),
+    ("Unflatten", lambda: nn.Unflatten(1, (2, 3)), (4, 6), None),
+    ("Unfold", lambda: nn.Unfold(kernel_size=2), (2, 3, 4, 4), None),
+    ("Fold", lambda: nn.Fold(output_size=(4, 4), kernel_size=2), (2, 12, 9), None),
+    ("RNN", lambda: nn.RNN(6, 4, batch_first=True), (2, 3, 6), lambda m, x: m(x)[0]),
+    ("GRU", lambda: nn.GRU(6, 4, batch_first=True), (2, 3, 6), lambda m, x: m(x)[0]),
+    ("LSTM", lambda: nn.LSTM(6, 4, batch_first=True), (2, 3, 6), lambda m, x: m(x)[0]),
+    ("RNNCell", lambda: nn.RNNCell(6, 4), (3, 6), None),
+    ("GRUCell", lambda: nn.GRUCell(6, 4), (3, 6), None),
+    ("LSTMCell", lambda: nn.LSTMCell(6, 4), (3, 6), lambda m, x: m(x)[0]),
+    ("MultiheadAttention", lambda: nn.MultiheadAttention(6, 2, batch_first=True), (2, 3, 6),
+     lambda m, x: m(x, x, x)[0]),
+    ("TransformerEncoderLayer", lambda: nn.TransformerEncoderLayer(
+        6, 2, dim_feedforward=8, dropout=0.0, batch_first=True), (2, 3, 6), None),
+    ("TransformerEncoder", lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(
+        6, 2, dim_feedforward=8, dropout=0.0, batch_first=True), 2), (2, 3, 6), None),
+    ("Sequential", lambda: nn.Sequential(nn.Linear(6, 4), nn.SiLU()), (3, 6), None),
+    ("MSELoss", nn.MSELoss, (3, 6), lambda m, x: m(x, x.flip(0))),
+    ("L1Loss", nn.L1Loss, (3, 6), lambda m, x: m(x, x.flip(0))),
+    ("SmoothL1Loss", nn.SmoothL1Loss, (3, 6), lambda m, x: m(x, x.flip(0))),
+    ("HuberLoss", nn.HuberLoss, (3, 6), lambda m, x: m(x, x.flip(0))),
+    ("BCEWithLogitsLoss", nn.BCEWithLogitsLoss, (3, 6),
+     lambda m, x: m(x, (x.flip(0) > 0).float())),
+    ("BCELoss", nn.BCELoss, (3, 6), lambda m, x: m(x.sigmoid(), (x.flip(0) > 0).float())),
+    ("KLDivLoss", lambda: nn.KLDivLoss(reduction="batchmean"), (3, 6),
+     lambda m, x: m(x.log_softmax(-1), x.flip(0).softmax(-1))),
+    ("SoftMarginLoss", nn.SoftMarginLoss, (3, 6),
+     lambda m, x: m(x, (x.flip(0) > 0).float() * 2 - 1)),
+    ("CrossEntropyLoss", nn.CrossEntropyLoss, (3, 6),
+     lambda m, x: m(x, ember.tensor([0, 5, 2]))),
+    ("NLLLoss", nn.NLLLoss, (3, 6), lambda m, x: m(x.log_softmax(-1), ember.tensor([1, 0, 4]))),
+    ("PoissonNLLLoss", nn.PoissonNLLLoss, (3, 6), lambda m, x: m(x, x.flip(0).abs())),
+    ("GaussianNLLLoss", nn.GaussianNLLLoss, (3, 6),
+     lambda m, x: m(x, x.flip(0), x.abs() + 0.5)),
+    ("HingeEmbeddingLoss", nn.HingeEmbeddingLoss, (3, 6),
+     lambda m, x: m(x, (x.flip(0) > 0).float() * 2 - 1)),
+    ("CosineEmbeddingLoss", nn.CosineEmbeddingLoss, (3, 6),
+     lambda m, x: m(x, x.flip(0), ember.tensor([1.0, -1.0, 1.0]))),
+    ("MarginRankingLoss", nn.MarginRankingLoss, (3, 6),
+     lambda m, x: m(x, x.flip(0), (x.flip(1) > 0).float() * 2 - 1)),
+    ("TripletMarginLoss", nn.TripletMarginLoss, (3, 6),
+     lambda m, x: m(x, x.flip(0), x.flip(1))),
+]
 
 
 class _Wrap(nn.Module):
-    def __init__(self, layer):
+    def __init__(self, layer, call):
         super().__init__()
         self.layer = layer
+        self.call = call
 
     def forward(self, x):
-        return self.layer(x * 1.5) + 0.25
+        y = x * 1.5
+        out = self.layer(y) if self.call is None else self.call(self.layer, y)
+        return out + 0.25
 
 
-@pytest.mark.parametrize("make,shape", _layers())
-def test_layer_parity_trace_and_compile(make, shape):
+def _check_runner(runner, m, x, want, gx, gp):
+    x.grad = None
+    for p in m.parameters():
+        p.grad = None
+    got = runner(x)
+    np.testing.assert_array_equal(np_of(got), np_of(want))
+    got.sum().backward()
+    np.testing.assert_array_equal(np_of(x.grad), gx)
+    for p, g in zip(m.parameters(), gp):
+        np.testing.assert_array_equal(np_of(p.grad), g)
+
+
+@pytest.mark.parametrize("name,make,shape,call", _LAYERS, ids=[e[0] for e in _LAYERS])
+def test_layer_parity_trace_and_compile(name, make, shape, call):
     ember.manual_seed(0)
-    m = _Wrap(make())
+    m = _Wrap(make(), call)
     x = ember.randn(*shape, requires_grad=True)
     want = m(x)
     want.sum().backward()
     gx, gp = np_of(x.grad), [np_of(p.grad) for p in m.parameters()]
-    for runner in (fx.symbolic_trace(m), ember.compile(m, backend="eager")):
-        x.grad = None
-        for p in m.parameters():
-            p.grad = None
-        got = runner(x)
-        np.testing.assert_array_equal(np_of(got), np_of(want))
-        got.sum().backward()
-        np.testing.assert_array_equal(np_of(x.grad), gx)
-        for p, g in zip(m.parameters(), gp):
-            np.testing.assert_array_equal(np_of(p.grad), g)
+    _check_runner(fx.symbolic_trace(m), m, x, want, gx, gp)
+    compiled = ember.compile(m, backend="eager")
+    _check_runner(compiled, m, x, want, gx, gp)         # the capturing call
+    _check_runner(compiled, m, x, want, gx, gp)         # a replay of the graph
