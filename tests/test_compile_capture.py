@@ -684,3 +684,27 @@ def test_ember_logs_environment_variable(monkeypatch, capsys):
     monkeypatch.setenv("EMBER_LOGS", "")
     cf(ember.ones(4))
     assert "[ember.compiler" not in capsys.readouterr().err
+
+
+def test_config_containers_are_guarded_by_value():
+    g = {"ember": ember, "CFG": {"scale": 2.0, "shift": 1.0}}
+    exec("def f(x):\n    return x * CFG['scale'] + CFG['shift']", g)
+    cf = ember.compile(g["f"], backend="eager")
+    x = ember.ones(2)
+    assert cf(x).tolist() == [3.0, 3.0]
+    g["CFG"]["scale"] = 5.0                     # mutated in place
+    assert cf(x).tolist() == [6.0, 6.0]
+
+    class Dims(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.perm = [1, 0]
+
+        def forward(self, x):
+            return x.permute(*self.perm)
+    m = Dims()
+    cm = ember.compile(m, backend="eager")
+    y = ember.randn(2, 3)
+    assert tuple(cm(y).shape) == (3, 2)
+    m.perm.reverse()                            # no __setattr__: still caught by value
+    assert tuple(cm(y).shape) == (2, 3)

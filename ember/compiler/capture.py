@@ -182,7 +182,7 @@ class StateGuards:
         self.items: list[tuple[dict, str, Any]] = []
         self._seen: set[tuple[int, str]] = set()
 
-    def add_dict(self, d: dict, keys: Any = None, describe: str = "") -> None:
+    def add_dict(self, d: dict, keys: Any = None) -> None:
         for k in (d if keys is None else keys):
             v = d.get(k, _MISSING)
             if (id(d), k) in self._seen or v is _MISSING:
@@ -190,6 +190,10 @@ class StateGuards:
             if type(v) in _SCALARS or _is_module(v) or callable(v):
                 self._seen.add((id(d), k))
                 self.items.append((d, k, v))
+            elif _scalar_container(v):
+                # a config list/dict/tuple of scalars: compared by value on every check
+                self._seen.add((id(d), k))
+                self.items.append((d, k, _Frozen(v)))
 
     def add_keys(self, d: dict, describe: str) -> None:
         """Guard the set of keys of ``d`` (children, parameters, attributes added or removed)."""
@@ -203,9 +207,32 @@ class StateGuards:
                     return (d, k, v)
                 continue
             cur = d.get(k, _MISSING)
-            if cur is not v and not (type(v) in _SCALARS and type(cur) is type(v) and cur == v):
+            if type(v) is _Frozen:
+                if type(cur) is not v.type or cur != v.value:
+                    return (d, k, v.value)
+            elif cur is not v and not (type(v) in _SCALARS and type(cur) is type(v)
+                                       and cur == v):
                 return (d, k, v)
         return None
+
+
+class _Frozen:
+    """A copy of a container of scalars, to compare a guarded global or attribute with."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self, v: Any) -> None:
+        self.type = type(v)
+        self.value = v.copy() if hasattr(v, "copy") else v
+
+
+def _scalar_container(v: Any) -> bool:
+    t = type(v)
+    if t in (list, tuple, set, frozenset):
+        return len(v) <= 64 and all(type(x) in _SCALARS for x in v)
+    if t is dict:
+        return len(v) <= 64 and all(type(x) in _SCALARS for x in v.values())
+    return False
 
 
 def _is_module(x: Any) -> bool:
@@ -292,7 +319,7 @@ def module_state(mods: list, guards: StateGuards) -> list:
                 continue
             seen.add(id(m))
             guards.add_dict(m.__dict__, [k for k, v in m.__dict__.items()
-                                         if type(v) in _SCALARS])
+                                         if type(v) in _SCALARS or _scalar_container(v)])
             guards.add_dict(m._modules)
             name = type(m).__name__
             guards.add_keys(m.__dict__, f"the attributes of a {name}")
@@ -840,6 +867,8 @@ class CompiledCode:
         guards.items += cap.guards.items
         if cap.new_modules:
             module_state(cap.new_modules, module_guards)
+        # containers can change in place without a module write: check them every call
+        guards.items += [it for it in module_guards.items if type(it[2]) is _Frozen]
         entry_guards = guards
         if cap.break_reason is not None:
             entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason,
