@@ -708,3 +708,16 @@ def test_config_containers_are_guarded_by_value():
     assert tuple(cm(y).shape) == (3, 2)
     m.perm.reverse()                            # no __setattr__: still caught by value
     assert tuple(cm(y).shape) == (2, 3)
+
+
+def test_requires_grad_toggled_inside_breaks():
+    def f(x):
+        z = (x * 2).detach().requires_grad_()
+        return (z * z).sum(), z
+
+    cf = ember.compile(f, backend="eager")
+    with pytest.warns(UserWarning, match="requires_grad was changed"):
+        out, z = cf(ember.ones(2))
+    out, z = cf(ember.ones(2))
+    (g,) = ember.autograd.grad(out, [z])
+    assert g.tolist() == [4.0, 4.0]

@@ -388,7 +388,6 @@ class _Capture(DispatchMode):
         self._last_placeholder: Node | None = None
         self.grad_start = self.grad_state = _core.is_grad_enabled()
         self.inference_start = _core.is_inference_mode_enabled()
-        self._const_ids: dict[int, Node] = {}
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -401,7 +400,6 @@ class _Capture(DispatchMode):
             node = self.graph.placeholder(name)
         self._last_placeholder = node
         node.meta["tensor_meta"] = _extract_tensor_metadata(t)
-        node.meta["example_value_key"] = tensor_key(t)
         self.env[id(t)] = (node, t)
         self.inputs.append(t)
         self.input_nodes.append(node)
@@ -477,6 +475,10 @@ class _Capture(DispatchMode):
             elif self.versions.get(t._storage_id(), t._version) != t._version:
                 return ("a tensor was modified in place by an operation the dispatcher did "
                         "not see")
+            else:
+                tm = e[0].meta.get("tensor_meta")
+                if tm is not None and tm.requires_grad != t.requires_grad:
+                    return "requires_grad was changed outside the dispatcher (requires_grad_)"
         if _core.is_inference_mode_enabled() != self.inference_start:
             return "inference_mode changed inside the function"
         if name in _TO_PYTHON:
