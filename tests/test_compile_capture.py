@@ -721,3 +721,21 @@ def test_requires_grad_toggled_inside_breaks():
     out, z = cf(ember.ones(2))
     (g,) = ember.autograd.grad(out, [z])
     assert g.tolist() == [4.0, 4.0]
+
+
+def test_freezing_a_parameter_recaptures():
+    m = nn.Linear(3, 2)
+    be = Counting()
+    cm = ember.compile(m, backend=be)
+    x = ember.randn(4, 3)
+    cm(x).sum().backward()
+    cm(x)
+    assert len(be.graphs) == 1
+    m.weight.requires_grad_(False)           # no module write: counted by the core
+    m.weight.grad = None
+    m.bias.grad = None
+    cm(x).sum().backward()
+    assert m.weight.grad is None and m.bias.grad is not None
+    assert len(be.graphs) == 2
+    ph = [n for n in be.graphs[1].graph.nodes if n.op == "placeholder"]
+    assert not ph[1].meta["tensor_meta"].requires_grad

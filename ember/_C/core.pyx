@@ -457,6 +457,15 @@ def _pop_mode():
     return m
 
 
+cdef int64_t _rg_writes = 0
+
+
+def _requires_grad_writes():
+    """How many times a tensor's requires_grad was set (compiled code's guards re-check
+    the flags of the tensors they lift only when this moved)."""
+    return _rg_writes
+
+
 def _mode_active():
     """Whether a Python dispatch mode is installed (Python-level ops check it)."""
     return _slow
@@ -1162,6 +1171,8 @@ cdef class TensorBase:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
+        global _rg_writes
+        _rg_writes += 1
         self._requires_grad = value
 
     def requires_grad_(self, bint requires_grad=True):
@@ -1183,6 +1194,8 @@ cdef class TensorBase:
         return make_view(self, self._ndim, self._shape, self._strides, self._offset)
 
     def detach_(self):
+        global _rg_writes
+        _rg_writes += 1
         self._grad_fn = None
         self._requires_grad = False
         return self

@@ -115,6 +115,9 @@ def _module_writes() -> int:
     return _state_writes[0] + _hook_writes[0]
 
 
+_rg_writes = _core._requires_grad_writes
+
+
 def describe_key_change(old: tuple, new: tuple, names: list[str]) -> str:
     """Which guard of a cache entry a new call failed, in torch's words."""
     (ospec, oleaves, oalias, osw), (nspec, nleaves, nalias, nsw) = old, new
@@ -318,8 +321,11 @@ def module_state(mods: list, guards: StateGuards) -> list:
             if id(m) in seen:
                 continue
             seen.add(id(m))
+            # private containers are module machinery (hooks, registries), covered by
+            # the key-set guards below; public ones are configuration
             guards.add_dict(m.__dict__, [k for k, v in m.__dict__.items()
-                                         if type(v) in _SCALARS or _scalar_container(v)])
+                                         if type(v) in _SCALARS or
+                                         (k[:1] != "_" and _scalar_container(v))])
             guards.add_dict(m._modules)
             name = type(m).__name__
             guards.add_keys(m.__dict__, f"the attributes of a {name}")
@@ -660,14 +666,18 @@ class _Entry:
     def __init__(self, key: tuple, guards: StateGuards, compiled: Callable | None,
                  user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
                  consts: list, reason: str | None = None, gm: GraphModule | None = None,
-                 module_guards: StateGuards | None = None, leaves: list | None = None
-                 ) -> None:
+                 module_guards: StateGuards | None = None, leaves: list | None = None,
+                 lifted_paths: list | None = None) -> None:
         self.key = key
         self.guards = guards
         self.module_guards = module_guards or StateGuards()
         # module state is re-checked only after some module attribute was written
         self.checked_writes = _module_writes()
         self.lifted_last = [f(leaves) for f in lifted]
+        self.checked_rg = _rg_writes()
+        # lifted inputs that can change without a counted write: re-read every call
+        self.volatile = [i for i, (kind, _) in enumerate(lifted_paths or ())
+                         if kind not in ("_parameters", "_buffers", "_attr")]
         self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
         self.compiled = compiled
         self.user_idx = user_idx
@@ -680,29 +690,31 @@ class _Entry:
 
     def failed_guard(self, leaves: list) -> str | None:
         bad = self.guards.check()
-        if bad is None:
-            writes = _module_writes()
-            if writes != self.checked_writes:
-                bad = self.module_guards.check()
-                if bad is None:
-                    self.checked_writes = writes
+        writes, rg = _module_writes(), _rg_writes()
+        # modules and requires_grad flags only change through counted writes: until one
+        # happens, parameters and buffers are the objects (and flags) last checked
+        full = writes != self.checked_writes or rg != self.checked_rg
+        if bad is None and full:
+            bad = self.module_guards.check()
         if bad is not None:
             d, k, v = bad
             if type(k) is _KeySet:
                 return f"{k} changed: {list(v)} -> {list(d)}"
             return f"{k} == {v!r} (now {d.get(k, '<missing>')!r})" if type(v) in _SCALARS \
                 else f"{k} is the same object as when captured"
-        last = self.lifted_last
-        for i, fetch in enumerate(self.lifted):
-            t = fetch(leaves)
+        last, keys, lifted = self.lifted_last, self.lifted_keys, self.lifted
+        for i in (range(len(lifted)) if full else self.volatile):
+            t = lifted[i](leaves)
             # the same tensor object keeps its size, dtype and device; only
             # requires_grad can change in place
-            if t is last[i] and t is not None and t.requires_grad == self.lifted_keys[i][3]:
+            if t is last[i] and t is not None and t.requires_grad == keys[i][3]:
                 continue
-            if t is None or tensor_key(t) != self.lifted_keys[i]:
+            if t is None or tensor_key(t) != keys[i]:
                 return (f"lifted input {i} (a parameter, buffer or outside tensor) changed "
                         f"(size, dtype, device or requires_grad)")
             last[i] = t
+        if full:
+            self.checked_writes, self.checked_rg = writes, rg
         return None
 
     def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
@@ -870,7 +882,8 @@ class CompiledCode:
         if cap.new_modules:
             module_state(cap.new_modules, module_guards)
         # containers can change in place without a module write: check them every call
-        guards.items += [it for it in module_guards.items if type(it[2]) is _Frozen]
+        guards.items += [it for it in module_guards.items
+                         if type(it[2]) is _Frozen and it[2].type in (list, dict, set)]
         entry_guards = guards
         if cap.break_reason is not None:
             entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason,
@@ -903,7 +916,7 @@ class CompiledCode:
             lifted_keys = [tensor_key(f(leaves)) for f in cap.lifted]
             entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
                            out_spec, consts, gm=gm, module_guards=module_guards,
-                           leaves=leaves)
+                           leaves=leaves, lifted_paths=cap.lifted_paths)
             compiler.counters["stats"]["unique_graphs"] += 1
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
