@@ -739,3 +739,52 @@ def test_freezing_a_parameter_recaptures():
     assert len(be.graphs) == 2
     ph = [n for n in be.graphs[1].graph.nodes if n.op == "placeholder"]
     assert not ph[1].meta["tensor_meta"].requires_grad
+
+
+def test_backward_hooks_and_retain_grad_run_eagerly():
+    m = nn.Linear(3, 2)
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(1))
+    cm = ember.compile(m, backend="eager")
+    x = ember.randn(4, 3, requires_grad=True)
+    with pytest.warns(UserWarning, match="registered hooks"):
+        cm(x).sum().backward()
+    cm(x).sum().backward()
+    assert seen == [1, 1]                 # the hook fires on every call
+
+    def f(x):
+        h = x * 2
+        h.retain_grad()
+        return h.sum(), h
+    cf = ember.compile(f, backend="eager")
+    with pytest.warns(UserWarning, match="registered hooks"):
+        cf(x)
+    out, h = cf(x)
+    out.backward()
+    assert h.grad.tolist() == [[1.0] * 3] * 4
+
+
+def test_training_step_with_backward_inside_runs_eagerly():
+    m = nn.Linear(3, 1)
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    ref = copy.deepcopy(m)
+    ref_opt = ember.optim.SGD(ref.parameters(), lr=0.1)
+    cstep = ember.compile(step, backend="eager")
+    x = ember.randn(5, 3)
+    with pytest.warns(UserWarning, match="graph break"):
+        cstep(x)
+    for i in range(3):
+        if i:
+            cstep(x)
+        ref_opt.zero_grad()
+        ref(x).pow(2).mean().backward()
+        ref_opt.step()
+        np.testing.assert_allclose(np_of(m.weight), np_of(ref.weight), rtol=1e-6)

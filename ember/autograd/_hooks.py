@@ -65,6 +65,7 @@ def retain_grad(t):
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if t._grad_fn is None or t.__dict__.get("_retains_grad"):
         return
+    _hook_writes[0] += 1
     fn, nr = _producer(t)
     fn._ext().setdefault("retain", {})[nr] = weakref.ref(t)
     t.__dict__["_retains_grad"] = True

@@ -339,11 +339,14 @@ def module_state(mods: list, guards: StateGuards) -> list:
     return list(seen)
 
 
-def snapshot(mods: list, fn: Any) -> dict:
+def snapshot(mods: list, fn: Any, leaves: list = ()) -> dict:
     """Python state a side effect would change: module attributes and the sizes of
     containers in module attributes and the function's globals."""
     import ember
-    snap: dict = {("switches", ""): switches(), ("seed", ""): ember.initial_seed()}
+    # hooks registered while running (tensor hooks, retain_grad, module backward
+    # hooks) would not be registered again by a replay
+    snap: dict = {("switches", ""): switches(), ("seed", ""): ember.initial_seed(),
+                  ("hooks", ""): _hook_writes[0]}
     for root in mods:
         for m in root.modules():
             for k, v in m.__dict__.items():
@@ -352,6 +355,12 @@ def snapshot(mods: list, fn: Any) -> dict:
                 elif type(v) in (list, dict, set):
                     snap[(id(v), "#len")] = len(v)
             snap[(id(m.__dict__), "#keys")] = tuple(m.__dict__)
+            for p in m._parameters.values():
+                if p is not None:     # backward() inside sets .grad: a replay would not
+                    snap[(id(p), "grad")] = id(p.grad)
+    for x in leaves:
+        if isinstance(x, TensorBase) and x.requires_grad and x.is_leaf:
+            snap[(id(x), "grad")] = id(x.grad)
     f = getattr(fn, "__func__", fn)
     g = getattr(f, "__globals__", None)
     if g is not None and hasattr(f, "__code__"):
@@ -860,7 +869,7 @@ class CompiledCode:
         cap.add_modules(mods)
         module_guards = StateGuards()
         module_state(mods, module_guards)
-        before = snapshot(mods, self.fn)
+        before = snapshot(mods, self.fn, leaves)
         cap.outer_frame = sys._getframe()
         t0 = time.perf_counter()
         compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
@@ -874,10 +883,10 @@ class CompiledCode:
         finally:
             stack.pop()
             compiler._compiling.depth -= 1
-        if cap.break_reason is None and snapshot(mods, self.fn) != before:
+        if cap.break_reason is None and snapshot(mods, self.fn, leaves) != before:
             cap.graph_break("side effect", "the function changed Python state (a module "
-                            "attribute, a global, a container, the RNG seed or a global "
-                            "switch) that a replay would not change")
+                            "attribute, a global, a container, a .grad, the RNG seed, a global "
+                            "switch or registered hooks) that a replay would not change")
         guards.items += cap.guards.items
         if cap.new_modules:
             module_state(cap.new_modules, module_guards)
