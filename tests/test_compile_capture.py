@@ -788,3 +788,33 @@ def test_training_step_with_backward_inside_runs_eagerly():
         ref(x).pow(2).mean().backward()
         ref_opt.step()
         np.testing.assert_allclose(np_of(m.weight), np_of(ref.weight), rtol=1e-6)
+
+
+def test_other_threads_ops_are_not_captured():
+    import threading
+    started, release = threading.Event(), threading.Event()
+    results = []
+
+    def worker():
+        started.set()
+        release.wait(5)
+        results.append((ember.ones(3) * 7).tolist())
+
+    be = Counting()
+
+    def f(x):
+        release.set()                 # the worker runs ops while this capture is active
+        y = x + 1
+        for _ in range(50):
+            y = y * 1.0
+        return y
+
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait(5)
+    cf = ember.compile(f, backend=be)
+    assert cf(ember.zeros(3)).tolist() == [1.0, 1.0, 1.0]
+    t.join(5)
+    assert results == [[7.0, 7.0, 7.0]]
+    names = {getattr(n.target, "__name__", n.target) for n in be.graphs[0].graph.nodes}
+    assert "ones" not in names

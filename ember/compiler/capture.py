@@ -19,6 +19,7 @@ import itertools
 import linecache
 import os
 import sys
+import threading
 import time
 import warnings
 from typing import Any, Callable
@@ -403,6 +404,7 @@ class _Capture(DispatchMode):
         self._last_placeholder: Node | None = None
         self.grad_start = self.grad_state = _core.is_grad_enabled()
         self.inference_start = _core.is_inference_mode_enabled()
+        self.thread = threading.get_ident()
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -449,7 +451,9 @@ class _Capture(DispatchMode):
 
     # ---- the dispatcher's Python key --------------------------------------------------
     def __ember_dispatch__(self, name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
-        if self.break_reason is not None or self.suspended:
+        if self.break_reason is not None or self.suspended or \
+                threading.get_ident() != self.thread:
+            # the dispatcher's Python key is process-wide: other threads' ops pass through
             return func(*args, **kwargs)
         reason = self._check(name, args, kwargs)
         if reason is not None:
