@@ -558,3 +558,32 @@ def test_layer_parity_trace_and_compile(name, make, shape, call):
     compiled = ember.compile(m, backend="eager")
     _check_runner(compiled, m, x, want, gx, gp)         # the capturing call
     _check_runner(compiled, m, x, want, gx, gp)         # a replay of the graph
+
+
+def _small_cnn(lib, F_):
+    class SmallCNN(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = lib.nn.Conv2d(1, 4, 3, padding=1)
+            self.bn = lib.nn.BatchNorm2d(4)
+            self.fc = lib.nn.Linear(4 * 4 * 4, 5)
+            self.drop = lib.nn.Dropout(0.2)
+
+        def forward(self, x):
+            h = F_.max_pool2d(F_.relu(self.bn(self.conv(x))), 2)
+            h = h.view(h.size(0), -1)
+            return F_.log_softmax(self.drop(self.fc(h)), dim=-1)
+    return SmallCNN()
+
+
+def test_small_cnn_matches_torch_fx_structure_and_code():
+    torch = pytest.importorskip("torch")
+    m = _small_cnn(ember, F).eval()
+    gm = fx.symbolic_trace(m)
+    tgm = torch.fx.symbolic_trace(_small_cnn(torch, torch.nn.functional))
+    assert _structure(gm.graph) == _structure(tgm.graph)
+    assert [n.name for n in gm.graph.nodes] == [n.name for n in tgm.graph.nodes]
+    assert [len(n.users) for n in gm.graph.nodes] == [len(n.users) for n in tgm.graph.nodes]
+    x = ember.randn(2, 1, 8, 8)
+    np.testing.assert_array_equal(np_of(gm(x)), np_of(m(x)))
+    assert len(gm.code.strip().splitlines()) == len(tgm.code.strip().splitlines())

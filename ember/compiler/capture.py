@@ -615,6 +615,7 @@ class _Capture(DispatchMode):
         else:
             node = self.graph.call_function(func, nargs, nkwargs)
         node.meta["stack_trace"] = user_frame_summary()
+        node.meta["op_name"] = name        # the dispatcher's name (for code generators)
         for t in self._tensors(args, []) + self._tensors(kwargs, []):
             self.versions[t._storage_id()] = t._version
         if isinstance(out, TensorBase):
