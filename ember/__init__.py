@@ -93,8 +93,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
 
 
 # Submodules and names that load on first access (and are listed by dir()).
-_LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "distributed", "cuda",
-                              "cpu", "autograd", "__config__", "library", "datasets",
+_LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export", "distributed",
+                              "cuda", "cpu", "autograd", "__config__", "library", "datasets",
                               "linalg", "distributions"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",

@@ -135,6 +135,8 @@ class Tensor(core.TensorBase):
                          device=device or self.device, requires_grad=requires_grad)
 
     def fill_(self, value):
+        if core._mode_active():
+            return core._dispatch("fill_", Tensor.fill_, (self, value))
         if self.requires_grad and self.grad_fn is None and core.is_grad_enabled():
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
@@ -396,27 +398,16 @@ class Tensor(core.TensorBase):
     moveaxis = movedim
 
     def __getitem__(self, idx):
-        r = core._basic_getitem(self, idx)
-        if r is None:
-            return _index_getitem(self, idx)
-        return r
+        if core._mode_active():
+            # one "getitem" op for a mode, whichever path (view or gather) runs it
+            return core._dispatch("getitem", _getitem, (self, idx))
+        return _getitem(self, idx)
 
     def __setitem__(self, idx, value):
-        # plain views (ints, slices, None, ...) are written in place here when
-        # autograd has nothing to record; everything else goes to ember._C.index
-        if not (core.is_grad_enabled() and (self.requires_grad or getattr(
-                value, "requires_grad", False))):
-            v = core._basic_getitem(self, idx)
-            if v is not None:
-                if isinstance(value, core.TensorBase):
-                    # like PyTorch, leading size-1 dims of the value are dropped
-                    while value.dim() > v.dim() and value.shape[0] == 1:
-                        value = value[0]
-                    v.copy_(value)
-                else:
-                    v.fill_(value)
-                return
-        _index_setitem(self, idx, value)
+        if core._mode_active():
+            core._dispatch("setitem", _setitem, (self, idx, value))
+            return
+        _setitem(self, idx, value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
@@ -469,6 +460,31 @@ def _autograd():
     import sys
     return sys.modules.get("ember.autograd") or __import__("ember.autograd",
                                                            fromlist=["_"])
+
+
+def _getitem(self, idx):
+    r = core._basic_getitem(self, idx)
+    if r is None:
+        return _index_getitem(self, idx)
+    return r
+
+
+def _setitem(self, idx, value):
+    # plain views (ints, slices, None, ...) are written in place here when
+    # autograd has nothing to record; everything else goes to ember._C.index
+    if not (core.is_grad_enabled() and (self.requires_grad or getattr(
+            value, "requires_grad", False))):
+        v = core._basic_getitem(self, idx)
+        if v is not None:
+            if isinstance(value, core.TensorBase):
+                # like PyTorch, leading size-1 dims of the value are dropped
+                while value.dim() > v.dim() and value.shape[0] == 1:
+                    value = value[0]
+                v.copy_(value)
+            else:
+                v.fill_(value)
+            return
+    _index_setitem(self, idx, value)
 
 
 def _index_getitem(t, idx):

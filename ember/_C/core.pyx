@@ -458,6 +458,26 @@ def _pop_mode():
     return m
 
 
+cdef int64_t _rg_writes = 0
+
+
+def _requires_grad_writes():
+    """How many times a tensor's requires_grad was set (compiled code's guards re-check
+    the flags of the tensors they lift only when this moved)."""
+    return _rg_writes
+
+
+def _mode_active():
+    """Whether a Python dispatch mode is installed (Python-level ops check it)."""
+    return _slow
+
+
+def _dispatch(str name, fn, tuple args, kwargs=None):
+    """Run ``fn(*args, **kwargs)`` as the op ``name`` through the Python key:
+    for ops written in Python that an installed mode must see."""
+    return redispatch(name, fn, args, {} if kwargs is None else kwargs)
+
+
 def _register_kernel(str op, str device_type, fn):
     """Register a Python kernel for (op, device_type): the plugin-backend key."""
     if device_type in ("cpu", "cuda"):
@@ -1234,6 +1254,8 @@ cdef class TensorBase:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
+        global _rg_writes
+        _rg_writes += 1
         self._requires_grad = value
 
     def requires_grad_(self, bint requires_grad=True):
@@ -1250,9 +1272,13 @@ cdef class TensorBase:
 
     def detach(self):
         """A view of the same storage that is cut off from the autograd graph."""
+        if _slow:
+            return redispatch("detach", TensorBase.detach, (self,), None)
         return make_view(self, self._ndim, self._shape, self._strides, self._offset)
 
     def detach_(self):
+        global _rg_writes
+        _rg_writes += 1
         self._grad_fn = None
         self._requires_grad = False
         return self
@@ -1278,6 +1304,8 @@ cdef class TensorBase:
 
     # ---- views --------------------------------------------------------------
     def view(self, *shape):
+        if _slow:
+            return redispatch("view", TensorBase.view, (self,) + shape, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         if len(shape) == 1 and isinstance(shape[0], DType):
@@ -1301,6 +1329,8 @@ cdef class TensorBase:
         return r
 
     def reshape(self, *shape):
+        if _slow:
+            return redispatch("reshape", TensorBase.reshape, (self,) + shape, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(shape, ns, "reshape")
@@ -1317,6 +1347,8 @@ cdef class TensorBase:
         return out
 
     def as_strided(self, size, stride, storage_offset=None):
+        if _slow:
+            return redispatch("as_strided", TensorBase.as_strided, (self, size, stride, storage_offset), None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(tuple(size), ns, "as_strided")
@@ -1340,6 +1372,8 @@ cdef class TensorBase:
                                   tuple(size), tuple(stride), off))
 
     def permute(self, *dims):
+        if _slow:
+            return redispatch("permute", TensorBase.permute, (self,) + dims, None)
         cdef int64_t d[MAX_DIMS]
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
@@ -1362,6 +1396,8 @@ cdef class TensorBase:
                                  (tuple([d[i] for i in range(nd)]),))
 
     def transpose(self, dim0, dim1):
+        if _slow:
+            return redispatch("transpose", TensorBase.transpose, (self, dim0, dim1), None)
         cdef int a = wrap_dim(dim0, self._ndim, "transpose")
         cdef int b = wrap_dim(dim1, self._ndim, "transpose")
         cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
@@ -1375,6 +1411,8 @@ cdef class TensorBase:
     swapdims = transpose
 
     def t(self):
+        if _slow:
+            return redispatch("t", TensorBase.t, (self,), None)
         if self._ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self._ndim}D")
@@ -1402,6 +1440,8 @@ cdef class TensorBase:
         return self.mT
 
     def unsqueeze(self, dim):
+        if _slow:
+            return redispatch("unsqueeze", TensorBase.unsqueeze, (self, dim), None)
         cdef int d = wrap_dim(dim, self._ndim + 1, "unsqueeze"), i
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
@@ -1418,6 +1458,8 @@ cdef class TensorBase:
                                  (shape_tuple(self),))
 
     def squeeze(self, dim=None):
+        if _slow:
+            return redispatch("squeeze", TensorBase.squeeze, (self, dim), None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef bint drop[MAX_DIMS]
@@ -1441,6 +1483,8 @@ cdef class TensorBase:
                                  (shape_tuple(self),))
 
     def expand(self, *sizes):
+        if _slow:
+            return redispatch("expand", TensorBase.expand, (self,) + sizes, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(sizes, ns, "expand"), i, k
@@ -1483,6 +1527,8 @@ cdef class TensorBase:
         return self.expand(*sizes)
 
     def narrow(self, dim, start, length):
+        if _slow:
+            return redispatch("narrow", TensorBase.narrow, (self, dim, start, length), None)
         cdef int d = wrap_dim(dim, self._ndim, "narrow")
         cdef int64_t size = self._shape[d]
         if isinstance(start, TensorBase):
@@ -1503,6 +1549,8 @@ cdef class TensorBase:
         return self._record_view("narrow", r, (shape_tuple(self), d, start, length))
 
     def select(self, dim, index):
+        if _slow:
+            return redispatch("select", TensorBase.select, (self, dim, index), None)
         cdef int d = wrap_dim(dim, self._ndim, "select"), i
         cdef int64_t size = self._shape[d]
         cdef int64_t idx = int64_arg(index, "select", "index")
@@ -1523,6 +1571,8 @@ cdef class TensorBase:
             (shape_tuple(self), d, idx))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
+        if _slow:
+            return redispatch("diagonal", TensorBase.diagonal, (self, offset, dim1, dim2), None)
         cdef int a = wrap_dim(dim1, self._ndim, "diagonal")
         cdef int b = wrap_dim(dim2, self._ndim, "diagonal"), i, nd = 0
         if a == b:
@@ -1553,6 +1603,8 @@ cdef class TensorBase:
                                  (shape_tuple(self), offset, a, b))
 
     def unfold(self, dimension, size, step):
+        if _slow:
+            return redispatch("unfold", TensorBase.unfold, (self, dimension, size, step), None)
         cdef int d = wrap_dim(dimension, self._ndim, "unfold"), i
         if size > self._shape[d] or step <= 0:
             raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is "
@@ -1565,6 +1617,8 @@ cdef class TensorBase:
 
     # ---- copies -------------------------------------------------------------
     def contiguous(self, memory_format=None):
+        if _slow:
+            return redispatch("contiguous", TensorBase.contiguous, (self,), None)
         if is_contig(self):
             return self
         cdef TensorBase r = new_like(self, -1)
@@ -1574,9 +1628,9 @@ cdef class TensorBase:
         return r
 
     def clone(self, memory_format=None):
-        cdef TensorBase r = new_like(self, -1)
-        if self._device.kind != DEV_CPU:
+        if _slow or self._device.kind != DEV_CPU:
             return redispatch("clone", TensorBase.clone, (self,), None)
+        cdef TensorBase r = new_like(self, -1)
         copy_into(r, self)
         if em_grad_on and self._requires_grad:
             record("clone", (self,), r, None)
@@ -1611,6 +1665,8 @@ cdef class TensorBase:
 
     def to(self, *args, **kwargs):
         """to(dtype) / to(device) / to(device, dtype) / to(other) with copy=."""
+        if _slow:
+            return redispatch("to", TensorBase.to, (self,) + args, kwargs)
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         copy = kwargs.get("copy", False)
@@ -1641,6 +1697,8 @@ cdef class TensorBase:
         return self._cast(dt)
 
     def _cast(self, int dt):
+        if _slow and dt != self._dtype:
+            return redispatch("to", TensorBase.to, (self, _dtypes[dt]), None)
         if dt == self._dtype:
             return self
         cdef TensorBase r = new_like(self, dt)
@@ -1699,6 +1757,8 @@ cdef class TensorBase:
 
     # ---- Python values ------------------------------------------------------
     def item(self):
+        if _slow:
+            return redispatch("item", TensorBase.item, (self,), None)
         if numel_of(self._ndim, self._shape) != 1:
             raise RuntimeError(f"a Tensor with {numel_of(self._ndim, self._shape)} elements "
                                f"cannot be converted to Scalar")
@@ -1707,6 +1767,8 @@ cdef class TensorBase:
         return buf_to_scalar(_ptr(self), self._dtype)
 
     def tolist(self):
+        if _slow:
+            return redispatch("tolist", TensorBase.tolist, (self,), None)
         if self._device.kind != DEV_CPU:
             return self.to("cpu").tolist()
         if self._ndim == 0:
@@ -1740,6 +1802,8 @@ cdef class TensorBase:
     # ---- interop ------------------------------------------------------------
     @property
     def __array_interface__(self):
+        if _slow:
+            return redispatch("__array_interface__", _array_interface, (self,), None)
         if self._device.kind != DEV_CPU:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
@@ -1753,6 +1817,8 @@ cdef class TensorBase:
 
     def numpy(self, *, force=False):
         """A NumPy array sharing this tensor's memory."""
+        if _slow:
+            return redispatch("numpy", TensorBase.numpy, (self,), {"force": force})
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -1760,6 +1826,8 @@ cdef class TensorBase:
         return numpy.asarray(_NumpyView(self))
 
     def __array__(self, dtype=None, copy=None):
+        if _slow:
+            return redispatch("__array__", TensorBase.__array__, (self, dtype, copy), None)
         import numpy
         a = numpy.asarray(_NumpyView(self))
         if dtype is not None:
@@ -1788,6 +1856,10 @@ cdef class TensorBase:
         return (_rebuild_from_numpy, (numpy.array(_NumpyView(self)) if self._dtype != EM_BF16
                                       else numpy.array(_NumpyView(self._cast(EM_F32))),
                                       self._dtype, self._requires_grad))
+
+
+def _array_interface(TensorBase t):
+    return TensorBase.__array_interface__.__get__(t)
 
 
 def _rebuild_from_numpy(arr, int dt, rg):
@@ -1912,6 +1984,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     >>> ember.tensor([[1., 2.]])
     tensor([[1., 2.]])
     """
+    if _slow:
+        return redispatch("tensor", tensor, (data,),
+                          _factory_kw(dtype, device, requires_grad, None))
     cdef TensorBase t = _tensor_from_data(data, dtype_code(dtype), device)
     cdef Device dev = as_device(device)
     if dev.kind != DEV_CPU:
@@ -2127,6 +2202,20 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
     return new_tensor(nd, shp, dt, dev)
 
 
+cdef dict _factory_kw(dtype, device, requires_grad, out):
+    """The keywords a factory was given, for a Python mode to see (defaults left out)."""
+    cdef dict kw = {}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if device is not None:
+        kw["device"] = device
+    if requires_grad:
+        kw["requires_grad"] = True
+    if out is not None:
+        kw["out"] = out
+    return kw
+
+
 cdef object finish_out(TensorBase t, object out, bint requires_grad, str op=None,
                        object inputs=None):
     """The end of every factory: copy into ``out=`` (same shape) or set requires_grad.
@@ -2164,17 +2253,23 @@ cdef object _fill_any(TensorBase t, v):
 def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
           memory_format=None, out=None):
     """A tensor of the given shape with uninitialised values."""
+    if _slow:
+        return redispatch("empty", empty, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(_factory(size, dtype, device, "empty"), out, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 0."""
+    if _slow:
+        return redispatch("zeros", zeros, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "zeros"), 0), out,
                       requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 1."""
+    if _slow:
+        return redispatch("ones", ones, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "ones"), 1), out,
                       requires_grad)
 
@@ -2182,6 +2277,9 @@ def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=N
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
          out=None):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if _slow:
+        return redispatch("full", full, (size, fill_value),
+                          _factory_kw(dtype, device, requires_grad, out))
     if dtype is None:
         c = scalar_category(fill_value)
         if isinstance(fill_value, TensorBase):

@@ -269,6 +269,18 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     return r
 
 
+cdef inline bint _redirect(object t):
+    """Whether an op with parameters must re-dispatch itself (a Python mode or a
+    non-CPU tensor): the generic paths below only pass the tensors on."""
+    return slow_path() or (isinstance(t, TensorBase) and (<TensorBase>t)._device.kind != 0)
+
+
+cdef dict _with_out(dict kw, object out):
+    if out is not None:
+        kw["out"] = out
+    return kw
+
+
 cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
     """a.op_(b): in the graph, a's old value is replaced by op(old a, b)."""
     cdef TensorBase old, r
@@ -303,6 +315,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if out is not None and not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if slow_path() or t._device.kind:
+        if inplace:     # the in-place op, so a mode or a plugin sees (and does) a write
+            return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
         return redispatch(name, _PUBLIC[name], (a,), {} if out is None else {"out": out})
     rd = t._dtype
     if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
@@ -351,6 +365,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
 cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void *aux,
                            object attrs=None):
     cdef TensorBase old, r
+    if slow_path() or a._device.kind:
+        return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
     if grad_on() and a._requires_grad:
         check_inplace(a, name + "_")
         check_written(a, None, name + "_")
@@ -821,6 +837,8 @@ def gelu(input, *, approximate="none", out=None):
     """Gaussian error linear unit, exact (erf) or with the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if _redirect(input):     # modes and plugins get the parameters too
+        return redispatch("gelu", gelu, (input,), _with_out({"approximate": approximate}, out))
     op = EW_GELU_TANH if approximate == "tanh" else EW_GELU
     return _unary(op, "gelu", input, out, K_FLOAT, NULL, (approximate,))
 
@@ -828,6 +846,8 @@ def gelu(input, *, approximate="none", out=None):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, linear above ``threshold``."""
     cdef double prm[2]
+    if _redirect(input):
+        return redispatch("softplus", softplus, (input, beta, threshold), {})
     prm[0] = beta
     prm[1] = threshold
     return _unary(EW_SOFTPLUS, "softplus", input, None, K_FLOAT, prm, (beta, threshold))
@@ -835,6 +855,9 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     cdef double prm[1]
+    if _redirect(input):
+        return redispatch("leaky_relu_" if inplace else "leaky_relu", leaky_relu,
+                          (input, negative_slope, inplace), {})
     prm[0] = negative_slope
     if inplace:
         return _inplace_unary(EW_LEAKY_RELU, "leaky_relu", input, K_FLOAT, prm, (negative_slope,))
@@ -843,6 +866,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
     cdef double prm[3]
+    if _redirect(input):
+        return redispatch("elu", elu, (input, alpha, scale, input_scale), {})
     prm[0] = alpha
     prm[1] = scale
     prm[2] = input_scale
@@ -883,6 +908,8 @@ def clamp(input, min=None, max=None, *, out=None):
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if not isinstance(input, TensorBase):
         raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if _redirect(input):
+        return redispatch("clamp", clamp, (input, min, max), _with_out({}, out))
     if _is_t(min) or _is_t(max):
         r = input
         if min is not None:
@@ -896,6 +923,8 @@ def clamp(input, min=None, max=None, *, out=None):
 def clamp_(TensorBase self not None, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    if _redirect(self):
+        return redispatch("clamp_", clamp_, (self, min, max), {})
     if _is_t(min) or _is_t(max):
         return _assign(self, clamp(self, min, max), (min, max), "clamp_")
     return _clamp_scalar(self, min, max, None, True)

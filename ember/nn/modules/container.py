@@ -7,7 +7,7 @@ from collections import OrderedDict
 from itertools import islice
 
 import ember
-from ember.nn.modules.module import Module, _addindent
+from ember.nn.modules.module import Module, _addindent, _state_writes
 from ember.nn.parameter import Parameter
 
 __all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -95,6 +95,7 @@ class Sequential(Module):
             raise IndexError(f"Index out of range: {index}")
         if index < 0:
             index += n
+        _state_writes[0] += 1
         for i in range(n, index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
@@ -169,6 +170,7 @@ class ModuleList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def insert(self, index, module):
+        _state_writes[0] += 1
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
@@ -225,6 +227,7 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
+        _state_writes[0] += 1
         del self._modules[key]
 
     def __len__(self):
