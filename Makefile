@@ -22,8 +22,12 @@ build: $(STAMP)
 test: build
 	$(VPY) -m pytest tests
 
+# `make demo`: build (a line per compiled file), train (a line per epoch), then the
+# training-curve PNG (with matplotlib) and the optional components (`python -m ember`).
+DEMO_PLOT ?= build/demo/training_curve.png
 demo: build
-	$(VPY) examples/train_digits.py
+	$(VPY) examples/train_digits.py --plot $(DEMO_PLOT)
+	$(VPY) -m ember --components
 
 # -- benchmarks and docs (issue 7) ---------------------------------------------
 # `make bench`: the asv suite against this environment (no env builds), one
