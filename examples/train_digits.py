@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 try:
     import ember as torch
@@ -125,7 +126,8 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    train_set, test_set = Digits(train=True), Digits(train=False)
+    train_set: Digits | Subset = Digits(train=True)
+    test_set = Digits(train=False)
     if args.train_subset:
         train_set = Subset(train_set, range(min(args.train_subset, len(train_set))))
     g = torch.Generator().manual_seed(args.seed)
@@ -145,7 +147,7 @@ def main(argv=None):
     history: list[tuple[int, float, float, float, float]] = []
     for epoch in range(1, args.epochs + 1):
         model.train()
-        it = train_loader
+        it: Any = train_loader
         if show_bar:
             it = tqdm(train_loader, desc=f"epoch {epoch:2d}/{args.epochs}", leave=False,
                       unit="batch", file=sys.stderr)

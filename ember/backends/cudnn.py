@@ -29,4 +29,9 @@ class _CudnnModule(_FlagModule):
 
 
 benchmark_limit = 10
+# the switches, declared for type checkers (values live in the module's class)
+enabled: bool
+benchmark: bool
+deterministic: bool
+allow_tf32: bool
 _adopt(__name__, _CudnnModule)

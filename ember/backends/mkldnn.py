@@ -17,6 +17,9 @@ def is_available() -> bool:
     return False
 
 
+enabled: bool  # declared for type checkers (the value lives in the module's class)
+
+
 class _MkldnnModule(_FlagModule):
     _FLAGS = {"enabled": True}
 
