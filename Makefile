@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.deps-stamp
 JOBS    ?= 2
 
-.PHONY: all build test demo lint clean bench asv-check docs
+.PHONY: all build test demo lint clean bench asv-check docs stubs typecheck
 
 all: build
 
@@ -52,6 +52,14 @@ docs: build
 
 lint: $(STAMP)
 	$(VPY) -m ruff check ember tests examples asv_bench tools
+
+# ember/__init__.pyi from the op table and introspection; mypy over examples/ (pyproject).
+stubs: build
+	$(VPY) tools/gen_stubs.py
+
+typecheck: build
+	$(VPY) tools/gen_stubs.py --check
+	$(VPY) -m mypy
 
 clean:
 	rm -rf build ember/_C/*.c ember/_C/*.so ember/_build_config.py

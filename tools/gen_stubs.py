@@ -76,6 +76,8 @@ TENSOR_PROPS = {
     "itemsize": "_builtins.int", "nbytes": "_builtins.int", "retains_grad": "_builtins.bool",
     "grad_fn": "Any",
 }
+# Underscored names that are documented API (for backend plugins).
+PRIVATE_API = ["_register_device_module"]
 SIMPLE_ANNOTATIONS = {"None": "None", "bool": "_builtins.bool", "int": "_builtins.int",
                       "str": "_builtins.str", "float": "_builtins.float", "Any": "Any"}
 
@@ -228,10 +230,11 @@ def generate() -> str:
     # lazy submodules are named, not imported (their files may be absent from a build)
     modules = [n for n in sorted(ember._LAZY_SUBMODULES)
                if importlib.util.find_spec(f"ember.{n}") is not None]
-    names = list(dict.fromkeys(list(ember.__all__) + sorted(ember._LAZY_ATTRS)))
+    names = list(dict.fromkeys(list(ember.__all__) + sorted(ember._LAZY_ATTRS)
+                               + PRIVATE_API))
     values, classes, functions = [], [], []
     for n in names:
-        if n.startswith("_") and n != "__version__":
+        if n.startswith("_") and n not in ("__version__", *PRIVATE_API):
             continue
         obj = getattr(ember, n)
         if isinstance(obj, types.ModuleType):
