@@ -74,8 +74,9 @@ def test_assert_close_matches_torch(case, torch):
 
 
 def test_assert_close_message_names_mismatch():
-    with pytest.raises(AssertionError, match=r"Mismatched elements: 2 / 4 \(50\.0%\)\n"
-                                             r"Greatest absolute difference: 3\.0 at index \(1, 0\)"):
+    want = (r"Mismatched elements: 2 / 4 \(50\.0%\)\n"
+            r"Greatest absolute difference: 3\.0 at index \(1, 0\)")
+    with pytest.raises(AssertionError, match=want):
         assert_close(ember.tensor([[1., 2.], [3., 4.]]), ember.tensor([[1., 3.], [6., 4.]]))
 
 
