@@ -401,6 +401,11 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new
     return output
 
 
+# The hook the native core calls when it is not ``_record`` itself (forward-mode AD wraps
+# it); composites recorded from Python go through it too.
+_recorder = [None]
+
+
 def _record_composite(name, fn, inputs, attrs):
     """Run ``fn(*inputs)`` without recording and record it as one op ``name`` (for
     backward helpers that must be differentiable again under create_graph)."""
@@ -411,7 +416,7 @@ def _record_composite(name, fn, inputs, attrs):
             out = fn(*inputs)
         finally:
             _set_grad_enabled(True)
-        _record(name, tuple(inputs), out, attrs)
+        (_recorder[0] or _record)(name, tuple(inputs), out, attrs)
         return out
     return fn(*inputs)
 
