@@ -100,7 +100,7 @@ _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",
     "sym_min": "ember._sym", "sym_sum": "ember._sym", "sym_not": "ember._sym",
-    "sym_ite": "ember._sym", "CompileMode": "ember.compiler",
+    "sym_ite": "ember._sym", "CompileMode": "ember.compiler", "vmap": "ember.func",
 }
 
 

@@ -199,18 +199,22 @@ class Node:
                 if t is not None and t._version != ov[k]:
                     raise _version_error(t, ov[k], (self, k), self)
                 if t is not None and is_grad_enabled() and t.is_floating_point():
-                    t = t.detach()
+                    saved, t = t, t.detach()
                     t._grad_fn = self
                     t._requires_grad = True
                     t._ag_nr = (self, k)
+                    if _recorder[0] is not None:
+                        _alias_tangent(saved, t)
                 res.append(t)
             return tuple(res)
         if o._version != vers[-1]:
             raise _version_error(o, vers[-1], (self, 0), self)
         if is_grad_enabled():
-            o = o.detach()
+            saved, o = o, o.detach()
             o._grad_fn = self
             o._requires_grad = True
+            if _recorder[0] is not None:
+                _alias_tangent(saved, o)
         return o
 
     def _release(self, fixed=None):
@@ -404,6 +408,13 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new
 # The hook the native core calls when it is not ``_record`` itself (forward-mode AD wraps
 # it); composites recorded from Python go through it too.
 _recorder = [None]
+
+
+def _alias_tangent(src, dst):
+    """Forward-mode AD: ``dst`` (a re-attached copy of a saved output) has ``src``'s
+    tangent, so formulas that read ``ctx.output`` stay differentiable forwards."""
+    from ember.autograd.forward_ad import _alias
+    _alias(src, dst)
 
 
 def _record_composite(name, fn, inputs, attrs):

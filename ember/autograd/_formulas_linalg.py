@@ -50,9 +50,11 @@ def _matmul(grad, inputs, out, attrs):
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g = grad
-    if a.ndim == 1:
+    if a.ndim == 1 and b.ndim == 1:       # a dot product: a 0-d grad
+        g = g.reshape(1, 1)
+    elif a.ndim == 1:
         g = g.unsqueeze(-2)
-    if b.ndim == 1:
+    elif b.ndim == 1:
         g = g.unsqueeze(-1)
     ga = gb = None
     if _rg(a):

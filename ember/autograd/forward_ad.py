@@ -42,6 +42,12 @@ def _set(t, tangent):
     _tangents[key] = (weakref.ref(t, lambda _r, k=key: _tangents.pop(k, None)), tangent)
 
 
+def _alias(src, dst):
+    t = _get(src)
+    if t is not None:
+        _set(dst, t)
+
+
 def enter_dual_level() -> int:
     """Open a forward-AD level (only one at a time); returns its index."""
     if _level[0] is not None:
@@ -174,7 +180,11 @@ def _propagate(name, inputs, tans, output):
                                f"its gradient)")
         res = ember.autograd.grad(total, live, allow_unused=True)
     res = iter(res)
-    for o, u in zip(outs, us):
+    saved = node._out if type(node._out) is tuple else (node._out,)
+    for k, (o, u) in enumerate(zip(outs, us)):
         if u is not None:
             r = next(res)
-            _set(o, (r if r is not None else ember.zeros_like(o)).detach())
+            tangent = (r if r is not None else ember.zeros_like(o)).detach()
+            _set(o, tangent)
+            if k < len(saved) and saved[k] is not None:   # the copy formulas read
+                _set(saved[k], tangent)
