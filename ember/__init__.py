@@ -95,7 +95,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
 # Submodules and names that load on first access (and are listed by dir()).
 _LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "distributed", "cuda",
                               "cpu", "autograd", "__config__", "library", "datasets",
-                              "linalg", "distributions", "testing", "func"))
+                              "linalg", "distributions", "testing", "func",
+                              "profiler"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",
