@@ -142,6 +142,24 @@ def test_backward_ops_stack_and_off_state():
         ember.ones(2)
 
 
+def test_autograd_nodes_and_dataloader_steps():
+    from ember.utils.data import DataLoader, TensorDataset
+    w = ember.ones(3, requires_grad=True)
+    loader = DataLoader(TensorDataset(ember.ones(4, 3)), batch_size=2)
+    with profile() as prof:
+        for (x,) in loader:
+            (x * w).sum().backward()
+    rows = {e.key: e for e in prof.key_averages()}
+    step = rows["enumerate(DataLoader)#_SingleProcessIter.__next__"]
+    assert step.count == 3                     # two batches, then StopIteration
+    node = rows["autograd::engine::evaluate_function: MulBackward0"]
+    assert node.count == 2
+    # the ops a node runs are its children: its self time excludes them
+    evts = [e for e in prof.events() if e.key == node.key]
+    assert all(e.cpu_children and e.self_cpu_time_total <= e.cpu_time_total for e in evts)
+    assert all(c.key.startswith("ember::") for e in evts for c in e.cpu_children)
+
+
 def test_record_function_decorator_and_errors():
     @record_function("my_fn")
     def f(x):

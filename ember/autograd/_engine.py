@@ -38,6 +38,8 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 # anomaly mode (global, like PyTorch's): set by ember.autograd.anomaly_mode
 _anomaly = [False, True]   # [enabled, check_nan]
+# fn(node, buf, skip_pre, call) -> grads: set while a profiler records, to time each node.
+_node_observer = [None]
 
 
 def _type_str(t):
@@ -617,6 +619,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
     anomaly = _anomaly[0]
+    observe = _node_observer[0]
     bpop = buffers.pop
     bget = buffers.get
     Acc = AccumulateGrad
@@ -647,6 +650,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 res = None
             elif fn._nout > 1 and not any([b is not None for b in buf]):
                 res = None
+            elif observe is not None:
+                res = observe(fn, buf, skip_pre, _call_anomaly if anomaly else _call_slow)
             elif anomaly:
                 res = _call_anomaly(fn, buf, skip_pre)
             elif fn._extra is None and fn._vers is not None:
@@ -713,6 +718,7 @@ def _run_all(roots, grads, keep_graph, create_graph):
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
     anomaly = _anomaly[0]
+    observe = _node_observer[0]
     bpop = buffers.pop
     Acc = AccumulateGrad
     try:
@@ -729,6 +735,8 @@ def _run_all(roots, grads, keep_graph, create_graph):
                 continue
             if fn._nout > 1 and not any([b is not None for b in buf]):
                 res = None
+            elif observe is not None:
+                res = observe(fn, buf, False, _call_anomaly if anomaly else _call_slow)
             elif anomaly:
                 res = _call_anomaly(fn, buf)
             elif fn._extra is None and fn._vers is not None:

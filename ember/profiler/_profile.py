@@ -2,7 +2,8 @@
 
 While a profiler records, it is installed as a Python dispatch mode, so every op that
 goes through the dispatcher (functions, methods and the ops autograd's backward runs) is
-timed with its input shapes and the memory of the tensors it returns. When no profiler is
+timed with its input shapes and the memory of the tensors it returns; each backward node
+and each DataLoader step is a range around the ops it runs. When no profiler is
 recording nothing is installed: the dispatcher's fast path is untouched.
 """
 from __future__ import annotations
@@ -159,6 +160,23 @@ class _Collector(DispatchMode):
 _active: list = []      # the recording collectors (record_function reports to the last)
 
 
+def _engine():
+    from ember.autograd import _engine
+    return _engine
+
+
+def _observe_node(fn, buf, skip_pre, call):
+    """Time one backward node as ``autograd::engine::evaluate_function: <Node>``."""
+    if not _active:
+        return call(fn, buf, skip_pre)
+    c = _active[-1]
+    evt = c.begin(f"autograd::engine::evaluate_function: {fn.name()}")
+    try:
+        return call(fn, buf, skip_pre)
+    finally:
+        c.end(evt)
+
+
 class record_function:
     """Label a range of code in the profile (a context manager or a decorator).
 
@@ -250,6 +268,7 @@ class profile:
                                          self.with_stack)
             self._collector.__enter__()
             _active.append(self._collector)
+            _engine()._node_observer[0] = _observe_node
 
     def _stop_trace(self):
         c = self._collector
@@ -257,6 +276,8 @@ class profile:
             return
         self._collector = None
         _active.remove(c)
+        if not _active:
+            _engine()._node_observer[0] = None
         c.__exit__(None, None, None)
         done = [e for e in c.events]
         self._events = (self._events + done) if self.acc_events else done
