@@ -155,6 +155,14 @@ def test_vmap_dims_and_structures(torch):
     _close(res[0], res[1])
 
 
+def test_jacfwd_randomness(torch):
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="randomness error mode"):
+            lib.func.jacfwd(lambda x: x * lib.rand(2))(lib.ones(2))
+    j = F.jacfwd(lambda x: x * ember.rand(2), randomness="same")(ember.ones(2))
+    assert j.shape == (2, 2) and float(j[0, 1]) == 0.0 and float(j[0, 0]) > 0
+
+
 def test_vmap_randomness_modes():
     x = ember.zeros(4, 3)
     same = F.vmap(lambda u: u + ember.rand(3), randomness="same")(x)

@@ -4,6 +4,7 @@
 transforms nest (``jacrev(jacrev(f))``, ``jacfwd(jacrev(f))``, ``vmap(grad(f))``)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Callable
 
@@ -12,6 +13,7 @@ from ember._C.core import TensorBase
 from ember.autograd import forward_ad as fwAD
 from ember.autograd.grad_mode import enable_grad
 from ember.func._tree import flatten, unflatten
+from ember.func._vmap import _RefuseRandom
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
 
@@ -286,6 +288,9 @@ def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *,
                 full[a] = x
             return func(*full, **kwargs)
 
+        # One Jacobian-vector product per basis vector: like vmap over the basis, random
+        # ops are refused ("error"), independent ("different") or replayed ("same").
+        rng = ember.get_rng_state() if randomness == "same" else None
         per_input, value, aux = [], None, None
         for j, x in enumerate(ins):
             cols = []
@@ -294,7 +299,10 @@ def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *,
                 tangents[j] = ember.zeros(x.numel(), dtype=x.dtype)
                 tangents[j][k] = 1
                 tangents[j] = tangents[j].reshape(x.shape)
-                r = jvp(f_of, tuple(ins), tuple(tangents), has_aux=has_aux)
+                if rng is not None:
+                    ember.set_rng_state(rng)
+                with _RefuseRandom() if randomness == "error" else contextlib.nullcontext():
+                    r = jvp(f_of, tuple(ins), tuple(tangents), has_aux=has_aux)
                 value, cols_k = r[0], r[1]
                 aux = r[2] if has_aux else None
                 cols.append(flatten(cols_k))
