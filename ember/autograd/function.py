@@ -219,7 +219,11 @@ class Function(metaclass=FunctionMeta):
             _set_grad_enabled(grad_on)
         if not needs:
             return out
-        return _wrap_outputs(node, args, out)
+        out = _wrap_outputs(node, args, out)
+        if _engine._recorder[0] is not None:       # forward-mode AD is active
+            from ember.autograd.forward_ad import _custom_function
+            _custom_function(cls.__name__, args, out)
+        return out
 
 
 def _wrap_outputs(node, args, out):
