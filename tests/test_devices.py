@@ -143,3 +143,22 @@ def test_cuda_module_logic_with_a_stubbed_runtime(monkeypatch):
     with pytest.raises(ValueError):
         cuda.get_device_name("cpu")
     assert ember.get_device_module() is cuda
+
+
+def test_every_device_type_torch_knows_parses_and_fails_on_use(torch):
+    for name in ("mps", "xpu", "privateuseone", "hpu", "xla", "meta", "mtia", "vulkan"):
+        d = ember.device(name)
+        assert (d.type, str(d)) == (torch.device(name).type, str(torch.device(name)))
+        if name == "meta":
+            continue
+        with pytest.raises(RuntimeError, match=f"no '{name}' backend"):
+            ember.ones(2, device=d)
+        with pytest.raises(RuntimeError):
+            ember.ones(2).to(name)
+    assert ember.device("xla:1").index == torch.device("xla:1").index == 1
+    for bad in ("ort", "gpu"):
+        with pytest.raises(RuntimeError) as te:
+            torch.device(bad)
+        with pytest.raises(RuntimeError, match="Expected one of cpu, cuda") as ee:
+            ember.device(bad)
+        assert str(ee.value) == str(te.value)

@@ -39,6 +39,7 @@ cdef enum:
     DEV_CUDA = 1
     DEV_PLUGIN = 2
     DEV_META = 3
+    DEV_ABSENT = 4      # a device type PyTorch knows that ember has no backend for
 
 
 cdef class DType:

@@ -253,6 +253,10 @@ def can_cast(from_, to):
 # devices
 
 cdef dict _device_kinds = {"cpu": DEV_CPU, "cuda": DEV_CUDA, "meta": DEV_META}
+# every device type PyTorch parses: they parse here too and fail on use, naming the reason
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                       "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu",
+                       "mtia", "privateuseone")
 cdef list _device_stack = []
 
 
@@ -284,15 +288,17 @@ cdef class Device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}'")
             index = int(idx)
-        if s not in _device_kinds:
-            raise RuntimeError(f"Expected one of {', '.join(_device_kinds)} device type at start "
-                               f"of device string: {type}")
+        if s not in _device_kinds and s not in _TORCH_DEVICE_TYPES:
+            known = list(_TORCH_DEVICE_TYPES) + [k for k in _device_kinds
+                                                 if k not in _TORCH_DEVICE_TYPES]
+            raise RuntimeError(f"Expected one of {', '.join(known)} device type at start of "
+                               f"device string: {type}")
         if index is not None:
             if not isinstance(index, int) or index < 0:
                 raise RuntimeError(f"Device index must not be negative, got {index}")
         self.type = s
         self.index = index
-        self.kind = _device_kinds[s]
+        self.kind = _device_kinds.get(s, DEV_ABSENT)
 
     def __repr__(self):
         if self.index is None:
@@ -605,6 +611,10 @@ cdef Storage _alloc_storage(int64_t nbytes, Device device):
     cdef Storage s = Storage.__new__(Storage)
     s.device = device
     s._nbytes = nbytes
+    if device.kind == DEV_ABSENT:
+        raise RuntimeError(f"device '{device}': ember has no '{device.type}' backend (it runs "
+                           f"on cpu, cuda when available, meta, and device types that a "
+                           f"plugin registers)")
     if device.kind != DEV_CPU and device.kind != DEV_META:
         raise RuntimeError(f"cannot allocate native storage on device '{device}'")
     if device.kind == DEV_META:
