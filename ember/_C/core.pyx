@@ -825,12 +825,12 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
 
 
 cdef int seq_to_dims(object seq, int64_t *out, str op) except -1:
-    """Copy a sequence of ints into a MAX_DIMS array (length checked first); return its length."""
+    """Copy a sequence of ints into a MAX_DIMS array (its length checked before each
+    write); return its length."""
     cdef int n = 0
-    if hasattr(seq, "__len__"):
-        check_ndim(len(seq), op)
     for a in seq:
-        check_ndim(n + 1, op)
+        if n >= MAX_DIMS:
+            too_many_dims(len(seq) if hasattr(seq, "__len__") else n + 1, op)
         if isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "__index__")):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element "
                             f"of type {type(a).__name__} at pos {n}")
