@@ -538,3 +538,9 @@ def test_from_dlpack_of_negative_strides_is_refused():
     b = np.arange(12.0).reshape(3, 4)[:, ::2]
     np.testing.assert_array_equal(ember.from_dlpack(b).numpy(), b)
     assert ember.from_dlpack(b).untyped_storage().nbytes() == (2 * 4 + 2 + 1) * 8
+
+
+def test_size_numel_refuses_overflow():
+    assert ember.Size([2**31, 2**31]).numel() == 2**62
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.Size([2**62, 4]).numel()

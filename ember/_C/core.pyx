@@ -634,9 +634,11 @@ class Size(tuple):
         return f"ember.Size([{', '.join(map(str, self))}])"
 
     def numel(self):
-        cdef int64_t n = 1
+        n = 1
         for s in self:
             n *= s
+        if n > INT64_MAX:
+            raise RuntimeError(f"numel: integer multiplication overflow with sizes={list(self)}")
         return n
 
     def __getitem__(self, i):
@@ -678,8 +680,8 @@ cdef inline str _prefix(str op):
 
 
 cdef int too_many_dims(Py_ssize_t ndim, str op) except -1:
-    raise RuntimeError(f"{_prefix(op)}only tensors with up to {MAX_DIMS} dims are supported in ember, "
-                       f"got {ndim}")
+    raise RuntimeError(f"{_prefix(op)}only tensors with up to {MAX_DIMS} dims are supported "
+                       f"in ember, got {ndim}")
 
 
 cdef int _bad_sizes(int ndim, const int64_t *shape, str op, bint storage) except -1:
@@ -746,20 +748,13 @@ cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) exce
 
 cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device):
     cdef TensorBase t = TensorBase.__new__(TensorType)
-    cdef int64_t n = 1, st = 1
+    cdef int64_t n = check_alloc(ndim, shape, dtype, ""), st = 1
     cdef int i
-    check_ndim(ndim, "")
     for i in range(ndim - 1, -1, -1):
         t._shape[i] = shape[i]
         t._strides[i] = st
         if shape[i] > 1:
             st *= shape[i]
-        n = em_mul_size(n, shape[i])
-        if n < 0:
-            _bad_sizes(ndim, shape, "", True)
-    n = em_mul_size(n, em_itemsize[dtype])
-    if n < 0:
-        _bad_sizes(ndim, shape, "", True)
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
