@@ -2381,20 +2381,19 @@ def _basic_getitem(TensorBase self not None, idx):
     cdef int64_t off = self._offset, size, start, stop, step, n, k
     cdef int nd = 0, d = 0, nspec = 0, nint = 0, nnone = 0
     for it in idx:
-        if it is Ellipsis:
-            continue
-        if it is None:
-            nnone += 1
-        elif isinstance(it, slice):
-            nspec += 1
-        elif isinstance(it, int) and not isinstance(it, bool):
+        if isinstance(it, int) and not isinstance(it, bool):
             nspec += 1
             nint += 1
-        else:
+        elif isinstance(it, slice):
+            nspec += 1
+        elif it is None:
+            nnone += 1
+        elif it is not Ellipsis:
             return None
     if nspec > self._ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._ndim}")
-    check_ndim(self._ndim - nint + nnone, "index")
+    if nnone:
+        check_ndim(self._ndim - nint + nnone, "index")
     cdef bint seen_ellipsis = False
     for it in idx:
         if it is Ellipsis:
