@@ -538,3 +538,19 @@ def test_from_dlpack_of_negative_strides_is_refused():
     b = np.arange(12.0).reshape(3, 4)[:, ::2]
     np.testing.assert_array_equal(ember.from_dlpack(b).numpy(), b)
     assert ember.from_dlpack(b).untyped_storage().nbytes() == (2 * 4 + 2 + 1) * 8
+
+
+def test_size_numel_refuses_overflow():
+    assert ember.Size([2**31, 2**31]).numel() == 2**62
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.Size([2**62, 4]).numel()
+
+
+def test_interpolate_refuses_non_finite_and_huge_scales_like_torch():
+    img = ember.ones(1, 1, 4, 4)
+    for sf in (float("inf"), float("nan"), 1e300):
+        with pytest.raises(RuntimeError, match="int64_t without overflow"):
+            F.interpolate(img, scale_factor=sf)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        F.interpolate(img, scale_factor=2**31)
+    assert F.interpolate(img, scale_factor=2).shape == (1, 1, 8, 8)

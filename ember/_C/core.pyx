@@ -664,9 +664,11 @@ class Size(tuple):
         return f"ember.Size([{', '.join(map(str, self))}])"
 
     def numel(self):
-        cdef int64_t n = 1
+        n = 1
         for s in self:
             n *= s
+        if n > INT64_MAX:
+            raise RuntimeError(f"numel: integer multiplication overflow with sizes={list(self)}")
         return n
 
     def __getitem__(self, i):
@@ -708,8 +710,8 @@ cdef inline str _prefix(str op):
 
 
 cdef int too_many_dims(Py_ssize_t ndim, str op) except -1:
-    raise RuntimeError(f"{_prefix(op)}only tensors with up to {MAX_DIMS} dims are supported in ember, "
-                       f"got {ndim}")
+    raise RuntimeError(f"{_prefix(op)}only tensors with up to {MAX_DIMS} dims are supported "
+                       f"in ember, got {ndim}")
 
 
 cdef int _bad_sizes(int ndim, const int64_t *shape, str op, bint storage) except -1:
@@ -776,20 +778,13 @@ cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) exce
 
 cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device device):
     cdef TensorBase t = TensorBase.__new__(TensorType)
-    cdef int64_t n = 1, st = 1
+    cdef int64_t n = check_alloc(ndim, shape, dtype, ""), st = 1
     cdef int i
-    check_ndim(ndim, "")
     for i in range(ndim - 1, -1, -1):
         t._shape[i] = shape[i]
         t._strides[i] = st
         if shape[i] > 1:
             st *= shape[i]
-        n = em_mul_size(n, shape[i])
-        if n < 0:
-            _bad_sizes(ndim, shape, "", True)
-    n = em_mul_size(n, em_itemsize[dtype])
-    if n < 0:
-        _bad_sizes(ndim, shape, "", True)
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
@@ -857,12 +852,12 @@ cdef int parse_shape(object args, int64_t *out, str op) except -1:
 
 
 cdef int seq_to_dims(object seq, int64_t *out, str op) except -1:
-    """Copy a sequence of ints into a MAX_DIMS array (length checked first); return its length."""
+    """Copy a sequence of ints into a MAX_DIMS array (its length checked before each
+    write); return its length."""
     cdef int n = 0
-    if hasattr(seq, "__len__"):
-        check_ndim(len(seq), op)
     for a in seq:
-        check_ndim(n + 1, op)
+        if n >= MAX_DIMS:
+            too_many_dims(len(seq) if hasattr(seq, "__len__") else n + 1, op)
         if isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "__index__")):
             raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element "
                             f"of type {type(a).__name__} at pos {n}")
@@ -2532,20 +2527,19 @@ def _basic_getitem(TensorBase self not None, idx):
     cdef int64_t off = self._offset, size, start, stop, step, n, k
     cdef int nd = 0, d = 0, nspec = 0, nint = 0, nnone = 0
     for it in idx:
-        if it is Ellipsis:
-            continue
-        if it is None:
-            nnone += 1
-        elif isinstance(it, slice):
-            nspec += 1
-        elif isinstance(it, int) and not isinstance(it, bool):
+        if isinstance(it, int) and not isinstance(it, bool):
             nspec += 1
             nint += 1
-        else:
+        elif isinstance(it, slice):
+            nspec += 1
+        elif it is None:
+            nnone += 1
+        elif it is not Ellipsis:
             return None
     if nspec > self._ndim:
         raise IndexError(f"too many indices for tensor of dimension {self._ndim}")
-    check_ndim(self._ndim - nint + nnone, "index")
+    if nnone:
+        check_ndim(self._ndim - nint + nnone, "index")
     cdef bint seen_ellipsis = False
     for it in idx:
         if it is Ellipsis:

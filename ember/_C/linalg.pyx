@@ -19,7 +19,7 @@ from ember._C.core cimport (
     MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
     numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
     nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim,
-    check_written, write_out, OUT_CAST, OUT_EXACT)
+    check_written, write_out, OUT_CAST, OUT_EXACT, check_ndim, seq_to_dims)
 
 cdef extern from "ember_gemm.h" nogil:
     void ember_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
@@ -321,6 +321,7 @@ cdef TensorBase _unsq(TensorBase t, int d):
     cdef int64_t ns[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
     cdef int i, k = 0
+    check_ndim(t._ndim + 1, "unsqueeze")
     for i in range(t._ndim + 1):
         if i == d:
             ns[i] = 1
@@ -1260,6 +1261,7 @@ cdef TensorBase _shape_back(TensorBase y, tuple full_shape):
     cdef int64_t st[MAX_DIMS]
     cdef int n = len(full_shape), i
     cdef int64_t s = 1
+    check_ndim(n, "conv")
     for i in range(n - 1, -1, -1):
         sh[i] = full_shape[i]
         st[i] = s
@@ -1963,10 +1965,8 @@ cdef object _divisor(object v, str op):
 
 cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
     cdef int64_t sh[MAX_DIMS]
-    cdef int i
-    for i in range(len(shp)):
-        sh[i] = shp[i]
-    return new_tensor(len(shp), sh, dt, dev)
+    cdef int n = seq_to_dims(shp, sh, "pool")
+    return new_tensor(n, sh, dt, dev)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -274,14 +274,6 @@ cdef object _method_slow(str name, object fn, TensorBase t, tuple args, dict kwa
     return t.copy_(c)
 
 
-cdef int _check_nonneg(int nd, const int64_t *shp) except -1:
-    for i in range(nd):
-        if shp[i] < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {shp[i]}: "
-                               f"[{', '.join([str(shp[j]) for j in range(nd)])}]")
-    return 0
-
-
 cdef TensorBase _empty(tuple args, object size, int dt, str op):
     cdef int64_t shp[MAX_DIMS]
     cdef int nd
@@ -291,7 +283,7 @@ cdef TensorBase _empty(tuple args, object size, int dt, str op):
                             f"both positionally and as a keyword")
         args = (size,) if not isinstance(size, int) else ((size,),)
     nd = parse_shape(args, shp, op)
-    _check_nonneg(nd, shp)
+    check_alloc(nd, shp, dt, op)
     return new_tensor(nd, shp, dt, cpu_device())
 
 

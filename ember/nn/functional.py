@@ -719,7 +719,10 @@ def _interp_sizes(input, size, scale_factor, nsp, recompute_scale_factor, mode):
             scales = [float(s) for s in scale_factor]
         else:
             scales = [float(scale_factor)] * nsp
-        out_size = [int(math.floor(input.shape[2 + i] * scales[i])) for i in range(nsp)]
+        sizes = [input.shape[2 + i] * scales[i] for i in range(nsp)]
+        if not all(math.isfinite(v) and abs(v) < 2.0**63 for v in sizes):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        out_size = [int(math.floor(v)) for v in sizes]
     else:
         raise ValueError("either size or scale_factor should be defined")
     if recompute_scale_factor and size is not None:
