@@ -95,15 +95,15 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
 
 
 # Submodules and names that load on first access (and are listed by dir()).
-_LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "distributed", "cuda",
-                              "cpu", "autograd", "__config__", "library", "datasets",
+_LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export", "distributed",
+                              "cuda", "cpu", "autograd", "__config__", "library", "datasets",
                               "linalg", "distributions", "accelerator", "backends", "mps",
-                              "xpu"))
+                              "xpu", "testing", "func", "profiler"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",
     "sym_min": "ember._sym", "sym_sum": "ember._sym", "sym_not": "ember._sym",
-    "sym_ite": "ember._sym", "CompileMode": "ember.compiler",
+    "sym_ite": "ember._sym", "CompileMode": "ember.compiler", "vmap": "ember.func",
 }
 
 

@@ -38,6 +38,8 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 # anomaly mode (global, like PyTorch's): set by ember.autograd.anomaly_mode
 _anomaly = [False, True]   # [enabled, check_nan]
+# fn(node, buf, skip_pre, call) -> grads: set while a profiler records, to time each node.
+_node_observer = [None]
 
 
 def _type_str(t):
@@ -199,18 +201,22 @@ class Node:
                 if t is not None and t._version != ov[k]:
                     raise _version_error(t, ov[k], (self, k), self)
                 if t is not None and is_grad_enabled() and t.is_floating_point():
-                    t = t.detach()
+                    saved, t = t, t.detach()
                     t._grad_fn = self
                     t._requires_grad = True
                     t._ag_nr = (self, k)
+                    if _recorder[0] is not None:
+                        _alias_tangent(saved, t)
                 res.append(t)
             return tuple(res)
         if o._version != vers[-1]:
             raise _version_error(o, vers[-1], (self, 0), self)
         if is_grad_enabled():
-            o = o.detach()
+            saved, o = o, o.detach()
             o._grad_fn = self
             o._requires_grad = True
+            if _recorder[0] is not None:
+                _alias_tangent(saved, o)
         return o
 
     def _release(self, fixed=None):
@@ -401,6 +407,18 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new
     return output
 
 
+# The hook the native core calls when it is not ``_record`` itself (forward-mode AD wraps
+# it); composites recorded from Python go through it too.
+_recorder = [None]
+
+
+def _alias_tangent(src, dst):
+    """Forward-mode AD: ``dst`` (a re-attached copy of a saved output) has ``src``'s
+    tangent, so formulas that read ``ctx.output`` stay differentiable forwards."""
+    from ember.autograd.forward_ad import _alias
+    _alias(src, dst)
+
+
 def _record_composite(name, fn, inputs, attrs):
     """Run ``fn(*inputs)`` without recording and record it as one op ``name`` (for
     backward helpers that must be differentiable again under create_graph)."""
@@ -411,7 +429,7 @@ def _record_composite(name, fn, inputs, attrs):
             out = fn(*inputs)
         finally:
             _set_grad_enabled(True)
-        _record(name, tuple(inputs), out, attrs)
+        (_recorder[0] or _record)(name, tuple(inputs), out, attrs)
         return out
     return fn(*inputs)
 
@@ -601,6 +619,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
     anomaly = _anomaly[0]
+    observe = _node_observer[0]
     bpop = buffers.pop
     bget = buffers.get
     Acc = AccumulateGrad
@@ -631,6 +650,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 res = None
             elif fn._nout > 1 and not any([b is not None for b in buf]):
                 res = None
+            elif observe is not None:
+                res = observe(fn, buf, skip_pre, _call_anomaly if anomaly else _call_slow)
             elif anomaly:
                 res = _call_anomaly(fn, buf, skip_pre)
             elif fn._extra is None and fn._vers is not None:
@@ -697,6 +718,7 @@ def _run_all(roots, grads, keep_graph, create_graph):
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
     anomaly = _anomaly[0]
+    observe = _node_observer[0]
     bpop = buffers.pop
     Acc = AccumulateGrad
     try:
@@ -713,6 +735,8 @@ def _run_all(roots, grads, keep_graph, create_graph):
                 continue
             if fn._nout > 1 and not any([b is not None for b in buf]):
                 res = None
+            elif observe is not None:
+                res = observe(fn, buf, False, _call_anomaly if anomaly else _call_slow)
             elif anomaly:
                 res = _call_anomaly(fn, buf)
             elif fn._extra is None and fn._vers is not None:

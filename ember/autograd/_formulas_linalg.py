@@ -50,9 +50,11 @@ def _matmul(grad, inputs, out, attrs):
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g = grad
-    if a.ndim == 1:
+    if a.ndim == 1 and b.ndim == 1:       # a dot product: a 0-d grad
+        g = g.reshape(1, 1)
+    elif a.ndim == 1:
         g = g.unsqueeze(-2)
-    if b.ndim == 1:
+    elif b.ndim == 1:
         g = g.unsqueeze(-1)
     ga = gb = None
     if _rg(a):
@@ -155,6 +157,34 @@ def _conv_transpose(grad, inputs, out, attrs):
     return (gx, gw) if bias is None else (gx, gw, gb)
 
 
+def _conv_kw(attrs):
+    return dict(stride=attrs["stride"], padding=attrs["padding"], dilation=attrs["dilation"],
+                groups=attrs["groups"])
+
+
+def _conv_of(w):
+    L = _L()
+    return L.conv2d if w.ndim == 4 else L.conv1d
+
+
+def _conv_input_grad(grad, inputs, out, attrs):
+    # dx = J_x^T dy is bilinear in (w, dy): <dx, G> = <dy, conv(G, w)>.
+    w, dy = inputs
+    kw = _conv_kw(attrs)
+    gw = _L().conv2d_weight_grad(grad, tuple(w.shape), dy, **kw) if _rg(w) else None
+    gdy = _conv_of(w)(grad, w, None, **kw) if _rg(dy) else None
+    return gw, gdy
+
+
+def _conv_weight_grad(grad, inputs, out, attrs):
+    # dw is bilinear in (x, dy): <dw, H> = <dy, conv(x, H)>.
+    x, dy = inputs
+    kw = _conv_kw(attrs)
+    gx = _L().conv2d_input_grad(tuple(x.shape), grad, dy, **kw) if _rg(x) else None
+    gdy = _conv_of(grad)(x, grad, None, **kw) if _rg(dy) else None
+    return gx, gdy
+
+
 def _max_pool(grad, inputs, out, attrs):
     (x,) = inputs
     return (_L().max_pool2d_backward(grad, x, attrs["indices"]),)
@@ -198,6 +228,7 @@ FORMULAS = {
     "addmv": _addmv, "mv": _mv, "dot": _dot, "outer": _outer, "linear": _linear,
     "conv2d": _conv(2), "conv1d": _conv(1),
     "conv_transpose2d": _conv_transpose, "conv_transpose1d": _conv_transpose,
+    "conv2d_input_grad": _conv_input_grad, "conv2d_weight_grad": _conv_weight_grad,
     "max_pool2d": _max_pool, "adaptive_max_pool2d": _adaptive_max_pool,
     "avg_pool2d": _avg_pool, "adaptive_avg_pool2d": _adaptive_avg_pool,
 }

@@ -12,6 +12,7 @@ import multiprocessing as mp
 import os
 import queue
 import random
+import sys
 import threading
 import warnings
 import weakref
@@ -226,6 +227,14 @@ class _BaseIter:
     def __iter__(self):
         return self
 
+    def __next__(self):
+        # A profiler that records sees each step as one range, as in PyTorch.
+        prof = sys.modules.get("ember.profiler._profile")
+        if prof is not None and prof._active:
+            with prof.record_function(f"enumerate(DataLoader)#{type(self).__name__}.__next__"):
+                return self._next_data()
+        return self._next_data()
+
     def _next_index(self):
         return next(self._sampler_iter)
 
@@ -246,7 +255,7 @@ class _SingleProcessIter(_BaseIter):
         self._fetcher = _make_fetcher(self._kind, self._dataset, self._auto_collation,
                                       self._collate_fn, self._drop_last, self._batch_size)
 
-    def __next__(self):
+    def _next_data(self):
         index = self._next_index()
         data = self._fetcher.fetch(index)
         self._num_yielded += 1
@@ -355,7 +364,7 @@ class _MultiProcessIter(_BaseIter):
             if ok:
                 return ok, data
 
-    def __next__(self):
+    def _next_data(self):
         while True:
             # skip over indices that belonged to exhausted iterable workers
             while self._rcvd_idx < self._send_idx:
