@@ -818,3 +818,19 @@ def test_other_threads_ops_are_not_captured():
     assert results == [[7.0, 7.0, 7.0]]
     names = {getattr(n.target, "__name__", n.target) for n in be.graphs[0].graph.nodes}
     assert "ones" not in names
+
+
+def test_custom_output_objects_are_rebuilt_by_running_eagerly():
+    class Out:
+        def __init__(self, loss):
+            self.loss = loss
+
+    cf = ember.compile(lambda x: Out((x * 2).sum()), backend="eager")
+    with pytest.warns(UserWarning, match="holds a Out"):
+        a = cf(ember.ones(2))
+    b = cf(ember.full((2,), 3.0))
+    assert a is not b and a.loss.item() == 4.0 and b.loss.item() == 12.0
+    s = ember.compile(lambda x: (x.shape, x.sum()), backend="eager")
+    shape, total = s(ember.ones(2, 3))
+    shape, total = s(ember.ones(2, 3))
+    assert tuple(shape) == (2, 3) and total.item() == 6.0

@@ -658,8 +658,13 @@ class _Capture(DispatchMode):
                     return spec, []
                 outs.append(e[0])
                 consts.append(_MISSING)
+            elif type(x) in _SCALARS or isinstance(x, (_core.DType, _core.Device)) or (
+                    isinstance(x, tuple) and all(type(v) in _SCALARS for v in x)):
+                consts.append(x)      # immutable: the same value on every replay
             else:
-                consts.append(x)
+                self.graph_break("output", f"the result holds a {type(x).__name__}, which a "
+                                 f"replay would return as the same object every call")
+                return spec, []
         for node, t in list(self.env.values()):
             if self.versions.get(t._storage_id(), t._version) != t._version:
                 self.graph_break("mutation", "a captured tensor was modified in place by an "
