@@ -834,3 +834,18 @@ def test_custom_output_objects_are_rebuilt_by_running_eagerly():
     shape, total = s(ember.ones(2, 3))
     shape, total = s(ember.ones(2, 3))
     assert tuple(shape) == (2, 3) and total.item() == 6.0
+
+
+def test_reading_data_through_numpy_or_dlpack_breaks():
+    def f(x):
+        k = float(np.from_dlpack(x.detach()).max())
+        return x * k
+
+    cf = ember.compile(f, backend="eager")
+    with pytest.warns(UserWarning, match="__dlpack__"):
+        cf(ember.tensor([1.0, 2.0]))
+    assert cf(ember.tensor([1.0, 3.0])).tolist() == [3.0, 9.0]
+    g = ember.compile(lambda x: x * float(np.asarray(x).sum()), backend="eager")
+    with pytest.warns(UserWarning, match="graph break"):
+        g(ember.ones(2))
+    assert g(ember.full((2,), 2.0)).tolist() == [8.0, 8.0]

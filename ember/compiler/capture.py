@@ -43,7 +43,8 @@ _MISSING = object()
 # ops whose result shape (or Python value) depends on tensor data
 _DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
                              "bincount", "argwhere", "masked_scatter", "masked_scatter_"})
-_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__"})
+_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__",
+                        "__dlpack__"})
 # in-place ops whose first argument is written
 _INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
 
