@@ -556,7 +556,11 @@ def test_layer_parity_trace_and_compile(name, make, shape, call):
     gx, gp = np_of(x.grad), [np_of(p.grad) for p in m.parameters()]
     _check_runner(fx.symbolic_trace(m), m, x, want, gx, gp)
     compiled = ember.compile(m, backend="eager")
-    _check_runner(compiled, m, x, want, gx, gp)         # the capturing call
+    if name == "NLLLoss":       # nll_loss validates targets with item(): runs eagerly
+        with pytest.warns(UserWarning, match="graph break"):
+            _check_runner(compiled, m, x, want, gx, gp)
+    else:
+        _check_runner(compiled, m, x, want, gx, gp)     # the capturing call
     _check_runner(compiled, m, x, want, gx, gp)         # a replay of the graph
 
 

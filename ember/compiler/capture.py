@@ -709,6 +709,8 @@ class _Entry:
         self.gm = gm
 
     def failed_guard(self, leaves: list) -> str | None:
+        if self.compiled is None:
+            return None      # running the function as written is right whatever the state
         bad = self.guards.check()
         writes, rg = _module_writes(), _rg_writes()
         # modules and requires_grad flags only change through counted writes: until one
