@@ -62,22 +62,33 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
             options=None, disable=False):
     """Compile ``model`` (a function or ``nn.Module``) with a compile backend.
 
+    The first call with new guards (shapes, dtypes, scalars, module state,
+    global switches) runs ``model`` under the dispatcher's Python key and
+    records its ops into an ``ember.fx`` graph, which the backend compiles;
+    later calls whose guards hold run the backend's callable.  What cannot be
+    replayed faithfully (a tensor value read into Python, data-dependent
+    shapes, side effects) runs eagerly with a warning (see ``docs/compile``).
+
     Parameters
     ----------
     model : callable, optional
         What to compile.  Omitted, ``ember.compile(...)`` returns a decorator.
     fullgraph : bool
-        Require the whole function to be captured as one graph.
+        Require the whole function to be captured as one graph (a graph break
+        raises ``ember.compiler.GraphBreakError``).
     dynamic : bool or None
-        Trace with symbolic (``True``) or static (``False``) shapes; ``None``
-        lets the backend decide.
+        Accepted for PyTorch compatibility; shapes are always specialised (each
+        new shape is a new capture).
     backend : str, ember.compiler.Backend or callable
-        A registered backend name (``ember.compiler.list_backends()``);
-        ``"default"`` resolves to ``"eager"`` until an optimising backend lands.
+        A registered backend name (``ember.compiler.list_backends()``) or a
+        callable ``backend(gm, example_inputs) -> callable`` as for
+        ``torch.compile``; ``"default"`` resolves to ``"eager"`` until an
+        optimising backend lands.
     mode : str or ember.CompileMode, optional
         ``"default"``, ``"reduce-overhead"``, ``"max-autotune"`` or
         ``"max-autotune-no-cudagraphs"``.  A bad mode is a ``ValueError``
-        suggesting the nearest; a mode the backend cannot honour is an error.
+        suggesting the nearest; ``ember.compiler.list_modes()`` says what each
+        changes for a backend.
     options : dict, optional
         Backend options; not together with ``mode``.
     disable : bool
@@ -86,7 +97,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
     Returns
     -------
     callable
-        The compiled callable (or a decorator when ``model`` is omitted).
+        The compiled callable (an ``OptimizedModule`` for a module), or a
+        decorator when ``model`` is omitted.
     """
     from ember.compiler import compile as _compile
 

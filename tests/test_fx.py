@@ -556,7 +556,11 @@ def test_layer_parity_trace_and_compile(name, make, shape, call):
     gx, gp = np_of(x.grad), [np_of(p.grad) for p in m.parameters()]
     _check_runner(fx.symbolic_trace(m), m, x, want, gx, gp)
     compiled = ember.compile(m, backend="eager")
-    _check_runner(compiled, m, x, want, gx, gp)         # the capturing call
+    if name == "NLLLoss":       # nll_loss validates targets with item(): runs eagerly
+        with pytest.warns(UserWarning, match="graph break"):
+            _check_runner(compiled, m, x, want, gx, gp)
+    else:
+        _check_runner(compiled, m, x, want, gx, gp)     # the capturing call
     _check_runner(compiled, m, x, want, gx, gp)         # a replay of the graph
 
 
@@ -587,3 +591,40 @@ def test_small_cnn_matches_torch_fx_structure_and_code():
     x = ember.randn(2, 1, 8, 8)
     np.testing.assert_array_equal(np_of(gm(x)), np_of(m(x)))
     assert len(gm.code.strip().splitlines()) == len(tgm.code.strip().splitlines())
+
+
+def test_smaller_graph_apis(capsys):
+    def f(x, k):
+        return ember.relu(x) * k
+
+    gm = fx.symbolic_trace(f, concrete_args={"k": fx.PH})   # PH: k stays an input
+    x = ember.tensor([-1.0, 2.0])
+    assert gm(x, 3.0).tolist() == [0.0, 6.0]
+    g = gm.graph
+    mul = g.find_nodes(op="call_function", target=operator.mul)[0]
+    relu = mul.args[0]
+    with g.inserting_after(relu):
+        neg = g.call_function(ember.neg, (relu,))
+    mul.update_arg(0, neg)
+    assert fx.map_arg((relu, [neg, 1]), lambda n: n.name) == ("relu", ["neg", 1])
+    gm.recompile()
+    assert gm(x, 3.0).tolist() == [0.0, -6.0]
+    g.print_tabular()
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["opcode", "name", "target", "args", "kwargs"]
+    assert "call_function  neg" in out
+    assert fx.Interpreter(gm).boxed_run([x, 2.0]).tolist() == [0.0, -4.0]
+    c = copy.copy(gm)
+    assert c.code == gm.code and c(x, 1.0).tolist() == [0.0, -2.0]
+
+    g2 = fx.Graph()
+    inp = g2.placeholder("inp")
+    call = g2.call_module("blocks.lin", (inp,))
+    s = g2.call_function(ember.sum, (call,), {"dim": 0})
+    s.update_kwarg("dim", -1)
+    g2.output(s)
+    gm2 = fx.GraphModule({"blocks.lin": nn.Linear(2, 3)}, g2)
+    assert gm2.add_submodule("blocks.other", nn.ReLU()) and isinstance(gm2.blocks.other, nn.ReLU)
+    assert gm2.delete_submodule("blocks.other") and not gm2.delete_submodule("blocks.nope")
+    assert tuple(gm2(ember.randn(4, 2)).shape) == (4,)
+    assert "sum_1 = ember.sum(blocks_lin, dim = -1)" in gm2.code

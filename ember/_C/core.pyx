@@ -1847,6 +1847,10 @@ cdef class TensorBase:
         raise BufferError(f"__dlpack_device__: device {self._device} has no DLPack code")
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if _slow:
+            return redispatch("__dlpack__", TensorBase.__dlpack__, (self,), {
+                "stream": stream, "max_version": max_version, "dl_device": dl_device,
+                "copy": copy})
         if self._requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
         if copy:

@@ -43,7 +43,8 @@ _MISSING = object()
 # ops whose result shape (or Python value) depends on tensor data
 _DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
                              "bincount", "argwhere", "masked_scatter", "masked_scatter_"})
-_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__"})
+_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__",
+                        "__dlpack__"})
 # in-place ops whose first argument is written
 _INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
 
@@ -658,8 +659,13 @@ class _Capture(DispatchMode):
                     return spec, []
                 outs.append(e[0])
                 consts.append(_MISSING)
+            elif type(x) in _SCALARS or isinstance(x, (_core.DType, _core.Device)) or (
+                    isinstance(x, tuple) and all(type(v) in _SCALARS for v in x)):
+                consts.append(x)      # immutable: the same value on every replay
             else:
-                consts.append(x)
+                self.graph_break("output", f"the result holds a {type(x).__name__}, which a "
+                                 f"replay would return as the same object every call")
+                return spec, []
         for node, t in list(self.env.values()):
             if self.versions.get(t._storage_id(), t._version) != t._version:
                 self.graph_break("mutation", "a captured tensor was modified in place by an "
@@ -703,6 +709,8 @@ class _Entry:
         self.gm = gm
 
     def failed_guard(self, leaves: list) -> str | None:
+        if self.compiled is None:
+            return None      # running the function as written is right whatever the state
         bad = self.guards.check()
         writes, rg = _module_writes(), _rg_writes()
         # modules and requires_grad flags only change through counted writes: until one

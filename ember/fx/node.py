@@ -253,7 +253,7 @@ class Node:
             if placeholder_names is not None:
                 placeholder_names.append(arg)
                 return None
-            default = f" -> {self.args[0]!r}" if self.args else ""
+            default = f"(default={self.args[0]})" if self.args else ""
             return (f"%{self.name} : [num_users={len(self.users)}] = "
                     f"placeholder[target={self.target}]{default}")
         if self.op == "get_attr":
