@@ -24,19 +24,16 @@ def _tensor_arg(x, op: str, arg: str = "input"):
     return x
 
 
-def _finish(r, out, op: str):
-    """Write ``r`` into ``out=`` (which must have the result's shape, as elsewhere in ember)."""
+def _finish(r, out, op: str, inputs=(), exact=False):
+    """``r``, or ``r`` written into ``out=`` through the core's out= checks (shape,
+    dtype castable, or equal with ``exact`` as torch demands for some ops, overlap with
+    ``inputs``)."""
     if out is None:
         return r
-    if not isinstance(out, TensorBase):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if tuple(out.shape) != tuple(r.shape):
-        raise RuntimeError(f"{op}: output with shape {list(out.shape)} doesn't match the result "
-                           f"shape {list(r.shape)}")
-    if not core.can_cast(r.dtype, out.dtype):
-        raise RuntimeError(f"{op}: result type {r.dtype} can't be cast to the desired output "
-                           f"type {out.dtype}")
-    return out.copy_(r)
+    if core.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in inputs):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    return core._write_out(out, r.detach(), tuple(inputs), op, exact)
 
 
 def _value_for(value, *tensors):
@@ -51,7 +48,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``, elementwise with broadcasting."""
     _tensor_arg(input, "addcmul")
     value = _value_for(value, input, tensor1, tensor2)
-    return _finish(_ew.add(input, _ew.mul(_ew.mul(tensor1, tensor2), value)), out, "addcmul")
+    r = _ew.add(input, _ew.mul(_ew.mul(tensor1, tensor2), value))
+    return _finish(r, out, "addcmul", (input, tensor1, tensor2))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
@@ -65,17 +63,20 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
                            "for integer inputs and as (input + value * tensor1 / tensor2) for "
                            "float inputs. The future addcdiv behavior is just the latter "
                            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
-    return _finish(_ew.add(input, _ew.mul(_ew.div(tensor1, tensor2), value)), out, "addcdiv")
+    r = _ew.add(input, _ew.mul(_ew.div(tensor1, tensor2), value))
+    return _finish(r, out, "addcdiv", (input, tensor1, tensor2))
 
 
 def deg2rad(input, *, out=None):
     """Degrees to radians."""
-    return _finish(_ew.mul(_tensor_arg(input, "deg2rad"), math.pi / 180.0), out, "deg2rad")
+    r = _ew.mul(_tensor_arg(input, "deg2rad"), math.pi / 180.0)
+    return _finish(r, out, "deg2rad", (input,))
 
 
 def rad2deg(input, *, out=None):
     """Radians to degrees."""
-    return _finish(_ew.mul(_tensor_arg(input, "rad2deg"), 180.0 / math.pi), out, "rad2deg")
+    r = _ew.mul(_tensor_arg(input, "rad2deg"), 180.0 / math.pi)
+    return _finish(r, out, "rad2deg", (input,))
 
 
 def sinc(input, *, out=None):
@@ -87,7 +88,7 @@ def sinc(input, *, out=None):
     zero = _ew.eq(x, 0)
     # the division by zero is masked out; its operand is replaced so no nan reaches grad
     safe = _ew.where(zero, 1.0, px)
-    return _finish(_ew.where(zero, 1.0, _ew.div(_ew.sin(safe), safe)), out, "sinc")
+    return _finish(_ew.where(zero, 1.0, _ew.div(_ew.sin(safe), safe)), out, "sinc", (input,))
 
 
 def logit(input, eps=None, *, out=None):
@@ -95,12 +96,13 @@ def logit(input, eps=None, *, out=None):
     x = _tensor_arg(input, "logit")
     if eps is not None:
         x = _ew.clamp(x, eps, 1.0 - eps)
-    return _finish(_ew.log(_ew.div(x, _ew.rsub(x, 1))), out, "logit")
+    return _finish(_ew.log(_ew.div(x, _ew.rsub(x, 1))), out, "logit", (input,))
 
 
 def ldexp(input, other, *, out=None):
     """``input * 2 ** other``."""
-    return _finish(_ew.mul(_tensor_arg(input, "ldexp"), _ew.exp2(other)), out, "ldexp")
+    r = _ew.mul(_tensor_arg(input, "ldexp"), _ew.exp2(other))
+    return _finish(r, out, "ldexp", (input, other), exact=True)
 
 
 def logaddexp2(input, other, *, out=None):
@@ -111,7 +113,7 @@ def logaddexp2(input, other, *, out=None):
     r = _ew.add(m, _ew.div(_ew.log1p(_ew.exp2(_ew.neg(d))), math.log(2.0)))
     # equal infinities: the difference is nan, the answer is the infinity itself
     same_inf = _ew.logical_and(_ew.isinf(m), _ew.eq(input, other))
-    return _finish(_ew.where(same_inf, m, r), out, "logaddexp2")
+    return _finish(_ew.where(same_inf, m, r), out, "logaddexp2", (input, other))
 
 
 def heaviside(input, values, *, out=None):
@@ -120,19 +122,22 @@ def heaviside(input, values, *, out=None):
     if isinstance(values, TensorBase) and values.dtype != input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
     step = _ew.gt(input, 0).to(input.dtype)
-    return _finish(_ew.where(_ew.eq(input, 0), values, step), out, "heaviside")
+    r = _ew.where(_ew.eq(input, 0), values, step)
+    return _finish(r, out, "heaviside", (input, values), exact=True)
 
 
 def isposinf(input, *, out=None):
     """True where ``input`` is +inf."""
     _tensor_arg(input, "isposinf")
-    return _finish(_ew.logical_and(_ew.isinf(input), _ew.gt(input, 0)), out, "isposinf")
+    r = _ew.logical_and(_ew.isinf(input), _ew.gt(input, 0))
+    return _finish(r, out, "isposinf", (input,), exact=True)
 
 
 def isneginf(input, *, out=None):
     """True where ``input`` is -inf."""
     _tensor_arg(input, "isneginf")
-    return _finish(_ew.logical_and(_ew.isinf(input), _ew.lt(input, 0)), out, "isneginf")
+    r = _ew.logical_and(_ew.isinf(input), _ew.lt(input, 0))
+    return _finish(r, out, "isneginf", (input,), exact=True)
 
 
 def isreal(input):
@@ -145,7 +150,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     dtype's largest and lowest finite values)."""
     x = _tensor_arg(input, "nan_to_num")
     if not x.dtype.is_floating_point:
-        return _finish(x.clone(), out, "nan_to_num")
+        return _finish(x.clone(), out, "nan_to_num", (input,), exact=True)
     from ember._dtype_info import finfo
 
     fi = finfo(x.dtype)
@@ -153,7 +158,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     neginf = fi.min if neginf is None else neginf
     r = _ew.where(_ew.isnan(x), nan, x)
     r = _ew.where(isposinf(x), posinf, r)
-    return _finish(_ew.where(isneginf(x), neginf, r), out, "nan_to_num")
+    return _finish(_ew.where(isneginf(x), neginf, r), out, "nan_to_num", (input,), exact=True)
 
 
 def fill(input, value):
@@ -179,13 +184,14 @@ def inner(input, other, *, out=None):
     _tensor_arg(input, "inner")
     _tensor_arg(other, "inner", "other")
     if input.dim() == 0 or other.dim() == 0:
-        return _finish(_ew.mul(input, other), out, "inner")
+        return _finish(_ew.mul(input, other), out, "inner", (input, other), exact=True)
     k = input.shape[-1]
     if other.shape[-1] != k:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
                            f"got shapes {list(input.shape)} and {list(other.shape)}")
     r = _la.matmul(input.reshape(-1, k), other.reshape(-1, k).t())
-    return _finish(r.reshape(*input.shape[:-1], *other.shape[:-1]), out, "inner")
+    r = r.reshape(*input.shape[:-1], *other.shape[:-1])
+    return _finish(r, out, "inner", (input, other), exact=True)
 
 
 def kron(input, other, *, out=None):
@@ -200,7 +206,8 @@ def kron(input, other, *, out=None):
         ai += [sa, 1]
         bi += [1, sb]
     r = _ew.mul(a.reshape(*ai), b.reshape(*bi))
-    return _finish(r.reshape(*[sa * sb for sa, sb in zip(a.shape, b.shape)]), out, "kron")
+    r = r.reshape(*[sa * sb for sa, sb in zip(a.shape, b.shape)])
+    return _finish(r, out, "kron", (input, other))
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
@@ -284,7 +291,7 @@ def _quantile(input, q, dim, keepdim, interpolation, out, op, ignore_nan):
             r = r.unsqueeze(d + 1)
     if scalar_q:
         r = r.squeeze(0)
-    return _finish(r, out, op)
+    return _finish(r, out, op, (input,), exact=True)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
@@ -448,7 +455,7 @@ def tensordot(a, b, dims=2, out=None):
     am = a.permute(*ka, *da).reshape(m, k)
     bm = b.permute(*db, *kb).reshape(k, -1)
     r = _la.matmul(am, bm).reshape(*[a.shape[d] for d in ka], *[b.shape[d] for d in kb])
-    return _finish(r, out, "tensordot")
+    return _finish(r, out, "tensordot", (a, b), exact=True)
 
 
 def block_diag(*tensors):
@@ -812,7 +819,7 @@ def conj(input):
 
 def conj_physical(input, *, out=None):
     """The materialised complex conjugate: ``input`` itself for a real tensor."""
-    return _finish(_tensor_arg(input, "conj_physical"), out, "conj_physical")
+    return _finish(_tensor_arg(input, "conj_physical"), out, "conj_physical", (input,), exact=True)
 
 
 def conj_physical_(input):
@@ -865,7 +872,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     else:
         r = _ew.add(_ew.mul(input, _value_for(beta, input, vec1, vec2)) if beta != 1
                     else input, prod)
-    return _finish(r, out, "addr")
+    return _finish(r, out, "addr", (input, vec1, vec2))
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -880,7 +887,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
         r = _ew.add(core.zeros_like(input), prod)
     else:
         r = _ew.add(_ew.mul(input, beta) if beta != 1 else input, prod)
-    return _finish(r, out, "addbmm")
+    return _finish(r, out, "addbmm", (input, batch1, batch2), exact=True)
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
@@ -901,6 +908,39 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         shape[d] = -1
     idx = index.reshape(*shape).expand(*source.shape) if source.dim() else index.reshape(())
     return _ix.scatter_reduce(input, d, idx, source, reduce, include_self=include_self)
+
+
+def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
+    """In-place :func:`index_reduce`; ``source`` may not share memory with ``input``."""
+    core._check_written(input, (index, source), "index_reduce_", True)
+    return input.copy_(index_reduce(input, dim, index, source, reduce,
+                                    include_self=include_self))
+
+
+def float_power_(input, exponent):
+    """In-place :func:`ember.float_power`: ``input`` must already be float64, the dtype
+    the result has."""
+    if input.dtype != core.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{str(input.dtype).split('.')[-1].capitalize()} but the operation's "
+                           f"result requires dtype Double")
+    core._check_written(input, (exponent,), "float_power_")
+    return input.copy_(_ew.float_power(input, exponent))
+
+
+def _cumulative_(op, name):
+    def fn(input, dim, *, dtype=None):
+        if input.dtype is core.bool_:
+            raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
+        core._check_written(input, (), name + "_")
+        return input.copy_(op(input, dim, dtype=input.dtype if dtype is None else dtype))
+    fn.__name__ = fn.__qualname__ = name + "_"
+    fn.__doc__ = f"In-place :func:`ember.{name}` along ``dim`` (in self's dtype)."
+    return fn
+
+
+cumsum_ = _cumulative_(_red.cumsum, "cumsum")
+cumprod_ = _cumulative_(_red.cumprod, "cumprod")
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
@@ -956,7 +996,10 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         edges = _cr.linspace(lo, hi, bins + 1, dtype=input.dtype)
     nb = edges.numel() - 1
     if nb < 1:
-        return return_types.histogram(core.zeros(0, dtype=input.dtype), edges)
+        hist = core.zeros(0, dtype=input.dtype)
+        return return_types.histogram(hist, edges) if out is None else \
+            return_types.histogram(_finish(hist, out[0], "histogram", (input,), exact=True),
+                                   _finish(edges, out[1], "histogram", (input,), exact=True))
     # bin i holds [e_i, e_i+1); the last bin is closed on the right
     idx = _ew.sub(_red.searchsorted(edges, x, right=True), 1)
     last = _ew.eq(x, _ix.take(edges, core.tensor([nb])))
@@ -969,7 +1012,13 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     if density:
         widths = _ew.sub(edges[1:], edges[:-1])
         hist = _ew.div(hist, _ew.mul(_red.sum(hist), widths))
-    return return_types.histogram(_finish(hist, out, "histogram"), edges)
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError("histogram(): argument 'out' must be a tuple of two Tensors "
+                            "(hist, bin_edges)")
+        hist = _finish(hist, out[0], "histogram", (input,), exact=True)
+        edges = _finish(edges, out[1], "histogram", (input,), exact=True)
+    return return_types.histogram(hist, edges)
 
 
 def nonzero_static(input, *, size, fill_value=-1):
@@ -1023,7 +1072,7 @@ def gcd(input, other, *, out=None):
         nz = _ew.ne(b, 0)
         r = _ew.remainder(a, _ew.where(nz, b, 1))
         a, b = _ew.where(nz, b, a), _ew.where(nz, r, 0)
-    return _finish(a, out, "gcd")
+    return _finish(a, out, "gcd", (input, other))
 
 
 def lcm(input, other, *, out=None):
@@ -1032,4 +1081,4 @@ def lcm(input, other, *, out=None):
     _integers("lcm", input, other)
     g = gcd(input, other)
     q = _ew.floor_divide(_ew.abs(input), _ew.where(_ew.eq(g, 0), 1, g))
-    return _finish(_ew.abs(_ew.mul(q, other)), out, "lcm")
+    return _finish(_ew.abs(_ew.mul(q, other)), out, "lcm", (input, other))

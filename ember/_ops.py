@@ -375,6 +375,7 @@ def _composed_inplace(fn, name: str):
     from ember._C import core
 
     def op_(self, *args, **kwargs):
+        core._check_written(self, args, name + "_")
         r = fn(self, *args, **kwargs)
         if tuple(r.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}_(): output with shape {list(self.shape)} doesn't match "

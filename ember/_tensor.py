@@ -211,6 +211,9 @@ class Tensor(core.TensorBase):
 
     def is_set_to(self, tensor):
         """Whether self and ``tensor`` view the same memory with the same geometry."""
+        if not isinstance(tensor, core.TensorBase):
+            raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not "
+                            f"{type(tensor).__name__}")
         return (self.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
                 and self.storage_offset() == tensor.storage_offset()
                 and tuple(self.shape) == tuple(tensor.shape)
@@ -272,6 +275,9 @@ class Tensor(core.TensorBase):
 
     def map_(self, tensor, callable):
         """``self[i] = callable(self[i], tensor[i])`` with ``tensor`` broadcast, in place."""
+        if tensor.dtype != self.dtype:
+            raise TypeError(f"map_: expected {self.type()} for 'other' (got {tensor.type()})")
+        core._check_written(self, (tensor,), "map_")
         other = tensor.expand_as(self).reshape(-1).tolist()
         vals = self.reshape(-1).tolist()
         with _no_grad():

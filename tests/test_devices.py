@@ -161,4 +161,5 @@ def test_every_device_type_torch_knows_parses_and_fails_on_use(torch):
             torch.device(bad)
         with pytest.raises(RuntimeError, match="Expected one of cpu, cuda") as ee:
             ember.device(bad)
-        assert str(ee.value) == str(te.value)
+        # torch's list first (plugins registered by other tests may follow it)
+        assert str(ee.value).startswith(str(te.value).split(" device type")[0])

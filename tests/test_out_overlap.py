@@ -32,12 +32,14 @@ def _t(m, a):
 UNARY = ("abs absolute acos acosh asin asinh atan atanh arccos arcsin arctan bitwise_not ceil "
          "cos cosh erf erfc exp exp2 expm1 fix floor frac lgamma log log10 log1p log2 neg "
          "negative reciprocal round rsqrt sigmoid sign signbit sin sinh sqrt square tan tanh "
-         "trunc isfinite isinf isnan logical_not msort relu silu mish gelu").split()
+         "trunc isfinite isinf isnan logical_not msort relu silu mish gelu arccosh arcsinh "
+         "arctanh conj_physical deg2rad rad2deg sgn sinc logit nan_to_num isposinf "
+         "isneginf").split()
 BINARY = ("add sub subtract mul multiply div divide true_divide floor_divide remainder fmod "
           "pow float_power maximum minimum fmax fmin atan2 arctan2 hypot copysign xlogy "
           "logaddexp eq ne lt le gt ge greater greater_equal less less_equal not_equal "
           "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor "
-          "bitwise_left_shift bitwise_right_shift").split()
+          "bitwise_left_shift bitwise_right_shift logaddexp2 heaviside inner kron").split()
 DIM_REDUCE = ("all any amax amin cumprod cumsum logcumsumexp logsumexp mean nanmean nansum "
               "prod std sum var").split()
 
@@ -113,6 +115,18 @@ def _sample_table():
         "bernoulli": lambda m, A: (m.bernoulli, (A / 2,), {}),
         "multinomial": lambda m, A: (m.multinomial, (A, 2), {}),
         "nn.functional.normalize": lambda m, A: (m.nn.functional.normalize, (A,), {"dim": 1}),
+        "addcmul": lambda m, A: (m.addcmul, (A, _t(m, _B), A), {"value": 0.5}),
+        "addcdiv": lambda m, A: (m.addcdiv, (A, _t(m, _B), A + 1), {"value": 0.5}),
+        "addr": lambda m, A: (m.addr, (A, _t(m, _B[:, 0]), _t(m, _B[0])), {}),
+        "addbmm": lambda m, A: (m.addbmm, (m.zeros(3, 3), A.unsqueeze(0),
+                                           _t(m, _B.T.copy()).unsqueeze(0)), {}),
+        "tensordot": lambda m, A: (m.tensordot, (A, _t(m, _B.T.copy()), 1), {}),
+        "ldexp": lambda m, A: (m.ldexp, (A, _t(m, _I[:, :1].repeat(4, 1))), {}),
+        "quantile": lambda m, A: (m.quantile, (A, 0.25, 1), {}),
+        "nanquantile": lambda m, A: (m.nanquantile, (A, 0.75, 1), {}),
+        "histogram": lambda m, A: (m.histogram, (A.reshape(-1), 4), {}),
+        "gcd": lambda m, A: (m.gcd, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
+        "lcm": lambda m, A: (m.lcm, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
     })
     return s
 
@@ -121,7 +135,7 @@ SAMPLES = _sample_table()
 
 # torch reads the source while it writes self here, so self as the source gives an
 # answer that depends on its loop order; ember refuses it.
-ALIAS_DEPENDENT = {"masked_scatter_"}
+ALIAS_DEPENDENT = {"masked_scatter_", "addmv_", "addbmm_", "baddbmm_"}
 
 # ---------------------------------------------------------------------------
 # in-place methods: name -> (call(S, O, m), has a tensor operand O)
@@ -129,10 +143,15 @@ ALIAS_DEPENDENT = {"masked_scatter_"}
 INPLACE_UNARY = ("abs absolute acos acosh asin asinh atan atanh bitwise_not ceil cos cosh erf "
                  "erfc exp exp2 expm1 floor frac log log10 log1p log2 logical_not neg negative "
                  "reciprocal relu round rsqrt sigmoid sign silu sin sinh sqrt square tan tanh "
-                 "trunc tril triu zero cauchy exponential log_normal normal uniform").split()
+                 "trunc tril triu zero cauchy exponential log_normal normal uniform arccos "
+                 "arccosh arcsin arcsinh arctan arctanh deg2rad rad2deg fix sgn sinc logit "
+                 "nan_to_num lgamma mish t").split()
 INPLACE_BINARY = ("add sub subtract mul multiply div divide floor_divide remainder fmod pow "
                   "maximum minimum atan2 bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
-                  "bitwise_right_shift logical_and logical_or eq ne lt le gt ge copy").split()
+                  "bitwise_right_shift logical_and logical_or eq ne lt le gt ge copy arctan2 "
+                  "copysign float_power greater greater_equal hypot less less_equal "
+                  "logical_xor not_equal true_divide xlogy heaviside ldexp gcd lcm "
+                  "set").split()
 
 
 def _inplace_table():
@@ -159,6 +178,34 @@ def _inplace_table():
         "scatter_": (lambda S, O, m: S.scatter_(1, _t(m, _I), O), True),
         "scatter_add_": (lambda S, O, m: S.scatter_add_(1, _t(m, _I), O), True),
         "scatter_reduce_": (lambda S, O, m: S.scatter_reduce_(1, _t(m, _I), O, "sum"), True),
+        "addcmul_": (lambda S, O, m: S.addcmul_(O, O, value=0.5), True),
+        "addcdiv_": (lambda S, O, m: S.addcdiv_(O, O + 1, value=0.5), True),
+        "addmm_": (lambda S, O, m: S.addmm_(O, O.t()[:4, :4]), True),
+        "addmv_": (lambda S, O, m: S[0].addmv_(O.t(), O[:, 0]), True),
+        "addr_": (lambda S, O, m: S.addr_(O[:, 0], O[0]), True),
+        "addbmm_": (lambda S, O, m: S.addbmm_(O[:, :3].unsqueeze(0), O.unsqueeze(0)), True),
+        # operands that are non-dense views of self are allowed (torch cannot judge them
+        # either) and give loop-order-dependent answers in torch: fresh operands here
+        "baddbmm_": (lambda S, O, m: S.unsqueeze(0).baddbmm_(O[:, :3].unsqueeze(0).clone(),
+                                                            O.unsqueeze(0).clone()), False),
+        "clamp_min_": (lambda S, O, m: S.clamp_min_(0.5), False),
+        "clamp_max_": (lambda S, O, m: S.clamp_max_(1.5), False),
+        "cumsum_": (lambda S, O, m: S.cumsum_(1), False),
+        "cumprod_": (lambda S, O, m: S.cumprod_(1), False),
+        "lerp_": (lambda S, O, m: S.lerp_(O, 0.25), True),
+        "renorm_": (lambda S, O, m: S.renorm_(2, 0, 1.0), False),
+        "index_reduce_": (lambda S, O, m: S.index_reduce_(1, _t(m, idx), O, "amax"), True),
+        "fill_diagonal_": (lambda S, O, m: S.fill_diagonal_(1.5), False),
+        "resize_": (lambda S, O, m: S.resize_(2, 2), False),   # grown memory is uninitialised
+        "squeeze_": (lambda S, O, m: S.unsqueeze(0).squeeze_(0), False),
+        "unsqueeze_": (lambda S, O, m: S.unsqueeze_(0), False),
+        "transpose_": (lambda S, O, m: S.transpose_(0, 1), False),
+        "swapaxes_": (lambda S, O, m: S.swapaxes_(0, 1), False),
+        "swapdims_": (lambda S, O, m: S.swapdims_(0, 1), False),
+        "as_strided_": (lambda S, O, m: S.as_strided_((2, 2), (1, 2)), False),
+        "apply_": (lambda S, O, m: S.apply_(lambda v: v * 2), False),
+        "resize_as_": (lambda S, O, m: S.resize_as_(O[:2, :2]), False),
+        "map_": (lambda S, O, m: S.map_(O, lambda a, b: a + b), True),
     })
     return s
 

@@ -2797,3 +2797,17 @@ cdef object write_out(object out, TensorBase r, int policy, object inputs, str o
     copy_into(o, r)
     o._storage.version += 1
     return o
+
+
+def _check_written(TensorBase t not None, inputs, str op, bint noalias=False):
+    """Python ops' entry to the written-to check: ``t`` is about to be overwritten with
+    a result computed from ``inputs`` (internal and partial overlap, as torch refuses;
+    with ``noalias`` even an input that is ``t`` itself)."""
+    check_written(t, inputs, op, noalias)
+
+
+def _write_out(out, TensorBase r not None, inputs, str op, bint exact=False):
+    """Python ops' entry to the out= exit: ``r`` itself, or ``r`` written into ``out``
+    after the shape, dtype (castable, or ``exact``) and overlap checks every native op
+    makes."""
+    return write_out(out, r, OUT_EXACT if exact else OUT_CAST, inputs, op)
