@@ -2,6 +2,7 @@
 LAPACK calls beside PyTorch and NumPy on the same data and thread count."""
 
 import numpy as np
+
 from ._lib import WALL, asarray, load, need_threads, randn, set_threads
 
 
