@@ -16,6 +16,7 @@ from ember.distributions.discrete import (
     Multinomial,
     NegativeBinomial,
     OneHotCategorical,
+    OneHotCategoricalStraightThrough,
     Poisson,
 )
 from ember.distributions.distribution import Distribution
@@ -41,6 +42,7 @@ from ember.distributions.transformed import (
     HalfCauchy,
     HalfNormal,
     Independent,
+    InverseGamma,
     LogisticNormal,
     LogNormal,
     Pareto,
@@ -74,13 +76,53 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
            "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
            "ExpTransform", "Exponential", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
-           "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "Kumaraswamy",
-           "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
-           "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
-           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
-           "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-           "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-           "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
-           "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
-           "transforms"]
+           "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "InverseGamma",
+           "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
+           "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+           "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
+           "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
+           "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+           "VonMises", "Weibull", "Wishart", "biject_to", "constraints", "identity_transform",
+           "kl_divergence", "register_kl", "transform_to", "transforms"]
+
+
+# PyTorch's per-distribution module paths (``torch.distributions.normal.Normal`` ...) as
+# aliases of the modules above, so that ``from ember.distributions.normal import Normal`` works.
+_ALIASES = {
+    "bernoulli": "Bernoulli", "beta": "Beta", "binomial": "Binomial",
+    "categorical": "Categorical", "cauchy": "Cauchy", "chi2": "Chi2",
+    "continuous_bernoulli": "ContinuousBernoulli", "dirichlet": "Dirichlet",
+    "exponential": "Exponential", "fishersnedecor": "FisherSnedecor",
+    "geometric": "Geometric", "gumbel": "Gumbel", "half_cauchy": "HalfCauchy",
+    "half_normal": "HalfNormal", "independent": "Independent", "inverse_gamma": "InverseGamma",
+    "kumaraswamy": "Kumaraswamy", "laplace": "Laplace", "lkj_cholesky": "LKJCholesky",
+    "log_normal": "LogNormal", "logistic_normal": "LogisticNormal",
+    "lowrank_multivariate_normal": "LowRankMultivariateNormal",
+    "mixture_same_family": "MixtureSameFamily", "multinomial": "Multinomial",
+    "multivariate_normal": "MultivariateNormal", "negative_binomial": "NegativeBinomial",
+    "normal": "Normal", "one_hot_categorical": "OneHotCategorical OneHotCategoricalStraightThrough",
+    "pareto": "Pareto", "poisson": "Poisson", "relaxed_bernoulli": "RelaxedBernoulli",
+    "relaxed_categorical": "RelaxedOneHotCategorical", "studentT": "StudentT",
+    "transformed_distribution": "TransformedDistribution", "uniform": "Uniform",
+    "weibull": "Weibull",
+}
+
+
+def _install_aliases() -> None:
+    import sys
+    import types
+
+    for mod_name, names in _ALIASES.items():
+        full = f"{__name__}.{mod_name}"
+        if full in sys.modules:
+            continue
+        mod = types.ModuleType(full, f"Alias of PyTorch's torch.distributions.{mod_name}.")
+        for n in names.split():
+            setattr(mod, n, globals()[n])
+        mod.__all__ = names.split()
+        sys.modules[full] = mod
+
+
+_install_aliases()

@@ -17,7 +17,7 @@ from ember.distributions.utils import (
 )
 
 __all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "Multinomial",
-           "NegativeBinomial", "OneHotCategorical", "Poisson"]
+           "NegativeBinomial", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson"]
 
 
 def _one_of(probs: Any, logits: Any) -> None:
@@ -637,3 +637,15 @@ class NegativeBinomial(Distribution):
                                         log_normalization)
         return log_unnormalized_prob - log_normalization
 
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """``OneHotCategorical`` whose ``rsample`` passes gradients straight through to ``probs``
+    (Bengio et al. 2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: tuple = ()) -> Any:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
