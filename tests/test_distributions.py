@@ -545,3 +545,24 @@ def test_straight_through_and_module_aliases():
     probs_t = TD.OneHotCategoricalStraightThrough(probs=pt).probs
     (probs_t * torch.tensor(w.numpy()).sum(0)).sum().backward()
     _close(p.grad, pt.grad, rtol=1e-6)
+
+
+def test_exponential_family_bregman_entropy_and_kl():
+    from ember.distributions.kl import _KL_REGISTRY
+    bregman = _KL_REGISTRY[D.ExponentialFamily, D.ExponentialFamily]
+    for name in ("Normal", "Gamma", "Beta", "Dirichlet", "Poisson", "Bernoulli", "Exponential"):
+        p, _ = _make(D, name, CASES[name][0])
+        q, _ = _make(D, name, _second(name))
+        t, _ = _make(TD, name, CASES[name][0])
+        assert isinstance(p, D.ExponentialFamily) == isinstance(t, TD.ExponentialFamily)
+        _close(bregman(p, q), D.kl_divergence(p, q), rtol=1e-6, atol=1e-9)
+        try:
+            ht = TD.ExponentialFamily.entropy(t)
+        except NotImplementedError:          # no constant carrier measure
+            with pytest.raises(NotImplementedError):
+                D.ExponentialFamily.entropy(p)
+            continue
+        _close(D.ExponentialFamily.entropy(p), ht, rtol=1e-6, atol=1e-9)
+        _close(D.ExponentialFamily.entropy(p), p.entropy(), rtol=1e-6, atol=1e-9)
+    with pytest.raises(NotImplementedError, match="different exponential"):
+        bregman(D.Normal(0.0, 1.0), D.Exponential(1.0))

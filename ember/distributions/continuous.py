@@ -7,6 +7,7 @@ from typing import Any
 import ember
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, erfinv
 
 __all__ = ["Cauchy", "Exponential", "Laplace", "Normal", "Uniform"]
@@ -26,7 +27,7 @@ def _new(d: Distribution, cls: type, batch_shape: tuple, _instance: Any, names: 
     return new
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal (Gaussian) distribution ``N(loc, scale**2)``.
 
     Parameters
@@ -94,6 +95,13 @@ class Normal(Distribution):
     def entropy(self) -> Any:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
+
 
 class Uniform(Distribution):
     """Uniform distribution on the half-open interval ``[low, high)``."""
@@ -156,7 +164,7 @@ class Uniform(Distribution):
         return (self.high - self.low).log()
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate`` (> 0)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -205,6 +213,15 @@ class Exponential(Distribution):
 
     def entropy(self) -> Any:
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return -(-x).log()
 
 
 class Laplace(Distribution):
