@@ -296,7 +296,8 @@ KL_PAIRS = [("Normal", "Normal"), ("Bernoulli", "Bernoulli"), ("Categorical", "C
             ("Gamma", "Gamma"), ("Beta", "Beta"), ("Dirichlet", "Dirichlet"),
             ("Geometric", "Geometric"), ("Pareto", "Pareto"), ("Binomial", "Binomial"),
             ("Uniform", "Normal"), ("Exponential", "Gamma"), ("Exponential", "Normal"),
-            ("Normal", "Exponential"), ("Uniform", "Uniform")]
+            ("Normal", "Exponential"), ("Uniform", "Uniform"),
+            ("ContinuousBernoulli", "ContinuousBernoulli")]
 
 
 def _second(name):
@@ -550,7 +551,8 @@ def test_straight_through_and_module_aliases():
 def test_exponential_family_bregman_entropy_and_kl():
     from ember.distributions.kl import _KL_REGISTRY
     bregman = _KL_REGISTRY[D.ExponentialFamily, D.ExponentialFamily]
-    for name in ("Normal", "Gamma", "Beta", "Dirichlet", "Poisson", "Bernoulli", "Exponential"):
+    for name in ("Normal", "Gamma", "Beta", "Dirichlet", "Poisson", "Bernoulli", "Exponential",
+                 "ContinuousBernoulli"):
         p, _ = _make(D, name, CASES[name][0])
         q, _ = _make(D, name, _second(name))
         t, _ = _make(TD, name, CASES[name][0])

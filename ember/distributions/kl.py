@@ -106,6 +106,7 @@ def _register_all() -> None:
         Binomial,
         Categorical,
         Cauchy,
+        ContinuousBernoulli,
         Dirichlet,
         Exponential,
         ExponentialFamily,
@@ -139,6 +140,13 @@ def _register_all() -> None:
         for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
             result = result - _sum_rightmost((qnp - pnp) * g, len(q.event_shape))
         return result
+
+    @register_kl(ContinuousBernoulli, ContinuousBernoulli)
+    def _kl_continuous_bernoulli(p, q):
+        t1 = p.mean * (p.logits - q.logits)
+        t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+        t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+        return t1 + t2 + t3
 
     @register_kl(Normal, Normal)
     def _kl_normal_normal(p, q):
