@@ -274,6 +274,12 @@ TRANSFORMS = {
     "Compose": (D.ComposeTransform([D.ExpTransform(), D.AffineTransform(0.0, 2.0)]),
                 TD.ComposeTransform([TD.ExpTransform(), TD.AffineTransform(0.0, 2.0)]), REAL),
     "Inverse": (D.ExpTransform().inv, TD.ExpTransform().inv, POS),
+    "PositiveDefinite": (D.PositiveDefiniteTransform(), TD.PositiveDefiniteTransform(), SPD),
+    "Cat": (D.CatTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)], 1, [1, 2]),
+            TD.CatTransform([TD.ExpTransform(), TD.AffineTransform(1.0, 2.0)], 1, [1, 2]),
+            REAL),
+    "Stack": (D.StackTransform([D.ExpTransform(), D.SigmoidTransform()], 0),
+              TD.StackTransform([TD.ExpTransform(), TD.SigmoidTransform()], 0), REAL),
 }
 
 
@@ -283,7 +289,7 @@ def test_transforms_match_torch(name):
     ye, yt = te(ember.tensor(x)), tt(torch.tensor(x))
     _close(ye, yt, rtol=1e-6)
     _close(te.inv(ye), tt.inv(yt), rtol=1e-6, atol=1e-8)
-    if name != "LowerCholesky":
+    if name not in ("LowerCholesky", "PositiveDefinite"):
         _close(te.log_abs_det_jacobian(ember.tensor(x), ye),
                tt.log_abs_det_jacobian(torch.tensor(x), yt), rtol=1e-6, atol=1e-8)
     assert te.bijective == tt.bijective
@@ -504,18 +510,21 @@ def test_wishart_matches_torch_and_samples():
 
 @pytest.mark.parametrize("name", ["real", "positive", "nonnegative", "unit_interval",
                                   "simplex", "real_vector", "lower_cholesky", "gt", "lt",
-                                  "interval"])
+                                  "interval", "positive_definite"])
 def test_biject_to_and_transform_to_match_torch(name):
     def pick(C):
         return {"gt": lambda: C.greater_than(1.5), "lt": lambda: C.less_than(-2.0),
                 "interval": lambda: C.interval(-1.0, 3.0)}.get(name, lambda: getattr(C, name))()
-    x = SPD if name == "lower_cholesky" else REAL
+    x = SPD if name in ("lower_cholesky", "positive_definite") else REAL
     for E, T in ((D.biject_to, TD.biject_to), (D.transform_to, TD.transform_to)):
         try:
             tt = T(pick(TD.constraints))
         except NotImplementedError:
             continue
         if name == "lower_cholesky" and E is D.biject_to:
+            continue
+        if name == "positive_definite":
+            _close(E(pick(D.constraints))(ember.tensor(x)), tt(torch.tensor(x)), rtol=1e-6)
             continue
         te = E(pick(D.constraints))
         ye, yt = te(ember.tensor(x)), tt(torch.tensor(x))

@@ -53,16 +53,19 @@ from ember.distributions.transformed import (
 from ember.distributions.transforms import (
     AbsTransform,
     AffineTransform,
+    CatTransform,
     ComposeTransform,
     CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
     LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
     ReshapeTransform,
     SigmoidTransform,
     SoftmaxTransform,
     SoftplusTransform,
+    StackTransform,
     StickBreakingTransform,
     TanhTransform,
     Transform,
@@ -73,8 +76,8 @@ from ember.distributions.wishart import Wishart
 
 _register_all()
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
+           "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
            "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
            "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
            "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
@@ -82,12 +85,12 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
            "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
            "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-           "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-           "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-           "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
-           "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
-           "transforms"]
+           "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT",
+           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises",
+           "Weibull", "Wishart", "biject_to", "constraints", "identity_transform", "kl_divergence",
+           "register_kl", "transform_to", "transforms"]
 
 
 # PyTorch's per-distribution module paths (``torch.distributions.normal.Normal`` ...) as
