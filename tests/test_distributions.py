@@ -278,6 +278,8 @@ TRANSFORMS = {
     "Cat": (D.CatTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)], 1, [1, 2]),
             TD.CatTransform([TD.ExpTransform(), TD.AffineTransform(1.0, 2.0)], 1, [1, 2]),
             REAL),
+    "CorrCholesky": (D.CorrCholeskyTransform(), TD.CorrCholeskyTransform(),
+                     RNG.standard_normal((2, 6))),
     "Stack": (D.StackTransform([D.ExpTransform(), D.SigmoidTransform()], 0),
               TD.StackTransform([TD.ExpTransform(), TD.SigmoidTransform()], 0), REAL),
 }
