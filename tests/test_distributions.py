@@ -295,6 +295,17 @@ def test_transforms_match_torch(name):
         _close(te.log_abs_det_jacobian(ember.tensor(x), ye),
                tt.log_abs_det_jacobian(torch.tensor(x), yt), rtol=1e-6, atol=1e-8)
     assert te.bijective == tt.bijective
+    # gradients through the forward map and its log-det-Jacobian
+    xe, xt = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ye, yt = te(xe), tt(xt)
+    w = RNG.standard_normal(tuple(yt.shape))
+    le, lt = (ye * ember.tensor(w)).sum(), (yt * torch.tensor(w)).sum()
+    if name not in ("LowerCholesky", "PositiveDefinite"):
+        le = le + te.log_abs_det_jacobian(xe, ye).sum()
+        lt = lt + tt.log_abs_det_jacobian(xt, yt).sum()
+    le.backward()
+    lt.backward()
+    _close(xe.grad, xt.grad, rtol=1e-6, atol=1e-9)
 
 
 KL_PAIRS = [("Normal", "Normal"), ("Bernoulli", "Bernoulli"), ("Categorical", "Categorical"),
