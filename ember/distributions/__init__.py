@@ -7,7 +7,14 @@ ember's Philox generator (``ember.distributions.samplers``).
 """
 from ember.distributions import constraints, transforms
 from ember.distributions.constraint_registry import biject_to, transform_to
-from ember.distributions.continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from ember.distributions.continuous import (
+    Cauchy,
+    Exponential,
+    GeneralizedPareto,
+    Laplace,
+    Normal,
+    Uniform,
+)
 from ember.distributions.discrete import (
     Bernoulli,
     Binomial,
@@ -81,9 +88,9 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
            "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
            "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
-           "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-           "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky",
-           "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+           "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
+           "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy",
+           "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
            "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform",
@@ -102,6 +109,7 @@ _ALIASES = {
     "categorical": "Categorical", "cauchy": "Cauchy", "chi2": "Chi2",
     "continuous_bernoulli": "ContinuousBernoulli", "dirichlet": "Dirichlet",
     "exponential": "Exponential", "fishersnedecor": "FisherSnedecor",
+    "generalized_pareto": "GeneralizedPareto",
     "geometric": "Geometric", "gumbel": "Gumbel", "half_cauchy": "HalfCauchy",
     "half_normal": "HalfNormal", "independent": "Independent", "inverse_gamma": "InverseGamma",
     "kumaraswamy": "Kumaraswamy", "laplace": "Laplace", "lkj_cholesky": "LKJCholesky",
