@@ -350,6 +350,10 @@ def test_empty_and_batched_shapes():
 
 
 def test_lapack_is_loaded_lazily_and_missing_library_says_how_to_install():
+    code = ("import sys, ember; print('ember.linalg' in sys.modules, "
+            "'ember.distributions' in sys.modules, 'ember._linalg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False", "False"], out.stderr
     code = ("import sys, ember; a = 'ember._lapack' in sys.modules; import ember.linalg; "
             "b = 'ember._lapack' in sys.modules; ember.linalg.det(ember.eye(2)); "
             "print(a, b, 'ember._lapack' in sys.modules)")
