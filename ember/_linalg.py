@@ -1152,7 +1152,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
     _floating(A, op)
     dim = tuple(dim)
     if len(dim) != 2:
-        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {dim}")
+        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     nd = A.dim()
     d0, d1 = (d % nd for d in dim)
     if d0 == d1:

@@ -49,10 +49,15 @@ CASES = {
     "FisherSnedecor": ((POS + 4, POS2 + 5), POS2),
     "RelaxedBernoulli": ((np.array(0.7), PROB), PROB),
     "RelaxedOneHotCategorical": ((np.array(0.7), SIMPLEX), SIMPLEX),
+    "InverseGamma": ((POS + 2, POS2), POS2),
+    # float32: torch's own GeneralizedPareto fails on float64 parameters
+    "GeneralizedPareto": (tuple(a.astype(np.float32) for a in (
+        REAL, POS, np.array([[0.2, -0.3, 0.0], [0.1, -0.1, 0.3]]))),
+        (REAL + 0.3 * POS).astype(np.float32)),
 }
 CDF = {"Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "LogNormal", "HalfNormal",
        "HalfCauchy", "Gumbel", "Pareto", "Weibull", "ContinuousBernoulli", "Kumaraswamy",
-       "Gamma", "Chi2"}
+       "Gamma", "Chi2", "GeneralizedPareto"}
 # torch has no entropy for these either
 NO_ENTROPY = {"Poisson", "NegativeBinomial", "FisherSnedecor", "RelaxedBernoulli",
               "RelaxedOneHotCategorical"}
@@ -122,7 +127,8 @@ def test_cdf_icdf_match_torch(name):
 MOMENTS = ["Normal", "Uniform", "Exponential", "Laplace", "LogNormal", "HalfNormal", "Gumbel",
            "Weibull", "Gamma", "Chi2", "Beta", "StudentT", "Dirichlet", "Bernoulli",
            "Geometric", "Poisson", "Binomial", "NegativeBinomial", "OneHotCategorical",
-           "ContinuousBernoulli", "Kumaraswamy", "FisherSnedecor"]
+           "ContinuousBernoulli", "Kumaraswamy", "FisherSnedecor", "InverseGamma",
+           "GeneralizedPareto"]
 
 
 @pytest.mark.parametrize("name", MOMENTS)
@@ -140,7 +146,7 @@ def test_sample_moments(name):
     m = x.numpy().mean(0)
     # mean within 6 standard errors; variance within 15%
     assert np.all(np.abs(m - mean) <= 6 * np.sqrt(var / n) + 1e-12), (m, mean)
-    if name != "StudentT":
+    if name not in ("StudentT", "InverseGamma", "GeneralizedPareto"):       # heavy tails
         np.testing.assert_allclose(x.numpy().var(0), var, rtol=0.15)
 
 
@@ -273,6 +279,14 @@ TRANSFORMS = {
     "Compose": (D.ComposeTransform([D.ExpTransform(), D.AffineTransform(0.0, 2.0)]),
                 TD.ComposeTransform([TD.ExpTransform(), TD.AffineTransform(0.0, 2.0)]), REAL),
     "Inverse": (D.ExpTransform().inv, TD.ExpTransform().inv, POS),
+    "PositiveDefinite": (D.PositiveDefiniteTransform(), TD.PositiveDefiniteTransform(), SPD),
+    "Cat": (D.CatTransform([D.ExpTransform(), D.AffineTransform(1.0, 2.0)], 1, [1, 2]),
+            TD.CatTransform([TD.ExpTransform(), TD.AffineTransform(1.0, 2.0)], 1, [1, 2]),
+            REAL),
+    "CorrCholesky": (D.CorrCholeskyTransform(), TD.CorrCholeskyTransform(),
+                     RNG.standard_normal((2, 6))),
+    "Stack": (D.StackTransform([D.ExpTransform(), D.SigmoidTransform()], 0),
+              TD.StackTransform([TD.ExpTransform(), TD.SigmoidTransform()], 0), REAL),
 }
 
 
@@ -282,10 +296,21 @@ def test_transforms_match_torch(name):
     ye, yt = te(ember.tensor(x)), tt(torch.tensor(x))
     _close(ye, yt, rtol=1e-6)
     _close(te.inv(ye), tt.inv(yt), rtol=1e-6, atol=1e-8)
-    if name != "LowerCholesky":
+    if name not in ("LowerCholesky", "PositiveDefinite"):
         _close(te.log_abs_det_jacobian(ember.tensor(x), ye),
                tt.log_abs_det_jacobian(torch.tensor(x), yt), rtol=1e-6, atol=1e-8)
     assert te.bijective == tt.bijective
+    # gradients through the forward map and its log-det-Jacobian
+    xe, xt = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ye, yt = te(xe), tt(xt)
+    w = RNG.standard_normal(tuple(yt.shape))
+    le, lt = (ye * ember.tensor(w)).sum(), (yt * torch.tensor(w)).sum()
+    if name not in ("LowerCholesky", "PositiveDefinite"):
+        le = le + te.log_abs_det_jacobian(xe, ye).sum()
+        lt = lt + tt.log_abs_det_jacobian(xt, yt).sum()
+    le.backward()
+    lt.backward()
+    _close(xe.grad, xt.grad, rtol=1e-6, atol=1e-9)
 
 
 KL_PAIRS = [("Normal", "Normal"), ("Bernoulli", "Bernoulli"), ("Categorical", "Categorical"),
@@ -295,7 +320,8 @@ KL_PAIRS = [("Normal", "Normal"), ("Bernoulli", "Bernoulli"), ("Categorical", "C
             ("Gamma", "Gamma"), ("Beta", "Beta"), ("Dirichlet", "Dirichlet"),
             ("Geometric", "Geometric"), ("Pareto", "Pareto"), ("Binomial", "Binomial"),
             ("Uniform", "Normal"), ("Exponential", "Gamma"), ("Exponential", "Normal"),
-            ("Normal", "Exponential"), ("Uniform", "Uniform")]
+            ("Normal", "Exponential"), ("Uniform", "Uniform"),
+            ("ContinuousBernoulli", "ContinuousBernoulli")]
 
 
 def _second(name):
@@ -502,18 +528,21 @@ def test_wishart_matches_torch_and_samples():
 
 @pytest.mark.parametrize("name", ["real", "positive", "nonnegative", "unit_interval",
                                   "simplex", "real_vector", "lower_cholesky", "gt", "lt",
-                                  "interval"])
+                                  "interval", "positive_definite"])
 def test_biject_to_and_transform_to_match_torch(name):
     def pick(C):
         return {"gt": lambda: C.greater_than(1.5), "lt": lambda: C.less_than(-2.0),
                 "interval": lambda: C.interval(-1.0, 3.0)}.get(name, lambda: getattr(C, name))()
-    x = SPD if name == "lower_cholesky" else REAL
+    x = SPD if name in ("lower_cholesky", "positive_definite") else REAL
     for E, T in ((D.biject_to, TD.biject_to), (D.transform_to, TD.transform_to)):
         try:
             tt = T(pick(TD.constraints))
         except NotImplementedError:
             continue
         if name == "lower_cholesky" and E is D.biject_to:
+            continue
+        if name == "positive_definite":
+            _close(E(pick(D.constraints))(ember.tensor(x)), tt(torch.tensor(x)), rtol=1e-6)
             continue
         te = E(pick(D.constraints))
         ye, yt = te(ember.tensor(x)), tt(torch.tensor(x))
@@ -526,3 +555,43 @@ def test_biject_to_and_transform_to_match_torch(name):
         _close(te.log_abs_det_jacobian(ember.tensor(x), ye), jt, rtol=1e-6, atol=1e-8)
     with pytest.raises(NotImplementedError):
         D.biject_to(D.constraints.boolean)
+
+
+def test_straight_through_and_module_aliases():
+    from ember.distributions.categorical import Categorical
+    from ember.distributions.normal import Normal
+    from ember.distributions.one_hot_categorical import OneHotCategoricalStraightThrough
+
+    assert Normal is D.Normal and Categorical is D.Categorical
+    p = ember.tensor(SIMPLEX, requires_grad=True)
+    d = OneHotCategoricalStraightThrough(probs=p)
+    s = d.rsample((5,))
+    assert bool(D.constraints.one_hot.check(s.detach()).all())
+    w = ember.tensor(RNG.standard_normal(tuple(s.shape)))
+    (s * w).sum().backward()
+    pt = torch.tensor(SIMPLEX, requires_grad=True)
+    probs_t = TD.OneHotCategoricalStraightThrough(probs=pt).probs
+    (probs_t * torch.tensor(w.numpy()).sum(0)).sum().backward()
+    _close(p.grad, pt.grad, rtol=1e-6)
+
+
+def test_exponential_family_bregman_entropy_and_kl():
+    from ember.distributions.kl import _KL_REGISTRY
+    bregman = _KL_REGISTRY[D.ExponentialFamily, D.ExponentialFamily]
+    for name in ("Normal", "Gamma", "Beta", "Dirichlet", "Poisson", "Bernoulli", "Exponential",
+                 "ContinuousBernoulli"):
+        p, _ = _make(D, name, CASES[name][0])
+        q, _ = _make(D, name, _second(name))
+        t, _ = _make(TD, name, CASES[name][0])
+        assert isinstance(p, D.ExponentialFamily) == isinstance(t, TD.ExponentialFamily)
+        _close(bregman(p, q), D.kl_divergence(p, q), rtol=1e-6, atol=1e-9)
+        try:
+            ht = TD.ExponentialFamily.entropy(t)
+        except NotImplementedError:          # no constant carrier measure
+            with pytest.raises(NotImplementedError):
+                D.ExponentialFamily.entropy(p)
+            continue
+        _close(D.ExponentialFamily.entropy(p), ht, rtol=1e-6, atol=1e-9)
+        _close(D.ExponentialFamily.entropy(p), p.entropy(), rtol=1e-6, atol=1e-9)
+    with pytest.raises(NotImplementedError, match="different exponential"):
+        bregman(D.Normal(0.0, 1.0), D.Exponential(1.0))

@@ -350,6 +350,10 @@ def test_empty_and_batched_shapes():
 
 
 def test_lapack_is_loaded_lazily_and_missing_library_says_how_to_install():
+    code = ("import sys, ember; print('ember.linalg' in sys.modules, "
+            "'ember.distributions' in sys.modules, 'ember._linalg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False", "False"], out.stderr
     code = ("import sys, ember; a = 'ember._lapack' in sys.modules; import ember.linalg; "
             "b = 'ember._lapack' in sys.modules; ember.linalg.det(ember.eye(2)); "
             "print(a, b, 'ember._lapack' in sys.modules)")
@@ -384,3 +388,16 @@ def test_svd_of_non_finite_input_raises_like_torch():
         with pytest.raises(LA.LinAlgError) as ee:
             f(LA, ember.tensor(a))
         assert str(ee.value) == str(te.value)
+
+
+def test_legacy_norm_nuclear():
+    a = np.random.default_rng(7).standard_normal((2, 4, 3))
+    np.testing.assert_allclose(ember.norm(ember.tensor(a[0]), "nuc").numpy(),
+                               torch.norm(torch.tensor(a[0]), "nuc").numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError) as te:
+        torch.norm(torch.tensor(a), "nuc")
+    with pytest.raises(RuntimeError) as ee:
+        ember.norm(ember.tensor(a), "nuc")
+    assert str(ee.value) == str(te.value)
+    np.testing.assert_allclose(ember.tensor(a).norm(p="nuc", dim=(0, 2)).numpy(),
+                               torch.tensor(a).norm(p="nuc", dim=(0, 2)).numpy(), rtol=1e-12)

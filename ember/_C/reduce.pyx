@@ -760,8 +760,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if p is None or p == "fro":
         p = 2
     elif p == "nuc":
-        raise NotImplementedError("norm: p='nuc' (the nuclear norm) is not supported here; use "
-                                  "ember.linalg.matrix_norm")
+        from ember import _linalg
+        return _linalg.matrix_norm(input, "nuc", tuple(range(input.dim())) if dim is None
+                                   else dim, keepdim, dtype=dtype, out=out)
     elif isinstance(p, str):
         raise RuntimeError(f"norm: unsupported p={p!r}")
     return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)

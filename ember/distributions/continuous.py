@@ -7,9 +7,10 @@ from typing import Any
 import ember
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, erfinv
 
-__all__ = ["Cauchy", "Exponential", "Laplace", "Normal", "Uniform"]
+__all__ = ["Cauchy", "Exponential", "GeneralizedPareto", "Laplace", "Normal", "Uniform"]
 
 
 def _shape(d: Distribution, sample_shape: tuple) -> tuple:
@@ -26,7 +27,7 @@ def _new(d: Distribution, cls: type, batch_shape: tuple, _instance: Any, names: 
     return new
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal (Gaussian) distribution ``N(loc, scale**2)``.
 
     Parameters
@@ -94,6 +95,13 @@ class Normal(Distribution):
     def entropy(self) -> Any:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
+
 
 class Uniform(Distribution):
     """Uniform distribution on the half-open interval ``[low, high)``."""
@@ -156,7 +164,7 @@ class Uniform(Distribution):
         return (self.high - self.low).log()
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate`` (> 0)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -205,6 +213,15 @@ class Exponential(Distribution):
 
     def entropy(self) -> Any:
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return -(-x).log()
 
 
 class Laplace(Distribution):
@@ -310,3 +327,85 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
+
+
+class GeneralizedPareto(Distribution):
+    """Generalized Pareto distribution with ``loc``, ``scale`` and ``concentration``
+    (Exponential at concentration 0, Uniform at -1; heavy-tailed above 0)."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
+                       "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, concentration: Any,
+                 validate_args: bool | None = None) -> None:
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: tuple, _instance: Any = None) -> GeneralizedPareto:
+        return _new(self, GeneralizedPareto, batch_shape, _instance,
+                    ("loc", "scale", "concentration"))
+
+    def _safe_conc(self) -> tuple:
+        # concentration ~ 0 takes the exponential limit of each formula
+        eq_zero = self.concentration.abs() <= 1e-8
+        return eq_zero, ember.where(eq_zero, 1.0, self.concentration)
+
+    def rsample(self, sample_shape: tuple = ()) -> Any:
+        u = ember.rand(*_shape(self, sample_shape), dtype=self.loc.dtype)
+        return self.icdf(u)
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_conc()
+        y = 1 / c + 1
+        nonzero = ember.where(y == 0, y, y * (c * z).log1p())
+        return -self.scale.log() - ember.where(eq_zero, z, nonzero)
+
+    def log_survival_function(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_conc()
+        return ember.where(eq_zero, -z, -(c * z).log1p() / c)
+
+    def log_cdf(self, value: Any) -> Any:
+        return (-self.log_survival_function(value).exp()).log1p()
+
+    def cdf(self, value: Any) -> Any:
+        return self.log_cdf(value).exp()
+
+    def icdf(self, value: Any) -> Any:
+        eq_zero, c = self._safe_conc()
+        logu = (-value).log1p()
+        nonzero = self.loc + self.scale / c * (-c * logu).expm1()
+        return ember.where(eq_zero, self.loc - self.scale * logu, nonzero)
+
+    @property
+    def mean(self) -> Any:
+        valid = self.concentration < 1
+        c = ember.where(valid, self.concentration, 0.5)
+        return ember.where(valid, self.loc + self.scale / (1 - c), math.nan)
+
+    @property
+    def variance(self) -> Any:
+        valid = self.concentration < 0.5
+        c = ember.where(valid, self.concentration, 0.25)
+        return ember.where(valid, self.scale ** 2 / ((1 - c) ** 2 * (1 - 2 * c)), math.nan)
+
+    @property
+    def mode(self) -> Any:
+        return self.loc
+
+    def entropy(self) -> Any:
+        return (self.scale.log() + self.concentration + 1).expand(*self._batch_shape)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> Any:
+        upper = ember.where(self.concentration < 0,
+                            self.loc - self.scale / ember.where(self.concentration < 0,
+                                                                self.concentration, -1.0),
+                            math.inf)
+        return constraints.interval(self.loc, upper)

@@ -8,6 +8,7 @@ import ember
 from ember.distributions import constraints
 from ember.distributions.continuous import _shape
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.samplers import binomial, poisson, standard_gamma
 from ember.distributions.utils import (
     broadcast_all,
@@ -17,7 +18,7 @@ from ember.distributions.utils import (
 )
 
 __all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "Multinomial",
-           "NegativeBinomial", "OneHotCategorical", "Poisson"]
+           "NegativeBinomial", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson"]
 
 
 def _one_of(probs: Any, logits: Any) -> None:
@@ -44,7 +45,7 @@ def _expand_params(d: Distribution, cls: type, batch_shape: tuple, _instance: An
     return new
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """Bernoulli distribution given by ``probs`` or ``logits`` (exactly one)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -105,6 +106,15 @@ class Bernoulli(Distribution):
 
     def entropy(self) -> Any:
         return _bce_with_logits(self.logits, self.probs)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return ember.nn.functional.softplus(x)
 
     def enumerate_support(self, expand: bool = True) -> Any:
         values = ember.arange(2, dtype=self._param.dtype)
@@ -452,7 +462,7 @@ class Multinomial(Distribution):
         return log_factorial_n - log_factorial_xs + log_powers
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson distribution with ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -491,6 +501,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return ember.xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return x.exp()
 
 
 class Geometric(Distribution):
@@ -637,3 +654,15 @@ class NegativeBinomial(Distribution):
                                         log_normalization)
         return log_unnormalized_prob - log_normalization
 
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """``OneHotCategorical`` whose ``rsample`` passes gradients straight through to ``probs``
+    (Bengio et al. 2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: tuple = ()) -> Any:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

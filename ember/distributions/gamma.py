@@ -8,13 +8,14 @@ import ember
 from ember.distributions import constraints
 from ember.distributions.continuous import _new, _shape
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.samplers import rgamma
 from ember.distributions.utils import broadcast_all, digamma, igamma
 
 __all__ = ["Beta", "Chi2", "Dirichlet", "Gamma", "StudentT"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma distribution with ``concentration`` (shape) and ``rate`` (inverse scale).
 
     ``rsample`` is reparameterised through the implicit gradient of the draw with
@@ -68,6 +69,15 @@ class Gamma(Distribution):
         return (self.concentration - self.rate.log() + self.concentration.lgamma()
                 + (1.0 - self.concentration) * digamma(self.concentration))
 
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()
+
 
 class Chi2(Gamma):
     """Chi-squared distribution with ``df`` degrees of freedom (``Gamma(df / 2, 1 / 2)``)."""
@@ -87,7 +97,7 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet distribution over the simplex with ``concentration`` (last dim = event)."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -150,8 +160,15 @@ class Dirichlet(Distribution):
                 - (k - a0) * digamma(a0)
                 - ((self.concentration - 1.0) * digamma(self.concentration)).sum(-1))
 
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x: Any) -> Any:
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()
+
+
+class Beta(ExponentialFamily):
     """Beta distribution with ``concentration1`` (alpha) and ``concentration0`` (beta)."""
 
     arg_constraints = {"concentration1": constraints.positive,
@@ -196,6 +213,13 @@ class Beta(Distribution):
 
     def entropy(self) -> Any:
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()
 
     @property
     def concentration1(self) -> Any:

@@ -106,8 +106,10 @@ def _register_all() -> None:
         Binomial,
         Categorical,
         Cauchy,
+        ContinuousBernoulli,
         Dirichlet,
         Exponential,
+        ExponentialFamily,
         Gamma,
         Geometric,
         Gumbel,
@@ -123,6 +125,28 @@ def _register_all() -> None:
         TransformedDistribution,
         Uniform,
     )
+
+    @register_kl(ExponentialFamily, ExponentialFamily)
+    def _kl_expfamily_expfamily(p, q):
+        if type(p) is not type(q):
+            raise NotImplementedError("The cross KL-divergence between different exponential "
+                                      "families cannot be computed using Bregman divergences")
+        p_nparams = [n.detach().requires_grad_() for n in p._natural_params]
+        q_nparams = q._natural_params
+        with ember.enable_grad():
+            lg_normal = p._log_normalizer(*p_nparams)
+            gradients = ember.autograd.grad(lg_normal.sum(), p_nparams, create_graph=True)
+        result = q._log_normalizer(*q_nparams) - lg_normal
+        for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+            result = result - _sum_rightmost((qnp - pnp) * g, len(q.event_shape))
+        return result
+
+    @register_kl(ContinuousBernoulli, ContinuousBernoulli)
+    def _kl_continuous_bernoulli(p, q):
+        t1 = p.mean * (p.logits - q.logits)
+        t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+        t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+        return t1 + t2 + t3
 
     @register_kl(Normal, Normal)
     def _kl_normal_normal(p, q):

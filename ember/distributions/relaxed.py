@@ -10,6 +10,7 @@ from ember.distributions import constraints
 from ember.distributions.continuous import Uniform, _new, _shape
 from ember.distributions.discrete import Categorical, _bce_with_logits, _one_of
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.gamma import Gamma
 from ember.distributions.transformed import TransformedDistribution
 from ember.distributions.transforms import (
@@ -208,7 +209,7 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         return self.base_dist.probs
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     """Continuous Bernoulli on ``[0, 1]`` (Loaiza-Ganem and Cunningham 2019); near
     ``probs = 0.5`` the normaliser and moments use Taylor expansions."""
 
@@ -323,6 +324,18 @@ class ContinuousBernoulli(Distribution):
         log_probs0 = (-self.probs).log1p()
         log_probs1 = self.probs.log()
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        """The log normaliser as a function of the natural parameter (Taylor near 0)."""
+        outside = (x <= self._lims[0] - 0.5) | (x > self._lims[1] - 0.5)
+        cut = ember.where(outside, x, (self._lims[0] - 0.5) * ember.ones_like(x))
+        log_norm = (cut.exp() - 1.0).abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return ember.where(outside, log_norm, taylor)
 
 
 def _kumaraswamy_moments(a: Any, b: Any, n: int) -> Any:

@@ -17,10 +17,10 @@ from ember.distributions.transforms import (
     StickBreakingTransform,
     Transform,
 )
-from ember.distributions.utils import _sum_rightmost, broadcast_all, euler_constant
+from ember.distributions.utils import _sum_rightmost, broadcast_all, digamma, euler_constant
 
-__all__ = ["Gumbel", "HalfCauchy", "HalfNormal", "Independent", "LogNormal", "LogisticNormal",
-           "Pareto", "TransformedDistribution", "Weibull"]
+__all__ = ["Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "LogNormal",
+           "LogisticNormal", "Pareto", "TransformedDistribution", "Weibull"]
 
 
 class Independent(Distribution):
@@ -526,3 +526,48 @@ class LogisticNormal(TransformedDistribution):
 def _exponential(rate: Any, validate_args: Any) -> Any:
     from ember.distributions.continuous import Exponential
     return Exponential(rate, validate_args=validate_args)
+
+
+class InverseGamma(TransformedDistribution):
+    """``1 / X`` for ``X ~ Gamma(concentration, rate)``."""
+
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
+        from ember.distributions.gamma import Gamma
+
+        base_dist = Gamma(concentration, rate, validate_args=validate_args)
+        neg_one = -ember.ones((), dtype=base_dist.rate.dtype)
+        super().__init__(base_dist, PowerTransform(neg_one), validate_args=validate_args)
+
+    def expand(self, batch_shape: tuple, _instance: Any = None) -> InverseGamma:
+        new = self._get_checked_instance(InverseGamma, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def concentration(self) -> Any:
+        return self.base_dist.concentration
+
+    @property
+    def rate(self) -> Any:
+        return self.base_dist.rate
+
+    @property
+    def mean(self) -> Any:
+        result = self.rate / (self.concentration - 1)
+        return ember.where(self.concentration > 1, result, math.inf)
+
+    @property
+    def mode(self) -> Any:
+        return self.rate / (self.concentration + 1)
+
+    @property
+    def variance(self) -> Any:
+        result = self.rate.pow(2) / ((self.concentration - 1).pow(2) * (self.concentration - 2))
+        return ember.where(self.concentration > 2, result, math.inf)
+
+    def entropy(self) -> Any:
+        return (self.concentration + self.rate.log() + self.concentration.lgamma()
+                - (1 + self.concentration) * digamma(self.concentration))

@@ -7,12 +7,14 @@ from typing import Any
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.utils import _sum_rightmost
+from ember.distributions.utils import _sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "CumulativeDistributionTransform",
-           "ExpTransform", "IndependentTransform", "LowerCholeskyTransform", "PowerTransform",
-           "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-           "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+           "Transform", "identity_transform"]
 
 
 class Transform:
@@ -694,3 +696,195 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return self.distribution.log_prob(x)
+
+
+class PositiveDefiniteTransform(Transform):
+    """Unconstrained matrices to positive-definite ones: ``L L^T`` of the
+    :class:`LowerCholeskyTransform` of the input."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def __hash__(self) -> int:
+        return hash(PositiveDefiniteTransform)
+
+    def _call(self, x: Any) -> Any:
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y: Any) -> Any:
+        return LowerCholeskyTransform().inv(ember.linalg.cholesky(y))
+
+
+class CatTransform(Transform):
+    """Apply ``tseq[i]`` to the ``lengths[i]`` slice of dimension ``dim`` (as ``ember.cat``)."""
+
+    def __init__(self, tseq: list, dim: int = 0, lengths: list | None = None,
+                 cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("CatTransform expects a sequence of Transforms")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError("CatTransform: lengths and tseq must have the same length")
+        self.dim = dim
+
+    @property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    @property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _map(self, x: Any, inverse: bool) -> Any:
+        if x.shape[self.dim] != self.length:
+            raise ValueError(f"CatTransform: expected size {self.length} at dim {self.dim}, "
+                             f"got {x.shape[self.dim]}")
+        out, start = [], 0
+        for t, length in zip(self.transforms, self.lengths):
+            piece = x.narrow(self.dim, start, length)
+            out.append(t.inv(piece) if inverse else t(piece))
+            start += length
+        return ember.cat(out, self.dim)
+
+    def _call(self, x: Any) -> Any:
+        return self._map(x, False)
+
+    def _inverse(self, y: Any) -> Any:
+        return self._map(y, True)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        parts, start = [], 0
+        for t, length in zip(self.transforms, self.lengths):
+            ldj = t.log_abs_det_jacobian(x.narrow(self.dim, start, length),
+                                         y.narrow(self.dim, start, length))
+            if t.event_dim < self.event_dim:
+                ldj = _sum_rightmost(ldj, self.event_dim - t.event_dim)
+            parts.append(ldj)
+            start += length
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        dim = dim + self.event_dim
+        if dim < 0:
+            return ember.cat(parts, dim)
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        return total
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> Any:
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self) -> Any:
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Apply ``tseq[i]`` to index ``i`` of dimension ``dim`` (as ``ember.stack``)."""
+
+    def __init__(self, tseq: list, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("StackTransform expects a sequence of Transforms")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z: Any) -> list:
+        return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
+
+    def _call(self, x: Any) -> Any:
+        return ember.stack([t(s) for s, t in zip(self._slices(x), self.transforms)], self.dim)
+
+    def _inverse(self, y: Any) -> Any:
+        return ember.stack([t.inv(s) for s, t in zip(self._slices(y), self.transforms)],
+                           self.dim)
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        return ember.stack([t.log_abs_det_jacobian(a, b) for a, b, t in
+                            zip(self._slices(x), self._slices(y), self.transforms)], self.dim)
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> Any:
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self) -> Any:
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CorrCholeskyTransform(Transform):
+    """Unconstrained vectors of length ``D (D - 1) / 2`` to Cholesky factors of ``D x D``
+    correlation matrices (tanh, then stick breaking on the squared entries, as Stan)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CorrCholeskyTransform)
+
+    def __hash__(self) -> int:
+        return hash(CorrCholeskyTransform)
+
+    def _call(self, x: Any) -> Any:
+        eps = ember.finfo(x.dtype).eps
+        x = x.tanh().clamp(min=-1 + eps, max=1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        z1m_cumprod_sqrt = (1 - r.pow(2)).sqrt().cumprod(-1)
+        r = r + ember.eye(r.shape[-1], dtype=r.dtype)
+        ones = ember.ones(*z1m_cumprod_sqrt.shape[:-1], 1, dtype=r.dtype)
+        return r * ember.cat([ones, z1m_cumprod_sqrt[..., :-1]], -1)
+
+    def _inverse(self, y: Any) -> Any:
+        y_cumsum = 1 - (y * y).cumsum(-1)
+        ones = ember.ones(*y_cumsum.shape[:-1], 1, dtype=y.dtype)
+        y_cumsum_shifted = ember.cat([ones, y_cumsum[..., :-1]], -1)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        t = y_vec / y_cumsum_vec.sqrt()
+        return (t.log1p() - (-t).log1p()) / 2
+
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
+        # of x and the flattened strictly-lower part of y (the spaces differ in dimension)
+        y1m_cumsum = 1 - (y * y).cumsum(-1)
+        stick_breaking_logdet = 0.5 * tril_matrix_to_vec(y1m_cumsum, diag=-2).log().sum(-1)
+        tanh_logdet = -2 * (x + ember.nn.functional.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return tuple(shape[:-2]) + (shape[-2] * (shape[-1] - 1) // 2,)

@@ -60,9 +60,27 @@ def probs_to_logits(probs: Any, is_binary: bool = False) -> Any:
 
 
 def tril_matrix_to_vec(mat: Any, diag: int = 0) -> Any:
+    """The entries of ``mat`` on and below diagonal ``diag``, row by row."""
     n = mat.shape[-1]
-    rows, cols = zip(*[(i, j) for i in range(n) for j in range(n) if j - i <= diag])
-    return mat[..., list(rows), list(cols)]
+    idx = [i * n + j for i in range(n) for j in range(n) if j - i <= diag]
+    return mat.reshape(*mat.shape[:-2], n * n)[..., ember.tensor(idx, dtype=ember.int64)]
+
+
+def vec_to_tril_matrix(vec: Any, diag: int = 0) -> Any:
+    """Inverse of :func:`tril_matrix_to_vec`: a matrix with ``vec`` on and below ``diag``."""
+    k = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * k + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(n) - n) > 1e-6:
+        raise ValueError("The size of last dimension is not a triangular number")
+    n = round(n)
+    pos = {}
+    for i in range(n):
+        for j in range(n):
+            if j - i <= diag:
+                pos[i, j] = len(pos)
+    idx = [pos.get((i, j), k) for i in range(n) for j in range(n)]
+    padded = ember.cat([vec, ember.zeros(*vec.shape[:-1], 1, dtype=vec.dtype)], -1)
+    return padded[..., ember.tensor(idx, dtype=ember.int64)].reshape(*vec.shape[:-1], n, n)
 
 
 class lazy_property:
