@@ -893,16 +893,13 @@ cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
 def broadcast_shapes(*shapes):
     """Shape that the given shapes broadcast to (PyTorch's rules)."""
     cdef int64_t acc[MAX_DIMS]
-    cdef int64_t prev[MAX_DIMS]
     cdef int64_t cur[MAX_DIMS]
     cdef int nd = 0, n
     for s in shapes:
         if isinstance(s, int):
             s = (s,)
         n = parse_shape(tuple(s), cur, "broadcast_shapes")
-        # broadcast_shape reads its inputs while writing out: never alias them
-        memcpy(prev, acc, nd * sizeof(int64_t))
-        nd = broadcast_shape(nd, prev, n, cur, acc)
+        nd = broadcast_shape(nd, acc, n, cur, acc)
     return Size([acc[i] for i in range(nd)])
 
 
