@@ -21,7 +21,7 @@ _dll._after_extensions()
 
 import sys as _sys
 
-from ember import _plugins
+from ember import _ops, _plugins
 from ember._check import (
     _check,
     _check_index,
@@ -117,6 +117,7 @@ _LAZY_ATTRS = {
     "sym_min": "ember._sym", "sym_sum": "ember._sym", "sym_not": "ember._sym",
     "sym_ite": "ember._sym", "CompileMode": "ember.compiler", "vmap": "ember.func",
 }
+_LAZY_ATTRS.update(dict.fromkeys(_ops.FUNCTIONAL_AT_TOP, "ember.nn.functional"))
 
 
 def __getattr__(name):

@@ -349,6 +349,16 @@ zero                      I
 """
 
 
+# nn.functional ops that torch also exposes at the top level with the same signature;
+# ``ember.<name>`` loads ember.nn.functional on first use (import ember stays cheap)
+FUNCTIONAL_AT_TOP = tuple("""
+adaptive_avg_pool1d avg_pool1d bilinear celu channel_shuffle conv3d conv_tbc
+conv_transpose3d cosine_similarity group_norm hardshrink layer_norm max_pool1d
+max_pool1d_with_indices max_pool3d pairwise_distance pdist pixel_shuffle pixel_unshuffle
+prelu rms_norm rrelu selu threshold
+""".split())
+
+
 def _parse(table: str):
     ops = []
     for line in table.strip().splitlines():

@@ -4,7 +4,9 @@
     .venv/bin/python tools/api_coverage.py --missing  # and the missing names per area
 
 Backend-specific names (cudnn, mkldnn, quantized, fbgemm, ...) and private names are
-left out of torch's side; classes are left out of the function areas.
+left out of torch's side, and so are the names in ``_NOT_API`` (TorchScript internals,
+quantization, sparse layouts, other devices' hooks, the deprecated DataPipes, typing
+re-exports); classes are left out of the function areas.
 """
 from __future__ import annotations
 
@@ -23,8 +25,32 @@ _BACKEND_SUBSTR = ("_backward", "quantized", "cudnn", "mkldnn", "miopen", "fbgem
                    "_copy")
 
 
+_NOT_API = frozenset((
+    # TorchScript and torch's own plumbing
+    "classproperty compiled_with_cxx11_abi fork wait get_file_path import_ir_module "
+    "import_ir_module_from_buffer merge_type_from_type_comment parse_ir parse_schema "
+    "parse_type_comment prepare_multiprocessing_environment unify_type_list "
+    "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12 thread_safe_generator "
+    "is_vulkan_available module_load reinforce "
+    # quantization
+    "dequantize int_repr qscheme choose_qparams_optimized fused_moving_avg_obs_fake_quant "
+    # sparse and nested layouts
+    "dsmm hsmm hspmm smm saddmm spmm sspaddmm to_dense coalesce indices values crow_indices "
+    "col_indices ccol_indices row_indices dense_dim is_coalesced to_padded_tensor "
+    # other devices' hooks
+    "ipu mtia record_stream "
+    # typing re-exports and __torch_function__ plumbing of nn.functional
+    "Optional handle_torch_function has_torch_function has_torch_function_unary "
+    "has_torch_function_variadic "
+    # the deprecated DataPipes of utils.data
+    "DFIterDataPipe DataChunk IterDataPipe MapDataPipe argument_validation "
+    "functional_datapipe guaranteed_datapipes_determinism non_deterministic "
+    "runtime_validation runtime_validation_disabled").split())
+
+
 def _keep(name: str) -> bool:
-    if name.startswith(_BACKEND) or any(s in name for s in _BACKEND_SUBSTR):
+    if name.startswith(_BACKEND) or any(s in name for s in _BACKEND_SUBSTR) or \
+            name in _NOT_API:
         return False
     return name.isidentifier()
 

@@ -292,3 +292,31 @@ def test_index_reduce_matches_torch(torch, reduce, include_self):
     assert x.index_reduce_(0, ember.tensor([0, 0, 2]), ember.tensor(src), reduce,
                            include_self=include_self) is x
     np.testing.assert_allclose(x.numpy(), t.numpy())
+
+
+def test_functional_ops_at_the_top_level_match_torch(torch):
+    import subprocess
+    import sys
+
+    # ember.<name> is nn.functional's op, loaded on first use only
+    code = ("import sys, ember; assert 'ember.nn.functional' not in sys.modules; "
+            "ember.layer_norm; assert 'ember.nn.functional' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 4, 6)).astype(np.float32)
+    cases = {
+        "layer_norm": ((6,),), "group_norm": (2,), "rms_norm": ((6,),), "celu": (),
+        "selu": (), "hardshrink": (), "threshold": (0.1, 20.0), "max_pool1d": (2,),
+        "avg_pool1d": (2,), "adaptive_avg_pool1d": (3,), "channel_shuffle": (2,),
+        "pdist": (), "prelu": ("w",), "pixel_shuffle": (1,), "pixel_unshuffle": (1,),
+    }
+    for name in _ops.FUNCTIONAL_AT_TOP:
+        assert getattr(ember, name) is getattr(ember.nn.functional, name)
+        if name not in cases:
+            continue
+        args = tuple(ember.ones(4) * 0.25 if a == "w" else a for a in cases[name])
+        targs = tuple(torch.ones(4) * 0.25 if a == "w" else a for a in cases[name])
+        xi = x[0] if name == "pdist" else (x[None] if "pixel" in name else x)
+        e, t = getattr(ember, name)(ember.tensor(xi), *args), \
+            getattr(torch, name)(torch.tensor(xi), *targs)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
