@@ -388,6 +388,16 @@ def test_kl_mvn_and_independent_and_registry():
         D.register_kl(int, D.Normal)
 
 
+@pytest.fixture
+def torch_validates(torch):
+    """torch's own default (validate arguments): importing torch._dynamo, as the compile
+    tests do, switches it off for the whole process."""
+    old = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(old)
+
+
 @pytest.mark.parametrize("make", [
     lambda L: L.Normal(L_t(L, [0.0]), L_t(L, [-1.0])),
     lambda L: L.Exponential(L_t(L, [0.0])),
@@ -407,7 +417,7 @@ def test_kl_mvn_and_independent_and_registry():
     lambda L: L.MultivariateNormal(L_t(L, [0.0, 0.0])),
     lambda L: L.Independent(L.Normal(L_t(L, [0.0]), 1.0), 2),
 ])
-def test_validate_args_errors_match_torch(make):
+def test_validate_args_errors_match_torch(make, torch_validates):
     with pytest.raises(Exception) as te:
         make(TD)
     with pytest.raises(Exception) as ee:
