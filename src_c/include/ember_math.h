@@ -71,9 +71,12 @@ static inline __attribute__((always_inline)) float em_logf(float x) {
     float fe = (float)(tiny ? e - 23 : e);
     /* ln2 split in two so fe * hi is exact */
     float r = (f * z * g - fe * 2.12194440e-4f - 0.5f * z) + f + fe * 0.693359375f;
-    r = x == INFINITY ? x : r;
-    r = x == 0.0f ? -INFINITY : r;
-    return (x < 0.0f || x != x) ? NAN : r;
+    /* special inputs told apart by their bits (float compares here stop GCC
+       vectorising loops where x comes from another inlined kernel, e.g. exp) */
+    int32_t bx = em_f32_bits(x);
+    r = bx >= 0x7f800000 ? x : r;                    /* +inf, NaN */
+    r = bx < 0 ? NAN : r;                            /* negative (and -NaN) */
+    return (bx & 0x7fffffff) == 0 ? -INFINITY : r;   /* +-0 */
 }
 
 /* log1p via log(1 + x) plus the rounding error of 1 + x, divided by 1 + x */
