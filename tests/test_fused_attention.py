@@ -9,9 +9,19 @@ import ember.nn.functional as F
 RNG = np.random.default_rng(5)
 
 
+def _fused(q, k, v, is_causal=False, scale=None):
+    """ember's fused kernel, whatever the size (F takes it from 65536 scores on)."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return ember._C.reduce.sdpa_fused(q, k, v, scale, is_causal)
+
+
+def _sdpa(lib):
+    return _fused if lib is ember else lib.nn.functional.scaled_dot_product_attention
+
+
 def _run(lib, q, k, v, g, **kw):
     ts = [lib.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
-    y = lib.nn.functional.scaled_dot_product_attention(*ts, **kw)
+    y = _sdpa(lib)(*ts, **kw)
     y.backward(lib.from_numpy(g))
     return y.detach().numpy(), [t.grad.numpy() for t in ts]
 
@@ -43,7 +53,7 @@ def test_sdpa_matches_torch(batch, L, S, D, Dv, dt, causal):
 def test_sdpa_scale_and_composed_path_agree():
     q, k, v = (RNG.standard_normal((2, 6, 4)) for _ in range(3))
     args = [ember.from_numpy(a) for a in (q, k, v)]
-    fused = F.scaled_dot_product_attention(*args, is_causal=True, scale=0.3)
+    fused = _fused(*args, is_causal=True, scale=0.3)
     comp = F._sdpa_composite(*args, None, 0.0, True, 0.3)
     np.testing.assert_allclose(fused.numpy(), comp.numpy(), rtol=1e-13, atol=1e-13)
 
@@ -66,7 +76,7 @@ def test_sdpa_double_backward_matches_torch():
     out = []
     for lib in (ember, torch):
         ts = [lib.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
-        y = lib.nn.functional.scaled_dot_product_attention(*ts, is_causal=True)
+        y = _sdpa(lib)(*ts, is_causal=True)
         gq, = lib.autograd.grad((y * y).sum(), (ts[0],), create_graph=True)
         (gq * gq).sum().backward()
         out.append([gq.detach().numpy()] + [t.grad.numpy() for t in ts])
@@ -87,6 +97,14 @@ def test_sdpa_bit_identical_across_thread_counts():
     finally:
         ember.set_num_threads(old)
     assert res[0] == res[1]
+
+
+def test_long_sequences_take_the_fused_kernel():
+    q, k, v = (ember.randn(1, 256, 8, requires_grad=True) for _ in range(3))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert "ScaledDotProduct" in type(y.grad_fn).__name__
+    comp = F._sdpa_composite(q.detach(), k.detach(), v.detach(), None, 0.0, True, 8 ** -0.5)
+    np.testing.assert_allclose(y.detach().numpy(), comp.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_multihead_attention_without_weights_matches_torch():

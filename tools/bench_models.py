@@ -170,6 +170,16 @@ def ops():
                       lambda: TF.layer_norm(gt, (128,), *ln_p[1]).sum().backward(), 10)
         print(f"layer_norm 16x64x128 thr{th}: fwd {te / tt:.2f}x ({te * 1e6:.0f} vs "
               f"{tt * 1e6:.0f} us), fwd+bwd {be / bt:.2f}x")
+        for shape, n in (((16, 4, 64, 32), 10), ((1, 8, 1024, 64), 1)):
+            qs = [[T.randn(*shape, requires_grad=True) for _ in range(3)] for T in (ember, torch)]
+            te, tt = pair(lambda: F.scaled_dot_product_attention(*qs[0], is_causal=True),
+                          lambda: TF.scaled_dot_product_attention(*qs[1], is_causal=True), n)
+            be, bt = pair(
+                lambda: F.scaled_dot_product_attention(*qs[0], is_causal=True).sum().backward(),
+                lambda: TF.scaled_dot_product_attention(*qs[1], is_causal=True).sum().backward(),
+                n)
+            print(f"sdpa causal {'x'.join(map(str, shape))} thr{th}: fwd {te / tt:.2f}x "
+                  f"({te * 1e3:.2f} vs {tt * 1e3:.2f} ms), fwd+bwd {be / bt:.2f}x")
 
 
 def _gpt(T, vocab=256, emb=128, heads=4, seq=64, layers=4):
