@@ -21,7 +21,7 @@ static inline float ew_tanhf(float x) {
     float ax = fabsf(x), z = x * x;
     float p = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
                 + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
-    float e = em_expf(2.0f * (ax > 9.0f ? 9.0f : ax));
+    float e = em_expf(2.0f * (ax > 10.0f ? 10.0f : ax));   /* |x| > 9.01 gives +-1 */
     float q = copysignf(1.0f - 2.0f / (e + 1.0f), x);
     return ax < 0.625f ? p : q;
 }
@@ -118,6 +118,28 @@ static inline int64_t ipow64(int64_t a, int64_t b) {
             char *o = p[0]; const char *in = p[1];                                      \
             for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
                 T x = *(const T *)in; (void)x; *(OT *)o = (EXPR);                                \
+            }                                                                           \
+        }                                                                               \
+    }
+
+/* a vectorised kernel plus a scalar fix-up, per block, for the rare inputs it
+   does not cover (BAD(x)): the block's check is an OR-reduction that also vectorises */
+#define UNFIX_LOOP(name, TY, EXPR, BAD, SLOW)                                           \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        (void)aux;                                                                      \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                   \
+            T *o = (T *)p[0]; const T *in = (const T *)p[1];                            \
+            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                   \
+                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                               \
+                int bad = 0;                                                            \
+                for (int64_t i = b0; i < b1; i++) { T x = in[i]; o[i] = (EXPR); bad |= (BAD); } \
+                if (bad)                                                                \
+                    for (int64_t i = b0; i < b1; i++) { T x = in[i]; if (BAD) o[i] = (SLOW); } \
+            }                                                                           \
+        } else {                                                                        \
+            char *o = p[0]; const char *in = p[1];                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                T x = *(const T *)in; *(T *)o = (BAD) ? (SLOW) : (EXPR);                \
             }                                                                           \
         }                                                                               \
     }
@@ -237,9 +259,12 @@ FOR_FLOATS(MK_BIN, logaddexp, ({ T m_ = a > b ? a : b; (m_ == -INFINITY || m_ ==
 FOR_FLOATS(MK_BIN, relu_bw, b > 0 ? a : 0)
 FOR_FLOATS(MK_BIN, sigmoid_bw, a * b * (1 - b))
 FOR_FLOATS(MK_BIN, tanh_bw, a * (1 - b * b))
-FOR_FLOATS(MK_BIN, gelu_bw, a * (T)(0.5 * (1 + erf(b * SQRT1_2)) + b * 0.3989422804014327 * exp(-0.5 * b * b)))
-FOR_FLOATS(MK_BIN, gelu_tanh_bw, ({ double x_ = b, u_ = SQRT_2_PI * (x_ + 0.044715 * x_ * x_ * x_);
-    double t_ = tanh(u_); (T)(a * (0.5 * (1 + t_) + 0.5 * x_ * (1 - t_ * t_) * SQRT_2_PI * (1 + 3 * 0.044715 * x_ * x_))); }))
+BIN_LOOP(bin_gelu_bw_f32, float, a * em_gelu_gradf(b))
+BIN_LOOP(bin_gelu_bw_f64, double, a * (0.5 * erfc(-b * SQRT1_2) + b * 0.3989422804014327 * exp(-0.5 * b * b)))
+BIN_LOOP(bin_gelu_tanh_bw_f32, float, ({ float u_ = 0.79788456080286535588f * (b + 0.044715f * b * b * b);
+    float t_ = ew_tanhf(u_); a * (0.5f * (1 + t_) + 0.5f * b * (1 - t_ * t_) * 0.79788456080286535588f * (1 + 3 * 0.044715f * b * b)); }))
+BIN_LOOP(bin_gelu_tanh_bw_f64, double, ({ double x_ = b, u_ = SQRT_2_PI * (x_ + 0.044715 * x_ * x_ * x_);
+    double t_ = tanh(u_); a * (0.5 * (1 + t_) + 0.5 * x_ * (1 - t_ * t_) * SQRT_2_PI * (1 + 3 * 0.044715 * x_ * x_)); }))
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
 BIN_LOOP(bin_silu_bw_f32, float, ({ float s_ = ew_sigmoidf(b); a * s_ * (1 + b * (1 - s_)); }))
@@ -268,23 +293,36 @@ UN_LOOP(un_sign_bool, em_bool, em_bool, x)
 UN_LOOP(un_exp_f32, float, float, em_expf(x))
 FOR_FLOATS(MK_UN, exp2, (T)exp2(x))
 UN_LOOP(un_exp_f64, double, double, exp(x))
-FOR_FLOATS(MK_UN, expm1, (T)expm1(x))
-FOR_FLOATS(MK_UN, log, (T)log(x))
-FOR_FLOATS(MK_UN, log2, (T)log2(x))
-FOR_FLOATS(MK_UN, log10, (T)log10(x))
-FOR_FLOATS(MK_UN, log1p, (T)log1p(x))
+UN_LOOP(un_expm1_f32, float, float, em_expm1f(x))
+UN_LOOP(un_expm1_f64, double, double, (T)expm1(x))
+UN_LOOP(un_log_f32, float, float, em_logf(x))
+UN_LOOP(un_log_f64, double, double, (T)log(x))
+UN_LOOP(un_log2_f32, float, float, em_logf(x) * 1.44269504088896341f)
+UN_LOOP(un_log2_f64, double, double, (T)log2(x))
+UN_LOOP(un_log10_f32, float, float, em_logf(x) * 0.434294481903251828f)
+UN_LOOP(un_log10_f64, double, double, (T)log10(x))
+UN_LOOP(un_log1p_f32, float, float, em_log1pf(x))
+UN_LOOP(un_log1p_f64, double, double, (T)log1p(x))
 UN_LOOP(un_sqrt_f32, float, float, sqrtf(x))
 UN_LOOP(un_sqrt_f64, double, double, sqrt(x))
 UN_LOOP(un_rsqrt_f32, float, float, 1.0f / sqrtf(x))
 UN_LOOP(un_rsqrt_f64, double, double, 1.0 / sqrt(x))
-FOR_FLOATS(MK_UN, sin, (T)sin(x))
-FOR_FLOATS(MK_UN, cos, (T)cos(x))
-FOR_FLOATS(MK_UN, tan, (T)tan(x))
-FOR_FLOATS(MK_UN, asin, (T)asin(x))
-FOR_FLOATS(MK_UN, acos, (T)acos(x))
-FOR_FLOATS(MK_UN, atan, (T)atan(x))
-FOR_FLOATS(MK_UN, sinh, (T)sinh(x))
-FOR_FLOATS(MK_UN, cosh, (T)cosh(x))
+UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < 8192.0f)) & (x == x), sinf(x))
+UN_LOOP(un_sin_f64, double, double, sin(x))
+UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < 8192.0f)) & (x == x), cosf(x))
+UN_LOOP(un_cos_f64, double, double, cos(x))
+UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < 8192.0f)) & (x == x), tanf(x))
+UN_LOOP(un_tan_f64, double, double, tan(x))
+UN_LOOP(un_asin_f32, float, float, em_asinf(x))
+UN_LOOP(un_asin_f64, double, double, (T)asin(x))
+UN_LOOP(un_acos_f32, float, float, em_acosf(x))
+UN_LOOP(un_acos_f64, double, double, (T)acos(x))
+UN_LOOP(un_atan_f32, float, float, em_atanf(x))
+UN_LOOP(un_atan_f64, double, double, (T)atan(x))
+UN_LOOP(un_sinh_f32, float, float, em_sinhf(x))
+UN_LOOP(un_sinh_f64, double, double, (T)sinh(x))
+UN_LOOP(un_cosh_f32, float, float, em_coshf(x))
+UN_LOOP(un_cosh_f64, double, double, (T)cosh(x))
 UN_LOOP(un_tanh_f32, float, float, ew_tanhf(x))
 UN_LOOP(un_tanh_f64, double, double, tanh(x))
 FOR_FLOATS(MK_UN, asinh, (T)asinh(x))
@@ -293,13 +331,18 @@ FOR_FLOATS(MK_UN, atanh, (T)atanh(x))
 UN_LOOP(un_sigmoid_f32, float, float, ew_sigmoidf(x))
 UN_LOOP(un_sigmoid_f64, double, double, ew_sigmoidd(x))
 FOR_NUM(MK_UN, relu, (x != x) ? x : (x > 0 ? x : 0))
-FOR_FLOATS(MK_UN, gelu, (T)(0.5 * x * (1 + erf(x * SQRT1_2))))
-FOR_FLOATS(MK_UN, gelu_tanh, (T)(0.5 * x * (1 + tanh(SQRT_2_PI * (x + 0.044715 * x * x * x)))))
+UN_LOOP(un_gelu_f32, float, float, em_geluf(x))
+UN_LOOP(un_gelu_f64, double, double, (T)(0.5 * x * erfc(-x * SQRT1_2)))
+UN_LOOP(un_gelu_tanh_f32, float, float, 0.5f * x * (1 + ew_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x))))
+UN_LOOP(un_gelu_tanh_f64, double, double, (T)(0.5 * x * (1 + tanh(SQRT_2_PI * (x + 0.044715 * x * x * x)))))
 UN_LOOP(un_silu_f32, float, float, x * ew_sigmoidf(x))
 UN_LOOP(un_silu_f64, double, double, x * ew_sigmoidd(x))
-FOR_FLOATS(MK_UN, mish, (T)(x * tanh(x > 20 ? x : log1p(exp(x)))))
-FOR_FLOATS(MK_UN, erf, (T)erf(x))
-FOR_FLOATS(MK_UN, erfc, (T)erfc(x))
+UN_LOOP(un_mish_f32, float, float, x * ew_tanhf(x > 20 ? x : em_log1pf(em_expf(x))))
+UN_LOOP(un_mish_f64, double, double, (T)(x * tanh(x > 20 ? x : log1p(exp(x)))))
+UN_LOOP(un_erf_f32, float, float, em_erff(x))
+UN_LOOP(un_erf_f64, double, double, (T)erf(x))
+UN_LOOP(un_erfc_f32, float, float, em_erfcf(x))
+UN_LOOP(un_erfc_f64, double, double, (T)erfc(x))
 FOR_FLOATS(MK_UN, floor, (T)floor(x))
 FOR_FLOATS(MK_UN, ceil, (T)ceil(x))
 FOR_FLOATS(MK_UN, round, (T)nearbyint(x))
@@ -311,11 +354,26 @@ FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 FOR_FLOATS(MK_UN, lgamma, (T)lgamma(x))
 /* softplus: prm = {beta, threshold} */
-FOR_FLOATS(MK_UN, softplus, (x * prm[0] > prm[1]) ? x : (T)(log1p(exp(x * prm[0])) / prm[0]))
+UN_LOOP(un_softplus_f32, float, float, (x * (float)prm[0] > (float)prm[1]) ? x : em_log1pf(em_expf(x * (float)prm[0])) / (float)prm[0])
+UN_LOOP(un_softplus_f64, double, double, (x * prm[0] > prm[1]) ? x : (T)(log1p(exp(x * prm[0])) / prm[0]))
 /* leaky_relu: prm = {slope} */
 FOR_FLOATS(MK_UN, leaky_relu, x > 0 ? x : (T)(x * prm[0]))
 /* elu: prm = {alpha, scale, input_scale} */
-FOR_FLOATS(MK_UN, elu, x > 0 ? (T)(x * prm[1]) : (T)(prm[1] * prm[0] * expm1(x * prm[2])))
+/* float32 elu with its parameters read once, so the loop vectorises */
+static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
+    const double *prm = (const double *)aux;
+    const float sc = (float)prm[1], ns = (float)prm[1] * (float)prm[0], is = (float)prm[2];
+    if (s[0] == 4 && s[1] == 4) {
+        float *o = (float *)p[0]; const float *in = (const float *)p[1];
+        for (int64_t i = 0; i < n; i++) { float x = in[i]; o[i] = x > 0 ? x * sc : ns * em_expm1f(x * is); }
+    } else {
+        char *o = p[0]; const char *in = p[1];
+        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {
+            float x = *(const float *)in; *(float *)o = x > 0 ? x * sc : ns * em_expm1f(x * is);
+        }
+    }
+}
+UN_LOOP(un_elu_f64, double, double, x > 0 ? (T)(x * prm[1]) : (T)(prm[1] * prm[0] * expm1(x * prm[2])))
 FOR_FLOATS(MK_UN, hardsigmoid, (T)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5)))
 FOR_FLOATS(MK_UN, hardswish, (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)))
 CLAMP_LOOP(un_clamp_u8, uint8_t)

@@ -4,6 +4,8 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py linalg      # matmul, bmm, conv2d
     .venv/bin/python tools/bench_models.py train       # MLP+Adam, CNN+SGD steps
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
+    .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
+    .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
 """
 import os
 import resource
@@ -127,6 +129,115 @@ def memory(lib, model):
           f"{(peak - base) / 1024:.1f} MB")
 
 
+def ops():
+    """ember time / torch time of the vectorised math and fused kernels, alternated."""
+    import torch
+
+    import ember
+    F, TF = ember.nn.functional, torch.nn.functional
+    xs = (ember.randn(1 << 20), torch.randn(1 << 20))
+    pos = (xs[0].abs() + 0.01, xs[1].abs() + 0.01)
+    unit = (xs[0].tanh(), xs[1].tanh())
+    act = (ember.randn(16, 64, 512), torch.randn(16, 64, 512))
+    ln_in = (ember.randn(16, 64, 128), torch.randn(16, 64, 128))
+    ln_p = [(T.ones(128, requires_grad=True), T.zeros(128, requires_grad=True))
+            for T in (ember, torch)]
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        row = []
+        for name in ("erf", "erfc", "sin", "cos", "tan", "log", "log1p", "log2", "log10",
+                     "expm1", "atan", "asin", "acos", "sinh", "cosh"):
+            a = pos if name.startswith("log") else unit if name in ("asin", "acos") else xs
+            fe, ft = getattr(ember, name), getattr(torch, name)
+            te, tt = pair(lambda: fe(a[0]), lambda: ft(a[1]), 5)
+            row.append(f"{name} {te / tt:.2f}x")
+        print(f"1M float32 thr{th}: " + ", ".join(row))
+        row = []
+        for name, kw in (("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}),
+                         ("mish", {}), ("softplus", {}), ("elu", {})):
+            fe, ft = getattr(F, name), getattr(TF, name)
+            te, tt = pair(lambda: fe(act[0], **kw), lambda: ft(act[1], **kw), 5)
+            ge, gt = act[0].clone().requires_grad_(), act[1].clone().requires_grad_()
+            be, bt = pair(lambda: fe(ge, **kw).sum().backward(),
+                          lambda: ft(gt, **kw).sum().backward(), 3)
+            row.append(f"{name}{'-tanh' if kw else ''} {te / tt:.2f}x (fwd+bwd {be / bt:.2f}x)")
+        print(f"16x64x512 thr{th}: " + ", ".join(row))
+        te, tt = pair(lambda: F.layer_norm(ln_in[0], (128,), *ln_p[0]),
+                      lambda: TF.layer_norm(ln_in[1], (128,), *ln_p[1]), 20)
+        ge, gt = ln_in[0].clone().requires_grad_(), ln_in[1].clone().requires_grad_()
+        be, bt = pair(lambda: F.layer_norm(ge, (128,), *ln_p[0]).sum().backward(),
+                      lambda: TF.layer_norm(gt, (128,), *ln_p[1]).sum().backward(), 10)
+        print(f"layer_norm 16x64x128 thr{th}: fwd {te / tt:.2f}x ({te * 1e6:.0f} vs "
+              f"{tt * 1e6:.0f} us), fwd+bwd {be / bt:.2f}x")
+        for shape, n in (((16, 4, 64, 32), 10), ((1, 8, 1024, 64), 1)):
+            qs = [[T.randn(*shape, requires_grad=True) for _ in range(3)] for T in (ember, torch)]
+            te, tt = pair(lambda: F.scaled_dot_product_attention(*qs[0], is_causal=True),
+                          lambda: TF.scaled_dot_product_attention(*qs[1], is_causal=True), n)
+            be, bt = pair(
+                lambda: F.scaled_dot_product_attention(*qs[0], is_causal=True).sum().backward(),
+                lambda: TF.scaled_dot_product_attention(*qs[1], is_causal=True).sum().backward(),
+                n)
+            print(f"sdpa causal {'x'.join(map(str, shape))} thr{th}: fwd {te / tt:.2f}x "
+                  f"({te * 1e3:.2f} vs {tt * 1e3:.2f} ms), fwd+bwd {be / bt:.2f}x")
+
+
+def _gpt(T, vocab=256, emb=128, heads=4, seq=64, layers=4):
+    nn, F = T.nn, T.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(emb), nn.LayerNorm(emb)
+            self.qkv, self.proj = nn.Linear(emb, 3 * emb), nn.Linear(emb, emb)
+            self.fc1, self.fc2 = nn.Linear(emb, 4 * emb), nn.Linear(4 * emb, emb)
+
+        def forward(self, x):
+            B, L, E = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(E, -1)
+            q, k, v = (t.reshape(B, L, heads, E // heads).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(B, L, E))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, emb), nn.Embedding(seq, emb)
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.ln, self.head = nn.LayerNorm(emb), nn.Linear(emb, vocab)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(T.arange(idx.shape[1]))
+            return self.head(self.ln(self.blocks(x)))
+    return GPT()
+
+
+def gpt():
+    """The GPT-style training step (4 blocks, emb 128, 4 heads, seq 64, batch 16, AdamW)."""
+    import torch
+
+    import ember
+    steps = {}
+    for name, T in (("ember", ember), ("torch", torch)):
+        T.manual_seed(0)
+        m = _gpt(T)
+        opt = T.optim.AdamW(m.parameters(), lr=1e-3)
+        idx, tgt = T.randint(0, 256, (16, 64)), T.randint(0, 256, (16, 64))
+
+        def step(m=m, opt=opt, idx=idx, tgt=tgt, T=T):
+            opt.zero_grad()
+            T.nn.functional.cross_entropy(m(idx).reshape(-1, 256), tgt.reshape(-1)).backward()
+            opt.step()
+        steps[name] = step
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        e, t = pair(steps["ember"], steps["torch"], 3)
+        print(f"gpt step thr{th}: ember {e * 1e3:.1f} ms, torch {t * 1e3:.1f} ms ({e / t:.2f}x)")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
-    {"linalg": linalg, "train": train}.get(what, lambda: memory(*sys.argv[2:4]))()
+    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt}
+    modes.get(what, lambda: memory(*sys.argv[2:4]))()

@@ -22,6 +22,22 @@ import math as _math
 import types as _types
 import warnings as _warnings
 
+cdef extern from "ember_attention.h" nogil:
+    int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, int64_t BH,
+                    int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
+                    char *out, char *lse, int nthreads)
+    int em_sdpa_bwd(int dtype, const char *dout, const char *q, const char *k, const char *v,
+                    const char *out, const char *lse, int64_t BH, int64_t L, int64_t S,
+                    int64_t D, int64_t Dv, double scale, int causal, char *dq, char *dk,
+                    char *dv, int nthreads)
+
+cdef extern from "ember_norm.h" nogil:
+    int em_layer_norm_fwd(int dtype, const char *x, const char *w, const char *b, int64_t M,
+                          int64_t N, double eps, char *y, char *mean, char *rstd, int nthreads)
+    int em_layer_norm_bwd(int dtype, const char *dy, const char *x, const char *mean,
+                          const char *rstd, const char *w, int64_t M, int64_t N, char *dx,
+                          char *dw, char *db, int nthreads)
+
 cdef extern from "ember_reduce.h" nogil:
     enum:
         RD_SUM, RD_PROD, RD_MAX, RD_MIN, RD_NANSUM, RD_ASUM, RD_SSQ, RD_PSUM, RD_AMAX, RD_AMIN
@@ -988,6 +1004,197 @@ def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     """x - logsumexp(x) along ``dim``: one fused, max-shifted kernel per row."""
     return _softmax(input, dim, dtype, True, "log_softmax", log_softmax)
+
+
+# ---------------------------------------------------------------------------
+# layer_norm: one fused kernel per row forward, one per block of rows backward
+
+cdef TensorBase _ln_param(object p, TensorBase x, int64_t N, str arg):
+    """weight/bias as a contiguous [N] tensor of x's dtype, or None."""
+    if p is None:
+        return None
+    if not isinstance(p, TensorBase):
+        raise TypeError(f"layer_norm(): argument '{arg}' must be Tensor, not "
+                        f"{type(p).__name__}")
+    cdef TensorBase q = <TensorBase>p
+    if q._dtype != x._dtype:
+        raise RuntimeError(f"layer_norm: expected {arg} to have dtype "
+                           f"{_TYPE_NAMES[x._dtype]}, but got {_TYPE_NAMES[q._dtype]}")
+    if numel_of(q._ndim, q._shape) != N:
+        raise RuntimeError(f"layer_norm: expected {arg} with {N} elements, but got "
+                           f"shape {list(shape_tuple(q))}")
+    return contig(q)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5):
+    """Layer normalisation over the trailing ``normalized_shape`` dims (float32/float64):
+    one pass per row (two-pass mean and variance in a fixed order), saving each
+    row's mean and 1/std for the backward."""
+    cdef TensorBase t = _as_t(input, "layer_norm")
+    if _needs_slow(t):
+        return redispatch("layer_norm", layer_norm, (input, normalized_shape, weight, bias),
+                          {"eps": eps})
+    shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    cdef int k = len(shp), i
+    if k == 0 or k > t._ndim or shape_tuple(t)[t._ndim - k:] != shp:
+        raise RuntimeError(f"Given normalized_shape={list(shp)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shp))}], but got input of size"
+                           f"{list(shape_tuple(t))}")
+    if t._dtype != EM_F32 and t._dtype != EM_F64:
+        raise RuntimeError(f"layer_norm: expected a float32 or float64 input, got "
+                           f"{_TYPE_NAMES[t._dtype]}")
+    cdef int64_t N = 1, M = 1
+    for i in range(t._ndim):
+        if i < t._ndim - k:
+            M *= t._shape[i]
+        else:
+            N *= t._shape[i]
+    cdef TensorBase x = contig(t)
+    cdef TensorBase w = _ln_param(weight, x, N, "weight")
+    cdef TensorBase b = _ln_param(bias, x, N, "bias")
+    cdef TensorBase y = new_like(x, -1)
+    cdef int64_t sshape[MAX_DIMS]
+    for i in range(t._ndim):
+        sshape[i] = t._shape[i] if i < t._ndim - k else 1
+    cdef TensorBase mean = new_tensor(t._ndim, sshape, x._dtype, x._device)
+    cdef TensorBase rstd = new_tensor(t._ndim, sshape, x._dtype, x._device)
+    cdef const char *wp = _dp(w) if w is not None else NULL
+    cdef const char *bp = _dp(b) if b is not None else NULL
+    cdef int nt = nthreads_for(M * N * 8)
+    cdef int rc
+    with nogil:
+        rc = em_layer_norm_fwd(x._dtype, _dp(x), wp, bp, M, N, eps, _dp(y), _dp(mean),
+                               _dp(rstd), nt)
+    if rc != 0:
+        raise RuntimeError("layer_norm: kernel failed")
+    if grad_on() and (t._requires_grad or (w is not None and (<TensorBase>weight)._requires_grad)
+                      or (b is not None and (<TensorBase>bias)._requires_grad)):
+        record("layer_norm", (input, weight, bias), y,
+               {"normalized_shape": shp, "eps": eps, "mean": mean, "rstd": rstd})
+    return y
+
+
+def layer_norm_backward(grad, input, mean, rstd, weight, bint need_input, bint need_weight,
+                        bint need_bias):
+    """(grad_input, grad_weight, grad_bias) of layer_norm from the saved row statistics
+    (weight and bias gradients flat, [N]); None for each one not needed.  Not recorded: the formula composes public ops
+    instead when a graph of the backward is wanted."""
+    cdef TensorBase x = contig(_as_t(input, "layer_norm_backward"))
+    cdef TensorBase g = contig(cast(_as_t(grad, "layer_norm_backward"), x._dtype))
+    cdef TensorBase mu = contig(_as_t(mean, "layer_norm_backward"))
+    cdef TensorBase rs = contig(_as_t(rstd, "layer_norm_backward"))
+    cdef int64_t M = numel_of(mu._ndim, mu._shape)
+    cdef int64_t N = numel_of(x._ndim, x._shape) // M if M > 0 else 0
+    cdef TensorBase w = _ln_param(weight, x, N, "weight")
+    cdef TensorBase dx = new_like(x, -1) if need_input else None
+    cdef int64_t pshape[1]
+    pshape[0] = N
+    cdef TensorBase dw = new_tensor(1, pshape, x._dtype, x._device) if need_weight else None
+    cdef TensorBase db = new_tensor(1, pshape, x._dtype, x._device) if need_bias else None
+    cdef const char *wp = _dp(w) if w is not None else NULL
+    cdef char *dxp = _dp(dx) if dx is not None else NULL
+    cdef char *dwp = _dp(dw) if dw is not None else NULL
+    cdef char *dbp = _dp(db) if db is not None else NULL
+    cdef int nt = nthreads_for(M * N * 16)
+    cdef int rc
+    with nogil:
+        rc = em_layer_norm_bwd(x._dtype, _dp(g), _dp(x), _dp(mu), _dp(rs), wp, M, N, dxp, dwp,
+                               dbp, nt)
+    if rc == -2:
+        raise MemoryError("layer_norm_backward: out of memory")
+    if rc != 0:
+        raise RuntimeError("layer_norm_backward: kernel failed")
+    return dx, dw, db
+
+
+# ---------------------------------------------------------------------------
+# fused scaled-dot-product attention (no mask but the causal one, no dropout)
+
+cdef int _sdpa_dims(TensorBase q, TensorBase k, TensorBase v, int64_t *dims) except -1:
+    """dims = BH, L, S, D, Dv for same-dtype float tensors with equal batch dims."""
+    if q._ndim < 2 or q._ndim != k._ndim or q._ndim != v._ndim:
+        raise RuntimeError("scaled_dot_product_attention: query, key and value must have "
+                           "the same number of dims (at least 2)")
+    if q._dtype != k._dtype or q._dtype != v._dtype or (q._dtype != EM_F32
+                                                        and q._dtype != EM_F64):
+        raise RuntimeError("scaled_dot_product_attention: the fused kernel takes float32 or "
+                           "float64 query, key and value of one dtype")
+    cdef int n = q._ndim, i
+    cdef int64_t bh = 1
+    for i in range(n - 2):
+        if q._shape[i] != k._shape[i] or q._shape[i] != v._shape[i]:
+            raise RuntimeError("scaled_dot_product_attention: query, key and value batch "
+                               "dims differ")
+        bh *= q._shape[i]
+    if k._shape[n - 1] != q._shape[n - 1] or v._shape[n - 2] != k._shape[n - 2]:
+        raise RuntimeError(f"scaled_dot_product_attention: shapes {list(shape_tuple(q))}, "
+                           f"{list(shape_tuple(k))}, {list(shape_tuple(v))} do not match")
+    dims[0] = bh
+    dims[1] = q._shape[n - 2]
+    dims[2] = k._shape[n - 2]
+    dims[3] = q._shape[n - 1]
+    dims[4] = v._shape[n - 1]
+    return 0
+
+
+def sdpa_fused(query, key, value, double scale, bint is_causal):
+    """softmax(Q K^T * scale [causal]) V in one pass per query row; records the
+    op for autograd with each row's log-sum-exp saved for the fused backward."""
+    if _needs_slow(_as_t(query, "scaled_dot_product_attention")):
+        return redispatch("scaled_dot_product_attention", sdpa_fused,
+                          (query, key, value, scale, is_causal), {})
+    cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
+    cdef TensorBase k = contig(_as_t(key, "scaled_dot_product_attention"))
+    cdef TensorBase v = contig(_as_t(value, "scaled_dot_product_attention"))
+    cdef int64_t dims[5]
+    _sdpa_dims(q, k, v, dims)
+    cdef int64_t oshape[MAX_DIMS]
+    cdef int i
+    for i in range(q._ndim):
+        oshape[i] = q._shape[i]
+    oshape[q._ndim - 1] = dims[4]
+    cdef TensorBase out = new_tensor(q._ndim, oshape, q._dtype, q._device)
+    cdef TensorBase lse = new_tensor(q._ndim - 1, q._shape, q._dtype, q._device)
+    cdef int nt = nthreads_for(dims[0] * dims[1] * dims[2] * (dims[3] + dims[4]) * 2)
+    cdef int rc
+    with nogil:
+        rc = em_sdpa_fwd(q._dtype, _dp(q), _dp(k), _dp(v), dims[0], dims[1], dims[2], dims[3],
+                         dims[4], scale, 1 if is_causal else 0, _dp(out), _dp(lse), nt)
+    if rc == -2:
+        raise MemoryError("scaled_dot_product_attention: out of memory")
+    if rc != 0:
+        raise RuntimeError("scaled_dot_product_attention: kernel failed")
+    if grad_on() and ((<TensorBase>query)._requires_grad or (<TensorBase>key)._requires_grad
+                      or (<TensorBase>value)._requires_grad):
+        record("scaled_dot_product_attention", (query, key, value), out,
+               {"scale": scale, "is_causal": is_causal, "lse": lse})
+    return out
+
+
+def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is_causal):
+    """(grad_query, grad_key, grad_value) of sdpa_fused; not recorded."""
+    cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
+    cdef TensorBase k = contig(_as_t(key, "scaled_dot_product_attention"))
+    cdef TensorBase v = contig(_as_t(value, "scaled_dot_product_attention"))
+    cdef TensorBase g = contig(cast(_as_t(grad, "scaled_dot_product_attention"), q._dtype))
+    cdef TensorBase o = contig(_as_t(out, "scaled_dot_product_attention"))
+    cdef TensorBase ls = contig(_as_t(lse, "scaled_dot_product_attention"))
+    cdef int64_t dims[5]
+    _sdpa_dims(q, k, v, dims)
+    cdef TensorBase dq = new_like(q, -1)
+    cdef TensorBase dk = new_like(k, -1)
+    cdef TensorBase dv = new_like(v, -1)
+    cdef int nt = nthreads_for(dims[0] * dims[1] * dims[2] * (dims[3] + dims[4]) * 4)
+    cdef int rc
+    with nogil:
+        rc = em_sdpa_bwd(q._dtype, _dp(g), _dp(q), _dp(k), _dp(v), _dp(o), _dp(ls), dims[0],
+                         dims[1], dims[2], dims[3], dims[4], scale, 1 if is_causal else 0,
+                         _dp(dq), _dp(dk), _dp(dv), nt)
+    if rc == -2:
+        raise MemoryError("scaled_dot_product_attention_backward: out of memory")
+    if rc != 0:
+        raise RuntimeError("scaled_dot_product_attention_backward: kernel failed")
+    return dq, dk, dv
 
 
 # ---------------------------------------------------------------------------

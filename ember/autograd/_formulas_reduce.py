@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ember._C import elementwise as E
 from ember._C import reduce as R
-from ember._C.core import zeros_like
+from ember._C.core import is_grad_enabled, zeros_like
 from ember.autograd._table import formula
 
 
@@ -338,3 +338,54 @@ def _log_softmax(ctx, g):
     y = ctx.output
     d = ctx._attrs["dim"]
     return (E.sub(g, E.mul(E.exp(y), R.sum(g, d, True))),)
+
+
+# ---------------------------------------------------------------------------
+# layer_norm
+
+@formula("layer_norm", exact=True, node_name="NativeLayerNormBackward0")
+def _layer_norm(ctx, g):
+    x, w, b = ctx.inputs
+    a = ctx._attrs
+    need_w = w is not None and ctx.needs(1)
+    need_b = b is not None and ctx.needs(2)
+    if is_grad_enabled():
+        # a graph of the backward is wanted (create_graph): differentiate the composed
+        # forward, whose own formulas are recorded again
+        from ember import autograd
+        from ember.nn.functional import _layer_norm_composite
+        wanted = [t for t, need in ((x, ctx.needs(0)), (w, need_w), (b, need_b)) if need]
+        y = _layer_norm_composite(x, a["normalized_shape"], w, b, a["eps"])
+        got = iter(autograd.grad(y, wanted, g, create_graph=True, allow_unused=True))
+        return tuple(next(got) if need else None
+                     for need in (ctx.needs(0), need_w, need_b))
+    if x.numel() == 0:
+        return (zeros_like(x) if ctx.needs(0) else None, zeros_like(w) if need_w else None,
+                zeros_like(b) if need_b else None)
+    dx, dw, db = R.layer_norm_backward(g, x, a["mean"], a["rstd"], w, ctx.needs(0),
+                                       need_w, need_b)
+    return (dx, dw.reshape(w.shape) if dw is not None else None,
+            db.reshape(b.shape) if db is not None else None)
+
+
+# ---------------------------------------------------------------------------
+# fused scaled-dot-product attention
+
+@formula("scaled_dot_product_attention", save_output=True, exact=True,
+         node_name="ScaledDotProductFlashAttentionForCpuBackward0")
+def _sdpa(ctx, g):
+    q, k, v = ctx.inputs
+    a = ctx._attrs
+    if is_grad_enabled():
+        # create_graph: differentiate the composed forward, whose formulas record again
+        from ember import autograd
+        from ember.nn.functional import _sdpa_composite
+        needs = [ctx.needs(i) for i in range(3)]
+        wanted = [t for t, n in zip((q, k, v), needs) if n]
+        y = _sdpa_composite(q, k, v, None, 0.0, a["is_causal"], a["scale"])
+        got = iter(autograd.grad(y, wanted, g, create_graph=True, allow_unused=True))
+        return tuple(next(got) if n else None for n in needs)
+    dq, dk, dv = R.sdpa_fused_backward(g, q, k, v, ctx.output, a["lse"], a["scale"],
+                                       a["is_causal"])
+    return (dq if ctx.needs(0) else None, dk if ctx.needs(1) else None,
+            dv if ctx.needs(2) else None)

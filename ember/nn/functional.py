@@ -13,6 +13,7 @@ import ember
 from ember._C import core as _core
 from ember._C import elementwise as _ew
 from ember._C import linalg as _lin
+from ember._C import reduce as _C_reduce
 
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
@@ -371,6 +372,19 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Layer normalisation over the trailing ``normalized_shape`` dims: float32/float64
+    CPU tensors run one fused kernel (forward and backward), others the composed ops."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    dt = input.dtype
+    if (dt in (ember.float32, ember.float64) and input.device.type == "cpu"
+            and all(p is None or (isinstance(p, ember.Tensor) and p.dtype == dt
+                                  and p.device.type == "cpu") for p in (weight, bias))):
+        return _C_reduce.layer_norm(input, normalized_shape, weight, bias, eps)
+    return _layer_norm_composite(input, normalized_shape, weight, bias, eps)
+
+
+def _layer_norm_composite(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     k = len(normalized_shape)
@@ -1009,13 +1023,40 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 # ---- attention ----------------------------------------------------------------
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    """softmax(Q K^T * scale + mask) V over the last two dims."""
+    """softmax(Q K^T * scale + mask) V over the last two dims.
+
+    Without a mask other than the causal one and without dropout, float32/float64
+    CPU inputs of equal batch dims and at least 65536 scores per head run one fused
+    kernel (forward and backward) that never forms the L x S score matrix; other
+    cases compose matmul and softmax."""
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, -3)
         value = value.repeat_interleave(rep, -3)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                           "be set when is_causal=True")
+    dt = query.dtype
+    if (attn_mask is None and dropout_p == 0.0 and L * S >= _SDPA_FUSED_MIN
+            and dt in (ember.float32, ember.float64) and key.dtype == dt and value.dtype == dt
+            and query.device.type == "cpu" and key.device.type == "cpu"
+            and value.device.type == "cpu" and query.dim() >= 2
+            and query.dim() == key.dim() == value.dim()
+            and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+            and key.shape[-1] == query.shape[-1] and value.shape[-2] == S):
+        return _C_reduce.sdpa_fused(query, key, value, float(scale), bool(is_causal))
+    return _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+# From this many scores per head on, the fused kernel is used: it never holds the
+# L x S matrix; below, the composed GEMMs are faster and the matrix is small.
+_SDPA_FUSED_MIN = 1 << 16
+
+
+def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    L, S = query.shape[-2], key.shape[-2]
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:
@@ -1112,13 +1153,19 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len) \
             .reshape(bsz * num_heads, 1, src_len)
         mask = kpm if mask is None else mask + kpm
-    scores = ember.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
-    if mask is not None:
-        scores = scores + mask
-    attn = ember.softmax(scores, -1)
-    if dropout_p > 0.0 and training:
-        attn = dropout(attn, dropout_p, True)
-    out = ember.matmul(attn, v)  # (N*H, L, hd)
+    if not need_weights and attn_mask is None and key_padding_mask is None and (
+            dropout_p == 0.0 or not training):
+        # no weights to return and no mask but the causal one: the fused kernel
+        out = scaled_dot_product_attention(q, k, v, is_causal=bool(is_causal),
+                                           scale=1.0 / math.sqrt(head_dim))
+    else:
+        scores = ember.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
+        if mask is not None:
+            scores = scores + mask
+        attn = ember.softmax(scores, -1)
+        if dropout_p > 0.0 and training:
+            attn = dropout(attn, dropout_p, True)
+        out = ember.matmul(attn, v)  # (N*H, L, hd)
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     weights = None

@@ -32,4 +32,272 @@ static inline __attribute__((always_inline)) float em_expf(float x) {
     return x != x ? x : res;
 }
 
+static inline __attribute__((always_inline)) float em_f32_from_bits(int32_t i) {
+    float f;
+    memcpy(&f, &i, 4);
+    return f;
+}
+static inline __attribute__((always_inline)) int32_t em_f32_bits(float f) {
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i;
+}
+
+/* The float32 functions below are branch-free (every range computed, one
+   selected) so the loops that call them vectorise; coefficients are Chebyshev
+   fits (mpmath) of the smooth part each range leaves over. */
+
+/* log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 g(f) */
+static inline __attribute__((always_inline)) float em_logf(float x) {
+    int tiny = x < 1.17549435e-38f;
+    float xs = tiny ? x * 8388608.0f : x;           /* subnormals: scale by 2^23 */
+    int32_t ix = em_f32_bits(xs);
+    int32_t e = ((ix >> 23) & 0xff) - 126;
+    float m = em_f32_from_bits((ix & 0x007fffff) | 0x3f000000);   /* [0.5, 1) */
+    int lo = m < 0.70710678118654752f;
+    e = lo ? e - 1 : e;
+    float f = (lo ? m + m : m) - 1.0f;
+    float z = f * f;
+    float g = -0.062015001190183347f;
+    g = g * f + 0.10530864738938345f;
+    g = g * f - 0.10646191638199634f;
+    g = g * f + 0.1103778335905502f;
+    g = g * f - 0.12450743320911726f;
+    g = g * f + 0.14286524547786642f;
+    g = g * f - 0.16668001523071928f;
+    g = g * f + 0.20000010039684972f;
+    g = g * f - 0.24999990275042185f;
+    g = g * f + 0.33333333281199244f;
+    float fe = (float)(tiny ? e - 23 : e);
+    /* ln2 split in two so fe * hi is exact */
+    float r = (f * z * g - fe * 2.12194440e-4f - 0.5f * z) + f + fe * 0.693359375f;
+    /* special inputs told apart by their bits (float compares here stop GCC
+       vectorising loops where x comes from another inlined kernel, e.g. exp) */
+    int32_t bx = em_f32_bits(x);
+    r = bx >= 0x7f800000 ? x : r;                    /* +inf, NaN */
+    r = bx < 0 ? NAN : r;                            /* negative (and -NaN) */
+    return (bx & 0x7fffffff) == 0 ? -INFINITY : r;   /* +-0 */
+}
+
+/* log1p via log(1 + x) plus the rounding error of 1 + x, divided by 1 + x */
+static inline __attribute__((always_inline)) float em_log1pf(float x) {
+    float u = 1.0f + x;
+    float d = u - 1.0f;
+    float c = (x - d) / (u == 0.0f ? 1.0f : u);      /* u = 0 only when x = -1 */
+    float r = em_logf(u) + c;
+    r = (d == 0.0f) ? x : r;                         /* |x| < eps/2: log1p(x) = x (keeps -0) */
+    return (x == INFINITY) ? x : r;
+}
+
+/* expm1: a polynomial for |x| < 1/2 (no cancellation), exp(x) - 1 beyond */
+static inline __attribute__((always_inline)) float em_expm1f(float x) {
+    float h = 2.4905147741588965e-5f;
+    h = h * x + 0.0001994487444158959f;
+    h = h * x + 0.0013888791742246793f;
+    h = h * x + 0.0083332361335218625f;
+    h = h * x + 0.041666666801606746f;
+    h = h * x + 0.16666666801683435f;
+    float z = x * x;
+    float p = x + x * (0.5f * x + z * h);           /* x + ... keeps -0 */
+    float q = em_expf(x) - 1.0f;
+    return fabsf(x) < 0.5f ? p : q;
+}
+
+/* erfc on a >= 1/2 (NaN passes through); *ex gets exp(-a^2) for the callers that
+   need the Gaussian too (gelu's backward). exp(-a^2) is formed from a^2 split
+   in hi + lo so its error does not grow with a. */
+static inline __attribute__((always_inline)) float em_erfc_big(float a, float *ex) {
+    float ac = a > 10.1f ? 10.1f : (a < 0.5f ? 0.5f : a);
+    float hi = ac * ac, lo = fmaf(ac, ac, -hi);
+    float e = em_expf(-hi) * (1.0f - lo);
+    float s = ac - 1.5f;
+    float rm = 2.7010295544227966e-6f;
+    rm = rm * s - 9.2478184547559137e-6f;
+    rm = rm * s + 2.203342270875705e-5f;
+    rm = rm * s - 6.9673943913779427e-5f;
+    rm = rm * s + 0.00022381970601530186f;
+    rm = rm * s - 0.00066376328675481143f;
+    rm = rm * s + 0.0018859843957089371f;
+    rm = rm * s - 0.0051454160800347957f;
+    rm = rm * s + 0.013377359884968337f;
+    rm = rm * s - 0.032930973441478432f;
+    rm = rm * s + 0.076151039177593186f;
+    rm = rm * s - 0.16362291529234865f;
+    rm = rm * s + 0.3215854164543175f;
+    float t = 1.0f / hi;                             /* the tail in t = 1 / a^2 */
+    float rt = -25.099417023319997f;
+    rt = rt * t + 22.589238035063871f;
+    rt = rt * t - 10.016113139993674f;
+    rt = rt * t + 3.2548176229571109f;
+    rt = rt * t - 1.0385418065373914f;
+    rt = rt * t + 0.42265506514062485f;
+    rt = rt * t - 0.28208854254708145f;
+    rt = rt * t + 0.56418955349969228f;
+    float r = ac < 2.5f ? rm : rt / ac;
+    *ex = a > 10.1f ? 0.0f : e;
+    r = a > 10.1f ? 0.0f : e * r;
+    return a != a ? a : r;
+}
+
+/* erf(x) / x on |x| < 1 as a polynomial in x^2 */
+static inline __attribute__((always_inline)) float em_erf_small(float x) {
+    float u = x * x;
+    float p = 7.8758750626854883e-5f;
+    p = p * u - 0.00080168642871658695f;
+    p = p * u + 0.005189087423433974f;
+    p = p * u - 0.026854212010626412f;
+    p = p * u + 0.11283594715160218f;
+    p = p * u - 0.37612626666720331f;
+    p = p * u + 1.1283791658483509f;
+    return x * p;
+}
+
+static inline __attribute__((always_inline)) float em_erff(float x) {
+    float ax = fabsf(x), ex;
+    float big = copysignf(1.0f - em_erfc_big(ax, &ex), x);
+    return ax < 1.0f ? em_erf_small(x) : big;
+}
+
+/* erfc(x); *ex = exp(-x^2) when |x| >= 1/2 */
+static inline __attribute__((always_inline)) float em_erfc2f(float x, float *ex) {
+    float ax = fabsf(x);
+    float c = em_erfc_big(ax, ex);
+    float big = x < 0.0f ? 2.0f - c : c;
+    return ax < 0.5f ? 1.0f - em_erf_small(x) : big;
+}
+
+static inline __attribute__((always_inline)) float em_erfcf(float x) {
+    float ex;
+    return em_erfc2f(x, &ex);
+}
+
+/* exact gelu as x/2 * erfc(-x/sqrt(2)): no cancellation for large negative x */
+static inline __attribute__((always_inline)) float em_geluf(float x) {
+    return 0.5f * x * em_erfcf(-0.70710678118654752f * x);
+}
+
+/* d gelu / dx = Phi(x) + x phi(x); exp(-x^2/2) comes from the erfc above when
+   |x| >= 1/sqrt(2) and is computed directly (small argument) otherwise */
+static inline __attribute__((always_inline)) float em_gelu_gradf(float x) {
+    float z = -0.70710678118654752f * x, ex;
+    float cdf = 0.5f * em_erfc2f(z, &ex);
+    float g = fabsf(z) < 0.5f ? em_expf(-0.5f * x * x) : ex;
+    return cdf + x * 0.39894228040143268f * g;
+}
+
+/* sin and cos share one reduction: n = round(x * 2/pi), r = x - n pi/2 in three
+   parts (exact for |x| < 8192; callers fall back to libm above that) */
+static inline __attribute__((always_inline)) void em_sincosf_red(float x, float *sr, float *cr, int32_t *q) {
+    float n = rintf(x * 0.63661977236758134f);
+    float r = x - n * 1.5703125f;
+    r = r - n * 4.837512969970703125e-4f;
+    r = r - n * 7.54978995489188216e-8f;
+    float z = r * r;
+    float s = -1.9515295891e-4f;
+    s = s * z + 8.3321608736e-3f;
+    s = s * z - 1.6666654611e-1f;
+    s = s * z * r + r;
+    float c = 2.443315711809948e-5f;
+    c = c * z - 1.388731625493765e-3f;
+    c = c * z + 4.166664568298827e-2f;
+    c = c * z * z - 0.5f * z + 1.0f;
+    *sr = s;
+    *cr = c;
+    *q = (int32_t)n;
+}
+
+static inline __attribute__((always_inline)) float em_sinf(float x) {
+    float s, c;
+    int32_t q;
+    em_sincosf_red(x, &s, &c, &q);
+    float r = (q & 1) ? c : s;
+    r = (q & 2) ? -r : r;
+    return x == 0.0f ? x : r;
+}
+
+static inline __attribute__((always_inline)) float em_cosf(float x) {
+    float s, c;
+    int32_t q;
+    em_sincosf_red(x, &s, &c, &q);
+    float r = (q & 1) ? -s : c;
+    return (q & 2) ? -r : r;
+}
+
+static inline __attribute__((always_inline)) float em_tanf(float x) {
+    float s, c;
+    int32_t q;
+    em_sincosf_red(x, &s, &c, &q);
+    float r = (q & 1) ? -c / s : s / c;
+    return x == 0.0f ? x : r;
+}
+
+/* atan: reduce to |x| <= tan(pi/8) with atan(x) = pi/2 - atan(1/x) and
+   pi/4 + atan((x-1)/(x+1)) */
+static inline __attribute__((always_inline)) float em_atanf(float x) {
+    float a = fabsf(x);
+    int big = a > 2.414213562373095f, mid = a > 0.4142135623730950f;
+    float y0 = big ? 1.5707963267948966f : (mid ? 0.7853981633974483f : 0.0f);
+    float t = big ? -1.0f / a : (mid ? (a - 1.0f) / (a + 1.0f) : a);
+    float z = t * t;
+    float p = 8.05374449538e-2f;
+    p = p * z - 1.38776856032e-1f;
+    p = p * z + 1.99777106478e-1f;
+    p = p * z - 3.33329491539e-1f;
+    float r = y0 + (p * z * t + t);
+    return x != x ? x : copysignf(r, x);
+}
+
+/* asin on |x| <= 1/2 */
+static inline __attribute__((always_inline)) float em_asin_small(float x) {
+    float z = x * x;
+    float p = 4.2163199048e-2f;
+    p = p * z + 2.4181311049e-2f;
+    p = p * z + 4.5470025998e-2f;
+    p = p * z + 7.4953002686e-2f;
+    p = p * z + 1.6666752422e-1f;
+    return p * z * x + x;
+}
+
+static inline __attribute__((always_inline)) float em_asinf(float x) {
+    float a = fabsf(x);
+    float w = sqrtf(0.5f * (1.0f - (a > 1.0f ? 1.0f : a)));
+    float big = 1.5707963267948966f - 2.0f * em_asin_small(w);
+    float r = a > 0.5f ? copysignf(big, x) : em_asin_small(x);
+    return (a > 1.0f || x != x) ? NAN : r;
+}
+
+static inline __attribute__((always_inline)) float em_acosf(float x) {
+    float a = fabsf(x);
+    float w = sqrtf(0.5f * (1.0f - (a > 1.0f ? 1.0f : a)));
+    float sw = 2.0f * em_asin_small(w);
+    float big = x > 0.0f ? sw : 3.14159265358979323f - sw;
+    float r = a > 0.5f ? big : 1.5707963267948966f - em_asin_small(x);
+    return (a > 1.0f || x != x) ? NAN : r;
+}
+
+/* exp(a)/2 for a >= 0 without overflow up to where cosh itself overflows */
+static inline __attribute__((always_inline)) float em_half_expf(float a) {
+    float h = em_expf(0.5f * (a > 90.0f ? 90.0f : a));
+    float r = a > 88.0f ? (0.5f * h) * h : 0.5f * em_expf(a);
+    return a > 90.0f ? INFINITY : r;
+}
+
+static inline __attribute__((always_inline)) float em_coshf(float x) {
+    float a = fabsf(x);
+    float e = em_expf(a > 20.0f ? 20.0f : a);
+    float r = a > 20.0f ? em_half_expf(a) : 0.5f * e + 0.5f / e;
+    return x != x ? x : r;
+}
+
+static inline __attribute__((always_inline)) float em_sinhf(float x) {
+    float a = fabsf(x), z = x * x;
+    float p = 2.03721912945e-4f;
+    p = p * z + 8.33028376239e-3f;
+    p = p * z + 1.66667160211e-1f;
+    float small = p * z * x + x;
+    float e = em_expf(a > 20.0f ? 20.0f : a);
+    float big = a > 20.0f ? em_half_expf(a) : 0.5f * e - 0.5f / e;
+    return a < 1.0f ? small : (x != x ? x : copysignf(big, x));
+}
+
 #endif

@@ -1,0 +1,54 @@
+/* Fused attention: the generic and AVX2+FMA copies of attention_impl.h and the
+   run-time choice between them. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ember.h"
+#include "ember_attention.h"
+#include "ember_math.h"
+
+#define ASFX(name) at_gen_##name
+#include "attention_impl.h"
+#undef ASFX
+
+#if defined(__x86_64__) || defined(__i386__)
+#define EM_HAVE_AVX2 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define ASFX(name) at_avx2_##name
+#include "attention_impl.h"
+#undef ASFX
+#pragma GCC pop_options
+#else
+#define EM_HAVE_AVX2 0
+#endif
+
+static int use_avx2(void) {
+    static int v = -1;
+    if (v < 0) v = EM_HAVE_AVX2 && ember_cpu_isa() >= 1;
+    return v;
+}
+
+int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, int64_t BH, int64_t L,
+                int64_t S, int64_t D, int64_t Dv, double scale, int causal, char *out, char *lse,
+                int nthreads) {
+#if EM_HAVE_AVX2
+    if (use_avx2())
+        return at_avx2_sdpa_fwd(dtype, q, k, v, BH, L, S, D, Dv, scale, causal, out, lse, nthreads);
+#endif
+    return at_gen_sdpa_fwd(dtype, q, k, v, BH, L, S, D, Dv, scale, causal, out, lse, nthreads);
+}
+
+int em_sdpa_bwd(int dtype, const char *dout, const char *q, const char *k, const char *v,
+                const char *out, const char *lse, int64_t BH, int64_t L, int64_t S, int64_t D,
+                int64_t Dv, double scale, int causal, char *dq, char *dk, char *dv,
+                int nthreads) {
+#if EM_HAVE_AVX2
+    if (use_avx2())
+        return at_avx2_sdpa_bwd(dtype, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale, causal,
+                                dq, dk, dv, nthreads);
+#endif
+    return at_gen_sdpa_bwd(dtype, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale, causal, dq, dk,
+                           dv, nthreads);
+}

@@ -1,0 +1,126 @@
+"""The fused scaled-dot-product attention kernel (forward and backward): parity
+with PyTorch and with the composed path, causal masks, thread-count independence."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+RNG = np.random.default_rng(5)
+
+
+def _fused(q, k, v, is_causal=False, scale=None):
+    """ember's fused kernel, whatever the size (F takes it from 65536 scores on)."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return ember._C.reduce.sdpa_fused(q, k, v, scale, is_causal)
+
+
+def _sdpa(lib):
+    return _fused if lib is ember else lib.nn.functional.scaled_dot_product_attention
+
+
+def _run(lib, q, k, v, g, **kw):
+    ts = [lib.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
+    y = _sdpa(lib)(*ts, **kw)
+    y.backward(lib.from_numpy(g))
+    return y.detach().numpy(), [t.grad.numpy() for t in ts]
+
+
+CASES = [((2, 4), 64, 64, 32, 32, np.float32, True),
+         ((2, 4), 64, 64, 32, 32, np.float32, False),
+         ((3,), 5, 7, 8, 6, np.float64, True),
+         ((3,), 7, 5, 8, 6, np.float64, True),
+         ((2, 2), 9, 17, 16, 4, np.float64, False),
+         ((), 20, 20, 3, 5, np.float32, True)]
+
+
+@pytest.mark.parametrize("batch,L,S,D,Dv,dt,causal", CASES)
+def test_sdpa_matches_torch(batch, L, S, D, Dv, dt, causal):
+    torch = pytest.importorskip("torch")
+    q = RNG.standard_normal(batch + (L, D)).astype(dt)
+    k = RNG.standard_normal(batch + (S, D)).astype(dt)
+    v = RNG.standard_normal(batch + (S, Dv)).astype(dt)
+    g = RNG.standard_normal(batch + (L, Dv)).astype(dt)
+    ye, ge = _run(ember, q, k, v, g, is_causal=causal)
+    yt, gt = _run(torch, q, k, v, g, is_causal=causal)
+    tol = 2e-5 if dt == np.float32 else 1e-12
+    assert ye.shape == yt.shape and ye.dtype == yt.dtype
+    np.testing.assert_allclose(ye, yt, rtol=tol, atol=tol)
+    for a, c in zip(ge, gt):
+        np.testing.assert_allclose(a, c, rtol=tol * 5, atol=tol * 5)
+
+
+def test_sdpa_scale_and_composed_path_agree():
+    q, k, v = (RNG.standard_normal((2, 6, 4)) for _ in range(3))
+    args = [ember.from_numpy(a) for a in (q, k, v)]
+    fused = _fused(*args, is_causal=True, scale=0.3)
+    comp = F._sdpa_composite(*args, None, 0.0, True, 0.3)
+    np.testing.assert_allclose(fused.numpy(), comp.numpy(), rtol=1e-13, atol=1e-13)
+
+
+def test_sdpa_mask_and_dropout_fall_back():
+    torch = pytest.importorskip("torch")
+    q, k, v = (RNG.standard_normal((2, 5, 4)).astype(np.float32) for _ in range(3))
+    mask = RNG.standard_normal((5, 5)) > 0
+    mask[:, 0] = True
+    ye = F.scaled_dot_product_attention(*[ember.from_numpy(a) for a in (q, k, v)],
+                                        attn_mask=ember.from_numpy(mask))
+    yt = torch.nn.functional.scaled_dot_product_attention(
+        *[torch.from_numpy(a) for a in (q, k, v)], attn_mask=torch.from_numpy(mask))
+    np.testing.assert_allclose(ye.numpy(), yt.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_double_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    q, k, v = (RNG.standard_normal((2, 4, 3)) for _ in range(3))
+    out = []
+    for lib in (ember, torch):
+        ts = [lib.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
+        y = _sdpa(lib)(*ts, is_causal=True)
+        gq, = lib.autograd.grad((y * y).sum(), (ts[0],), create_graph=True)
+        (gq * gq).sum().backward()
+        out.append([gq.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for a, c in zip(*out):
+        np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-10)
+
+
+def test_sdpa_bit_identical_across_thread_counts():
+    q, k, v = (RNG.standard_normal((4, 4, 64, 32)).astype(np.float32) for _ in range(3))
+    g = RNG.standard_normal((4, 4, 64, 32)).astype(np.float32)
+    old = ember.get_num_threads()
+    res = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            y, grads = _run(ember, q, k, v, g, is_causal=True)
+            res.append([y.tobytes()] + [a.tobytes() for a in grads])
+    finally:
+        ember.set_num_threads(old)
+    assert res[0] == res[1]
+
+
+def test_long_sequences_take_the_fused_kernel():
+    q, k, v = (ember.randn(1, 256, 8, requires_grad=True) for _ in range(3))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert "ScaledDotProduct" in type(y.grad_fn).__name__
+    comp = F._sdpa_composite(q.detach(), k.detach(), v.detach(), None, 0.0, True, 8 ** -0.5)
+    np.testing.assert_allclose(y.detach().numpy(), comp.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_multihead_attention_without_weights_matches_torch():
+    torch = pytest.importorskip("torch")
+    ember.manual_seed(0)
+    me = ember.nn.MultiheadAttention(16, 4, batch_first=True)
+    mt = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+    with torch.no_grad():
+        for (_, pe), (_, pt) in zip(me.named_parameters(), mt.named_parameters()):
+            pt.copy_(torch.from_numpy(pe.detach().numpy()))
+    x = RNG.standard_normal((2, 7, 16)).astype(np.float32)
+    xe = ember.from_numpy(x.copy()).requires_grad_()
+    xt = torch.from_numpy(x.copy()).requires_grad_()
+    ye = me(xe, xe, xe, need_weights=False)[0]
+    yt = mt(xt, xt, xt, need_weights=False)[0]
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    ye.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
