@@ -174,3 +174,23 @@ def test_record_function_decorator_and_errors():
         profile(activities=["cpu"])
     with pytest.raises(ValueError, match="Invalid profiler schedule"):
         schedule(wait=0, warmup=0, active=0)
+
+
+def test_recording_keeps_op_parameters_and_in_place_semantics():
+    x = ember.tensor([-2.0, -0.5, 0.5, 2.0])
+    F = ember.nn.functional
+    calls = [lambda v: ember.clamp(v, min=-1.0), lambda v: v.clamp(-1.0, 1.0),
+             lambda v: F.leaky_relu(v, 0.2), lambda v: F.gelu(v, approximate="tanh"),
+             lambda v: F.elu(v, 0.5), lambda v: F.softplus(v, 2.0)]
+    want = [f(x).tolist() for f in calls]
+    with profile() as prof:
+        got = [f(x).tolist() for f in calls]
+        y, z, w = x.clone(), x.clone(), x.clone()
+        y.relu_()
+        z.clamp_(min=0.0, max=1.0)
+        F.leaky_relu(w, 0.5, inplace=True)
+    assert got == want
+    assert y.tolist() == [0.0, 0.0, 0.5, 2.0] and z.tolist() == [0.0, 0.0, 0.5, 1.0]
+    assert w.tolist() == [-1.0, -0.25, 0.5, 2.0]
+    keys = [e.key for e in prof.events()]
+    assert "ember::relu_" in keys and "ember::clamp_" in keys
