@@ -194,3 +194,11 @@ def test_recording_keeps_op_parameters_and_in_place_semantics():
     assert w.tolist() == [-1.0, -0.25, 0.5, 2.0]
     keys = [e.key for e in prof.events()]
     assert "ember::relu_" in keys and "ember::clamp_" in keys
+
+
+def test_recording_keeps_alpha_of_add_and_sub():
+    x = ember.tensor([1.0, 2.0])
+    want = [ember.add(x, x, alpha=3).tolist(), x.sub(x * 2, alpha=0.5).tolist()]
+    with profile():
+        got = [ember.add(x, x, alpha=3).tolist(), x.sub(x * 2, alpha=0.5).tolist()]
+    assert got == want == [[4.0, 8.0], [0.0, 0.0]]

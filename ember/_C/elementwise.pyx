@@ -387,6 +387,10 @@ cdef bint _fuse_alpha(object a, object b) except -1:
     """add/sub with alpha in one fused pass: float results, nothing to record."""
     if not (_is_t(a) and _is_t(b)):
         return False
+    # A Python mode or a non-CPU device gets the op re-dispatched without ``alpha``:
+    # there it runs as mul + add, each dispatched on its own.
+    if slow_path() or (<TensorBase>a)._device.kind or (<TensorBase>b)._device.kind:
+        return False
     if grad_on() and ((<TensorBase>a)._requires_grad or (<TensorBase>b)._requires_grad):
         return False
     return category(result_type2(a, b)) == 2
