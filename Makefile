@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.deps-stamp
 JOBS    ?= 2
 
-.PHONY: all build test demo lint clean bench asv-check docs
+.PHONY: all build test demo lint clean bench asv-check docs stubs typecheck
 
 all: build
 
@@ -22,8 +22,12 @@ build: $(STAMP)
 test: build
 	$(VPY) -m pytest tests
 
+# `make demo`: build (a line per compiled file), train (a line per epoch), then the
+# training-curve PNG (with matplotlib) and the optional components (`python -m ember`).
+DEMO_PLOT ?= build/demo/training_curve.png
 demo: build
-	$(VPY) examples/train_digits.py
+	$(VPY) examples/train_digits.py --plot $(DEMO_PLOT)
+	$(VPY) -m ember --components
 
 # -- benchmarks and docs (issue 7) ---------------------------------------------
 # `make bench`: the asv suite against this environment (no env builds), one
@@ -48,6 +52,14 @@ docs: build
 
 lint: $(STAMP)
 	$(VPY) -m ruff check ember tests examples asv_bench tools
+
+# ember/__init__.pyi from the op table and introspection; mypy over examples/ (pyproject).
+stubs: build
+	$(VPY) tools/gen_stubs.py
+
+typecheck: build
+	$(VPY) tools/gen_stubs.py --check
+	$(VPY) -m mypy
 
 clean:
 	rm -rf build ember/_C/*.c ember/_C/*.so ember/_build_config.py

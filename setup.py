@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import sysconfig
+import threading
+import time
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -84,6 +86,44 @@ def _write_build_config(dest_root=ROOT):
 
 
 class BuildExt(build_ext):
+    """build_ext that prints a line per compiled C file and per extension, even with -q."""
+
+    def build_extensions(self):
+        self._done = 0
+        self._lock = threading.Lock()
+        compile_one = self.compiler._compile
+
+        def _compile(obj, src, *args):
+            self._say(f"  cc {os.path.relpath(src, ROOT)}")
+            return compile_one(obj, src, *args)
+
+        self.compiler._compile = _compile
+        super().build_extensions()
+
+    def build_extension(self, ext):
+        try:
+            from setuptools.modified import newer_group
+        except ImportError:  # setuptools < 69
+            from setuptools._distutils.dep_util import newer_group
+
+        target = self.get_ext_fullpath(ext.name)
+        stale = self.force or newer_group(list(ext.sources) + list(ext.depends), target, "newer")
+        t0 = time.perf_counter()
+        if stale:
+            self._say(f"building {ext.name} ({len(ext.sources)} sources)")
+        super().build_extension(ext)
+        with self._lock:
+            self._done += 1
+            done = self._done
+        what = f"built in {time.perf_counter() - t0:.1f} s" if stale else "up to date"
+        self._say(f"[{done}/{len(self.extensions)}] {ext.name}: {what}")
+
+    def _say(self, line):
+        # one write per line: parallel builds (-j) must not interleave within a line
+        with self._lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
     def run(self):
         _write_build_config()
         super().run()

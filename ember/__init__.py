@@ -39,6 +39,7 @@ from ember._switches import (
     get_default_dtype,
     get_deterministic_debug_mode,
     get_float32_matmul_precision,
+    get_num_interop_threads,
     is_deterministic,
     is_deterministic_algorithms_warn_only_enabled,
     is_floating_point,
@@ -50,6 +51,7 @@ from ember._switches import (
     set_default_dtype,
     set_deterministic_debug_mode,
     set_float32_matmul_precision,
+    set_num_interop_threads,
     set_warn_always,
     typename,
     use_deterministic_algorithms,
@@ -93,10 +95,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
 
 
 # Submodules and names that load on first access (and are listed by dir()).
-_LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "distributed", "cuda",
-                              "cpu", "autograd", "__config__", "library", "datasets",
-                              "linalg", "distributions", "testing", "func",
-                              "profiler"))
+_LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export", "distributed",
+                              "cuda", "cpu", "autograd", "__config__", "library", "datasets",
+                              "linalg", "distributions", "accelerator", "backends", "mps",
+                              "xpu", "testing", "func", "profiler"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",
@@ -139,7 +141,8 @@ __all__ = list(dict.fromkeys(__all__ + [
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
     "get_deterministic_debug_mode", "is_deterministic", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
-    "typename", "is_tensor", "is_storage", "is_floating_point", "numel",
+    "get_num_interop_threads", "set_num_interop_threads", "typename", "is_tensor",
+    "is_storage", "is_floating_point", "numel",
     "get_device_module", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
     "sym_max", "sym_min", "sym_sum", "sym_not", "sym_ite",
 ]))

@@ -39,9 +39,18 @@ def _finish(r, out, op: str):
     return out.copy_(r)
 
 
+def _value_for(value, *tensors):
+    # torch casts ``value`` to the tensors' result type: it takes no part in promotion
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = core.promote_types(dt, t.dtype)
+    return value if dt.is_floating_point or isinstance(value, TensorBase) else int(value)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``, elementwise with broadcasting."""
     _tensor_arg(input, "addcmul")
+    value = _value_for(value, input, tensor1, tensor2)
     return _finish(_ew.add(input, _ew.mul(_ew.mul(tensor1, tensor2), value)), out, "addcmul")
 
 
@@ -294,7 +303,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     columns), with optional frequency and analytic weights."""
     _tensor_arg(input, "cov")
     if input.dim() > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if not x.dtype.is_floating_point:
@@ -305,19 +314,19 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if wt is None:
             continue
         if wt.dim() > 1:
-            raise ValueError(f"cov(): expected {name} to have one or fewer dimensions but got "
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
                              f"{name} with {wt.dim()} dimensions")
         if wt.numel() != n_obs:
-            raise ValueError(f"cov(): expected {name} to have the same numel as there are "
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                              f"observations in the input but got {wt.numel()} != {n_obs}")
         if name == "fweights" and wt.dtype.is_floating_point:
-            raise ValueError("cov(): expected fweights to have integral dtype but got "
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got "
                              f"fweights with {wt.dtype} dtype")
         if name == "aweights" and not wt.dtype.is_floating_point:
-            raise ValueError("cov(): expected aweights to have floating point dtype but got "
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
                              f"aweights with {wt.dtype} dtype")
         if bool(_red.any(_ew.lt(wt, 0))):
-            raise ValueError(f"cov(): {name} cannot be negative")
+            raise RuntimeError(f"cov(): {name} cannot be negative")
         w = wt if w is None else _ew.mul(w, wt)
     if w is None:
         avg = _red.mean(x, 1)
@@ -753,3 +762,274 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     if requires_grad:
         r.requires_grad_(True)
     return r
+
+
+# -- more structure -----------------------------------------------------------
+
+def _split_dir(input, indices_or_sections, dim, op, min_dim):
+    _tensor_arg(input, op)
+    if input.dim() < min_dim:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_dim} dimension"
+                           f"{'s' if min_dim > 1 else ''}, but got a tensor with "
+                           f"{input.dim()} dimensions!")
+    if isinstance(indices_or_sections, int) and indices_or_sections != 0 and \
+            input.shape[dim] % indices_or_sections:
+        raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size "
+                           f"of the dimension {input.shape[dim]} is not divisible by the split_"
+                           f"size {indices_or_sections}!")
+    return input.tensor_split(indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """Split horizontally: along dim 1 (dim 0 for a 1-D tensor)."""
+    return _split_dir(input, indices_or_sections, 1 if input.dim() > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections):
+    """Split vertically: along dim 0 of a tensor of at least 2 dims."""
+    return _split_dir(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections):
+    """Split depth-wise: along dim 2 of a tensor of at least 3 dims."""
+    return _split_dir(input, indices_or_sections, 2, "dsplit", 3)
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a view)."""
+    _tensor_arg(input, "adjoint")
+    if input.dim() < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {input.dim()}-D tensor.")
+    return input.transpose(-2, -1)
+
+
+# ember has no complex dtypes yet: conjugation is the identity, as torch's is on real input
+def conj(input):
+    """The complex conjugate: ``input`` itself for a real tensor."""
+    return _tensor_arg(input, "conj")
+
+
+def conj_physical(input, *, out=None):
+    """The materialised complex conjugate: ``input`` itself for a real tensor."""
+    return _finish(_tensor_arg(input, "conj_physical"), out, "conj_physical")
+
+
+def conj_physical_(input):
+    """In-place conjugation: nothing to do for a real tensor."""
+    return _tensor_arg(input, "conj_physical_")
+
+
+def resolve_conj(input):
+    """``input`` with its conjugate bit resolved: itself when it has none."""
+    return _tensor_arg(input, "resolve_conj")
+
+
+def resolve_neg(input):
+    """``input`` with its negative bit resolved: itself when it has none."""
+    return _tensor_arg(input, "resolve_neg")
+
+
+def is_conj(input) -> bool:
+    """Whether ``input`` carries a lazy conjugate bit (never, for a real tensor)."""
+    _tensor_arg(input, "is_conj")
+    return False
+
+
+def is_neg(input) -> bool:
+    """Whether ``input`` carries a lazy negative bit (never in ember)."""
+    _tensor_arg(input, "is_neg")
+    return False
+
+
+def is_same_size(input, other) -> bool:
+    """Whether the two tensors have the same shape."""
+    _tensor_arg(input, "is_same_size")
+    _tensor_arg(other, "is_same_size", "other")
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)`` (``input`` ignored when beta is 0)."""
+    _tensor_arg(input, "addr")
+    if vec1.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D"
+                           if vec1.dim() != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    prod = _ew.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
+    alpha = _value_for(alpha, input, vec1, vec2)
+    prod = prod if alpha == 1 else _ew.mul(prod, alpha)
+    if beta == 0:
+        r = _ew.add(core.zeros_like(input), prod) if tuple(prod.shape) != tuple(
+            input.shape) else prod
+    else:
+        r = _ew.add(_ew.mul(input, _value_for(beta, input, vec1, vec2)) if beta != 1
+                    else input, prod)
+    return _finish(r, out, "addr")
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    _tensor_arg(input, "addbmm")
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3
+                           else "batch2 must be a 3D tensor")
+    prod = _red.sum(_la.bmm(batch1, batch2), 0)
+    prod = prod if alpha == 1 else _ew.mul(prod, alpha)
+    if beta == 0:
+        r = _ew.add(core.zeros_like(input), prod)
+    else:
+        r = _ew.add(_ew.mul(input, beta) if beta != 1 else input, prod)
+    return _finish(r, out, "addbmm")
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """Reduce (``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``) the slices of ``source``
+    into ``input`` at the positions ``index`` along ``dim``."""
+    _tensor_arg(input, "index_reduce")
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    d = _wrap(dim, max(input.dim(), 1))
+    if index.numel() != (source.shape[d] if source.dim() else 1):
+        raise IndexError("index_reduce_(): Number of indices should be equal to "
+                         "source.size(dim)")
+    shape = [1] * source.dim()
+    if source.dim():
+        shape[d] = -1
+    idx = index.reshape(*shape).expand(*source.shape) if source.dim() else index.reshape(())
+    return _ix.scatter_reduce(input, d, idx, source, reduce, include_self=include_self)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """True where an element of ``elements`` is in ``test_elements``."""
+    if not isinstance(elements, TensorBase) and not isinstance(test_elements, TensorBase):
+        raise TypeError("isin() received an invalid combination of arguments: at least one "
+                        "of elements and test_elements must be a Tensor")
+    if not isinstance(elements, TensorBase):
+        elements = core.tensor(elements, dtype=test_elements.dtype)
+    if not isinstance(test_elements, TensorBase):
+        test_elements = core.tensor(test_elements, dtype=elements.dtype)
+    dt = core.promote_types(elements.dtype, test_elements.dtype)
+    s = _red.sort(test_elements.reshape(-1).to(dt))[0]
+    e = elements.to(dt)
+    if s.numel() == 0:
+        hit = core.zeros_like(elements, dtype=core.bool_)
+    else:
+        pos = _ew.clamp_max(_red.searchsorted(s, e), s.numel() - 1)
+        hit = _ew.eq(_ix.take(s, pos), e)
+    return _ew.logical_not(hit) if invert else hit
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
+    """Counts (or ``weight`` sums) of ``input``'s values in ``bins`` equal bins over
+    ``range`` (the data's min to max by default), or in the bins a 1-D tensor of edges
+    gives; returns ``(hist, bin_edges)``."""
+    return_types = _red.return_types
+    _tensor_arg(input, "histogram")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
+                           f"same dtype, but got input {input.dtype}")
+    x = input.reshape(-1)
+    if isinstance(bins, TensorBase):
+        edges = bins.to(input.dtype)
+        if edges.dim() != 1 or edges.numel() < 1:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and "
+                               "at least 1 element")
+    else:
+        if bins <= 0:
+            raise RuntimeError("torch.histogram(): number of bins should be positive, but "
+                               f"got {bins}")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.numel():
+            lo, hi = float(_red.min(x)), float(_red.max(x))
+        else:
+            lo, hi = 0.0, 0.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min "
+                               f"{lo} max {hi}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5 if x.numel() else (0.0, 1.0)
+        edges = _cr.linspace(lo, hi, bins + 1, dtype=input.dtype)
+    nb = edges.numel() - 1
+    if nb < 1:
+        return return_types.histogram(core.zeros(0, dtype=input.dtype), edges)
+    # bin i holds [e_i, e_i+1); the last bin is closed on the right
+    idx = _ew.sub(_red.searchsorted(edges, x, right=True), 1)
+    last = _ew.eq(x, _ix.take(edges, core.tensor([nb])))
+    idx = _ew.where(last, nb - 1, idx)
+    inside = _ew.logical_and(_ew.ge(idx, 0), _ew.lt(idx, nb))
+    w = core.ones_like(x) if weight is None else weight.reshape(-1).to(input.dtype)
+    w = _ew.where(inside, w, 0.0)
+    idx = _ew.where(inside, idx, 0)
+    hist = core.zeros(nb, dtype=input.dtype).index_add(0, idx, w)
+    if density:
+        widths = _ew.sub(edges[1:], edges[:-1])
+        hist = _ew.div(hist, _ew.mul(_red.sum(hist), widths))
+    return return_types.histogram(_finish(hist, out, "histogram"), edges)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of non-zero elements as ``nonzero``, truncated or padded with
+    ``fill_value`` to exactly ``size`` rows."""
+    _tensor_arg(input, "nonzero_static")
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"{size}")
+    nz = _ix.nonzero(input)
+    n, cols = nz.shape[0], max(input.dim(), 0)
+    if n >= size:
+        return nz[:size]
+    pad = core.full((size - n, cols), fill_value, dtype=core.int64)
+    return _ix.cat([nz, pad], 0)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of ``size`` whose memory is laid out in the dim order
+    ``physical_layout`` (outermost first)."""
+    size, order = list(size), list(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {order} is not a permutation of "
+                           f"the {len(size)} dims")
+    phys = core.empty(*[size[d] for d in order], dtype=dtype, device=device)
+    inverse = [order.index(d) for d in range(len(size))]
+    return phys.permute(*inverse).requires_grad_(requires_grad)
+
+
+def to_dlpack(tensor):
+    """A DLPack capsule over ``tensor``'s memory (``tensor.__dlpack__()``)."""
+    return _tensor_arg(tensor, "to_dlpack", "tensor").__dlpack__()
+
+
+def _integers(op, a, b):
+    for t in (a, b):
+        if isinstance(t, TensorBase) and (t.dtype.is_floating_point or t.dtype is core.bool_):
+            raise NotImplementedError(f'"{op}_cpu" not implemented for '
+                                      f"'{str(t.dtype).split('.')[-1].capitalize()}'")
+
+
+def gcd(input, other, *, out=None):
+    """The greatest common divisor, elementwise (non-negative; gcd(0, 0) = 0)."""
+    _tensor_arg(input, "gcd")
+    _integers("gcd", input, other)
+    a, b = _ew.abs(input), _ew.abs(other)
+    a, b = _ew.add(a, core.zeros_like(b)), _ew.add(b, core.zeros_like(a))   # broadcast
+    # Euclid on every element at once; each pass at least halves the larger operand
+    while bool(_red.any(_ew.ne(b, 0))):
+        nz = _ew.ne(b, 0)
+        r = _ew.remainder(a, _ew.where(nz, b, 1))
+        a, b = _ew.where(nz, b, a), _ew.where(nz, r, 0)
+    return _finish(a, out, "gcd")
+
+
+def lcm(input, other, *, out=None):
+    """The least common multiple, elementwise (non-negative; 0 when either is 0)."""
+    _tensor_arg(input, "lcm")
+    _integers("lcm", input, other)
+    g = gcd(input, other)
+    q = _ew.floor_divide(_ew.abs(input), _ew.where(_ew.eq(g, 0), 1, g))
+    return _finish(_ew.abs(_ew.mul(q, other)), out, "lcm")

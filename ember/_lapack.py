@@ -17,10 +17,18 @@ _c_int = ctypes.c_int
 _byref = ctypes.byref
 _vp = ctypes.c_void_p
 _funcs: dict = {}
+_threads = [0]
 
 
 def _fn(dtype, name: str):
-    """The LAPACK/BLAS routine ``name`` (without the s/d prefix) for ``dtype``."""
+    """The LAPACK/BLAS routine ``name`` (without the s/d prefix) for ``dtype``.
+
+    OpenBLAS follows ``ember.set_num_threads`` (checked on every call, as torch's
+    thread setting governs its LAPACK too)."""
+    n = core.get_num_threads()
+    if n != _threads[0]:
+        _dll.lapack().scipy_openblas_set_num_threads(n)
+        _threads[0] = n
     key = (dtype, name)
     f = _funcs.get(key)
     if f is None:
@@ -81,10 +89,11 @@ def getrf(a, piv) -> list:
     """LU with partial pivoting of each ``a`` (B, n, m) in place; ``piv`` int32 (B, min(m, n))."""
     f = _fn(a.dtype, "getrf")
     n, m = a.shape[1], a.shape[2]
+    info = _c_int(0)
+    pm, pn, plda, pinfo = _i(m), _i(n), _i(max(1, m)), _byref(info)
     infos = []
     for pa, pp in zip(_ptrs(a), _ptrs(piv)):
-        info = _c_int(0)
-        f(_i(m), _i(n), pa, _i(max(1, m)), pp, _byref(info))
+        f(pm, pn, pa, plda, pp, pinfo)
         infos.append(info.value)
     return infos
 
@@ -93,11 +102,11 @@ def getrs(a, piv, b, trans: str = "N") -> list:
     """Solve with the LU factors in ``a`` (B, n, n); ``b`` (B, k, n) is overwritten."""
     f = _fn(a.dtype, "getrs")
     n, k = a.shape[1], b.shape[1]
+    info = _c_int(0)
+    pt, pn, pk, plda, pinfo = _ch(trans), _i(n), _i(k), _i(max(1, n)), _byref(info)
     infos = []
     for pa, pp, pb in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
-        info = _c_int(0)
-        f(_ch(trans), _i(n), _i(k), pa, _i(max(1, n)), pp, pb, _i(max(1, n)), _byref(info),
-          _ONE)
+        f(pt, pn, pk, pa, plda, pp, pb, plda, pinfo, _ONE)
         infos.append(info.value)
     return infos
 
@@ -105,10 +114,12 @@ def getrs(a, piv, b, trans: str = "N") -> list:
 def potrf(a, uplo: str = "L") -> list:
     f = _fn(a.dtype, "potrf")
     n = a.shape[1]
+    info = _c_int(0)
+    pu, pn, pinfo = _ch(uplo), _i(n), _byref(info)
+    plda = _i(max(1, n))
     infos = []
     for pa in _ptrs(a):
-        info = _c_int(0)
-        f(_ch(uplo), _i(n), pa, _i(max(1, n)), _byref(info), _ONE)
+        f(pu, pn, pa, plda, pinfo, _ONE)
         infos.append(info.value)
     return infos
 
@@ -118,9 +129,10 @@ def trsm(a, b, side: str, uplo: str, trans: str, diag: str) -> None:
     f = _fn(a.dtype, "trsm")
     m, n = b.shape[2], b.shape[1]
     k = a.shape[1]
+    head = (_ch(side), _ch(uplo), _ch(trans), _ch(diag), _i(m), _i(n), _real(a.dtype, 1.0))
+    plda, pldb = _i(max(1, k)), _i(max(1, m))
     for pa, pb in zip(_ptrs(a), _ptrs(b)):
-        f(_ch(side), _ch(uplo), _ch(trans), _ch(diag), _i(m), _i(n), _real(a.dtype, 1.0), pa,
-          _i(max(1, k)), pb, _i(max(1, m)), _ONE, _ONE, _ONE, _ONE)
+        f(*head, pa, plda, pb, pldb, _ONE, _ONE, _ONE, _ONE)
 
 
 def geqrf(a, tau) -> None:

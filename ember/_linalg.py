@@ -437,14 +437,8 @@ def _solve_raw(A: Tensor, B: Tensor, left: bool) -> tuple:
     if not left:
         X, infos = _solve_raw(_mT(A), _mT(B), True)
         return _mT(X), infos
-    L = _lapack()
-    A, B, batch = _broadcast_batch(A, B)
-    a = L.fortran(A)
-    piv = core.empty(a.shape[0], A.shape[-1], dtype=core.int32)
-    infos = L.getrf(a, piv)
-    b = L.fortran(B)
-    L.getrs(a, piv, b)
-    return L.matrix(b, batch), infos
+    LU, piv, infos = _lu_raw(A)       # info per matrix of A, as torch reports it
+    return _lu_solve_raw(LU, piv, B, True, False), infos
 
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
@@ -486,11 +480,8 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     X = _recorded("linalg_solve", run, (A, B), {"left": left, "vector": vector})
     if check_errors:
         _raise_solve(holder[0], A.dim() > 2)
-    batch = tuple(core.broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2])))
-    infos = holder[0]
-    if len(infos) != _prod(tuple(A.shape[:-2])):
-        infos = infos[:_prod(batch)]
-    return _out(out, _result("linalg_solve_ex", X, _info_tensor(infos, batch)))
+    info = _info_tensor(holder[0], tuple(A.shape[:-2]))
+    return _out(out, _result("linalg_solve_ex", X, info))
 
 
 def _raise_solve(infos: list, batched: bool) -> None:
@@ -504,7 +495,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
     See :func:`solve_ex` for the shapes.
     """
     X, info = solve_ex(A, B, left=left)
-    _raise_solve(info.reshape(-1).tolist(), A.dim() > 2 or B.dim() > 2)
+    _raise_solve(info.reshape(-1).tolist(), A.dim() > 2)
     return _out(out, X)
 
 
@@ -911,9 +902,14 @@ def _svd_raw(A: Tensor, full_matrices: bool, compute_uv: bool = True) -> tuple:
         u = core.empty(B, ucols, m, dtype=A.dtype)
         vt = core.empty(B, n, vrows, dtype=A.dtype)
         infos = L.gesdd(buf, s, u, vt, "A" if full_matrices else "S")
+    if any(infos):
+        finite = A.isfinite().reshape(-1, m * n).all(-1).tolist() if A.numel() else []
+        infos = [(-1 if i and not finite[b] else i) for b, i in enumerate(infos)]
     _raise_info("linalg.svd", infos, len(batch) > 0,
-                lambda i: "The algorithm failed to converge because the input matrix is "
-                f"ill-conditioned or has too many repeated singular values (error code: {i}).")
+                lambda i: "The algorithm failed to converge because the input matrix "
+                "contained non-finite values." if i < 0 else "The algorithm failed to "
+                "converge because the input matrix is ill-conditioned or has too many "
+                f"repeated singular values (error code: {i}).")
     S = s.reshape(*batch, k)
     if not compute_uv:
         return S
@@ -1336,6 +1332,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
 def _legacy_cross(input: Tensor, other: Tensor, dim: int | None = None, *,
                   out: Any = None) -> Tensor:
     """Legacy ``torch.cross``: ``dim`` defaults to the first dimension of size 3."""
+    _tensor(input, "cross", "input")
+    _tensor(other, "cross", "other")
     if dim is None:
         shape = core.broadcast_shapes(tuple(input.shape), tuple(other.shape))
         dim = next((i for i, s in enumerate(shape) if s == 3), None)

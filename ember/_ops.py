@@ -24,10 +24,13 @@ abs                       fmiI      absolute
 acos                      fmiI      arccos
 acosh                     fmiI      arccosh
 add                       fmi
+addbmm                    fmi
 addcdiv                   fmi
 addcmul                   fmi
 addmm                     fmi
 addmv                     fmiI
+addr                      fmi
+adjoint                   fm
 all                       fm
 allclose                  fm
 amax                      fm
@@ -39,7 +42,7 @@ argmax                    fm
 argmin                    fm
 argsort                   fm
 argwhere                  fm
-as_strided                fm
+as_strided                fmi
 as_strided_scatter        fm
 asarray                   f
 asin                      fmiI      arcsin
@@ -74,13 +77,15 @@ ceil                      fmiI
 cholesky                  fm
 cholesky_inverse          fm
 cholesky_solve            fm
-chunk                     fm
+chunk                     fm        unsafe_chunk
 clamp                     fmiI      clip
 clamp_max                 fmiI
 clamp_min                 fmiI
 clone                     fm
 column_stack              f
 combinations              f
+conj                      fm
+conj_physical             fmI
 conv1d                    f
 conv2d                    f
 conv_transpose1d          f
@@ -109,8 +114,10 @@ diff                      fm
 dist                      fm
 div                       fmi       divide
 dot                       fm
+dsplit                    fm
 dstack                    f
 einsum                    f
+empty_permuted            f
 empty_strided             f
 eq                        fmi
 equal                     fm
@@ -135,27 +142,39 @@ fmod                      fmi
 frac                      fmiI
 frombuffer                f
 gather                    fm
+gcd                       fmiI
 ge                        fmi       greater_equal
 gelu                      fm
 geometric                 i
 geqrf                     fm
 ger                       fm
+get_device                f
 gt                        fmi       greater
 hamming_window            f
 hann_window               f
 heaviside                 fmi
 histc                     fm
+histogram                 fm
+hsplit                    fm
 hstack                    f
 hypot                     fmi
 index_add                 fmi
 index_copy                fmi
 index_fill                fmi
 index_put                 fmiI
+index_reduce              fmi
 index_select              fm
 inner                     fm
 inverse                   fm
+is_complex                f
+is_conj                   fm
+is_inference              fm
+is_neg                    fm
+is_same_size              fm
+is_signed                 f
 isclose                   fm
 isfinite                  fm
+isin                      f
 isinf                     fm
 isnan                     fm
 isneginf                  fm
@@ -163,6 +182,7 @@ isposinf                  fm
 isreal                    fm
 kron                      fm
 kthvalue                  fm
+lcm                       fmiI
 ldexp                     fmiI
 le                        fmi       less_equal
 lerp                      fmi
@@ -221,6 +241,7 @@ native_dropout            f
 ne                        fmi       not_equal
 neg                       fmiI      negative
 nonzero                   fm
+nonzero_static            fm
 norm                      fm
 normal                    fi
 orgqr                     fm
@@ -252,6 +273,8 @@ renorm                    fmi
 repeat                    m
 repeat_interleave         fm
 reshape                   fm
+resolve_conj              fm
+resolve_neg               fm
 roll                      fm
 rot90                     fm
 round                     fmiI
@@ -265,7 +288,7 @@ searchsorted              f
 select                    fm
 select_scatter            fm
 sigmoid                   fmiI
-sign                      fmi
+sign                      fmi       sgn
 signbit                   fm
 silu                      fmi
 sin                       fmiI
@@ -276,18 +299,18 @@ slogdet                   fm
 softmax                   fm
 softplus                  f
 sort                      fm
-split                     fm
-split_with_sizes          fm
+split                     fm        unsafe_split
+split_with_sizes          fm        unsafe_split_with_sizes
 sqrt                      fmiI
 square                    fmiI
-squeeze                   fm
+squeeze                   fmi
 stack                     f
 std                       fm
 std_mean                  f
 sub                       fmi       subtract
 sum                       fm
 svd                       fm
-t                         fm
+t                         fmi
 take                      fm
 take_along_dim            fm
 tan                       fmiI
@@ -295,9 +318,10 @@ tanh                      fmiI
 tensor_split              fm
 tensordot                 f
 tile                      fm
+to_dlpack                 f
 topk                      fm
 trace                     fm
-transpose                 fm        swapaxes swapdims
+transpose                 fmi       swapaxes swapdims
 trapezoid                 f         trapz
 triangular_solve          fm
 tril                      fmi
@@ -312,11 +336,12 @@ uniform                   i
 unique                    fm
 unique_consecutive        fm
 unravel_index             f
-unsqueeze                 fm
+unsqueeze                 fmi
 vander                    f
 var                       fm
 var_mean                  f
 vdot                      fm
+vsplit                    fm
 vstack                    f         row_stack
 where                     fm
 xlogy                     fmiI

@@ -10,6 +10,7 @@ setter                             getter
 ``set_deterministic_debug_mode``   ``get_deterministic_debug_mode``
 ``set_float32_matmul_precision``   ``get_float32_matmul_precision``
 ``set_warn_always``                ``is_warn_always_enabled``
+``set_num_interop_threads``        ``get_num_interop_threads``
 =================================  ===========================================
 
 :func:`current_defaults` returns a read-only snapshot of all of them (for
@@ -50,6 +51,8 @@ __all__ = [
     "get_float32_matmul_precision",
     "set_warn_always",
     "is_warn_always_enabled",
+    "set_num_interop_threads",
+    "get_num_interop_threads",
     "typename",
     "is_tensor",
     "is_storage",
@@ -387,6 +390,43 @@ def _warn_once(message: str, category: type = UserWarning, *, key: Any = None,
     import warnings
 
     warnings.warn(message, category, stacklevel=stacklevel)
+
+
+# ---------------------------------------------------------------------------
+# Inter-op threads
+# ---------------------------------------------------------------------------
+
+_interop_threads: int | None = None
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Set the number of threads for running independent ops in parallel.
+
+    ember runs ops one after another on the calling thread and parallelises
+    inside each kernel (:func:`ember.set_num_threads`), so this count is
+    recorded for :func:`get_num_interop_threads` and changes no schedule.
+
+    Raises
+    ------
+    RuntimeError
+        When ``n`` is not a positive int (as PyTorch).
+    """
+    global _interop_threads
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got "
+                           f"{type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    _interop_threads = n
+
+
+def get_num_interop_threads() -> int:
+    """The inter-op thread count: the last :func:`set_num_interop_threads`, else the CPU count."""
+    if _interop_threads is None:
+        import os
+
+        return os.cpu_count() or 1
+    return _interop_threads
 
 
 # ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from ember import _ops
 from ember._C import core
 from ember._C import elementwise as _ew
 from ember._C import linalg as _la
+from ember._check import _check, _check_index
 from ember._tensor_str import tensor_str
 
 
@@ -134,6 +135,8 @@ class Tensor(core.TensorBase):
                          device=device or self.device, requires_grad=requires_grad)
 
     def fill_(self, value):
+        if core._mode_active():
+            return core._dispatch("fill_", Tensor.fill_, (self, value))
         if self.requires_grad and self.grad_fn is None and core.is_grad_enabled():
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
@@ -145,6 +148,144 @@ class Tensor(core.TensorBase):
 
     def zero_(self):
         return self.fill_(0)
+
+    # ---- in-place metadata: views of self adopted by self ----------------------
+    def _view_(self, view, op):
+        if self.requires_grad and core.is_grad_enabled():
+            if self.grad_fn is None:
+                raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used "
+                                   f"in an in-place operation.")
+            self._grad_fn = view.grad_fn     # self now is the view; its node leads back
+        return self._adopt(view)
+
+    def squeeze_(self, dim=None):
+        return self._view_(self.squeeze(dim) if dim is not None else self.squeeze(), "squeeze_")
+
+    def unsqueeze_(self, dim):
+        return self._view_(self.unsqueeze(dim), "unsqueeze_")
+
+    def transpose_(self, dim0, dim1):
+        return self._view_(self.transpose(dim0, dim1), "transpose_")
+
+    swapaxes_ = swapdims_ = transpose_
+
+    def t_(self):
+        return self._view_(self.t(), "t_")
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        return self._view_(self.as_strided(size, stride, storage_offset), "as_strided_")
+
+    def resize_(self, *sizes, memory_format=None):
+        """Give self the contiguous shape ``sizes``, keeping its storage when it is large
+        enough and otherwise moving its elements to a larger one (new elements are
+        uninitialised)."""
+        if self.requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        new = core.empty(*sizes, dtype=self.dtype, device=self.device)
+        n, off = new.numel(), self.storage_offset()
+        avail = self.untyped_storage().nbytes() // self.element_size() - off
+        if n <= avail:      # the storage is large enough: a contiguous window of it
+            return self._adopt(self.as_strided(tuple(new.shape), new.stride(), off))
+        if avail > 0:       # move every element the storage held from the offset on
+            new.reshape(-1)[:avail].copy_(self.as_strided((avail,), (1,), off))
+        return self._adopt(new)
+
+    def resize_as_(self, the_template, memory_format=None):
+        return self.resize_(*the_template.shape)
+
+    def set_(self, source=None, storage_offset=0, size=None, stride=None):
+        """Make self share ``source``'s memory (all of it, or the strided window
+        ``storage_offset``/``size``/``stride`` of it); no source: an empty tensor."""
+        if source is None:
+            return self._adopt(core.empty(0, dtype=self.dtype, device=self.device))
+        if not isinstance(source, core.TensorBase):
+            raise TypeError(f"set_(): argument 'source' must be Tensor, not "
+                            f"{type(source).__name__}")
+        if source.dtype != self.dtype:
+            raise RuntimeError(f"Could not set tensor of type {self.dtype} to a tensor of type "
+                               f"{source.dtype}")
+        if size is not None:
+            stride = stride if stride is not None else core.empty(*size).stride()
+            source = source.as_strided(size, stride, storage_offset)
+        return self._adopt(source)
+
+    def is_set_to(self, tensor):
+        """Whether self and ``tensor`` view the same memory with the same geometry."""
+        return (self.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+                and self.storage_offset() == tensor.storage_offset()
+                and tuple(self.shape) == tuple(tensor.shape)
+                and self.stride() == tensor.stride())
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Fill the main diagonal (all dims equal for more than 2 dims; a tall matrix's
+        diagonal restarts every ``cols + 1`` rows when ``wrap``)."""
+        nd = self.dim()
+        if nd < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if nd > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        n = min(self.shape)
+        if nd == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+            # the flat positions k * (cols + 1) that fall inside the matrix
+            n = (self.numel() + self.shape[1]) // (self.shape[1] + 1)
+        if self.requires_grad and core.is_grad_enabled():
+            mask = core.zeros(self.shape, dtype=core.bool_)
+            mask.as_strided((n,), (sum(mask.stride()),), 0).fill_(True)
+            return self.copy_(_ew.where(mask, fill_value, self))
+        with _no_grad():
+            self.as_strided((n,), (sum(self.stride()),), self.storage_offset()).fill_(
+                fill_value)
+        return self
+
+    def sum_to_size(self, *size):
+        """Sum self down to ``size`` (to which self must be broadcastable)."""
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        if len(size) > self.dim() or any(
+                s != 1 and s != d for s, d in zip(size[::-1], self.shape[::-1])):
+            raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to "
+                               f"size {{{', '.join(map(str, self.shape))}}}.")
+        lead = self.dim() - len(size)
+        r = self.sum(tuple(range(lead))) if lead else self
+        dims = tuple(i for i, s in enumerate(size) if s == 1 and r.shape[i] != 1)
+        return r.sum(dims, keepdim=True) if dims else r
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None,
+                          requires_grad=False):
+        from ember._C.creation import empty_strided
+        return empty_strided(size, stride, dtype=dtype or self.dtype,
+                             device=device or self.device, requires_grad=requires_grad)
+
+    def new(self, *args, **kwargs):
+        """The legacy constructor with self's dtype: ``new(2, 3)`` uninitialised,
+        ``new(data)`` a copy of data, ``new()`` empty."""
+        if len(args) == 1 and not isinstance(args[0], int):
+            return core.tensor(args[0], dtype=self.dtype, device=self.device)
+        return core.empty(*args, dtype=self.dtype, device=self.device)
+
+    def apply_(self, callable):
+        """Apply a Python function to every element, in place (slow, as torch's)."""
+        vals = self.reshape(-1).tolist()
+        with _no_grad():
+            self.copy_(core.tensor([callable(v) for v in vals], dtype=self.dtype)
+                       .reshape(self.shape))
+        return self
+
+    def map_(self, tensor, callable):
+        """``self[i] = callable(self[i], tensor[i])`` with ``tensor`` broadcast, in place."""
+        other = tensor.expand_as(self).reshape(-1).tolist()
+        vals = self.reshape(-1).tolist()
+        with _no_grad():
+            self.copy_(core.tensor([callable(a, b) for a, b in zip(vals, other)],
+                                   dtype=self.dtype).reshape(self.shape))
+        return self
+
+    def is_pinned(self, device=None):
+        """CPU memory is never pinned in ember (there is no accelerator to pin it for)."""
+        return False
+
+    def pin_memory(self, device=None):
+        """Pinning needs an accelerator; as torch on a machine without one, it refuses."""
+        raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def flatten(self, start_dim=0, end_dim=-1):
         nd = self.dim()
@@ -240,8 +381,13 @@ class Tensor(core.TensorBase):
         nd = self.dim()
         src = [source] if isinstance(source, int) else list(source)
         dst = [destination] if isinstance(destination, int) else list(destination)
-        src = [s % nd if nd else 0 for s in src]
-        dst = [d % nd if nd else 0 for d in dst]
+        _check(len(src) == len(dst), lambda: (
+            f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+            f"the same number of dims as destination ({dst} dims)"))
+        src = [_wrap_dim(s, nd) for s in src]
+        dst = [_wrap_dim(d, nd) for d in dst]
+        for name, ds in (("source", src), ("destination", dst)):
+            _check(len(set(ds)) == len(ds), lambda: f"movedim: repeated dim in `{name}` ({ds})")
         order = [None] * nd
         for s, d in zip(src, dst):
             order[d] = s
@@ -252,27 +398,16 @@ class Tensor(core.TensorBase):
     moveaxis = movedim
 
     def __getitem__(self, idx):
-        r = core._basic_getitem(self, idx)
-        if r is None:
-            return _index_getitem(self, idx)
-        return r
+        if core._mode_active():
+            # one "getitem" op for a mode, whichever path (view or gather) runs it
+            return core._dispatch("getitem", _getitem, (self, idx))
+        return _getitem(self, idx)
 
     def __setitem__(self, idx, value):
-        # plain views (ints, slices, None, ...) are written in place here when
-        # autograd has nothing to record; everything else goes to ember._C.index
-        if not (core.is_grad_enabled() and (self.requires_grad or getattr(
-                value, "requires_grad", False))):
-            v = core._basic_getitem(self, idx)
-            if v is not None:
-                if isinstance(value, core.TensorBase):
-                    # like PyTorch, leading size-1 dims of the value are dropped
-                    while value.dim() > v.dim() and value.shape[0] == 1:
-                        value = value[0]
-                    v.copy_(value)
-                else:
-                    v.fill_(value)
-                return
-        _index_setitem(self, idx, value)
+        if core._mode_active():
+            core._dispatch("setitem", _setitem, (self, idx, value))
+            return
+        _setitem(self, idx, value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
@@ -299,6 +434,14 @@ class Tensor(core.TensorBase):
         return bool(self.__dict__.get("_retains_grad", False))
 
 
+def _wrap_dim(d, ndim):
+    """d in [-ndim, ndim) (a 0-d tensor takes 0 and -1) as a non-negative dim."""
+    n = max(ndim, 1)
+    _check_index(-n <= d < n, lambda: (
+        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"))
+    return d % n
+
+
 def _shape_of(other, op):
     if not isinstance(other, core.TensorBase):
         raise TypeError(f"{op}(): argument 'other' must be Tensor, not {type(other).__name__}")
@@ -317,6 +460,31 @@ def _autograd():
     import sys
     return sys.modules.get("ember.autograd") or __import__("ember.autograd",
                                                            fromlist=["_"])
+
+
+def _getitem(self, idx):
+    r = core._basic_getitem(self, idx)
+    if r is None:
+        return _index_getitem(self, idx)
+    return r
+
+
+def _setitem(self, idx, value):
+    # plain views (ints, slices, None, ...) are written in place here when
+    # autograd has nothing to record; everything else goes to ember._C.index
+    if not (core.is_grad_enabled() and (self.requires_grad or getattr(
+            value, "requires_grad", False))):
+        v = core._basic_getitem(self, idx)
+        if v is not None:
+            if isinstance(value, core.TensorBase):
+                # like PyTorch, leading size-1 dims of the value are dropped
+                while value.dim() > v.dim() and value.shape[0] == 1:
+                    value = value[0]
+                v.copy_(value)
+            else:
+                v.fill_(value)
+            return
+    _index_setitem(self, idx, value)
 
 
 def _index_getitem(t, idx):

@@ -19,7 +19,7 @@ Examples
 >>> with CountOps() as mode:
 ...     _ = ember.ones(2) * 3 + 1
 >>> mode.ops
-['mul', 'add']
+['ones', 'mul', 'add']
 """
 from __future__ import annotations
 

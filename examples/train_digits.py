@@ -7,6 +7,7 @@ After training it saves a checkpoint with ``torch.save``, reloads it with
 
     python examples/train_digits.py            # full run (>= 97% test accuracy)
     python examples/train_digits.py --fast     # a few epochs, for the test suite
+    python examples/train_digits.py --plot curve.png   # also draw the training curve
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 try:
     import ember as torch
@@ -65,6 +67,35 @@ def evaluate(model, loader):
     return correct / total, loss_sum / total
 
 
+def plot_curves(history, path):
+    """Draw loss and accuracy per epoch into ``path`` (skipped, with a note, without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("training curve: matplotlib is not installed (pip install matplotlib)")
+        return None
+    epochs = [h[0] for h in history]
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax_loss.plot(epochs, [h[1] for h in history], "o-", label="train")
+    ax_loss.plot(epochs, [h[3] for h in history], "o-", label="test")
+    ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss", title="loss")
+    ax_acc.plot(epochs, [100 * h[2] for h in history], "o-", label="train")
+    ax_acc.plot(epochs, [100 * h[4] for h in history], "o-", label="test")
+    ax_acc.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
+    for ax in (ax_loss, ax_acc):
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"training curve: {os.path.abspath(path)}")
+    return path
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=10)
@@ -84,6 +115,8 @@ def main(argv=None):
     p.add_argument("--checkpoint", default=None,
                    help="where to save the checkpoint (default: a temporary file)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="write the loss/accuracy curves to this PNG (needs matplotlib)")
     args = p.parse_args(argv)
     if args.fast:
         args.epochs = min(args.epochs, 2)
@@ -93,7 +126,8 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    train_set, test_set = Digits(train=True), Digits(train=False)
+    train_set: Digits | Subset = Digits(train=True)
+    test_set = Digits(train=False)
     if args.train_subset:
         train_set = Subset(train_set, range(min(args.train_subset, len(train_set))))
     g = torch.Generator().manual_seed(args.seed)
@@ -110,28 +144,36 @@ def main(argv=None):
     criterion = nn.CrossEntropyLoss()
     show_bar = tqdm is not None and not args.no_progress
 
+    history: list[tuple[int, float, float, float, float]] = []
     for epoch in range(1, args.epochs + 1):
         model.train()
-        it = train_loader
+        it: Any = train_loader
         if show_bar:
             it = tqdm(train_loader, desc=f"epoch {epoch:2d}/{args.epochs}", leave=False,
                       unit="batch", file=sys.stderr)
-        run_loss = n = 0
+        run_loss = 0.0
+        n = run_correct = 0
         for x, y in it:
             opt.zero_grad()
-            loss = criterion(model(x), y)
+            out = model(x)
+            loss = criterion(out, y)
             loss.backward()
             opt.step()
             sched.step()
             run_loss += float(loss.item()) * y.shape[0]
+            run_correct += int((out.argmax(1) == y).sum().item())
             n += y.shape[0]
             if show_bar:
                 it.set_postfix(loss=f"{run_loss / n:.4f}")
         if show_bar:
             it.close()
         acc, test_loss = evaluate(model, test_loader)
-        print(f"epoch {epoch:2d}  train loss {run_loss / n:.4f}  test loss {test_loss:.4f}  "
+        history.append((epoch, run_loss / n, run_correct / n, test_loss, acc))
+        print(f"epoch {epoch:2d}  train loss {run_loss / n:.4f}  train accuracy "
+              f"{100 * run_correct / n:.2f}%  test loss {test_loss:.4f}  "
               f"test accuracy {100 * acc:.2f}%", flush=True)
+    if args.plot:
+        plot_curves(history, args.plot)
 
     # checkpoint: save, reload into a fresh model (and optimizer), evaluate again
     with tempfile.TemporaryDirectory(prefix="ember-demo-") as tmp:

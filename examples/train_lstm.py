@@ -53,8 +53,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     torch.manual_seed(args.seed)
     train, test = Digits(train=True), Digits(train=False)
-    n = 640 if args.fast else len(train)
-    loader = DataLoader(TensorDataset(train.data[:n], train.targets[:n]),
+    n_train = 640 if args.fast else len(train)
+    loader = DataLoader(TensorDataset(train.data[:n_train], train.targets[:n_train]),
                         batch_size=args.batch_size,
                         shuffle=True)
     model = RowLSTM(args.hidden)

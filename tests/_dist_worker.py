@@ -188,6 +188,7 @@ def collectives(ember, dist, r, arrays, info):
     arrays["local_sync_group"] = _np(t)
     info["global_rank_of_0"] = dist.get_global_rank(both, 0)
     dist.destroy_process_group(solo)
+    dist.monitored_barrier(timeout=timedelta(seconds=60))
     dist.barrier()
 
 
@@ -328,6 +329,11 @@ def faults(ember, dist, r, arrays, info):
             except RuntimeError as e:
                 info[key] = str(e)
             dist.process_group._state.debug_detail = False
+        try:    # rank 1 does not come either: it is named
+            dist.monitored_barrier(timeout=timedelta(seconds=1))
+            info["monitored"] = None
+        except RuntimeError as e:
+            info["monitored"] = str(e)
         dist.send(ember.ones(1), dst=1)     # now rank 1 may leave
     else:
         dist.irecv(ember.ones(1), src=0).wait(timeout=60)
@@ -347,6 +353,14 @@ def kill(ember, dist, r, arrays, info):
         if r == 1 and step == 3:
             os.kill(os.getpid(), signal.SIGKILL)
         model(ember.ones(4, 5)).sum().backward()
+    info["survived"] = True
+
+
+def raises(ember, dist, r, arrays, info):
+    for step in range(50):
+        if r == 1 and step == 3:
+            raise ValueError("bad batch on purpose")
+        dist.all_reduce(ember.ones(4))
     info["survived"] = True
 
 

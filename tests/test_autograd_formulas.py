@@ -305,3 +305,20 @@ def test_node_names_match_pytorch(torch):
               lambda t: t.clone(), lambda t: t.sigmoid(), lambda t: t.relu(),
               lambda t: t.clamp(0, 1), lambda t: t.diagonal(), lambda t: t.expand(2, 2, 3)):
         assert type(f(x).grad_fn).__name__ == type(f(tx).grad_fn).__name__
+
+
+def test_indexing_an_expanded_tensor_counts_each_element_once():
+    x = ember.ones(2, 4, requires_grad=True)
+    w = ember.arange(4.0)
+    for f, want in [(lambda t: t.unsqueeze(-1).expand(2, 4, 2)[..., 0] * w, [0, 1, 2, 3]),
+                    (lambda t: t.unsqueeze(-1).expand(2, 4, 3)[..., :2] * w.reshape(4, 1),
+                     [0, 2, 4, 6]),
+                    (lambda t: t.unsqueeze(0).expand(3, 2, 4)[1:] * w, [0, 2, 4, 6])]:
+        x.grad = None
+        f(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.array([want, want], dtype=np.float32))
+    x = ember.tensor(rng.normal(size=(2, 4)), requires_grad=True)
+    for f in (lambda t: t.unsqueeze(-1).expand(2, 4, 3)[..., :2] ** 2,
+              lambda t: t.expand(3, 2, 4)[1:].sin()):
+        assert gradcheck(f, (x,))
+        assert gradgradcheck(f, (x,))

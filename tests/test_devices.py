@@ -39,7 +39,7 @@ def test_cuda_module_unavailable_with_reason():
     assert isinstance(reason, str) and len(reason) > 20
     assert reason == ember._dll.cuda_status().reason
     for fn in (cuda.current_device, cuda.synchronize, cuda.get_device_name, cuda.init):
-        with pytest.raises(RuntimeError, match="CUDA is not available: " + reason[:20]):
+        with pytest.raises(RuntimeError, match="CUDA unavailable: " + reason[:20]):
             fn()
     assert cuda.is_initialized() is False
 

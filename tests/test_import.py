@@ -14,10 +14,10 @@ import ember
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
-LAZY = ["nn", "optim", "utils", "compiler", "distributed", "cuda", "cpu"]
+LAZY = ["nn", "optim", "utils", "compiler", "fx", "export", "distributed", "cuda", "cpu"]
 HEAVY = ["ember.nn", "ember.optim", "ember.utils", "ember.utils.data", "ember.compiler",
-         "ember.distributed", "ember.cuda", "ember.autograd.functional", "ember._sym",
-         "sympy", "torch", "ctypes"]
+         "ember.fx", "ember.export", "ember.distributed", "ember.cuda",
+         "ember.autograd.functional", "ember._sym", "sympy", "torch", "ctypes"]
 
 
 def run(code, **env):

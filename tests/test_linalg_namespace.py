@@ -202,6 +202,11 @@ def test_ex_variants_report_info_and_errors_match_torch():
     np.testing.assert_array_equal(LA.lu_factor_ex(e).pivots.numpy(), TLA.lu_factor_ex(t)
                                   .pivots.numpy())
     assert LA.solve_ex(e, ember.ones(2, 3, 1, dtype=ember.float64)).info.tolist() == [0, 2]
+    # info has A's batch shape, whatever B broadcasts to (as torch)
+    for a_shape, b_shape in (((3, 3), (2, 3, 1)), ((4, 3, 3), (3, 1))):
+        assert tuple(LA.solve_ex(ember.eye(3).expand(*a_shape), ember.ones(*b_shape)).info
+                     .shape) == tuple(TLA.solve_ex(torch.eye(3).expand(*a_shape),
+                                                   torch.ones(*b_shape)).info.shape)
     for fe, ft in [(LA.inv, TLA.inv), (LA.cholesky, TLA.cholesky),
                    (lambda x: LA.solve(x, ember.ones(2, 3, 1, dtype=ember.float64)),
                     lambda x: TLA.solve(x, torch.ones(2, 3, 1, dtype=torch.float64))),
@@ -354,3 +359,28 @@ def test_lapack_is_loaded_lazily_and_missing_library_says_how_to_install():
             "try:\n    ember.linalg.inv(ember.eye(2))\nexcept RuntimeError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "pip install scipy-openblas32" in out.stdout, out.stderr
+
+
+def test_lapack_threads_follow_set_num_threads():
+    from ember import _dll
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        LA.det(ember.eye(3))
+        assert _dll.lapack().scipy_openblas_get_num_threads() == 1
+        ember.set_num_threads(2)
+        LA.svdvals(ember.eye(3))
+        assert _dll.lapack().scipy_openblas_get_num_threads() == 2
+    finally:
+        ember.set_num_threads(old)
+
+
+def test_svd_of_non_finite_input_raises_like_torch():
+    a = np.random.default_rng(6).standard_normal((2, 4, 4))
+    a[1, 1, 2] = math.nan
+    for f in (lambda L, x: L.svd(x), lambda L, x: L.svdvals(x[1])):
+        with pytest.raises(RuntimeError) as te:
+            f(TLA, torch.tensor(a))
+        with pytest.raises(LA.LinAlgError) as ee:
+            f(LA, ember.tensor(a))
+        assert str(ee.value) == str(te.value)

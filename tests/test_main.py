@@ -77,3 +77,53 @@ def test_config_show():
         assert getattr(_build_config, k) == v
         assert f"  {k}: {v}" in s
     assert "ember threads:" in ember.__config__.parallel_info()
+
+
+def _component_lines(out):
+    return {m.group(2): m.group(1) for m in
+            re.finditer(r"^  \[(found|missing)\] ([^:]+):", out, re.M)}
+
+
+def test_components_listed_found_or_missing():
+    import importlib.util
+    import shutil
+
+    out = run_main()
+    comps = _component_lines(out)
+    assert set(comps) == {"LAPACK (scipy-openblas32)", "C compiler", "MPI (mpi4py + mpiexec)",
+                          "CUDA", "tensorboard", "onnx", "matplotlib"}
+
+    def state(found):
+        return "found" if found else "missing"
+
+    assert comps["tensorboard"] == state(importlib.util.find_spec("tensorboard"))
+    assert comps["onnx"] == state(importlib.util.find_spec("onnx"))
+    assert comps["LAPACK (scipy-openblas32)"] == state(importlib.util.find_spec(
+        "scipy_openblas32"))
+    assert comps["CUDA"] == state(ember.cuda.is_available())
+    assert comps["C compiler"] == state(shutil.which("cc") or shutil.which("gcc")
+                                        or shutil.which("clang"))
+    # every missing component says how to add it
+    for line_no, line in enumerate(out.splitlines()):
+        if line.startswith("  [missing]"):
+            assert out.splitlines()[line_no + 1].strip().startswith("to add:")
+
+
+def test_components_missing_say_how_to_add():
+    code = ("import sys; sys.modules['tensorboard'] = None; sys.modules['matplotlib'] = None\n"
+            "from ember.__main__ import main; sys.exit(main(['--components']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "CC": "no-such-compiler-xyz", "PATH": "/nonexistent"})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith("optional components:") and "ember version" not in out
+    comps = _component_lines(out)
+    assert comps["tensorboard"] == comps["matplotlib"] == comps["C compiler"] == "missing"
+    assert "to add: pip install tensorboard   (or: pip install ember[tensorboard])" in out
+    assert "to add: install gcc or clang" in out
+
+
+def test_main_rejects_unknown_arguments():
+    from ember.__main__ import main
+
+    assert main(["--bogus"]) == 2

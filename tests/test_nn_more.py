@@ -28,6 +28,10 @@ def _same_error(fe, ft):
         fe()
 
 
+def _np(t):
+    return t.detach().numpy()
+
+
 def _repr(m):
     return repr(m).replace("ember.", "torch.")
 
@@ -206,6 +210,15 @@ def test_conv3d_padding_modes_and_errors():
                 lambda: tF.conv3d(torch.randn(2, 4, 4), torch.randn(4, 3, 2, 2, 2)))
     _same_error(lambda: F.conv3d(ember.randn(1, 3, 1, 4, 4), w),
                 lambda: tF.conv3d(torch.randn(1, 3, 1, 4, 4), torch.randn(4, 3, 2, 2, 2)))
+    _same_error(lambda: F.conv_transpose3d(ember.randn(1, 2, 3, 3, 3), ember.randn(3, 2, 2, 2, 2)),
+                lambda: tF.conv_transpose3d(torch.randn(1, 2, 3, 3, 3),
+                                            torch.randn(3, 2, 2, 2, 2)))
+    _same_error(lambda: F.conv_transpose3d(ember.randn(1, 3, 3, 3, 3),
+                                           ember.randn(3, 2, 2, 2, 2), stride=2,
+                                           output_padding=2),
+                lambda: tF.conv_transpose3d(torch.randn(1, 3, 3, 3, 3),
+                                            torch.randn(3, 2, 2, 2, 2), stride=2,
+                                            output_padding=2))
 
 
 CONVT3D = [  # (cin, cout, groups, kernel, stride, padding, output_padding, dilation)
@@ -561,3 +574,209 @@ def test_nll_loss2d_is_deprecated_nll_loss():
     x = rand(2, 3, 4, 4, dtype=np.float64)
     t = RNG.integers(0, 3, (2, 4, 4))
     check_parity(lambda a: em(a, ember.tensor(t)), lambda a: tF.nll_loss(a, torch.tensor(t)), x)
+
+
+# ---- EmbeddingBag / AdaptiveLogSoftmaxWithLoss --------------------------------------------
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_matches_torch(mode, padding_idx):
+    tm = tnn.EmbeddingBag(10, 3, mode=mode, padding_idx=padding_idx).double()
+    em = copy_torch_weights(tm, nn.EmbeddingBag(10, 3, mode=mode, padding_idx=padding_idx,
+                                                dtype=ember.float64))
+    assert _repr(em) == repr(tm)
+    idx = np.array([1, 2, 4, 5, 4, 3, 2, 9, 2])
+    offs = np.array([0, 3, 3, 6])                       # bag 1 is empty
+    for e_args, t_args in [((ember.tensor(idx), ember.tensor(offs)),
+                            (torch.tensor(idx), torch.tensor(offs))),
+                           ((ember.tensor(idx.reshape(3, 3)),),
+                            (torch.tensor(idx.reshape(3, 3)),))]:
+        eo, to = em(*e_args), tm(*t_args)
+        np.testing.assert_allclose(_np(eo), _np(to), rtol=1e-12)
+        g = rand(*to.shape, dtype=np.float64)
+        em.weight.grad = None
+        tm.weight.grad = None
+        (eo * ember.tensor(g)).sum().backward()
+        (to * torch.tensor(g)).sum().backward()
+        np.testing.assert_allclose(em.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-12)
+
+
+def test_embedding_bag_weights_last_offset_and_errors():
+    w = rand(10, 3, dtype=np.float64)
+    idx, offs = np.array([1, 2, 4, 5, 4, 3]), np.array([0, 2, 6])
+    psw = rand(6, dtype=np.float64)
+    check_parity(lambda ww, p: F.embedding_bag(ember.tensor(idx), ww, ember.tensor(offs),
+                                               mode="sum", per_sample_weights=p,
+                                               include_last_offset=True),
+                 lambda ww, p: tF.embedding_bag(torch.tensor(idx), ww, torch.tensor(offs),
+                                                mode="sum", per_sample_weights=p,
+                                                include_last_offset=True), w, psw)
+    e = nn.EmbeddingBag.from_pretrained(ember.tensor(w), mode="sum")
+    t = tnn.EmbeddingBag.from_pretrained(torch.tensor(w), mode="sum")
+    np.testing.assert_allclose(e(ember.tensor(idx), ember.tensor(offs[:2])).numpy(),
+                               t(torch.tensor(idx), torch.tensor(offs[:2])).numpy())
+    assert not e.weight.requires_grad
+    ew, tw = ember.tensor(w), torch.tensor(w)
+    for fe, ft in [
+        (lambda: F.embedding_bag(ember.tensor(idx), ew),
+         lambda: tF.embedding_bag(torch.tensor(idx), tw)),
+        (lambda: F.embedding_bag(ember.tensor(idx), ew, ember.tensor(offs), mode="mean",
+                                 per_sample_weights=ember.tensor(psw)),
+         lambda: tF.embedding_bag(torch.tensor(idx), tw, torch.tensor(offs), mode="mean",
+                                  per_sample_weights=torch.tensor(psw))),
+        (lambda: F.embedding_bag(ember.tensor(idx), ew, ember.tensor(offs), mode="prod"),
+         lambda: tF.embedding_bag(torch.tensor(idx), tw, torch.tensor(offs), mode="prod")),
+        (lambda: F.embedding_bag(ember.tensor(idx.reshape(2, 3)), ew, ember.tensor(offs)),
+         lambda: tF.embedding_bag(torch.tensor(idx.reshape(2, 3)), tw, torch.tensor(offs))),
+    ]:
+        _same_error(fe, ft)
+
+
+def test_adaptive_log_softmax_matches_torch():
+    torch.manual_seed(0)
+    tm = tnn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 12], div_value=2.0, head_bias=True)
+    tm = tm.double()
+    em = copy_torch_weights(tm, nn.AdaptiveLogSoftmaxWithLoss(8, 20, [5, 12], div_value=2.0,
+                                                              head_bias=True,
+                                                              dtype=ember.float64))
+    x = rand(6, 8, dtype=np.float64)
+    t = np.array([0, 7, 19, 3, 12, 5])
+    check_parity(lambda a: tuple(em(a, ember.tensor(t))),
+                 lambda a: tuple(tm(a, torch.tensor(t))), x)
+    check_parity(em.log_prob, tm.log_prob, x)
+    np.testing.assert_array_equal(em.predict(ember.tensor(x)).numpy(),
+                                  tm.predict(torch.tensor(x)).numpy())
+    check_parity(lambda a: tuple(em(a, ember.tensor(7))),
+                 lambda a: tuple(tm(a, torch.tensor(7))), x[0])
+    _same_error(lambda: em(ember.tensor(x), ember.tensor(t + 5)),
+                lambda: tm(torch.tensor(x), torch.tensor(t + 5)))
+    for cut in ([], [5, 5], [0, 3], [25]):
+        _same_error(lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 20, cut),
+                    lambda: tnn.AdaptiveLogSoftmaxWithLoss(8, 20, cut))
+
+
+# ---- conv_tbc, linear_cross_entropy, TorchScript helpers -------------------------------------
+@pytest.mark.parametrize("pad", [0, 2])
+def test_conv_tbc_matches_torch(pad):
+    check_parity(lambda x, w, b: F.conv_tbc(x, w, b, pad),
+                 lambda x, w, b: torch.conv_tbc(x, w, b, pad),
+                 rand(7, 2, 3, dtype=np.float64), rand(3, 3, 4, dtype=np.float64),
+                 rand(4, dtype=np.float64))
+    _same_error(lambda: F.conv_tbc(ember.randn(7, 2, 3), ember.randn(3, 2, 4), ember.randn(4)),
+                lambda: torch.conv_tbc(torch.randn(7, 2, 3), torch.randn(3, 2, 4),
+                                       torch.randn(4)))
+
+
+LCE = [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 1},
+       {"label_smoothing": 0.1}]
+
+
+@pytest.mark.parametrize("kw", LCE)
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_linear_cross_entropy_matches_torch(kw, chunk):
+    x, w, b = (rand(5, 4, dtype=np.float64), rand(6, 4, dtype=np.float64),
+               rand(6, dtype=np.float64))
+    cw = RNG.random(6)
+    t = np.array([1, 0, 5, 1, 3])
+    eopt = nn.LinearCrossEntropyOptions(batch_chunk_size=chunk) if chunk else None
+    topt = tnn.LinearCrossEntropyOptions(batch_chunk_size=chunk) if chunk else None
+    smooth = kw.get("label_smoothing", 0) > 0
+    ctx = pytest.warns(UserWarning) if chunk and smooth else _no_warning()
+    with ctx:
+        check_parity(lambda a, ww, bb: F.linear_cross_entropy(
+                         a, ww, ember.tensor(t), linear_bias=bb, weight=ember.tensor(cw),
+                         options=eopt, **kw),
+                     lambda a, ww, bb: tF.linear_cross_entropy(
+                         a, ww, torch.tensor(t), linear_bias=bb, weight=torch.tensor(cw),
+                         options=topt, **kw), x, w, b, rtol=1e-9, atol=1e-12)
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_linear_cross_entropy_loss_module_and_k_dim_match_torch():
+    torch.manual_seed(0)
+    tm = tnn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True).double()
+    em = copy_torch_weights(tm, nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True,
+                                                          dtype=ember.float64))
+    assert _repr(em) == repr(tm)
+    t = np.array([[0, 2], [1, 1], [2, 0]])
+    check_parity(lambda a: em(a, ember.tensor(t)), lambda a: tm(a, torch.tensor(t)),
+                 rand(3, 4, dtype=np.float64), rtol=1e-9)
+    x = ember.randn(3, 4)
+    _same_error(lambda: F.linear_cross_entropy(x, ember.randn(3, 5), ember.tensor([0, 1, 2])),
+                lambda: tF.linear_cross_entropy(torch.randn(3, 4), torch.randn(3, 5),
+                                                torch.tensor([0, 1, 2])))
+    _same_error(lambda: nn.LinearCrossEntropyLoss(4, 3, label_smoothing=2.0),
+                lambda: tnn.LinearCrossEntropyLoss(4, 3, label_smoothing=2.0))
+
+
+def test_script_helpers():
+    def with_idx(x, flag=False):
+        return "idx"
+
+    def without(x, flag=False):
+        """doc"""
+        return "plain"
+
+    fn = F.boolean_dispatch("flag", 1, False, with_idx, without, "m", "f")
+    assert fn(0) == "plain" and fn(0, True) == "idx" and fn(0, flag=True) == "idx"
+    assert fn.__name__ == "f" and fn.__doc__ == "doc"
+    F.assert_int_or_pair(3, "k", "{} bad")
+    F.assert_int_or_pair((1, 2), "k", "{} bad")
+    with pytest.raises(AssertionError, match="k bad"):
+        F.assert_int_or_pair((1, 2, 3), "k", "{} bad")
+    with pytest.raises(AssertionError):
+        tF.assert_int_or_pair((1, 2, 3), "k", "{} bad")
+
+
+def test_container_is_deprecated_module_holder():
+    with pytest.warns(FutureWarning):
+        c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
+    assert list(dict(c.named_children())) == ["a", "b"]
+    assert sorted(c.state_dict()) == ["a.bias", "a.weight"]
+
+
+def test_fractional_pool_modules_and_with_indices_names():
+    x, u = rand(2, 3, 9, 8, 7, dtype=np.float64), RNG.random((2, 3, 3))
+    em = nn.FractionalMaxPool3d(2, output_size=(4, 5, 3), return_indices=True,
+                                _random_samples=ember.tensor(u))
+    tm = tnn.FractionalMaxPool3d(2, output_size=(4, 5, 3), return_indices=True,
+                                 _random_samples=torch.tensor(u))
+    check_parity(em, tm, x, rtol=1e-7)
+    u2 = RNG.random((2, 3, 2))
+    check_parity(lambda a, s: F.fractional_max_pool2d_with_indices(a, 2, (4, 3),
+                                                                   _random_samples=s),
+                 lambda a, s: tF.fractional_max_pool2d_with_indices(a, 2, (4, 3),
+                                                                    _random_samples=s),
+                 x[:, :, 0], u2, rtol=1e-7, grad=(True, False))
+
+
+def test_nn_api_coverage_goal():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                        "nn_coverage.py")
+    spec = importlib.util.spec_from_file_location("nn_coverage", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for area, (have, total, missing) in tool.coverage().items():
+        assert have / total >= 0.95, (area, missing)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("c", [3, 8])
+def test_cross_map_lrn2d_forward_matches_torch_and_gradient_is_exact(size, c):
+    em, tm = nn.CrossMapLRN2d(size, 0.5, 0.75, 2.0), tnn.CrossMapLRN2d(size, 0.5, 0.75, 2.0)
+    assert _repr(em) == repr(tm)
+    x = rand(2, c, 3, 4, dtype=np.float64)
+    np.testing.assert_allclose(em(ember.tensor(x)).numpy(), tm(torch.tensor(x)).numpy(),
+                               rtol=1e-12, atol=1e-15)
+    # torch's own backward fails gradcheck; ember's is checked against finite differences
+    xe = ember.tensor(rand(1, c, 2, 2, dtype=np.float64), requires_grad=True)
+    assert ember.autograd.gradcheck(em, (xe,))
+    _same_error(lambda: em(ember.randn(2, 3, 4)), lambda: tm(torch.randn(2, 3, 4)))

@@ -46,6 +46,8 @@ def run(which, name, kwargs, steps=8, idx=None):
     kw = dict(kwargs)
     if isinstance(kw.get("lr"), float) and kw.pop("tensor_lr", False):
         kw["lr"] = lib.tensor(kw["lr"])
+    if kw.pop("tensor_wd", False):
+        kw["weight_decay"] = lib.tensor(kw["weight_decay"])
     opt = getattr(opt_mod, name)(params, **kw)
     targets = TARGET if idx is None else [TARGET[i] for i in idx]
     run_steps(opt, params, lib, steps, targets)
@@ -73,6 +75,8 @@ CASES = [
                        weight_decay=0.01, maximize=True)),
     ("Adam", dict(lr=0.01, tensor_lr=True, maximize=True)),
     ("SGD", dict(lr=0.05, momentum=0.9, tensor_lr=True, foreach=True)),
+    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1, tensor_wd=True)),
+    ("SGD", dict(lr=0.05, weight_decay=0.1, tensor_wd=True, foreach=False)),
     ("NAdam", dict(lr=0.01, tensor_lr=True, foreach=False)),
     ("Rprop", dict(lr=0.01, tensor_lr=True)),
     ("AdamW", dict(lr=0.01, fused=True)),
@@ -112,10 +116,12 @@ def to_ember(value):
 
 SD_CASES = [("NAdam", {}), ("RAdam", {}), ("Adamax", {}), ("Adadelta", {}),
             ("ASGD", dict(t0=2)), ("Rprop", {}), ("Adafactor", {}), ("Adam", {}),
-            ("SGD", dict(momentum=0.9))]
+            ("SGD", dict(momentum=0.9)), ("AdamW", dict(amsgrad=True)),
+            ("RMSprop", dict(momentum=0.5, centered=True)), ("Adagrad", dict(lr_decay=0.1))]
 
 
-@pytest.mark.parametrize("name,kwargs", SD_CASES, ids=[c[0] for c in SD_CASES])
+@pytest.mark.parametrize("name,kwargs", SD_CASES, ids=[f"{n}-{i}" for i, (n, _) in
+                                                       enumerate(SD_CASES)])
 def test_state_dict_travels_between_ember_and_torch(name, kwargs):
     e_vals, e_opt = run("ember", name, kwargs, steps=4)
     t_vals, t_opt = run("torch", name, kwargs, steps=4)
@@ -501,3 +507,35 @@ def test_swalr_like_torch(kwargs):
             opt_mod.swa_utils.SWALR(opt_mod.SGD([p], lr=0.1), 0.1, anneal_strategy="exp")
         with pytest.raises(ValueError, match="decay"):
             opt_mod.swa_utils.get_ema_avg_fn(1.5)
+
+
+def test_swap_in_optimizer_params_and_state_like_torch():
+    out = {}
+    for which in ("ember", "torch"):
+        lib, opt_mod = lib_of(which)
+        live = [lib.nn.Parameter(lib.tensor(P0[i].copy())) for i in range(2)]
+        opt = opt_mod.Adam(live, lr=0.1)
+        for p in live:
+            p.grad = lib.ones(*p.shape)
+        opt.step()
+        sd = opt.state_dict()
+        swap = {"w": lib.tensor(P0[0] * 2), "b": lib.tensor(P0[1] * 2)}
+        osd = {"state": {k: {n: (v.clone() if isinstance(v, lib.Tensor) else v)
+                             for n, v in s.items()} for k, s in sd["state"].items()},
+               "param_groups": [dict(g, lr=0.5) for g in sd["param_groups"]]}
+        for t in swap.values():
+            t.grad = lib.ones(*t.shape)
+        with opt_mod.swap_in_optimizer_params_and_state(opt, swap, osd):
+            assert opt.param_groups[0]["lr"] == 0.5
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"][0] is live[0]
+        with pytest.raises(RuntimeError, match="extra keys"):
+            with opt_mod.swap_in_optimizer_params_and_state(
+                    opt, swap, {"state": {7: {}}, "param_groups": sd["param_groups"]}):
+                pass
+        out[which] = ([t.numpy().copy() for t in swap.values()],
+                      [p.detach().numpy().copy() for p in live],
+                      osd["state"][0]["exp_avg"].numpy().copy())
+    for a, b in zip(out["ember"][0] + out["ember"][1] + [out["ember"][2]],
+                    out["torch"][0] + out["torch"][1] + [out["torch"][2]]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -61,6 +61,8 @@ def allreduce(reps: int = 30) -> None:
                 line += f", torch/gloo {_median_ms(tt):.2f} ms " \
                         f"({mb / 1024 / statistics.median(tt):.2f} GiB/s)"
             print(line, flush=True)
+    if torch is not None:
+        tdist.destroy_process_group()
     dist.destroy_process_group()
 
 

@@ -76,6 +76,7 @@ cdef class TensorBase:
     cdef public bint _requires_grad
     cdef public object _grad
     cdef public object _grad_fn
+    cdef readonly bint _inference   # made under inference_mode (views inherit it)
 
 
 # A broadcast, coalesced iteration over up to MAX_ARGS operands (arg 0 = output).
@@ -118,6 +119,7 @@ cdef int seq_to_dims(object seq, int64_t *out, str op) except -1
 cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1
 cdef int too_many_dims(Py_ssize_t ndim, str op) except -1
 cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1
+cdef int64_t int64_arg(object v, str op, str name) except? -1
 cdef int64_t check_alloc(int ndim, const int64_t *shape, int dtype, str op) except -1
 
 
@@ -138,7 +140,8 @@ cdef int nthreads_for(int64_t work) noexcept nogil
 cdef bint grad_on() noexcept nogil
 cdef bint slow_path() noexcept
 cdef object record(str name, tuple inputs, object out, object attrs)
-cdef object finish_out(TensorBase t, object out, bint requires_grad)
+cdef object finish_out(TensorBase t, object out, bint requires_grad, str op=*,
+                       object inputs=*)
 cdef object redispatch(str name, object fn, tuple args, dict kwargs)
 cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device dev)
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1

@@ -458,6 +458,26 @@ def _pop_mode():
     return m
 
 
+cdef int64_t _rg_writes = 0
+
+
+def _requires_grad_writes():
+    """How many times a tensor's requires_grad was set (compiled code's guards re-check
+    the flags of the tensors they lift only when this moved)."""
+    return _rg_writes
+
+
+def _mode_active():
+    """Whether a Python dispatch mode is installed (Python-level ops check it)."""
+    return _slow
+
+
+def _dispatch(str name, fn, tuple args, kwargs=None):
+    """Run ``fn(*args, **kwargs)`` as the op ``name`` through the Python key:
+    for ops written in Python that an installed mode must see."""
+    return redispatch(name, fn, args, {} if kwargs is None else kwargs)
+
+
 def _register_kernel(str op, str device_type, fn):
     """Register a Python kernel for (op, device_type): the plugin-backend key."""
     if device_type in ("cpu", "cuda"):
@@ -709,6 +729,16 @@ cdef int64_t shape_numel(int ndim, const int64_t *shape, str op) except -1:
     return n
 
 
+cdef int64_t int64_arg(object v, str op, str name) except? -1:
+    """An integer argument as int64: past int64 is torch's ValueError, not a bare
+    OverflowError from the C conversion."""
+    try:
+        return v
+    except OverflowError:
+        raise ValueError(f"{op}(): argument '{name}': Overflow when unpacking long long "
+                         f"({v})") from None
+
+
 cdef int64_t mul_sizes(int64_t a, int64_t b, str op) except -1:
     """a * b for sizes an op computes from its arguments, checked."""
     cdef int64_t r = em_mul_size(a, b)
@@ -755,6 +785,7 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     t._offset = 0
     t._device = device
     t._storage = _alloc_storage(n, device)
+    t._inference = em_inference_on != 0
     return t
 
 
@@ -779,6 +810,7 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
     t._offset = offset
     t._device = base._device
     t._storage = base._storage
+    t._inference = base._inference
     return t
 
 
@@ -834,31 +866,38 @@ cdef int seq_to_dims(object seq, int64_t *out, str op) except -1:
 
 cdef int broadcast_shape(int nda, const int64_t *sa, int ndb, const int64_t *sb,
                          int64_t *out) except -1:
+    # the result is built aside first: `out` may be one of the inputs
     cdef int nd = nda if nda > ndb else ndb, i
     cdef int64_t x, y
+    cdef int64_t res[MAX_DIMS]
     for i in range(nd):
         x = sa[nda - nd + i] if nda - nd + i >= 0 else 1
         y = sb[ndb - nd + i] if ndb - nd + i >= 0 else 1
         if x == y or y == 1:
-            out[i] = x
+            res[i] = x
         elif x == 1:
-            out[i] = y
+            res[i] = y
         else:
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
                                f"({y}) at non-singleton dimension {i}")
+    for i in range(nd):
+        out[i] = res[i]
     return nd
 
 
 def broadcast_shapes(*shapes):
     """Shape that the given shapes broadcast to (PyTorch's rules)."""
     cdef int64_t acc[MAX_DIMS]
+    cdef int64_t prev[MAX_DIMS]
     cdef int64_t cur[MAX_DIMS]
     cdef int nd = 0, n
     for s in shapes:
         if isinstance(s, int):
             s = (s,)
         n = parse_shape(tuple(s), cur, "broadcast_shapes")
-        nd = broadcast_shape(nd, acc, n, cur, acc)
+        # broadcast_shape reads its inputs while writing out: never alias them
+        memcpy(prev, acc, nd * sizeof(int64_t))
+        nd = broadcast_shape(nd, prev, n, cur, acc)
     return Size([acc[i] for i in range(nd)])
 
 
@@ -1215,6 +1254,8 @@ cdef class TensorBase:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
+        global _rg_writes
+        _rg_writes += 1
         self._requires_grad = value
 
     def requires_grad_(self, bint requires_grad=True):
@@ -1231,15 +1272,40 @@ cdef class TensorBase:
 
     def detach(self):
         """A view of the same storage that is cut off from the autograd graph."""
+        if _slow:
+            return redispatch("detach", TensorBase.detach, (self,), None)
         return make_view(self, self._ndim, self._shape, self._strides, self._offset)
 
     def detach_(self):
+        global _rg_writes
+        _rg_writes += 1
         self._grad_fn = None
         self._requires_grad = False
         return self
 
+    def is_inference(self):
+        """True for a tensor made under ``inference_mode`` (and views of one)."""
+        return self._inference
+
+    def _adopt(self, TensorBase src not None):
+        """Take ``src``'s storage, offset, shape and strides (same dtype and device): the
+        metadata half of in-place view ops, ``set_`` and ``resize_``."""
+        cdef int i
+        if src._dtype != self._dtype or src._device is not self._device and \
+                src._device != self._device:
+            raise RuntimeError("_adopt: the source must have the tensor's dtype and device")
+        self._storage = src._storage
+        self._offset = src._offset
+        self._ndim = src._ndim
+        for i in range(src._ndim):
+            self._shape[i] = src._shape[i]
+            self._strides[i] = src._strides[i]
+        return self
+
     # ---- views --------------------------------------------------------------
     def view(self, *shape):
+        if _slow:
+            return redispatch("view", TensorBase.view, (self,) + shape, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         if len(shape) == 1 and isinstance(shape[0], DType):
@@ -1263,6 +1329,8 @@ cdef class TensorBase:
         return r
 
     def reshape(self, *shape):
+        if _slow:
+            return redispatch("reshape", TensorBase.reshape, (self,) + shape, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(shape, ns, "reshape")
@@ -1279,13 +1347,16 @@ cdef class TensorBase:
         return out
 
     def as_strided(self, size, stride, storage_offset=None):
+        if _slow:
+            return redispatch("as_strided", TensorBase.as_strided, (self, size, stride, storage_offset), None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(tuple(size), ns, "as_strided")
         cdef int nd2 = parse_shape(tuple(stride), nst, "as_strided")
         if nd != nd2:
             raise RuntimeError(f"as_strided: mismatch in length of strides and shape")
-        off = self._offset if storage_offset is None else storage_offset
+        off = self._offset if storage_offset is None else int64_arg(
+            storage_offset, "as_strided", "storage_offset")
         for i in range(nd):
             if ns[i] < 0 or nst[i] < 0:
                 raise RuntimeError("as_strided: negative size or stride")
@@ -1301,6 +1372,8 @@ cdef class TensorBase:
                                   tuple(size), tuple(stride), off))
 
     def permute(self, *dims):
+        if _slow:
+            return redispatch("permute", TensorBase.permute, (self,) + dims, None)
         cdef int64_t d[MAX_DIMS]
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
@@ -1323,6 +1396,8 @@ cdef class TensorBase:
                                  (tuple([d[i] for i in range(nd)]),))
 
     def transpose(self, dim0, dim1):
+        if _slow:
+            return redispatch("transpose", TensorBase.transpose, (self, dim0, dim1), None)
         cdef int a = wrap_dim(dim0, self._ndim, "transpose")
         cdef int b = wrap_dim(dim1, self._ndim, "transpose")
         cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
@@ -1336,6 +1411,8 @@ cdef class TensorBase:
     swapdims = transpose
 
     def t(self):
+        if _slow:
+            return redispatch("t", TensorBase.t, (self,), None)
         if self._ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self._ndim}D")
@@ -1363,6 +1440,8 @@ cdef class TensorBase:
         return self.mT
 
     def unsqueeze(self, dim):
+        if _slow:
+            return redispatch("unsqueeze", TensorBase.unsqueeze, (self, dim), None)
         cdef int d = wrap_dim(dim, self._ndim + 1, "unsqueeze"), i
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
@@ -1379,6 +1458,8 @@ cdef class TensorBase:
                                  (shape_tuple(self),))
 
     def squeeze(self, dim=None):
+        if _slow:
+            return redispatch("squeeze", TensorBase.squeeze, (self, dim), None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef bint drop[MAX_DIMS]
@@ -1386,8 +1467,12 @@ cdef class TensorBase:
         for i in range(self._ndim):
             drop[i] = dim is None and self._shape[i] == 1
         if dim is not None:
+            seen = set()
             for dd in (dim if isinstance(dim, (tuple, list)) else (dim,)):
                 i = wrap_dim(dd, self._ndim, "squeeze")
+                if i in seen:
+                    raise RuntimeError(f"dim {i} appears multiple times in the list of dims")
+                seen.add(i)
                 drop[i] = self._shape[i] == 1 if self._ndim else False
         for i in range(self._ndim):
             if not drop[i]:
@@ -1398,6 +1483,8 @@ cdef class TensorBase:
                                  (shape_tuple(self),))
 
     def expand(self, *sizes):
+        if _slow:
+            return redispatch("expand", TensorBase.expand, (self,) + sizes, None)
         cdef int64_t ns[MAX_DIMS]
         cdef int64_t nst[MAX_DIMS]
         cdef int nd = parse_shape(sizes, ns, "expand"), i, k
@@ -1440,24 +1527,33 @@ cdef class TensorBase:
         return self.expand(*sizes)
 
     def narrow(self, dim, start, length):
+        if _slow:
+            return redispatch("narrow", TensorBase.narrow, (self, dim, start, length), None)
         cdef int d = wrap_dim(dim, self._ndim, "narrow")
         cdef int64_t size = self._shape[d]
         if isinstance(start, TensorBase):
             start = start.item()
+        if start < -size or start > size:
+            raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                             f"but got {start})")
         if start < 0:
             start += size
-        if start < 0 or start > size or length < 0 or start + length > size:
-            raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                             f"size ({size}).")
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                               f"({size}).")
         cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides,
                                       self._offset + start * self._strides[d])
         r._shape[d] = length
         return self._record_view("narrow", r, (shape_tuple(self), d, start, length))
 
     def select(self, dim, index):
+        if _slow:
+            return redispatch("select", TensorBase.select, (self, dim, index), None)
         cdef int d = wrap_dim(dim, self._ndim, "select"), i
         cdef int64_t size = self._shape[d]
-        cdef int64_t idx = index
+        cdef int64_t idx = int64_arg(index, "select", "index")
         if idx < -size or idx >= size:
             raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
         if idx < 0:
@@ -1475,11 +1571,16 @@ cdef class TensorBase:
             (shape_tuple(self), d, idx))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
+        if _slow:
+            return redispatch("diagonal", TensorBase.diagonal, (self, offset, dim1, dim2), None)
         cdef int a = wrap_dim(dim1, self._ndim, "diagonal")
         cdef int b = wrap_dim(dim2, self._ndim, "diagonal"), i, nd = 0
         if a == b:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         cdef int64_t off = self._offset, n
+        # an offset past either edge gives the same empty diagonal as one at the edge
+        offset = max(-self._shape[a], min(int64_arg(offset, "diagonal", "offset"),
+                                          self._shape[b]))
         if offset >= 0:
             n = min(self._shape[a], self._shape[b] - offset)
             off += offset * self._strides[b]
@@ -1502,6 +1603,8 @@ cdef class TensorBase:
                                  (shape_tuple(self), offset, a, b))
 
     def unfold(self, dimension, size, step):
+        if _slow:
+            return redispatch("unfold", TensorBase.unfold, (self, dimension, size, step), None)
         cdef int d = wrap_dim(dimension, self._ndim, "unfold"), i
         if size > self._shape[d] or step <= 0:
             raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is "
@@ -1514,6 +1617,8 @@ cdef class TensorBase:
 
     # ---- copies -------------------------------------------------------------
     def contiguous(self, memory_format=None):
+        if _slow:
+            return redispatch("contiguous", TensorBase.contiguous, (self,), None)
         if is_contig(self):
             return self
         cdef TensorBase r = new_like(self, -1)
@@ -1523,9 +1628,9 @@ cdef class TensorBase:
         return r
 
     def clone(self, memory_format=None):
-        cdef TensorBase r = new_like(self, -1)
-        if self._device.kind != DEV_CPU:
+        if _slow or self._device.kind != DEV_CPU:
             return redispatch("clone", TensorBase.clone, (self,), None)
+        cdef TensorBase r = new_like(self, -1)
         copy_into(r, self)
         if em_grad_on and self._requires_grad:
             record("clone", (self,), r, None)
@@ -1560,6 +1665,8 @@ cdef class TensorBase:
 
     def to(self, *args, **kwargs):
         """to(dtype) / to(device) / to(device, dtype) / to(other) with copy=."""
+        if _slow:
+            return redispatch("to", TensorBase.to, (self,) + args, kwargs)
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         copy = kwargs.get("copy", False)
@@ -1590,6 +1697,8 @@ cdef class TensorBase:
         return self._cast(dt)
 
     def _cast(self, int dt):
+        if _slow and dt != self._dtype:
+            return redispatch("to", TensorBase.to, (self, _dtypes[dt]), None)
         if dt == self._dtype:
             return self
         cdef TensorBase r = new_like(self, dt)
@@ -1648,6 +1757,8 @@ cdef class TensorBase:
 
     # ---- Python values ------------------------------------------------------
     def item(self):
+        if _slow:
+            return redispatch("item", TensorBase.item, (self,), None)
         if numel_of(self._ndim, self._shape) != 1:
             raise RuntimeError(f"a Tensor with {numel_of(self._ndim, self._shape)} elements "
                                f"cannot be converted to Scalar")
@@ -1656,6 +1767,8 @@ cdef class TensorBase:
         return buf_to_scalar(_ptr(self), self._dtype)
 
     def tolist(self):
+        if _slow:
+            return redispatch("tolist", TensorBase.tolist, (self,), None)
         if self._device.kind != DEV_CPU:
             return self.to("cpu").tolist()
         if self._ndim == 0:
@@ -1689,6 +1802,8 @@ cdef class TensorBase:
     # ---- interop ------------------------------------------------------------
     @property
     def __array_interface__(self):
+        if _slow:
+            return redispatch("__array_interface__", _array_interface, (self,), None)
         if self._device.kind != DEV_CPU:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
@@ -1702,6 +1817,8 @@ cdef class TensorBase:
 
     def numpy(self, *, force=False):
         """A NumPy array sharing this tensor's memory."""
+        if _slow:
+            return redispatch("numpy", TensorBase.numpy, (self,), {"force": force})
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -1709,6 +1826,8 @@ cdef class TensorBase:
         return numpy.asarray(_NumpyView(self))
 
     def __array__(self, dtype=None, copy=None):
+        if _slow:
+            return redispatch("__array__", TensorBase.__array__, (self, dtype, copy), None)
         import numpy
         a = numpy.asarray(_NumpyView(self))
         if dtype is not None:
@@ -1737,6 +1856,10 @@ cdef class TensorBase:
         return (_rebuild_from_numpy, (numpy.array(_NumpyView(self)) if self._dtype != EM_BF16
                                       else numpy.array(_NumpyView(self._cast(EM_F32))),
                                       self._dtype, self._requires_grad))
+
+
+def _array_interface(TensorBase t):
+    return TensorBase.__array_interface__.__get__(t)
 
 
 def _rebuild_from_numpy(arr, int dt, rg):
@@ -1861,6 +1984,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     >>> ember.tensor([[1., 2.]])
     tensor([[1., 2.]])
     """
+    if _slow:
+        return redispatch("tensor", tensor, (data,),
+                          _factory_kw(dtype, device, requires_grad, None))
     cdef TensorBase t = _tensor_from_data(data, dtype_code(dtype), device)
     cdef Device dev = as_device(device)
     if dev.kind != DEV_CPU:
@@ -2076,8 +2202,25 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
     return new_tensor(nd, shp, dt, dev)
 
 
-cdef object finish_out(TensorBase t, object out, bint requires_grad):
-    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad."""
+cdef dict _factory_kw(dtype, device, requires_grad, out):
+    """The keywords a factory was given, for a Python mode to see (defaults left out)."""
+    cdef dict kw = {}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if device is not None:
+        kw["device"] = device
+    if requires_grad:
+        kw["requires_grad"] = True
+    if out is not None:
+        kw["out"] = out
+    return kw
+
+
+cdef object finish_out(TensorBase t, object out, bint requires_grad, str op=None,
+                       object inputs=None):
+    """The end of every factory: copy into ``out=`` (same shape) or set requires_grad.
+    With `op`, out= is checked as a written-to tensor (zeros/ones/full/empty fill an
+    expanded out= with one value, which torch allows)."""
     cdef TensorBase o
     if out is not None:
         if not isinstance(out, TensorBase):
@@ -2086,6 +2229,8 @@ cdef object finish_out(TensorBase t, object out, bint requires_grad):
         if shape_tuple(o) != shape_tuple(t):
             raise RuntimeError(f"out= has shape {list(shape_tuple(o))} but the result has shape "
                                f"{list(shape_tuple(t))}")
+        if op is not None:
+            check_written(o, inputs, op)
         copy_into(o, t)
         o._storage.version += 1
         return o
@@ -2108,17 +2253,23 @@ cdef object _fill_any(TensorBase t, v):
 def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
           memory_format=None, out=None):
     """A tensor of the given shape with uninitialised values."""
+    if _slow:
+        return redispatch("empty", empty, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(_factory(size, dtype, device, "empty"), out, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 0."""
+    if _slow:
+        return redispatch("zeros", zeros, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "zeros"), 0), out,
                       requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
     """A tensor filled with 1."""
+    if _slow:
+        return redispatch("ones", ones, size, _factory_kw(dtype, device, requires_grad, out))
     return finish_out(<TensorBase>_fill_any(_factory(size, dtype, device, "ones"), 1), out,
                       requires_grad)
 
@@ -2126,6 +2277,9 @@ def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=N
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
          out=None):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if _slow:
+        return redispatch("full", full, (size, fill_value),
+                          _factory_kw(dtype, device, requires_grad, out))
     if dtype is None:
         c = scalar_category(fill_value)
         if isinstance(fill_value, TensorBase):
@@ -2458,6 +2612,7 @@ def _make_subclass(type cls, TensorBase data not None, bint requires_grad=False)
     t._ndim = data._ndim
     t._dtype = data._dtype
     t._device = data._device
+    t._inference = data._inference
     for i in range(data._ndim):
         t._shape[i] = data._shape[i]
         t._strides[i] = data._strides[i]
@@ -2562,6 +2717,10 @@ cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
     cdef int i
     if a is b:
         return OVERLAP_FULL
+    if a._storage is not b._storage and (
+            a._storage.data + a._storage._nbytes <= b._storage.data or
+            b._storage.data + b._storage._nbytes <= a._storage.data):
+        return OVERLAP_NO     # the common case: unrelated buffers
     na = numel_of(a._ndim, a._shape)
     nb = numel_of(b._ndim, b._shape)
     if na == 0 or nb == 0:
@@ -2570,10 +2729,6 @@ cdef int overlap_status(TensorBase a, TensorBase b) noexcept:
     b0 = b._storage.data + b._offset * em_itemsize[b._dtype]
     a1 = a0 + na * em_itemsize[a._dtype]
     b1 = b0 + nb * em_itemsize[b._dtype]
-    if a._storage is not b._storage and (
-            a._storage.data + a._storage._nbytes <= b._storage.data or
-            b._storage.data + b._storage._nbytes <= a._storage.data):
-        return OVERLAP_NO     # the common case: unrelated buffers
     if not dense_nonoverlap(a) or not dense_nonoverlap(b):
         return OVERLAP_TOO_HARD
     if a0 == b0 and a1 == b1:

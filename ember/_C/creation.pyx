@@ -11,7 +11,7 @@ import math as _math
 import warnings as _warnings
 
 from libc.math cimport ceil, floor
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT64_MAX, int64_t
 from libc.string cimport memcpy
 
 from ember._C.core cimport *
@@ -172,7 +172,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     cdef int nt = nthreads_for(n)
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nt)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "arange")
 
 
 def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -211,7 +211,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     cdef char *p = _data(t)
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nthreads_for(n))
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "range")
 
 
 # ----------------------------------------------------------------------------
@@ -222,7 +222,7 @@ cdef int64_t _steps(object steps, str op) except -1:
             scalar_category(steps) == 1 and not isinstance(steps, TensorBase))):
         raise TypeError(f"{op}(): argument 'steps' (position 3) must be int, not "
                         f"{type(steps).__name__}")
-    cdef int64_t n = steps.__index__()
+    cdef int64_t n = int64_arg(steps.__index__(), op, "steps")
     if n < 0:
         raise RuntimeError("number of steps must be non-negative")
     return n
@@ -254,7 +254,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     cdef char *p = _data(t)
     with nogil:
         em_linspace(dt, p, n, ds, de, nthreads_for(n))
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "linspace")
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
@@ -282,7 +282,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     cdef double ds = s, de = e
     with nogil:
         em_logspace(dt, p, n, ds, de, b, nthreads_for(n))
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "logspace")
 
 
 # ----------------------------------------------------------------------------
@@ -293,7 +293,11 @@ cdef int64_t _int_arg(object v, str op, str name, int pos) except? -1:
             isinstance(v, int) or scalar_category(v) == 1):
         raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be int, not "
                         f"{type(v).__name__}")
-    return v.__index__()
+    v = v.__index__()
+    if not -2 ** 63 <= v < 2 ** 63:
+        raise ValueError(f"{op}(): argument '{name}' (position {pos}): Overflow when unpacking "
+                         f"long long ({v})")
+    return v
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -323,7 +327,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     cdef int64_t stride = (shp[1] + 1) * isz
     for i in range(k):
         memcpy(p + i * stride, one, isz)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "eye")
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -346,6 +350,8 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     for s in size:
         numel *= s
     nelem = 0 if numel == 0 else 1 + sum((s - 1) * st for s, st in zip(size, stride))
+    _core._check_size((nelem,), dtype, "empty_strided")
+    _core._check_size(size, dtype, "empty_strided")
     cdef Device dev = as_device(device)
     cdef int dt = dtype_code(dtype)
     if dt < 0:
@@ -369,17 +375,26 @@ _TYPE_NAMES_LOWER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float1
                      "float32", "float64")
 
 
-cdef int64_t _tri_count(int64_t row, int64_t col, int64_t offset, bint lower):
-    cdef int64_t i, lo, hi, total = 0
-    for i in range(row):
-        if lower:
-            hi = i + offset + 1
-            hi = col if hi > col else hi
-            total += hi if hi > 0 else 0
-        else:
-            lo = i + offset
-            lo = 0 if lo < 0 else lo
-            total += col - lo if col > lo else 0
+cdef object _clamped_sum(object a, object b, object c):
+    """sum(min(max(x, 0), c) for x in range(a, b + 1)), in O(1) (Python ints)."""
+    if b < a:
+        return 0
+    lo, hi = max(a, 1), min(b, c - 1)
+    s = (lo + hi) * (hi - lo + 1) // 2 if hi >= lo else 0
+    return s + c * max(0, b - max(a, c) + 1)
+
+
+cdef int64_t _tri_count(int64_t row, int64_t col, int64_t offset, bint lower) except -1:
+    """Entries of the lower (upper) triangle: row i holds clamp(i + offset + 1, 0, col)
+    (col - clamp(i + offset, 0, col)); computed in closed form, so a huge row count
+    is refused at once instead of being counted."""
+    cdef object r = row, c = col, off = offset      # Python ints: no C overflow
+    if lower:
+        total = _clamped_sum(off + 1, off + r, c)
+    else:
+        total = r * c - _clamped_sum(off, off + r - 1, c)
+    if total > INT64_MAX // 2:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes=[2, {total}]")
     return total
 
 
@@ -396,6 +411,9 @@ cdef object _tri_indices(object row, object col, object offset, object dtype, ob
         dt = EM_I64
     if dt != EM_I64 and dt != EM_I32:
         raise NotImplementedError(f"\"{op}\" not implemented for '{_TYPE_NAMES[dt]}'")
+    # an offset past either edge selects the same entries as one just past it; clamping
+    # keeps the row arithmetic below in int64
+    off = -r if off < -r else (c if off > c else off)
     cdef int64_t total = _tri_count(r, c, off, lower)
     cdef int64_t shp[2]
     shp[0] = 2
@@ -403,8 +421,17 @@ cdef object _tri_indices(object row, object col, object offset, object dtype, ob
     cdef TensorBase t = new_tensor(2, shp, EM_I64, cpu_device())
     cdef int64_t *p = <int64_t *>_data(t)
     cdef int64_t i, j, k = 0, j0, j1
+    # only rows that hold entries are walked (each holds at least one)
+    cdef int64_t i0 = 0, i1 = r
+    if lower and off < 0:
+        i0 = -off if -off < r else r
+    if not lower:
+        i1 = c - off if off < c else 0
+        i1 = r if i1 > r else i1
+    if total == 0:
+        i1 = i0
     with nogil:
-        for i in range(r):
+        for i in range(i0, i1):
             if lower:
                 j0 = 0
                 j1 = i + off + 1

@@ -229,8 +229,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         if nd != res._ndim or any([shape[i] != res._shape[i] for i in range(nd)]):
             raise RuntimeError(f"output with shape {list(res.shape)} doesn't match the broadcast "
                                f"shape {[shape[i] for i in range(nd)]}")
-        check_cast(odt, res._dtype, name + "_")
-        check_written(res, b, name + "_")
+        check_cast(odt, res._dtype, name)
+        check_written(res, b, name)
         odt = res._dtype
         out = res
     if out is not None:
@@ -243,7 +243,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
                                f"{[shape[i] for i in range(nd)]}")
         if not inplace:
             check_cast(odt, res._dtype, name)
-            check_written(res, (a, b), name)
+            check_written(res, a, name)
+            check_written(res, b, name)
         r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
             new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
     else:
@@ -268,6 +269,18 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     return r
 
 
+cdef inline bint _redirect(object t):
+    """Whether an op with parameters must re-dispatch itself (a Python mode or a
+    non-CPU tensor): the generic paths below only pass the tensors on."""
+    return slow_path() or (isinstance(t, TensorBase) and (<TensorBase>t)._device.kind != 0)
+
+
+cdef dict _with_out(dict kw, object out):
+    if out is not None:
+        kw["out"] = out
+    return kw
+
+
 cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
     """a.op_(b): in the graph, a's old value is replaced by op(old a, b)."""
     cdef TensorBase old, r
@@ -278,9 +291,7 @@ cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
         check_written(a, b, name + "_")
         old = a.clone() if a._requires_grad else a.detach().clone()
         r = <TensorBase>_binary(op, name, old, b, None, kind)
-        if category(r._dtype) > category(a._dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[r._dtype]} can't be cast to the "
-                               f"desired output type {_TYPE_NAMES[a._dtype]}")
+        check_cast(r._dtype, a._dtype, name + "_")
         copy_into(a, r)
         bump_version(a)
         a._grad_fn = r._grad_fn
@@ -323,6 +334,9 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if slow_path() or t._device.kind:
         return _redispatch_unary(name, a, out, attrs, inplace)
     rd = t._dtype
+    if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
+        raise NotImplementedError(f"\"{'abs' if op == EW_ABS else 'frac'}_cpu\" not "
+                                  f"implemented for '{_TYPE_NAMES[rd]}'")
     if kind == K_FLOAT and category(rd) < 2:
         rd = default_dtype()
     cd = _compute_dtype(rd)
@@ -335,9 +349,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
     x = cast(t, cd)
     if inplace:
-        if category(rd) > category(t._dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[rd]} can't be cast to the desired "
-                               f"output type {_TYPE_NAMES[t._dtype]}")
+        check_cast(rd, t._dtype, name + "_")
         out = t
     if out is not None:
         r = <TensorBase?>out
@@ -368,6 +380,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
 cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void *aux,
                            object attrs=None):
     cdef TensorBase old, r
+    if slow_path() or a._device.kind:
+        return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
     if grad_on() and a._requires_grad:
         check_inplace(a, name + "_")
         check_written(a, None, name + "_")
@@ -764,6 +778,12 @@ def _make_unary(str name):
     return f, f_
 
 
+cdef int _check_rounding_dtype(int dtype, str name) except -1:
+    if dtype == EM_BOOL:
+        raise NotImplementedError(f"\"{name}_vml_cpu\" not implemented for 'Bool'")
+    return 0
+
+
 def _make_rounding(str name):
     cdef int op = _ROUNDING[name]
 
@@ -771,6 +791,7 @@ def _make_rounding(str name):
         if not isinstance(input, TensorBase):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
                             f"{type(input).__name__}")
+        _check_rounding_dtype((<TensorBase>input)._dtype, name)
         if category((<TensorBase>input)._dtype) < 2:
             r = (<TensorBase>input).clone()
             return write_out(out, r, OUT_EXACT, input, name)
@@ -780,6 +801,7 @@ def _make_rounding(str name):
         return _unary(op, name, input, out, K_ARITH, NULL)
 
     def f_(TensorBase self not None, *, decimals=0):
+        _check_rounding_dtype(self._dtype, name)
         if category(self._dtype) < 2:
             return self
         if decimals:
@@ -834,6 +856,8 @@ def gelu(input, *, approximate="none", out=None):
     """Gaussian error linear unit, exact (erf) or with the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if _redirect(input):     # modes and plugins get the parameters too
+        return redispatch("gelu", gelu, (input,), _with_out({"approximate": approximate}, out))
     op = EW_GELU_TANH if approximate == "tanh" else EW_GELU
     return _unary(op, "gelu", input, out, K_FLOAT, NULL, (approximate,))
 
@@ -841,6 +865,8 @@ def gelu(input, *, approximate="none", out=None):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, linear above ``threshold``."""
     cdef double prm[2]
+    if _redirect(input):
+        return redispatch("softplus", softplus, (input, beta, threshold), {})
     prm[0] = beta
     prm[1] = threshold
     return _unary(EW_SOFTPLUS, "softplus", input, None, K_FLOAT, prm, (beta, threshold))
@@ -848,6 +874,9 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     cdef double prm[1]
+    if _redirect(input):
+        return redispatch("leaky_relu_" if inplace else "leaky_relu", leaky_relu,
+                          (input, negative_slope, inplace), {})
     prm[0] = negative_slope
     if inplace:
         return _inplace_unary(EW_LEAKY_RELU, "leaky_relu", input, K_FLOAT, prm, (negative_slope,))
@@ -856,6 +885,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
     cdef double prm[3]
+    if _redirect(input):
+        return redispatch("elu", elu, (input, alpha, scale, input_scale), {})
     prm[0] = alpha
     prm[1] = scale
     prm[2] = input_scale
@@ -875,6 +906,7 @@ cdef object _clamp_scalar(object input, object lo, object hi, object out, bint i
         if v is not None and category(t._dtype) < 2 and scalar_category(v) == 2:
             rd = default_dtype()
     if inplace:
+        check_cast(rd, t._dtype, "clamp_")
         rd = t._dtype
     cd = _compute_dtype(rd)
     if lo is not None:
@@ -895,6 +927,8 @@ def clamp(input, min=None, max=None, *, out=None):
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if not isinstance(input, TensorBase):
         raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if _redirect(input):
+        return redispatch("clamp", clamp, (input, min, max), _with_out({}, out))
     if _is_t(min) or _is_t(max):
         r = input
         if min is not None:
@@ -908,6 +942,8 @@ def clamp(input, min=None, max=None, *, out=None):
 def clamp_(TensorBase self not None, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    if _redirect(self):
+        return redispatch("clamp_", clamp_, (self, min, max), {})
     if _is_t(min) or _is_t(max):
         return _assign(self, clamp(self, min, max), (min, max), "clamp_")
     return _clamp_scalar(self, min, max, None, True)

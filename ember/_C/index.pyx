@@ -6,8 +6,9 @@ Ellipsis) as a view from the core -> the advanced part as one C kernel over
 [pre..., B, post...] with int64 byte offsets that were bounds-checked here.
 Kernels check nothing and release the GIL; accumulating kernels parallelise
 over the non-indexed dimensions only, so results are deterministic."""
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
+import operator
 
 from ember._C.core cimport *
 from ember._C import core as _core
@@ -571,6 +572,7 @@ cdef int _setitem_impl(TensorBase self, tuple items, object value) except -1:
     if not adv:
         if isinstance(value, TensorBase):
             val = <TensorBase>value
+            check_written(v, val, "copy_")
             while val._ndim > v._ndim and val._shape[0] == 1:
                 val = make_view(val, val._ndim - 1, &val._shape[1], &val._strides[1],
                                 val._offset)
@@ -588,6 +590,8 @@ cdef int _setitem_impl(TensorBase self, tuple items, object value) except -1:
                 all([m._shape[i] == v._shape[i] for i in range(m._ndim)]):
             _masked_fill_impl(v, m, value.item() if _is_t(value) else value)
             return 0
+    if isinstance(value, TensorBase):
+        check_written(v, value, "index_put_")
     _index_put_long(v, _adv_to_ind(v, adv), value, False)
     return 0
 
@@ -612,6 +616,7 @@ def setitem(TensorBase self not None, idx, value):
 
 def index_put_(TensorBase self not None, indices, values, accumulate=False):
     """self[indices] = values (or += with accumulate=True, duplicates summed)."""
+    check_written(self, (indices, values), "index_put_", True)
     if _slow(self):
         return redispatch("index_put_", index_put_, (self, indices, values),
                           {"accumulate": accumulate})
@@ -720,7 +725,7 @@ def index_select(TensorBase input not None, dim, index, *, out=None):
     if grad_on() and input._requires_grad:
         record("index_select", (input, index), r, (d, shape_tuple(input)))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT | OUT_NOALIAS, (input, index), "index_select")
     return r
 
 
@@ -779,11 +784,12 @@ def index_add(TensorBase input not None, dim, index, source, *, alpha=1, out=Non
     if _wants_grad((input, source)):
         record("index_add", (input, index, source), r, (d, alpha))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT, (input, index, source), "index_add")
     return r
 
 
 def index_add_(TensorBase self not None, dim, index, source, *, alpha=1):
+    check_written(self, (index, source), "index_add_", True)
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>index_add(_old(self, "index_add_"), dim, index, source,
                                                    alpha=alpha))
@@ -822,6 +828,7 @@ def index_copy(TensorBase input not None, dim, index, source):
 
 
 def index_copy_(TensorBase self not None, dim, index, source):
+    check_written(self, (index, source), "index_copy_", True)
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>index_copy(_old(self, "index_copy_"), dim, index, source))
     if _slow(self):
@@ -941,7 +948,7 @@ def gather(TensorBase input not None, dim, index, *, sparse_grad=False, out=None
     if grad_on() and input._requires_grad:
         record("gather", (input, index), r, (d, shape_tuple(input)))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT | OUT_NOALIAS, (input, index), "gather")
     return r
 
 
@@ -1037,11 +1044,12 @@ def scatter(TensorBase input not None, dim, index, src=None, *, value=None, redu
     if _wants_grad((input, src)):
         record("scatter", (input, index, src), r, (d, reduce))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT, (input, index, src), "scatter")
     return r
 
 
 def scatter_(TensorBase self not None, dim, index, src=None, *, value=None, reduce=None):
+    check_written(self, (index, src), "scatter_", True)
     if _wants_grad((self, src)):
         return _commit(self, <TensorBase>scatter(_old(self, "scatter_"), dim, index, src,
                                                  value=value, reduce=reduce))
@@ -1071,6 +1079,7 @@ def scatter_add(TensorBase input not None, dim, index, src):
 
 
 def scatter_add_(TensorBase self not None, dim, index, src):
+    check_written(self, (index, src), "scatter_add_", True)
     if _wants_grad((self, src)):
         return _commit(self, <TensorBase>scatter_add(_old(self, "scatter_add_"), dim, index, src))
     if _slow(self):
@@ -1120,6 +1129,7 @@ def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, includ
 
 
 def scatter_reduce_(TensorBase self not None, dim, index, src, reduce, *, include_self=True):
+    check_written(self, (index, src), "scatter_reduce_", True)
     r = scatter_reduce(_old(self, "scatter_reduce_") if _wants_grad((self, src)) else self,
                        dim, index, src, reduce, include_self=include_self)
     return _commit(self, <TensorBase>r)
@@ -1150,7 +1160,7 @@ def take_along_dim(TensorBase input not None, indices, dim=None, *, out=None):
     bj[d] = ix._shape[d]
     r = gather(input.expand(*bi), d, ix.expand(*bj))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT | OUT_NOALIAS, (input, indices), "take_along_dim")
     return r
 
 
@@ -1200,6 +1210,7 @@ def put(TensorBase input not None, index, source, accumulate=False):
 
 
 def put_(TensorBase self not None, index, source, accumulate=False):
+    check_written(self, (index, source), "put_", True)
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>put(_old(self, "put_"), index, source, accumulate))
     cdef TensorBase r = <TensorBase>put(self, index, source, accumulate)
@@ -1238,7 +1249,7 @@ def nonzero(TensorBase input not None, *, out=None, as_tuple=False):
         return tuple([r.select(1, j) for j in range(r._shape[1])])
     r = _nonzero(input)
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT, input, "nonzero")
     return r
 
 
@@ -1340,7 +1351,7 @@ def masked_select(TensorBase input not None, mask, *, out=None):
     if grad_on() and input._requires_grad:
         record("masked_select", (input, mask), r, (shape_tuple(<TensorBase>xa),))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        return write_out(out, r, OUT_EXACT | OUT_NOALIAS, (input, mask), "masked_select")
     return r
 
 
@@ -1373,6 +1384,7 @@ def masked_scatter(TensorBase input not None, mask, source):
 
 
 def masked_scatter_(TensorBase self not None, mask, source):
+    check_written(self, (mask, source), "masked_scatter_", True)
     if _wants_grad((self, source)):
         return _commit(self, <TensorBase>masked_scatter(_old(self, "masked_scatter_"), mask,
                                                         source))
@@ -1458,7 +1470,10 @@ def cat(tensors, dim=0, *, out=None, axis=None):
             (<TensorBase>x)._ndim == 1 and (<TensorBase>x)._shape[0] == 0 and x is not ref
             for x in ts])))
     if out is not None:
-        return (<TensorBase>out).copy_(r)
+        if isinstance(out, TensorBase) and not castable(rd, (<TensorBase>out)._dtype):
+            raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                            f"{_TYPE_NAMES[(<TensorBase>out)._dtype]}")
+        return write_out(out, r, OUT_CAST | OUT_NOALIAS, ts, "cat")
     return r
 
 
@@ -1763,7 +1778,8 @@ def repeat(TensorBase input not None, *sizes):
         st[2 * i] = 0
         shp[2 * i + 1] = input._shape[i - k] if i >= k else 1
         st[2 * i + 1] = input._strides[i - k] if i >= k else 0
-        fin[i] = shp[2 * i] * shp[2 * i + 1]
+        fin[i] = mul_sizes(shp[2 * i], shp[2 * i + 1], "repeat")
+    check_alloc(n, fin, input._dtype, "repeat")
     cdef TensorBase src = make_view(input, 2 * n, shp, st, input._offset)
     cdef TensorBase r = new_tensor(n, fin, input._dtype, input._device)
     cdef int64_t inner = 1
@@ -1806,6 +1822,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         for i in range(n):
             if src[i] < 0:
                 raise RuntimeError("repeats can not be negative")
+            if src[i] > INT64_MAX - total:
+                raise RuntimeError("repeat_interleave: the repeats sum to more than int64 holds")
             total += src[i]
         r = new_tensor(1, &total, EM_I64, cpu_device())
         dst = <int64_t *>_ptr(<TensorBase>r)
@@ -1831,7 +1849,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                                f"repeats.size(0) = {rp._shape[0] if rp._ndim else 1} and "
                                f"input.size({d}) = {x._shape[d]}")
         return index_select(x, d, repeat_interleave(rp))
-    c = int(repeats)
+    c = int64_arg(operator.index(repeats), "repeat_interleave", "repeats")
     if c < 0:
         raise RuntimeError("repeats can not be negative")
     shape = list(x.shape)
@@ -1862,16 +1880,16 @@ def tril(TensorBase input not None, diagonal=0, *, out=None):
     """The lower triangle (j - i <= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("tril", tril, (input, diagonal), {})
-    r = _tri(input, diagonal, False, "tril")
-    return r if out is None else (<TensorBase>out).copy_(r)
+    r = _tri(input, int64_arg(diagonal, "tril", "diagonal"), False, "tril")
+    return write_out(out, r, OUT_EXACT, input, "tril")
 
 
 def triu(TensorBase input not None, diagonal=0, *, out=None):
     """The upper triangle (j - i >= diagonal) of the last two dims; the rest zero."""
     if _slow(input):
         return redispatch("triu", triu, (input, diagonal), {})
-    r = _tri(input, diagonal, True, "triu")
-    return r if out is None else (<TensorBase>out).copy_(r)
+    r = _tri(input, int64_arg(diagonal, "triu", "diagonal"), True, "triu")
+    return write_out(out, r, OUT_EXACT, input, "triu")
 
 
 def tril_(TensorBase self not None, diagonal=0):
@@ -1898,7 +1916,7 @@ def diag_embed(TensorBase input not None, offset=0, dim1=-2, dim2=-1):
     cdef int a = wrap_dim(dim1, nd, "diag_embed"), b = wrap_dim(dim2, nd, "diag_embed")
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    cdef int64_t n = (input._shape[input._ndim - 1] if input._ndim else 1) + abs(offset)
+    n = (input._shape[input._ndim - 1] if input._ndim else 1) + abs(operator.index(offset))
     rest = list(input.shape)
     if rest:
         rest.pop()
@@ -1925,4 +1943,4 @@ def diag(TensorBase input not None, diagonal=0, *, out=None):
         r = input.diagonal(diagonal).clone()
     else:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input._ndim}D")
-    return r if out is None else (<TensorBase>out).copy_(r)
+    return write_out(out, r, OUT_EXACT, input, "diag")

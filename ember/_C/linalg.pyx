@@ -18,7 +18,8 @@ from ember._C.core cimport (
     EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
     MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
     numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
-    nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim)
+    nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim,
+    check_written, write_out, OUT_CAST, OUT_EXACT)
 
 cdef extern from "ember_gemm.h" nogil:
     void ember_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
@@ -367,14 +368,16 @@ def mm(input, mat2, *, out=None):
     cdef int64_t shp[2]
     shp[0] = a._shape[0]
     shp[1] = b._shape[1]
-    cdef TensorBase c = _out_tensor(out, 2, shp, a, "mm")
+    cdef TensorBase c = _out_tensor(out, 2, shp, a, "mm", (a, b))
     _matmul_into(a, b, c, 1.0, 0.0, 0)
     if _any_grad((a, b)):
         record("mm", (a, b), c, None)
     return c
 
 
-cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase like, str op):
+cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase like, str op,
+                            tuple inputs):
+    """out= that a GEMM writes directly: it may share no memory with the inputs."""
     cdef TensorBase o
     if out is None:
         return new_tensor(nd, shp, like._dtype, like._device)
@@ -385,6 +388,7 @@ cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase l
     if o._ndim != nd or any([o._shape[i] != shp[i] for i in range(nd)]):
         raise RuntimeError(f"{op}: out tensor has shape {list(shape_tuple(o))}, expected "
                            f"{[shp[i] for i in range(nd)]}")
+    check_written(o, inputs, op, True)
     o._storage.version += 1
     return o
 
@@ -409,7 +413,7 @@ def bmm(input, mat2, *, out=None):
     shp[0] = a._shape[0]
     shp[1] = a._shape[1]
     shp[2] = b._shape[2]
-    cdef TensorBase c = _out_tensor(out, 3, shp, a, "bmm")
+    cdef TensorBase c = _out_tensor(out, 3, shp, a, "bmm", (a, b))
     _matmul_into(a, b, c, 1.0, 0.0, 1)
     if _any_grad((a, b)):
         record("bmm", (a, b), c, None)
@@ -481,7 +485,7 @@ def matmul(input, other, *, out=None):
         st *= fshape[i]
     cdef TensorBase c = _view(c3, nf, fshape, fst, 0)
     if out is not None:
-        o = _out_tensor(out, nf, fshape, a, "matmul")
+        o = _out_tensor(out, nf, fshape, a, "matmul", (a, b))
         copy_into(o, c)
         c = o
     if _any_grad((a, b)):
@@ -516,8 +520,7 @@ def dot(input, tensor, *, out=None):
     cdef TensorBase c2 = _view(c, 2, one2, one2, 0)
     _matmul_into(_unsq(a, 0), _unsq(b, 1), c2, 1.0, 0.0, 0)
     if out is not None:
-        copy_into(_as_tensor(out, "dot", "out"), c)
-        c = out
+        c = write_out(out, c, OUT_EXACT, (a, b), "dot")
     if _any_grad((a, b)):
         record("dot", (a, b), c, None)
     return c
@@ -549,7 +552,7 @@ def mv(input, vec, *, out=None):
                            f"vec ({v._shape[0]})")
     _check_same_dtype(a, v, "expected m1 and m2 to have the same dtype, but got: ")
     cdef int64_t n = a._shape[0]
-    cdef TensorBase c = _out_tensor(out, 1, &n, a, "mv")
+    cdef TensorBase c = _out_tensor(out, 1, &n, a, "mv", (a, v))
     _matmul_into(a, _unsq(v, 1), _unsq(c, 1), 1.0, 0.0, 0)
     if _any_grad((a, v)):
         record("mv", (a, v), c, None)
@@ -571,11 +574,11 @@ def outer(input, vec2, *, out=None):
     cdef int64_t shp[2]
     shp[0] = a._shape[0]
     shp[1] = b._shape[0]
-    cdef TensorBase c = _out_tensor(out, 2, shp, a, "outer")
+    cdef TensorBase c = new_tensor(2, shp, a._dtype, a._device)
     _matmul_into(_unsq(a, 1), _unsq(b, 0), c, 1.0, 0.0, 0)
     if _any_grad((a, b)):
         record("outer", (a, b), c, None)
-    return c
+    return write_out(out, c, OUT_CAST, (a, b), "outer")
 
 
 ger = outer
@@ -624,8 +627,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     cdef TensorBase c = _prefill(i, 2, shp, a, beta, "addmm")
     _matmul_into(a, b, c, alpha, beta, 0)
     if out is not None:
-        copy_into(_as_tensor(out, "addmm", "out"), c)
-        c = out
+        c = write_out(out, c, OUT_EXACT, (i, a, b), "addmm")
     if _any_grad((i, a, b)):
         record("addmm", (i, a, b), c, {"beta": beta, "alpha": alpha})
     return c
@@ -656,8 +658,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     cdef TensorBase c = _prefill(i, 3, shp, a, beta, "baddbmm")
     _matmul_into(a, b, c, alpha, beta, 1)
     if out is not None:
-        copy_into(_as_tensor(out, "baddbmm", "out"), c)
-        c = out
+        c = write_out(out, c, OUT_EXACT, (i, a, b), "baddbmm")
     if _any_grad((i, a, b)):
         record("baddbmm", (i, a, b), c, {"beta": beta, "alpha": alpha})
     return c
@@ -682,8 +683,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     cdef TensorBase c = _prefill(i, 1, &n, a, beta, "addmv")
     _matmul_into(a, _unsq(v, 1), _unsq(c, 1), alpha, beta, 0)
     if out is not None:
-        copy_into(_as_tensor(out, "addmv", "out"), c)
-        c = out
+        c = write_out(out, c, OUT_EXACT, (i, a, v), "addmv")
     if _any_grad((i, a, v)):
         record("addmv", (i, a, v), c, {"beta": beta, "alpha": alpha})
     return c

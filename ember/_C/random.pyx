@@ -444,11 +444,11 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=requires_grad)), dev)
     cdef Generator g = _gen(generator, "rand")
     cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
-        dtype, "check_uniform_bounds"), "rand")
+        _out_dtype(dtype, out), "check_uniform_bounds"), "rand")
     if kwargs:
         raise TypeError(f"rand() got an unexpected keyword argument '{next(iter(kwargs))}'")
     _fill_float(t, EM_RD_UNIFORM, 0.0, 1.0, g)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "rand")
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -461,11 +461,11 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=requires_grad)), dev)
     cdef Generator g = _gen(generator, "randn")
     cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
-        dtype, "normal_kernel_cpu"), "randn")
+        _out_dtype(dtype, out), "normal_kernel_cpu"), "randn")
     if kwargs:
         raise TypeError(f"randn() got an unexpected keyword argument '{next(iter(kwargs))}'")
     _fill_float(t, EM_RD_NORMAL, 0.0, 1.0, g)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "randn")
 
 
 cdef tuple _like(TensorBase input, dtype, device):
@@ -523,13 +523,13 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
         raise TypeError(f"randint(): argument 'size' must be tuple of ints, not "
                         f"{type(size).__name__}")
     cdef Generator g = _gen(generator, "randint")
-    cdef int dt = dtype_code(dtype)
+    cdef int dt = dtype_code(_out_dtype(dtype, out))
     if dt < 0:
         dt = EM_I64
     _check_range(dt, lo, hi, "randint")
     cdef TensorBase t = _empty((tuple(size),), None, dt, "randint")
     _fill_int(t, <int64_t>lo, <uint64_t>((hi - lo) & 0xFFFFFFFFFFFFFFFF), g)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "randint")
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
@@ -553,10 +553,10 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         return factory_slow("randperm", randperm, (n,), _kw(
             generator=generator, out=out, dtype=dtype, device=device,
             requires_grad=requires_grad), dev)
-    cdef int64_t nn = _as_int(n, "randperm", "n")
+    cdef int64_t nn = int64_arg(_as_int(n, "randperm", "n"), "randperm", "n")
     if nn < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {nn}: [{nn}]")
-    cdef int dt = dtype_code(dtype)
+    cdef int dt = dtype_code(_out_dtype(dtype, out))
     if dt < 0:
         dt = EM_I64
     if dt == EM_BOOL:
@@ -573,7 +573,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         em_randperm(p, nn, seed, off)
     if dt != EM_I64:
         t = cast(t, dt)
-    return finish_out(t, out, requires_grad)
+    return finish_out(t, out, requires_grad, "randperm")
 
 
 cdef int _check_std_tensor(TensorBase std) except -1:
@@ -629,9 +629,9 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         if not s >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
         t = _empty((size,) if not isinstance(size, int) else ((size,),), None,
-                   _float_dtype(dtype, "normal_kernel_cpu"), "normal")
+                   _float_dtype(_out_dtype(dtype, out), "normal_kernel_cpu"), "normal")
         _fill_float(t, EM_RD_NORMAL, m, s, _gen(generator, "normal"))
-        return finish_out(t, out, requires_grad)
+        return finish_out(t, out, requires_grad, "normal")
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with float mean and std")
     first = <TensorBase>(mean if tm else std)
@@ -661,6 +661,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         for i in range(nd):
             shp[i] = st._shape[i]
         rd = st._dtype
+    if isinstance(out, TensorBase):
+        rd = (<TensorBase>out)._dtype
     if rd < EM_F16:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                   f"'{_TYPE_NAMES[rd]}'")
@@ -678,7 +680,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         return r
     _affine(z, mt, st)
     t = cast(z, rd)
-    return finish_out(t, out, False)
+    return finish_out(t, out, False, "normal", (mean, std))
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -701,7 +703,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         if not (0.0 <= pf <= 1.0):
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
         _fill_bernoulli(t, pf, g)
-    return finish_out(t, out, False)
+    return finish_out(t, out, False, "bernoulli", input)
 
 
 cdef object _method_slow_new(str name, object fn, TensorBase t, tuple args, dict kwargs):
@@ -722,7 +724,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if slow_path() or x._device.kind:
         return _method_slow_new("multinomial", multinomial, x, (num_samples, replacement),
                                 _kw(generator=generator, out=out))
-    cdef int64_t k = _as_int(num_samples, "multinomial", "num_samples")
+    cdef int64_t k = int64_arg(_as_int(num_samples, "multinomial", "num_samples"), "multinomial",
+                               "num_samples")
     if x._ndim < 1 or x._ndim > 2:
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if x._dtype < EM_F16:
@@ -761,7 +764,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
                            "enough non-negative category to sample)")
     if rc:
         raise MemoryError("multinomial: out of memory")
-    return finish_out(t, out, False)
+    if isinstance(out, TensorBase):
+        check_out_dtype(EM_I64, (<TensorBase>out)._dtype, OUT_EXACT, "multinomial")
+    return finish_out(t, out, False, "multinomial", input)
 
 
 # ----------------------------------------------------------------------------
@@ -769,7 +774,15 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 cdef int _prelude(TensorBase t, str name) except -1:
     check_inplace(t, name)
+    check_written(t, None, name)
     return 0
+
+
+cdef object _out_dtype(object dtype, object out):
+    """Samplers with out= and no dtype sample in out's dtype, as torch does."""
+    if dtype is None and isinstance(out, TensorBase):
+        return (<TensorBase>out).dtype
+    return dtype
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
@@ -880,6 +893,8 @@ def geometric_(self, p, *, generator=None):
     if not (0.0 < pp < 1.0):
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     _prelude(t, "geometric_")
+    if t._dtype == EM_BOOL:
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     _fill_float(t, EM_RD_GEOMETRIC, pp, 0.0, _gen(generator, "geometric_"))
     bump_version(t)
     return t

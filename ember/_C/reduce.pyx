@@ -59,6 +59,7 @@ return_types = _types.SimpleNamespace(**{n: _rt(n) for n in (
     "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
     "cummin")})
 return_types.aminmax = _rt("aminmax", ("min", "max"))
+return_types.histogram = _rt("histogram", ("hist", "bin_edges"))
 
 
 # ---------------------------------------------------------------------------
@@ -317,14 +318,27 @@ cdef object _finish(TensorBase r, int dt):
     return r if r._dtype == dt else cast(r, dt)
 
 
-cdef object _out(object res, object out):
+cdef object _out(object res, object out, object inputs, str op, int policy=OUT_CAST):
+    return write_out(out, <TensorBase?>res, policy, inputs, op)
+
+
+cdef object _out_pair(object v, object i, object out, object inputs, str op, object rt):
+    """(values, indices) results: both written into out=(values, indices)."""
     if out is None:
-        return res
-    if tuple(out.shape) != tuple(res.shape):
-        raise RuntimeError(f"out= tensor has shape {list(out.shape)} but the result has shape "
-                           f"{list(res.shape)}")
-    out.copy_(res)
-    return out
+        return rt(v, i)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{op}(): argument 'out' must be a tuple of 2 Tensors")
+    if isinstance(out[0], TensorBase) and isinstance(out[1], TensorBase):
+        check_written(<TensorBase>out[0], out[1], op, True)
+    return rt(write_out(out[0], <TensorBase?>v, OUT_EXACT, inputs, op),
+              write_out(out[1], <TensorBase?>i, OUT_EXACT, inputs, op))
+
+
+cdef object _out_dtype(object dtype, object out):
+    """Reductions with out= and no dtype compute in out's dtype, as torch does."""
+    if dtype is None and isinstance(out, TensorBase):
+        return (<TensorBase>out).dtype
+    return dtype
 
 
 # ---------------------------------------------------------------------------
@@ -343,7 +357,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, DType) and dtype is None:
         dtype, dim = dim, None
     _dim_mask(dim, t._ndim, "sum", red)
-    cdef int rdt = dtype_code(dtype)
+    cdef int rdt = dtype_code(_out_dtype(dtype, out))
     cdef TensorBase x = t if rdt < 0 else cast(t, rdt)
     if rdt < 0:
         rdt = _sum_dtype(t._dtype)
@@ -351,7 +365,13 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     r = _finish(_reduce_one(cast(x, cd), red, keepdim, RD_SUM), rdt)
     if _wants_grad(t) and category(rdt) == 2:
         record("sum", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, "sum")
+
+
+cdef int _nansum_dtype(TensorBase t, int rdt) except -1:
+    if category(t._dtype) == 2 and category(rdt) < 2:
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{_TYPE_NAMES[rdt]}'")
+    return 0
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -362,7 +382,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         return redispatch("nansum", nansum, (input,),
                           {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     _dim_mask(dim, t._ndim, "nansum", red)
-    cdef int rdt = dtype_code(dtype)
+    cdef int rdt = dtype_code(_out_dtype(dtype, out))
+    if rdt >= 0:
+        _nansum_dtype(t, rdt)
     cdef TensorBase x = t if rdt < 0 else cast(t, rdt)
     if rdt < 0:
         rdt = _sum_dtype(t._dtype)
@@ -372,7 +394,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         r = _finish(_reduce_one(cast(x, _cdt(x._dtype)), red, keepdim, RD_NANSUM), rdt)
     if _wants_grad(t) and category(rdt) == 2:
         record("nansum", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, "nansum")
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -382,7 +404,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if _needs_slow(t):
         return redispatch("mean", mean, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     _dim_mask(dim, t._ndim, "mean", red)
-    cdef int rdt = dtype_code(dtype)
+    cdef int rdt = dtype_code(_out_dtype(dtype, out))
     if rdt < 0:
         rdt = t._dtype
     if category(rdt) < 2:
@@ -392,7 +414,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     r = _finish(_reduce_one(cast(t, _cdt(rdt)), red, keepdim, RD_SUM, RP_NONE, 0, 0, True), rdt)
     if _wants_grad(t):
         record("mean", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, "mean")
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -406,9 +428,10 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_TYPE_NAMES[t._dtype]}")
     _dim_mask(dim, t._ndim, "nanmean", red)
-    cdef int rdt = dtype_code(dtype)
+    cdef int rdt = dtype_code(_out_dtype(dtype, out))
     if rdt < 0:
         rdt = t._dtype
+    _nansum_dtype(t, rdt)
     cdef TensorBase x = cast(t, _cdt(rdt))
     cdef TensorBase s = _reduce_one(x, red, keepdim, RD_NANSUM)
     cdef TensorBase c = _reduce_one(x, red, keepdim, RD_NNAN)
@@ -416,7 +439,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if _wants_grad(t):
         record("nanmean", (input,), r, {"dim": _mask_tuple(red, t._ndim),
                                         "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, "nanmean")
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -428,14 +451,14 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, DType) and dtype is None:
         dtype, dim = dim, None
     _dim_mask(dim, t._ndim, "prod", red)
-    cdef int rdt = dtype_code(dtype)
+    cdef int rdt = dtype_code(_out_dtype(dtype, out))
     cdef TensorBase x = t if rdt < 0 else cast(t, rdt)
     if rdt < 0:
         rdt = _sum_dtype(t._dtype)
     r = _finish(_reduce_one(cast(x, _cdt(x._dtype)), red, keepdim, RD_PROD), rdt)
     if _wants_grad(t) and category(rdt) == 2:
         record("prod", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, "prod")
 
 
 # ---------------------------------------------------------------------------
@@ -507,17 +530,12 @@ cdef object _max_min(object input, object dim, object keepdim, object other, int
         r = _extreme_all(t, op, name)
         if _wants_grad(t):
             record(name, (input,), r, {"dim": None, "keepdim": False})
-        return _out(r, out)
+        return _out(r, out, input, name, OUT_EXACT)
     v, i = _extreme_dim(t, dim, keepdim, op, name)
     if _wants_grad(t):
         record(name, (input,), (v, i), {"dim": _one_dim(dim, t._ndim, name),
                                         "keepdim": bool(keepdim)})
-    res = getattr(return_types, name)(v, i)
-    if out is not None:
-        out[0].copy_(v)
-        out[1].copy_(i)
-        return getattr(return_types, name)(out[0], out[1])
-    return res
+    return _out_pair(v, i, out, input, name, getattr(return_types, name))
 
 
 def max(input, dim=None, keepdim=False, *, other=None, out=None):
@@ -549,7 +567,7 @@ cdef object _amax_amin(object input, object dim, bint keepdim, int op, str name,
     r = _finish(res, t._dtype)
     if _wants_grad(t):
         record(name, (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, name, OUT_EXACT)
 
 
 def amax(input, dim=(), keepdim=False, *, out=None):
@@ -655,7 +673,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     if _needs_slow(_as_t(input, "var")):
         return redispatch("var", var, (input,), {"dim": dim, "unbiased": unbiased,
                                                   "keepdim": keepdim, "correction": correction})
-    return _out(_var_impl(input, dim, unbiased, keepdim, correction, "var", False, False), out)
+    return _out(_var_impl(input, dim, unbiased, keepdim, correction, "var", False, False), out,
+                input, "var")
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -663,7 +682,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     if _needs_slow(_as_t(input, "std")):
         return redispatch("std", std, (input,), {"dim": dim, "unbiased": unbiased,
                                                   "keepdim": keepdim, "correction": correction})
-    return _out(_var_impl(input, dim, unbiased, keepdim, correction, "std", True, False), out)
+    return _out(_var_impl(input, dim, unbiased, keepdim, correction, "std", True, False), out,
+                input, "std")
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -732,7 +752,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if _wants_grad(t):
         record("vector_norm", (x,), r, {"ord": p, "dim": _mask_tuple(red, t._ndim),
                                         "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, x, "linalg.vector_norm", OUT_EXACT)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -769,7 +789,7 @@ def logsumexp(input, dim=None, keepdim=False, *, out=None):
     if _wants_grad(t):
         record("logsumexp", (input,), r, {"dim": _mask_tuple(red, t._ndim),
                                           "keepdim": bool(keepdim)})
-    return _out(r, out)
+    return _out(r, out, input, "logsumexp")
 
 
 # ---------------------------------------------------------------------------
@@ -809,7 +829,7 @@ cdef object _all_any(object input, object dim, bint keepdim, bint is_all, object
     r = _ew.eq(c, K) if is_all else _ew.ne(c, 0)
     if t._dtype == EM_U8:
         r = cast(<TensorBase>r, EM_U8)
-    return _out(r, out)
+    return _out(r, out, input, name, OUT_EXACT)
 
 
 def all(input, dim=None, keepdim=False, *, out=None):
@@ -862,14 +882,14 @@ cdef object _cum(object input, object dim, object dtype, int op, str name, objec
     if _needs_slow(t):
         return redispatch(name, fn, (input, dim), {"dtype": dtype})
     cdef int d = _one_dim(dim, t._ndim, name)
-    cdef int rdt = dtype_code(dtype)
+    cdef int rdt = dtype_code(_out_dtype(dtype, out))
     if rdt < 0:
         rdt = _sum_dtype(t._dtype)
     cdef TensorBase x = contig(cast(cast(t, rdt), _cdt(rdt)))
     r = _finish(_scan_run(x, d, op, None), rdt)
     if _wants_grad(t) and category(rdt) == 2:
         record(name, (input,), r, {"dim": d})
-    return _out(r, out)
+    return _out(r, out, input, name)
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
@@ -895,7 +915,7 @@ def logcumsumexp(input, dim, *, out=None):
     r = _finish(_scan_run(x, d, SC_LOGSUMEXP, None), t._dtype)
     if _wants_grad(t):
         record("logcumsumexp", (input,), r, {"dim": d})
-    return _out(r, out)
+    return _out(r, out, input, "logcumsumexp", OUT_EXACT)
 
 
 cdef object _cumext(object input, object dim, int op, str name, object fn):
@@ -1063,11 +1083,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     i = _unmove(s, s.idx, n)
     if _wants_grad(t):
         record("sort", (input,), (v, i), {"dim": d})
-    if out is not None:
-        out[0].copy_(v)
-        out[1].copy_(i)
-        return return_types.sort(out[0], out[1])
-    return return_types.sort(v, i)
+    return _out_pair(v, i, out, input, "sort", return_types.sort)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -1083,7 +1099,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 def msort(input, *, out=None):
     """``input`` sorted along its first dimension."""
-    return _out(sort(input, 0).values, out)
+    return _out(sort(input, 0).values, out, input, "msort", OUT_EXACT)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
@@ -1104,7 +1120,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     i = _unmove(s, contig(im), k)
     if _wants_grad(t):
         record("topk", (input,), (v, i), {"dim": d, "k": int(k)})
-    return return_types.topk(v, i)
+    return _out_pair(v, i, out, input, "topk", return_types.topk)
 
 
 cdef void _pick_rows(num_t *vals, int64_t *idx, int64_t rows, int64_t n, int mode, int64_t k,
@@ -1187,7 +1203,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     v, i = _select(t, d, keepdim, 0, k - 1, "kthvalue")
     if _wants_grad(t):
         record("kthvalue", (input,), (v, i), {"dim": d, "keepdim": bool(keepdim)})
-    return return_types.kthvalue(v, i)
+    return _out_pair(v, i, out, input, "kthvalue", return_types.kthvalue)
 
 
 cdef object _median(object input, object dim, bint keepdim, int mode, str name, object fn):
@@ -1488,7 +1504,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
             _histc_loop(<float *>xp, n, nb, <float>lo, <float>hi, <float *>rp)
         else:
             _histc_loop(<double *>xp, n, nb, lo, hi, <double *>rp)
-    return _out(_finish(r, t._dtype), out)
+    return _out(_finish(r, t._dtype), out, input, "histc", OUT_EXACT)
 
 
 cdef void _ss_loop(num_t *seq, int64_t *sorter, int64_t R, int64_t n, num_t *val, int64_t m,
@@ -1575,7 +1591,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         else:
             _ss_loop(<int64_t *>sp, sop, R, n, <int64_t *>vp, m, rowwise, rt, rp)
     r = cast(res, EM_I32) if out_int32 else res
-    return _out(r, out)
+    return _out(r, out, (sorted_sequence, input), "searchsorted", OUT_EXACT)
 
 
 cdef bint any_(list xs):

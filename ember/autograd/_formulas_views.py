@@ -5,7 +5,7 @@ as_strided) run as one recorded op each (``*_backward``), whose own formula is
 the forward view again, so they stay differentiable under ``create_graph``."""
 from __future__ import annotations
 
-from ember._C.core import zeros
+from ember._C.core import ones, zeros
 from ember.autograd._engine import _record_composite
 from ember.autograd._table import formula
 
@@ -137,14 +137,43 @@ def _scatter_add(buf, size, stride, off, g):
         _scatter_add(buf, size[1:], stride[1:], off + i * stride[0], g.select(0, i))
 
 
-def _as_strided_bw(g, in_geom, out_geom):
+def _alias_count(geom, n, dtype):
+    """How many elements of ``geom`` address each of ``n`` storage locations."""
+    size, stride, off = geom
+    cnt = zeros(n, dtype=dtype)
+    _scatter_add(cnt, tuple(size), tuple(stride), off, ones(tuple(size), dtype=dtype))
+    return cnt
+
+
+def _as_strided_bw(g, in_geom, out_geom, share=True):
+    """Scatter-add ``g`` through ``out_geom``, gather through ``in_geom``.  With ``share``,
+    an ``in_geom`` that aliases memory (stride 0 after expand) splits each location's
+    gradient among its aliases, so that summing them back (expand's backward) counts it
+    once."""
     (isz, ist, ioff), (osz, ost, ooff) = in_geom, out_geom
     lo = min(ioff, ooff)
     hi = max(_extent(isz, ist, ioff), _extent(osz, ost, ooff))
     buf = zeros(max(hi - lo, 0), dtype=g.dtype)
     _scatter_add(buf, tuple(osz), tuple(ost), ooff - lo, g)
     r = buf.as_strided(tuple(isz), tuple(ist), ioff - lo)
-    return r.clone() if _overlaps(isz, ist) else r
+    if not _overlaps(isz, ist):
+        return r
+    if not share:
+        return r.clone()
+    cnt = _alias_count((isz, ist, ioff - lo), buf.shape[0], g.dtype)
+    return r / cnt.as_strided(tuple(isz), tuple(ist), ioff - lo).clamp(min=1)
+
+
+def _as_strided_bw_t(h, in_geom, out_geom):
+    """The adjoint of :func:`_as_strided_bw`: share over ``in_geom``'s aliases, scatter
+    through ``in_geom``, gather through ``out_geom``."""
+    (isz, ist, ioff), (osz, ost, ooff) = in_geom, out_geom
+    if _overlaps(isz, ist):
+        lo = min(ioff, ooff)
+        hi = max(_extent(isz, ist, ioff), _extent(osz, ost, ooff))
+        cnt = _alias_count((isz, ist, ioff - lo), max(hi - lo, 0), h.dtype)
+        h = h / cnt.as_strided(tuple(isz), tuple(ist), ioff - lo).clamp(min=1)
+    return _as_strided_bw(h, out_geom, in_geom, share=False)
 
 
 @formula("as_strided", exact=True, saves=False)
@@ -157,8 +186,13 @@ def _as_strided(ctx, g):
 
 @formula("as_strided_backward", exact=True, saves=False)
 def _as_strided_backward(ctx, g):
-    in_geom, out_geom = ctx._attrs
-    # the adjoint of gather(in) . scatter(out) is gather(out) . scatter(in)
+    geoms = ctx._attrs
+    return (_record_composite("as_strided_backward_t",
+                              lambda t: _as_strided_bw_t(t, geoms[0], geoms[1]), (g,), geoms),)
+
+
+@formula("as_strided_backward_t", exact=True, saves=False)
+def _as_strided_backward_t(ctx, g):
+    geoms = ctx._attrs
     return (_record_composite("as_strided_backward",
-                              lambda t: _as_strided_bw(t, out_geom, in_geom), (g,),
-                              (out_geom, in_geom)),)
+                              lambda t: _as_strided_bw(t, geoms[0], geoms[1]), (g,), geoms),)

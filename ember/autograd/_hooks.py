@@ -10,6 +10,8 @@ import weakref
 from ember.autograd._engine import _producer
 
 _ids = itertools.count()
+# Hooks registered or removed anywhere: compiled code re-checks module guards when it moves.
+_hook_writes = [0]
 
 
 class RemovableHandle:
@@ -20,10 +22,12 @@ class RemovableHandle:
     __slots__ = ("_dicts", "id")
 
     def __init__(self, hooks_dict, *extra_dicts):
+        _hook_writes[0] += 1
         self.id = next(_ids)
         self._dicts = (hooks_dict,) + extra_dicts
 
     def remove(self):
+        _hook_writes[0] += 1
         for d in self._dicts:
             d.pop(self.id, None)
 
@@ -61,6 +65,7 @@ def retain_grad(t):
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if t._grad_fn is None or t.__dict__.get("_retains_grad"):
         return
+    _hook_writes[0] += 1
     fn, nr = _producer(t)
     fn._ext().setdefault("retain", {})[nr] = weakref.ref(t)
     t.__dict__["_retains_grad"] = True

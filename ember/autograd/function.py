@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import functools
 
-from ember._C.core import TensorBase, _set_grad_enabled, is_grad_enabled, zeros
+from ember._C.core import (
+    TensorBase,
+    _dispatch,
+    _mode_active,
+    _set_grad_enabled,
+    is_grad_enabled,
+    zeros,
+)
 from ember.autograd import _engine
 from ember.autograd._engine import FREED_MSG, Node, _accumulate_node, _Freed, _version_error
 
@@ -172,6 +179,10 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if _mode_active():
+            # a Python mode (graph capture) sees a custom Function as one op: a replay
+            # must run this forward and backward, not the ops inside forward
+            return _dispatch(cls.__name__, cls.apply, args, kwargs)
         node = cls._backward_cls.__new__(cls._backward_cls)
         node._inputs = None
         node._attrs = None

@@ -1,28 +1,29 @@
-"""``ember.compiler``: the compile facade's modes, backend registry and ``compile``.
+"""``ember.compiler``: ``ember.compile``'s capture, guards, backends and modes.
 
-``ember.compile`` (in the front door) forwards here on first call, so
-importing ember never imports this module.
+``ember.compile(fn)`` returns a callable that, on its first call with a new
+*guard set* (argument shapes, dtypes, devices, scalar values, global
+switches, module state), runs ``fn`` once under the dispatcher's Python key
+and records every op into an ``ember.fx`` graph (:mod:`ember.compiler.capture`).
+The graph goes to a *backend*: any callable ``backend(gm, example_inputs)
+-> callable``, exactly ``torch.compile``'s custom-backend contract, or a
+registered name.  Later calls whose guards hold run the backend's callable;
+a guard miss re-captures, up to ``config.cache_size_limit`` entries.
 
-A *backend* is a strategy object: a :class:`Backend` subclass with a
-``name``, the :class:`CompileMode` values it can honour, the options it
-accepts and a :meth:`Backend.compile` method that turns a callable into a
-compiled callable.  Backends compare equal when they are of the same type and
-have the same name and configuration, so registering an equal backend twice
-is harmless while registering a *different* one under a taken name is an
-error.
-
-Only the ``"eager"`` backend exists so far: it runs the function as is and
-honours only ``mode="default"``.  The optimising backend is future work; the
-default backend name (``"default"``) resolves to ``"eager"`` until it lands,
-and :func:`list_backends` says what exists.  A mode a backend cannot honour
-raises instead of silently running eagerly.
+``"eager"`` runs the captured graph op by op through the GraphModule's
+generated code; ``"default"`` resolves to it until an optimising backend is
+registered.  Every :class:`CompileMode` is accepted: with the eager backend
+no mode changes anything yet (``list_modes()`` says so).
 """
 
 from __future__ import annotations
 
+import collections
 import difflib
 import functools
+import logging
+import os
 import threading
+import weakref
 from enum import Enum
 from typing import Any, Callable, Iterable
 
@@ -40,6 +41,15 @@ __all__ = [
     "is_compiling",
     "reset",
     "CompiledFunction",
+    "OptimizedModule",
+    "GraphBreakError",
+    "allow_in_graph",
+    "explain",
+    "ExplainOutput",
+    "list_modes",
+    "config",
+    "counters",
+    "set_logs",
 ]
 
 
@@ -146,26 +156,35 @@ class Backend:
             raise ValueError(f"ember.compile(): backend {self.name!r} does not accept options "
                              f"{unknown} (accepted: {accepted})")
 
-    def compile(self, fn: Callable, *, fullgraph: bool, dynamic: bool | None,
-                mode: CompileMode, options: dict) -> Callable:
-        raise NotImplementedError
+    def compile(self, gm: Any, example_inputs: list, *, mode: CompileMode,
+                options: dict) -> Callable:
+        """Turn a captured ``GraphModule`` into a callable taking the graph's inputs
+        (user tensors, then parameters and buffers) and returning its outputs."""
+        raise TypeError(f"{type(self).__name__} must implement compile(gm, example_inputs, "
+                        f"*, mode, options)")
+
+
+ALL_MODES = frozenset(CompileMode)
 
 
 class EagerBackend(Backend):
-    """Runs the captured function as is (a correctness baseline; no speed-up)."""
+    """Runs the captured graph op by op (the GraphModule's generated ``forward``):
+    a correctness baseline and a debugging aid; no mode changes what it does."""
 
     name = "eager"
+    modes = ALL_MODES
 
-    def compile(self, fn: Callable, *, fullgraph: bool, dynamic: bool | None,
-                mode: CompileMode, options: dict) -> Callable:
-        return fn
+    def compile(self, gm: Any, example_inputs: list, *, mode: CompileMode,
+                options: dict) -> Callable:
+        return gm.forward
 
 
 class CallableBackend(Backend):
-    """A backend made from a function ``compiler_fn(fn, **config) -> callable``."""
+    """A backend made from ``compiler_fn(gm, example_inputs) -> callable`` (torch's
+    custom-backend contract); options, when given, are passed as keywords."""
 
     def __init__(self, name: str, compiler_fn: Callable,
-                 modes: Iterable[Any] = (CompileMode.DEFAULT,),
+                 modes: Iterable[Any] = tuple(CompileMode),
                  options: Iterable[str] = ()) -> None:
         self.name = name
         self.compiler_fn = compiler_fn
@@ -175,10 +194,9 @@ class CallableBackend(Backend):
     def _key(self) -> tuple:
         return super()._key() + (self.compiler_fn,)
 
-    def compile(self, fn: Callable, *, fullgraph: bool, dynamic: bool | None,
-                mode: CompileMode, options: dict) -> Callable:
-        return self.compiler_fn(fn, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
-                                options=options)
+    def compile(self, gm: Any, example_inputs: list, *, mode: CompileMode,
+                options: dict) -> Callable:
+        return self.compiler_fn(gm, example_inputs, **options)
 
 
 _registry: dict[str, Backend] = {}
@@ -187,20 +205,21 @@ _DEFAULT_NAME = "default"
 
 
 def register_backend(backend: Any = None, *, name: str | None = None,
-                     modes: Iterable[Any] = (CompileMode.DEFAULT,),
+                     modes: Iterable[Any] = tuple(CompileMode),
                      options: Iterable[str] = ()) -> Any:
     """Register a compile backend; usable as a decorator on a compiler function.
 
     Parameters
     ----------
     backend : Backend or callable
-        A :class:`Backend` instance, or ``compiler_fn(fn, *, fullgraph,
-        dynamic, mode, options) -> callable`` (wrapped in a
-        :class:`CallableBackend`).
+        A :class:`Backend` instance, or ``compiler_fn(gm, example_inputs)
+        -> callable`` as for ``torch.compile`` (wrapped in a
+        :class:`CallableBackend`; accepted ``options`` arrive as keywords).
     name : str, optional
         Registry name (default: ``backend.name`` or the function's name).
     modes, options
-        For a compiler function: the modes it honours and option keys it accepts.
+        For a compiler function: the modes it honours (all by default) and the
+        option keys it accepts.
 
     Returns
     -------
@@ -272,20 +291,131 @@ register_backend(EagerBackend())
 # compile
 # ---------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------
+# configuration, counters, logging
+# ---------------------------------------------------------------------------
+
+
+class _Config:
+    """``ember.compiler.config``: knobs of capture (torch._dynamo.config's names)."""
+
+    cache_size_limit: int = 8
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "cache_size_limit":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"config.cache_size_limit must be a non-negative int, got "
+                                 f"{value!r}")
+        elif not hasattr(type(self), name):
+            raise AttributeError(f"ember.compiler.config has no option {name!r}")
+        object.__setattr__(self, name, value)
+
+
+config = _Config()
+# counters["stats"]["calls_captured" | "calls_reused" | "unique_graphs"],
+# counters["graph_break"][reason], counters["recompiles"][reason]
+counters: collections.defaultdict = collections.defaultdict(collections.Counter)
+
+_LOG_KINDS = ("graph", "guards", "recompiles", "graph_breaks")
+_logger = logging.getLogger("ember.compiler")
+_log_state: dict[str, Any] = {"env": None, "kinds": frozenset()}
+
+
+def set_logs(**kinds: bool) -> None:
+    """Turn compile logs on or off (``set_logs(graph=True, recompiles=True)``), like
+    ``torch._logging.set_logs``; the ``EMBER_LOGS`` variable
+    (``EMBER_LOGS=graph,guards,recompiles,graph_breaks``) sets the initial state."""
+    unknown = set(kinds) - set(_LOG_KINDS)
+    if unknown:
+        raise ValueError(f"set_logs(): unknown log kinds {sorted(unknown)}; valid: "
+                         f"{', '.join(_LOG_KINDS)}")
+    _enabled_logs()
+    _log_state["kinds"] = frozenset(k for k in _LOG_KINDS
+                                    if kinds.get(k, k in _log_state["kinds"]))
+
+
+def _enabled_logs() -> frozenset:
+    env = os.environ.get("EMBER_LOGS", "")
+    if env != _log_state["env"]:
+        _log_state["env"] = env
+        names = {n.strip().lstrip("+") for n in env.split(",") if n.strip()}
+        if "all" in names or "dynamo" in names:
+            names = set(_LOG_KINDS)
+        _log_state["kinds"] = frozenset(names & set(_LOG_KINDS))
+    return _log_state["kinds"]
+
+
+def _log(kind: str, msg: str) -> None:
+    if kind in _enabled_logs():
+        if not _logger.handlers:
+            h = _StderrHandler()
+            h.setFormatter(logging.Formatter("[ember.compiler:%(kind)s] %(message)s"))
+            _logger.addHandler(h)
+            _logger.setLevel(logging.INFO)
+            _logger.propagate = False
+        _logger.info(msg, extra={"kind": kind})
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to the current ``sys.stderr`` (which tests and notebooks replace)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        import sys
+        sys.stderr.write(self.format(record) + "\n")
+
+
+_MODE_NOTES = {
+    CompileMode.DEFAULT: "runs the captured graph op by op",
+    CompileMode.REDUCE_OVERHEAD: "accepted; changes nothing yet (no CUDA graphs or fused "
+                                 "code generation in this backend)",
+    CompileMode.MAX_AUTOTUNE: "accepted; changes nothing yet (the eager backend has nothing "
+                              "to tune)",
+    CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS: "accepted; changes nothing yet (the eager backend "
+                                            "has nothing to tune)",
+}
+
+
+def list_modes(backend: Any = _DEFAULT_NAME) -> dict[str, str]:
+    """What each :class:`CompileMode` does with ``backend``: mode value -> description
+    (modes the backend refuses are listed as such)."""
+    b = lookup_backend(backend)
+    notes = getattr(b, "mode_notes", None) or (_MODE_NOTES if isinstance(b, EagerBackend)
+                                                else {})
+    return {m.value: (notes.get(m, "accepted") if b.supports(m) else
+                      f"refused by backend {b.name!r}") for m in CompileMode}
+
+
+# ---------------------------------------------------------------------------
+# compile
+# ---------------------------------------------------------------------------
+
 _compiling = threading.local()
+_all_codes: weakref.WeakSet = weakref.WeakSet()
+_state = threading.local()
 
 
 def is_compiling() -> bool:
-    """Whether a backend is currently tracing/compiling on this thread."""
+    """Whether ember is capturing or compiling a graph on this thread (True inside the
+    function while ``ember.compile`` captures it, as ``torch.compiler.is_compiling``)."""
     return getattr(_compiling, "depth", 0) > 0
 
 
-class CompiledFunction:
-    """What ``ember.compile`` returns: calls the backend's result, keeps the original.
+def _disabled_depth() -> int:
+    return getattr(_state, "disabled", 0)
 
-    For an ``nn.Module`` the wrapper also forwards attribute access (parameters,
-    ``train()``/``eval()``, ``state_dict()``) to the original module.
-    """
+
+def _active_capture() -> Any:
+    stack = getattr(_state, "captures", None)
+    return stack[-1] if stack else None
+
+
+def _on_capture(code: Any, entry: Any) -> None:
+    code.last_entry = entry
+
+
+class CompiledFunction:
+    """What ``ember.compile`` returns for a function: calls the guarded compiled code,
+    keeps the original (``_orig_mod``, ``__wrapped__``)."""
 
     def __init__(self, orig: Callable, compiled: Callable, backend: Backend,
                  mode: CompileMode, fullgraph: bool, dynamic: bool | None) -> None:
@@ -296,7 +426,7 @@ class CompiledFunction:
         object.__setattr__(self, "fullgraph", fullgraph)
         object.__setattr__(self, "dynamic", dynamic)
         # Name, qualname, doc and __wrapped__ only: copying the original's
-        # __dict__ would freeze a module's state (``training``...) in the wrapper.
+        # __dict__ would freeze the callable's state in the wrapper.
         functools.update_wrapper(self, orig, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -312,6 +442,52 @@ class CompiledFunction:
     def __repr__(self) -> str:
         return (f"CompiledFunction({getattr(self._orig_mod, '__qualname__', self._orig_mod)!r}, "
                 f"backend={self.backend.name!r}, mode={self.mode.value!r})")
+
+
+def _optimized_module_class() -> type:
+    from ember.nn import Module
+
+    class OptimizedModule(Module):
+        """``ember.compile(module)``: a Module wrapping the original as ``_orig_mod``
+        (so ``state_dict()`` keys carry the ``_orig_mod.`` prefix, as torch's do);
+        other attributes are read from the original module."""
+
+        def __init__(self, mod: Module, code: Callable, backend: Backend, mode: CompileMode,
+                     fullgraph: bool, dynamic: bool | None) -> None:
+            super().__init__()
+            self._orig_mod = mod
+            self.__dict__.update(_compiled=code, backend=backend, mode=mode,
+                                 fullgraph=fullgraph, dynamic=dynamic)
+            self.training = mod.training
+
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            return self.__dict__["_compiled"](*args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+        def __repr__(self) -> str:
+            return f"OptimizedModule(\n  (_orig_mod): {self._orig_mod!r}\n)"
+
+    OptimizedModule.__module__ = __name__
+    return OptimizedModule
+
+
+_classes: dict[str, type] = {}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OptimizedModule":
+        if name not in _classes:
+            _classes[name] = _optimized_module_class()
+        return _classes[name]
+    if name == "GraphBreakError":
+        from ember.compiler.capture import GraphBreakError
+        return GraphBreakError
+    raise AttributeError(f"module 'ember.compiler' has no attribute {name!r}")
 
 
 def compile(model: Callable | None = None, *, fullgraph: bool = False,
@@ -343,13 +519,12 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
                             f"{type(fn).__name__}")
         if disable:
             return fn
-        _compiling.depth = getattr(_compiling, "depth", 0) + 1
-        try:
-            compiled = strategy.compile(fn, fullgraph=fullgraph, dynamic=dynamic, mode=cmode,
-                                        options=dict(options or {}))
-        finally:
-            _compiling.depth -= 1
-        return CompiledFunction(fn, compiled, strategy, cmode, fullgraph, dynamic)
+        from ember.compiler.capture import CompiledCode, _is_module
+        code = CompiledCode(fn, strategy, cmode, dict(options or {}), fullgraph, dynamic)
+        if _is_module(fn):
+            cls = __getattr__("OptimizedModule")
+            return cls(fn, code, strategy, cmode, fullgraph, dynamic)
+        return CompiledFunction(fn, code, strategy, cmode, fullgraph, dynamic)
 
     if model is None:
         return apply
@@ -357,11 +532,140 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
 
 
 def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
-    """Mark ``fn`` to run without compilation (the eager backend never compiles anyway)."""
+    """Run ``fn`` uncompiled: compiled functions called inside it run eagerly, and
+    calling it while a function is being captured is a graph break (its ops are
+    never baked into a graph).  Usable as a decorator."""
     if fn is None:
         return lambda f: disable(f, recursive)
-    return fn
+    if not callable(fn):
+        raise TypeError(f"ember.compiler.disable(): expected a callable, got "
+                        f"{type(fn).__name__}")
+
+    @functools.wraps(fn)
+    def run_eagerly(*args: Any, **kwargs: Any) -> Any:
+        cap = _active_capture()
+        if cap is not None and cap.break_reason is None:
+            cap.graph_break(getattr(fn, "__name__", "fn"), "call to a function marked "
+                            "ember.compiler.disable")
+        _state.disabled = _disabled_depth() + 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _state.disabled -= 1
+    run_eagerly._ember_disabled = True  # type: ignore[attr-defined]
+    return run_eagerly
+
+
+def allow_in_graph(fn: Callable) -> Callable:
+    """Record calls of ``fn`` as one ``call_function`` node of the captured graph
+    (replays call ``fn`` itself) instead of recording the ops inside it.
+
+    ``fn`` must be a function of its tensor arguments (no hidden state).  Returns
+    a wrapper: ember captures through the dispatcher, so it needs to see the call.
+    """
+    if not callable(fn):
+        raise TypeError(f"ember.compiler.allow_in_graph(): expected a callable, got "
+                        f"{type(fn).__name__}")
+
+    @functools.wraps(fn)
+    def in_graph(*args: Any, **kwargs: Any) -> Any:
+        cap = _active_capture()
+        if cap is None or cap.break_reason is not None or cap.suspended:
+            return fn(*args, **kwargs)
+        name = getattr(fn, "__name__", "fn")
+        reason = cap._check(name, args, kwargs)
+        if reason is not None:
+            cap.graph_break(name, reason)
+            return fn(*args, **kwargs)
+        cap.suspended += 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            cap.suspended -= 1
+        cap._record(name, fn, args, kwargs, out)
+        return out
+    return in_graph
 
 
 def reset() -> None:
-    """Drop compiled caches (none are kept by the eager backend)."""
+    """Forget every captured graph and guard set (and clear ``counters``), like
+    ``torch.compiler.reset()``; the next call of each compiled function re-captures."""
+    for code in list(_all_codes):
+        code.reset()
+    counters.clear()
+
+
+class ExplainOutput:
+    """What :func:`explain` found: ``graphs``, ``graph_count``, ``graph_break_count``,
+    ``break_reasons``, ``op_count``, ``ops_per_graph`` and ``out_guards``."""
+
+    def __init__(self, graphs: list, break_reasons: list[str], out_guards: list[str],
+                 compile_time_s: float) -> None:
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.ops_per_graph = [[n for n in gm.graph.nodes
+                               if n.op in ("call_function", "call_method", "call_module")]
+                              for gm in graphs]
+        self.op_count = sum(len(o) for o in self.ops_per_graph)
+        self.out_guards = out_guards
+        self.compile_times = f"capture: {compile_time_s:.6f} s"
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        lines += [f"  Break Reason {i + 1}:\n    {r}" for i, r in enumerate(self.break_reasons)]
+        lines.append("Ops per Graph:")
+        for i, ops in enumerate(self.ops_per_graph):
+            lines.append(f"  Ops {i + 1}:")
+            lines += [f"    {n.format_node()}" for n in ops]
+        lines.append("Out Guards:")
+        lines += [f"  {g}" for g in self.out_guards]
+        lines.append(f"Compile Times: {self.compile_times}")
+        return "\n".join(lines)
+
+
+def explain(fn: Callable) -> Callable[..., ExplainOutput]:
+    """``explain(fn)(*args, **kwargs)``: capture ``fn`` once on those arguments and
+    report the graphs, graph breaks and guards (``torch._dynamo.explain``)."""
+    if not callable(fn):
+        raise TypeError(f"explain(): expected a callable, got {type(fn).__name__}")
+
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        import time
+        import warnings as _w
+
+        from ember.compiler.capture import CompiledCode
+        graphs: list = []
+
+        def record(gm: Any, example_inputs: list) -> Callable:
+            graphs.append(gm)
+            return gm.forward
+        code = CompiledCode(fn, CallableBackend("explain", record), CompileMode.DEFAULT, {},
+                            False, None)
+        t0 = time.perf_counter()
+        with _w.catch_warnings():
+            _w.simplefilter("ignore")
+            code(*args, **kwargs)
+        entry = getattr(code, "last_entry", None)
+        reasons = []
+        guards: list[str] = []
+        if entry is not None:
+            if entry.reason is not None and entry.reason != "no tensor ops":
+                reasons.append(entry.reason)
+            spec, leaves, alias, sw = entry.key
+            guards.append(f"global state: grad_enabled={sw[0]}, default_dtype={sw[1]}, "
+                          f"deterministic={sw[2]}, default_device={sw[3]}")
+            for name, k in zip(getattr(code, "_leaf_names", []), leaves):
+                guards.append(f"{name}: {k!r}")
+            for _, k, v in entry.guards.items + entry.module_guards.items:
+                if isinstance(v, tuple):
+                    guards.append(f"{k}: {list(v)}")
+                elif callable(v):
+                    guards.append(f"{k} is the same {type(v).__name__}")
+                else:
+                    guards.append(f"{k} == {v!r}")
+        return ExplainOutput(graphs, reasons, guards, time.perf_counter() - t0)
+    return run

@@ -15,7 +15,9 @@ from typing import Any
 from ember import _dll
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
-           "get_device_name", "unavailable_reason", "is_initialized", "init"]
+           "get_device_name", "unavailable_reason", "is_initialized", "init", "manual_seed",
+           "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
+           "get_rng_state_all", "set_rng_state", "set_rng_state_all"]
 
 
 def is_available() -> bool:
@@ -48,7 +50,7 @@ def init() -> None:
 def _require() -> Any:
     st = _dll.cuda_status()
     if not st.available:
-        raise RuntimeError(f"CUDA is not available: {st.reason}")
+        raise RuntimeError(f"CUDA unavailable: {st.reason}")
     return st
 
 
@@ -112,3 +114,134 @@ def get_device_name(device: Any = None) -> str:
     """The name of ``device`` (default: the current one), e.g. ``"NVIDIA H100"``."""
     st = _require()
     return st.device_names[_index(device)]
+
+
+# ---------------------------------------------------------------------------
+# Random-number state
+#
+# ember has no CUDA random kernels yet, so a CUDA generator is only its seed
+# and offset (the Philox state layout of ``ember.Generator``).  As in PyTorch,
+# seeding works on every machine: without CUDA it is remembered and does no
+# harm (PyTorch queues it until CUDA initialises); reading a device's state
+# needs CUDA.
+# ---------------------------------------------------------------------------
+
+_DEFAULT_SEED = 67280421310721  # PyTorch's default seed
+_seeds: dict[int, int] = {}
+_all_seed: int | None = None
+_offsets: dict[int, int] = {}
+
+
+def _seed_int(fn: str, seed: Any) -> int:
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        if isinstance(seed, float):
+            seed = int(seed)
+        else:
+            raise TypeError(f"{fn}(): seed must be an int, got {type(seed).__name__}")
+    s = int(seed.__index__())
+    if s < -2 ** 63 or s >= 2 ** 64:
+        raise ValueError("Overflow when unpacking long long")
+    return s & 0xFFFFFFFFFFFFFFFF
+
+
+def _device_seed(idx: int) -> int:
+    seed = _seeds.get(idx, _all_seed)
+    return _DEFAULT_SEED if seed is None else seed
+
+
+def _current_or_zero() -> int:
+    return current_device() if is_available() else 0
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the current CUDA device's generator.
+
+    Without CUDA this is remembered and harmless, as in PyTorch (so that
+    ``ember.cuda.manual_seed(0)`` runs in every script).
+    """
+    s = _seed_int("manual_seed", seed)
+    idx = _current_or_zero()
+    _seeds[idx] = s
+    _offsets[idx] = 0
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed the generators of all CUDA devices (silently ignored without CUDA, as in PyTorch)."""
+    global _all_seed
+    _all_seed = _seed_int("manual_seed_all", seed)
+    _seeds.clear()
+    _offsets.clear()
+
+
+def _random_seed() -> int:
+    import os
+
+    return int.from_bytes(os.urandom(8), "little") & 0x7FFFFFFFFFFFFFFF
+
+
+def seed() -> None:
+    """Seed the current CUDA device's generator from OS entropy (harmless without CUDA)."""
+    manual_seed(_random_seed())
+
+
+def seed_all() -> None:
+    """Seed all CUDA devices' generators from OS entropy (harmless without CUDA)."""
+    manual_seed_all(_random_seed())
+
+
+def initial_seed() -> int:
+    """The seed of the current CUDA device's generator.
+
+    Raises
+    ------
+    RuntimeError
+        When CUDA is unavailable.
+    """
+    _require()
+    return _device_seed(current_device())
+
+
+def get_rng_state(device: Any = "cuda") -> Any:
+    """The generator state of ``device`` as a 16-byte ``uint8`` tensor (seed, offset).
+
+    Raises
+    ------
+    RuntimeError
+        When CUDA is unavailable.
+    """
+    _require()
+    import ember
+
+    idx = _index(device)
+    g = ember.Generator()
+    g.manual_seed(_device_seed(idx))
+    g.set_offset(_offsets.get(idx, 0))
+    return g.get_state()
+
+
+def get_rng_state_all() -> list:
+    """The generator states of all CUDA devices (``[]`` without CUDA, as in PyTorch)."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
+    """Restore a state from :func:`get_rng_state` (remembered and harmless without CUDA).
+
+    Raises
+    ------
+    TypeError
+        When ``new_state`` is not a 16-byte ``uint8`` tensor.
+    """
+    import ember
+
+    g = ember.Generator()
+    g.set_state(new_state)  # checks the dtype and size
+    idx = _index(device) if is_available() else device if isinstance(device, int) else 0
+    _seeds[idx] = g.initial_seed()
+    _offsets[idx] = g.get_offset()
+
+
+def set_rng_state_all(new_states: Any) -> None:
+    """Restore the states of devices 0, 1, ... from a sequence of states."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)

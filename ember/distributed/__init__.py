@@ -25,6 +25,7 @@ from ember.distributed.collectives import (
     gather_object,
     irecv,
     isend,
+    monitored_barrier,
     recv,
     reduce,
     reduce_scatter,
@@ -63,6 +64,6 @@ __all__ = ["Work", "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "defaul
            "get_rank", "get_world_size", "get_backend", "get_default_backend_for_device",
            "get_process_group_ranks", "get_global_rank", "get_group_rank", "all_reduce",
            "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-           "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single",
-           "send", "recv", "isend", "irecv", "barrier", "broadcast_object_list",
+           "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single", "send",
+           "recv", "isend", "irecv", "barrier", "monitored_barrier", "broadcast_object_list",
            "all_gather_object", "gather_object", "scatter_object_list"]

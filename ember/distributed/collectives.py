@@ -15,13 +15,13 @@ from typing import Any, Callable, Optional
 
 import ember
 from ember._check import _check_type, _check_value, _expected
-from ember.distributed._work import Work
+from ember.distributed._work import Work, _seconds, wait_requests
 from ember.distributed.process_group import ProcessGroup, ReduceOp, _mpi, _resolve, _state
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
            "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all",
            "all_to_all_single", "send", "recv", "isend", "irecv", "barrier",
-           "broadcast_object_list", "all_gather_object", "gather_object",
+           "monitored_barrier", "broadcast_object_list", "all_gather_object", "gather_object",
            "scatter_object_list"]
 
 _R = ReduceOp.RedOpType
@@ -138,19 +138,6 @@ def _moved(t: Any) -> tuple:
     """(contiguous buffer, finish copying it back into ``t`` when it is a copy)."""
     c = _contig(t)
     return c, (None if c is t else (lambda: t.copy_(c)))
-
-
-def _chain(*fns: Optional[Callable[[], None]]) -> Optional[Callable[[], None]]:
-    fns = [f for f in fns if f is not None]
-    if not fns:
-        return None
-    if len(fns) == 1:
-        return fns[0]
-
-    def run():
-        for f in fns:
-            f()
-    return run
 
 
 def _debug_check(pg: ProcessGroup, op: str, *tensors: Any) -> None:
@@ -486,6 +473,58 @@ def barrier(group: Optional[ProcessGroup] = None, async_op: bool = False,
     if pg is None:
         return None
     return _post(pg, "barrier", lambda: [pg._comm.Ibarrier()], async_op)
+
+
+def monitored_barrier(group: Optional[ProcessGroup] = None, timeout: Any = None,
+                      wait_all_ranks: bool = False) -> None:
+    """A barrier that names the ranks that did not reach it in time.
+
+    Every rank reports to the group's first rank, which waits up to
+    ``timeout`` for all of them and then releases them.
+
+    Parameters
+    ----------
+    timeout : datetime.timedelta, optional
+        The group's timeout when omitted.
+    wait_all_ranks : bool
+        Name every late rank instead of the first one.
+
+    Raises
+    ------
+    RuntimeError
+        On the first rank: ``"Rank 1 failed to pass monitoredBarrier in 2000 ms"``
+        (``"Ranks [1, 3] ..."`` with ``wait_all_ranks``); on the others, when the
+        first rank does not release them in time.
+    """
+    pg = _group(group, "monitored_barrier")
+    if pg is None:
+        return
+    secs = pg._timeout_s if timeout is None else _seconds(timeout)
+    ctrl, n = pg._ctrl, pg.size()
+    token = bytearray(1)
+    if pg.rank() != 0:
+        wait_requests([ctrl.Isend(token, 0, 1)], secs, "monitored_barrier", pg)
+        wait_requests([ctrl.Irecv(token, 0, 2)], secs, "monitored_barrier", pg)
+        return
+    MPI = _mpi()
+    reqs = {i: ctrl.Irecv(bytearray(1), i, 1) for i in range(1, n)}
+    work = Work(list(reqs.values()), "monitored_barrier", pg)
+    try:
+        work.wait(secs)
+    except RuntimeError:
+        late = [pg._global(i) for i, q in reqs.items() if not q.Test()]
+        for i, q in reqs.items():
+            if pg._global(i) in late:
+                q.Cancel()
+                q.Wait()
+        work._complete()
+        ms = int(secs * 1000)
+        if wait_all_ranks and len(late) > 1:
+            raise RuntimeError(f"Ranks {late} failed to pass monitoredBarrier in {ms} ms") \
+                from None
+        raise RuntimeError(f"Rank {late[0]} failed to pass monitoredBarrier in {ms} ms") \
+            from None
+    MPI.Request.Waitall([ctrl.Isend(token, i, 2) for i in range(1, n)])
 
 
 # --- point to point -------------------------------------------------------------

@@ -82,6 +82,9 @@ class ProcessGroup:
     def __init__(self, comm: Any, ranks: list, backend: str, timeout_s: float,
                  desc: str) -> None:
         self._comm = comm                 # None on a rank outside the group
+        # control messages (monitored_barrier) on their own communicator, so they never
+        # match a user's send/recv whatever its tag
+        self._ctrl = comm.Dup() if comm is not None else None
         self._ranks = list(ranks)         # global rank of each group rank
         self._g2l = {g: i for i, g in enumerate(self._ranks)}
         self._backend = backend
@@ -114,6 +117,12 @@ class ProcessGroup:
 
     def _global(self, local_rank: int) -> int:
         return self._ranks[local_rank]
+
+    def _free(self) -> None:
+        for c in (self._comm, self._ctrl):
+            if c is not None:
+                c.Free()
+        self._comm = self._ctrl = None
 
     def _timeout_message(self, op: str, secs: float) -> str:
         return (f"[Rank {_world_rank()}] {op} timed out after {secs:g} s in process group "
@@ -417,9 +426,7 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
     if group is None or group is _state.default:
         _default_group()
         for pg in _state.groups:
-            if pg._comm is not None:
-                pg._comm.Free()
-                pg._comm = None
+            pg._free()
         _state.groups = []
         _state.default = None
         if _state.excepthook is not None:
@@ -427,9 +434,7 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
         return
     if group in _state.groups:
         _state.groups.remove(group)
-    if group._comm is not None:
-        group._comm.Free()
-        group._comm = None
+    group._free()
 
 
 # --- queries -------------------------------------------------------------------

@@ -7,15 +7,20 @@ from ember.nn.modules.module import register_module_forward_hook, register_modul
 from ember.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = list(_modules_all) + ["Parameter", "Buffer", "UninitializedParameter",
-                                "UninitializedBuffer", "functional",
-                                "init", "utils", "register_module_forward_hook",
-                                "register_module_forward_pre_hook"]
+                                "UninitializedBuffer", "functional", "init", "utils",
+                                "register_module_forward_hook",
+                                "register_module_forward_pre_hook",
+                                "LinearCrossEntropyOptions"]  # noqa: F405 (lazy, below)
 
 
 def __getattr__(name):
-    # nn.parallel pulls in ember.distributed: loaded on first use, not with nn
+    # loaded on first use, not with nn: nn.parallel pulls in ember.distributed, and
+    # LinearCrossEntropyOptions the dataclass machinery
     if name == "parallel":
         import ember.nn.parallel as parallel
 
         return parallel
+    if name == "LinearCrossEntropyOptions":
+        from ember.nn._lce_options import LinearCrossEntropyOptions
+        return LinearCrossEntropyOptions
     raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")

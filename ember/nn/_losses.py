@@ -1,12 +1,16 @@
 """Losses of ``ember.nn.functional`` beyond the common ones: multi-class and multi-label
-margin losses, the triplet loss with a custom distance, and CTC."""
+margin losses, the triplet loss with a custom distance, CTC and the fused linear +
+cross-entropy."""
 from __future__ import annotations
+
+import math
+import warnings
 
 import ember
 from ember._check import _check, _check_value
 
 __all__ = ["multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
-           "triplet_margin_with_distance_loss", "ctc_loss"]
+           "triplet_margin_with_distance_loss", "ctc_loss", "linear_cross_entropy"]
 
 
 def _F():
@@ -300,3 +304,146 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     _check_value(reduction == "none", lambda: f"{reduction} is not a valid value for "
                                               f"reduction")
     return loss.squeeze(0) if unbatched else loss
+
+
+# ---- linear + cross-entropy ---------------------------------------------------------------
+def _lce_chunk(x, w, b, t, cls_weight, ignore_index, want_grad):
+    """Loss terms (and d(sum of weighted terms)/d logits) of one chunk of rows."""
+    logits = _F().linear(x, w, b)
+    valid = t != ignore_index
+    tt = ember.where(valid, t, ember.zeros_like(t))
+    wt = valid.to(logits.dtype)
+    if cls_weight is not None:
+        wt = wt * cls_weight.index_select(0, tt).to(logits.dtype)
+    picked = logits.gather(1, tt.unsqueeze(1)).squeeze(1)
+    loss = (ember.logsumexp(logits, 1) - picked) * wt
+    g = None
+    if want_grad:
+        g = ember.softmax(logits, 1) - _F().one_hot(tt, logits.shape[1]).to(logits.dtype)
+        g = g * wt.unsqueeze(1)
+    return loss, wt, g
+
+
+def _chunked_lce_function():
+    from ember.autograd import Function
+
+    class _ChunkedLinearCE(Function):
+        @staticmethod
+        def forward(ctx, x, w, b, t, cls_weight, reduction, ignore_index, chunk, acc_dtype):
+            n = x.shape[0]
+            want = reduction != "none"
+            losses, wts = [], []
+            gx, gw, gb = [], None, None
+            for s in range(0, n, chunk):
+                loss, wt, g = _lce_chunk(x[s:s + chunk], w, b, t[s:s + chunk], cls_weight,
+                                         ignore_index, want)
+                losses.append(loss)
+                wts.append(wt)
+                if want:
+                    gx.append(ember.matmul(g, w))
+                    step = ember.matmul(g.t(), x[s:s + chunk]).to(acc_dtype)
+                    gw = step if gw is None else gw + step
+                    if b is not None:
+                        gb = g.sum(0) if gb is None else gb + g.sum(0)
+            loss = ember.cat(losses) if losses else ember.zeros(0, dtype=x.dtype)
+            ctx.reduction, ctx.chunk, ctx.ignore_index = reduction, chunk, ignore_index
+            ctx.cls_weight, ctx.has_bias = cls_weight, b is not None
+            if reduction == "none":
+                ctx.save_for_backward(x, w, b if b is not None else ember.empty(0), t)
+                return loss
+            scale = 1.0
+            if reduction == "mean":
+                scale = ember.cat(wts).sum() if wts else ember.zeros(())
+            ctx.grads = (ember.cat(gx) if gx else ember.zeros_like(x), gw, gb, scale)
+            return loss.sum() / scale if reduction == "mean" else loss.sum()
+
+        @staticmethod
+        def backward(ctx, go):
+            if ctx.reduction != "none":
+                gx, gw, gb, scale = ctx.grads
+                k = go / scale if ctx.reduction == "mean" else go
+                return (gx * k, (gw * k).to(go.dtype) if gw is not None else None,
+                        gb * k if gb is not None else None, None, None, None, None, None,
+                        None)
+            x, w, b, t = ctx.saved_tensors
+            b = b if ctx.has_bias else None
+            gx, gw, gb = [], ember.zeros_like(w), ember.zeros_like(b) if b is not None else None
+            for s in range(0, x.shape[0], ctx.chunk):
+                _, _, g = _lce_chunk(x[s:s + ctx.chunk], w, b, t[s:s + ctx.chunk],
+                                     ctx.cls_weight, ctx.ignore_index, True)
+                g = g * go[s:s + ctx.chunk].unsqueeze(1)
+                gx.append(ember.matmul(g, w))
+                gw = gw + ember.matmul(g.t(), x[s:s + ctx.chunk])
+                if gb is not None:
+                    gb = gb + g.sum(0)
+            return ember.cat(gx), gw, gb, None, None, None, None, None, None
+
+    return _ChunkedLinearCE
+
+
+_CHUNKED_LCE = None
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0,
+                         options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``.
+
+    ``linear_weight`` is ``(C, *out_features, in_features)``: with ``out_features`` the
+    logits are ``(N, C, *out_features)`` (a K-dimensional loss). With ``options`` (a
+    :class:`LinearCrossEntropyOptions`) and class-index targets, no out_features, no label
+    smoothing and a mean/sum/none reduction, the loss and its gradients are computed a
+    chunk of rows at a time so the full logits are never stored; other cases warn and take
+    the direct path."""
+    global _CHUNKED_LCE
+    F = _F()
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    batch = tuple(input.shape[:-1])
+    in_features = input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {in_features} and {linear_weight.shape[-1]}, "
+                           f"respectively")
+    num_classes = linear_weight.shape[0]
+    out_features = tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, "
+                           f"{in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    probs = tuple(target.shape) == logits_shape
+    if probs and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains "
+                           "probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    chunkable = (reduction in ("mean", "sum", "none") and label_smoothing == 0.0
+                 and target.dtype == ember.int64 and not out_features and not probs)
+    if options is not None and not chunkable:
+        warnings.warn(f"linear_cross_entropy: ``options`` ignored; chunked path needs "
+                      f"reduction in {{'mean','sum','none'}}, label_smoothing == 0, "
+                      f"target.dtype == int64, out_features == (). Got reduction="
+                      f"{reduction!r}, label_smoothing={label_smoothing}, target.dtype="
+                      f"{target.dtype}, out_features={out_features}.", stacklevel=2)
+    if options is not None and chunkable:
+        x = input.reshape(-1, in_features)
+        t = target.reshape(-1)
+        chunk = options.batch_chunk_size or max(1, (1 << 22) // max(num_classes, 1))
+        acc = options.acc_dtype or linear_weight.dtype
+        if _CHUNKED_LCE is None:
+            _CHUNKED_LCE = _chunked_lce_function()
+        out = _CHUNKED_LCE.apply(x, linear_weight, linear_bias, t, weight, reduction,
+                                 ignore_index, chunk, acc)
+        return out.reshape(batch) if reduction == "none" else out
+    w2 = linear_weight.reshape(num_classes * math.prod(out_features), in_features)
+    b2 = linear_bias.reshape(-1) if linear_bias is not None else None
+    logits = F.linear(input, w2, b2).reshape(logits_shape)
+    return F.cross_entropy(logits, target, weight, ignore_index=ignore_index,
+                           reduction=reduction, label_smoothing=label_smoothing)

@@ -1,8 +1,9 @@
 """Pooling functions beyond the 2-D kernels: 3-D max/avg pooling, adaptive pooling in 1 and
 3 dims, power-average (LP) pooling, max unpooling and fractional max pooling.
 
-Windows are strided views (``Tensor.unfold``) or index gathers; the max of a window is
-``max(-1)``, so gradients and indices follow PyTorch's first-maximum rule."""
+3-D pooling runs the 2-D kernels over (H, W) and reduces strided depth taps; adaptive and
+fractional windows are index gathers reduced with ``max(-1)``. Gradients and indices follow
+PyTorch's first-maximum rule."""
 from __future__ import annotations
 
 import math
@@ -50,30 +51,6 @@ def _out_size(n, k, s, p, d, ceil_mode):
     return o
 
 
-def _windows(x, nsp, k, s, p, d, ceil_mode, fill):
-    """The pooling windows of the last ``nsp`` dims of ``x`` padded with ``fill``:
-    ``(*lead, *out, prod(k))`` and the output sizes."""
-    sizes = x.shape[-nsp:]
-    outs = [_out_size(n, *a, ceil_mode) for n, *a in zip(sizes, k, s, p, d)]
-    pads = []
-    for n, o, kk, ss, pp, dd in reversed(list(zip(sizes, outs, k, s, p, d))):
-        right = max((o - 1) * ss + dd * (kk - 1) + 1 - n - pp, 0)
-        pads += [pp, right]
-    if any(pads):
-        x = _F().pad(x, pads, value=fill)
-    lead = x.dim() - nsp
-    for j in range(nsp):
-        eff = d[j] * (k[j] - 1) + 1
-        x = x.narrow(lead + j, 0, (outs[j] - 1) * s[j] + eff).unfold(lead + j, eff, s[j])
-        if eff > s[j] and (d[j] > 1 or j < nsp - 1):
-            # windows overlap: a view of this overlapping view would get an as_strided
-            # backward that counts shared elements twice, so copy first
-            x = x.contiguous()
-        if d[j] > 1:
-            x = x[..., ::d[j]]
-    return x.reshape(*x.shape[:lead + nsp], -1), outs
-
-
 def _flat_index(shape_sp, dtype=ember.int64):
     n = 1
     for v in shape_sp:
@@ -100,14 +77,45 @@ def _max_pool_nd(input, nsp, op, kernel_size, stride, padding, dilation, ceil_mo
     _check(min(outs) > 0, lambda: f"{op}: Given input size: {list(input.shape)}. Calculated "
                                   f"output size: {outs}. Output size is too small")
     fill = float("-inf") if input.is_floating_point() else ember.iinfo(input.dtype).min
-    win, _ = _windows(input, nsp, k, s, p, d, ceil_mode, fill)
+    # a box maximum is the maximum over depth of the (H, W) maxima: the 2-D kernel does
+    # (H, W) for every depth slice, then kD strided depth taps are compared element-wise.
+    # Ties keep PyTorch's first-in-(d, h, w)-order rule (each stage keeps its first
+    # maximum) and a NaN wins, as in PyTorch.
+    *lead, dd, h, w = input.shape
+    r = _F().max_pool2d(input.reshape(-1, dd, h, w), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+                        return_indices)
+    vals, hw_idx = r if return_indices else (r, None)
+    ho, wo = vals.shape[-2:]
+    taps, do = _depth_taps(vals, k[0], s[0], p[0], d[0], ceil_mode, fill)
+    best, pick = taps[0], None
+    for j, cand in enumerate(taps[1:], 1):
+        take = (cand > best) | ember.isnan(cand)
+        best = ember.where(take, cand, best)
+        if return_indices:
+            pick = ember.where(take, ember.full_like(take, j, dtype=ember.int64),
+                               ember.zeros_like(take, dtype=ember.int64) if pick is None
+                               else pick)
+    out = best.reshape(*lead, do, ho, wo)
     if not return_indices:
-        return win.amax(-1) if not input.requires_grad else win.max(-1)[0]
-    out, arg = win.max(-1)
-    idx, _ = _windows(_flat_index(sizes), nsp, k, s, p, d, ceil_mode, -1)
-    lead = out.shape[:-nsp]
-    idx = idx.expand(*lead, *idx.shape).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
-    return out, idx
+        return out
+    if pick is None:
+        pick = ember.zeros(best.shape, dtype=ember.int64)
+    start = (ember.arange(do, dtype=ember.int64) * s[0] - p[0]).reshape(1, do, 1, 1)
+    depth = (start + pick * d[0]).clamp(0, dd - 1)
+    idx = depth * (h * w) + hw_idx.gather(1, depth)
+    return out, idx.reshape(*lead, do, ho, wo)
+
+
+def _depth_taps(x, k, s, p, d, ceil_mode, fill):
+    """The ``k`` strided views of dim 1 of ``x`` (padded with ``fill``) whose element-wise
+    reduction is a 1-D pooling along that dim, and the output length."""
+    n = x.shape[1]
+    do = _out_size(n, k, s, p, d, ceil_mode)
+    right = max((do - 1) * s + d * (k - 1) + 1 - n - p, 0)
+    if p or right:
+        x = _F().pad(x, (0, 0, 0, 0, p, right), value=fill)
+    span = (do - 1) * s + 1
+    return [x[:, j * d:j * d + span:s] for j in range(k)], do
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -146,10 +154,17 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                    f"pad={p}, kernel_size={k}")
     _check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
     sizes = input.shape[-3:]
-    win, outs = _windows(input, 3, k, s, p, (1, 1, 1), ceil_mode, 0.0)
+    outs = [_out_size(n, kk, ss, pp, 1, ceil_mode) for n, kk, ss, pp in zip(sizes, k, s, p)]
     _check(min(outs) > 0, lambda: f"{op}: Given input size: {list(input.shape)}. Calculated "
                                   f"output size: {outs}. Output size is too small")
-    total = win.sum(-1)
+    # box sums are (H, W) window sums (the 2-D kernel, divisor 1) summed over depth windows
+    *lead, dd, h, w = input.shape
+    sums = _F().avg_pool2d(input.reshape(-1, dd, h, w), k[1:], s[1:], p[1:], ceil_mode, True, 1)
+    taps, _ = _depth_taps(sums, k[0], s[0], p[0], 1, ceil_mode, 0.0)
+    total = taps[0]
+    for t in taps[1:]:
+        total = total + t
+    total = total.reshape(*lead, *outs)
     if divisor_override is not None:
         return total / divisor_override
     # divisor per output position: a separable product of per-axis window lengths

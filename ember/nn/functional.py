@@ -988,11 +988,9 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 # ---- distances ----------------------------------------------------------------
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
-    r = input / denom
     if out is not None:
-        out.copy_(r)
-        return out
-    return r
+        return ember.div(input, denom, out=out)
+    return input / denom
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -1567,12 +1565,18 @@ from ember.nn._vision import (  # noqa: E402
 __all__ += ["affine_grid", "channel_shuffle", "grid_sample", "native_channel_shuffle",
             "pixel_shuffle", "pixel_unshuffle", "upsample_bilinear", "upsample_nearest"]
 from ember.nn import _pooling  # noqa: E402
-from ember.nn._conv3d import conv3d, conv_transpose3d  # noqa: E402
+from ember.nn._conv import conv3d, conv_tbc, conv_transpose3d  # noqa: E402
 from ember.nn._pooling import *  # noqa: E402, F403
 
-__all__ += ["conv3d", "conv_transpose3d", *_pooling.__all__]
+__all__ += ["conv3d", "conv_tbc", "conv_transpose3d", *_pooling.__all__]
 from ember.nn import _activations, _losses  # noqa: E402
 from ember.nn._activations import *  # noqa: E402, F403
 from ember.nn._losses import *  # noqa: E402, F403
 
 __all__ += [*_activations.__all__, *_losses.__all__]
+from ember.nn._sparse import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]
+from ember.nn._script_helpers import assert_int_or_pair, boolean_dispatch  # noqa: E402
+
+__all__ += ["assert_int_or_pair", "boolean_dispatch"]

@@ -233,15 +233,15 @@ def orthogonal_(tensor, gain=1, generator=None):
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    import numpy as np
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     with _no_grad():
         _normal(tensor, 0, std, generator)
-        mask = np.ones((rows, cols))
-        for c in range(cols):
-            mask[np.random.permutation(rows)[:num_zeros], c] = 0
-        tensor.mul_(ember.tensor(mask, dtype=tensor.dtype))
+        if num_zeros:
+            # a random set of num_zeros rows per column: the first rows of a random order
+            order = _rand_like(ember.empty(rows, cols), generator).argsort(0)[:num_zeros]
+            mask = ember.ones(rows, cols, dtype=tensor.dtype).scatter(0, order, 0.0)
+            tensor.mul_(mask)
     return tensor
 
 
@@ -254,3 +254,6 @@ xavier_normal = xavier_normal_
 kaiming_uniform = kaiming_uniform_
 kaiming_normal = kaiming_normal_
 orthogonal = orthogonal_
+sparse = sparse_
+dirac = dirac_
+eye = eye_

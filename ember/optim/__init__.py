@@ -1,5 +1,6 @@
 """``ember.optim``: optimizers and learning-rate schedulers (PyTorch's ``torch.optim``)."""
 from ember.optim import lr_scheduler, swa_utils
+from ember.optim._stateless import swap_in_optimizer_params_and_state
 from ember.optim.adadelta import Adadelta
 from ember.optim.adafactor import Adafactor
 from ember.optim.adagrad import Adagrad
@@ -17,4 +18,4 @@ from ember.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam",
            "Adamax", "Adadelta", "ASGD", "Rprop", "LBFGS", "Adafactor", "Muon",
-           "lr_scheduler", "swa_utils"]
+           "lr_scheduler", "swa_utils", "swap_in_optimizer_params_and_state"]

@@ -47,7 +47,7 @@ class Adadelta(Optimizer):
         """One Adadelta update of every parameter that has a gradient."""
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            _check_capturable(group, params, devices=_CAPTURABLE_DEVICES[:4])
+            _check_capturable(group, devices=_CAPTURABLE_DEVICES[:4])
             lr, rho, eps = _value(group["lr"]), group["rho"], group["eps"]
             wd = group["weight_decay"]
             for p in params:

@@ -44,7 +44,7 @@ class Adam(Optimizer):
         """One Adam update of every parameter that has a gradient."""
         scratch = self.__dict__.setdefault("_scratch", {})
         for group in self.param_groups:
-            _check_capturable(group, [p for p in group["params"] if p.grad is not None])
+            _check_capturable(group)
             lr = _value(group["lr"])
             beta1, beta2 = group["betas"]
             eps = group["eps"]

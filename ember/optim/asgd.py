@@ -47,7 +47,7 @@ class ASGD(Optimizer):
         """One ASGD update of every parameter that has a gradient."""
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            _check_capturable(group, params, "params, mus, etas, and state_steps")
+            _check_capturable(group, "params, mus, etas, and state_steps")
             lr, lambd, alpha = _value(group["lr"]), group["lambd"], group["alpha"]
             t0, wd = group["t0"], group["weight_decay"]
             for p in params:

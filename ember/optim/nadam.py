@@ -52,7 +52,7 @@ class NAdam(Optimizer):
         """One NAdam update of every parameter that has a gradient."""
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            _check_capturable(group, params, "params, mu_products and state_steps")
+            _check_capturable(group, "params, mu_products and state_steps")
             lr = _value(group["lr"])
             beta1, beta2 = group["betas"]
             eps, wd = group["eps"], group["weight_decay"]

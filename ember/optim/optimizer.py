@@ -1,7 +1,9 @@
 """``ember.optim.Optimizer``: parameter groups, per-parameter state, state_dict round trip.
 
 Each optimizer's ``step`` updates parameters in place under ``no_grad`` with whole-tensor
-ops (one short loop over parameters, none over elements)."""
+ops (one short loop over parameters, none over elements); SGD, Adam and AdamW run a whole
+group in one multi-tensor C call (``ember._C.foreach``) unless ``foreach=False``. With
+``differentiable=True`` the step runs with grad enabled, in ops autograd can follow."""
 from __future__ import annotations
 
 import copy
@@ -280,7 +282,7 @@ def _check_adam_args(lr, betas, eps, weight_decay) -> None:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
-def _check_fused(fused, foreach, differentiable, params) -> None:
+def _check_fused(fused, foreach, differentiable, param_groups) -> None:
     """torch's rules for ``fused=True``: floating-point params, not with foreach or
     differentiable."""
     if not fused:
@@ -289,20 +291,19 @@ def _check_fused(fused, foreach, differentiable, params) -> None:
         raise RuntimeError("`fused` does not support `differentiable`")
     if foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-    for g in params:
-        for p in (g["params"] if isinstance(g, dict) else [g]):
-            if isinstance(p, tuple):
-                p = p[1]
+    for g in param_groups:
+        for p in g["params"]:
             if not p.is_floating_point():
                 raise RuntimeError("`fused=True` requires all the params to be floating point "
                                    "Tensors of supported devices: ['cpu', 'cuda'].")
 
 
-def _check_capturable(group, params, what="params and state_steps",
+def _check_capturable(group, what="params and state_steps",
                       devices=_CAPTURABLE_DEVICES) -> None:
     """``capturable=True`` only means something inside a CUDA graph capture: like torch,
-    refuse it for params on other devices."""
-    if group.get("capturable") and any(p.device.type not in devices for p in params):
+    refuse it for params (with a gradient) on other devices."""
+    if group.get("capturable") and any(p.grad is not None and p.device.type not in devices
+                                       for p in group["params"]):
         raise AssertionError(f"If capturable=True, {what} must be on supported devices: "
                              f"{devices}.")
 

@@ -45,7 +45,7 @@ class RAdam(Optimizer):
         """One RAdam update of every parameter that has a gradient."""
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            _check_capturable(group, params)
+            _check_capturable(group)
             lr = _value(group["lr"])
             beta1, beta2 = group["betas"]
             eps, wd = group["eps"], group["weight_decay"]

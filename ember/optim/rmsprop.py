@@ -38,7 +38,7 @@ class RMSprop(Optimizer):
     @_use_grad
     def step(self):
         for group in self.param_groups:
-            _check_capturable(group, [p for p in group["params"] if p.grad is not None])
+            _check_capturable(group)
             lr, alpha, eps = _value(group["lr"]), group["alpha"], group["eps"]
             wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p in group["params"]:

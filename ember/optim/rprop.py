@@ -45,7 +45,7 @@ class Rprop(Optimizer):
         """One Rprop update of every parameter that has a gradient."""
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            _check_capturable(group, params)
+            _check_capturable(group)
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
             for p in params:

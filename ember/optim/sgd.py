@@ -41,7 +41,7 @@ class SGD(Optimizer):
             lr = _value(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]
-            wd = group["weight_decay"]
+            wd = _value(group["weight_decay"])
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             if _multi_tensor(group) and self._multi_step(group, lr):
@@ -82,7 +82,7 @@ class SGD(Optimizer):
                     fresh.append((p, buf))
                 bufs.append(buf)
         if not _fe.sgd_(params, [p.grad for p in params], bufs, init, lr,
-                        group["weight_decay"], momentum, group["dampening"],
+                        _value(group["weight_decay"]), momentum, group["dampening"],
                         group["nesterov"], group["maximize"]):
             return False
         for p, buf in fresh:

@@ -1,6 +1,7 @@
 """The layers of ``ember.nn``: each submodule's ``__all__`` is re-exported here."""
 from ember.nn.modules import (
     activation,
+    adaptive,
     container,
     conv,
     distance,
@@ -20,6 +21,7 @@ from ember.nn.modules import (
     upsampling,
 )
 from ember.nn.modules.activation import *  # noqa: F403
+from ember.nn.modules.adaptive import *  # noqa: F403
 from ember.nn.modules.container import *  # noqa: F403
 from ember.nn.modules.conv import *  # noqa: F403
 from ember.nn.modules.distance import *  # noqa: F403
@@ -39,8 +41,9 @@ from ember.nn.modules.sparse import *  # noqa: F403
 from ember.nn.modules.transformer import *  # noqa: F403
 from ember.nn.modules.upsampling import *  # noqa: F403
 
-__all__ = sorted({"Module", *activation.__all__, *container.__all__, *conv.__all__,
-                  *distance.__all__, *dropout.__all__, *flatten.__all__, *fold.__all__,
-                  *lazy.__all__, *linear.__all__, *loss.__all__, *normalization.__all__,
-                  *padding.__all__, *pixelshuffle.__all__, *pooling.__all__, *rnn.__all__,
-                  *sparse.__all__, *transformer.__all__, *upsampling.__all__})
+__all__ = sorted({"Module", *activation.__all__, *adaptive.__all__, *container.__all__,
+                  *conv.__all__, *distance.__all__, *dropout.__all__, *flatten.__all__,
+                  *fold.__all__, *lazy.__all__, *linear.__all__, *loss.__all__,
+                  *normalization.__all__, *padding.__all__, *pixelshuffle.__all__,
+                  *pooling.__all__, *rnn.__all__, *sparse.__all__, *transformer.__all__,
+                  *upsampling.__all__})

@@ -2,14 +2,28 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from itertools import islice
 
 import ember
-from ember.nn.modules.module import Module, _addindent
+from ember.nn.modules.module import Module, _addindent, _state_writes
 from ember.nn.parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
+
+
+class Container(Module):
+    """Deprecated: a Module holding the keyword-argument modules (subclass Module)."""
+
+    def __init__(self, **kwargs):
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):
@@ -81,6 +95,7 @@ class Sequential(Module):
             raise IndexError(f"Index out of range: {index}")
         if index < 0:
             index += n
+        _state_writes[0] += 1
         for i in range(n, index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
@@ -155,6 +170,7 @@ class ModuleList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def insert(self, index, module):
+        _state_writes[0] += 1
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
@@ -211,6 +227,7 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
+        _state_writes[0] += 1
         del self._modules[key]
 
     def __len__(self):

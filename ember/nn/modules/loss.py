@@ -1,6 +1,7 @@
 """Loss modules (each a thin wrapper over its ``ember.nn.functional`` form)."""
 from __future__ import annotations
 
+import math
 import warnings
 
 from ember.nn import functional as F
@@ -10,7 +11,8 @@ __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "TripletMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
-           "MultiLabelSoftMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss", "NLLLoss2d"]
+           "MultiLabelSoftMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss", "NLLLoss2d",
+           "LinearCrossEntropyLoss"]
 
 
 class _Loss(Module):
@@ -252,3 +254,42 @@ class NLLLoss2d(NLLLoss):
         warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
                       "drop-in replacement.", FutureWarning, stacklevel=2)
         super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A linear layer followed by cross-entropy, as one loss (``F.linear_cross_entropy``):
+    its ``linear`` holds a ``(num_classes * prod(out_features), in_features)`` weight."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        from ember.nn.modules.linear import Linear
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, num_classes * math.prod(self.out_features),
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        w = self.linear.weight.reshape(*shape, self.linear.in_features)
+        b = self.linear.bias.reshape(shape) if self.linear.bias is not None else None
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -301,6 +301,11 @@ def _addindent(s, n):
     return first + "\n" + "\n".join(" " * n + line for line in lines)
 
 
+# Writes to any module's attributes, parameters, buffers or children: compiled code
+# re-checks its guards on module state only when this count moved.
+_state_writes = [0]
+
+
 class Module:
     """Base class for all neural network modules."""
 
@@ -336,6 +341,7 @@ class Module:
     # ---- registration ---------------------------------------------------------
     def register_buffer(self, name, tensor, persistent=True):
         """Add a buffer (saved in ``state_dict`` unless ``persistent=False``)."""
+        _state_writes[0] += 1
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -359,6 +365,7 @@ class Module:
 
     def register_parameter(self, name, param):
         """Add a parameter (``None`` is allowed and skipped by ``parameters()``)."""
+        _state_writes[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -382,6 +389,7 @@ class Module:
 
     def add_module(self, name, module):
         """Add a child module."""
+        _state_writes[0] += 1
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         if not isinstance(name, str):
@@ -443,6 +451,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        _state_writes[0] += 1
         d = self.__dict__
 
         def remove_from(*dicts_or_sets):
@@ -494,6 +503,7 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        _state_writes[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -513,6 +523,7 @@ class Module:
         return self.__dict__.copy()
 
     def __setstate__(self, state):
+        _state_writes[0] += 1
         self.__dict__.update(state)
         self.__dict__.setdefault("_backward_hooks", OrderedDict())
         self.__dict__.setdefault("_backward_pre_hooks", OrderedDict())
@@ -612,6 +623,7 @@ class Module:
         return self
 
     def _apply(self, fn, recurse=True):
+        _state_writes[0] += 1
         if recurse:
             for m in self.children():
                 m._apply(fn)

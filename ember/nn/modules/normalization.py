@@ -10,7 +10,8 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "LocalResponseNorm"]
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "LocalResponseNorm",
+           "CrossMapLRN2d"]
 
 
 def _affine_params(mod, shape, affine, bias, kw):
@@ -253,3 +254,41 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class CrossMapLRN2d(Module):
+    """The Lua-Torch local response normalisation over the channels of 4-D input: each
+    value divided by ``(k + alpha / size * sum of squares in its channel window) ** beta``.
+
+    The window follows PyTorch's running-sum exactly, including its quirk that channel 0
+    stays in the sum of channels ``pre_pad`` and above (``pre_pad = (size - 1) // 2 + 1``),
+    so outputs equal PyTorch's. Gradients are the exact derivative of that forward (PyTorch's
+    hand-written backward of this legacy module fails ``gradcheck``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             f"instead.")
+        c = input.shape[1]
+        sq = input * input
+        pre = (self.size - 1) // 2 + 1
+        s = sq.narrow(1, 0, min(pre, c)).sum(1)
+        sums = [s]
+        for ch in range(1, c):
+            if ch < c - pre + 1:
+                s = s + sq[:, ch + pre - 1]
+            if ch > pre:
+                s = s - sq[:, ch - pre]
+            sums.append(s)
+        scale = ember.stack(sums, 1) * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

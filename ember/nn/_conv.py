@@ -1,4 +1,4 @@
-"""3-D convolutions composed from the 2-D kernels.
+"""3-D convolutions composed from the 2-D kernels, and ``conv_tbc``.
 
 ``conv3d`` stacks the ``kD`` depth taps of every output depth into the channel axis and runs
 one ``conv2d`` (one GEMM) over ``N * D_out`` images; ``conv_transpose3d`` runs one
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ember
 from ember._check import _check
 
-__all__ = ["conv3d", "conv_transpose3d"]
+__all__ = ["conv3d", "conv_transpose3d", "conv_tbc"]
 
 
 def _triple(v, name, op):
@@ -21,12 +21,12 @@ def _triple(v, name, op):
     return (int(v),) * 3
 
 
-def _check_input(op, input, weight, cin):
+def _check_input(op, input, weight, cin, groups):
     _check(input.dim() in (4, 5), lambda: f"Expected 4D (unbatched) or 5D (batched) input to "
                                           f"{op}, but got input of size: {list(input.shape)}")
     _check(weight.dim() == 5, lambda: f"{op}: expected a 5-D weight, but got weight of size "
                                       f"{list(weight.shape)}")
-    _check(input.shape[1] == cin, lambda: f"Given groups, weight of size "
+    _check(input.shape[1] == cin, lambda: f"Given groups={groups}, weight of size "
                                           f"{list(weight.shape)}, expected input"
                                           f"{list(input.shape)} to have {cin} channels, but got "
                                           f"{input.shape[1]} channels instead")
@@ -53,7 +53,8 @@ def conv3d(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor | None 
     if unbatched:
         input = input.unsqueeze(0)
     _check(groups > 0, "non-positive groups is not supported")
-    _check_input("conv3d", input, weight, weight.shape[1] * groups if weight.dim() == 5 else -1)
+    _check_input("conv3d", input, weight, weight.shape[1] * groups if weight.dim() == 5 else -1,
+                 groups)
     _check(weight.shape[0] % groups == 0, lambda: f"Given groups={groups}, expected weight to "
                                                   f"be divisible by {groups} at dimension 0, "
                                                   f"but got weight of size "
@@ -117,7 +118,8 @@ def conv_transpose3d(input: ember.Tensor, weight: ember.Tensor,
     if unbatched:
         input = input.unsqueeze(0)
     _check(groups > 0, "non-positive groups is not supported")
-    _check_input("conv_transpose3d", input, weight, weight.shape[0] if weight.dim() == 5 else -1)
+    _check_input("conv_transpose3d", input, weight,
+                 weight.shape[0] if weight.dim() == 5 else -1, groups)
     s = _triple(stride, "stride", "conv_transpose3d")
     p = _triple(padding, "padding", "conv_transpose3d")
     op = _triple(output_padding, "output_padding", "conv_transpose3d")
@@ -150,3 +152,20 @@ def conv_transpose3d(input: ember.Tensor, weight: ember.Tensor,
     if bias is not None:
         out = out + bias.reshape(1, cout, 1, 1, 1)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_tbc(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor,
+             pad: int = 0) -> ember.Tensor:
+    """1-D convolution in time-batch-channel layout: ``(T, B, C_in)`` input, ``(K, C_in,
+    C_out)`` weight, ``(C_out,)`` bias; returns ``(T + 2 * pad - K + 1, B, C_out)``."""
+    _check(input.dim() == 3, "Input must have 3 dims: time, batch, in_channel")
+    _check(weight.dim() == 3, "Weight tensor must have 3 dims: kernel_width, in_channels, "
+                              "out_channels.")
+    _check(bias.dim() == 1, "Bias must be 1-D")
+    _check(input.shape[2] == weight.shape[1], "Input dim 2 (input channels) is not == dim 1 "
+                                              "in the weight tensor")
+    _check(weight.shape[2] == bias.shape[0], "Bias size must equal dim 2 in the weight "
+                                             "tensor (output channels).")
+    out = ember.nn.functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
+                                     1, pad)
+    return out.permute(2, 0, 1)

@@ -1,0 +1,954 @@
+"""Graph capture for ``ember.compile``: run once under the dispatcher's Python key,
+record every op into an ``ember.fx`` Graph, and reuse it while guards hold.
+
+The first call with a new guard set runs the function for real with a
+:class:`_Capture` mode installed; each op is executed and recorded.  User
+tensor inputs become placeholders, and so do the parameters and buffers of
+the modules involved (fetched by attribute path on every call, so optimizer
+steps and reassigned parameters are seen).  When something cannot be
+replayed faithfully (a tensor value read into Python, a data-dependent
+shape, a mutation the dispatcher did not see, a Python side effect) the
+capture *breaks*: that guard set runs eagerly from then on.  Replaying a
+graph never bakes a value that a guard does not protect.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import linecache
+import os
+import sys
+import threading
+import time
+import warnings
+from typing import Any, Callable
+
+from ember import _switches
+from ember import compiler as _compiler
+from ember._C import core as _core
+from ember.autograd._hooks import _hook_writes
+from ember.fx.graph import Graph
+from ember.fx.graph_module import GraphModule
+from ember.fx.node import Node
+from ember.fx.passes.shape_prop import _extract_tensor_metadata
+from ember.library import DispatchMode
+from ember.nn.modules.module import _state_writes
+
+TensorBase = _core.TensorBase
+_SCALARS = (int, float, bool, str, complex, type(None))
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MISSING = object()
+
+# ops whose result shape (or Python value) depends on tensor data
+_DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
+                             "bincount", "argwhere", "masked_scatter", "masked_scatter_"})
+_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__"})
+# in-place ops whose first argument is written
+_INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
+
+
+class GraphBreakError(RuntimeError):
+    """``fullgraph=True`` and the function cannot be captured as one graph."""
+
+
+# ---------------------------------------------------------------------------
+# pytrees of args/outputs: tuples, lists, dicts (others are leaves)
+# ---------------------------------------------------------------------------
+
+def flatten(obj: Any, leaves: list) -> Any:
+    """Append the leaves of ``obj`` to ``leaves`` and return a hashable spec."""
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(flatten(x, leaves) for x in obj))
+    if t is dict:
+        return (dict, tuple(obj), tuple(flatten(v, leaves) for v in obj.values()))
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return (t, tuple(flatten(x, leaves) for x in obj))
+    leaves.append(obj)
+    return None
+
+
+def unflatten(spec: Any, it: Any) -> Any:
+    if spec is None:
+        return next(it)
+    t = spec[0]
+    if t is dict:
+        return {k: unflatten(s, it) for k, s in zip(spec[1], spec[2])}
+    items = [unflatten(s, it) for s in spec[1]]
+    if t is tuple:
+        return tuple(items)
+    if t is list:
+        return items
+    return t(*items)
+
+
+_CONTAINERS = (tuple, list, dict)
+
+
+def tensor_key(t: Any) -> tuple:
+    return (t.shape, t.dtype, t.device, t.requires_grad, t.stride())
+
+
+def leaf_key(x: Any) -> Any:
+    if isinstance(x, TensorBase):
+        return tensor_key(x)
+    if type(x) in _SCALARS:
+        return (type(x), x)
+    if isinstance(x, (_core.DType, _core.Device)):
+        return x
+    return (type(x), id(x))
+
+
+_grad_on = _core.is_grad_enabled
+_default_dtype = _core._get_default_dtype
+_default_device = _core._get_default_device
+_inference_on = _core.is_inference_mode_enabled
+
+
+def switches() -> tuple:
+    """The global switches that change what ops compute."""
+    return (_grad_on(), _default_dtype(), _switches._deterministic, _default_device(),
+            _inference_on())
+
+
+def _module_writes() -> int:
+    return _state_writes[0] + _hook_writes[0]
+
+
+_rg_writes = _core._requires_grad_writes
+
+
+def describe_key_change(old: tuple, new: tuple, names: list[str]) -> str:
+    """Which guard of a cache entry a new call failed, in torch's words."""
+    (ospec, oleaves, oalias, osw), (nspec, nleaves, nalias, nsw) = old, new
+    if osw != nsw:
+        labels = ("grad mode", "default dtype", "deterministic algorithms", "default device",
+                  "inference mode")
+        for lab, a, b in zip(labels, osw, nsw):
+            if a != b:
+                return f"global state changed: {lab} was {a}, now {b}"
+    if ospec != nspec or len(oleaves) != len(nleaves):
+        return "the structure of the arguments changed (number, nesting or keyword names)"
+    for name, a, b in zip(names + ["input"] * len(nleaves), oleaves, nleaves):
+        if a == b:
+            continue
+        if isinstance(a, tuple) and len(a) == 5 and isinstance(b, tuple) and len(b) == 5:
+            fields = ("size", "dtype", "device", "requires_grad", "stride")
+            for f, x, y in zip(fields, a, b):
+                if x != y:
+                    if f in ("size", "stride") and len(x) == len(y):
+                        i = next(i for i in range(len(x)) if x[i] != y[i])
+                        return (f"tensor '{name}' {f} mismatch at index {i}. expected {x[i]}, "
+                                f"actual {y[i]}")
+                    return f"tensor '{name}' {f} mismatch. expected {x}, actual {y}"
+        if isinstance(a, tuple) and len(a) == 2 and type(a[0]) is type:
+            return f"{name} == {a[1]!r} (got {b[1] if isinstance(b, tuple) else b!r})"
+        return f"{name}: argument changed from {a!r} to {b!r}"
+    if oalias != nalias:
+        return "tensor inputs alias each other differently"
+    return "guard failed"
+
+
+def alias_pattern(leaves: list) -> tuple:
+    seen: dict[int, int] = {}
+    out = []
+    for i, x in enumerate(leaves):
+        if isinstance(x, TensorBase):
+            out.append(seen.setdefault(x._storage_id(), i))
+    return tuple(out)
+
+
+def user_frame_summary() -> str:
+    """``file:line in fn`` and the source line of the innermost frame outside ember."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_EMBER_DIR):
+        f = f.f_back
+    if f is None:
+        return "<unknown location>"
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f'File "{f.f_code.co_filename}", line {f.f_lineno}, in {f.f_code.co_name}\n    {line}'
+
+
+# ---------------------------------------------------------------------------
+# Python state the replay depends on (guarded) and must not change (side effects)
+# ---------------------------------------------------------------------------
+
+class _KeySet(str):
+    """A StateGuards key meaning "the dict's key set" (its text says whose)."""
+
+
+class StateGuards:
+    """Values of Python state read by the function: module flags and scalar attributes,
+    scalar globals and closure variables.  A replay is valid only while they hold."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[dict, str, Any]] = []
+        self._seen: set[tuple[int, str]] = set()
+
+    def add_dict(self, d: dict, keys: Any = None) -> None:
+        for k in (d if keys is None else keys):
+            v = d.get(k, _MISSING)
+            if (id(d), k) in self._seen or v is _MISSING:
+                continue
+            if type(v) in _SCALARS or _is_module(v) or callable(v):
+                self._seen.add((id(d), k))
+                self.items.append((d, k, v))
+            elif _scalar_container(v):
+                # a config list/dict/tuple of scalars: compared by value on every check
+                self._seen.add((id(d), k))
+                self.items.append((d, k, _Frozen(v)))
+
+    def add_keys(self, d: dict, describe: str) -> None:
+        """Guard the set of keys of ``d`` (children, parameters, attributes added or removed)."""
+        self.items.append((d, _KeySet(describe), tuple(d)))
+
+    def check(self) -> tuple[dict, str, Any] | None:
+        """The first guard that no longer holds, or None."""
+        for d, k, v in self.items:
+            if type(k) is _KeySet:
+                if tuple(d) != v:
+                    return (d, k, v)
+                continue
+            cur = d.get(k, _MISSING)
+            if type(v) is _Frozen:
+                if type(cur) is not v.type or cur != v.value:
+                    return (d, k, v.value)
+            elif cur is not v and not (type(v) in _SCALARS and type(cur) is type(v)
+                                       and cur == v):
+                return (d, k, v)
+        return None
+
+
+class _Frozen:
+    """A copy of a container of scalars, to compare a guarded global or attribute with."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self, v: Any) -> None:
+        self.type = type(v)
+        self.value = v.copy() if hasattr(v, "copy") else v
+
+
+def _scalar_container(v: Any) -> bool:
+    t = type(v)
+    if t in (list, tuple, set, frozenset):
+        return len(v) <= 64 and all(type(x) in _SCALARS for x in v)
+    if t is dict:
+        return len(v) <= 64 and all(type(x) in _SCALARS for x in v.values())
+    return False
+
+
+def _is_module(x: Any) -> bool:
+    nn = sys.modules.get("ember.nn")
+    return nn is not None and isinstance(x, nn.Module)
+
+
+def code_names(code: Any, out: set | None = None) -> set:
+    """Global names a code object (and the functions nested in it) may read."""
+    out = set() if out is None else out
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            code_names(c, out)
+    return out
+
+
+def _fetch_entry(d: Any, k: str, leaves: list) -> Any:
+    return d.get(k)
+
+
+def _fetch_leaf_grad(i: int, leaves: list) -> Any:
+    return getattr(leaves[i], "grad", None)
+
+
+class _Slot:
+    """A one-entry, dict-like view of an attribute (a closure cell's contents, a
+    parameter's ``.grad``), so guards and lifted inputs read it like a dict entry."""
+
+    __slots__ = ("obj", "attr")
+
+    def __init__(self, obj: Any, attr: str) -> None:
+        self.obj = obj
+        self.attr = attr
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return getattr(self.obj, self.attr)
+        except (AttributeError, ValueError):   # an empty cell raises ValueError
+            return default
+
+    def __getitem__(self, key: Any) -> Any:
+        return getattr(self.obj, self.attr)
+
+
+def fn_state(fn: Any, guards: StateGuards, modules: list, cap: Any = None) -> None:
+    """Guard the globals and closure variables ``fn`` reads; collect the modules found
+    there, and register their tensors with the capture ``cap``."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    g = getattr(fn, "__globals__", {})
+    names = [n for n in code_names(code) if n in g]
+    guards.add_dict(g, names)
+    for n in names:
+        if _is_module(g[n]):
+            modules.append(g[n])
+        elif cap is not None and isinstance(g[n], TensorBase):
+            cap.add_source(g[n], g, n, n, "_global")
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        slot = _Slot(cell, "cell_contents")
+        v = slot.get(name, _MISSING)
+        if v is _MISSING:
+            continue
+        if _is_module(v):
+            modules.append(v)
+        elif isinstance(v, TensorBase):
+            if cap is not None:
+                cap.add_source(v, slot, name, name, "_closure")
+        elif hasattr(v, "__code__"):
+            fn_state(v, guards, modules, cap)
+        else:
+            guards.add_dict(slot, [name])
+
+
+def module_state(mods: list, guards: StateGuards) -> list:
+    """Guard the structure, flags and scalar attributes of every module in ``mods``'
+    trees (and the global module hooks); returns the ids of the modules walked."""
+    seen: set[int] = set()
+    for root in mods:
+        for m in root.modules():
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            # private containers are module machinery (hooks, registries), covered by
+            # the key-set guards below; public ones are configuration
+            guards.add_dict(m.__dict__, [k for k, v in m.__dict__.items()
+                                         if type(v) in _SCALARS or
+                                         (k[:1] != "_" and _scalar_container(v))])
+            guards.add_dict(m._modules)
+            name = type(m).__name__
+            guards.add_keys(m.__dict__, f"the attributes of a {name}")
+            for kind in ("_modules", "_parameters", "_buffers", "_forward_pre_hooks",
+                         "_forward_hooks", "_backward_hooks", "_backward_pre_hooks"):
+                guards.add_keys(m.__dict__[kind], f"the {kind.strip('_')} of a {name}")
+    from ember.nn.modules import module as _m
+    for g in ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_hooks",
+              "_global_backward_pre_hooks"):
+        guards.add_keys(getattr(_m, g), g.strip("_"))
+    return list(seen)
+
+
+def snapshot(mods: list, fn: Any, leaves: list = ()) -> dict:
+    """Python state a side effect would change: module attributes and the sizes of
+    containers in module attributes and the function's globals."""
+    import ember
+    # hooks registered while running (tensor hooks, retain_grad, module backward
+    # hooks) would not be registered again by a replay
+    snap: dict = {("switches", ""): switches(), ("seed", ""): ember.initial_seed(),
+                  ("hooks", ""): _hook_writes[0]}
+    for root in mods:
+        for m in root.modules():
+            for k, v in m.__dict__.items():
+                if type(v) in _SCALARS:
+                    snap[(id(m.__dict__), k)] = v
+                elif type(v) in (list, dict, set):
+                    snap[(id(v), "#len")] = len(v)
+            snap[(id(m.__dict__), "#keys")] = tuple(m.__dict__)
+            for p in m._parameters.values():
+                if p is not None:     # backward() inside sets .grad: a replay would not
+                    snap[(id(p), "grad")] = id(p.grad)
+    for x in leaves:
+        if isinstance(x, TensorBase) and x.requires_grad and x.is_leaf:
+            snap[(id(x), "grad")] = id(x.grad)
+    f = getattr(fn, "__func__", fn)
+    g = getattr(f, "__globals__", None)
+    if g is not None and hasattr(f, "__code__"):
+        for n in code_names(f.__code__):
+            v = g.get(n, _MISSING)
+            snap[(id(g), n)] = v if type(v) in _SCALARS else id(v)
+            if type(v) in (list, dict, set):
+                snap[(id(v), "#len")] = len(v)
+    return snap
+
+
+# ---------------------------------------------------------------------------
+# the capture mode
+# ---------------------------------------------------------------------------
+
+class _Capture(DispatchMode):
+    """Records every op the dispatcher runs into ``self.graph``."""
+
+    def __init__(self, fullgraph: bool, export: bool = False) -> None:
+        self.graph = Graph()
+        self.export = export        # name lifted inputs p_<path> / b_<path> as torch.export
+        self.fullgraph = fullgraph
+        self.env: dict[int, tuple[Node, Any]] = {}   # id(tensor) -> (node, tensor)
+        self.versions: dict[int, int] = {}           # storage id -> version last seen
+        self.inputs: list[Any] = []                  # example inputs, placeholder order
+        self.input_nodes: list[Node] = []
+        self.lifted: list[Callable] = []             # fetch(leaves) -> tensor, per lifted
+        self.sources: dict[int, tuple[dict, str, str, str]] = {}
+        self.lifted_paths: list[tuple[str, str]] = []  # (kind, state-dict key) per lifted
+        self.user_leaves: list[tuple[int, Any]] = []   # (leaf index, tensor) of arguments
+        self.guards = StateGuards()                    # identities of modules found inside
+        self.outer_frame: Any = None
+        self.new_modules: list = []                    # modules found while capturing
+        self.input_storages: dict[int, int] = {}     # storage id -> how many inputs share it
+        self.constants: dict[str, Any] = {}
+        self.break_reason: str | None = None
+        self.break_op: str | None = None
+        self.n_ops = 0
+        self.suspended = 0
+        self._last_placeholder: Node | None = None
+        self.grad_start = self.grad_state = _core.is_grad_enabled()
+        self.inference_start = _core.is_inference_mode_enabled()
+        self.thread = threading.get_ident()
+
+    # ---- inputs ---------------------------------------------------------------------
+    def add_input(self, t: Any, name: str) -> Node:
+        if self._last_placeholder is None:
+            nodes = list(self.graph.nodes)
+            ctx = self.graph.inserting_before(nodes[0] if nodes else None)
+        else:
+            ctx = self.graph.inserting_after(self._last_placeholder)
+        with ctx:
+            node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        node.meta["tensor_meta"] = _extract_tensor_metadata(t)
+        self.env[id(t)] = (node, t)
+        self.inputs.append(t)
+        self.input_nodes.append(node)
+        sid = t._storage_id()
+        self.input_storages[sid] = self.input_storages.get(sid, 0) + 1
+        self.versions[sid] = t._version
+        return node
+
+    def add_modules(self, mods: list) -> None:
+        """Make the parameters, buffers, tensor attributes and parameter gradients of
+        ``mods`` liftable as inputs, re-read by path on every call."""
+        for root in mods:
+            for mname, m in root.named_modules():
+                prefix = f"{mname}." if mname else ""
+                for kind in ("_parameters", "_buffers"):
+                    d = m.__dict__.get(kind, {})
+                    for k, t in d.items():
+                        if t is not None:
+                            self.add_source(t, d, k, prefix + k, kind)
+                            g = t.grad if kind == "_parameters" else None
+                            if g is not None:
+                                self.add_source(g, _Slot(t, "grad"), "grad",
+                                                f"{prefix}{k}.grad", "_grad")
+                for k, t in list(m.__dict__.items()):
+                    if isinstance(t, TensorBase):
+                        self.add_source(t, m.__dict__, k, prefix + k, "_attr")
+
+    def add_source(self, t: Any, container: Any, key: str, path: str, kind: str) -> None:
+        """Where ``t`` lives outside the function (so a replay can read it again)."""
+        if id(t) not in self.sources:
+            self.sources[id(t)] = (container, key, path, kind)
+
+    # ---- the dispatcher's Python key --------------------------------------------------
+    def __ember_dispatch__(self, name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
+        if self.break_reason is not None or self.suspended or \
+                threading.get_ident() != self.thread:
+            # the dispatcher's Python key is process-wide: other threads' ops pass through
+            return func(*args, **kwargs)
+        reason = self._check(name, args, kwargs)
+        if reason is not None:
+            self.graph_break(name, reason)
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._record(name, func, args, kwargs, out)
+        return out
+
+    def graph_break(self, op: str, reason: str) -> None:
+        where = user_frame_summary()
+        self.break_reason = f"{reason}\n  {where}"
+        self.break_op = op
+        if self.fullgraph:
+            raise GraphBreakError(f"ember.compile(fullgraph=True): cannot capture op {op!r} in "
+                                  f"one graph: {reason}\n  {where}")
+
+    def _tensors(self, obj: Any, acc: list) -> list:
+        if isinstance(obj, TensorBase):
+            acc.append(obj)
+        elif type(obj) in (tuple, list):
+            for x in obj:
+                self._tensors(x, acc)
+        elif type(obj) is dict:
+            for x in obj.values():
+                self._tensors(x, acc)
+        return acc
+
+    def _check(self, name: str, args: tuple, kwargs: dict) -> str | None:
+        ts = self._tensors(args, [])
+        self._tensors(kwargs, ts)
+        for t in ts:
+            e = self.env.get(id(t))
+            if e is None or e[1] is not t:
+                r = self._adopt(t)
+                if r is not None:
+                    return r
+            elif self.versions.get(t._storage_id(), t._version) != t._version:
+                return ("a tensor was modified in place by an operation the dispatcher did "
+                        "not see")
+            else:
+                tm = e[0].meta.get("tensor_meta")
+                if tm is not None and tm.requires_grad != t.requires_grad:
+                    return "requires_grad was changed outside the dispatcher (requires_grad_)"
+        if _core.is_inference_mode_enabled() != self.inference_start:
+            return "inference_mode changed inside the function"
+        if name in _TO_PYTHON:
+            return (f"Tensor.{name}() reads a tensor's value into Python (data-dependent "
+                    f"control flow or a Python scalar)")
+        if name in _DATA_DEPENDENT:
+            return f"{name} has a data-dependent output shape"
+        if name == "getitem" and len(args) > 1 and any(
+                isinstance(i, TensorBase) and i.dtype is _core.bool_
+                for i in (args[1] if isinstance(args[1], tuple) else (args[1],))):
+            return "boolean mask indexing has a data-dependent output shape"
+        if name == "repeat_interleave" and len(ts) > 1:
+            return "repeat_interleave with tensor repeats has a data-dependent output shape"
+        if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_EXTRA or \
+                kwargs.get("out") is not None:
+            target = kwargs.get("out") if kwargs.get("out") is not None else \
+                (args[0] if args else None)
+            if isinstance(target, TensorBase) and \
+                    self.input_storages.get(target._storage_id(), 0) > 1:
+                return (f"in-place {name} on an input that aliases another input")
+        return None
+
+    def _adopt(self, t: Any) -> str | None:
+        """A tensor the graph has not seen: a module's parameter/buffer (lifted as an
+        input), or a constant created outside the function (held by reference)."""
+        sid = t._storage_id()
+        for i, x in self.user_leaves:
+            if x.grad is t and x._grad_fn is None:    # an argument's .grad: re-read from it
+                owner = next(n for n, y in zip(self.input_nodes, self.inputs) if y is x)
+                self.lifted.append(functools.partial(_fetch_leaf_grad, i))
+                self.lifted_paths.append(("_grad", f"{owner.name}.grad"))
+                self.add_input(t, f"{owner.name}_grad")
+                return None
+        info = self.sources.get(id(t))
+        if info is None and not self.export:
+            self._scan_frames_for_modules()
+            info = self.sources.get(id(t))
+        if info is not None:
+            d, k, path, kind = info
+            self.lifted.append(functools.partial(_fetch_entry, d, k))
+            self.lifted_paths.append((kind, path))
+            name = path.replace(".", "_")
+            if self.export:
+                name = ("p_" if kind == "_parameters" else "b_") + name
+            self.add_input(t, name if name[0].isalpha() else "p_" + name.lstrip("_"))
+            return None
+        for node, other in self.env.values():
+            if other._storage_id() == sid:
+                return ("a view of a captured tensor was made by an operation the dispatcher "
+                        "did not see")
+        if not self.export:
+            # a later call might see another tensor there: baking this one could go stale
+            return ("a tensor from outside the function that a replay could not read again "
+                    "(not an argument, a module's parameter, buffer or tensor attribute, a "
+                    "parameter's .grad, a global or a closure variable)")
+        name = f"_tensor_constant{len(self.constants)}"
+        self.constants[name] = t
+        node = self.graph.get_attr(name)
+        node.meta["tensor_meta"] = _extract_tensor_metadata(t)
+        self.env[id(t)] = (node, t)
+        self.versions[sid] = t._version
+        return None
+
+    def _scan_frames_for_modules(self) -> None:
+        """Modules visible from the user's frames (locals, globals they read): their
+        tensors are lifted by path rather than baked."""
+        f = sys._getframe(2)
+        mods = []
+        # only frames of functions called by the compiled one: what they read from
+        # their globals is guarded (modules by identity) or re-read (tensors)
+        while f is not None and f is not self.outer_frame:
+            if not os.path.abspath(f.f_code.co_filename).startswith(_EMBER_DIR):
+                for n in f.f_code.co_names:
+                    v = f.f_globals.get(n)
+                    if _is_module(v):
+                        mods.append(v)
+                        self.guards.add_dict(f.f_globals, [n])
+                    elif isinstance(v, TensorBase):
+                        self.add_source(v, f.f_globals, n, n, "_global")
+            f = f.f_back
+        self.add_modules(mods)
+        self.new_modules.extend(mods)
+
+    def _arg(self, a: Any) -> Any:
+        if isinstance(a, TensorBase):
+            return self.env[id(a)][0]
+        t = type(a)
+        if t is tuple or t is list:
+            return t(self._arg(x) for x in a)
+        if t is dict:
+            return {k: self._arg(v) for k, v in a.items()}
+        if t is slice:
+            return slice(self._arg(a.start), self._arg(a.stop), self._arg(a.step))
+        return a
+
+    def _sync_grad_mode(self, enabled: bool) -> None:
+        # a ``with no_grad():`` block inside the function: the graph switches grad
+        # mode at the same points, as torch's captured graphs do
+        if enabled != self.grad_state:
+            self.graph.call_function(_core._set_grad_enabled, (enabled,))
+            self.grad_state = enabled
+
+    def _record(self, name: str, func: Callable, args: tuple, kwargs: dict, out: Any) -> None:
+        import operator
+        self.n_ops += 1
+        self._sync_grad_mode(_core.is_grad_enabled())
+        nargs, nkwargs = self._arg(args), self._arg(kwargs)
+        if name == "getitem":
+            node = self.graph.call_function(operator.getitem, nargs, nkwargs)
+        elif name == "setitem":
+            node = self.graph.call_function(operator.setitem, nargs, nkwargs)
+        elif args and isinstance(args[0], TensorBase) and \
+                getattr(type(args[0]), name, None) is func:
+            node = self.graph.call_method(name, nargs, nkwargs)
+        else:
+            node = self.graph.call_function(func, nargs, nkwargs)
+        node.meta["stack_trace"] = user_frame_summary()
+        node.meta["op_name"] = name        # the dispatcher's name (for code generators)
+        for t in self._tensors(args, []) + self._tensors(kwargs, []):
+            self.versions[t._storage_id()] = t._version
+        if isinstance(out, TensorBase):
+            node.meta["tensor_meta"] = _extract_tensor_metadata(out)
+            self._bind(out, node)
+        elif type(out) in (tuple, list):
+            metas = []
+            for i, o in enumerate(out):
+                if isinstance(o, TensorBase):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    item.meta["tensor_meta"] = _extract_tensor_metadata(o)
+                    metas.append(item.meta["tensor_meta"])
+                    self._bind(o, item)
+                else:
+                    metas.append(o)
+            node.meta["tensor_meta"] = tuple(metas)
+
+    def _bind(self, t: Any, node: Node) -> None:
+        self.env[id(t)] = (node, t)
+        self.versions[t._storage_id()] = t._version
+
+    # ---- the end -------------------------------------------------------------------------
+    def finish(self, result: Any) -> tuple[Any, list]:
+        """Add the output node; returns (output spec, constant leaves or None per slot)."""
+        leaves: list = []
+        spec = flatten(result, leaves)
+        outs, consts = [], []
+        for x in leaves:
+            if isinstance(x, TensorBase):
+                e = self.env.get(id(x))
+                if e is None or e[1] is not x:
+                    r = self._adopt(x)
+                    if r is not None:
+                        self.graph_break("output", r)
+                        return spec, []
+                    e = self.env[id(x)]
+                if self.versions.get(x._storage_id(), x._version) != x._version:
+                    self.graph_break("output", "an output was modified in place by an "
+                                     "operation the dispatcher did not see")
+                    return spec, []
+                outs.append(e[0])
+                consts.append(_MISSING)
+            else:
+                consts.append(x)
+        for node, t in list(self.env.values()):
+            if self.versions.get(t._storage_id(), t._version) != t._version:
+                self.graph_break("mutation", "a captured tensor was modified in place by an "
+                                 "operation the dispatcher did not see")
+                return spec, []
+        self._sync_grad_mode(self.grad_start)
+        self.graph.output(tuple(outs))
+        return spec, consts
+
+
+# ---------------------------------------------------------------------------
+# cache entries and the compiled callable
+# ---------------------------------------------------------------------------
+
+class _Entry:
+    """One guard set: the compiled graph (or ``None``: run eagerly) and how to feed it."""
+
+    def __init__(self, key: tuple, guards: StateGuards, compiled: Callable | None,
+                 user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
+                 consts: list, reason: str | None = None, gm: GraphModule | None = None,
+                 module_guards: StateGuards | None = None, leaves: list | None = None,
+                 lifted_paths: list | None = None) -> None:
+        self.key = key
+        self.guards = guards
+        self.module_guards = module_guards or StateGuards()
+        # module state is re-checked only after some module attribute was written
+        self.checked_writes = _module_writes()
+        self.lifted_last = [f(leaves) for f in lifted]
+        self.checked_rg = _rg_writes()
+        # lifted inputs that can change without a counted write: re-read every call
+        self.volatile = [i for i, (kind, _) in enumerate(lifted_paths or ())
+                         if kind not in ("_parameters", "_buffers", "_attr")]
+        self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
+        self.compiled = compiled
+        self.user_idx = user_idx
+        self.lifted = lifted
+        self.lifted_keys = lifted_keys
+        self.out_spec = out_spec
+        self.consts = consts
+        self.reason = reason
+        self.gm = gm
+
+    def failed_guard(self, leaves: list) -> str | None:
+        bad = self.guards.check()
+        writes, rg = _module_writes(), _rg_writes()
+        # modules and requires_grad flags only change through counted writes: until one
+        # happens, parameters and buffers are the objects (and flags) last checked
+        full = writes != self.checked_writes or rg != self.checked_rg
+        if bad is None and full:
+            bad = self.module_guards.check()
+        if bad is not None:
+            d, k, v = bad
+            if type(k) is _KeySet:
+                return f"{k} changed: {list(v)} -> {list(d)}"
+            return f"{k} == {v!r} (now {d.get(k, '<missing>')!r})" if type(v) in _SCALARS \
+                else f"{k} is the same object as when captured"
+        last, keys, lifted = self.lifted_last, self.lifted_keys, self.lifted
+        for i in (range(len(lifted)) if full else self.volatile):
+            t = lifted[i](leaves)
+            # the same tensor object keeps its size, dtype and device; only
+            # requires_grad can change in place
+            if t is last[i] and t is not None and t.requires_grad == keys[i][3]:
+                continue
+            if t is None or tensor_key(t) != keys[i]:
+                return (f"lifted input {i} (a parameter, buffer or outside tensor) changed "
+                        f"(size, dtype, device or requires_grad)")
+            last[i] = t
+        if full:
+            self.checked_writes, self.checked_rg = writes, rg
+        return None
+
+    def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
+        if self.compiled is None:
+            return fn(*args, **kwargs)
+        inputs = [leaves[i] for i in self.user_idx] + [f(leaves) for f in self.lifted]
+        if self.single:
+            return self.compiled(*inputs)[0]
+        outs = iter(self.compiled(*inputs))
+        return unflatten(self.out_spec, (next(outs) if c is _MISSING else c
+                                         for c in self.consts))
+
+
+_code_ids = itertools.count()
+
+
+class CompiledCode:
+    """The guarded cache of one compiled callable (``ember.compile``'s runtime)."""
+
+    def __init__(self, fn: Callable, backend: Any, mode: Any, options: dict,
+                 fullgraph: bool, dynamic: bool | None) -> None:
+        from ember.compiler import _all_codes
+        self.fn = fn
+        self.backend = backend
+        self.mode = mode
+        self.options = options
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.cache: dict[tuple, list[_Entry]] = {}
+        self.n_entries = 0
+        self.last_key: tuple | None = None
+        self.over_limit = False
+        self.id = next(_code_ids)
+        _all_codes.add(self)
+
+    def reset(self) -> None:
+        self.cache.clear()
+        self.n_entries = 0
+        self.last_key = None
+        self.over_limit = False
+
+    def key_of(self, args: tuple, kwargs: dict) -> tuple[tuple, list]:
+        if not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
+            leaves = list(args)       # the common call: flat positional arguments
+            spec: Any = len(args)
+        else:
+            leaves = []
+            spec = flatten((args, kwargs), leaves)
+        return (spec, tuple(map(leaf_key, leaves)), alias_pattern(leaves), switches()), leaves
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        compiler = _compiler
+        if _core._mode_active() or compiler._disabled_depth():
+            # inside ember.compiler.disable, or nested inside another capture/mode:
+            # run as written (an enclosing capture records these ops itself)
+            return self.fn(*args, **kwargs)
+        key, leaves = self.key_of(args, kwargs)
+        entries = self.cache.get(key)
+        if entries:
+            for e in entries:
+                if e.failed_guard(leaves) is None:
+                    return e.run(self.fn, args, kwargs, leaves)
+        if self.over_limit:
+            return self.fn(*args, **kwargs)
+        if self.n_entries >= compiler.config.cache_size_limit:
+            self.over_limit = True
+            reason = self._miss_reason(key, entries, leaves)
+            warnings.warn(f"ember.compile: {getattr(self.fn, '__qualname__', self.fn)} hit "
+                          f"config.cache_size_limit ({compiler.config.cache_size_limit}); "
+                          f"it runs eagerly from now on. Last guard that failed: {reason}",
+                          RuntimeWarning, stacklevel=2)
+            return self.fn(*args, **kwargs)
+        if self.n_entries:
+            reason = self._miss_reason(key, entries, leaves)
+            compiler.counters["recompiles"][reason] += 1
+            compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
+                          f"{reason}")
+        return self._capture(args, kwargs, key, leaves)
+
+    def _miss_reason(self, key: tuple, entries: list | None, leaves: list) -> str:
+        if entries:
+            for e in entries:
+                r = e.failed_guard(leaves)
+                if r is not None:
+                    return r
+        names = getattr(self, "_leaf_names", [])
+        return describe_key_change(self.last_key, key, names) if self.last_key else "new input"
+
+    def _leaf_labels(self, args: tuple, kwargs: dict) -> list[str]:
+        import inspect
+        fn = self.fn
+        target = fn.forward if _is_module(fn) else fn
+        try:
+            bound = inspect.signature(target).bind(*args, **kwargs)
+            pairs = list(bound.arguments.items())
+        except (TypeError, ValueError):
+            pairs = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
+        labels: list[str] = []
+
+        def walk(name: str, v: Any) -> None:
+            t = type(v)
+            if t in (tuple, list) or (isinstance(v, tuple) and hasattr(v, "_fields")):
+                for i, x in enumerate(v):
+                    walk(f"{name}[{i}]", x)
+            elif t is dict:
+                for k, x in v.items():
+                    walk(f"{name}[{k!r}]", x)
+            else:
+                labels.append(name)
+        for n, v in pairs:
+            walk(n, v)
+        leaves: list = []
+        flatten((args, kwargs), leaves)
+        return labels if len(labels) == len(leaves) else [f"input{i}" for i in
+                                                          range(len(leaves))]
+
+    def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list) -> Any:
+        compiler = _compiler
+        labels = self._leaf_labels(args, kwargs)
+        self._leaf_names = labels
+        cap = _Capture(self.fullgraph)
+        user_idx = []
+        for i, (x, lab) in enumerate(zip(leaves, labels)):
+            if isinstance(x, TensorBase):
+                if id(x) in cap.env:
+                    continue
+                user_idx.append(i)
+                cap.add_input(x, lab)
+                cap.user_leaves.append((i, x))
+        guards = StateGuards()
+        mods: list = []
+        if _is_module(self.fn):
+            mods.append(self.fn)
+            fn_state(type(self.fn).forward, guards, mods, cap)
+        else:
+            fn_state(self.fn, guards, mods, cap)
+            owner = getattr(self.fn, "__self__", None)
+            if _is_module(owner):
+                mods.append(owner)
+        for x in leaves:
+            if _is_module(x):
+                mods.append(x)
+        cap.add_modules(mods)
+        module_guards = StateGuards()
+        module_state(mods, module_guards)
+        before = snapshot(mods, self.fn, leaves)
+        cap.outer_frame = sys._getframe()
+        t0 = time.perf_counter()
+        compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
+        stack = compiler._state.__dict__.setdefault("captures", [])
+        stack.append(cap)
+        try:
+            with cap:
+                result = self.fn(*args, **kwargs)
+            if cap.break_reason is None:
+                out_spec, consts = cap.finish(result)
+        finally:
+            stack.pop()
+            compiler._compiling.depth -= 1
+        if cap.break_reason is None and snapshot(mods, self.fn, leaves) != before:
+            cap.graph_break("side effect", "the function changed Python state (a module "
+                            "attribute, a global, a container, a .grad, the RNG seed, a global "
+                            "switch or registered hooks) that a replay would not change")
+        guards.items += cap.guards.items
+        if cap.new_modules:
+            module_state(cap.new_modules, module_guards)
+        # containers can change in place without a module write: check them every call
+        guards.items += [it for it in module_guards.items
+                         if type(it[2]) is _Frozen and it[2].type in (list, dict, set)]
+        entry_guards = guards
+        if cap.break_reason is not None:
+            entry = _Entry(key, entry_guards, None, [], [], [], None, [], cap.break_reason,
+                           module_guards=module_guards)
+            compiler.counters["graph_break"][cap.break_reason.splitlines()[0]] += 1
+            warnings.warn(f"ember.compile: graph break in "
+                          f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} at op "
+                          f"{cap.break_op!r}: {cap.break_reason}\nThis guard set runs "
+                          f"eagerly.", UserWarning, stacklevel=3)
+            compiler._log("graph_breaks", f"Graph break at {cap.break_op!r}: "
+                          f"{cap.break_reason}")
+        elif cap.n_ops == 0:
+            # nothing to compile (no tensor ops): Python runs it as written
+            entry = _Entry(key, entry_guards, None, [], [], [], None, [], "no tensor ops",
+                           module_guards=module_guards)
+        else:
+            holder = _Holder(cap.constants)
+            gm = GraphModule(holder, cap.graph, "GraphModule")
+            gm.meta["capture_time_s"] = time.perf_counter() - t0
+            compiler._log("graph", gm.print_readable(print_output=False))
+            compiler._compiling.depth += 1
+            try:
+                compiled = self.backend.compile(gm, list(cap.inputs), mode=self.mode,
+                                                options=self.options)
+            finally:
+                compiler._compiling.depth -= 1
+            if not callable(compiled):
+                raise TypeError(f"ember.compile(): backend {self.backend.name!r} returned "
+                                f"{type(compiled).__name__}, not a callable")
+            lifted_keys = [tensor_key(f(leaves)) for f in cap.lifted]
+            entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
+                           out_spec, consts, gm=gm, module_guards=module_guards,
+                           leaves=leaves, lifted_paths=cap.lifted_paths)
+            compiler.counters["stats"]["unique_graphs"] += 1
+            compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
+                          f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
+                          f"values, {len(cap.lifted)} parameters/buffers")
+        self.cache.setdefault(key, []).append(entry)
+        self.n_entries += 1
+        self.last_key = key
+        compiler.counters["stats"]["calls_captured"] += 1
+        compiler._on_capture(self, entry)
+        return result
+
+
+class _Holder:
+    """The root a captured GraphModule copies its constants from."""
+
+    def __new__(cls, constants: dict) -> Any:
+        from ember.nn import Module
+        m = Module()
+        for k, v in constants.items():
+            object.__setattr__(m, k, v)
+        return m

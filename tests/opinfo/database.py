@@ -1,0 +1,310 @@
+"""The op test database: one entry per op, read by the generic tests in test_ops.py.
+
+An entry gives sample inputs (NumPy arrays, so the same data reaches ember and
+torch), the dtypes the samples are made in, whether gradients are compared, and
+error inputs that must raise the same exception type as torch. The op's variants
+(function, method, in-place, aliases) come from its declaration in ember/_ops.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Sample:
+    arrays: tuple            # tensor arguments, as NumPy arrays (positional, first)
+    args: tuple = ()         # further positional arguments (numbers, tuples)
+    kwargs: dict = field(default_factory=dict)
+    noncontig: bool = False  # pass the tensors as transposed views of transposed copies
+
+
+@dataclass
+class OpInfo:
+    name: str
+    samples: Callable        # samples(rng, dtype) -> list[Sample]
+    dtypes: tuple = ("float32", "float64")
+    grad: bool = True
+    ref: str | None = None   # torch's name, when it differs
+    inplace_dtypes: tuple | None = None   # dtypes whose in-place form keeps self's dtype
+    errors: Callable | None = None        # errors() -> list[Sample]
+    method_self: int = 0                  # which tensor is ``self`` in the method form
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+
+def _r(rng, *shape, dtype="float32", lo=-2.0, hi=2.0):
+    if np.dtype(dtype).kind == "b":
+        return rng.random(shape) > 0.5
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(-5 if np.dtype(dtype).kind == "i" else 0, 6, shape).astype(dtype)
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def _unary_samples(lo=-2.0, hi=2.0):
+    def samples(rng, dt):
+        return [Sample((_r(rng, 3, 4, dtype=dt, lo=lo, hi=hi),)),
+                Sample((_r(rng, 4, 3, dtype=dt, lo=lo, hi=hi),), noncontig=True),
+                Sample((_r(rng, dtype=dt, lo=lo, hi=hi),)),           # 0-dim
+                Sample((_r(rng, 0, 3, dtype=dt, lo=lo, hi=hi),))]     # empty
+    return samples
+
+
+def _binary_samples(lo=-2.0, hi=2.0, lo2=None, hi2=None):
+    lo2 = lo if lo2 is None else lo2
+    hi2 = hi if hi2 is None else hi2
+
+    def samples(rng, dt):
+        return [Sample((_r(rng, 3, 4, dtype=dt, lo=lo, hi=hi),
+                        _r(rng, 3, 4, dtype=dt, lo=lo2, hi=hi2))),
+                Sample((_r(rng, 3, 4, dtype=dt, lo=lo, hi=hi),
+                        _r(rng, 4, dtype=dt, lo=lo2, hi=hi2))),               # broadcast
+                Sample((_r(rng, 4, 3, dtype=dt, lo=lo, hi=hi),
+                        _r(rng, 4, 3, dtype=dt, lo=lo2, hi=hi2)), noncontig=True),
+                Sample((_r(rng, 0, 4, dtype=dt, lo=lo, hi=hi),
+                        _r(rng, 4, dtype=dt, lo=lo2, hi=hi2)))]
+    return samples
+
+
+def _ternary(rng, dt):
+    return [Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 3, 4, dtype=dt),
+                    _r(rng, 4, dtype=dt, lo=0.5, hi=2.0)), kwargs={"value": 0.5}),
+            Sample((_r(rng, 4, dtype=dt), _r(rng, 3, 1, dtype=dt),
+                    _r(rng, 3, 4, dtype=dt, lo=0.5, hi=2.0))),
+            Sample((_r(rng, 4, 3, dtype=dt), _r(rng, 4, 3, dtype=dt),
+                    _r(rng, 4, 3, dtype=dt, lo=0.5, hi=2.0)), noncontig=True)]
+
+
+def _view(shape, *args_list, **kw):
+    def samples(rng, dt):
+        out = [Sample((_r(rng, *shape, dtype=dt),), args=a, kwargs=kw) for a in args_list]
+        out.append(Sample((_r(rng, *shape, dtype=dt),), args=args_list[0], kwargs=kw,
+                          noncontig=True))
+        return out
+    return samples
+
+
+OPS = [
+    # -- math composed from other ops
+    OpInfo("addcmul", _ternary, dtypes=("float32", "float64", "int64"),
+           inplace_dtypes=("float32", "float64")),
+    OpInfo("addcdiv", _ternary,
+           errors=lambda: [Sample((np.ones(2, np.float32), np.ones(2, np.int64),
+                                   np.ones(2, np.int64)))]),
+    OpInfo("deg2rad", _unary_samples(-360, 360), dtypes=("float32", "float64", "int64"),
+           inplace_dtypes=("float32", "float64")),
+    OpInfo("rad2deg", _unary_samples(), dtypes=("float32", "float64", "int64"),
+           inplace_dtypes=("float32", "float64")),
+    OpInfo("sinc", _unary_samples(), atol=1e-5),
+    OpInfo("logit", _unary_samples(0.05, 0.95)),
+    OpInfo("logit", _view((3, 4), (0.1,)), rtol=1e-4),
+    # torch's ldexp gradient computes 2 ** other in integers (0 for negative exponents):
+    # the gradient is checked against NumPy in test_ops.py instead
+    OpInfo("ldexp", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt),
+                                             _r(rng, 3, 4, dtype="int64")))], grad=False),
+    OpInfo("logaddexp2", _binary_samples()),
+    OpInfo("heaviside", lambda rng, dt: [Sample((np.array([-1.5, 0, 2, 0], dt),
+                                                 np.array([0.5, 0.25, 3, 7], dt)))],
+           grad=False, dtypes=("float32", "int64"),
+           errors=lambda: [Sample((np.ones(2, np.float32), np.ones(2, np.float64)))]),
+    OpInfo("isposinf", lambda rng, dt: [Sample((np.array([np.inf, -np.inf, np.nan, 1.0],
+                                                         dt),))], grad=False),
+    OpInfo("isneginf", lambda rng, dt: [Sample((np.array([np.inf, -np.inf, np.nan, 1.0],
+                                                         dt),))], grad=False),
+    OpInfo("isreal", _unary_samples(), grad=False, dtypes=("float32", "int64", "bool")),
+    OpInfo("nan_to_num", lambda rng, dt: [
+        Sample((np.array([np.nan, np.inf, -np.inf, 1.5], dt),)),
+        Sample((np.array([np.nan, np.inf, -np.inf, 1.5], dt),), args=(2.0, 9.0, -9.0))]),
+    OpInfo("fill", lambda rng, dt: [Sample((_r(rng, 3, 2, dtype=dt),), args=(1.5,))],
+           grad=False, dtypes=("float32", "int64"),
+           errors=lambda: [Sample((np.ones(2, np.float32), np.ones(2, np.float32)))]),
+    OpInfo("trace", _view((4, 3), ()), dtypes=("float32", "float64", "int64"),
+           errors=lambda: [Sample((np.ones((2, 2, 2), np.float32),))]),
+    OpInfo("inner", lambda rng, dt: [Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 4, 3, dtype=dt))),
+                                     Sample((_r(rng, 3, dtype=dt), _r(rng, 3, dtype=dt))),
+                                     Sample((_r(rng, dtype=dt), _r(rng, 2, 3, dtype=dt)))],
+           rtol=1e-4, atol=1e-5,
+           errors=lambda: [Sample((np.ones((2, 3), np.float32), np.ones((2, 4), np.float32)))]),
+    OpInfo("kron", lambda rng, dt: [Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 3, 2, dtype=dt))),
+                                    Sample((_r(rng, 3, dtype=dt), _r(rng, 2, 2, dtype=dt)))],
+           dtypes=("float32", "int64")),
+    OpInfo("diff", lambda rng, dt: [Sample((_r(rng, 3, 5, dtype=dt),)),
+                                    Sample((_r(rng, 3, 5, dtype=dt),), args=(2, 0)),
+                                    Sample((_r(rng, 4, 3, dtype=dt),), noncontig=True)],
+           dtypes=("float32", "int64", "bool"),
+           errors=lambda: [Sample((np.float32(1.0),))]),
+    # -- function forms of view / split ops that were methods only
+    OpInfo("permute", _view((2, 3, 4), ((2, 0, 1),), ((0, 1, 2),))),
+    OpInfo("squeeze", _view((2, 1, 3), (), (1,))),
+    OpInfo("unsqueeze", _view((2, 3), (0,), (-1,))),
+    OpInfo("flatten", _view((2, 3, 4), (), (1,), (0, 1))),
+    OpInfo("transpose", _view((2, 3, 4), (0, 2), (-1, 1))),
+    OpInfo("swapaxes", _view((2, 3, 4), (0, 2))),
+    OpInfo("swapdims", _view((2, 3, 4), (1, 2))),
+    OpInfo("movedim", _view((2, 3, 4), (0, 2), ((0, 1), (2, 0)))),
+    OpInfo("moveaxis", _view((2, 3, 4), (0, -1))),
+    OpInfo("t", _view((2, 3), ())),
+    OpInfo("broadcast_to", _view((3, 1), ((2, 3, 4),))),
+    OpInfo("diagonal", _view((3, 4), (), (1,), (-1, 1, 0))),
+    OpInfo("narrow", _view((4, 5), (0, 1, 2), (1, 2, 3))),
+    OpInfo("select", _view((4, 5), (0, 1), (1, -1))),
+    OpInfo("split", _view((6, 4), (2,), ([1, 5],), (3, 1))),
+    OpInfo("split_with_sizes", _view((6, 4), ([2, 4],))),
+    OpInfo("chunk", _view((7, 4), (3,), (2, 1))),
+    OpInfo("tensor_split", _view((7, 4), (3,), ([1, 4],))),
+    OpInfo("unbind", _view((3, 4), (), (1,))),
+    OpInfo("unflatten", _view((6, 4), (0, (2, 3)))),
+    OpInfo("ravel", _view((3, 4), ())),
+    OpInfo("reshape", _view((3, 4), ((2, 6),), ((-1,),))),
+    OpInfo("clone", _view((3, 4), ())),
+    OpInfo("detach", _view((3, 4), ()), grad=False),
+    OpInfo("as_strided", _view((3, 4), ((2, 2), (1, 2)), ((3,), (4,), 1))),
+    # -- existing ops whose in-place forms are now generated
+    OpInfo("cumsum", _view((3, 4), (0,), (1,))),
+    OpInfo("cumprod", _view((3, 4), (1,))),
+    OpInfo("lgamma", _unary_samples(0.5, 4.0), rtol=1e-4),
+    OpInfo("hypot", _binary_samples()),
+    OpInfo("copysign", _binary_samples()),
+    OpInfo("xlogy", _binary_samples(-1, 2, 0.1, 3)),
+    OpInfo("float_power", _binary_samples(0.5, 2.0), dtypes=("float64",)),
+    OpInfo("clamp_min", _view((3, 4), (0.1,))),
+    OpInfo("clamp_max", _view((3, 4), (0.1,))),
+    OpInfo("logical_xor", _binary_samples(), grad=False, dtypes=("bool",)),
+    OpInfo("lerp", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 3, 4, dtype=dt)),
+                                           args=(0.3,))]),
+    OpInfo("true_divide", _binary_samples(0.5, 2.0)),
+    OpInfo("where", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype="bool"), _r(rng, 3, 4, dtype=dt),
+                                             _r(rng, 4, dtype=dt)))], method_self=1),
+    # -- statistics
+    OpInfo("quantile", lambda rng, dt: [
+        Sample((_r(rng, 4, 7, dtype=dt),), args=(0.3,)),
+        Sample((_r(rng, 4, 7, dtype=dt),), args=(0.75, 1, True)),
+        Sample((_r(rng, 4, 7, dtype=dt),), args=(0.5, 0), kwargs={"interpolation": "midpoint"}),
+        Sample((_r(rng, 4, 7, dtype=dt),), args=(0.2, -1), kwargs={"interpolation": "nearest"}),
+        Sample((_r(rng, 7, 4, dtype=dt),), args=(0.9, 1), kwargs={"interpolation": "lower"},
+               noncontig=True)],
+        errors=lambda: [Sample((np.ones(3, np.float32),), args=(1.5,)),
+                        Sample((np.ones(3, np.int64),), args=(0.5,)),
+                        Sample((np.ones(0, np.float32),), args=(0.5,))]),
+    OpInfo("nanquantile", lambda rng, dt: [
+        Sample((np.where(rng.random((4, 7)) > 0.7, np.nan, _r(rng, 4, 7, dtype=dt)).astype(dt),),
+               args=(0.4, 1)),
+        Sample((_r(rng, 4, 7, dtype=dt),), args=(0.6,), kwargs={"interpolation": "higher"})]),
+    OpInfo("cov", lambda rng, dt: [Sample((_r(rng, 3, 8, dtype=dt),)),
+                                   Sample((_r(rng, 8, dtype=dt),)),
+                                   Sample((_r(rng, 3, 8, dtype=dt),), kwargs={"correction": 0}),
+                                   Sample((_r(rng, 8, 3, dtype=dt),), noncontig=True)],
+           rtol=1e-4, atol=1e-5,
+           errors=lambda: [Sample((np.ones((2, 2, 2), np.float32),))]),
+    OpInfo("corrcoef", lambda rng, dt: [Sample((_r(rng, 3, 8, dtype=dt),))], rtol=1e-4,
+           atol=1e-5),
+    # -- structure
+    OpInfo("rot90", _view((3, 4), (), (1, (0, 1)), (2, (1, 0)), (-1, (0, 1)), (3, (1, 0))),
+           errors=lambda: [Sample((np.ones(3, np.float32),)),
+                           Sample((np.ones((2, 2), np.float32),), args=(1, (0, 0)))]),
+    # torch's vander cannot be differentiated (an in-place cumprod): checked in test_ops.py
+    OpInfo("vander", lambda rng, dt: [Sample((_r(rng, 4, dtype=dt),)),
+                                      Sample((_r(rng, 4, dtype=dt),), args=(3, True))],
+           dtypes=("float32", "int64"), grad=False,
+           errors=lambda: [Sample((np.ones((2, 2), np.float32),))]),
+    OpInfo("tensordot", lambda rng, dt: [
+        Sample((_r(rng, 2, 3, 4, dtype=dt), _r(rng, 3, 4, 5, dtype=dt))),
+        Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 3, 4, dtype=dt)), args=(1,)),
+        Sample((_r(rng, 2, 3, 4, dtype=dt), _r(rng, 4, 2, dtype=dt)), args=(([0, 2], [1, 0]),))],
+        rtol=1e-4, atol=1e-5,
+        errors=lambda: [Sample((np.ones((2, 3), np.float32), np.ones((4, 5), np.float32)),
+                               args=(1,))]),
+    OpInfo("block_diag", lambda rng, dt: [Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 2, dtype=dt),
+                                                  _r(rng, dtype=dt)))],
+           dtypes=("float32", "int64")),
+    OpInfo("cartesian_prod", lambda rng, dt: [Sample((_r(rng, 2, dtype=dt),
+                                                      _r(rng, 3, dtype=dt)))],
+           dtypes=("float32", "int64")),
+    OpInfo("combinations", lambda rng, dt: [Sample((_r(rng, 5, dtype=dt),)),
+                                            Sample((_r(rng, 5, dtype=dt),), args=(3,)),
+                                            Sample((_r(rng, 4, dtype=dt),), args=(2, True))]),
+    OpInfo("cdist", lambda rng, dt: [Sample((_r(rng, 5, 3, dtype=dt), _r(rng, 4, 3, dtype=dt))),
+                                     Sample((_r(rng, 2, 5, 3, dtype=dt),
+                                             _r(rng, 2, 4, 3, dtype=dt)), args=(1.0,))],
+           rtol=1e-4, atol=1e-5),
+    OpInfo("dist", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 4, dtype=dt))),
+                                    Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 3, 4, dtype=dt)),
+                                           args=(3,))], rtol=1e-4),
+    OpInfo("renorm", _view((3, 4), (2, 0, 1.0), (1, 1, 0.5)), rtol=1e-4),
+    OpInfo("diagflat", _view((2, 3), (), (1,), (-2,))),
+    OpInfo("select_scatter", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt),
+                                                      _r(rng, 4, dtype=dt)), args=(0, 1))]),
+    OpInfo("slice_scatter", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt),
+                                                     _r(rng, 3, 2, dtype=dt)),
+                                                    args=(1, 0, 4, 2))]),
+    OpInfo("diagonal_scatter", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt),
+                                                        _r(rng, 3, dtype=dt)), args=(1,))]),
+    # torch's as_strided_scatter gradient misplaces a storage offset: checked in test_ops.py
+    OpInfo("as_strided_scatter", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt),
+                                                          _r(rng, 2, 2, dtype=dt)),
+                                                         args=((2, 2), (1, 2), 3))], grad=False),
+    OpInfo("unravel_index", lambda rng, dt: [Sample((np.array([-1, 5, 17, 0]),),
+                                                    args=((2, 3, 3),))],
+           dtypes=("int64",), grad=False),
+    OpInfo("trapezoid", lambda rng, dt: [Sample((_r(rng, 3, 5, dtype=dt),)),
+                                         Sample((_r(rng, 3, 5, dtype=dt),),
+                                                kwargs={"dx": 0.5, "dim": 0}),
+                                         Sample((_r(rng, 3, 5, dtype=dt), np.sort(
+                                             _r(rng, 5, dtype=dt))))]),
+    OpInfo("trapz", lambda rng, dt: [Sample((_r(rng, 3, 5, dtype=dt),))]),
+    OpInfo("cumulative_trapezoid", lambda rng, dt: [
+        Sample((_r(rng, 3, 5, dtype=dt),)),
+        Sample((_r(rng, 3, 5, dtype=dt), np.sort(_r(rng, 5, dtype=dt))))]),
+    # -- creation
+    OpInfo("hann_window", lambda rng, dt: [Sample((), args=(n, p)) for n in (0, 1, 6, 9)
+                                           for p in (True, False)], grad=False),
+    OpInfo("hamming_window", lambda rng, dt: [Sample((), args=(n, p)) for n in (0, 1, 6)
+                                              for p in (True, False)], grad=False),
+    OpInfo("blackman_window", lambda rng, dt: [Sample((), args=(n, p)) for n in (1, 6, 9)
+                                               for p in (True, False)], grad=False),
+    OpInfo("bartlett_window", lambda rng, dt: [Sample((), args=(n, p)) for n in (1, 6, 9)
+                                               for p in (True, False)], grad=False),
+    OpInfo("scalar_tensor", lambda rng, dt: [Sample((), args=(2.5,)), Sample((), args=(3,))],
+           grad=False),
+    # -- more structure
+    OpInfo("hsplit", _view((4, 6), (3,), ([1, 4],))),
+    OpInfo("vsplit", _view((4, 6), (2,), ([1, 3],))),
+    OpInfo("dsplit", _view((2, 2, 6), (3,), ([2],))),
+    OpInfo("unsafe_split", _view((6, 4), (2,))),
+    OpInfo("unsafe_chunk", _view((7, 4), (3,))),
+    OpInfo("adjoint", _view((2, 3, 4), ())),
+    OpInfo("sgn", _unary_samples(), grad=False),
+    OpInfo("conj", _view((3, 4), ())),
+    OpInfo("resolve_conj", _view((3, 4), ())),
+    OpInfo("addr", lambda rng, dt: [Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 2, dtype=dt),
+                                            _r(rng, 3, dtype=dt))),
+                                    Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 2, dtype=dt),
+                                            _r(rng, 3, dtype=dt)),
+                                           kwargs={"beta": 2, "alpha": 0.5})]),
+    OpInfo("addbmm", lambda rng, dt: [Sample((_r(rng, 2, 5, dtype=dt), _r(rng, 3, 2, 4, dtype=dt),
+                                              _r(rng, 3, 4, 5, dtype=dt)),
+                                             kwargs={"beta": 0.5, "alpha": 2})],
+           rtol=1e-4, atol=1e-5),
+    OpInfo("isin", lambda rng, dt: [Sample((np.array([1, 2, 3, 4], dt), np.array([2, 4, 9], dt))),
+                                    Sample((np.array([1, 2, 3, 4], dt), np.array([2, 4], dt)),
+                                           kwargs={"invert": True})],
+           dtypes=("int64", "float32"), grad=False),
+    OpInfo("histogram", lambda rng, dt: [
+        Sample((_r(rng, 50, dtype=dt),), args=(7,)),
+        Sample((_r(rng, 50, dtype=dt),), args=(5,), kwargs={"range": (-1.0, 1.0),
+                                                            "density": True})], grad=False),
+    OpInfo("gcd", lambda rng, dt: [Sample((np.array([5, 10, 15, -4, 0]),
+                                           np.array([3, 4, 5, 6, 0]))),
+                                   Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 4, dtype=dt)))],
+           dtypes=("int64",), grad=False,
+           errors=lambda: [Sample((np.ones(2, np.float32), np.ones(2, np.float32)))]),
+    OpInfo("lcm", lambda rng, dt: [Sample((np.array([5, 10, 15, -4, 0]),
+                                           np.array([3, 4, 5, 6, 7])))],
+           dtypes=("int64",), grad=False),
+    OpInfo("nonzero_static", lambda rng, dt: [
+        Sample((np.array([0, 1, 0, 2], dt),), kwargs={"size": 3}),
+        Sample((np.array([[0, 1], [1, 2]], dt),), kwargs={"size": 2, "fill_value": 7})],
+        dtypes=("int64",), grad=False),
+]
