@@ -107,7 +107,7 @@ def test_schedule_steps_and_trace_handler(tmp_path):
     (name,) = os.listdir(tmp_path / "tb")
     assert name.startswith("w0.") and name.endswith(".pt.trace.json.gz")
     with gzip.open(tmp_path / "tb" / name, "rt") as f:
-        assert [e["name"] for e in json.load(f)["traceEvents"]] == ["ember::exp"]
+        assert [e["name"] for e in json.load(f)["traceEvents"]] == ["ember::ones", "ember::exp"]
 
 
 def test_chrome_trace(tmp_path):
@@ -117,10 +117,14 @@ def test_chrome_trace(tmp_path):
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())
     evts = trace["traceEvents"]
-    assert len(evts) == 7 and all(e["ph"] == "X" and e["dur"] >= 0 for e in evts)
+    # two factories (ember::ones), the annotation, three matmuls and three adds
+    assert len(evts) == 9 and all(e["ph"] == "X" and e["dur"] >= 0 for e in evts)
+    assert sorted(e["name"] for e in evts).count("ember::ones") == 2
     block = next(e for e in evts if e["name"] == "block")
     assert block["cat"] == "user_annotation"
     for e in evts:       # ops nest inside the annotation
+        if e["name"] == "ember::ones":
+            continue
         assert block["ts"] <= e["ts"] and e["ts"] + e["dur"] <= block["ts"] + block["dur"]
     assert next(e for e in evts if e["name"] == "ember::add")["args"]["Input Dims"] == \
         [[64, 64], [64, 64]]
