@@ -302,6 +302,23 @@ cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
     return _binary(op, name, a, b, None, kind, True)
 
 
+cdef object _redispatch_unary(str name, object a, object out, object attrs, bint inplace):
+    """Re-dispatch a unary op with its parameters (``attrs``, in the public signature's
+    order; gelu's is keyword-only) and, for the in-place form, to the in-place function."""
+    args = (a,)
+    kwargs = {} if out is None else {"out": out}
+    if attrs:
+        if name == "gelu":
+            kwargs["approximate"] = attrs[0]
+        else:
+            args += tuple(attrs)
+    if not inplace:
+        return redispatch(name, _PUBLIC[name], args, kwargs)
+    if name == "leaky_relu":
+        return redispatch(name, _PUBLIC[name], args + (True,), kwargs)
+    return redispatch(name + "_", _PUBLIC[name + "_"], args, kwargs)
+
+
 cdef object _unary(int op, str name, object a, object out, int kind, const void *aux,
                    object attrs=None, bint inplace=False):
     """kind: K_ARITH keeps the dtype, K_FLOAT promotes ints, K_CMP -> bool predicate."""
@@ -315,9 +332,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if out is not None and not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if slow_path() or t._device.kind:
-        if inplace:     # the in-place op, so a mode or a plugin sees (and does) a write
-            return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
-        return redispatch(name, _PUBLIC[name], (a,), {} if out is None else {"out": out})
+        return _redispatch_unary(name, a, out, attrs, inplace)
     rd = t._dtype
     if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
         raise NotImplementedError(f"\"{'abs' if op == EW_ABS else 'frac'}_cpu\" not "
@@ -385,6 +400,10 @@ cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void 
 cdef bint _fuse_alpha(object a, object b) except -1:
     """add/sub with alpha in one fused pass: float results, nothing to record."""
     if not (_is_t(a) and _is_t(b)):
+        return False
+    # A Python mode or a non-CPU device gets the op re-dispatched without ``alpha``:
+    # there it runs as mul + add, each dispatched on its own.
+    if slow_path() or (<TensorBase>a)._device.kind or (<TensorBase>b)._device.kind:
         return False
     if grad_on() and ((<TensorBase>a)._requires_grad or (<TensorBase>b)._requires_grad):
         return False
