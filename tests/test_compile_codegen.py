@@ -260,3 +260,18 @@ def test_no_compiler_warns_once_and_runs_eagerly(monkeypatch):
             _close(f2(x), (x * 3).exp() - 1)
     msgs = [str(m.message) for m in w if "no C compiler" in str(m.message)]
     assert len(msgs) == 1 and "no-such-compiler-xyz" in msgs[0]
+
+
+def test_vectorised_sin_cos_hand_large_arguments_to_libm():
+    def f(t):
+        return t.sin() * 2 + t.cos()
+
+    cf, made = _compiled(f)
+    small = ember.randn(1000, generator=ember.Generator().manual_seed(7)) * 100
+    _close(cf(small), f(small), 3e-6)
+    big = ember.tensor([1e30, float("inf"), float("-inf"), float("nan"), -3.0, 8191.9, 8192.5,
+                        -1e6, 12345.678])
+    got, want = cf(big).numpy(), f(big).numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
+    assert made and made[0].n_kernels == 1

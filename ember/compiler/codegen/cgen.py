@@ -15,6 +15,7 @@ from ember.fx import Node
 
 from . import lowering as L
 from .scheduler import Kernel, _dtype, _meta
+from .scheduler import _op_name as _name
 
 PRELUDE = r"""
 static inline float em_cg_relu(float x) { return (x != x) ? x : (x > 0 ? x : 0); }
@@ -23,6 +24,30 @@ static inline float em_cg_max(float a, float b) {
 static inline float em_cg_min(float a, float b) {
     return (a != a || b != b) ? a + b : (a < b ? a : b); }
 static inline float em_cg_pow(float a, float b) { return b == 2.0f ? a * a : powf(a, b); }
+/* sin/cos that vectorise (Cephes: pi/4 reduction in three parts, ~1 ulp for
+   |x| <= 8192); a kernel that meets a larger |x| reruns with libm's. */
+#define EM_CG_TRIG_MAX 8192.0f
+static inline float em_cg_trig(float xx, int want_cos) {
+    float x = fabsf(xx);
+    int32_t j = (int32_t)(x * 1.27323954473516f);
+    int32_t odd = j & 1;
+    j += odd;
+    float y = (float)j;
+    j &= 7;
+    float sign = (want_cos || xx >= 0) ? 1.0f : -1.0f;
+    sign = j > 3 ? -sign : sign;
+    j = j > 3 ? j - 4 : j;
+    sign = (want_cos && j > 1) ? -sign : sign;
+    x = ((x - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    float z = x * x;
+    float pc = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z
+                + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+    float ps = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
+    int use_c = (j == 1 || j == 2) ^ want_cos;
+    return sign * (use_c ? pc : ps);
+}
+#define em_cg_sin(x) (exact ? (float)sin((double)(x)) : em_cg_trig((x), 0))
+#define em_cg_cos(x) (exact ? (float)cos((double)(x)) : em_cg_trig((x), 1))
 """
 
 # below this many elements a kernel runs on one thread (fork/join costs more)
@@ -89,7 +114,10 @@ def kernel_source(k: Kernel, name: str) -> str:
     """The C function for kernel ``k``."""
     flat = _flat(k)
     R, C = (1, math.prod(k.vshape)) if flat else (k.rows, k.cols)
-    lines = [f"void {name}(void **a, int nt) {{"]
+    # the body is written once over a constant ``exact``: the fast variant flags
+    # arguments its vectorised sin/cos cannot take, and then the exact one reruns
+    lines = [f"static inline __attribute__((always_inline)) int {name}_v(void **a, int nt, "
+             f"const int exact) {{", "    int big = 0;"]
     var: dict = {}
     for i, x in enumerate(k.inputs):
         ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
@@ -128,10 +156,16 @@ def kernel_source(k: Kernel, name: str) -> str:
             stack.extend(a for a in k.prim[n][1] if isinstance(a, Node))
         return [n for n in k.nodes if n in need]
 
+    def trig_check(n: Node) -> str:
+        if _name(n) in ("sin", "cos"):
+            return f" big |= fabsf({operand(k.prim[n][1][0])}) > EM_CG_TRIG_MAX;"
+        return ""
+
     def v_stmt(n: Node) -> str:
         prim, ops = k.prim[n]
         if isinstance(prim, L.Pointwise):
-            return f"const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
+            return (f"const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
+                    + trig_check(n))
         x = operand(ops[0])
         m, z = var[n] + "_m", var[n] + "_z"
         if prim.kind == "softmax":
@@ -148,7 +182,8 @@ def kernel_source(k: Kernel, name: str) -> str:
     for n in k.nodes:
         prim, ops = k.prim[n]
         if k.cls[n] == "S" and isinstance(prim, L.Pointwise):
-            body.append(f"{ind}const float {var[n]} = {prim.expr.format(*map(operand, ops))};")
+            body.append(f"{ind}const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
+                        + trig_check(n))
         elif isinstance(prim, L.Reduction):
             x, acc = ops[0], var[n] + "_acc"
             if prim.kind == "amax":
@@ -160,7 +195,7 @@ def kernel_source(k: Kernel, name: str) -> str:
             else:
                 body.append(f"{ind}float {acc} = 0.0f;")
                 body += loop([x], [f"{acc} += {operand(x)};"],
-                             f"#pragma omp simd reduction(+:{acc})")
+                             f"#pragma omp simd reduction(+:{acc}) reduction(|:big)")
                 div = f" / (float){C}" if prim.kind == "mean" else ""
                 body.append(f"{ind}const float {var[n]} = {acc}{div};")
         elif isinstance(prim, L.Row):
@@ -170,7 +205,7 @@ def kernel_source(k: Kernel, name: str) -> str:
             body += loop([x], [f"{m} = ({operand(x)} > {m} || {operand(x)} != {operand(x)}) "
                                f"? {operand(x)} : {m};"], "")
             body += loop([x], [f"{z} += em_expf({operand(x)} - {m});"],
-                         f"#pragma omp simd reduction(+:{z})")
+                         f"#pragma omp simd reduction(+:{z}) reduction(|:big)")
             if prim.kind == "log_softmax":
                 body.append(f"{ind}const float {var[n]}_lz = (float)log((double){z});")
     v_out = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "V"]
@@ -180,13 +215,14 @@ def kernel_source(k: Kernel, name: str) -> str:
         for i, n in v_out:
             val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
             tail.append(f"out{i}[{idx}] = {val};")
-        body += loop([n for _, n in v_out], tail, "#pragma omp simd")
+        body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
     for i, n in enumerate(k.outputs):
         if k.cls[n] == "S":
             body.append(f"{ind}out{i}[r] = {var[n]};")
-    par = f"num_threads(nt) schedule(static) if({R * C}LL >= {_PAR_MIN}LL)"
+    par = (f"num_threads(nt) schedule(static) if({R * C}LL >= {_PAR_MIN}LL) "
+           f"reduction(|:big)")
     if flat:
-        body = [b.replace("#pragma omp simd", f"#pragma omp parallel for simd {par}", 1)
+        body = [f"{ind}#pragma omp parallel for simd {par}"
                 if b.strip().startswith("#pragma omp simd") else b for b in body]
         lines += [b[4:] for b in body]
     else:
@@ -194,7 +230,10 @@ def kernel_source(k: Kernel, name: str) -> str:
         lines.append(f"    for (int64_t r = 0; r < {R}LL; r++) {{")
         lines += body
         lines.append("    }")
+    lines.append("    return big;")
     lines.append("}")
+    lines.append(f"void {name}(void **a, int nt) {{ if ({name}_v(a, nt, 0)) "
+                 f"{name}_v(a, nt, 1); }}")
     return "\n".join(lines) + "\n"
 
 
