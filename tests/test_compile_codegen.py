@@ -121,6 +121,18 @@ def test_reductions_and_row_kernels_match_torch(torch, threads):
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_row_ops_alone_on_contiguous_inputs(torch):
+    x = ember.randn(5, 12, generator=ember.Generator().manual_seed(8))
+    cf, made = _compiled(lambda t: (ember.softmax(t, -1), ember.log_softmax(t * 2, dim=1)))
+    got = cf(x)
+    tx = torch.from_numpy(x.numpy())
+    assert made[0].n_kernels == 1
+    np.testing.assert_allclose(got[0].numpy(), torch.softmax(tx, -1).numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(got[1].numpy(), torch.log_softmax(tx * 2, 1).numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_thread_count_does_not_change_results():
     x = ember.randn(64, 1000, generator=ember.Generator().manual_seed(2))
     cf, _ = _compiled(lambda t: (ember.softmax(t * 3, -1), (t.sin() * 2 + t.cos()).sum(-1)))

@@ -95,7 +95,8 @@ def _row_offset(k: Kernel, st: list) -> str:
 def _flat(k: Kernel) -> bool:
     """No per-row values and every input is contiguous of the kernel's shape:
     one flat loop over all elements."""
-    if any(c == "S" for c in k.cls.values()):
+    if any(c == "S" for c in k.cls.values()) or any(
+            isinstance(p, L.Row) for p, _ in k.prim.values()):
         return False
     for x in k.inputs:
         m = _meta(x)
