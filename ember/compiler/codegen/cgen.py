@@ -180,6 +180,17 @@ def kernel_source(k: Kernel, name: str) -> str:
         out.append(ind + "}")
         return out
 
+    def max_loop(x: Any, m: str) -> list:
+        # a max reduction OpenMP vectorises, with NaNs tracked apart (a NaN wins)
+        out = [f"{ind}float {m} = -INFINITY; int {m}_nan = 0;"]
+        out += loop([x] if isinstance(x, Node) else [],
+                    [f"{m} = {m} > {operand(x)} ? {m} : {operand(x)};",
+                     f"{m}_nan |= {operand(x)} != {operand(x)};"],
+                    f"#pragma omp simd reduction(max:{m}) reduction(|:{m}_nan) "
+                    f"reduction(|:big)")
+        out.append(f"{ind}if ({m}_nan) {m} = NAN;")
+        return out
+
     for n in k.nodes:
         prim, ops = k.prim[n]
         if k.cls[n] == "S" and isinstance(prim, L.Pointwise):
@@ -188,10 +199,7 @@ def kernel_source(k: Kernel, name: str) -> str:
         elif isinstance(prim, L.Reduction):
             x, acc = ops[0], var[n] + "_acc"
             if prim.kind == "amax":
-                body.append(f"{ind}float {acc} = -INFINITY;")
-                tail = [f"{acc} = ({operand(x)} > {acc} || {operand(x)} != {operand(x)}) "
-                        f"? {operand(x)} : {acc};"]
-                body += loop([x] if isinstance(x, Node) else [], tail, "")
+                body += max_loop(x, acc)
                 body.append(f"{ind}const float {var[n]} = {acc};")
             else:
                 body.append(f"{ind}float {acc} = 0.0f;")
@@ -202,9 +210,8 @@ def kernel_source(k: Kernel, name: str) -> str:
         elif isinstance(prim, L.Row):
             x = ops[0]
             m, z = var[n] + "_m", var[n] + "_z"
-            body.append(f"{ind}float {m} = -INFINITY, {z} = 0.0f;")
-            body += loop([x], [f"{m} = ({operand(x)} > {m} || {operand(x)} != {operand(x)}) "
-                               f"? {operand(x)} : {m};"], "")
+            body += max_loop(x, m)
+            body.append(f"{ind}float {z} = 0.0f;")
             body += loop([x], [f"{z} += em_expf({operand(x)} - {m});"],
                          f"#pragma omp simd reduction(+:{z}) reduction(|:big)")
             if prim.kind == "log_softmax":
