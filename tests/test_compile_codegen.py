@@ -131,6 +131,14 @@ def test_row_ops_alone_on_contiguous_inputs(torch):
                                atol=1e-6)
     np.testing.assert_allclose(got[1].numpy(), torch.log_softmax(tx * 2, 1).numpy(),
                                rtol=1e-5, atol=1e-5)
+    y = x.clone()
+    y[1, 3] = float("nan")
+    cg, _ = _compiled(lambda t: (ember.softmax(t * 1, -1), t.amax(-1) + 1))
+    sm, mx = cg(y)
+    ty = torch.from_numpy(y.numpy())
+    np.testing.assert_allclose(sm.numpy(), torch.softmax(ty, -1).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mx.numpy(), (ty.amax(-1) + 1).numpy(), rtol=1e-6)
+    assert np.isnan(mx.numpy()[1]) and np.isnan(sm.numpy()[1]).all()
 
 
 def test_thread_count_does_not_change_results():
