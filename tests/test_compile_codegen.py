@@ -295,3 +295,26 @@ def test_vectorised_sin_cos_hand_large_arguments_to_libm():
     assert np.array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
     assert made and made[0].n_kernels == 1
+
+
+def test_concurrent_calls_from_threads_are_independent():
+    import threading
+
+    cf, made = _compiled(lambda t: (t * 2 + 1).tanh() * t)
+    xs = [ember.randn(64, generator=ember.Generator().manual_seed(10 + i)) for i in range(4)]
+    cf(xs[0])
+    errors = []
+
+    def work(x):
+        want = (x * 2 + 1).tanh() * x
+        for _ in range(200):
+            if not np.allclose(cf(x).numpy(), want.numpy(), rtol=2e-6, atol=2e-6):
+                errors.append(x)
+                return
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and made[0].n_kernels == 1

@@ -46,7 +46,7 @@ def _no_compiler_note() -> None:
 
 
 class _KernelCall:
-    __slots__ = ("fn", "args", "ins", "outs", "n_in", "specs")
+    __slots__ = ("fn", "args", "ins", "outs", "n_in", "specs", "busy")
 
     def __init__(self, fn: Any, k: Kernel) -> None:
         self.fn = fn
@@ -56,6 +56,9 @@ class _KernelCall:
         self.args = (ctypes.c_void_p * (len(self.ins) + len(self.outs)))()
         self.specs = [(tuple(_meta(n).shape), getattr(ember, _dtype(_meta(n))))
                       for n in self.outs]
+        # the prebuilt array serves one call at a time; a concurrent call from
+        # another thread gets its own
+        self.busy = threading.Lock()
         fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
         fn.restype = None
 
@@ -92,13 +95,17 @@ class CompiledGraph:
         nt = ember.get_num_threads()
         for (is_k, obj), dead in zip(self.steps, self.free):
             if is_k:
-                a = obj.args
-                for i, n in enumerate(obj.ins):
-                    a[i] = env[n].data_ptr()
                 outs = [ember.empty(s, dtype=d) for s, d in obj.specs]
-                for i, t in enumerate(outs):
-                    a[obj.n_in + i] = t.data_ptr()
-                obj.fn(a, nt)
+                ptrs = [env[n].data_ptr() for n in obj.ins] + [t.data_ptr() for t in outs]
+                if obj.busy.acquire(blocking=False):
+                    try:
+                        a = obj.args
+                        a[:] = ptrs
+                        obj.fn(a, nt)
+                    finally:
+                        obj.busy.release()
+                else:
+                    obj.fn(type(obj.args)(*ptrs), nt)
                 env.update(zip(obj.outs, outs))
             else:
                 env[obj] = _run_node(self.gm, obj, env)
