@@ -46,8 +46,10 @@ static inline float em_cg_trig(float xx, int want_cos) {
     int use_c = (j == 1 || j == 2) ^ want_cos;
     return sign * (use_c ? pc : ps);
 }
-#define em_cg_sin(x) (exact ? (float)sin((double)(x)) : em_cg_trig((x), 0))
-#define em_cg_cos(x) (exact ? (float)cos((double)(x)) : em_cg_trig((x), 1))
+#define em_cg_sin_fast(x) em_cg_trig((x), 0)
+#define em_cg_cos_fast(x) em_cg_trig((x), 1)
+#define em_cg_sin_exact(x) ((float)sin((double)(x)))
+#define em_cg_cos_exact(x) ((float)cos((double)(x)))
 """
 
 # below this many elements a kernel runs on one thread (fork/join costs more)
@@ -115,10 +117,9 @@ def kernel_source(k: Kernel, name: str) -> str:
     """The C function for kernel ``k``."""
     flat = _flat(k)
     R, C = (1, math.prod(k.vshape)) if flat else (k.rows, k.cols)
-    # the body is written once over a constant ``exact``: the fast variant flags
-    # arguments its vectorised sin/cos cannot take, and then the exact one reruns
-    lines = [f"static inline __attribute__((always_inline)) int {name}_v(void **a, int nt, "
-             f"const int exact) {{", "    int big = 0;"]
+    # the body is written twice: the fast variant flags arguments its vectorised
+    # sin/cos cannot take, and then the exact one (libm) reruns the kernel
+    lines = [f"static int {name}_VARIANT(void **a, int nt) {{", "    int big = 0;"]
     var: dict = {}
     for i, x in enumerate(k.inputs):
         ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
@@ -240,9 +241,18 @@ def kernel_source(k: Kernel, name: str) -> str:
         lines.append("    }")
     lines.append("    return big;")
     lines.append("}")
-    lines.append(f"void {name}(void **a, int nt) {{ if ({name}_v(a, nt, 0)) "
-                 f"{name}_v(a, nt, 1); }}")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    variants = []
+    for v in ("fast", "exact"):
+        variants.append(text.replace("_VARIANT(", f"_{v}(").replace(
+            "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}("))
+    if "em_cg_sin(" not in text and "em_cg_cos(" not in text:
+        variants = variants[:1]
+        tail = f"void {name}(void **a, int nt) {{ {name}_fast(a, nt); }}\n"
+    else:
+        tail = (f"void {name}(void **a, int nt) {{ if ({name}_fast(a, nt)) "
+                f"{name}_exact(a, nt); }}\n")
+    return "".join(variants) + tail
 
 
 def module_source(kernels: list, math_header: str) -> str:
