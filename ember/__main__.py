@@ -37,14 +37,11 @@ def _has_module(name: str) -> bool:
 
 
 def _c_compiler() -> str | None:
-    import shutil
+    # the one ember.compile's code generator uses: CC, else Python's build compiler
+    from ember.compiler.codegen.cache import compiler_command
 
-    cc = os.environ.get("CC")
-    for name in ([cc.split()[0]] if cc else []) + ["cc", "gcc", "clang"]:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    argv = compiler_command()
+    return " ".join(argv) if argv else None
 
 
 def _mpiexec() -> str | None:

@@ -386,3 +386,19 @@ def lapack() -> Any:
             raise RuntimeError(f"{_LAPACK_HINT} ({path} failed to load: {e})") from None
         _handles["lapack"] = handle
         return handle
+
+
+# ---------------------------------------------------------------------------
+# generated code (ember.compile's C backend)
+# ---------------------------------------------------------------------------
+
+
+def load_generated(path: str | os.PathLike) -> Any:
+    """Load a shared object built from generated code (RTLD_LOCAL, so kernels of
+    different graphs never see each other's symbols)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(os.fspath(path), mode=ctypes.RTLD_LOCAL)
+    except OSError as e:
+        raise RuntimeError(f"ember.compile: cannot load generated code {path}: {e}") from None

@@ -7,6 +7,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# one cache of generated code per test session: compiled kernels are shared across
+# tests, and the user's cache is never touched
+if "EMBER_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["EMBER_CACHE_DIR"] = tempfile.mkdtemp(prefix="ember-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["EMBER_CACHE_DIR"], True)
+
 
 @pytest.fixture
 def torch():

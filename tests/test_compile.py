@@ -107,11 +107,12 @@ def test_unknown_options_raise():
     assert ember.compile(f, options={})(1) == 3
 
 
-def test_default_backend_resolves_to_eager_honestly():
-    assert ember.compiler.default_backend() == "eager"
-    assert "eager" in list_backends()
-    assert lookup_backend("default") is lookup_backend("eager")
-    assert ember.compile(f).backend == EagerBackend()
+def test_default_backend_resolves_to_the_code_generator():
+    from ember.compiler.codegen import InductorBackend
+    assert ember.compiler.default_backend() == "inductor"
+    assert {"eager", "inductor"} <= set(list_backends())
+    assert lookup_backend("default") is lookup_backend("inductor")
+    assert ember.compile(f).backend == InductorBackend()
 
 
 def test_unknown_backend_suggests():

@@ -254,9 +254,9 @@ def register_backend(backend: Any = None, *, name: str | None = None,
 
 
 def default_backend() -> str:
-    """The name ``backend="default"`` resolves to (``"eager"`` until an optimising
-    backend is registered as the default)."""
-    return "eager"
+    """The name ``backend="default"`` resolves to: ``"inductor"``, the fused C code
+    generator (which itself runs graphs eagerly when no C compiler is found)."""
+    return "inductor"
 
 
 def list_backends() -> list[str]:
@@ -669,3 +669,11 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
                     guards.append(f"{k} == {v!r}")
         return ExplainOutput(graphs, reasons, guards, time.perf_counter() - t0)
     return run
+
+
+def _register_codegen() -> None:
+    from .codegen import InductorBackend
+    register_backend(InductorBackend())
+
+
+_register_codegen()

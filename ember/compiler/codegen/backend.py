@@ -1,0 +1,183 @@
+"""The ``"inductor"`` backend: lowering, fusion, C code generation, the runtime.
+
+The compiled callable runs the graph as a list of steps: eager nodes through
+the dispatcher (matmul, linear, convolution, views and every op the lowering
+table does not cover: their existing kernels) and fused kernels through one
+generated shared object, called with a per-kernel argument array built once
+(only the data pointers change between calls).
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import ember
+from ember.fx import Node
+from ember.fx.node import map_arg
+
+from .. import Backend, CompileMode
+from . import cache
+from .cgen import module_source
+from .scheduler import Kernel, _dtype, _meta, partition
+
+_warned = threading.Event()
+
+
+def _math_header() -> str | None:
+    p = Path(ember.__file__).resolve().parent.parent / "src_c" / "include" / "ember_math.h"
+    try:
+        return p.read_text()
+    except OSError:
+        return None
+
+
+def _no_compiler_note() -> None:
+    if not _warned.is_set():
+        _warned.set()
+        import os
+        cc = os.environ.get("CC")
+        warnings.warn(f"ember.compile: no C compiler found (CC={cc!r}, and none from Python's "
+                      f"build configuration is on PATH); running captured graphs through "
+                      f"the eager kernels. Install gcc or clang, or set CC.", UserWarning,
+                      stacklevel=4)
+
+
+class _KernelCall:
+    __slots__ = ("fn", "args", "ins", "outs", "n_in", "specs", "busy")
+
+    def __init__(self, fn: Any, k: Kernel) -> None:
+        self.fn = fn
+        self.ins = list(k.inputs)
+        self.outs = list(k.outputs)
+        self.n_in = len(self.ins)
+        self.args = (ctypes.c_void_p * (len(self.ins) + len(self.outs)))()
+        self.specs = [(tuple(_meta(n).shape), getattr(ember, _dtype(_meta(n))))
+                      for n in self.outs]
+        # the prebuilt array serves one call at a time; a concurrent call from
+        # another thread gets its own
+        self.busy = threading.Lock()
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        fn.restype = None
+
+
+class CompiledGraph:
+    """A captured graph's runtime: eager steps and generated kernels, in graph order."""
+
+    def __init__(self, gm: Any, steps: list, lib: Any) -> None:
+        self.gm = gm
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.output = next(n for n in gm.graph.nodes if n.op == "output")
+        self.steps = []
+        ki = 0
+        for kind, obj in steps:
+            if kind == "kernel":
+                self.steps.append((True, _KernelCall(getattr(lib, f"k{ki}"), obj)))
+                ki += 1
+            else:
+                self.steps.append((False, obj))
+        self.n_kernels = ki
+        # the last step reading each value, so dead intermediates are freed early
+        last: dict = {}
+        for i, (is_k, obj) in enumerate(self.steps):
+            for n in (obj.ins if is_k else obj.all_input_nodes):
+                last[n] = i
+        keep = set(self.output.all_input_nodes)
+        self.free = [[] for _ in self.steps]
+        for n, i in last.items():
+            if n not in keep and n.op != "placeholder":
+                self.free[i].append(n)
+
+    def __call__(self, *args: Any) -> Any:
+        env: dict = dict(zip(self.placeholders, args))
+        nt = ember.get_num_threads()
+        for (is_k, obj), dead in zip(self.steps, self.free):
+            if is_k:
+                outs = [ember.empty(s, dtype=d) for s, d in obj.specs]
+                ptrs = [env[n].data_ptr() for n in obj.ins] + [t.data_ptr() for t in outs]
+                if obj.busy.acquire(blocking=False):
+                    try:
+                        a = obj.args
+                        a[:] = ptrs
+                        obj.fn(a, nt)
+                    finally:
+                        obj.busy.release()
+                else:
+                    obj.fn(type(obj.args)(*ptrs), nt)
+                env.update(zip(obj.outs, outs))
+            else:
+                env[obj] = _run_node(self.gm, obj, env)
+            for n in dead:
+                env.pop(n, None)
+        return map_arg(self.output.args[0], env.__getitem__)
+
+
+def _run_node(gm: Any, n: Node, env: dict) -> Any:
+    args = map_arg(n.args, env.__getitem__)
+    kwargs = map_arg(n.kwargs, env.__getitem__)
+    if n.op == "call_function":
+        return n.target(*args, **kwargs)
+    if n.op == "call_method":
+        return getattr(args[0], n.target)(*args[1:], **kwargs)
+    if n.op == "call_module":
+        return gm.get_submodule(n.target)(*args, **kwargs)
+    obj = gm
+    for part in n.target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _cpu_plain(example_inputs: list) -> bool:
+    grad = ember.is_grad_enabled()
+    for t in example_inputs:
+        if isinstance(t, ember.Tensor):
+            if t.device.type != "cpu" or (grad and t.requires_grad):
+                return False
+    return True
+
+
+def compile_graph(gm: Any, example_inputs: list) -> Callable:
+    """Lower, fuse and generate code for ``gm``; the callable runs it.
+
+    Graphs whose inputs need gradients (with grad mode on) run op by op, so
+    autograd records them; graphs on other devices too.
+    """
+    if not _cpu_plain(example_inputs):
+        return gm.forward
+    steps = partition(gm.graph)
+    kernels = [k for kind, k in steps if kind == "kernel"]
+    if not kernels:
+        return gm.forward
+    argv = cache.compiler_command()
+    header = _math_header()
+    if argv is None or header is None:
+        _no_compiler_note()
+        return gm.forward
+    lib = cache.load(module_source(kernels, header), argv)
+    cg = CompiledGraph(gm, steps, lib)
+    gm.meta["codegen_kernels"] = len(kernels)
+    return cg
+
+
+class InductorBackend(Backend):
+    """Fused C code generation (the default backend); see docs/compile.rst."""
+
+    name = "inductor"
+    modes = frozenset(CompileMode)
+    mode_notes = {
+        CompileMode.DEFAULT: "fuses pointwise chains and row reductions into generated C "
+                             "(OpenMP), cached on disk",
+        CompileMode.REDUCE_OVERHEAD: "accepted; changes nothing yet beyond default "
+                                     "(kernels already use argument arrays built once)",
+        CompileMode.MAX_AUTOTUNE: "accepted; changes nothing yet (no variant search)",
+        CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS: "accepted; changes nothing yet (no variant "
+                                                "search)",
+    }
+
+    def compile(self, gm: Any, example_inputs: list, *, mode: CompileMode,
+                options: dict) -> Callable:
+        return compile_graph(gm, example_inputs)
+
+

@@ -1,0 +1,262 @@
+"""C11 + OpenMP source for the kernels the scheduler built.
+
+One function per kernel, ``void kN(void **a, int nt)``: ``a`` holds the data
+pointers of the kernel's inputs then its outputs, ``nt`` the thread count.
+Rows are split across threads and each row is computed by one thread, so
+results do not depend on the thread count.  Shapes and strides are baked in
+(the capture guards them).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ember.fx import Node
+
+from . import lowering as L
+from .scheduler import Kernel, _dtype, _meta
+from .scheduler import _op_name as _name
+
+PRELUDE = r"""
+static inline float em_cg_relu(float x) { return (x != x) ? x : (x > 0 ? x : 0); }
+static inline float em_cg_max(float a, float b) {
+    return (a != a || b != b) ? a + b : (a > b ? a : b); }
+static inline float em_cg_min(float a, float b) {
+    return (a != a || b != b) ? a + b : (a < b ? a : b); }
+static inline float em_cg_pow(float a, float b) { return b == 2.0f ? a * a : powf(a, b); }
+/* sin/cos that vectorise (Cephes: pi/4 reduction in three parts, ~1 ulp for
+   |x| <= 8192); a kernel that meets a larger |x| reruns with libm's. */
+#define EM_CG_TRIG_MAX 8192.0f
+static inline float em_cg_trig(float xx, int want_cos) {
+    float x = fabsf(xx);
+    int32_t j = (int32_t)(x * 1.27323954473516f);
+    int32_t odd = j & 1;
+    j += odd;
+    float y = (float)j;
+    j &= 7;
+    float sign = (want_cos || xx >= 0) ? 1.0f : -1.0f;
+    sign = j > 3 ? -sign : sign;
+    j = j > 3 ? j - 4 : j;
+    sign = (want_cos && j > 1) ? -sign : sign;
+    x = ((x - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    float z = x * x;
+    float pc = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z
+                + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+    float ps = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
+    int use_c = (j == 1 || j == 2) ^ want_cos;
+    return sign * (use_c ? pc : ps);
+}
+#define em_cg_sin_fast(x) em_cg_trig((x), 0)
+#define em_cg_cos_fast(x) em_cg_trig((x), 1)
+#define em_cg_sin_exact(x) ((float)sin((double)(x)))
+#define em_cg_cos_exact(x) ((float)cos((double)(x)))
+"""
+
+# below this many elements a kernel runs on one thread (fork/join costs more)
+_PAR_MIN = 1 << 15
+
+
+def _lit(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1.0f" if v else "0.0f"
+    return f"{float(v).hex()}f" if float(v) != 0 else "0.0f"
+
+
+def _strides(k: Kernel, x: Node) -> list:
+    """Per-dim element strides of input ``x`` aligned to the kernel shape (0 where broadcast)."""
+    m = _meta(x)
+    shape, stride = list(m.shape), list(m.stride)
+    pad = len(k.vshape) - len(shape)
+    out = [0] * pad
+    for s, st, v in zip(shape, stride, k.vshape[pad:]):
+        out.append(0 if (s == 1 and v != 1) else st)
+    return out
+
+
+def _row_offset(k: Kernel, st: list) -> str:
+    dims = list(k.vshape[:-1])
+    if not dims:
+        return "0"
+    # collapse to r * s when the row dims are laid out like a contiguous block
+    inner = 1
+    ok = True
+    for d in range(len(dims) - 1, -1, -1):
+        if dims[d] != 1 and st[d] != st[len(dims) - 1] * inner:
+            ok = False
+        inner *= dims[d]
+    if ok:
+        return f"r * {st[len(dims) - 1]}LL"
+    terms, inner = [], 1
+    for d in range(len(dims) - 1, -1, -1):
+        if dims[d] != 1 and st[d] != 0:
+            terms.append(f"((r / {inner}LL) % {dims[d]}LL) * {st[d]}LL")
+        inner *= dims[d]
+    return " + ".join(terms) or "0"
+
+
+def _flat(k: Kernel) -> bool:
+    """No per-row values and every input is contiguous of the kernel's shape:
+    one flat loop over all elements."""
+    if any(c == "S" for c in k.cls.values()) or any(
+            isinstance(p, L.Row) for p, _ in k.prim.values()):
+        return False
+    for x in k.inputs:
+        m = _meta(x)
+        if tuple(m.shape) != k.vshape:
+            return False
+        expect, st = 1, []
+        for s in reversed(m.shape):
+            st.append(expect)
+            expect *= s
+        if any(s != 1 and a != b for s, a, b in zip(m.shape, m.stride, reversed(st))):
+            return False
+    return True
+
+
+def kernel_source(k: Kernel, name: str) -> str:
+    """The C function for kernel ``k``."""
+    flat = _flat(k)
+    R, C = (1, math.prod(k.vshape)) if flat else (k.rows, k.cols)
+    # the body is written twice: the fast variant flags arguments its vectorised
+    # sin/cos cannot take, and then the exact one (libm) reruns the kernel
+    lines = [f"static int {name}_VARIANT(void **a, int nt) {{", "    int big = 0;"]
+    var: dict = {}
+    for i, x in enumerate(k.inputs):
+        ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
+        lines.append(f"    {ct} *restrict in{i} = ({ct} *)a[{i}];")
+    for i, n in enumerate(k.outputs):
+        ct = "unsigned char" if _dtype(_meta(n)) == "bool" else "float"
+        lines.append(f"    {ct} *restrict out{i} = ({ct} *)a[{len(k.inputs) + i}];")
+    for i, n in enumerate(k.nodes):
+        var[n] = f"{'v' if k.cls[n] == 'V' else 's'}{i}"
+    body: list = []
+    ind = "        "
+    if not flat:
+        for i, x in enumerate(k.inputs):
+            st = _strides(k, x)
+            body.append(f"{ind}const int64_t ro{i} = {_row_offset(k, st)}; "
+                        f"(void)ro{i};")
+
+    def load(i: int) -> str:
+        if flat:
+            return f"(float)in{i}[j]"
+        sj = _strides(k, k.inputs[i])[-1] if k.vshape else 0
+        return f"(float)in{i}[ro{i} + j * {sj}LL]"
+
+    def operand(a: Any) -> str:
+        if isinstance(a, Node):
+            return var[a] if a in var else load(k.inputs.index(a))
+        return _lit(a)
+
+    def v_closure(targets: list) -> list:
+        need, stack = set(), list(targets)
+        while stack:
+            n = stack.pop()
+            if n in need or k.cls.get(n) != "V":
+                continue
+            need.add(n)
+            stack.extend(a for a in k.prim[n][1] if isinstance(a, Node))
+        return [n for n in k.nodes if n in need]
+
+    def trig_check(n: Node) -> str:
+        if _name(n) in ("sin", "cos"):
+            return f" big |= fabsf({operand(k.prim[n][1][0])}) > EM_CG_TRIG_MAX;"
+        return ""
+
+    def v_stmt(n: Node) -> str:
+        prim, ops = k.prim[n]
+        if isinstance(prim, L.Pointwise):
+            return (f"const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
+                    + trig_check(n))
+        x = operand(ops[0])
+        m, z = var[n] + "_m", var[n] + "_z"
+        if prim.kind == "softmax":
+            return f"const float {var[n]} = em_expf({x} - {m}) / {z};"
+        return f"const float {var[n]} = {x} - {m} - {var[n]}_lz;"
+
+    def loop(targets: list, tail: list, pragma: str) -> list:
+        out = [f"{ind}{pragma}", f"{ind}for (int64_t j = 0; j < {C}LL; j++) {{"]
+        out += [ind + "    " + v_stmt(n) for n in v_closure(targets)]
+        out += [ind + "    " + t for t in tail]
+        out.append(ind + "}")
+        return out
+
+    def max_loop(x: Any, m: str) -> list:
+        # a max reduction OpenMP vectorises, with NaNs tracked apart (a NaN wins)
+        out = [f"{ind}float {m} = -INFINITY; int {m}_nan = 0;"]
+        out += loop([x] if isinstance(x, Node) else [],
+                    [f"{m} = {m} > {operand(x)} ? {m} : {operand(x)};",
+                     f"{m}_nan |= {operand(x)} != {operand(x)};"],
+                    f"#pragma omp simd reduction(max:{m}) reduction(|:{m}_nan) "
+                    f"reduction(|:big)")
+        out.append(f"{ind}if ({m}_nan) {m} = NAN;")
+        return out
+
+    for n in k.nodes:
+        prim, ops = k.prim[n]
+        if k.cls[n] == "S" and isinstance(prim, L.Pointwise):
+            body.append(f"{ind}const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
+                        + trig_check(n))
+        elif isinstance(prim, L.Reduction):
+            x, acc = ops[0], var[n] + "_acc"
+            if prim.kind == "amax":
+                body += max_loop(x, acc)
+                body.append(f"{ind}const float {var[n]} = {acc};")
+            else:
+                body.append(f"{ind}float {acc} = 0.0f;")
+                body += loop([x], [f"{acc} += {operand(x)};"],
+                             f"#pragma omp simd reduction(+:{acc}) reduction(|:big)")
+                div = f" / (float){C}" if prim.kind == "mean" else ""
+                body.append(f"{ind}const float {var[n]} = {acc}{div};")
+        elif isinstance(prim, L.Row):
+            x = ops[0]
+            m, z = var[n] + "_m", var[n] + "_z"
+            body += max_loop(x, m)
+            body.append(f"{ind}float {z} = 0.0f;")
+            body += loop([x], [f"{z} += em_expf({operand(x)} - {m});"],
+                         f"#pragma omp simd reduction(+:{z}) reduction(|:big)")
+            if prim.kind == "log_softmax":
+                body.append(f"{ind}const float {var[n]}_lz = (float)log((double){z});")
+    v_out = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "V"]
+    if v_out:
+        idx = "j" if flat else f"r * {C}LL + j"
+        tail = []
+        for i, n in v_out:
+            val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
+            tail.append(f"out{i}[{idx}] = {val};")
+        body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
+    for i, n in enumerate(k.outputs):
+        if k.cls[n] == "S":
+            body.append(f"{ind}out{i}[r] = {var[n]};")
+    par = (f"num_threads(nt) schedule(static) if({R * C}LL >= {_PAR_MIN}LL) "
+           f"reduction(|:big)")
+    if flat:
+        body = [f"{ind}#pragma omp parallel for simd {par}"
+                if b.strip().startswith("#pragma omp simd") else b for b in body]
+        lines += [b[4:] for b in body]
+    else:
+        lines.append(f"    #pragma omp parallel for {par}")
+        lines.append(f"    for (int64_t r = 0; r < {R}LL; r++) {{")
+        lines += body
+        lines.append("    }")
+    lines.append("    return big;")
+    lines.append("}")
+    text = "\n".join(lines) + "\n"
+    variants = []
+    for v in ("fast", "exact"):
+        variants.append(text.replace("_VARIANT(", f"_{v}(").replace(
+            "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}("))
+    if "em_cg_sin(" not in text and "em_cg_cos(" not in text:
+        variants = variants[:1]
+        tail = f"void {name}(void **a, int nt) {{ {name}_fast(a, nt); }}\n"
+    else:
+        tail = (f"void {name}(void **a, int nt) {{ if ({name}_fast(a, nt)) "
+                f"{name}_exact(a, nt); }}\n")
+    return "".join(variants) + tail
+
+
+def module_source(kernels: list, math_header: str) -> str:
+    """The whole translation unit: ember's scalar math, helpers, one function per kernel."""
+    parts = ["#include <math.h>", "#include <stdint.h>", math_header, PRELUDE]
+    parts += [kernel_source(k, f"k{i}") for i, k in enumerate(kernels)]
+    return "\n".join(parts)

@@ -1,0 +1,184 @@
+"""Scheduling: partition a captured graph into fused kernels and eager steps.
+
+Nodes are visited in graph order.  Consecutive nodes that the lowering table
+covers join one *row kernel* when they share its geometry: every value is
+either a full tensor of the kernel's shape (``V``, computed inside loops over
+the last dimension and never stored unless something outside the kernel reads
+it) or one value per row (``S``: reductions over the last dimension and math
+on them).  Pointwise chains thus become one loop, and pointwise producers,
+softmax, log_softmax and layer_norm's mean/variance become one pass per row.
+Anything else is an eager step, which also closes the open kernel so the
+graph's order of effects is kept.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ember.fx import Node
+
+from . import lowering as L
+
+_FLOAT, _BOOL = "float32", "bool"
+
+
+def _meta(n: Any) -> Any:
+    m = n.meta.get("tensor_meta") if isinstance(n, Node) else None
+    return m if m is not None and hasattr(m, "shape") else None
+
+
+def _dtype(m: Any) -> str:
+    return str(m.dtype).replace("ember.", "")
+
+
+def _op_name(n: Node) -> str | None:
+    if n.op not in ("call_method", "call_function"):
+        return None
+    return n.meta.get("op_name") or (n.target if isinstance(n.target, str) else None)
+
+
+def _broadcasts(shape: tuple, to: tuple) -> bool:
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
+
+
+@dataclass
+class Kernel:
+    """A fused row kernel: ``nodes`` in order, ``cls`` V/S per node, the
+    external tensors it reads and the nodes it must store."""
+    vshape: tuple
+    nodes: list = field(default_factory=list)
+    cls: dict = field(default_factory=dict)      # node -> "V" | "S"
+    prim: dict = field(default_factory=dict)     # node -> (primitive, operands)
+    inputs: list = field(default_factory=list)   # external nodes, in first-use order
+    outputs: list = field(default_factory=list)  # nodes read outside the kernel
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.vshape[:-1]) if self.vshape else 1
+
+    @property
+    def cols(self) -> int:
+        return self.vshape[-1] if self.vshape else 1
+
+    def _operand(self, a: Any, as_v: bool) -> bool:
+        """Whether ``a`` can be read by a node of class V (``as_v``) or S."""
+        if isinstance(a, bool) or isinstance(a, (int, float)):
+            return math.isfinite(a) if isinstance(a, float) else True
+        if not isinstance(a, Node):
+            return False
+        if a in self.cls:
+            if self.cls[a] == "V":
+                return as_v
+            # a per-row value broadcast along the last dim only in keepdim form
+            m = _meta(a)
+            return (not as_v) or tuple(m.shape) == tuple(self.vshape[:-1]) + (1,)
+        m = _meta(a)
+        if m is None or _dtype(m) not in (_FLOAT, _BOOL) or not as_v:
+            return False
+        return _broadcasts(tuple(m.shape), self.vshape)
+
+    def _last_dim(self, n: Node, x: Any, pos: int, default: Any) -> Any:
+        dim = n.kwargs.get("dim", n.args[pos] if len(n.args) > pos else default)
+        if isinstance(dim, (tuple, list)):
+            if len(dim) != 1:
+                return None
+            dim = dim[0]
+        m = _meta(x)
+        nd = len(m.shape)
+        if dim is None:
+            return -1 if nd == 1 else None
+        return -1 if isinstance(dim, int) and nd and dim % nd == nd - 1 else None
+
+    def try_add(self, n: Node, prim: Any) -> bool:
+        m = _meta(n)
+        if m is None:
+            return False
+        shape = tuple(m.shape)
+        if isinstance(prim, L.Pointwise):
+            ops = list(n.args[:prim.arity])
+            if len(ops) != prim.arity or len(n.args) > prim.arity:
+                return False
+            if _dtype(m) != (_BOOL if prim.out_bool else _FLOAT):
+                return False
+            if not self.nodes:
+                self.vshape = shape
+            if shape == self.vshape and all(self._operand(a, True) for a in ops):
+                kind = "V"
+            elif (self.nodes and all(self._operand(a, False) for a in ops)
+                  and all(tuple(_meta(a).shape) == shape for a in ops if isinstance(a, Node))
+                  and any(isinstance(a, Node) for a in ops)):
+                kind = "S"
+            else:
+                return False
+        else:
+            if not n.args or not isinstance(n.args[0], Node) or _dtype(m) != _FLOAT:
+                return False
+            x = n.args[0]
+            xm = _meta(x)
+            if xm is None or not xm.shape or xm.shape[-1] < 2:
+                return False
+            if not self.nodes:
+                self.vshape = tuple(xm.shape)
+            if tuple(xm.shape) != self.vshape or not self._operand(x, True):
+                return False
+            if isinstance(prim, L.Row):
+                if len(n.args) > 2 or self._last_dim(n, x, 1, None) is None:
+                    return False
+                ops, kind = [x], "V"
+            else:
+                if len(n.args) > 3 or self._last_dim(n, x, 1, None) is None:
+                    return False
+                ops, kind = [x], "S"
+        for a in ops:
+            if isinstance(a, Node) and a not in self.cls and a not in self.inputs:
+                self.inputs.append(a)
+        self.nodes.append(n)
+        self.cls[n] = kind
+        self.prim[n] = (prim, ops)
+        return True
+
+    def finish(self) -> None:
+        inside = set(self.nodes)
+        self.outputs = [n for n in self.nodes if any(u not in inside for u in n.users)]
+
+    def worth_it(self) -> bool:
+        """A lone pointwise op or reduction gains nothing over its eager kernel."""
+        return len(self.nodes) > 1 or isinstance(self.prim[self.nodes[0]][0], L.Row)
+
+
+def partition(graph: Any) -> list:
+    """The graph as steps: ``("eager", node)`` or ``("kernel", Kernel)``; placeholders
+    and the output node are left to the runtime."""
+    steps: list = []
+    open_k: Kernel | None = None
+
+    def close() -> None:
+        nonlocal open_k
+        if open_k is not None and open_k.nodes:
+            open_k.finish()
+            if open_k.worth_it():
+                steps.append(("kernel", open_k))
+            else:
+                steps.extend(("eager", n) for n in open_k.nodes)
+        open_k = None
+
+    for n in graph.nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        name = _op_name(n)
+        prim = L.lookup(name, dict(n.kwargs)) if name else None
+        if prim is not None:
+            if open_k is not None and open_k.try_add(n, prim):
+                continue
+            close()
+            open_k = Kernel(())
+            if open_k.try_add(n, prim):
+                continue
+            open_k = None
+        close()
+        steps.append(("eager", n))
+    close()
+    return steps
