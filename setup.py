@@ -7,6 +7,7 @@ Environment flags:
 """
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -130,6 +131,10 @@ class BuildExt(build_ext):
         if not self.inplace:
             # the wheel's copy of the package was made before this record existed
             _write_build_config(self.build_lib)
+            # compile's generated code includes ember's vectorised math
+            dest = os.path.join(self.build_lib, "ember", "compiler", "codegen")
+            os.makedirs(dest, exist_ok=True)
+            shutil.copy(os.path.join(ROOT, "src_c", "include", "ember_math.h"), dest)
 
 
 directives = {

@@ -160,6 +160,8 @@ def test_wheel_contents(tmp_path):
                 or n.endswith((".c", ".o"))]
     # the build record of *this* build (ember.__config__.show()), not a stale one
     assert "ember/_build_config.py" in names
+    # the header compile's generated code includes
+    assert "ember/compiler/codegen/ember_math.h" in names
 
 
 @pytest.mark.skipif(not _have("asv"), reason="asv is not installed (requirements-dev.txt)")

@@ -27,22 +27,28 @@ _warned = threading.Event()
 
 
 def _math_header() -> str | None:
-    p = Path(ember.__file__).resolve().parent.parent / "src_c" / "include" / "ember_math.h"
-    try:
-        return p.read_text()
-    except OSError:
-        return None
+    # an installed package carries a copy beside this module (setup.py puts it there);
+    # a checkout reads the one the kernels are built from
+    for p in (Path(__file__).resolve().parent / "ember_math.h",
+              Path(ember.__file__).resolve().parent.parent / "src_c" / "include" / "ember_math.h"):
+        try:
+            return p.read_text()
+        except OSError:
+            pass
+    return None
+
+
+def _eager_note(reason: str) -> None:
+    if not _warned.is_set():
+        _warned.set()
+        warnings.warn(f"ember.compile: {reason}; running captured graphs through the eager "
+                      f"kernels.", UserWarning, stacklevel=4)
 
 
 def _no_compiler_note() -> None:
-    if not _warned.is_set():
-        _warned.set()
-        import os
-        cc = os.environ.get("CC")
-        warnings.warn(f"ember.compile: no C compiler found (CC={cc!r}, and none from Python's "
-                      f"build configuration is on PATH); running captured graphs through "
-                      f"the eager kernels. Install gcc or clang, or set CC.", UserWarning,
-                      stacklevel=4)
+    import os
+    _eager_note(f"no C compiler found (CC={os.environ.get('CC')!r}, and none from Python's "
+                f"build configuration is on PATH). Install gcc or clang, or set CC")
 
 
 class _KernelCall:
@@ -152,8 +158,12 @@ def compile_graph(gm: Any, example_inputs: list) -> Callable:
         return gm.forward
     argv = cache.compiler_command()
     header = _math_header()
-    if argv is None or header is None:
+    if argv is None:
         _no_compiler_note()
+        return gm.forward
+    if header is None:
+        _eager_note("ember_math.h, the header generated code includes, is missing from this "
+                    "installation")
         return gm.forward
     lib = cache.load(module_source(kernels, header), argv)
     cg = CompiledGraph(gm, steps, lib)
