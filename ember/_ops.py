@@ -11,7 +11,8 @@ The implementation of ``op`` is looked up once, at import: the first native op
 module (``ember._C.*``) or composite module that defines it, else the Tensor
 class itself (view methods of the Cython core). ``op_`` is found the same way;
 an op without an in-place kernel gets one composed from the out-of-place op
-(result checked for shape and castability, then copied in). Aliases share every
+(checked for overlap, shape and castability through the core's written-to checks,
+then copied in). Aliases share every
 variant of their op. A method written in the Tensor class body wins over the
 table, so an argument order that differs from the function (``Tensor.where``)
 stays explicit.
@@ -374,14 +375,10 @@ _IMPL_MODULES = ("ember._C.elementwise", "ember._C.linalg", "ember._C.index",
                  "ember._C.reduce", "ember._C.random", "ember._C.creation",
                  "ember._linalg_legacy", "ember._composite")
 
-# torch's names of the dtypes, by dtype code, for cast errors
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
-
-
 def _composed_inplace(fn, name: str):
-    """``Tensor.name_`` from the out-of-place op: the result must keep self's shape and
-    be castable to its dtype (torch's rules), then it is copied in (autograd sees copy_)."""
+    """``Tensor.name_`` from the out-of-place op: self may not overlap its operands, the
+    result must keep self's shape and be castable to its dtype (torch's rules), then it
+    is copied in (autograd sees copy_)."""
     from ember._C import core
 
     def op_(self, *args, **kwargs):
@@ -390,10 +387,7 @@ def _composed_inplace(fn, name: str):
         if tuple(r.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}_(): output with shape {list(self.shape)} doesn't match "
                                f"the broadcast shape {list(r.shape)}")
-        if not core.can_cast(r.dtype, self.dtype):
-            raise RuntimeError(f"{name}_(): result type {_TYPE_NAMES[r.dtype.code]} can't be "
-                               f"cast to the desired output type "
-                               f"{_TYPE_NAMES[self.dtype.code]}")
+        core._check_cast(r.dtype, self.dtype, name + "_")
         return self.copy_(r)
 
     op_.__name__ = op_.__qualname__ = name + "_"

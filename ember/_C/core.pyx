@@ -2803,6 +2803,11 @@ def _check_written(TensorBase t not None, inputs, str op, bint noalias=False):
     check_written(t, inputs, op, noalias)
 
 
+def _check_cast(from_, to, str op):
+    """Python ops' entry to torch's canCast rule for a result written into ``to``."""
+    check_cast(dtype_code(from_), dtype_code(to), op)
+
+
 def _write_out(out, TensorBase r not None, inputs, str op, bint exact=False):
     """Python ops' entry to the out= exit: ``r`` itself, or ``r`` written into ``out``
     after the shape, dtype (castable, or ``exact``) and overlap checks every native op
