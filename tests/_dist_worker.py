@@ -380,8 +380,15 @@ def main() -> None:
         with open(os.path.join(out_dir, f"rank{r}.json"), "w") as f:
             json.dump(info, f)
     if case == "faults":
+        # rank 0 left a request pending, so both leave without MPI_Finalize; rank 0 first
+        # waits until rank 1 has written its results, so the launcher, which ends the job
+        # when one rank exits unfinalised, never stops rank 1 mid-write
+        if r == 1:
+            dist.send(ember.ones(1), dst=0)
+        else:
+            dist.irecv(ember.ones(1), src=1).wait(timeout=60)
         sys.stdout.flush()
-        os._exit(0)        # rank 0 left a request pending: leave without MPI_Finalize
+        os._exit(0)
     dist.destroy_process_group()
 
 
