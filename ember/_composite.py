@@ -1082,3 +1082,143 @@ def lcm(input, other, *, out=None):
     g = gcd(input, other)
     q = _ew.floor_divide(_ew.abs(input), _ew.where(_ew.eq(g, 0), 1, g))
     return _finish(_ew.abs(_ew.mul(q, other)), out, "lcm", (input, other))
+
+
+def _along(v, d: int, nd: int):
+    """A 1-D tensor shaped to broadcast along dim ``d`` of an ``nd``-dim tensor."""
+    return v.reshape(*([1] * d), -1, *([1] * (nd - d - 1)))
+
+
+def _gradient_1d(f, d: int, h, edge_order: int):
+    n, nd = f.shape[d], f.dim()
+
+    def sl(start, length):
+        return f.narrow(d, start if start >= 0 else n + start, length)
+
+    if isinstance(h, TensorBase):       # sample coordinates: numpy's non-uniform formulas
+        dx = diff(h.to(f.dtype))
+        d1, d2 = _along(dx[:-1], d, nd), _along(dx[1:], d, nd)
+        s = _ew.add(d1, d2)
+        a = _ew.div(_ew.neg(d2), _ew.mul(d1, s))
+        b = _ew.div(_ew.sub(d2, d1), _ew.mul(d1, d2))
+        c = _ew.div(d1, _ew.mul(d2, s))
+        mid = _ew.add(_ew.add(_ew.mul(a, sl(0, n - 2)), _ew.mul(b, sl(1, n - 2))),
+                      _ew.mul(c, sl(2, n - 2)))
+        if edge_order == 1:
+            first = _ew.div(_ew.sub(sl(1, 1), sl(0, 1)), dx[0])
+            last = _ew.div(_ew.sub(sl(-1, 1), sl(-2, 1)), dx[-1])
+        else:
+            p, q = dx[0], dx[1]
+            first = _ew.add(_ew.add(
+                _ew.mul(sl(0, 1), -(2 * p + q) / (p * (p + q))),
+                _ew.mul(sl(1, 1), (p + q) / (p * q))), _ew.mul(sl(2, 1), -p / (q * (p + q))))
+            p, q = dx[-2], dx[-1]
+            last = _ew.add(_ew.add(
+                _ew.mul(sl(-3, 1), q / (p * (p + q))),
+                _ew.mul(sl(-2, 1), -(q + p) / (p * q))), _ew.mul(sl(-1, 1),
+                                                              (2 * q + p) / (q * (p + q))))
+    else:
+        mid = _ew.div(_ew.sub(sl(2, n - 2), sl(0, n - 2)), 2.0 * h)
+        if edge_order == 1:
+            first = _ew.div(_ew.sub(sl(1, 1), sl(0, 1)), h)
+            last = _ew.div(_ew.sub(sl(-1, 1), sl(-2, 1)), h)
+        else:
+            first = _ew.div(_ew.add(_ew.sub(_ew.mul(sl(1, 1), 4.0), _ew.mul(sl(0, 1), 3.0)),
+                                    _ew.neg(sl(2, 1))), 2.0 * h)
+            last = _ew.div(_ew.add(_ew.sub(_ew.mul(sl(-1, 1), 3.0), _ew.mul(sl(-2, 1), 4.0)),
+                                   sl(-3, 1)), 2.0 * h)
+    return _ix.cat([first, mid, last], d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimate the derivative of ``input`` along each dim in ``dim`` (all by default)
+    with central differences inside and one-sided ones at the edges, as NumPy's
+    ``gradient``; ``spacing`` is one step for every dim, a step per dim, or the sample
+    coordinates (1-D tensors) per dim. Returns one tensor per dim."""
+    _tensor_arg(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    nd = input.dim()
+    dims = list(range(nd)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [_wrap(d, nd) for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but "
+                               f"got a spacing argument of length {len(spacing)} and a dim "
+                               f"argument of length {len(dims)}.")
+        steps = list(spacing)
+    else:
+        steps = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    f = input if input.dtype.is_floating_point else input.to(core._get_default_dtype())
+    out = []
+    for d, h in zip(dims, steps):
+        if isinstance(h, TensorBase) and h.dim() == 0:
+            h = h.item()
+        if isinstance(h, TensorBase) and (h.dim() != 1 or h.shape[0] != f.shape[d]):
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device "
+                               f"and to have as many elements as dim {d} of the input")
+        out.append(_gradient_1d(f, d, h, edge_order))
+    return tuple(out)
+
+
+# float layout: (same-size integer dtype, mantissa bits, exponent mask, exponent bias - 1,
+# a power of two that makes every subnormal normal)
+_FLOAT_BITS = {"float32": ("int32", 23, 0xFF, 126, 64),
+               "float64": ("int64", 52, 0x7FF, 1022, 128)}
+
+
+def _float_layout(x, op):
+    key = str(x.dtype).split(".")[-1]
+    if key not in _FLOAT_BITS:
+        raise RuntimeError(f"torch.{op}() only supports floating-point dtypes (float32 and "
+                           f"float64 in ember), got {x.dtype}")
+    it, mbits, emask, bias, scale = _FLOAT_BITS[key]
+    return getattr(core, it), mbits, emask, bias, scale
+
+
+def frexp(input, *, out=None):
+    """Split into a mantissa in [0.5, 1) (with input's sign) and an int32 exponent with
+    ``input == mantissa * 2 ** exponent``; zero, inf and nan give themselves and 0."""
+    _tensor_arg(input, "frexp")
+    it, mbits, emask, bias, scale = _float_layout(input, "frexp")
+    finite = _ew.logical_and(_ew.isfinite(input), _ew.ne(input, 0))
+    tiny = _ew.logical_and(finite, _ew.lt(_ew.abs(input), 2.0 ** (1 - bias)))
+    x = _ew.where(tiny, _ew.mul(input, 2.0 ** scale), input)      # subnormals made normal
+    bits = x.contiguous().view(it)
+    e = _ew.bitwise_and(_ew.bitwise_right_shift(bits, mbits), emask)
+    exponent = _ew.sub(_ew.sub(e, bias), _ew.where(tiny, scale, 0))
+    keep = ~(emask << mbits)
+    mant = _ew.bitwise_or(_ew.bitwise_and(bits, keep), bias << mbits).view(input.dtype)
+    mantissa = _ew.where(finite, mant, input)
+    exponent = _ew.where(finite, exponent, 0).to(core.int32)
+    if out is not None:
+        mantissa = _finish(mantissa, out[0], "frexp", (input,), exact=True)
+        exponent = _finish(exponent, out[1], "frexp", (input,), exact=True)
+    return _red.return_types.frexp(mantissa, exponent)
+
+
+def nextafter(input, other, *, out=None):
+    """The next representable value after ``input`` in the direction of ``other``."""
+    _tensor_arg(input, "nextafter")
+    it, *_ = _float_layout(input, "nextafter")
+    if isinstance(other, TensorBase) and other.dtype != input.dtype:
+        raise RuntimeError(f"nextafter: expected both arguments to have the same dtype, got "
+                           f"{input.dtype} and {other.dtype}")
+    if not isinstance(other, TensorBase):
+        other = core.full((), other, dtype=input.dtype)
+    shape = core.broadcast_shapes(input.shape, other.shape)
+    x, y = input.expand(shape), other.expand(shape)   # (adding zeros would lose -0.0)
+    bits = x.contiguous().view(it)
+    away = _ew.eq(_ew.gt(y, x), _ew.gt(x, 0))              # moving away from zero
+    stepped = _ew.add(bits, _ew.where(away, 1, -1).to(it)).view(input.dtype)
+    neg_one = 1 - 2 ** (8 * input.dtype.itemsize - 1)       # sign bit and 1: -min subnormal
+    smallest = _ew.where(_ew.gt(y, 0), 1, neg_one).to(it).view(input.dtype)
+    r = _ew.where(_ew.eq(x, 0), smallest, stepped)
+    r = _ew.where(_ew.eq(x, y), y, r)
+    r = _ew.where(_ew.logical_or(_ew.isnan(x), _ew.isnan(y)), float("nan"), r)
+    return _finish(r, out, "nextafter", (input, other))

@@ -141,6 +141,7 @@ fmax                      fm
 fmin                      fm
 fmod                      fmi
 frac                      fmiI
+frexp                     fm
 frombuffer                f
 gather                    fm
 gcd                       fmiI
@@ -150,6 +151,7 @@ geometric                 i
 geqrf                     fm
 ger                       fm
 get_device                f
+gradient                  f
 gt                        fmi       greater
 hamming_window            f
 hann_window               f
@@ -241,6 +243,7 @@ narrow                    fm
 native_dropout            f
 ne                        fmi       not_equal
 neg                       fmiI      negative
+nextafter                 fmi
 nonzero                   fm
 nonzero_static            fm
 norm                      fm

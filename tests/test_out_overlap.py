@@ -39,7 +39,8 @@ BINARY = ("add sub subtract mul multiply div divide true_divide floor_divide rem
           "pow float_power maximum minimum fmax fmin atan2 arctan2 hypot copysign xlogy "
           "logaddexp eq ne lt le gt ge greater greater_equal less less_equal not_equal "
           "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor "
-          "bitwise_left_shift bitwise_right_shift logaddexp2 heaviside inner kron").split()
+          "bitwise_left_shift bitwise_right_shift logaddexp2 heaviside inner kron nextafter"
+          ).split()
 DIM_REDUCE = ("all any amax amin cumprod cumsum logcumsumexp logsumexp mean nanmean nansum "
               "prod std sum var").split()
 
@@ -125,6 +126,7 @@ def _sample_table():
         "quantile": lambda m, A: (m.quantile, (A, 0.25, 1), {}),
         "nanquantile": lambda m, A: (m.nanquantile, (A, 0.75, 1), {}),
         "histogram": lambda m, A: (m.histogram, (A.reshape(-1), 4), {}),
+        "frexp": lambda m, A: (m.frexp, (A,), {}),
         "gcd": lambda m, A: (m.gcd, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
         "lcm": lambda m, A: (m.lcm, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
     })
@@ -151,7 +153,7 @@ INPLACE_BINARY = ("add sub subtract mul multiply div divide floor_divide remaind
                   "bitwise_right_shift logical_and logical_or eq ne lt le gt ge copy arctan2 "
                   "copysign float_power greater greater_equal hypot less less_equal "
                   "logical_xor not_equal true_divide xlogy heaviside ldexp gcd lcm "
-                  "set").split()
+                  "set nextafter").split()
 
 
 def _inplace_table():

@@ -76,6 +76,7 @@ return_types = _types.SimpleNamespace(**{n: _rt(n) for n in (
     "cummin")})
 return_types.aminmax = _rt("aminmax", ("min", "max"))
 return_types.histogram = _rt("histogram", ("hist", "bin_edges"))
+return_types.frexp = _rt("frexp", ("mantissa", "exponent"))
 
 
 # ---------------------------------------------------------------------------

@@ -308,4 +308,20 @@ OPS = [
         Sample((np.array([0, 1, 0, 2], dt),), kwargs={"size": 3}),
         Sample((np.array([[0, 1], [1, 2]], dt),), kwargs={"size": 2, "fill_value": 7})],
         dtypes=("int64",), grad=False),
+    OpInfo("gradient", lambda rng, dt: [
+        Sample((_r(rng, 3, 5, dtype=dt),)),
+        Sample((_r(rng, 3, 5, dtype=dt),), kwargs={"spacing": 2.0, "dim": 1}),
+        Sample((_r(rng, 3, 5, dtype=dt),), kwargs={"spacing": (0.5, 2.0), "edge_order": 2}),
+        Sample((_r(rng, 5, 3, dtype=dt),), noncontig=True)],
+        errors=lambda: [Sample((np.ones(2, np.float32),), kwargs={"edge_order": 2}),
+                        Sample((np.ones(4, np.float32),), kwargs={"edge_order": 3})]),
+    OpInfo("frexp", lambda rng, dt: [Sample((np.array([1e-40, 0.0, -0.0, 3.0, -5.5, np.inf,
+                                                       -np.inf, np.nan, 2.5e38], dt),)),
+                                     Sample((_r(rng, 3, 4, dtype=dt, lo=-1e3, hi=1e3),))],
+           grad=False,
+           errors=lambda: [Sample((np.ones(2, np.int64),))]),
+    OpInfo("nextafter", lambda rng, dt: [
+        Sample((np.array([1.0, 0.0, -0.0, np.inf, np.nan, 1.0, -1.0, 2.0, 1e-45, 0.0], dt),
+                np.array([2.0, -1.0, 1.0, 0.0, 1.0, np.nan, -2.0, 1.0, 0.0, -0.0], dt))),
+        Sample((_r(rng, 3, 1, dtype=dt), _r(rng, 4, dtype=dt)))], grad=False),
 ]

@@ -320,3 +320,25 @@ def test_functional_ops_at_the_top_level_match_torch(torch):
         e, t = getattr(ember, name)(ember.tensor(xi), *args), \
             getattr(torch, name)(torch.tensor(xi), *targs)
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_gradient_with_coordinates_matches_torch(torch):
+    rng = np.random.default_rng(7)
+    f = rng.standard_normal((3, 5)).astype(np.float64)
+    xs = np.array([0.0, 1.0, 3.0, 4.0, 6.5])
+    for order in (1, 2):
+        e = ember.gradient(ember.tensor(f), spacing=[ember.tensor(xs)], dim=1, edge_order=order)
+        t = torch.gradient(torch.tensor(f), spacing=[torch.tensor(xs)], dim=1, edge_order=order)
+        np.testing.assert_allclose(e[0].numpy(), t[0].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(e[0].numpy(), np.gradient(f, xs, axis=1, edge_order=order),
+                                   rtol=1e-12)
+
+
+def test_frexp_recomposes_and_nextafter_steps_one_ulp():
+    x = np.array([1e-40, 3.0, -5.5, 2.5e38, 0.75], np.float32)
+    m, e = ember.frexp(ember.tensor(x))
+    assert e.dtype == ember.int32
+    np.testing.assert_array_equal(np.ldexp(m.numpy(), e.numpy()), x)
+    assert np.all((np.abs(m.numpy()) >= 0.5) & (np.abs(m.numpy()) < 1))
+    up = ember.nextafter(ember.tensor(x), ember.tensor(np.full(5, np.inf, np.float32)))
+    np.testing.assert_array_equal(up.numpy(), np.nextafter(x, np.float32(np.inf)))
