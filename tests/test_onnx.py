@@ -1,0 +1,110 @@
+"""ember.onnx.export: the file passes onnx.checker and onnxruntime reproduces ember's outputs."""
+
+import io
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+
+def _export(model, x, **kw):
+    model.eval()
+    buf = io.BytesIO()
+    ember.onnx.export(model, (x,), buf, input_names=["x"], output_names=["y"], **kw)
+    proto = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(proto)
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    return proto, sess
+
+
+def _assert_same(model, sess, x):
+    (got,) = sess.run(["y"], {"x": x.numpy()})
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_mlp_matches_and_weights_are_initializers():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Dropout(0.2), nn.Linear(8, 8),
+                          nn.Tanh(), nn.Linear(8, 3), nn.LogSoftmax(-1))
+    x = ember.randn(2, 4)
+    proto, sess = _export(model, x)
+    assert {i.name for i in proto.graph.initializer} >= {"0.weight", "0.bias", "5.weight"}
+    assert [i.name for i in proto.graph.input] == ["x"]
+    assert [o.name for o in proto.graph.output] == ["y"]
+    assert proto.opset_import[0].version == 17
+    _assert_same(model, sess, x)
+
+
+def test_cnn_matches_with_dynamic_batch():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(4, 6, 3, stride=1), nn.Sigmoid(), nn.Flatten(),
+                          nn.Linear(6 * 2 * 2, 5), nn.Softmax(dim=1))
+    x = ember.randn(2, 1, 8, 8)
+    proto, sess = _export(model, x, dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    _assert_same(model, sess, x)
+    _assert_same(model, sess, ember.randn(5, 1, 8, 8))
+
+
+def test_transformer_encoder_layer_matches_with_dynamic_batch():
+    ember.manual_seed(0)
+    model = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+    x = ember.randn(3, 5, 16)
+    _, sess = _export(model, x, dynamic_axes={"x": [0]})
+    _assert_same(model, sess, x)
+    _assert_same(model, sess, ember.randn(7, 5, 16))
+
+
+def test_views_slicing_cat_and_embedding():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 6)
+
+        def forward(self, idx):
+            e = self.emb(idx)                                   # (B, 4, 6)
+            a = e.permute(0, 2, 1).unsqueeze(1).squeeze(1)      # (B, 6, 4)
+            b = ember.cat([a[:, :3], a[:, 3:] * 2.0 - 1.0], dim=1) / 3.0
+            return b.reshape(b.shape[0], -1)[:, 1:].unsqueeze(-1).expand(-1, -1, 2)
+
+    ember.manual_seed(0)
+    model = Net()
+    idx = ember.tensor([[1, 2, 3, 4], [5, 6, 7, 9]])
+    _, sess = _export(model, idx, dynamic_axes={"x": [0]})
+    for x in (idx, ember.tensor([[0, 1, 2, 3], [9, 8, 7, 6], [4, 4, 4, 4]])):
+        _assert_same(model, sess, x)
+
+
+def test_file_path_and_unmapped_op(tmp_path):
+    model = nn.Linear(3, 2)
+    path = tmp_path / "m.onnx"
+    ember.onnx.export(model, ember.randn(1, 3), str(path))
+    onnx.checker.check_model(onnx.load(str(path)))
+
+    class Cumsum(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0)
+
+    with pytest.raises(RuntimeError, match="cumsum.*no ONNX mapping"):
+        ember.onnx.export(Cumsum(), ember.randn(3), io.BytesIO())
+
+    # captured in eval mode (torch's default), the training flag restored afterwards
+    drop = nn.Sequential(nn.Dropout(0.5), nn.ReLU()).train()
+    buf = io.BytesIO()
+    ember.onnx.export(drop, ember.randn(3), buf, input_names=["x"], output_names=["y"])
+    assert drop.training and drop[0].training
+    x = ember.randn(3)
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(["y"], {"x": x.numpy()})[0], ember.relu(x).numpy())
+
+
+def test_missing_onnx_is_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "onnx", None)
+    with pytest.raises(ImportError, match=r"pip install ember\[onnx\]"):
+        ember.onnx.export(nn.Linear(2, 2), ember.randn(1, 2), io.BytesIO())
