@@ -24,6 +24,7 @@ def _export(model, x, **kw):
 
 def _assert_same(model, sess, x):
     (got,) = sess.run(["y"], {"x": x.numpy()})
+    assert np.isfinite(got).all()
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
@@ -108,3 +109,48 @@ def test_missing_onnx_is_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "onnx", None)
     with pytest.raises(ImportError, match=r"pip install ember\[onnx\]"):
         ember.onnx.export(nn.Linear(2, 2), ember.randn(1, 2), io.BytesIO())
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_batchnorm_pooling_reductions_and_attention(opset):
+    import ember.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding="same")
+            self.bn = nn.BatchNorm2d(4)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 8)
+
+        def forward(self, x):
+            self.seen_export = ember.onnx.is_in_onnx_export()
+            h = self.bn(self.conv(x))
+            y = self.pool(F.silu(h)).flatten(1) + F.avg_pool2d(h, 2).mean(dim=(2, 3))
+            q = self.fc(y).reshape(y.shape[0], 2, 4)            # (B, 2 tokens, 4)
+            a = F.scaled_dot_product_attention(q, q, q)
+            a = ember.where(a > 0, a.pow(2), -(a * a + 1.0).rsqrt().abs())
+            return a.sum(-1) - a.amax(dim=-1, keepdim=True).squeeze(-1)
+
+    ember.manual_seed(0)
+    model = Net()
+    model.bn.running_mean.copy_(ember.randn(4))
+    model.bn.running_var.copy_(ember.rand(4) + 0.5)
+    x = ember.randn(2, 3, 6, 6)
+    proto, sess = _export(model, x, dynamic_axes={"x": [0]}, opset_version=opset)
+    assert proto.opset_import[0].version == opset
+    assert "bn.running_mean" in {i.name for i in proto.graph.initializer}
+    _assert_same(model, sess, x)
+    _assert_same(model, sess, ember.randn(4, 3, 6, 6))
+    assert not ember.onnx.is_in_onnx_export()
+    proto, sess = _export(model, x, dynamic_axes={"x": [0]}, opset_version=opset)
+    assert model.seen_export
+    model(x)
+    assert not model.seen_export
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="opset_version"):
+        ember.onnx.export(nn.ReLU(), ember.randn(2), io.BytesIO(), opset_version=11)
+    with pytest.raises(ValueError, match="input_names"):
+        ember.onnx.export(nn.ReLU(), ember.randn(2), io.BytesIO(), input_names=["a", "b"])

@@ -437,6 +437,91 @@ def _index_select(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
                  + x.dyn[dim + 1:])
 
 
+def _avg_pool(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    names = ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+             "divisor_override")
+    defaults = (None, None, None, 0, False, True, None)
+    a = {k: kwargs.get(k, args[i] if i < len(args) else defaults[i])
+         for i, k in enumerate(names)}
+    if a["divisor_override"] is not None:
+        raise RuntimeError("ember.onnx.export(): avg_pool2d with divisor_override has no "
+                           "ONNX mapping")
+    x = a["input"]
+    nsp = len(x.shape) - 2
+    k = _pair(a["kernel_size"], nsp)
+    s = _pair(a["stride"] if a["stride"] not in (None, ()) else k, nsp)
+    p = _pair(a["padding"], nsp)
+    out = b.op("AveragePool", [x.name], node.name, kernel_shape=k, strides=s, pads=p + p,
+               ceil_mode=int(bool(a["ceil_mode"])),
+               count_include_pad=int(bool(a["count_include_pad"])))
+    return _same(b, node, x, out, x.dyn[:2] + [set() for _ in range(nsp)])
+
+
+def _adaptive_avg_pool(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    x = args[0]
+    shape, _ = _node_meta(node)
+    ins, outs = x.shape[2:], shape[2:]
+    if all(o == 1 for o in outs):
+        return _same(b, node, x, b.op("GlobalAveragePool", [x.name], node.name))
+    if any(i % o for i, o in zip(ins, outs)):
+        raise RuntimeError(f"ember.onnx.export(): adaptive_avg_pool2d from {tuple(ins)} to "
+                           f"{tuple(outs)} (not a whole multiple) has no ONNX mapping")
+    k = [i // o for i, o in zip(ins, outs)]
+    return _same(b, node, x, b.op("AveragePool", [x.name], node.name, kernel_shape=k,
+                                  strides=k))
+
+
+def _reduce(op_type: str, axes_input_from: int) -> Callable:
+    def run(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+        x = args[0]
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+        keep = bool(kwargs.get("keepdim", args[2] if len(args) > 2 else False))
+        src = x.name
+        if kwargs.get("dtype") is not None:
+            src = b.op("Cast", [src], "cast", to=_onnx_dtype(kwargs["dtype"]))
+        n = len(x.shape)
+        axes = list(range(n)) if dim is None or dim == () else \
+            [_norm(int(d), n) for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
+        if b.opset >= axes_input_from:
+            out = b.op(op_type, [src, b.ints(axes)], node.name, keepdims=int(keep))
+        else:
+            out = b.op(op_type, [src], node.name, axes=axes, keepdims=int(keep))
+        dyn = [set() if i in axes else d for i, d in enumerate(x.dyn)] if keep else \
+            [d for i, d in enumerate(x.dyn) if i not in axes]
+        return _same(b, node, x, out, dyn)
+    return run
+
+
+def _compare(op_type: str) -> Callable:
+    def run(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+        x, y = args[0], args[1]
+        like = x if isinstance(x, _Value) else y
+        x, y = _as_input(b, x, like), _as_input(b, y, like)
+        out = b.op(op_type, [x.name, y.name], node.name)
+        if op_type == "Equal" and node.target in ("ne", "__ne__"):
+            out = b.op("Not", [out], node.name + "_not")
+        return _same(b, node, x, out, _broadcast_dyn(x, y))
+    return run
+
+
+def _where(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    cond, x, y = args[0], args[1], args[2]
+    like = x if isinstance(x, _Value) else y
+    x, y = _as_input(b, x, like), _as_input(b, y, like)
+    out = b.op("Where", [cond.name, x.name, y.name], node.name)
+    return _same(b, node, like, out, _broadcast_dyn(cond, x, y))
+
+
+def _silu(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    x = args[0]
+    return _same(b, node, x, b.op("Mul", [x.name, b.op("Sigmoid", [x.name], "sig")], node.name))
+
+
+def _rsqrt(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    x = args[0]
+    return _same(b, node, x, b.op("Reciprocal", [b.op("Sqrt", [x.name], "sqrt")], node.name))
+
+
 def _sdpa(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
     defaults = (None, None, None, None, 0.0, False, None)
@@ -478,7 +563,15 @@ _TABLE: dict[str, Callable] = {
     "expand": _expand, "narrow": _narrow, "getitem": _getitem, "__getitem__": _getitem,
     "cat": _cat, "concat": _cat, "embedding": _embedding,
     "index_select": _index_select,
-    "scaled_dot_product_attention": _sdpa,
+    "scaled_dot_product_attention": _sdpa, "avg_pool2d": _avg_pool,
+    "adaptive_avg_pool2d": _adaptive_avg_pool, "mean": _reduce("ReduceMean", 18),
+    "sum": _reduce("ReduceSum", 13), "amax": _reduce("ReduceMax", 18),
+    "gt": _compare("Greater"), "__gt__": _compare("Greater"), "lt": _compare("Less"),
+    "__lt__": _compare("Less"), "ge": _compare("GreaterOrEqual"),
+    "le": _compare("LessOrEqual"), "eq": _compare("Equal"), "ne": _compare("Equal"),
+    "__ne__": _compare("Equal"), "where": _where, "silu": _silu, "rsqrt": _rsqrt,
+    "pow": _binary("Pow"), "__pow__": _binary("Pow"), "abs": _unary("Abs"),
+    "log": _unary("Log"), "erf": _unary("Erf"),
     "dropout": _dropout, "contiguous": _identity, "clone": _identity, "detach": _identity,
 }
 
