@@ -62,6 +62,18 @@ def test_transformer_encoder_layer_matches_with_dynamic_batch():
     _assert_same(model, sess, ember.randn(7, 5, 16))
 
 
+def test_transformer_dynamic_batch_and_sequence():
+    ember.manual_seed(0)
+    model = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, activation="gelu",
+                                       norm_first=True)          # (seq, batch, feature)
+    x = ember.randn(5, 3, 16)
+    proto, sess = _export(model, x, dynamic_axes={"x": {0: "seq", 1: "batch"}})
+    dims = proto.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == ["seq", "batch", 16]
+    for shape in [(5, 3, 16), (9, 2, 16), (1, 1, 16)]:
+        _assert_same(model, sess, ember.randn(*shape))
+
+
 def test_views_slicing_cat_and_embedding():
     class Net(nn.Module):
         def __init__(self):

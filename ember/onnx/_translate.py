@@ -52,6 +52,8 @@ class _Builder:
         self.nodes: list = []
         self.initializers: list = []
         self.sym_sizes: dict[str, int] = {}
+        self.sym_source: dict[str, tuple[str, int]] = {}
+        self._sym_dims: dict[str, str] = {}
         self._count = 0
 
     def fresh(self, base: str) -> str:
@@ -68,6 +70,14 @@ class _Builder:
         self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
+    def sym_dim(self, sym: str) -> str:
+        """A 1-element int64 tensor holding the run-time size of axis ``sym``."""
+        if sym not in self._sym_dims:
+            name, axis = self.sym_source[sym]
+            self._sym_dims[sym] = self.op("Shape", [name], "size_" + sym, start=axis,
+                                          end=axis + 1)
+        return self._sym_dims[sym]
+
     def ints(self, values: list[int]) -> str:
         return self.const(np.asarray(values, dtype=np.int64), "ints")
 
@@ -83,39 +93,62 @@ def _norm(dim: int, ndim: int) -> int:
     return dim + ndim if dim < 0 else dim
 
 
+class _Dim(frozenset):
+    """The dynamic-axis symbols in one dim; ``inners[sym]`` is the static factor
+    of the dim's size below ``sym`` (a dim of size ``batch * heads`` has
+    ``inners["batch"] == heads``)."""
+
+    inners: dict = {}
+
+    @classmethod
+    def of(cls, inners: dict) -> _Dim:
+        d = cls(inners)
+        d.inners = dict(inners)
+        return d
+
+
 def _broadcast_dyn(*vals: _Value) -> list:
     ndim = max(len(v.dyn) for v in vals)
-    out = [set() for _ in range(ndim)]
+    out: list = [frozenset() for _ in range(ndim)]
     for v in vals:
         for i, d in enumerate(v.dyn):
-            out[ndim - len(v.dyn) + i] |= d
+            k = ndim - len(v.dyn) + i
+            if d and not out[k]:
+                out[k] = d
     return out
 
 
 def _reshape_spec(b: _Builder, x: _Value, shape: tuple, opname: str) -> tuple[list, list]:
-    """The ONNX Reshape target for ``x`` -> ``shape`` and the result's dynamic dims."""
-    if not any(x.dyn):
-        return list(shape), [set() for _ in shape]
+    """The ONNX Reshape target for ``x`` -> ``shape`` and the result's dynamic dims.
+
+    Each dynamic axis lands in the output dim that holds its elements in
+    row-major order; that dim's size is computed in the graph from the input
+    that carries the axis (an int entry is static, a str one a 1-element tensor).
+    """
     target: list[int] = list(shape)
-    dyn: list = [set() for _ in shape]
-    copied = set()
-    for i, size in enumerate(shape):
-        if i < len(x.shape) and x.dyn[i] and x.shape[i] == size:
-            target[i], dyn[i] = 0, set(x.dyn[i])
-            copied.add(i)
-    rest: set = set()
-    for i, d in enumerate(x.dyn):
-        if i not in copied:
-            rest |= d
-    if rest:
-        factor = math.prod(b.sym_sizes[s] for s in rest)
-        for i, size in enumerate(shape):
-            if i not in copied and size % factor == 0:
-                target[i], dyn[i] = -1, rest
-                break
-        else:
-            raise RuntimeError(f"ember.onnx.export(): {opname} from {x.shape} to {shape} "
-                               "cannot keep the dynamic axes symbolic")
+    where: dict[str, tuple[int, int]] = {}
+    for i, syms in enumerate(x.dyn):
+        for sym in syms:
+            # the elements the symbol spans, in row-major order
+            inner = getattr(syms, "inners", {}).get(sym, 1) * math.prod(x.shape[i + 1:])
+            outer = inner * b.sym_sizes[sym]
+            j = next((j for j in range(len(shape))
+                      if shape[j] > 1 and math.prod(shape[j + 1:]) <= inner
+                      and math.prod(shape[j:]) >= outer), None)
+            if (j is None or inner % math.prod(shape[j + 1:])
+                    or math.prod(shape[j:]) % outer):
+                raise RuntimeError(f"ember.onnx.export(): {opname} from {x.shape} to "
+                                   f"{shape} splits the dynamic axis '{sym}'")
+            where[sym] = (i, j, inner // math.prod(shape[j + 1:]))
+    dyn: list = [frozenset() for _ in shape]
+    for j in sorted({j for _, j, _ in where.values()}):
+        inners = {sym: f for sym, (_, jj, f) in where.items() if jj == j}
+        dyn[j] = _Dim.of(inners)
+        # the size at run time: the symbols' sizes read from the graph inputs
+        size = b.ints([shape[j] // math.prod(b.sym_sizes[sym] for sym in inners)])
+        for sym in sorted(inners):
+            size = b.op("Mul", [size, b.sym_dim(sym)], "dim")
+        target[j] = size
     return target, dyn
 
 
@@ -298,7 +331,12 @@ def _reshape(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     x = args[0]
     shape, dtype = _node_meta(node)
     target, dyn = _reshape_spec(b, x, shape, str(node.target))
-    return _Value(b.op("Reshape", [x.name, b.ints(target)], node.name), shape, dtype, dyn)
+    if all(isinstance(t, int) for t in target):
+        spec = b.ints(target)
+    else:
+        spec = b.op("Concat", [b.ints([t]) if isinstance(t, int) else t for t in target],
+                    "shape", axis=0)
+    return _Value(b.op("Reshape", [x.name, spec], node.name), shape, dtype, dyn)
 
 
 def _transpose(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
@@ -353,7 +391,7 @@ def _expand(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     target, dyn = list(shape), [set() for _ in shape]
     for i, d in enumerate(x.dyn):
         if d:  # Expand broadcasts a 1 to the input's own (symbolic) size
-            target[off + i], dyn[off + i] = 1, set(d)
+            target[off + i], dyn[off + i] = 1, d
     return _Value(b.op("Expand", [x.name, b.ints(target)], node.name), shape, dtype, dyn)
 
 
@@ -416,7 +454,7 @@ def _getitem(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
 def _cat(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     xs = list(args[0])
     dim = _norm(int(kwargs.get("dim", args[1] if len(args) > 1 else 0)), len(xs[0].shape))
-    dyn = [set().union(*(x.dyn[i] for x in xs)) for i in range(len(xs[0].shape))]
+    dyn = _broadcast_dyn(*xs)
     return _same(b, node, xs[0], b.op("Concat", [x.name for x in xs], node.name, axis=dim), dyn)
 
 
@@ -433,7 +471,7 @@ def _index_select(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     x, idx = args[0], kwargs.get("index", args[2] if len(args) > 2 else None)
     dim = _norm(int(kwargs.get("dim", args[1] if len(args) > 1 else 0)), len(x.shape))
     out = b.op("Gather", [x.name, idx.name], node.name, axis=dim)
-    return _same(b, node, x, out, x.dyn[:dim] + [set(idx.dyn[0]) if idx.dyn else set()]
+    return _same(b, node, x, out, x.dyn[:dim] + [idx.dyn[0] if idx.dyn else set()]
                  + x.dyn[dim + 1:])
 
 
@@ -627,8 +665,10 @@ def build_model(ep: Any, input_names: list[str] | None, output_names: list[str] 
                 for i in range(len(shape)):
                     sym = _dim_param(axes, name, i) if axes is not None else ""
                     if sym:
-                        dyn[i] = {sym}
-                        b.sym_sizes.setdefault(sym, int(shape[i]))
+                        dyn[i] = _Dim.of({sym: 1})
+                        if sym not in b.sym_sizes:
+                            b.sym_sizes[sym] = int(shape[i])
+                            b.sym_source[sym] = (name, i)
                 graph_inputs.append(value_info(name, shape, dtype, axes))
             else:
                 source = ep.state_dict if spec.target in ep.state_dict else ep.constants
