@@ -166,3 +166,25 @@ def test_bad_arguments():
         ember.onnx.export(nn.ReLU(), ember.randn(2), io.BytesIO(), opset_version=11)
     with pytest.raises(ValueError, match="input_names"):
         ember.onnx.export(nn.ReLU(), ember.randn(2), io.BytesIO(), input_names=["a", "b"])
+
+
+def test_buffers_constants_and_several_inputs_and_outputs():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", ember.tensor([2.0, 3.0]))
+            self.shift = ember.tensor([1.0, -1.0])
+
+        def forward(self, x, y):
+            return (x * self.scale + self.shift + ember.tensor([0.5, 0.25]),
+                    y[..., None, 0] - x.t()[0])
+
+    x, y = ember.randn(3, 2), ember.randn(4, 2)
+    buf = io.BytesIO()
+    ember.onnx.export(Net(), (x, y), buf, output_names=["a"])
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    assert [i.name for i in sess.get_inputs()] == ["x", "y"]
+    assert [o.name for o in sess.get_outputs()] == ["a", "output_1"]
+    got = sess.run(None, {"x": x.numpy(), "y": y.numpy()})
+    for g, e in zip(got, Net()(x, y)):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-6)

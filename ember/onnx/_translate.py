@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ember import Tensor
 from ember.fx.node import Node
 
 _INT_MAX = 2 ** 63 - 1
@@ -622,6 +623,14 @@ def _op_name(node: Any) -> str:
     return getattr(node.target, "__name__", str(node.target))
 
 
+def _has_node(a: Any) -> bool:
+    if isinstance(a, (list, tuple)):
+        return any(_has_node(x) for x in a)
+    if isinstance(a, dict):
+        return any(_has_node(x) for x in a.values())
+    return isinstance(a, Node)
+
+
 def _dim_param(spec: Any, name: str, i: int) -> str:
     if isinstance(spec, dict):
         return str(spec[i]) if i in spec else ""
@@ -677,6 +686,14 @@ def build_model(ep: Any, input_names: list[str] | None, output_names: list[str] 
                 b.initializers.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
                 dyn = [set() for _ in shape]
             env[node] = _Value(name, shape, dtype, dyn)
+        elif node.op == "call_function" and not _has_node((node.args, node.kwargs)):
+            # a factory (ember.tensor, zeros, arange...) independent of the inputs
+            t = node.target(*node.args, **node.kwargs)
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"ember.onnx.export(): the op '{_op_name(node)}' (node "
+                                   f"{node.name}) has no ONNX mapping")
+            name = b.const(np.ascontiguousarray(t.detach().numpy()), node.name)
+            env[node] = _Value(name, tuple(t.shape), t.dtype, [frozenset()] * t.dim())
         elif node.op in ("call_function", "call_method"):
             opname = _op_name(node)
             fn = _TABLE.get(opname)
