@@ -53,6 +53,18 @@ def export(model: Any, args: Any, f: str | os.PathLike | IO[bytes], *,
         If the ``onnx`` package is not installed.
     RuntimeError
         If the model uses an op with no ONNX translation (the message names it).
+
+    Notes
+    -----
+    Translated ops: linear/matmul/addmm, elementwise arithmetic and comparisons,
+    ``where``, relu/gelu/silu/tanh/sigmoid, softmax/log_softmax, layer and
+    batch norm (eval), conv1d/conv2d, max/avg/adaptive-avg pooling,
+    sum/mean/amax, views (reshape, permute, transpose, (un)squeeze, expand,
+    slicing, narrow), cat, embedding/index_select, scaled_dot_product_attention
+    (no causal flag); tensors built inside ``forward`` from constants become
+    initializers.  A dynamic axis is followed through reshapes that merge it
+    with other dims (``batch * heads``); sizes the model computes itself from
+    an input's shape (an ``expand`` to the batch size) stay as in the example.
     """
     global _exporting
     try:

@@ -1,9 +1,8 @@
 """Translate an ember ExportedProgram's graph into an ONNX ModelProto.
 
-Each value carries, besides its ONNX name, which of its dims hold a dynamic
-axis (``dyn``: one set of symbol names per dim); reshape-like ops use it to
-write ``0``/``-1`` in the ONNX shape where a size came from a dynamic axis,
-since the captured graph records the example's concrete sizes.
+The captured graph records the example's concrete sizes, so each value also
+carries which of its dims hold a dynamic axis (``dyn``: the symbol names per
+dim); reshapes use it to compute those sizes in the graph from the inputs.
 """
 
 from __future__ import annotations
