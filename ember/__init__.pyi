@@ -19,6 +19,7 @@ from ember import library as library
 from ember import linalg as linalg
 from ember import mps as mps
 from ember import nn as nn
+from ember import onnx as onnx
 from ember import optim as optim
 from ember import profiler as profiler
 from ember import testing as testing
