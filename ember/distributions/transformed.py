@@ -265,103 +265,79 @@ class LogNormal(TransformedDistribution):
         return self.base_dist.entropy() + self.loc
 
 
-class HalfNormal(TransformedDistribution):
-    """``|X|`` for ``X ~ Normal(0, scale)``."""
+class _Half(TransformedDistribution):
+    """``|X|`` for ``X`` from the symmetric ``_base`` with location 0 and ``scale``: the
+    density, cdf, icdf and entropy of the half follow from the base's."""
 
+    _base: type
+    _cast_value = False          # torch's HalfCauchy casts values to its dtype, HalfNormal not
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, scale: Any, validate_args: bool | None = None) -> None:
-        base_dist = Normal(0, scale, validate_args=False)
+        base_dist = self._base(0, scale, validate_args=False)
         super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape: tuple, _instance: Any = None) -> HalfNormal:
-        new = self._get_checked_instance(HalfNormal, _instance)
+    def expand(self, batch_shape: tuple, _instance: Any = None) -> Any:
+        new = self._get_checked_instance(type(self), _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
     def scale(self) -> Any:
         return self.base_dist.scale
+
+    @property
+    def mode(self) -> Any:
+        return ember.zeros_like(self.scale)
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        if self._cast_value:
+            value = ember.as_tensor(value, dtype=self.base_dist.scale.dtype)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return ember.where(value >= 0, log_prob, -math.inf)
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob: Any) -> Any:
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self) -> Any:
+        return self.base_dist.entropy() - math.log(2)
+
+
+class HalfNormal(_Half):
+    """``|X|`` for ``X ~ Normal(0, scale)``."""
+
+    _base = Normal
 
     @property
     def mean(self) -> Any:
         return self.scale * math.sqrt(2 / math.pi)
 
     @property
-    def mode(self) -> Any:
-        return ember.zeros_like(self.scale)
-
-    @property
     def variance(self) -> Any:
         return self.scale.pow(2) * (1 - 2 / math.pi)
 
-    def log_prob(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return ember.where(value >= 0, log_prob, -math.inf)
 
-    def cdf(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob: Any) -> Any:
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self) -> Any:
-        return self.base_dist.entropy() - math.log(2)
-
-
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(_Half):
     """``|X|`` for ``X ~ Cauchy(0, scale)``."""
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale: Any, validate_args: bool | None = None) -> None:
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape: tuple, _instance: Any = None) -> HalfCauchy:
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self) -> Any:
-        return self.base_dist.scale
+    _base = Cauchy
+    _cast_value = True
 
     @property
     def mean(self) -> Any:
         return ember.full_like(self.scale, math.inf)
 
     @property
-    def mode(self) -> Any:
-        return ember.zeros_like(self.scale)
-
-    @property
     def variance(self) -> Any:
         return self.base_dist.variance
-
-    def log_prob(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        value = ember.as_tensor(value, dtype=self.base_dist.scale.dtype)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return ember.where(value >= 0, log_prob, -math.inf)
-
-    def cdf(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob: Any) -> Any:
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self) -> Any:
-        return self.base_dist.entropy() - math.log(2)
 
 
 class Gumbel(TransformedDistribution):
