@@ -11,6 +11,7 @@ from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.samplers import binomial, poisson, standard_gamma
 from ember.distributions.utils import (
+    BinaryParams,
     broadcast_all,
     lazy_property,
     logits_to_probs,
@@ -45,7 +46,7 @@ def _expand_params(d: Distribution, cls: type, batch_shape: tuple, _instance: An
     return new
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(BinaryParams, ExponentialFamily):
     """Bernoulli distribution given by ``probs`` or ``logits`` (exactly one)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -68,14 +69,6 @@ class Bernoulli(ExponentialFamily):
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self) -> Any:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Any:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> Any:
@@ -294,7 +287,7 @@ def _clamp_by_zero(x: Any) -> Any:
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryParams, Distribution):
     """Binomial distribution: ``total_count`` trials with success ``probs`` (or ``logits``)."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer,
@@ -335,14 +328,6 @@ class Binomial(Distribution):
     @property
     def variance(self) -> Any:
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self) -> Any:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Any:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> Any:
@@ -510,7 +495,7 @@ class Poisson(ExponentialFamily):
         return x.exp()
 
 
-class Geometric(Distribution):
+class Geometric(BinaryParams, Distribution):
     """Number of failures before the first success with probability ``probs``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -557,14 +542,6 @@ class Geometric(Distribution):
     def variance(self) -> Any:
         return (1.0 / self.probs - 1.0) / self.probs
 
-    @lazy_property
-    def logits(self) -> Any:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Any:
-        return logits_to_probs(self.logits, is_binary=True)
-
     def sample(self, sample_shape: tuple = ()) -> Any:
         shape = _shape(self, sample_shape)
         tiny = ember.finfo(self.probs.dtype).tiny
@@ -584,7 +561,7 @@ class Geometric(Distribution):
         return _bce_with_logits(self.logits, self.probs) / self.probs
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryParams, Distribution):
     """Number of successes before ``total_count`` failures, success probability ``probs``."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -623,14 +600,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self) -> Any:
         return self.mean / ember.sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self) -> Any:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Any:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> Any:

@@ -20,6 +20,7 @@ from ember.distributions.transforms import (
     SigmoidTransform,
 )
 from ember.distributions.utils import (
+    BinaryParams,
     broadcast_all,
     clamp_probs,
     digamma,
@@ -37,7 +38,7 @@ def _as_tensor(x: Any, like: Any) -> Any:
     return x if isinstance(x, ember.Tensor) else ember.tensor(float(x), dtype=like.dtype)
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryParams, Distribution):
     """The logit of a ``RelaxedBernoulli`` sample (Maddison et al. 2017)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -66,14 +67,6 @@ class LogitRelaxedBernoulli(Distribution):
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self) -> Any:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Any:
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> Any:

@@ -100,6 +100,19 @@ class lazy_property:
         return value
 
 
+class BinaryParams:
+    """The probability and log-odds of a two-outcome parameter, each derived lazily from
+    the other (a distribution's ``__init__`` sets one of them)."""
+
+    @lazy_property
+    def logits(self) -> Any:
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self) -> Any:
+        return logits_to_probs(self.logits, is_binary=True)
+
+
 def _log_normalizer_const() -> float:
     return 0.5 * math.log(2 * math.pi)
 
