@@ -33,7 +33,7 @@ cdef extern from *:
                      int nthreads) nogil
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 _CTYPE = ("bool", "uint8_t", "int8_t", "int16_t", "int32_t", "int64_t", "c10::Half",
           "c10::BFloat16", "float", "double")
 _INT_RANGE = {EM_BOOL: (0, 1), EM_U8: (0, 255), EM_I8: (-128, 127), EM_I16: (-32768, 32767),
@@ -319,7 +319,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
         dt = default_dtype()
     cdef TensorBase t = new_tensor(2, shp, dt, cpu_device())
     fill_scalar(t, 0)
-    cdef char one[8]
+    cdef char one[16]
     scalar_to_buf(1, dt, one)
     cdef int64_t i, k = shp[0] if shp[0] < shp[1] else shp[1]
     cdef int isz = em_itemsize[dt]
@@ -372,7 +372,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 
 _TYPE_NAMES_LOWER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                     "float32", "float64")
+                     "float32", "float64", "complex64", "complex128")
 
 
 cdef object _clamped_sum(object a, object b, object c):

@@ -3,7 +3,7 @@ cdef extern from *:
     """
     #include <stdint.h>
     typedef enum { kDLCPU = 1, kDLCUDA = 2 } DLDeviceType;
-    typedef enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 } DLDataTypeCode;
+    typedef enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 } DLDataTypeCode;
     typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
     typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
     typedef struct {
@@ -27,6 +27,7 @@ cdef extern from *:
         kDLUInt
         kDLFloat
         kDLBfloat
+        kDLComplex
         kDLBool
     ctypedef struct DLDevice:
         int32_t device_type

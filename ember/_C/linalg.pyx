@@ -16,6 +16,7 @@ from collections.abc import Iterable as _Iterable
 
 from ember._C.core cimport (
     EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
+    EM_C64, EM_C128, category,
     MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
     numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
     nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim,
@@ -168,6 +169,10 @@ cdef int _compute_dtype(int dt, str op) except -1:
         return EM_F64
     if dt == EM_BOOL:
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    if dt == EM_C64 or dt == EM_C128:
+        # only matmul/mm/bmm have a complex path (cplx.matmul): never drop imaginary parts
+        raise NotImplementedError(f"\"{op}\" not implemented for "
+                                  f"'{'ComplexFloat' if dt == EM_C64 else 'ComplexDouble'}'")
     return EM_I64
 
 
@@ -351,6 +356,11 @@ cdef TensorBase _expand_batch(TensorBase t, int nb, const int64_t *bshape):
 # ----------------------------------------------------------------------------
 # matrix products
 
+cdef object _complex_product(TensorBase a, TensorBase b, object out, str op):
+    from ember._C import cplx
+    r = cplx.matmul(a, b)
+    return r if out is None else write_out(out, <TensorBase>r, OUT_EXACT, (a, b), op)
+
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
     cdef TensorBase a = _as_tensor(input, "mm", "input")
@@ -366,6 +376,8 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} and "
                            f"{_shape_str(b)})")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "mm")
     cdef int64_t shp[2]
     shp[0] = a._shape[0]
     shp[1] = b._shape[1]
@@ -410,6 +422,8 @@ def bmm(input, mat2, *, out=None):
                            f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
                            f"{b._shape[1]}].")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "bmm")
     cdef int64_t shp[3]
     shp[0] = a._shape[0]
     shp[1] = a._shape[1]
@@ -435,6 +449,8 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{da}D and {db}D")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "matmul")
     if da == 1 and db == 1:
         _check_dot_sizes(a, b)
     elif da == 2 and db == 1:
