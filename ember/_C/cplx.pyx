@@ -202,7 +202,7 @@ def angle(input, *, out=None):
         if grad_on() and t._requires_grad:
             record("angle", (t,), r, None)
     if out is not None:
-        return write_out(out, <TensorBase>r, OUT_EXACT, (input,), "angle")
+        return write_out(out, <TensorBase>r, OUT_CAST, (input,), "angle")
     return r
 
 

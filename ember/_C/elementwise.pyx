@@ -65,8 +65,8 @@ cdef TensorBase _operand(object x, int cd):
 
 # out= dtypes that torch requires to equal the result's (the others take any dtype
 # the result can be cast to)
-cdef frozenset _EXACT_OUT = frozenset(["abs", "neg", "sign", "ceil", "floor", "round", "trunc",
-                                       "frac", "clamp", "signbit", "where"])
+cdef frozenset _EXACT_OUT = frozenset(["abs", "neg", "sign", "sgn", "ceil", "floor", "round",
+                                       "trunc", "frac", "clamp", "signbit", "where"])
 
 
 cdef object _assign(TensorBase self, TensorBase r, object inputs, str name):
