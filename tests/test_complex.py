@@ -427,3 +427,32 @@ def test_eig_errors():
     x = ember.ones(2, 2, requires_grad=True)
     with pytest.raises(RuntimeError, match="does not differentiate"):
         ember.linalg.eig(x)
+
+
+def test_more_ops_follow_torch():
+    rng = np.random.default_rng(15)
+    a, b = _c(rng, 5), _c(rng, 5)
+    ea, eb, ta, tb = ember.tensor(a), ember.tensor(b), torch.tensor(a), torch.tensor(b)
+    _close(ember.dot(ea, eb), torch.dot(ta, tb), rtol=1e-5)
+    _close(ember.vdot(ea, eb), torch.vdot(ta, tb), rtol=1e-5)
+    _close(ember.outer(ea, eb), torch.outer(ta, tb), rtol=1e-5)
+    _close(ember.linalg.vector_norm(ea), torch.linalg.vector_norm(ta))
+    _close(ea.norm(), ta.norm())
+    z = ember.tensor([0j, 1j, 0j])
+    tz = torch.tensor([0j, 1j, 0j])
+    for op in ("any", "all", "count_nonzero"):
+        _close(getattr(ember, op)(z), getattr(torch, op)(tz))
+
+
+def test_what_torch_refuses_for_complex_is_refused():
+    e = ember.tensor([1 + 1j, -2j])
+    with pytest.raises(RuntimeError, match="In-place abs"):
+        e.clone().abs_()
+    with pytest.raises(NotImplementedError):
+        ember.arange(3, dtype=ember.complex64)
+    with pytest.raises(NotImplementedError):
+        ember.zeros(2, dtype=ember.complex64).scatter_reduce(0, ember.tensor([0, 1]), e, "amax")
+    for fn in (lambda: e < 1, lambda: ember.maximum(e, e), lambda: e.floor(), lambda: e // 2,
+               lambda: e.sort(), lambda: e.softmax(0)):
+        with pytest.raises(RuntimeError):
+            fn()

@@ -170,6 +170,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     cdef int64_t is_ = xs if is_int else 0, istep = xst if is_int else 0
     cdef char *p = _data(t)
     cdef int nt = nthreads_for(n)
+    _real_kernel(dt, "arange_cpu")
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nt)
     return finish_out(t, out, requires_grad, "arange")
@@ -209,6 +210,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     cdef int64_t is_ = int(s) if dt < EM_F16 else 0, istep = int(st) if dt < EM_F16 else 0
     cdef double ds = s, dstep = st
     cdef char *p = _data(t)
+    _real_kernel(dt, "arange_cpu")
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nthreads_for(n))
     return finish_out(t, out, requires_grad, "range")
@@ -226,6 +228,13 @@ cdef int64_t _steps(object steps, str op) except -1:
     if n < 0:
         raise RuntimeError("number of steps must be non-negative")
     return n
+
+
+cdef int _real_kernel(int dt, str op) except -1:
+    """The range kernels fill real values only."""
+    if category(dt) == 3:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_TYPE_NAMES[dt]}'")
+    return 0
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
@@ -252,6 +261,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         ds, de = float(s), float(e)
     cdef TensorBase t = _new1(n, dt)
     cdef char *p = _data(t)
+    _real_kernel(dt, "linspace_cpu")
     with nogil:
         em_linspace(dt, p, n, ds, de, nthreads_for(n))
     return finish_out(t, out, requires_grad, "linspace")
@@ -280,6 +290,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     cdef TensorBase t = _new1(n, dt)
     cdef char *p = _data(t)
     cdef double ds = s, de = e
+    _real_kernel(dt, "logspace_cpu")
     with nogil:
         em_logspace(dt, p, n, ds, de, b, nthreads_for(n))
     return finish_out(t, out, requires_grad, "logspace")

@@ -400,6 +400,8 @@ cdef object _abs_complex(em_loop fn, TensorBase t, object out):
 cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void *aux,
                            object attrs=None):
     cdef TensorBase old, r
+    if op == EW_ABS and category(a._dtype) == 3:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
     if slow_path() or a._device.kind:
         return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
     if grad_on() and a._requires_grad:

@@ -1100,6 +1100,9 @@ def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, includ
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
+    if category(input._dtype) == 3 and reduce in ("amax", "amin"):
+        raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not "
+                                  f"implemented for '{_TYPE_NAMES[input._dtype]}'")
     cdef int d = wrap_dim(dim, input._ndim, "scatter_reduce")
     src = _scatter_src(input, _as_tensor(src, "scatter_reduce", "src"), None, "scatter_reduce")
     cdef TensorBase ix = _gs_index(input, d, index, "scatter_reduce", src)

@@ -123,9 +123,9 @@ cdef inline int _nthreads() noexcept nogil:
 
 
 _TORCH_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                "Double")
+                "Double", "ComplexFloat", "ComplexDouble")
 _C_NAMES = ("bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
-            "c10::BFloat16", "float", "double")
+            "c10::BFloat16", "float", "double", "c10::complex<float>", "c10::complex<double>")
 
 
 cdef str _shape_str(TensorBase t, str sep="x"):
@@ -531,6 +531,8 @@ def dot(input, tensor, *, out=None):
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{_TORCH_NAMES[a._dtype]} and {_TORCH_NAMES[b._dtype]}")
     _check_dot_sizes(a, b)
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "dot")
     cdef TensorBase c = new_tensor(0, NULL, a._dtype, a._device)
     cdef int64_t one2[2]
     one2[0] = one2[1] = 1
@@ -544,7 +546,7 @@ def dot(input, tensor, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """Like dot (ember has no complex dtypes, so there is nothing to conjugate)."""
+    """dot(conj(input), other)."""
     cdef TensorBase a = _as_tensor(input, "vdot", "input")
     cdef TensorBase b = _as_tensor(other, "vdot", "other")
     if a._ndim != 1 or b._ndim != 1:
@@ -552,7 +554,7 @@ def vdot(input, other, *, out=None):
     if a._dtype != b._dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found "
                            f"{_TORCH_NAMES[a._dtype]} and {_TORCH_NAMES[b._dtype]}")
-    return dot(a, b, out=out)
+    return dot(a.conj() if category(a._dtype) == 3 else a, b, out=out)
 
 
 def mv(input, vec, *, out=None):
@@ -588,6 +590,8 @@ def outer(input, vec2, *, out=None):
     if b._ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b._ndim}-D")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a.unsqueeze(1), b.unsqueeze(0), out, "outer")
     cdef int64_t shp[2]
     shp[0] = a._shape[0]
     shp[1] = b._shape[0]

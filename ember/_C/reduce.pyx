@@ -99,6 +99,8 @@ cdef inline TensorBase _as_t(object x, str op):
     if not isinstance(x, TensorBase):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
+    if category((<TensorBase>x)._dtype) == 3 and op in ("any", "all", "count_nonzero"):
+        return <TensorBase>_ew.ne(x, 0)       # truth of a complex value: nonzero
     if category((<TensorBase>x)._dtype) == 3 and op not in ("sum", "mean", "prod"):
         # the kernels here are real-only: never let a complex input lose its imaginary part
         raise RuntimeError(f"\"{op}_cpu\" not implemented for "
@@ -740,6 +742,9 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The vector ``ord``-norm over ``dim`` (all elements when None), as
     ``linalg.vector_norm``: ord 2 (default), 1, inf, -inf, 0 or any real p."""
+    if isinstance(x, TensorBase) and category((<TensorBase>x)._dtype) == 3:
+        # the norm of complex values is that of their moduli
+        return vector_norm(_ew.abs(x), ord, dim, keepdim, dtype=dtype, out=out)
     cdef TensorBase t = _as_t(x, "linalg.vector_norm")
     cdef bint red[MAX_DIMS]
     cdef int op, post = RP_NONE
