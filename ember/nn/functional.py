@@ -1,6 +1,6 @@
 """``ember.nn.functional``: the functional form of every layer, activation and loss.
 
-Written over ember's public tensor API (plus the nn kernels of ``ember._C.linalg``:
+Written over ember's public tensor API (plus the nn kernels of ``ember._C.conv``:
 ``linear``, convolution and pooling); autograd comes from the ops themselves."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import warnings
 import ember
 from ember._C import core as _core
 from ember._C import elementwise as _ew
-from ember._C import linalg as _lin
+from ember._C import conv as _conv
+from ember._C import matmul as _mm
 from ember._C import reduce as _C_reduce
 
 __all__ = [
@@ -40,7 +41,7 @@ def _single(v):
 
 
 # ---- linear and convolution ---------------------------------------------------
-linear = _lin.linear
+linear = _mm.linear
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -58,22 +59,22 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _lin.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return _conv.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _lin.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _conv.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    return _lin.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+    return _conv.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
                                  dilation)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    return _lin.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+    return _conv.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
                                  dilation)
 
 
@@ -82,7 +83,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         stride = kernel_size
-    return _lin.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+    return _conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
                            return_indices)
 
 
@@ -92,7 +93,7 @@ max_pool2d_with_indices = max_pool2d
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     stride = kernel_size if stride is None else stride
-    r = _lin.max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), (1, _single(stride)),
+    r = _conv.max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), (1, _single(stride)),
                         (0, _single(padding)), (1, _single(dilation)), ceil_mode,
                         return_indices)
     if return_indices:
@@ -104,28 +105,28 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         stride = kernel_size
-    return _lin.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    return _conv.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                            divisor_override)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     stride = kernel_size if stride is None else stride
-    return _lin.avg_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)),
+    return _conv.avg_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)),
                            (1, _single(stride)), (0, _single(padding)), ceil_mode,
                            count_include_pad).squeeze(-2)
 
 
 def adaptive_avg_pool2d(input, output_size):
-    return _lin.adaptive_avg_pool2d(input, output_size)
+    return _conv.adaptive_avg_pool2d(input, output_size)
 
 
 def adaptive_avg_pool1d(input, output_size):
-    return _lin.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+    return _conv.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    return _lin.adaptive_max_pool2d(input, output_size, return_indices)
+    return _conv.adaptive_max_pool2d(input, output_size, return_indices)
 
 
 # ---- activations --------------------------------------------------------------
@@ -1552,7 +1553,7 @@ def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    return _lin.unfold(input, kernel_size, dilation, padding, stride)
+    return _conv.unfold(input, kernel_size, dilation, padding, stride)
 
 
 def fold(input: ember.Tensor, output_size: int | tuple[int, int],
@@ -1597,7 +1598,7 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    return _lin.fold(input, output_size, kernel_size, dilation, padding, stride)
+    return _conv.fold(input, output_size, kernel_size, dilation, padding, stride)
 
 
 # ---- the rest of the functional API, one module per family ----------------------
