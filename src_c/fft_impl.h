@@ -18,8 +18,10 @@ struct F(plan_s) {
     int nfct;
     int fct[64];
     CT *tw[64];          /* per pass: (ip-1) * (ido-1) twiddles e^{+2 pi i j l1 i / n} */
+    CT *twc[64];         /* the same conjugated (forward transforms) */
     CT *roots;           /* generic radices: e^{+2 pi i k / ip}, k < ip, per pass */
     CT *groots[64];
+    CT *grootsc[64];
     /* Bluestein: the chirp, the transformed kernel (/m) and the fast-length plan */
     int64_t m;
     CT *chirp;           /* e^{+pi i k^2 / n} */
@@ -45,12 +47,12 @@ static inline CT F(rot)(CT a, int s) {
 
 #define CC(a, b, c) cc[(a) + ido * ((b) + cdim * (c))]
 #define CH(a, b, c) ch[(a) + ido * ((b) + l1 * (c))]
-/* out value m of butterfly (k, i): twiddled unless i == 0 */
+/* out value m of butterfly (k, i): twiddled unless i == 0 (tw holds the twiddles of
+   the transform's sign) */
 #define TWOUT(m, val)                                                                 \
     do {                                                                              \
         CT v_ = (val);                                                                \
-        CH(i, k, m) = i == 0 ? v_ : (s > 0 ? F(cmul)(v_, tw[((m) - 1) * (ido - 1) + i - 1]) \
-                                           : F(cmulc)(v_, tw[((m) - 1) * (ido - 1) + i - 1])); \
+        CH(i, k, m) = i == 0 ? v_ : F(cmul)(v_, tw[((m) - 1) * (ido - 1) + i - 1]);   \
     } while (0)
 
 static void F(pass2)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
@@ -127,7 +129,7 @@ static void F(passg)(int64_t ido, int64_t l1, int64_t ip, const CT *restrict cc,
                 for (int64_t q = 1; q < ip; q++) {
                     e += m;
                     if (e >= ip) e -= ip;
-                    acc += s > 0 ? F(cmul)(t[q], roots[e]) : F(cmulc)(t[q], roots[e]);
+                    acc += F(cmul)(t[q], roots[e]);
                 }
                 if (m == 0) CH(i, k, 0) = acc;
                 else TWOUT(m, acc);
@@ -219,18 +221,23 @@ static F(plan) *F(plan_build)(int64_t n) {
     for (int k = 0; k < p->nfct; k++) {
         int64_t ip = p->fct[k], ido = n / (l1 * ip);
         if (ip > 128) return NULL;   /* large primes always go through Bluestein */
-        p->tw[k] = (CT *)malloc(sizeof(CT) * ((ip - 1) * (ido - 1) + 1));
-        if (!p->tw[k]) return NULL;
+        int64_t ntw = (ip - 1) * (ido - 1) + 1;
+        p->tw[k] = (CT *)malloc(sizeof(CT) * ntw);
+        p->twc[k] = (CT *)malloc(sizeof(CT) * ntw);
+        if (!p->tw[k] || !p->twc[k]) return NULL;
         for (int64_t j = 1; j < ip; j++)
             for (int64_t i = 1; i < ido; i++) {
                 int64_t e = (int64_t)(((__int128)j * l1 * i) % n);
                 double a = 2.0 * 3.14159265358979323846 * (double)e / (double)n;
                 p->tw[k][(j - 1) * (ido - 1) + i - 1] = MKC((T)cos(a), (T)sin(a));
+                p->twc[k][(j - 1) * (ido - 1) + i - 1] = MKC((T)cos(a), -(T)sin(a));
             }
         if (ip > 5) {
             p->groots[k] = (CT *)malloc(sizeof(CT) * ip);
-            if (!p->groots[k]) return NULL;
+            p->grootsc[k] = (CT *)malloc(sizeof(CT) * ip);
+            if (!p->groots[k] || !p->grootsc[k]) return NULL;
             F(twiddles)(p->groots[k], ip, 1, ip);
+            for (int64_t q = 0; q < ip; q++) p->grootsc[k][q] = CONJ(p->groots[k][q]);
         }
         l1 *= ip;
     }
@@ -261,12 +268,14 @@ static void F(exec)(const F(plan) *p, CT *buf, CT *scratch, int s) {
     int64_t l1 = 1;
     for (int k = 0; k < p->nfct; k++) {
         int64_t ip = p->fct[k], ido = n / (l1 * ip);
+        const CT *tw = s > 0 ? p->tw[k] : p->twc[k];
         switch (ip) {
-        case 4: F(pass4)(ido, l1, p1, p2, p->tw[k], s); break;
-        case 2: F(pass2)(ido, l1, p1, p2, p->tw[k], s); break;
-        case 3: F(pass3)(ido, l1, p1, p2, p->tw[k], s); break;
-        case 5: F(pass5)(ido, l1, p1, p2, p->tw[k], s); break;
-        default: F(passg)(ido, l1, ip, p1, p2, p->tw[k], p->groots[k], s); break;
+        case 4: F(pass4)(ido, l1, p1, p2, tw, s); break;
+        case 2: F(pass2)(ido, l1, p1, p2, tw, s); break;
+        case 3: F(pass3)(ido, l1, p1, p2, tw, s); break;
+        case 5: F(pass5)(ido, l1, p1, p2, tw, s); break;
+        default: F(passg)(ido, l1, ip, p1, p2, tw, s > 0 ? p->groots[k] : p->grootsc[k], s);
+                 break;
         }
         CT *t = p1; p1 = p2; p2 = t;
         l1 *= ip;
