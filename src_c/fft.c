@@ -10,6 +10,8 @@
 
 /* lengths with a prime factor above this (and above it themselves) use Bluestein */
 #define BLUE_MIN 61
+/* rows moved together when a transform runs over a strided (non-last) dim */
+#define FFT_BLOCK 16
 
 static pthread_mutex_t em_fft_mutex = PTHREAD_MUTEX_INITIALIZER;
 static void em_fft_lock(void) { pthread_mutex_lock(&em_fft_mutex); }

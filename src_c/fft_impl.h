@@ -311,6 +311,33 @@ static int F(c2c)(const CT *in, int64_t istride, int64_t idist, CT *out, int64_t
     if (!p) return 1;
     int64_t sl = F(scratch_len)(p);
     int fail = 0;
+    if (idist == 1 && odist == 1 && howmany > 1 && (istride > 1 || ostride > 1)) {
+        /* rows are adjacent columns (a transform over a non-last dim): move FFT_BLOCK of
+           them at a time, so each gather/scatter touches whole cache lines */
+        int64_t nblk = (howmany + FFT_BLOCK - 1) / FFT_BLOCK;
+        #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && nblk > 1)
+        {
+            CT *buf = (CT *)malloc(sizeof(CT) * (FFT_BLOCK * n + sl));
+            if (!buf) {
+                #pragma omp atomic write
+                fail = 1;
+            } else {
+                #pragma omp for schedule(static)
+                for (int64_t b = 0; b < nblk; b++) {
+                    int64_t r0 = b * FFT_BLOCK;
+                    int64_t nv = howmany - r0 < FFT_BLOCK ? howmany - r0 : FFT_BLOCK;
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t v = 0; v < nv; v++) buf[v * n + j] = in[r0 + v + j * istride];
+                    for (int64_t v = 0; v < nv; v++) F(exec)(p, buf + v * n, buf + FFT_BLOCK * n, s);
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t v = 0; v < nv; v++)
+                            out[r0 + v + j * ostride] = buf[v * n + j] * scale;
+                }
+                free(buf);
+            }
+        }
+        return fail;
+    }
     #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && howmany > 1)
     {
         CT *buf = (CT *)malloc(sizeof(CT) * (n + sl));
