@@ -55,7 +55,7 @@ static inline CT F(rot)(CT a, int s) {
         CH(i, k, m) = i == 0 ? v_ : F(cmul)(v_, tw[((m) - 1) * (ido - 1) + i - 1]);   \
     } while (0)
 
-static void F(pass2)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
+static inline __attribute__((always_inline)) void F(pass2)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
                      const CT *restrict tw, int s) {
     const int64_t cdim = 2;
     for (int64_t k = 0; k < l1; k++)
@@ -66,7 +66,7 @@ static void F(pass2)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restric
         }
 }
 
-static void F(pass3)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
+static inline __attribute__((always_inline)) void F(pass3)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
                      const CT *restrict tw, int s) {
     const int64_t cdim = 3;
     const T h = (T)0.86602540378443864676;
@@ -81,7 +81,7 @@ static void F(pass3)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restric
         }
 }
 
-static void F(pass4)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
+static inline __attribute__((always_inline)) void F(pass4)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
                      const CT *restrict tw, int s) {
     const int64_t cdim = 4;
     for (int64_t k = 0; k < l1; k++)
@@ -95,7 +95,7 @@ static void F(pass4)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restric
         }
 }
 
-static void F(pass5)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
+static inline __attribute__((always_inline)) void F(pass5)(int64_t ido, int64_t l1, const CT *restrict cc, CT *restrict ch,
                      const CT *restrict tw, int s) {
     const int64_t cdim = 5;
     const T c1 = (T)0.30901699437494742410, c2 = (T)-0.80901699437494742410,
@@ -269,11 +269,18 @@ static void F(exec)(const F(plan) *p, CT *buf, CT *scratch, int s) {
     for (int k = 0; k < p->nfct; k++) {
         int64_t ip = p->fct[k], ido = n / (l1 * ip);
         const CT *tw = s > 0 ? p->tw[k] : p->twc[k];
+        /* the sign as a literal: the inlined butterflies lose their sign branches */
         switch (ip) {
-        case 4: F(pass4)(ido, l1, p1, p2, tw, s); break;
+        case 4: if (s > 0) F(pass4)(ido, l1, p1, p2, tw, 1);
+                else F(pass4)(ido, l1, p1, p2, tw, -1);
+                break;
         case 2: F(pass2)(ido, l1, p1, p2, tw, s); break;
-        case 3: F(pass3)(ido, l1, p1, p2, tw, s); break;
-        case 5: F(pass5)(ido, l1, p1, p2, tw, s); break;
+        case 3: if (s > 0) F(pass3)(ido, l1, p1, p2, tw, 1);
+                else F(pass3)(ido, l1, p1, p2, tw, -1);
+                break;
+        case 5: if (s > 0) F(pass5)(ido, l1, p1, p2, tw, 1);
+                else F(pass5)(ido, l1, p1, p2, tw, -1);
+                break;
         default: F(passg)(ido, l1, ip, p1, p2, tw, s > 0 ? p->groots[k] : p->grootsc[k], s);
                  break;
         }
