@@ -32,8 +32,10 @@ cdef inline char *_p(TensorBase t) noexcept nogil:
     return t._storage.data + t._offset * em_itemsize[t._dtype]
 
 
-cdef TensorBase _run(int kind, TensorBase x, int dim, int64_t n, int sign, double scale):
-    """Transform contiguous x along dim; n: the logical length (c2r: the output's)."""
+cdef TensorBase _run(int kind, TensorBase x, int dim, int64_t n, int sign, double scale,
+                     bint inplace=False):
+    """Transform contiguous x along dim; n: the logical length (c2r: the output's).
+    inplace (c2c only): write the result over x (each row is read before it is written)."""
     cdef int64_t outer = 1, inner = 1, nin = x._shape[dim], nout, o, rows
     cdef int64_t shp[MAX_DIMS]
     cdef int i, rc = 0, odt, nt
@@ -50,7 +52,7 @@ cdef TensorBase _run(int kind, TensorBase x, int dim, int64_t n, int sign, doubl
     for i in range(x._ndim):
         shp[i] = x._shape[i]
     shp[dim] = nout
-    cdef TensorBase r = new_tensor(x._ndim, shp, odt, x._device)
+    cdef TensorBase r = x if inplace else new_tensor(x._ndim, shp, odt, x._device)
     cdef char *ip = _p(x)
     cdef char *op = _p(r)
     cdef int isz = em_itemsize[x._dtype], osz = em_itemsize[odt]
@@ -87,13 +89,16 @@ cdef TensorBase _arg(object x, str op):
     return <TensorBase>x
 
 
-def _fft_c2c(input, int dim, bint forward, double scale):
-    """Complex transform of a complex tensor along dim, times scale."""
+def _fft_c2c(input, int dim, bint forward, double scale, bint overwrite=False):
+    """Complex transform of a complex tensor along dim, times scale. overwrite: the
+    caller owns ``input`` (a temporary): a contiguous one that needs no grad is
+    transformed in place, saving a buffer and its memory traffic."""
     cdef TensorBase t = _arg(input, "_fft_c2c")
     if category(t._dtype) != 3:
         raise RuntimeError(f"_fft_c2c: expected a complex tensor, got {dtype_obj(t._dtype)}")
     cdef int d = wrap_dim(dim, t._ndim, "_fft_c2c")
-    r = _run(K_C2C, contig(t), d, t._shape[d], -1 if forward else 1, scale)
+    cdef bint inplace = overwrite and is_contig(t) and not (grad_on() and t._requires_grad)
+    r = _run(K_C2C, contig(t), d, t._shape[d], -1 if forward else 1, scale, inplace)
     if grad_on() and t._requires_grad:
         record("_fft_c2c", (t,), r, (d, bool(forward), scale))
     return r

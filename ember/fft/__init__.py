@@ -147,8 +147,10 @@ def _c2c_nd(t, dims, sizes, forward, norm, op):
     scale = _scale(norm, total, forward, op)
     if not dims:
         return x.clone() if x is t else x
+    owned = False       # x may still share memory with the input; each result is ours
     for i, d in enumerate(dims):
-        x = _k._fft_c2c(x, d, forward, scale if i == len(dims) - 1 else 1.0)
+        x = _k._fft_c2c(x, d, forward, scale if i == len(dims) - 1 else 1.0, owned)
+        owned = True
     return x
 
 
@@ -226,7 +228,7 @@ def _rfftn(t, dims, sizes, norm, op):
     scale = _scale(norm, total, True, op)
     x = _k._fft_r2c(x, dims[-1], scale)
     for d in dims[:-1]:
-        x = _k._fft_c2c(x, d, True, 1.0)
+        x = _k._fft_c2c(x, d, True, 1.0, True)
     return x
 
 
@@ -245,8 +247,10 @@ def _irfftn(t, dims, sizes, last_n, norm, op, forward_norm=False):
     for n in sizes[:-1]:
         total *= n
     scale = _scale(norm, total, forward_norm, op)
+    owned = False       # x may still share memory with the input; each result is ours
     for d in dims[:-1]:
-        x = _k._fft_c2c(x, d, False, 1.0)
+        x = _k._fft_c2c(x, d, False, 1.0, owned)
+        owned = True
     return _k._fft_c2r(x, dims[-1], last_n, scale)
 
 
@@ -355,7 +359,7 @@ def ihfftn(input, s: Optional[Sequence[int]] = None, dim: Optional[Sequence[int]
         total *= n
     x = _k._fft_r2c(x, dims[-1], _scale(norm, total, False, "fft_ihfftn")).conj()
     for d in dims[:-1]:
-        x = _k._fft_c2c(x, d, False, 1.0)
+        x = _k._fft_c2c(x, d, False, 1.0, True)
     return _out(x, out, "fft_ihfftn")
 
 
