@@ -318,3 +318,92 @@ def test_concurrent_calls_from_threads_are_independent():
     for t in threads:
         t.join()
     assert not errors and made[0].n_kernels == 1
+
+
+# ---------------------------------------------------------------------------
+# training: joint forward/backward graphs
+
+
+class _MLP(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = ember.nn.Linear(16, 32)
+        self.ln = ember.nn.LayerNorm(32)
+        self.l2 = ember.nn.Linear(32, 10)
+
+    def forward(self, x, t):
+        h = self.ln(F.gelu(self.l1(x)))
+        h = h.softmax(-1) * 2 + h.tanh()
+        return F.cross_entropy(self.l2(h), t)
+
+
+def _joint_info(compiled):
+    entries = [e for es in compiled._compiled.cache.values() for e in es]
+    return [e.gm.meta.get("joint") for e in entries if e.gm is not None]
+
+
+def test_training_step_runs_generated_backward_and_matches_eager():
+    ember.manual_seed(11)
+    model = _MLP()
+    ref = _MLP()
+    ref.load_state_dict(model.state_dict())
+    g = ember.Generator().manual_seed(12)
+    x = ember.randn(8, 16, generator=g)
+    t = ember.randint(0, 10, (8,), generator=g)
+    cm = ember.compile(model)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    ropt = ember.optim.SGD(ref.parameters(), lr=0.1)
+    for step in range(3):
+        for m, o, f in ((model, opt, cm), (ref, ropt, ref)):
+            o.zero_grad()
+            loss = f(x, t)
+            loss.backward()
+            o.step()
+            if f is cm:
+                closs = loss
+            else:
+                rloss = loss
+        _close(closs.detach(), rloss.detach(), 1e-5)
+        if step:
+            assert type(closs.grad_fn).__name__ == "_JointBackward"
+        for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+            _close(p.grad, q.grad, 1e-5)
+    joint = _joint_info(cm)[0]
+    # the backward runs fused kernels, and only values it reads cross the passes
+    bwd = joint["backward"]
+    assert bwd.meta["codegen_kernels"] >= 1
+    saved = [n for n in bwd.graph.nodes if n.op == "placeholder" and n.name.startswith("saved")]
+    assert len(saved) == joint["saved"] and all(n.users for n in saved)
+
+
+def test_training_gradients_match_torch_with_input_grad(torch):
+    g = ember.Generator().manual_seed(13)
+    x = ember.randn(6, 32, generator=g).requires_grad_()
+    w = ember.randn(32, 32, generator=g).requires_grad_()
+    b = ember.randn(32, generator=g).requires_grad_()
+
+    def f(x, w, b, lib):
+        h = lib.nn.functional.linear(x, w, b)
+        h = lib.nn.functional.layer_norm(h.sin() * 2 + h.cos(), (32,))
+        return (h.log_softmax(-1) * h.sigmoid()).mean(), h.argmax(-1)
+
+    cf = ember.compile(lambda x, w, b: f(x, w, b, ember))
+    cf(x, w, b)
+    (loss, idx) = cf(x, w, b)
+    assert idx.dtype == ember.int64 and not idx.requires_grad
+    gx, gw, gb = ember.autograd.grad(loss, [x, w, b])
+    tx, tw, tb = (torch.from_numpy(a.detach().numpy()).requires_grad_() for a in (x, w, b))
+    tl, ti = f(tx, tw, tb, torch)
+    tl.backward()
+    np.testing.assert_array_equal(idx.numpy(), ti.numpy())
+    for a, e in ((gx, tx), (gw, tw), (gb, tb)):
+        np.testing.assert_allclose(a.numpy(), e.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_training_graph_refuses_double_backward():
+    x = ember.randn(4, 8).requires_grad_()
+    cf = ember.compile(lambda t: (t.sin() * t.cos()).sum())
+    cf(x)
+    y = cf(x)
+    with pytest.raises(RuntimeError, match="double backward"):
+        ember.autograd.grad(y, x, create_graph=True)

@@ -135,23 +135,29 @@ def _run_node(gm: Any, n: Node, env: dict) -> Any:
     return obj
 
 
-def _cpu_plain(example_inputs: list) -> bool:
-    grad = ember.is_grad_enabled()
-    for t in example_inputs:
-        if isinstance(t, ember.Tensor):
-            if t.device.type != "cpu" or (grad and t.requires_grad):
-                return False
-    return True
-
-
 def compile_graph(gm: Any, example_inputs: list) -> Callable:
     """Lower, fuse and generate code for ``gm``; the callable runs it.
 
-    Graphs whose inputs need gradients (with grad mode on) run op by op, so
-    autograd records them; graphs on other devices too.
+    Graphs whose inputs need gradients (with grad mode on) are compiled for
+    training: a generated forward and a generated backward joined by an
+    autograd Function (:mod:`.aot`); when their backward cannot be traced they
+    run op by op, so autograd records them.  Graphs on other devices run op by op.
     """
-    if not _cpu_plain(example_inputs):
+    tensors = [t for t in example_inputs if isinstance(t, ember.Tensor)]
+    if any(t.device.type != "cpu" for t in tensors):
         return gm.forward
+    if ember.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        from . import aot
+        try:
+            return aot.compile_training(gm, example_inputs, _compile_plain)
+        except aot.JointTraceError as e:
+            gm.meta["joint_error"] = str(e)
+            return gm.forward
+    return _compile_plain(gm)
+
+
+def _compile_plain(gm: Any) -> Callable:
+    """The runtime of a graph that needs no autograd recording."""
     steps = partition(gm.graph)
     kernels = [k for kind, k in steps if kind == "kernel"]
     if not kernels:
