@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember._C import elementwise as _E
 from ember.compiler.codegen import CompiledGraph, cache, compile_graph, covered_ops
 from ember.compiler.codegen import backend as cg_backend
 from ember.compiler.codegen.lowering import POINTWISE
@@ -47,6 +48,7 @@ _UNARY = ["neg", "abs", "exp", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", 
           "sin", "cos", "tan", "tanh", "sigmoid", "relu", "silu", "gelu", "log"]
 _BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "rsub"]
 _CMP = ["gt", "lt", "ge", "le", "eq", "ne"]
+_BACKWARD = ["relu_backward", "sigmoid_backward", "tanh_backward", "gelu_backward"]
 
 
 def _everything(x, y):
@@ -63,6 +65,9 @@ def _everything(x, y):
         outs.append(getattr(x * 2, name)(y))
     outs.append(ember.where(x > y, x * 3, y - 1))
     outs.append(ember.logical_not(x > 0.25))
+    for name in _BACKWARD:      # the backward formulas' kernels, as training graphs use them
+        outs.append(getattr(_E, name)(x * 1.5, y.sigmoid() if "oid" in name or "tanh" in name
+                                      else y * 2) + 1)
     return outs
 
 
@@ -88,7 +93,7 @@ def test_pointwise_parity_every_op(layout):
     assert isinstance(made[0], CompiledGraph) and made[0].n_kernels >= 1
     for a, e in zip(got, want):
         _close(a, e)
-    assert all(name in POINTWISE for name in _UNARY + _BINARY + _CMP)
+    assert all(name in POINTWISE for name in _UNARY + _BINARY + _CMP + _BACKWARD)
 
 
 def _rows(x, w, b):

@@ -2,6 +2,7 @@
 
     .venv/bin/python tools/bench_compile.py            # steady state, medians
     .venv/bin/python tools/bench_compile.py --first    # first call in fresh processes
+    .venv/bin/python tools/bench_compile.py --train    # training steps (MLP, transformer)
 
 Steady state alternates the contenders in one process.  ``--first`` times the
 first compiled call in a new process, with an empty and then a warm cache
@@ -84,6 +85,71 @@ def steady(reps: int) -> None:
           f"{_median(lambda: chain(ex), 2000) * 1e6:.1f} us")
 
 
+def _train_models(lib: object, kind: str) -> tuple:
+    nn = lib.nn
+    lib.manual_seed(0)
+    if kind == "mlp":
+        # the asv nn_training shape: 784-256-256-10, Adam, batch 64
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                              nn.Linear(256, 10))
+        return model, lib.optim.Adam(model.parameters(), lr=1e-3), (64, 784)
+    # a transformer block: embedding 128, 4 heads, sequence 64, batch 16
+    model = nn.Sequential(nn.TransformerEncoderLayer(128, 4, dim_feedforward=512, dropout=0.0,
+                                                     batch_first=True))
+    model.head = nn.Linear(128, 10)
+    return model, lib.optim.Adam(model.parameters(), lr=1e-3), (16, 64, 128)
+
+
+def _train_step_fn(lib: object, model: object) -> object:
+    F = lib.nn.functional
+    if isinstance(model[0], lib.nn.Linear):
+        return lambda x, y: F.cross_entropy(model(x), y)
+    return lambda x, y: F.cross_entropy(model.head(model[0](x).mean(1)), y)
+
+
+def _train_lib(name: str, reps: int) -> None:
+    """One library's eager and compiled step times (ms), printed as two numbers."""
+    import numpy as np
+    lib = __import__(name)
+    for kind in ("mlp", "transformer"):
+        model, opt, shape = _train_models(lib, kind)
+        rng = np.random.default_rng(0)
+        x = lib.from_numpy(rng.standard_normal(shape, dtype=np.float32))
+        y = lib.from_numpy(rng.integers(0, 10, size=(shape[0],)).astype(np.int64))
+        loss_fn = _train_step_fn(lib, model)
+        times = []
+        for fn in (loss_fn, lib.compile(loss_fn)):
+            def step(fn: object = fn) -> None:
+                opt.zero_grad()
+                fn(x, y).backward()
+                opt.step()
+            for _ in range(5):
+                step()
+            times.append(_median(step, reps) * 1e3)
+        print(kind, *times)
+
+
+def train(reps: int) -> None:
+    """Training steps (zero_grad, forward, loss, backward, Adam step), medians, each
+    library in its own process (two OpenMP runtimes in one process slow each other)."""
+    rows: dict = {}
+    for name in ("ember", "torch"):
+        r = subprocess.run([sys.executable, __file__, "--train-lib", name, "--reps", str(reps)],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+        if r.returncode != 0:
+            print(f"  {name} failed: {r.stderr[-500:]}")
+        for line in r.stdout.splitlines():
+            kind, eager, comp = line.split()
+            rows.setdefault(kind, {})[name] = (float(eager), float(comp))
+    print(f"{'training step':14s} {'ember eager':>12s} {'ember comp':>12s} {'torch eager':>12s} "
+          f"{'torch.comp':>12s} {'comp/eager':>11s} {'comp/t.eager':>13s} {'comp/t.comp':>12s}")
+    nan = (float("nan"), float("nan"))
+    for kind, r in rows.items():
+        (ee, ec), (te, tc) = r.get("ember", nan), r.get("torch", nan)
+        print(f"{kind:14s} " + " ".join(f"{t:10.2f}ms" for t in (ee, ec, te, tc))
+              + f" {ec / ee:11.2f} {ec / te:13.2f} {ec / tc:12.2f}")
+
+
 _FIRST = {
     "ember": ("import time; t0 = time.perf_counter(); import ember\n"
               "x = ember.randn(4 * 1024 * 1024)\n"
@@ -112,10 +178,16 @@ def first_call() -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--first", action="store_true", help="time first calls in fresh processes")
+    p.add_argument("--train", action="store_true", help="time training steps")
+    p.add_argument("--train-lib", help=argparse.SUPPRESS)
     p.add_argument("--reps", type=int, default=15)
     a = p.parse_args()
     if a.first:
         first_call()
+    elif a.train_lib:
+        _train_lib(a.train_lib, a.reps)
+    elif a.train:
+        train(a.reps)
     else:
         steady(a.reps)
 

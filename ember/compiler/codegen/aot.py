@@ -260,6 +260,16 @@ def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
             if tr._check("grad", (g,), {}) is not None:
                 raise JointTraceError("a gradient is not a recorded tensor")
             g_nodes.append(tr.env[id(g)][0])
+    # without autograd recording a detach is the identity: drop it so it splits no kernel
+    alias: dict = {}
+    for n in list(tr.graph.nodes):
+        if n.meta.get("op_name") == "detach" and n.op == "call_method":
+            src = alias.get(n.args[0], n.args[0])
+            n.replace_all_uses_with(src)
+            tr.graph.erase_node(n)
+            alias[n] = src
+    out_nodes = [alias.get(n, n) for n in out_nodes]
+    g_nodes = [alias.get(n, n) for n in g_nodes]
     return tr.graph, p_nodes, t_nodes, out_nodes, g_nodes, diff
 
 
