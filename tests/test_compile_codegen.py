@@ -412,3 +412,65 @@ def test_training_graph_refuses_double_backward():
     y = cf(x)
     with pytest.raises(RuntimeError, match="double backward"):
         ember.autograd.grad(y, x, create_graph=True)
+
+
+# ---------------------------------------------------------------------------
+# compiled graphs kept on disk: a new process skips the capture run
+
+SCALE = 2.0
+
+
+def _scaled_chain(t):
+    return (t.sin() * SCALE + t.cos()).relu() * t.sigmoid()
+
+
+def test_graph_restored_from_disk_rechecks_guards(tmp_path, monkeypatch):
+    global SCALE
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    x = ember.randn(64, 33, generator=ember.Generator().manual_seed(21))
+    ember.compiler.reset()
+
+    def stats():
+        s = ember.compiler.counters["stats"]
+        return s["calls_captured"], s["graphs_restored"]
+
+    cf = ember.compile(_scaled_chain)
+    cf(x)
+    assert stats() == (1, 0)
+    stored = list((tmp_path / "graphs").iterdir())
+    assert len(stored) == 1
+    ember.compiler.reset()                   # forget in memory: the disk entry stays
+    _close(cf(x), _scaled_chain(x))
+    assert stats() == (0, 1)
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 3.0)
+    ember.compiler.reset()                   # a guarded global changed: captured again
+    _close(cf(x), _scaled_chain(x))
+    assert stats() == (1, 0)
+    stored[0].write_bytes(b"not a pickle")   # a damaged entry is ignored, never used
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 2.0)
+    ember.compiler.reset()
+    _close(cf(x), _scaled_chain(x))
+    assert stats() == (1, 0)
+
+
+def test_graphs_with_module_state_are_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    lin = ember.nn.Linear(8, 8)
+    cf = ember.compile(lambda t: (lin(t).sin() * 2).relu())
+    with ember.no_grad():
+        cf(ember.randn(4, 8))
+    assert not (tmp_path / "graphs").exists()
+
+
+def test_warm_cache_first_call_in_a_new_process_skips_capture(tmp_path):
+    code = ("import ember\n"
+            "f = ember.compile(lambda t: (t.sin() * 2 + t.cos()).relu() * t.sigmoid())\n"
+            "x = ember.arange(40.).reshape(4, 10) / 7\n"
+            "err = float((f(x) - (x.sin() * 2 + x.cos()).relu() * x.sigmoid()).abs().max())\n"
+            "s = ember.compiler.counters['stats']\n"
+            "print(err, s['calls_captured'], s['graphs_restored'])\n")
+    env = {**os.environ, "EMBER_CACHE_DIR": str(tmp_path), "PYTHONPATH": ROOT}
+    outs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert float(outs[0][0]) < 1e-6 and outs[0][1:] == ["1", "0"]
+    assert float(outs[1][0]) < 1e-6 and outs[1][1:] == ["0", "1"]

@@ -814,6 +814,15 @@ class CompiledCode:
             compiler.counters["recompiles"][reason] += 1
             compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
                           f"{reason}")
+        # a backend may keep compiled graphs across processes (skipping this capture run)
+        restore = getattr(self.backend, "restore", None)
+        entry = restore(self, key, leaves) if restore is not None else None
+        if entry is not None:
+            self.cache.setdefault(key, []).append(entry)
+            self.n_entries += 1
+            self.last_key = key
+            compiler.counters["stats"]["graphs_restored"] += 1
+            return entry.run(self.fn, args, kwargs, leaves)
         return self._capture(args, kwargs, key, leaves)
 
     def _miss_reason(self, key: tuple, entries: list | None, leaves: list) -> str:
@@ -940,6 +949,9 @@ class CompiledCode:
                            out_spec, consts, gm=gm, module_guards=module_guards,
                            leaves=leaves, lifted_paths=cap.lifted_paths)
             compiler.counters["stats"]["unique_graphs"] += 1
+            persist = getattr(self.backend, "persist", None)
+            if persist is not None:
+                persist(self, entry, key, leaves)
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
                           f"values, {len(cap.lifted)} parameters/buffers")

@@ -196,4 +196,14 @@ class InductorBackend(Backend):
                 options: dict) -> Callable:
         return compile_graph(gm, example_inputs)
 
+    def persist(self, code: Any, entry: Any, key: tuple, leaves: list) -> bool:
+        """Keep a compiled guard set on disk for later processes (see :mod:`.persist`)."""
+        from . import persist
+        return persist.save(code, entry, key, leaves)
+
+    def restore(self, code: Any, key: tuple, leaves: list) -> Any:
+        """A guard set an earlier process kept on disk, ready to run, or None."""
+        from . import persist
+        return persist.restore(code, key, leaves)
+
 
