@@ -474,3 +474,46 @@ def test_warm_cache_first_call_in_a_new_process_skips_capture(tmp_path):
                            text=True, check=True).stdout.split() for _ in range(2)]
     assert float(outs[0][0]) < 1e-6 and outs[0][1:] == ["1", "0"]
     assert float(outs[1][0]) < 1e-6 and outs[1][1:] == ["0", "1"]
+
+
+# ---------------------------------------------------------------------------
+# modes
+
+
+def _modes_chain(t):
+    return ((t.sin() * 2 + t.cos()).relu() * t.sigmoid()).softmax(-1)
+
+
+def test_reduce_overhead_reuses_static_buffers():
+    x = ember.randn(6, 40, generator=ember.Generator().manual_seed(31))
+    cf = ember.compile(_modes_chain, mode="reduce-overhead")
+    cf(x)
+    a = cf(x)
+    _close(a, _modes_chain(x))
+    b = cf(x * 2)
+    assert b.data_ptr() == a.data_ptr()        # the same buffer, overwritten
+    _close(b, _modes_chain(x * 2))
+    y = cf(b)                                  # a result fed back: computed apart
+    assert y.data_ptr() != b.data_ptr()
+    _close(y, _modes_chain(_modes_chain(x * 2)))
+    assert "static buffers" in ember.compiler.list_modes()["reduce-overhead"]
+
+
+@pytest.mark.parametrize("mode", ["max-autotune", "max-autotune-no-cudagraphs"])
+def test_max_autotune_picks_thread_counts_and_keeps_them(tmp_path, monkeypatch, mode):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    x = ember.randn(64, 300, generator=ember.Generator().manual_seed(32))
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(compile_graph(gm, example_inputs, ember.CompileMode(mode)))
+        return made[-1]
+
+    for _ in range(2):
+        cf = ember.compile(_modes_chain, backend=backend)
+        cf(x)
+        _close(cf(x), _modes_chain(x))
+    first, second = made
+    assert first.tune_file.exists() and first.kernel_threads[0] >= 1
+    assert second.tuned and second.kernel_threads == first.kernel_threads   # read back
+    assert (cf(x).data_ptr() == cf(x).data_ptr()) == (mode == "max-autotune")

@@ -113,8 +113,8 @@ def _flat(k: Kernel) -> bool:
     return True
 
 
-def kernel_source(k: Kernel, name: str) -> str:
-    """The C function for kernel ``k``."""
+def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
+    """The C function for kernel ``k``; it forks threads from ``par_min`` elements."""
     flat = _flat(k)
     R, C = (1, math.prod(k.vshape)) if flat else (k.rows, k.cols)
     # the body is written twice: the fast variant flags arguments its vectorised
@@ -228,7 +228,7 @@ def kernel_source(k: Kernel, name: str) -> str:
     for i, n in enumerate(k.outputs):
         if k.cls[n] == "S":
             body.append(f"{ind}out{i}[r] = {var[n]};")
-    par = (f"num_threads(nt) schedule(static) if({R * C}LL >= {_PAR_MIN}LL) "
+    par = (f"num_threads(nt) schedule(static) if({R * C}LL >= {par_min}LL) "
            f"reduction(|:big)")
     if flat:
         body = [f"{ind}#pragma omp parallel for simd {par}"
@@ -255,8 +255,9 @@ def kernel_source(k: Kernel, name: str) -> str:
     return "".join(variants) + tail
 
 
-def module_source(kernels: list, math_header: str) -> str:
-    """The whole translation unit: ember's scalar math, helpers, one function per kernel."""
+def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN) -> str:
+    """The whole translation unit: ember's scalar math, helpers, one function per kernel
+    (autotuning passes ``par_min=1``: the thread count it picks is then the one used)."""
     parts = ["#include <math.h>", "#include <stdint.h>", math_header, PRELUDE]
-    parts += [kernel_source(k, f"k{i}") for i, k in enumerate(kernels)]
+    parts += [kernel_source(k, f"k{i}", par_min) for i, k in enumerate(kernels)]
     return "\n".join(parts)
