@@ -3,6 +3,7 @@
     .venv/bin/python tools/bench_compile.py            # steady state, medians
     .venv/bin/python tools/bench_compile.py --first    # first call in fresh processes
     .venv/bin/python tools/bench_compile.py --train    # training steps (MLP, transformer)
+    .venv/bin/python tools/bench_compile.py --train-mem    # their peak memory
 
 Steady state alternates the contenders in one process.  ``--first`` times the
 first compiled call in a new process, with an empty and then a warm cache
@@ -107,10 +108,12 @@ def _train_step_fn(lib: object, model: object) -> object:
     return lambda x, y: F.cross_entropy(model.head(model[0](x).mean(1)), y)
 
 
-def _train_lib(name: str, reps: int) -> None:
+def _train_lib(name: str, reps: int, threads: int) -> None:
     """One library's eager and compiled step times (ms), printed as two numbers."""
     import numpy as np
     lib = __import__(name)
+    if threads:
+        lib.set_num_threads(threads)
     for kind in ("mlp", "transformer"):
         model, opt, shape = _train_models(lib, kind)
         rng = np.random.default_rng(0)
@@ -129,12 +132,60 @@ def _train_lib(name: str, reps: int) -> None:
         print(kind, *times)
 
 
-def train(reps: int) -> None:
+def _train_peak(kind: str, compiled: bool) -> None:
+    """Peak resident memory a step adds above the steady state (MB), batch x4: the
+    allocator cache is emptied and the kernel's high-water mark reset first."""
+    import gc
+
+    import ember
+    from ember._C import core
+    model, opt, shape = _train_models(ember, kind)
+    shape = (shape[0] * 4,) + shape[1:]
+    x = ember.randn(*shape)
+    y = ember.randint(0, 10, (shape[0],))
+    fn = _train_step_fn(ember, model)
+    fn = ember.compile(fn) if compiled else fn
+
+    def step() -> None:
+        opt.zero_grad()
+        fn(x, y).backward()
+        opt.step()
+
+    def status(field: str) -> float:
+        with open("/proc/self/status") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith(field)) / 1024
+
+    for _ in range(4):
+        step()
+    gc.collect()
+    core._empty_cache()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = status("VmRSS")
+    for _ in range(3):
+        step()
+    print(f"{status('VmHWM') - base:.1f}")
+
+
+def train_memory() -> None:
+    for kind in ("mlp", "transformer"):
+        row = []
+        for compiled in (False, True):
+            r = subprocess.run([sys.executable, __file__, "--train-peak", kind, str(int(compiled))],
+                               capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": ROOT})
+            row.append(r.stdout.strip() or "failed")
+        print(f"{kind:12s} step peak above steady state (batch x4): eager {row[0]} MB, "
+              f"compiled {row[1]} MB")
+
+
+def train(reps: int, threads: int) -> None:
     """Training steps (zero_grad, forward, loss, backward, Adam step), medians, each
     library in its own process (two OpenMP runtimes in one process slow each other)."""
     rows: dict = {}
     for name in ("ember", "torch"):
-        r = subprocess.run([sys.executable, __file__, "--train-lib", name, "--reps", str(reps)],
+        r = subprocess.run([sys.executable, __file__, "--train-lib", name, "--reps", str(reps),
+                            "--threads", str(threads)],
                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
         if r.returncode != 0:
             print(f"  {name} failed: {r.stderr[-500:]}")
@@ -180,14 +231,23 @@ def main() -> None:
     p.add_argument("--first", action="store_true", help="time first calls in fresh processes")
     p.add_argument("--train", action="store_true", help="time training steps")
     p.add_argument("--train-lib", help=argparse.SUPPRESS)
+    p.add_argument("--train-mem", action="store_true",
+                   help="peak memory of a training step, eager vs compiled (Linux)")
+    p.add_argument("--train-peak", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--threads", type=int, default=0,
+                   help="--train: thread count for both libraries (0: their default)")
     a = p.parse_args()
     if a.first:
         first_call()
+    elif a.train_peak:
+        _train_peak(a.train_peak[0], a.train_peak[1] == "1")
+    elif a.train_mem:
+        train_memory()
     elif a.train_lib:
-        _train_lib(a.train_lib, a.reps)
+        _train_lib(a.train_lib, a.reps, a.threads)
     elif a.train:
-        train(a.reps)
+        train(a.reps, a.threads)
     else:
         steady(a.reps)
 
