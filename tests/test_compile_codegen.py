@@ -405,6 +405,43 @@ def test_training_gradients_match_torch_with_input_grad(torch):
         np.testing.assert_allclose(a.numpy(), e.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+class _Embed(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = ember.nn.Embedding(20, 16)
+        self.bn = ember.nn.BatchNorm1d(16)
+        self.drop = ember.nn.Dropout(0.3)
+        self.out = ember.nn.Linear(16, 5)
+
+    def forward(self, i, t):
+        return F.cross_entropy(self.out(self.drop(self.bn(self.emb(i)).relu())), t)
+
+
+def test_training_with_dropout_and_running_statistics_matches_eager():
+    ember.manual_seed(41)
+    model, ref = _Embed(), _Embed()
+    ref.load_state_dict(model.state_dict())
+    g = ember.Generator().manual_seed(42)
+    i, t = ember.randint(0, 20, (8,), generator=g), ember.randint(0, 5, (8,), generator=g)
+    cm = ember.compile(model)
+    for step in range(3):
+        losses = []
+        for f, m in ((cm, model), (ref, ref)):
+            ember.manual_seed(100 + step)        # the same dropout masks both ways
+            loss = f(i, t)
+            loss.backward()
+            losses.append(loss)
+        _close(losses[0].detach(), losses[1].detach(), 1e-6)
+        if step:
+            assert type(losses[0].grad_fn).__name__ == "_JointBackward"
+        for p, q in zip(model.parameters(), ref.parameters()):
+            _close(p.grad, q.grad, 1e-6)
+        _close(model.bn.running_mean, ref.bn.running_mean, 1e-6)   # the in-place update ran
+        assert int(model.bn.num_batches_tracked) == step + 1
+        model.zero_grad()
+        ref.zero_grad()
+
+
 def test_training_graph_refuses_double_backward():
     x = ember.randn(4, 8).requires_grad_()
     cf = ember.compile(lambda t: (t.sin() * t.cos()).sum())

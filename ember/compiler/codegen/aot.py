@@ -216,8 +216,6 @@ def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
                 break
             args = map_arg(n.args, env.__getitem__)
             kwargs = map_arg(n.kwargs, env.__getitem__)
-            if n.op == "call_function" and n.target is _core._set_grad_enabled:
-                raise JointTraceError("the function switches grad mode inside")
             if _function_class(n) is not None:
                 env[n] = tr.island(n, args, kwargs)
             elif n.op == "call_function":
@@ -226,6 +224,9 @@ def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
                 env[n] = getattr(args[0], n.target)(*args[1:], **kwargs)
             else:
                 raise JointTraceError(f"cannot trace a {n.op} node")
+        _core._set_grad_enabled(True)
+        # what the forward writes in place (running statistics) must stay in it
+        effects = [n for n in tr.graph.nodes if _is_inplace(n)]
         outs = list(outs)
         diff = [isinstance(o, TensorBase) and o.requires_grad and o.is_floating_point()
                 for o in outs]
@@ -270,7 +271,7 @@ def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
             alias[n] = src
     out_nodes = [alias.get(n, n) for n in out_nodes]
     g_nodes = [alias.get(n, n) for n in g_nodes]
-    return tr.graph, p_nodes, t_nodes, out_nodes, g_nodes, diff
+    return tr.graph, p_nodes, t_nodes, out_nodes, g_nodes, diff, effects
 
 
 # ---------------------------------------------------------------------------
@@ -290,14 +291,15 @@ def _ancestors(roots: list, stop: set) -> set:
 
 
 def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
-                    g_nodes: list) -> tuple[GraphModule, GraphModule, list]:
+                    g_nodes: list, effects: list = ()) -> tuple[GraphModule, GraphModule, list]:
     """Split the joint graph: (forward module, backward module, saved nodes).
 
     The forward module takes the primals and returns the outputs then the saved
     values; the backward module takes the saved values then the tangents and
-    returns one gradient per primal that has one.
+    returns one gradient per primal that has one.  ``effects`` (the forward's
+    in-place writes) run in the forward even though no output depends on them.
     """
-    fwd = _ancestors(out_nodes, set()) | set(p_nodes)
+    fwd = _ancestors(list(out_nodes) + list(effects), set()) | set(p_nodes)
     # getitems of forward nodes are computed with them (island state)
     for n in list(graph.nodes):
         if n.op == "call_function" and n.target is operator.getitem and \
@@ -386,8 +388,14 @@ def compile_training(gm: GraphModule, example_inputs: list,
                      compile_plain: Callable) -> TrainingGraph:
     """Trace, partition and compile ``gm`` for training; raises JointTraceError when
     its backward cannot be traced."""
-    graph, p_nodes, t_nodes, out_nodes, g_nodes, diff = trace_joint(gm, example_inputs)
-    fgm, bgm, saved = partition_joint(graph, p_nodes, t_nodes, out_nodes, g_nodes)
+    rng = ember.get_rng_state()
+    try:
+        graph, p_nodes, t_nodes, out_nodes, g_nodes, diff, effects = trace_joint(
+            gm, example_inputs)
+    finally:
+        # the trace replays random ops: the next call must draw what eager would
+        ember.set_rng_state(rng)
+    fgm, bgm, saved = partition_joint(graph, p_nodes, t_nodes, out_nodes, g_nodes, effects)
     gm.meta["joint"] = {"forward": fgm, "backward": bgm, "saved": len(saved)}
     return TrainingGraph(compile_plain(fgm), compile_plain(bgm), len(out_nodes), diff,
                          [g is not None for g in g_nodes])
