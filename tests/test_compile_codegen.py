@@ -554,3 +554,28 @@ def test_max_autotune_picks_thread_counts_and_keeps_them(tmp_path, monkeypatch, 
     assert first.tune_file.exists() and first.kernel_threads[0] >= 1
     assert second.tuned and second.kernel_threads == first.kernel_threads   # read back
     assert (cf(x).data_ptr() == cf(x).data_ptr()) == (mode == "max-autotune")
+
+
+def _dyn(x, b):
+    y = x * 2 - 0.5 + b
+    return (y.sin() + y.cos()).relu(), ember.softmax(y, -1), y.sum(-1)
+
+
+def test_new_leading_size_reuses_the_built_kernels(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    g = ember.Generator().manual_seed(51)
+    b = ember.randn(33, generator=g)
+    cf, made = _compiled(_dyn)
+    builds = None
+    for n in (5, 64, 1, 3):
+        x = ember.randn(n, 66, generator=g)[:, ::2]     # strided rows, broadcast bias
+        made.clear()
+        for a, e in zip(cf(x, b), _dyn(x, b)):
+            _close(a, e)
+        assert made and made[0].n_kernels >= 1
+        if builds is None:
+            builds = cache.stats["builds"]
+        assert cache.stats["builds"] == builds          # the size is a run-time argument
+    x3 = ember.randn(4, 6, 33, generator=g)
+    for a, e in zip(cf(x3, b), _dyn(x3, b)):
+        _close(a, e)

@@ -45,12 +45,16 @@ def _median(fn, reps):
     return statistics.median(ts)
 
 
-def steady(reps: int) -> None:
+def steady(reps: int, threads: int = 0) -> None:
     import ember
     try:
         import torch
     except ImportError:
         torch = None
+    if threads:
+        ember.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
     cases = [("chain 4M", chain, (4 * 1024 * 1024,)),
              ("softmax 4096x4096", softmax, (4096, 4096)),
              ("layer_norm 4096x4096", None, (4096, 4096))]
@@ -236,7 +240,7 @@ def main() -> None:
     p.add_argument("--train-peak", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--threads", type=int, default=0,
-                   help="--train: thread count for both libraries (0: their default)")
+                   help="thread count for both libraries (0: their default)")
     a = p.parse_args()
     if a.first:
         first_call()
@@ -249,7 +253,7 @@ def main() -> None:
     elif a.train:
         train(a.reps, a.threads)
     else:
-        steady(a.reps)
+        steady(a.reps, a.threads)
 
 
 if __name__ == "__main__":

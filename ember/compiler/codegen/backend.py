@@ -52,7 +52,7 @@ def _no_compiler_note() -> None:
 
 
 class _KernelCall:
-    __slots__ = ("fn", "args", "ins", "outs", "n_in", "specs", "busy", "static", "nt")
+    __slots__ = ("fn", "args", "ins", "outs", "n_in", "specs", "busy", "static", "nt", "n0")
 
     def __init__(self, fn: Any, k: Kernel) -> None:
         self.fn = fn
@@ -67,7 +67,8 @@ class _KernelCall:
         self.busy = threading.Lock()
         self.static: list | None = None    # reduce-overhead: outputs allocated once
         self.nt = 0                        # max-autotune: the thread count chosen (0: all)
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        self.n0 = k.vshape[0] if k.vshape else 1     # the size the code takes at run time
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64]
         fn.restype = None
 
     def run(self, env: dict, nt: int, static: bool) -> list:
@@ -76,7 +77,7 @@ class _KernelCall:
             nt = min(nt, self.nt)
         if not self.busy.acquire(blocking=False):
             outs = [ember.empty(s, dtype=d) for s, d in self.specs]
-            self.fn(type(self.args)(*[t.data_ptr() for t in ins + outs]), nt)
+            self.fn(type(self.args)(*[t.data_ptr() for t in ins + outs]), nt, self.n0)
             return outs
         try:
             a = self.args
@@ -91,7 +92,7 @@ class _KernelCall:
                 a[:] = [t.data_ptr() for t in ins + outs]
                 if static and self.static is None:
                     self.static = outs
-            self.fn(a, nt)
+            self.fn(a, nt, self.n0)
             return outs
         finally:
             self.busy.release()
@@ -105,11 +106,11 @@ class _KernelCall:
                             [t.data_ptr() for t in outs])
         best = None
         for c in sorted({1, max(1, nt // 2), nt}):
-            self.fn(a, c)
+            self.fn(a, c, self.n0)
             ts = []
             for _ in range(5):
                 t0 = time.perf_counter()
-                self.fn(a, c)
+                self.fn(a, c, self.n0)
                 ts.append(time.perf_counter() - t0)
             t = sorted(ts)[2]
             if best is None or t < best[0]:
@@ -200,7 +201,7 @@ class CompiledGraph:
                 elif n not in made:
                     return
             made.update(zip(k.outs, k.static))
-            plan.append((k.fn, k.args, slots, k.nt))
+            plan.append((k.fn, k.args, slots, k.nt, k.n0))
         outs = self.output.args[0]
         if not all(isinstance(n, Node) and n in made for n in outs):
             return
@@ -216,10 +217,10 @@ class CompiledGraph:
                 return None       # an earlier result fed back in: fresh buffers this call
         ptrs = [t.data_ptr() for t in args]
         nt = ember.get_num_threads()
-        for fn, a, slots, knt in self.plan:
+        for fn, a, slots, knt, n0 in self.plan:
             for j, i in slots:
                 a[j] = ptrs[i]
-            fn(a, min(nt, knt) if knt else nt)
+            fn(a, min(nt, knt) if knt else nt, n0)
         return self.static_out
 
     def __call__(self, *args: Any) -> Any:

@@ -1,7 +1,8 @@
 """C11 + OpenMP source for the kernels the scheduler built.
 
-One function per kernel, ``void kN(void **a, int nt)``: ``a`` holds the data
-pointers of the kernel's inputs then its outputs, ``nt`` the thread count.
+One function per kernel, ``void kN(void **a, int nt, int64_t n0)``: ``a`` holds
+the data pointers of the kernel's inputs then its outputs, ``nt`` the thread
+count, ``n0`` the size of the leading dimension (the one size not baked in).
 Rows are split across threads and each row is computed by one thread, so
 results do not depend on the thread count.  Shapes and strides are baked in
 (the capture guards them).
@@ -89,7 +90,9 @@ def _row_offset(k: Kernel, st: list) -> str:
     terms, inner = [], 1
     for d in range(len(dims) - 1, -1, -1):
         if dims[d] != 1 and st[d] != 0:
-            terms.append(f"((r / {inner}LL) % {dims[d]}LL) * {st[d]}LL")
+            # r < rows: the leading index needs no modulo (nor the leading size)
+            q = f"(r / {inner}LL)" if d == 0 else f"((r / {inner}LL) % {dims[d]}LL)"
+            terms.append(f"{q} * {st[d]}LL")
         inner *= dims[d]
     return " + ".join(terms) or "0"
 
@@ -116,10 +119,18 @@ def _flat(k: Kernel) -> bool:
 def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     """The C function for kernel ``k``; it forks threads from ``par_min`` elements."""
     flat = _flat(k)
-    R, C = (1, math.prod(k.vshape)) if flat else (k.rows, k.cols)
+    C = k.cols
+    # the leading size is the run-time argument n0, so one kernel serves every
+    # size of that dimension (a new batch size needs no new build)
+    nd = len(k.vshape)
+    if flat:
+        Rs, Cs = "1LL", (f"(n0 * {math.prod(k.vshape[1:])}LL)" if nd else "1LL")
+    else:
+        Rs, Cs = (f"(n0 * {math.prod(k.vshape[1:-1])}LL)" if nd >= 2 else "1LL"), f"{C}LL"
     # the body is written twice: the fast variant flags arguments its vectorised
     # sin/cos cannot take, and then the exact one (libm) reruns the kernel
-    lines = [f"static int {name}_VARIANT(void **a, int nt) {{", "    int big = 0;"]
+    lines = [f"static int {name}_VARIANT(void **a, int nt, int64_t n0) {{",
+             "    int big = 0; (void)n0;"]
     var: dict = {}
     for i, x in enumerate(k.inputs):
         ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
@@ -175,7 +186,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         return f"const float {var[n]} = {x} - {m} - {var[n]}_lz;"
 
     def loop(targets: list, tail: list, pragma: str) -> list:
-        out = [f"{ind}{pragma}", f"{ind}for (int64_t j = 0; j < {C}LL; j++) {{"]
+        out = [f"{ind}{pragma}", f"{ind}for (int64_t j = 0; j < {Cs}; j++) {{"]
         out += [ind + "    " + v_stmt(n) for n in v_closure(targets)]
         out += [ind + "    " + t for t in tail]
         out.append(ind + "}")
@@ -219,7 +230,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
                 body.append(f"{ind}const float {var[n]}_lz = (float)log((double){z});")
     v_out = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "V"]
     if v_out:
-        idx = "j" if flat else f"r * {C}LL + j"
+        idx = "j" if flat else f"r * {Cs} + j"
         tail = []
         for i, n in v_out:
             val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
@@ -228,7 +239,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     for i, n in enumerate(k.outputs):
         if k.cls[n] == "S":
             body.append(f"{ind}out{i}[r] = {var[n]};")
-    par = (f"num_threads(nt) schedule(static) if({R * C}LL >= {par_min}LL) "
+    par = (f"num_threads(nt) schedule(static) if({Rs} * {Cs} >= {par_min}LL) "
            f"reduction(|:big)")
     if flat:
         body = [f"{ind}#pragma omp parallel for simd {par}"
@@ -236,7 +247,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         lines += [b[4:] for b in body]
     else:
         lines.append(f"    #pragma omp parallel for {par}")
-        lines.append(f"    for (int64_t r = 0; r < {R}LL; r++) {{")
+        lines.append(f"    for (int64_t r = 0; r < {Rs}; r++) {{")
         lines += body
         lines.append("    }")
     lines.append("    return big;")
@@ -248,10 +259,10 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}("))
     if "em_cg_sin(" not in text and "em_cg_cos(" not in text:
         variants = variants[:1]
-        tail = f"void {name}(void **a, int nt) {{ {name}_fast(a, nt); }}\n"
+        tail = f"void {name}(void **a, int nt, int64_t n0) {{ {name}_fast(a, nt, n0); }}\n"
     else:
-        tail = (f"void {name}(void **a, int nt) {{ if ({name}_fast(a, nt)) "
-                f"{name}_exact(a, nt); }}\n")
+        tail = (f"void {name}(void **a, int nt, int64_t n0) {{ if ({name}_fast(a, nt, n0)) "
+                f"{name}_exact(a, nt, n0); }}\n")
     return "".join(variants) + tail
 
 
