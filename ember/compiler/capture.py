@@ -801,6 +801,17 @@ class CompiledCode:
                     return e.run(self.fn, args, kwargs, leaves)
         if self.over_limit:
             return self.fn(*args, **kwargs)
+        # a backend may supply the entry without a capture run: kept on disk by an
+        # earlier process, or a shape-generic graph resized to these arguments
+        restore = getattr(self.backend, "restore", None)
+        entry = restore(self, key, leaves) if restore is not None else None
+        if entry is not None and entry.failed_guard(leaves) is None:
+            self.cache.setdefault(key, []).append(entry)
+            stat = getattr(entry, "stat", "graphs_restored")
+            self.n_entries += stat == "graphs_restored"   # resized graphs share one entry
+            self.last_key = key
+            compiler.counters["stats"][stat] += 1
+            return entry.run(self.fn, args, kwargs, leaves)
         if self.n_entries >= compiler.config.cache_size_limit:
             self.over_limit = True
             reason = self._miss_reason(key, entries, leaves)
@@ -814,15 +825,6 @@ class CompiledCode:
             compiler.counters["recompiles"][reason] += 1
             compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
                           f"{reason}")
-        # a backend may keep compiled graphs across processes (skipping this capture run)
-        restore = getattr(self.backend, "restore", None)
-        entry = restore(self, key, leaves) if restore is not None else None
-        if entry is not None:
-            self.cache.setdefault(key, []).append(entry)
-            self.n_entries += 1
-            self.last_key = key
-            compiler.counters["stats"]["graphs_restored"] += 1
-            return entry.run(self.fn, args, kwargs, leaves)
         return self._capture(args, kwargs, key, leaves)
 
     def _miss_reason(self, key: tuple, entries: list | None, leaves: list) -> str:

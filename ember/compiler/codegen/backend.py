@@ -357,13 +357,16 @@ class InductorBackend(Backend):
         return compile_graph(gm, example_inputs, mode)
 
     def persist(self, code: Any, entry: Any, key: tuple, leaves: list) -> bool:
-        """Keep a compiled guard set on disk for later processes (see :mod:`.persist`)."""
-        from . import persist
+        """A capture finished: keep it on disk for later processes (:mod:`.persist`) and
+        learn the function's shape-generic graph from it (:mod:`.dynamic`)."""
+        from . import dynamic, persist
+        dynamic.observe(code, entry, key)
         return persist.save(code, entry, key, leaves)
 
     def restore(self, code: Any, key: tuple, leaves: list) -> Any:
-        """A guard set an earlier process kept on disk, ready to run, or None."""
-        from . import persist
-        return persist.restore(code, key, leaves)
+        """An entry for a call no cached guard set accepts, without a capture run: one
+        an earlier process kept on disk, or the shape-generic graph at these sizes."""
+        from . import dynamic, persist
+        return persist.restore(code, key, leaves) or dynamic.resize(code, key, leaves)
 
 
