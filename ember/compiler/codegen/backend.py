@@ -223,8 +223,72 @@ class CompiledGraph:
             fn(a, min(nt, knt) if knt else nt, n0)
         return self.static_out
 
+    def _make_fresh_plan(self) -> None:
+        """A graph of kernels only, fresh outputs every call: the plan says where each
+        kernel's inputs come from (an argument, an earlier kernel's output) and when
+        an intermediate is dead, so a call needs no dictionary of values."""
+        self.fresh = None
+        if not all(is_k for is_k, _ in self.steps) or type(self.output.args[0]) is not tuple:
+            return
+        where = {n: i for i, n in enumerate(self.placeholders)}
+        made: dict = {}
+        plan = []
+        last: dict = {}
+        for ki, (_, k) in enumerate(self.steps):
+            srcs = []
+            for n in k.ins:
+                if n in where:
+                    srcs.append(where[n])
+                elif n in made:
+                    srcs.append(made[n])
+                    last[made[n]] = ki
+                else:
+                    return
+            made.update((n, (ki, oi)) for oi, n in enumerate(k.outs))
+            plan.append((k, srcs, []))
+        outs = self.output.args[0]
+        if not all(isinstance(n, Node) and n in made for n in outs):
+            return
+        keep = {made[n] for n in outs}
+        for src, ki in last.items():
+            if src not in keep:
+                plan[ki][2].append(src)
+        self.fresh_out = [made[n] for n in outs]
+        self.fresh = plan
+
+    def _run_fresh(self, args: tuple) -> tuple:
+        nt = ember.get_num_threads()
+        produced: list = []
+        for k, srcs, dead in self.fresh:
+            outs = [ember.empty(s, dtype=d) for s, d in k.specs]
+            ptrs = [args[s].data_ptr() if type(s) is int else produced[s[0]][s[1]].data_ptr()
+                    for s in srcs]
+            ptrs += [t.data_ptr() for t in outs]
+            knt = min(nt, k.nt) if k.nt else nt
+            if k.busy.acquire(blocking=False):
+                try:
+                    a = k.args
+                    a[:] = ptrs
+                    k.fn(a, knt, k.n0)
+                finally:
+                    k.busy.release()
+            else:
+                k.fn(type(k.args)(*ptrs), knt, k.n0)
+            produced.append(outs)
+            for i, j in dead:
+                produced[i][j] = None
+        return tuple([produced[i][j] for i, j in self.fresh_out])
+
     def __call__(self, *args: Any) -> Any:
         static, tuning = self.static, not self.tuned
+        if not static and not tuning:
+            fresh = getattr(self, "fresh", False)
+            if fresh:
+                return self._run_fresh(args)
+            if fresh is False:
+                self._make_fresh_plan()
+                if self.fresh:
+                    return self._run_fresh(args)
         if static:
             plan = getattr(self, "plan", False)
             if plan:
