@@ -642,3 +642,37 @@ def test_graph_of_kernels_only_runs_through_its_plan():
     first = cf(x, v)[0]
     cf(x * 2, v)                        # default mode: a later call never overwrites it
     _close(first, f(x, v)[0])
+
+
+class _TwoOut(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return ga * 2 + gb * 3
+
+
+def test_untraceable_backward_trains_op_by_op():
+    w = ember.randn(5, generator=ember.Generator().manual_seed(81)).requires_grad_()
+
+    def f(w):
+        a, b = _TwoOut.apply(w.sin())
+        return (a * b).sum()
+
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(gm)
+        return compile_graph(gm, example_inputs)
+
+    cf = ember.compile(f, backend=backend)
+    cf(w)
+    loss = cf(w)
+    (g,) = ember.autograd.grad(loss, [w])
+    (ref,) = ember.autograd.grad(f(w), [w])
+    _close(g, ref, 1e-5)
+    assert "returns tuple, not one tensor" in made[0].meta["joint_error"]
+    assert type(loss.grad_fn).__name__ != "_JointBackward"

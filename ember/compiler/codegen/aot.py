@@ -79,6 +79,8 @@ def island_forward(spec: _IslandSpec, *args: Any) -> tuple:
         ins.append(a)
     with ember.enable_grad():
         out = spec.target(*ins, **spec.kwargs)
+    if not isinstance(out, TensorBase):
+        raise JointTraceError(f"{spec!r} returns {type(out).__name__}, not one tensor")
     return out.detach(), (ins, spec.needs, out)
 
 
@@ -172,8 +174,6 @@ class _JointTracer(_Capture):
             out = _IslandTrace.apply(self, spec, *args)
         finally:
             self.suspended -= 1
-        if not isinstance(out, TensorBase):
-            raise JointTraceError(f"{spec!r} returns {type(out).__name__}, not one tensor")
         node = self.graph.call_function(island_forward, (spec,) + tuple(self._arg(args)))
         item = self.graph.call_function(operator.getitem, (node, 0))
         item.meta["tensor_meta"] = _extract_tensor_metadata(out)
