@@ -676,3 +676,20 @@ def test_untraceable_backward_trains_op_by_op():
     _close(g, ref, 1e-5)
     assert "returns tuple, not one tensor" in made[0].meta["joint_error"]
     assert type(loss.grad_fn).__name__ != "_JointBackward"
+
+
+def test_training_graph_frees_saved_values_and_honours_retain_graph():
+    ember.manual_seed(91)
+    model = _MLP()
+    g = ember.Generator().manual_seed(92)
+    x, t = ember.randn(8, 16, generator=g), ember.randint(0, 10, (8,), generator=g)
+    cm = ember.compile(model)
+    cm(x, t)
+    loss = cm(x, t)
+    loss.backward(retain_graph=True)
+    first = [p.grad.clone() for p in model.parameters()]
+    loss.backward()                     # retained: a second pass adds the same again
+    for p, g1 in zip(model.parameters(), first):
+        _close(p.grad, g1 * 2, 1e-5)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()

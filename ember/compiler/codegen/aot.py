@@ -88,7 +88,10 @@ def island_backward(state: tuple, grad: Any) -> tuple:
     """The Function's own backward: gradients for the inputs that need them (else None)."""
     ins, needs, out = state
     wanted = [x for x, nd in zip(ins, needs) if nd]
-    gs = iter(ember.autograd.grad([out], wanted, [grad], allow_unused=True))
+    # retain_graph: a second backward through the compiled graph (retain_graph=True
+    # there) needs the island again; its state lives as long as the graph node
+    gs = iter(ember.autograd.grad([out], wanted, [grad], allow_unused=True,
+                                  retain_graph=True))
     return tuple(next(gs) if nd else None for nd in needs)
 
 
@@ -350,7 +353,12 @@ class _Joint(Function):
         res = rt.fwd(*inputs)
         n = rt.n_out
         outs = tuple(res[:n])
-        ctx.rt, ctx.saved = rt, tuple(res[n:])
+        # tensors through save_for_backward: freed after backward (unless retain_graph)
+        # and version-checked like eager's; island states (objects) beside them
+        saved = res[n:]
+        ctx.save_for_backward(*[t for t in saved if isinstance(t, TensorBase)])
+        ctx.rt = rt
+        ctx.others = [(i, t) for i, t in enumerate(saved) if not isinstance(t, TensorBase)]
         nd = [o for o, d in zip(outs, rt.diff) if not d]
         if nd:
             ctx.mark_non_differentiable(*nd)
@@ -363,10 +371,9 @@ class _Joint(Function):
                                "compiled training graph is not supported; compile with "
                                "backend='eager' for higher-order gradients")
         rt = ctx.rt
-        saved = ctx.saved
-        if saved is None:
-            from ember.autograd._engine import FREED_MSG
-            raise RuntimeError(FREED_MSG)
+        saved = list(ctx.saved_tensors)
+        for i, obj in ctx.others:
+            saved.insert(i, obj)
         tg = [g for g, d in zip(grads, rt.diff) if d]
         gs = iter(rt.bwd(*saved, *tg))
         return (None,) + tuple(next(gs) if has else None for has in rt.has_grad)
