@@ -693,3 +693,30 @@ def test_training_graph_frees_saved_values_and_honours_retain_graph():
         _close(p.grad, g1 * 2, 1e-5)
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         loss.backward()
+
+
+def _totals(x, y):
+    return ((x.sin() * y).sum(), (x * 2).relu().mean(), F.softmax(x, -1).sum((0, 1)),
+            x.exp().sum(-1))
+
+
+def test_whole_tensor_reductions_fuse_and_do_not_depend_on_threads(torch):
+    g = ember.Generator().manual_seed(101)
+    x, y = ember.randn(300, 257, generator=g), ember.randn(257, generator=g)
+    cf, made = _compiled(_totals)
+    results = []
+    for nt in (1, 2):
+        prev = ember.get_num_threads()
+        ember.set_num_threads(nt)
+        try:
+            results.append([t.numpy() for t in cf(x, y)])
+        finally:
+            ember.set_num_threads(prev)
+    assert made[0].n_kernels == 1 and all(s[0] for s in made[0].steps)   # one kernel
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    tx, ty = torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy())
+    want = ((tx.sin() * ty).sum(), (tx * 2).relu().mean(), torch.softmax(tx, -1).sum((0, 1)),
+            tx.exp().sum(-1))
+    for got, w in zip(results[0], want):
+        np.testing.assert_allclose(got, w.numpy(), rtol=2e-5, atol=1e-4)

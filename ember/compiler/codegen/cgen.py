@@ -100,7 +100,7 @@ def _row_offset(k: Kernel, st: list) -> str:
 def _flat(k: Kernel) -> bool:
     """No per-row values and every input is contiguous of the kernel's shape:
     one flat loop over all elements."""
-    if any(c == "S" for c in k.cls.values()) or any(
+    if any(c in ("S", "T") for c in k.cls.values()) or any(
             isinstance(p, L.Row) for p, _ in k.prim.values()):
         return False
     for x in k.inputs:
@@ -236,9 +236,17 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
             tail.append(f"out{i}[{idx}] = {val};")
         body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
+    totals = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "T"]
     for i, n in enumerate(k.outputs):
         if k.cls[n] == "S":
             body.append(f"{ind}out{i}[r] = {var[n]};")
+        elif k.cls[n] == "T":
+            # one value per row, summed in row order after the loop: the result does
+            # not depend on how rows were split across threads
+            body.append(f"{ind}part{i}[r] = (double){var[n]};")
+    for i, n in totals:
+        lines.append(f"    double *part{i} = (double *)malloc(sizeof(double) * {Rs});")
+        lines.append(f"    if (!part{i}) {{ out{i}[0] = NAN; return big; }}")
     par = (f"num_threads(nt) schedule(static) if({Rs} * {Cs} >= {par_min}LL) "
            f"reduction(|:big)")
     if flat:
@@ -250,6 +258,10 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         lines.append(f"    for (int64_t r = 0; r < {Rs}; r++) {{")
         lines += body
         lines.append("    }")
+    for i, n in totals:
+        div = f" / (double){Rs}" if k.prim[n][0].kind == "mean" else ""
+        lines.append(f"    {{ double t = 0.0; for (int64_t r = 0; r < {Rs}; r++) t += part{i}[r];")
+        lines.append(f"      out{i}[0] = (float)(t{div}); free(part{i}); }}")
     lines.append("    return big;")
     lines.append("}")
     text = "\n".join(lines) + "\n"
@@ -269,6 +281,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
 def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN) -> str:
     """The whole translation unit: ember's scalar math, helpers, one function per kernel
     (autotuning passes ``par_min=1``: the thread count it picks is then the one used)."""
-    parts = ["#include <math.h>", "#include <stdint.h>", math_header, PRELUDE]
+    parts = ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>", math_header,
+             PRELUDE]
     parts += [kernel_source(k, f"k{i}", par_min) for i, k in enumerate(kernels)]
     return "\n".join(parts)

@@ -50,7 +50,7 @@ class Kernel:
     external tensors it reads and the nodes it must store."""
     vshape: tuple
     nodes: list = field(default_factory=list)
-    cls: dict = field(default_factory=dict)      # node -> "V" | "S"
+    cls: dict = field(default_factory=dict)      # node -> "V" | "S" | "T"
     prim: dict = field(default_factory=dict)     # node -> (primitive, operands)
     inputs: list = field(default_factory=list)   # external nodes, in first-use order
     outputs: list = field(default_factory=list)  # nodes read outside the kernel
@@ -70,6 +70,8 @@ class Kernel:
         if not isinstance(a, Node):
             return False
         if a in self.cls:
+            if self.cls[a] == "T":
+                return False      # a whole-tensor total is final: stored, never reread
             if self.cls[a] == "V":
                 return as_v
             # a per-row value broadcast along the last dim only in keepdim form
@@ -91,6 +93,22 @@ class Kernel:
         if dim is None:
             return -1 if nd == 1 else None
         return -1 if isinstance(dim, int) and nd and dim % nd == nd - 1 else None
+
+    def _total(self, n: Node, x: Any) -> bool:
+        """A sum/mean over every dimension of a tensor of two or more dimensions (its
+        rows' values are summed in order after the parallel loop)."""
+        nd = len(_meta(x).shape)
+        dim = n.kwargs.get("dim", n.args[1] if len(n.args) > 1 else None)
+        if nd < 2 or n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False):
+            return False
+        if isinstance(dim, (tuple, list)):
+            return sorted(d % nd for d in dim if isinstance(d, int)) == list(range(nd))
+        return dim is None and self.prim_kind(n) in ("sum", "mean")
+
+    @staticmethod
+    def prim_kind(n: Node) -> str | None:
+        p = L.REDUCTIONS.get(_op_name(n) or "")
+        return p.kind if p else None
 
     def try_add(self, n: Node, prim: Any) -> bool:
         m = _meta(n)
@@ -129,9 +147,14 @@ class Kernel:
                     return False
                 ops, kind = [x], "V"
             else:
-                if len(n.args) > 3 or self._last_dim(n, x, 1, None) is None:
+                if len(n.args) > 3:
                     return False
-                ops, kind = [x], "S"
+                if self._total(n, x):
+                    ops, kind = [x], "T"
+                elif self._last_dim(n, x, 1, None) is None:
+                    return False
+                else:
+                    ops, kind = [x], "S"
         for a in ops:
             if isinstance(a, Node) and a not in self.cls and a not in self.inputs:
                 self.inputs.append(a)
