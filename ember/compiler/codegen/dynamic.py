@@ -179,7 +179,8 @@ def observe(code: Any, entry: Any, key: tuple) -> None:
             if not slot["confirmed"]:
                 slot["tpl"] = None
                 del slot["seen"][:-1]
-    except _Mismatch:
+    except (_Mismatch, TypeError, ValueError):
+        # graphs that do not line up (or values that do not compare): no template yet
         slot["tpl"] = None
         del slot["seen"][:-1]
 

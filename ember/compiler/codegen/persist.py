@@ -131,8 +131,11 @@ def save(code: Any, entry: Any, key: tuple, leaves: list) -> bool:
                              "guards": values}, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - something in the graph has no stable name
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cache._write_atomic(path, data)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache._write_atomic(path, data)
+    except OSError:
+        return False        # a read-only or full cache: this process keeps it in memory
     return True
 
 
