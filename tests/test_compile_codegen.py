@@ -499,6 +499,24 @@ def test_graphs_with_module_state_are_not_stored(tmp_path, monkeypatch):
     assert not (tmp_path / "graphs").exists()
 
 
+def test_graphs_that_ran_through_helper_code_are_not_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    def make():
+        def helper(t):                  # its code is not part of the stored key
+            return t.sin() * 2
+
+        def f(t):
+            return (helper(t) + t.cos()).relu()
+        return f
+
+    cf = ember.compile(make())
+    x = ember.randn(4, 8)
+    cf(x)
+    _close(cf(x), make()(x))
+    assert not (tmp_path / "graphs").exists()
+
+
 def test_warm_cache_first_call_in_a_new_process_skips_capture(tmp_path):
     code = ("import ember\n"
             "f = ember.compile(lambda t: (t.sin() * 2 + t.cos()).relu() * t.sigmoid())\n"

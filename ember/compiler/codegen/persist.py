@@ -4,19 +4,29 @@ object and runs generated code at once.
 
 Only entries whose validity a new process can re-check are kept: a plain
 function (not a module, no bound ``self``) whose arguments are tensors and
-scalars, which lifts no outside tensors, and whose guarded Python state is
-scalars only (globals, closure variables).  The file name hashes the
-function's code (bytecode, constants, names, file, line), the argument guard
-key (structure, shapes, strides, dtypes, devices, requires_grad, scalar
-values, aliasing, global switches), the mode and ember's version; the
+scalars, which lifts no outside tensors, whose guarded Python state is
+scalars only (globals, closure variables), and whose ops were all called
+from its own body (a helper function's code is not re-checked, so a graph
+that ran through one is not kept).  The file name hashes the function's code
+(bytecode, constants, names, file, line), the size and modification time of
+its source file, of the files of the modules it reads as globals (a config
+module edited between runs misses) and of ember's own files, the argument
+guard key (structure, shapes, strides, dtypes, devices, requires_grad,
+scalar values, aliasing, global switches), the mode and ember's version; the
 guarded scalars are stored inside and compared with their current values
 before an entry is used.  Files are written atomically; one that does not
-load is ignored (and rewritten by the next capture).
+load is ignored (and rewritten by the next capture).  Values the function
+reads from outside Python's variables (environment variables, files) are as
+unguarded here as in a replay within one process.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import pickle
+import re
+import types
 from typing import Any
 
 from ember.fx import Graph, GraphModule, Node
@@ -58,6 +68,29 @@ def _code_hash(code: Any, h: Any) -> None:
             h.update(repr(c).encode())
 
 
+@functools.lru_cache(maxsize=1)
+def _ember_files() -> str:
+    """A fingerprint of ember's installed files (a checkout edited between runs misses)."""
+    import ember
+    root = os.path.dirname(os.path.abspath(ember.__file__))
+    h = hashlib.sha256()
+    for d, dirs, files in os.walk(root):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith((".py", ".so", ".pyd")):
+                st = os.stat(os.path.join(d, f))
+                h.update(f"{d}/{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _file_stamp(path: Any) -> tuple:
+    try:
+        st = os.stat(path)
+        return (path, st.st_size, st.st_mtime_ns)
+    except (OSError, TypeError, ValueError):
+        return (path, None)
+
+
 def _path(code: Any, key: tuple, leaves: list) -> Any:
     """The entry's file, or None when this call cannot be kept on disk."""
     fn = code.fn
@@ -67,7 +100,16 @@ def _path(code: Any, key: tuple, leaves: list) -> Any:
     if not all(type(x) in _SCALARS or _is_tensor(x) for x in leaves):
         return None
     from ember._version import __version__
+
+    from ..capture import code_names
+    g = getattr(fn, "__globals__", {})
+    files = [_file_stamp(f.co_filename)]
+    for name in sorted(code_names(f)):
+        v = g.get(name)
+        if isinstance(v, types.ModuleType):
+            files.append(_file_stamp(getattr(v, "__file__", None)))
     h = hashlib.sha256()
+    h.update(repr((files, _ember_files())).encode())
     _code_hash(f, h)
     h.update(repr((_FORMAT, __version__, str(code.mode), sorted(code.options.items()),
                    key)).encode())
@@ -117,6 +159,8 @@ def save(code: Any, entry: Any, key: tuple, leaves: list) -> bool:
     fresh, mods, _ = _fresh_guards(code.fn)
     if mods or _guard_values(fresh) != values:
         return False        # state found while running (modules, frames) is not re-checkable
+    if not _own_ops(code.fn, entry.gm):
+        return False
     nodes = list(entry.gm.graph.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     recs = []
@@ -136,6 +180,25 @@ def save(code: Any, entry: Any, key: tuple, leaves: list) -> bool:
         cache._write_atomic(path, data)
     except OSError:
         return False        # a read-only or full cache: this process keeps it in memory
+    return True
+
+
+_FRAME = re.compile(r'File "(.*)", line (\d+), in (.*)')
+
+
+def _own_ops(fn: Any, gm: Any) -> bool:
+    """Whether every recorded op was called from ``fn``'s own body."""
+    code = fn.__code__
+    lines = [ln for _, _, ln in code.co_lines() if ln is not None] + [code.co_firstlineno]
+    lo, hi = min(lines), max(lines)
+    for n in gm.graph.nodes:
+        st = n.meta.get("stack_trace")
+        if n.op not in ("call_function", "call_method") or st is None:
+            continue
+        m = _FRAME.match(st)
+        if m is None or m.group(1) != code.co_filename or m.group(3) != code.co_name or \
+                not lo <= int(m.group(2)) <= hi:
+            return False
     return True
 
 
