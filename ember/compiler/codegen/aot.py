@@ -201,7 +201,8 @@ def _trace_copy(x: Any) -> Any:
 
 def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
     """The joint graph: (graph, primal placeholders, tangent placeholders, forward
-    output nodes, gradient node per primal or None, differentiable-output mask)."""
+    output nodes, gradient node per primal or None, differentiable-output mask,
+    the forward's in-place writes)."""
     tr = _JointTracer()
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     primals = [_trace_copy(x) for x in example_inputs]

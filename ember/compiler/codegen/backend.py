@@ -4,7 +4,10 @@ The compiled callable runs the graph as a list of steps: eager nodes through
 the dispatcher (matmul, linear, convolution, views and every op the lowering
 table does not cover: their existing kernels) and fused kernels through one
 generated shared object, called with a per-kernel argument array built once
-(only the data pointers change between calls).
+(only the data pointers change between calls).  A graph made only of kernels
+runs through a precomputed plan; ``reduce-overhead`` fixes its buffers and
+``max-autotune`` picks each kernel's thread count (:class:`CompiledGraph`).
+Graphs whose inputs need gradients are compiled for training by :mod:`.aot`.
 """
 from __future__ import annotations
 
