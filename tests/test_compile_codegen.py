@@ -738,3 +738,23 @@ def test_whole_tensor_reductions_fuse_and_do_not_depend_on_threads(torch):
             tx.exp().sum(-1))
     for got, w in zip(results[0], want):
         np.testing.assert_allclose(got, w.numpy(), rtol=2e-5, atol=1e-4)
+
+
+def test_training_without_a_compiler_matches_eager(monkeypatch):
+    monkeypatch.setenv("CC", "no-such-compiler-xyz")
+    monkeypatch.setattr(cg_backend, "_warned", type(cg_backend._warned)())
+    ember.manual_seed(111)
+    model, ref = _MLP(), _MLP()
+    ref.load_state_dict(model.state_dict())
+    g = ember.Generator().manual_seed(112)
+    x, t = ember.randn(8, 16, generator=g), ember.randint(0, 10, (8,), generator=g)
+    cm = ember.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            model.zero_grad()
+            loss = cm(x, t)
+            loss.backward()
+    ref(x, t).backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        _close(p.grad, q.grad, 1e-5)
