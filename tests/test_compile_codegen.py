@@ -758,3 +758,34 @@ def test_training_without_a_compiler_matches_eager(monkeypatch):
     ref(x, t).backward()
     for p, q in zip(model.parameters(), ref.parameters()):
         _close(p.grad, q.grad, 1e-5)
+
+
+def _columns(x, y):
+    return ((x * y).sum(0), (x.sin() * 2).mean(0, keepdim=True), (x - y).relu().sum(-1))
+
+
+@pytest.mark.parametrize("shape", [(300, 129), (10, 30, 129)])
+def test_column_reductions_fuse_and_do_not_depend_on_threads(torch, shape):
+    g = ember.Generator().manual_seed(121)
+    x, y = ember.randn(*shape, generator=g), ember.randn(129, generator=g)
+    dims = tuple(range(len(shape) - 1))
+
+    def f(x, y):
+        return ((x * y).sum(dims), (x.sin() * 2).mean(dims, keepdim=True),
+                (x - y).relu().sum(-1))
+
+    cf, made = _compiled(f)
+    results = []
+    for nt in (1, 2):
+        prev = ember.get_num_threads()
+        ember.set_num_threads(nt)
+        try:
+            results.append([t.numpy() for t in cf(x, y)])
+        finally:
+            ember.set_num_threads(prev)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    tx, ty = torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy())
+    for got, want in zip(results[0], f(tx, ty)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=2e-5, atol=1e-4)
+    assert made[0].n_kernels == 1 and all(is_k for is_k, _ in made[0].steps)

@@ -100,7 +100,7 @@ def _row_offset(k: Kernel, st: list) -> str:
 def _flat(k: Kernel) -> bool:
     """No per-row values and every input is contiguous of the kernel's shape:
     one flat loop over all elements."""
-    if any(c in ("S", "T") for c in k.cls.values()) or any(
+    if any(c in ("S", "T", "K") for c in k.cls.values()) or any(
             isinstance(p, L.Row) for p, _ in k.prim.values()):
         return False
     for x in k.inputs:
@@ -208,6 +208,12 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         if k.cls[n] == "S" and isinstance(prim, L.Pointwise):
             body.append(f"{ind}const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
                         + trig_check(n))
+        elif k.cls[n] == "K":
+            # this row's values join its block's column sums (blocks are fixed, not
+            # per thread, so results do not depend on the thread count)
+            o = k.outputs.index(n)
+            body += loop([ops[0]], [f"pk{o}[j] += (double){operand(ops[0])};"],
+                         "#pragma omp simd reduction(|:big)")
         elif isinstance(prim, L.Reduction):
             x, acc = ops[0], var[n] + "_acc"
             if prim.kind == "amax":
@@ -237,6 +243,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             tail.append(f"out{i}[{idx}] = {val};")
         body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
     totals = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "T"]
+    columns = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "K"]
     for i, n in enumerate(k.outputs):
         if k.cls[n] == "S":
             body.append(f"{ind}out{i}[r] = {var[n]};")
@@ -253,6 +260,27 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         body = [f"{ind}#pragma omp parallel for simd {par}"
                 if b.strip().startswith("#pragma omp simd") else b for b in body]
         lines += [b[4:] for b in body]
+    elif columns:
+        lines.append(f"    const int64_t nr = {Rs}, nb = nr < 64 ? (nr ? nr : 1) : 64, "
+                     f"rb = (nr + nb - 1) / nb;")
+        for i, n in columns:
+            lines.append(f"    double *part{i} = (double *)calloc(nb * {C}, sizeof(double));")
+            lines.append(f"    if (!part{i}) {{ for (int64_t j = 0; j < {C}; j++) "
+                         f"out{i}[j] = NAN; return big; }}")
+        lines.append(f"    #pragma omp parallel for {par}")
+        lines.append("    for (int64_t blk = 0; blk < nb; blk++) {")
+        lines += [f"        double *pk{i} = part{i} + blk * {C}LL;" for i, _ in columns]
+        lines.append("        const int64_t r1 = (blk + 1) * rb < nr ? (blk + 1) * rb : nr;")
+        lines.append("        for (int64_t r = blk * rb; r < r1; r++) {")
+        lines += ["    " + b for b in body]
+        lines.append("        }")
+        lines.append("    }")
+        for i, n in columns:
+            div = " / (double)nr" if k.prim[n][0].kind == "mean" else ""
+            lines.append(f"    for (int64_t j = 0; j < {C}LL; j++) {{ double t = 0.0;")
+            lines.append(f"        for (int64_t b = 0; b < nb; b++) t += part{i}[b * {C}LL + j];")
+            lines.append(f"        out{i}[j] = (float)(t{div}); }}")
+            lines.append(f"    free(part{i});")
     else:
         lines.append(f"    #pragma omp parallel for {par}")
         lines.append(f"    for (int64_t r = 0; r < {Rs}; r++) {{")

@@ -50,7 +50,9 @@ class Kernel:
     external tensors it reads and the nodes it must store."""
     vshape: tuple
     nodes: list = field(default_factory=list)
-    cls: dict = field(default_factory=dict)      # node -> "V" | "S" | "T"
+    # node -> "V" (full tensor), "S" (one per row), "T" (whole-tensor total) or "K"
+    # (one per column: a sum/mean over every dimension but the last)
+    cls: dict = field(default_factory=dict)
     prim: dict = field(default_factory=dict)     # node -> (primitive, operands)
     inputs: list = field(default_factory=list)   # external nodes, in first-use order
     outputs: list = field(default_factory=list)  # nodes read outside the kernel
@@ -70,8 +72,8 @@ class Kernel:
         if not isinstance(a, Node):
             return False
         if a in self.cls:
-            if self.cls[a] == "T":
-                return False      # a whole-tensor total is final: stored, never reread
+            if self.cls[a] in ("T", "K"):
+                return False      # totals over rows are final: stored, never reread
             if self.cls[a] == "V":
                 return as_v
             # a per-row value broadcast along the last dim only in keepdim form
@@ -104,6 +106,17 @@ class Kernel:
         if isinstance(dim, (tuple, list)):
             return sorted(d % nd for d in dim if isinstance(d, int)) == list(range(nd))
         return dim is None and self.prim_kind(n) in ("sum", "mean")
+
+    def _columns(self, n: Node, x: Any) -> bool:
+        """A sum/mean over every dimension but the last (bias and norm-weight gradients)."""
+        nd = len(_meta(x).shape)
+        dim = n.kwargs.get("dim", n.args[1] if len(n.args) > 1 else None)
+        if nd < 2 or self.prim_kind(n) not in ("sum", "mean"):
+            return False
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            return False
+        return sorted(d % nd for d in dims) == list(range(nd - 1))
 
     @staticmethod
     def prim_kind(n: Node) -> str | None:
@@ -151,6 +164,8 @@ class Kernel:
                     return False
                 if self._total(n, x):
                     ops, kind = [x], "T"
+                elif self._columns(n, x):
+                    ops, kind = [x], "K"
                 elif self._last_dim(n, x, 1, None) is None:
                     return False
                 else:
