@@ -442,6 +442,29 @@ def test_training_with_dropout_and_running_statistics_matches_eager():
         ref.zero_grad()
 
 
+def test_ops_whose_backward_reads_native_state_train_as_islands():
+    def make():
+        ember.manual_seed(131)
+        nn = ember.nn
+        return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(4 * 5 * 5, 3))
+
+    model, ref = make(), make()
+    g = ember.Generator().manual_seed(132)
+    x, t = ember.randn(4, 1, 10, 10, generator=g), ember.randint(0, 3, (4,), generator=g)
+    cf = ember.compile(lambda x, t: F.cross_entropy(model(x), t))
+    for step in range(2):
+        model.zero_grad()
+        loss = cf(x, t)
+        loss.backward()
+    F.cross_entropy(ref(x), t).backward()
+    assert type(loss.grad_fn).__name__ == "_JointBackward"
+    for p, q in zip(model.parameters(), ref.parameters()):
+        _close(p.grad, q.grad, 1e-5)
+    joint = _joint_info(cf)[0]
+    assert "max_pool2d" in joint["islands"]
+
+
 def test_training_graph_refuses_double_backward():
     x = ember.randn(4, 8).requires_grad_()
     cf = ember.compile(lambda t: (t.sin() * t.cos()).sum())

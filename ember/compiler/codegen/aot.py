@@ -18,6 +18,7 @@ compiled forward, and the compiled backward calls their own backward (an
 """
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Callable
 
@@ -37,7 +38,27 @@ _INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
 
 
 class JointTraceError(RuntimeError):
-    """The backward of a graph could not be traced (the graph trains eagerly)."""
+    """The backward of a graph could not be traced (the graph trains eagerly).
+
+    ``op`` names the forward op whose backward formula failed, when known: the
+    trace is retried with that op as an island."""
+
+    op: str | None = None
+
+
+def _failing_op() -> str | None:
+    """The forward op of the autograd node the engine is running (from its frame)."""
+    import sys
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "run_backward" and "autograd" in f.f_code.co_filename:
+            return getattr(f.f_locals.get("fn"), "_op", None)
+        f = f.f_back
+    return None
+
+
+def _call_method(name: str, obj: Any, *args: Any, **kwargs: Any) -> Any:
+    return getattr(obj, name)(*args, **kwargs)
 
 
 def _function_class(n: Node) -> Any:
@@ -161,14 +182,18 @@ class _JointTracer(_Capture):
         return "the backward reads a tensor that no recorded op produced"
 
     def graph_break(self, op: str, reason: str) -> None:
-        raise JointTraceError(f"op {op!r}: {reason}")
+        e = JointTraceError(f"op {op!r}: {reason}")
+        e.op = _failing_op()
+        raise e
 
     def island(self, n: Node, args: tuple, kwargs: dict) -> Any:
         needs = tuple(isinstance(a, TensorBase) and a.requires_grad and a.is_floating_point()
                       for a in args)
+        target = n.target if n.op == "call_function" else \
+            functools.partial(_call_method, n.target)
         if not any(needs):
-            return n.target(*args, **kwargs)      # recorded as one op, like any other
-        spec = _IslandSpec(n.target, kwargs, needs)
+            return target(*args, **kwargs)      # recorded as one op, like any other
+        spec = _IslandSpec(target, kwargs, needs)
         for a in args:
             if isinstance(a, TensorBase) and self._check(n.name, (a,), {}) is not None:
                 raise JointTraceError(f"island {n.name}: unknown input")
@@ -199,7 +224,8 @@ def _trace_copy(x: Any) -> Any:
     return y.requires_grad_(x.requires_grad) if x.is_floating_point() else y
 
 
-def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
+def trace_joint(gm: GraphModule, example_inputs: list, islands: frozenset = frozenset()
+                ) -> tuple:
     """The joint graph: (graph, primal placeholders, tangent placeholders, forward
     output nodes, gradient node per primal or None, differentiable-output mask,
     the forward's in-place writes)."""
@@ -220,7 +246,7 @@ def trace_joint(gm: GraphModule, example_inputs: list) -> tuple:
                 break
             args = map_arg(n.args, env.__getitem__)
             kwargs = map_arg(n.kwargs, env.__getitem__)
-            if _function_class(n) is not None:
+            if _function_class(n) is not None or n.meta.get("op_name") in islands:
                 env[n] = tr.island(n, args, kwargs)
             elif n.op == "call_function":
                 env[n] = n.target(*args, **kwargs)
@@ -397,13 +423,24 @@ def compile_training(gm: GraphModule, example_inputs: list,
     """Trace, partition and compile ``gm`` for training; raises JointTraceError when
     its backward cannot be traced."""
     rng = ember.get_rng_state()
+    islands: set = set()
     try:
-        graph, p_nodes, t_nodes, out_nodes, g_nodes, diff, effects = trace_joint(
-            gm, example_inputs)
+        while True:
+            try:
+                graph, p_nodes, t_nodes, out_nodes, g_nodes, diff, effects = trace_joint(
+                    gm, example_inputs, frozenset(islands))
+                break
+            except JointTraceError as e:
+                # an op whose formula reads what its native forward kept (pooling
+                # indices): run it as an island and trace again
+                if e.op is None or e.op in islands or len(islands) >= 8:
+                    raise
+                islands.add(e.op)
     finally:
         # the trace replays random ops: the next call must draw what eager would
         ember.set_rng_state(rng)
     fgm, bgm, saved = partition_joint(graph, p_nodes, t_nodes, out_nodes, g_nodes, effects)
-    gm.meta["joint"] = {"forward": fgm, "backward": bgm, "saved": len(saved)}
+    gm.meta["joint"] = {"forward": fgm, "backward": bgm, "saved": len(saved),
+                        "islands": sorted(islands)}
     return TrainingGraph(compile_plain(fgm), compile_plain(bgm), len(out_nodes), diff,
                          [g is not None for g in g_nodes])
