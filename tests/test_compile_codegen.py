@@ -812,3 +812,21 @@ def test_column_reductions_fuse_and_do_not_depend_on_threads(torch, shape):
     for got, want in zip(results[0], f(tx, ty)):
         np.testing.assert_allclose(got, want.numpy(), rtol=2e-5, atol=1e-4)
     assert made[0].n_kernels == 1 and all(is_k for is_k, _ in made[0].steps)
+
+
+def test_resized_graph_is_not_used_for_another_layout():
+    ember.compiler.reset()
+
+    def f(x):
+        return (x.sin() * 2 + 1).softmax(-1)
+
+    cf = ember.compile(f)
+    for n in (4, 6, 8):                       # confirms the size-generic graph
+        x = ember.randn(n, 12)
+        _close(cf(x), f(x))
+    x = ember.randn(12, 10).t()                # leading size 10, but column-major
+    _close(cf(x), f(x))
+    assert ember.compiler.counters["stats"]["graphs_resized"] == 0
+    y = ember.randn(10, 12)
+    _close(cf(y), f(y))
+    assert ember.compiler.counters["stats"]["graphs_resized"] == 1

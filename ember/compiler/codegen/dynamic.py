@@ -207,8 +207,15 @@ def resize(code: Any, key: tuple, leaves: list) -> Any:
         tm = n.meta.get("tensor_meta")
         if hasattr(tm, "shape") and any(d < 0 for d in tm.shape):
             return None
-    gm = GraphModule(src.gm, g, "GraphModule")
     inputs = [leaves[i] for i in src.user_idx] + [f(leaves) for f in src.lifted]
+    # the resized placeholders must describe these very arguments (a transposed or
+    # sliced input at a new size is a new layout, not a new size)
+    phs = [n for n in g.nodes if n.op == "placeholder"]
+    if len(phs) != len(inputs) or any(
+            tuple(n.meta["tensor_meta"].shape) != tuple(t.shape) or
+            tuple(n.meta["tensor_meta"].stride) != tuple(t.stride()) for n, t in zip(phs, inputs)):
+        return None
+    gm = GraphModule(src.gm, g, "GraphModule")
     compiled = code.backend.compile(gm, inputs, mode=code.mode, options=code.options)
     e = _Entry(key, src.guards, compiled, src.user_idx, src.lifted, src.lifted_keys,
                src.out_spec, src.consts, gm=gm, module_guards=src.module_guards,
