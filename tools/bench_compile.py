@@ -5,7 +5,8 @@
     .venv/bin/python tools/bench_compile.py --train    # training steps (MLP, transformer)
     .venv/bin/python tools/bench_compile.py --train-mem    # their peak memory
 
-Steady state alternates the contenders in one process.  ``--first`` times the
+Each library runs in its own process (two OpenMP runtimes in one process slow
+each other down).  ``--first`` times the
 first compiled call in a new process, with an empty and then a warm cache
 (EMBER_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR in a temporary directory).
 """
@@ -57,53 +58,63 @@ def _median(fn, reps):
     return statistics.median(ts)
 
 
-def steady(reps: int, threads: int = 0, best: bool = False) -> None:
-    import ember
-    _time = _best if best else _median
-    try:
-        import torch
-    except ImportError:
-        torch = None
+def _steady_lib(name: str, reps: int, threads: int, best: bool) -> None:
+    """One library's eager and compiled times (ms) per case, printed one case a line."""
+    lib = __import__(name)
     if threads:
-        ember.set_num_threads(threads)
-        if torch is not None:
-            torch.set_num_threads(threads)
-    cases = [("chain 4M", chain, (4 * 1024 * 1024,)),
-             ("softmax 4096x4096", softmax, (4096, 4096)),
-             ("layer_norm 4096x4096", None, (4096, 4096))]
+        lib.set_num_threads(threads)
+    _time = _best if best else _median
+    for case, fn, shape in _CASES:
+        x = lib.randn(*shape)
+        f = fn or (lambda t: layer_norm(t, lib.nn.functional))
+        comp = lib.compile(f)
+        comp(x)
+        comp(x)
+        print(case.replace(" ", "_"), _time(lambda: f(x), reps) * 1e3,
+              _time(lambda: comp(x), reps) * 1e3)
+    if name == "ember":
+        x = lib.randn(16)
+        ec = lib.compile(chain)
+        ro = lib.compile(chain, mode="reduce-overhead")
+        ec(x)
+        ro(x)
+        print("overhead", _time(lambda: ec(x), 2000) * 1e6, _time(lambda: ro(x), 2000) * 1e6,
+              _time(lambda: chain(x), 2000) * 1e6)
+
+
+_CASES = [("chain 4M", chain, (4 * 1024 * 1024,)),
+          ("softmax 4096x4096", softmax, (4096, 4096)),
+          ("layer_norm 4096x4096", None, (4096, 4096))]
+
+
+def steady(reps: int, threads: int = 0, best: bool = False) -> None:
+    """Steady-state times, each library in its own process (two OpenMP runtimes in one
+    process slow each other down)."""
+    rows: dict = {}
+    overhead = None
+    for name in ("ember", "torch"):
+        r = subprocess.run([sys.executable, __file__, "--steady-lib", name, "--reps", str(reps),
+                            "--threads", str(threads)] + (["--best"] if best else []),
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+        if r.returncode != 0:
+            print(f"  {name} failed: {r.stderr[-500:]}")
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if parts[0] == "overhead":
+                overhead = [float(v) for v in parts[1:]]
+            else:
+                rows.setdefault(parts[0].replace("_", " "), {})[name] = (float(parts[1]),
+                                                                          float(parts[2]))
     print(f"{'case':24s} {'ember eager':>12s} {'ember comp':>12s} {'torch eager':>12s} "
           f"{'torch.comp':>12s} {'comp/torch.comp':>16s}")
-    for name, fn, shape in cases:
-        ex = ember.randn(*shape)
-        efn = fn or (lambda x: layer_norm(x, ember.nn.functional))
-        ec = ember.compile(efn)
-        ec(ex)
-        ec(ex)
-        row = [_time(lambda: efn(ex), reps), _time(lambda: ec(ex), reps)]
-        if torch is not None:
-            tx = torch.from_numpy(ex.numpy())
-            tfn = fn or (lambda x: layer_norm(x, torch.nn.functional))
-            row.append(_time(lambda: tfn(tx), reps))
-            try:
-                tc = torch.compile(tfn)
-                tc(tx)
-                row.append(_time(lambda: tc(tx), reps))
-            except Exception as e:  # noqa: BLE001 - report and go on
-                print(f"  torch.compile failed: {type(e).__name__}: {e}")
-                row.append(float("nan"))
-        else:
-            row += [float("nan")] * 2
-        ratio = row[1] / row[3] if row[3] == row[3] else float("nan")
-        print(f"{name:24s} " + " ".join(f"{t * 1e3:10.2f}ms" for t in row) + f" {ratio:16.2f}")
-    ex = ember.randn(16)
-    ec = ember.compile(chain)
-    ec(ex)
-    ro = ember.compile(chain, mode="reduce-overhead")
-    ro(ex)
-    print(f"per-call overhead (chain on 16 floats): ember compiled "
-          f"{_time(lambda: ec(ex), 2000) * 1e6:.1f} us, reduce-overhead "
-          f"{_time(lambda: ro(ex), 2000) * 1e6:.1f} us, eager "
-          f"{_time(lambda: chain(ex), 2000) * 1e6:.1f} us")
+    nan = (float("nan"), float("nan"))
+    for case, r in rows.items():
+        (ee, ec), (te, tc) = r.get("ember", nan), r.get("torch", nan)
+        print(f"{case:24s} " + " ".join(f"{t:10.2f}ms" for t in (ee, ec, te, tc))
+              + f" {ec / tc:16.2f}")
+    if overhead:
+        print(f"per-call overhead (chain on 16 floats): ember compiled {overhead[0]:.1f} us, "
+              f"reduce-overhead {overhead[1]:.1f} us, eager {overhead[2]:.1f} us")
 
 
 def _train_models(lib: object, kind: str) -> tuple:
@@ -251,6 +262,7 @@ def main() -> None:
     p.add_argument("--first", action="store_true", help="time first calls in fresh processes")
     p.add_argument("--train", action="store_true", help="time training steps")
     p.add_argument("--train-lib", help=argparse.SUPPRESS)
+    p.add_argument("--steady-lib", help=argparse.SUPPRESS)
     p.add_argument("--train-mem", action="store_true",
                    help="peak memory of a training step, eager vs compiled (Linux)")
     p.add_argument("--train-peak", nargs=2, help=argparse.SUPPRESS)
@@ -262,6 +274,8 @@ def main() -> None:
     a = p.parse_args()
     if a.first:
         first_call()
+    elif a.steady_lib:
+        _steady_lib(a.steady_lib, a.reps, a.threads, a.best)
     elif a.train_peak:
         _train_peak(a.train_peak[0], a.train_peak[1] == "1")
     elif a.train_mem:
