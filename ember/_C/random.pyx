@@ -17,37 +17,12 @@ from libc.stdint cimport int64_t, uint64_t, uint8_t
 from libc.string cimport memcpy
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 from ember._C import core as _core
 from ember._C import elementwise as _ew
 
-cdef extern from "ember_random.h" nogil:
-    enum:
-        EM_RD_UNIFORM
-        EM_RD_NORMAL
-        EM_RD_LOGNORMAL
-        EM_RD_EXPONENTIAL
-        EM_RD_CAUCHY
-        EM_RD_GEOMETRIC
-    void em_philox4x32_10(const unsigned int *ctr, const unsigned int *key, unsigned int *out)
-    void em_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
-                       double a, double b, int nthreads)
-    void em_rand_int(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset, int64_t lo,
-                     uint64_t range, int nthreads)
-    void em_rand_bernoulli(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
-                           double p, int nthreads)
-    int64_t em_rand_bernoulli_p(double *p, int64_t n, uint64_t seed, uint64_t offset,
-                                int nthreads)
-    void em_dropout(int dtype, const void *x, void *out, uint8_t *mask, int64_t n, double p,
-                    uint64_t seed, uint64_t offset, int nthreads)
-    void em_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset)
-    int em_multinomial(const double *p, int64_t rows, int64_t ncat, int64_t nsamp,
-                       int replacement, int64_t *out, uint64_t seed, uint64_t offset,
-                       int nthreads)
-    em_loop em_normal_affine_loop(int dtype)
-    int em_random_isa()
+from ember._C.c_random cimport *
 
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
 _C_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "c10::Half",
             "c10::BFloat16", "float", "double")
 # the integer range of each integer dtype, and 2^digits of each float dtype
@@ -239,10 +214,6 @@ def _kernel_isa():
 # ----------------------------------------------------------------------------
 # helpers
 
-cdef inline char *_data(TensorBase t) noexcept nogil:
-    return t._storage.data + t._offset * em_itemsize[t._dtype]
-
-
 cdef Generator _gen(object generator, str op):
     if generator is None:
         return _default
@@ -296,13 +267,13 @@ cdef int _float_dtype(object dtype, str kernel) except -1:
     if dt < 0:
         return default_dtype()
     if dt < EM_F16:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[dt]}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(dt)}'")
     return dt
 
 
 cdef int _require_float(TensorBase t, str kernel) except -1:
     if t._dtype < EM_F16:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(t._dtype)}'")
     return 0
 
 
@@ -344,7 +315,7 @@ cdef int _fill_float(TensorBase t, int kind, double a, double b, Generator g) ex
     cdef TensorBase d = t if is_contig(t) else _empty_shape(t, t._dtype)
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef char *p = _data(d)
+    cdef char *p = data_ptr(d)
     cdef int dt = d._dtype, nt = _nthreads(n)
     with nogil:
         em_rand_float(kind, dt, p, n, seed, off, a, b, nt)
@@ -357,7 +328,7 @@ cdef int _fill_int(TensorBase t, int64_t lo, uint64_t rng, Generator g) except -
     cdef TensorBase d = t if is_contig(t) else _empty_shape(t, t._dtype)
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef char *p = _data(d)
+    cdef char *p = data_ptr(d)
     cdef int dt = d._dtype, nt = _nthreads(n)
     with nogil:
         em_rand_int(dt, p, n, seed, off, lo, rng, nt)
@@ -370,7 +341,7 @@ cdef int _fill_bernoulli(TensorBase t, double p, Generator g) except -1:
     cdef TensorBase d = t if is_contig(t) else _empty_shape(t, t._dtype)
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef char *ptr = _data(d)
+    cdef char *ptr = data_ptr(d)
     cdef int dt = d._dtype, nt = _nthreads(n)
     with nogil:
         em_rand_bernoulli(dt, ptr, n, seed, off, p, nt)
@@ -385,7 +356,7 @@ cdef int _fill_bernoulli_tensor(TensorBase t, TensorBase p, Generator g) except 
     copy_into(pf, p)
     cdef int64_t n = numel_of(pf._ndim, pf._shape), bad
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef double *ptr = <double *>_data(pf)
+    cdef double *ptr = <double *>data_ptr(pf)
     cdef int nt = _nthreads(n)
     with nogil:
         bad = em_rand_bernoulli_p(ptr, n, seed, off, nt)
@@ -560,7 +531,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     cdef Generator g = _gen(generator, "randperm")
     cdef TensorBase t = new_tensor(1, &nn, EM_I64, cpu_device())
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef int64_t *p = <int64_t *>_data(t)
+    cdef int64_t *p = <int64_t *>data_ptr(t)
     with nogil:
         em_randperm(p, nn, seed, off)
     if dt != EM_I64:
@@ -571,7 +542,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 cdef int _check_std_tensor(TensorBase std) except -1:
     cdef TensorBase s = contig(cast(std, EM_F64))
     cdef int64_t i, n = numel_of(s._ndim, s._shape)
-    cdef const double *p = <const double *>_data(s)
+    cdef const double *p = <const double *>data_ptr(s)
     cdef bint bad = False
     with nogil:
         for i in range(n):
@@ -657,7 +628,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         rd = (<TensorBase>out)._dtype
     if rd < EM_F16:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
-                                  f"'{_TYPE_NAMES[rd]}'")
+                                  f"'{torch_type_name(rd)}'")
     if ts:
         _check_std_tensor(st)
     cd = EM_F64 if rd == EM_F64 else EM_F32
@@ -722,7 +693,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if x._dtype < EM_F16:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{_TYPE_NAMES[x._dtype]}")
+                           f"{torch_type_name(x._dtype)}")
     if k <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     cdef int64_t ncat = x._shape[x._ndim - 1]
@@ -742,8 +713,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         shp[0] = k
     cdef TensorBase t = new_tensor(x._ndim, shp, EM_I64, cpu_device())
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *pp = <const double *>_data(pf)
-    cdef int64_t *op = <int64_t *>_data(t)
+    cdef const double *pp = <const double *>data_ptr(pf)
+    cdef int64_t *op = <int64_t *>data_ptr(t)
     cdef int rc, rep = 1 if replacement else 0, nt = nthreads_for(rows * ncat * 4)
     with nogil:
         rc = em_multinomial(pp, rows, ncat, k, rep, op, seed, off, nt)
@@ -866,7 +837,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     if t._dtype < EM_F16:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
-                           f"{_TYPE_NAMES[t._dtype]}")
+                           f"{torch_type_name(t._dtype)}")
     lam = float(_as_number(lambd, "exponential_", "lambd"))
     if not lam > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
@@ -916,7 +887,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     if t._dtype < EM_F16:
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
-                           f"{_TYPE_NAMES[t._dtype]}")
+                           f"{torch_type_name(t._dtype)}")
     m = float(_as_number(median, "cauchy_", "median"))
     s = float(_as_number(sigma, "cauchy_", "sigma"))
     if not s > 0.0:
@@ -970,15 +941,15 @@ def dropout(input, p, train=True, *, generator=None):
         return x, mask
     if x._dtype < EM_F16:
         raise RuntimeError(f"dropout: expected a floating-point input, got "
-                           f"{_TYPE_NAMES[x._dtype]}")
+                           f"{torch_type_name(x._dtype)}")
     cdef Generator g = _gen(generator, "dropout")
     cdef TensorBase xc = contig(x)
     cdef TensorBase out = _empty_shape(x, x._dtype)
     cdef int64_t n = numel_of(x._ndim, x._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const char *xp = _data(xc)
-    cdef char *op = _data(out)
-    cdef uint8_t *mp = <uint8_t *>_data(mask)
+    cdef const char *xp = data_ptr(xc)
+    cdef char *op = data_ptr(out)
+    cdef uint8_t *mp = <uint8_t *>data_ptr(mask)
     cdef int dt = x._dtype, nt = _nthreads(n)
     cdef double pd = pp
     with nogil:
