@@ -447,55 +447,53 @@ cdef TensorBase _prefill(TensorBase inp, int nd, const int64_t *shp, TensorBase 
     return c
 
 
+cdef object _add_product(str op, object fn, int nb, object input, object m1, object m2,
+                         object beta, object alpha, object out, str n1, str n2):
+    """addmm (nb = 0) / baddbmm (nb = 1): beta * input + alpha * (m1 @ m2) over nb
+    batch dims"""
+    cdef TensorBase i = as_tensor(input, op, "input", 1)
+    cdef TensorBase a = as_tensor(m1, op, n1)
+    cdef TensorBase b = as_tensor(m2, op, n2)
+    if needs_slow((i, a, b)):
+        return redispatch(op, fn, (input, m1, m2), {"beta": beta, "alpha": alpha})
+    if nb == 0:
+        if a._ndim != 2:
+            raise RuntimeError("mat1 must be a matrix, got " + str(a._ndim) + "-D tensor")
+        if b._ndim != 2:
+            raise RuntimeError("mat2 must be a matrix, got " + str(b._ndim) + "-D tensor")
+        if a._shape[1] != b._shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} "
+                               f"and {_shape_str(b)})")
+    else:
+        if a._ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if b._ndim != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+        if b._shape[0] != a._shape[0] or b._shape[1] != a._shape[2]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to "
+                               f"be: [{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+                               f"{b._shape[1]}].")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    _check_same_dtype(i, a, f"expected self and {n1} to have the same dtype, but got: ")
+    cdef int64_t shp[3]
+    cdef int k
+    for k in range(nb + 1):
+        shp[k] = a._shape[k]
+    shp[nb + 1] = b._shape[nb + 1]
+    cdef TensorBase c = _prefill(i, nb + 2, shp, a, beta, op)
+    _matmul_into(a, b, c, alpha, beta, nb)
+    return epilogue(op, (i, a, b), c, {"beta": beta, "alpha": alpha}, out, OUT_EXACT)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the result."""
-    cdef TensorBase i = as_tensor(input, "addmm", "input", 1)
-    cdef TensorBase a = as_tensor(mat1, "addmm", "mat1")
-    cdef TensorBase b = as_tensor(mat2, "addmm", "mat2")
-    if needs_slow((i, a, b)):
-        return redispatch("addmm", addmm, (input, mat1, mat2), {"beta": beta, "alpha": alpha})
-    if a._ndim != 2:
-        raise RuntimeError("mat1 must be a matrix, got " + str(a._ndim) + "-D tensor")
-    if b._ndim != 2:
-        raise RuntimeError("mat2 must be a matrix, got " + str(b._ndim) + "-D tensor")
-    if a._shape[1] != b._shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} and "
-                           f"{_shape_str(b)})")
-    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
-    _check_same_dtype(i, a, "expected self and mat1 to have the same dtype, but got: ")
-    cdef int64_t shp[2]
-    shp[0] = a._shape[0]
-    shp[1] = b._shape[1]
-    cdef TensorBase c = _prefill(i, 2, shp, a, beta, "addmm")
-    _matmul_into(a, b, c, alpha, beta, 0)
-    return epilogue("addmm", (i, a, b), c, {"beta": beta, "alpha": alpha}, out, OUT_EXACT)
+    return _add_product("addmm", addmm, 0, input, mat1, mat2, beta, alpha, out, "mat1", "mat2")
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * bmm(batch1, batch2)."""
-    cdef TensorBase i = as_tensor(input, "baddbmm", "input", 1)
-    cdef TensorBase a = as_tensor(batch1, "baddbmm", "batch1")
-    cdef TensorBase b = as_tensor(batch2, "baddbmm", "batch2")
-    if needs_slow((i, a, b)):
-        return redispatch("baddbmm", baddbmm, (input, batch1, batch2),
-                          {"beta": beta, "alpha": alpha})
-    if a._ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if b._ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
-    if b._shape[0] != a._shape[0] or b._shape[1] != a._shape[2]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
-                           f"{b._shape[1]}].")
-    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
-    _check_same_dtype(i, a, "expected self and batch1 to have the same dtype, but got: ")
-    cdef int64_t shp[3]
-    shp[0] = a._shape[0]
-    shp[1] = a._shape[1]
-    shp[2] = b._shape[2]
-    cdef TensorBase c = _prefill(i, 3, shp, a, beta, "baddbmm")
-    _matmul_into(a, b, c, alpha, beta, 1)
-    return epilogue("baddbmm", (i, a, b), c, {"beta": beta, "alpha": alpha}, out, OUT_EXACT)
+    return _add_product("baddbmm", baddbmm, 1, input, batch1, batch2, beta, alpha, out,
+                        "batch1", "batch2")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):

@@ -397,62 +397,57 @@ cdef int _check_range(int dt, object lo, object hi, str op) except -1:
 # ----------------------------------------------------------------------------
 # factories
 
+cdef object _standard(str name, object fn, int dist, str kernel, tuple size, dict kwargs,
+                      generator, out, dtype, device, requires_grad):
+    """rand / randn: float samples of a standard distribution"""
+    cdef Device dev = as_device(device)
+    if slow_path() or dev.kind != DEV_CPU:
+        return factory_slow(name, fn, size, dict(kwargs, **_kw(
+            generator=generator, out=out, dtype=dtype, device=device,
+            requires_grad=requires_grad)), dev)
+    cdef Generator g = _gen(generator, name)
+    cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
+        _out_dtype(dtype, out), kernel), name)
+    if kwargs:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    _fill_float(t, dist, 0.0, 1.0, g)
+    return finish_out(t, out, requires_grad, name)
+
+
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False, **kwargs):
     """Uniform samples from [0, 1): ``rand(2, 3)``, ``rand((2, 3), dtype=...)``."""
-    cdef Device dev = as_device(device)
-    if slow_path() or dev.kind != DEV_CPU:
-        return factory_slow("rand", rand, size, dict(kwargs, **_kw(
-            generator=generator, out=out, dtype=dtype, device=device,
-            requires_grad=requires_grad)), dev)
-    cdef Generator g = _gen(generator, "rand")
-    cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
-        _out_dtype(dtype, out), "check_uniform_bounds"), "rand")
-    if kwargs:
-        raise TypeError(f"rand() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _fill_float(t, EM_RD_UNIFORM, 0.0, 1.0, g)
-    return finish_out(t, out, requires_grad, "rand")
+    return _standard("rand", rand, EM_RD_UNIFORM, "check_uniform_bounds", size, kwargs,
+                     generator, out, dtype, device, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False, **kwargs):
     """Standard normal samples: ``randn(2, 3)``."""
-    cdef Device dev = as_device(device)
-    if slow_path() or dev.kind != DEV_CPU:
-        return factory_slow("randn", randn, size, dict(kwargs, **_kw(
-            generator=generator, out=out, dtype=dtype, device=device,
-            requires_grad=requires_grad)), dev)
-    cdef Generator g = _gen(generator, "randn")
-    cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
-        _out_dtype(dtype, out), "normal_kernel_cpu"), "randn")
-    if kwargs:
-        raise TypeError(f"randn() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _fill_float(t, EM_RD_NORMAL, 0.0, 1.0, g)
-    return finish_out(t, out, requires_grad, "randn")
+    return _standard("randn", randn, EM_RD_NORMAL, "normal_kernel_cpu", size, kwargs,
+                     generator, out, dtype, device, requires_grad)
 
 
 cdef tuple _like(TensorBase input, dtype, device):
     return (input.dtype if dtype is None else dtype, input._device if device is None else device)
 
 
+cdef object _sample_like(object fn, str name, object input, dtype, device, requires_grad,
+                         generator):
+    cdef TensorBase t = as_tensor(input, name, "input")
+    d, dev = _like(t, dtype, device)
+    return fn(shape_tuple(t), dtype=d, device=dev, requires_grad=requires_grad,
+              generator=generator)
+
+
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, generator=None):
-    if not isinstance(input, TensorBase):
-        raise TypeError(f"rand_like(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
-    d, dev = _like(<TensorBase>input, dtype, device)
-    return rand(shape_tuple(<TensorBase>input), dtype=d, device=dev,
-                requires_grad=requires_grad, generator=generator)
+    return _sample_like(rand, "rand_like", input, dtype, device, requires_grad, generator)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, generator=None):
-    if not isinstance(input, TensorBase):
-        raise TypeError(f"randn_like(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
-    d, dev = _like(<TensorBase>input, dtype, device)
-    return randn(shape_tuple(<TensorBase>input), dtype=d, device=dev,
-                 requires_grad=requires_grad, generator=generator)
+    return _sample_like(randn, "randn_like", input, dtype, device, requires_grad, generator)
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
@@ -755,7 +750,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("uniform_", uniform_, t, (from_, to), _kw(generator=generator))
     _require_float(t, "check_uniform_bounds")
     a = float(_as_number(from_, "uniform_", "from"))
@@ -772,7 +767,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples N(mean, std^2)."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("normal_", normal_, t, (mean, std), _kw(generator=generator))
     _require_float(t, "normal_kernel_cpu")
     m = float(_as_number(mean, "normal_", "mean"))
@@ -789,7 +784,7 @@ def random_(self, *args, to=None, generator=None, **kwargs):
     """random_(), random_(to), random_(from, to): uniform integers in [from, to);
     without bounds, [0, 2^mantissa] for floats and [0, max] for integers."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("random_", random_, t, args, dict(kwargs, **_kw(
             to=to, generator=generator)))
     frm = kwargs.pop("from", None)
@@ -832,7 +827,7 @@ def random_(self, *args, to=None, generator=None, **kwargs):
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential samples of rate ``lambd``."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("exponential_", exponential_, t, (lambd,), _kw(generator=generator))
     if t._dtype < EM_F16:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
@@ -850,7 +845,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Fill with geometric samples (number of trials to the first success)."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("geometric_", geometric_, t, (p,), _kw(generator=generator))
     pp = float(_as_number(p, "geometric_", "p"))
     if not (0.0 < pp < 1.0):
@@ -866,7 +861,7 @@ def geometric_(self, p, *, generator=None):
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp(N(mean, std^2)) samples."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("log_normal_", log_normal_, t, (mean, std), _kw(generator=generator))
     _require_float(t, "log_normal_cpu")
     m = float(_as_number(mean, "log_normal_", "mean"))
@@ -882,7 +877,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy samples."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("cauchy_", cauchy_, t, (median, sigma), _kw(generator=generator))
     if t._dtype < EM_F16:
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
@@ -901,7 +896,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples: probability ``p`` (a float, or a tensor broadcast to self)."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("bernoulli_", bernoulli_, t, (p,), _kw(generator=generator))
     cdef Generator g = _gen(generator, "bernoulli_")
     if isinstance(p, TensorBase):
