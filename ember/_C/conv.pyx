@@ -353,8 +353,8 @@ cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, Tenso
             rc = ember_conv2d_fwd_f32(&p, <float *>data_ptr(x), <float *>data_ptr(w), <float *>bp,
                                       <float *>data_ptr(y), nt)
         else:
-            rc = ember_conv2d_fwd_f64(&p, <double *>data_ptr(x), <double *>data_ptr(w), <double *>bp,
-                                      <double *>data_ptr(y), nt)
+            rc = ember_conv2d_fwd_f64(&p, <double *>data_ptr(x), <double *>data_ptr(w),
+                                      <double *>bp, <double *>data_ptr(y), nt)
     _conv_rc(rc, "conv2d")
     return y
 
@@ -1005,6 +1005,34 @@ cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
     return new_tensor(n, sh, dt, dev)
 
 
+cdef object _max_pool_run(str op, TensorBase x, _PoolArgs a, bint adaptive, dict attrs,
+                          object return_indices):
+    """the kernel and epilogue of max_pool2d / adaptive_max_pool2d: values and flat
+    h*W+w indices per plane; the indices go first into the recorded attrs"""
+    cdef int cdt = _pool_dtype(x, op)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
+    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
+    cdef int nt = max_threads()
+    cdef char *px = data_ptr(xc)
+    cdef char *py = data_ptr(y)
+    cdef int64_t *pi = <int64_t *>data_ptr(idx)
+    with nogil:
+        if adaptive and cdt == EM_F32:
+            ember_adaptive_max_pool2d_fwd_f32(&a.p, <float *>px, <float *>py, pi, nt)
+        elif adaptive:
+            ember_adaptive_max_pool2d_fwd_f64(&a.p, <double *>px, <double *>py, pi, nt)
+        elif cdt == EM_F32:
+            ember_max_pool2d_fwd_f32(&a.p, <float *>px, <float *>py, pi, nt)
+        else:
+            ember_max_pool2d_fwd_f64(&a.p, <double *>px, <double *>py, pi, nt)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if any_grad((x,)):
+        record(op, (x,), y, dict({"indices": idx}, **attrs))
+    return (y, idx) if return_indices else y
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-D max pooling over (N, C, H, W) or (C, H, W); indices are flat h*W+w per plane."""
@@ -1014,25 +1042,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     op = "max_pool2d"
     cdef TensorBase x = _pool_input(input, op, "")
     cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, dilation, ceil_mode)
-    cdef int cdt = _pool_dtype(x, op)
-    cdef TensorBase xc = _float_contig(x, cdt)
-    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
-    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
-    cdef int nt = max_threads()
-    with nogil:
-        if cdt == EM_F32:
-            ember_max_pool2d_fwd_f32(&a.p, <float *>data_ptr(xc), <float *>data_ptr(y),
-                                     <int64_t *>data_ptr(idx), nt)
-        else:
-            ember_max_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y),
-                                     <int64_t *>data_ptr(idx), nt)
-    if cdt != x._dtype:
-        y = cast(y, x._dtype)
-    if any_grad((x,)):
-        record("max_pool2d", (x,), y, {"indices": idx, "kernel_size": kernel_size,
-                                       "stride": stride, "padding": padding,
-                                       "dilation": dilation, "ceil_mode": ceil_mode})
-    return (y, idx) if return_indices else y
+    return _max_pool_run(op, x, a, False, {"kernel_size": kernel_size, "stride": stride,
+                                           "padding": padding, "dilation": dilation,
+                                           "ceil_mode": ceil_mode}, return_indices)
 
 
 cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBase idx):
@@ -1211,9 +1223,11 @@ def adaptive_avg_pool2d(input, output_size):
     cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_adaptive_avg_pool2d_fwd_f32(&a.p, <float *>data_ptr(xc), <float *>data_ptr(y), nt)
+            ember_adaptive_avg_pool2d_fwd_f32(&a.p, <float *>data_ptr(xc), <float *>data_ptr(y),
+                                              nt)
         else:
-            ember_adaptive_avg_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y), nt)
+            ember_adaptive_avg_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y),
+                                              nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
     return epilogue(op, (x,), y, {"output_size": output_size})
@@ -1240,9 +1254,11 @@ def adaptive_avg_pool2d_backward(grad_output, input):
     cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_adaptive_avg_pool2d_bwd_f32(&a.p, <float *>data_ptr(dyc), <float *>data_ptr(dx), nt)
+            ember_adaptive_avg_pool2d_bwd_f32(&a.p, <float *>data_ptr(dyc), <float *>data_ptr(dx),
+                                              nt)
         else:
-            ember_adaptive_avg_pool2d_bwd_f64(&a.p, <double *>data_ptr(dyc), <double *>data_ptr(dx), nt)
+            ember_adaptive_avg_pool2d_bwd_f64(&a.p, <double *>data_ptr(dyc),
+                                              <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
     return epilogue(op, (dy,), dx, {"input_shape": tuple(x.shape)})
@@ -1256,23 +1272,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     op = "adaptive_max_pool2d"
     cdef TensorBase x = _pool_input(input, op, "adaptive")
     cdef _PoolArgs a = _adaptive_setup(x, output_size, op)
-    cdef int cdt = _pool_dtype(x, op)
-    cdef TensorBase xc = _float_contig(x, cdt)
-    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
-    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
-    cdef int nt = max_threads()
-    with nogil:
-        if cdt == EM_F32:
-            ember_adaptive_max_pool2d_fwd_f32(&a.p, <float *>data_ptr(xc), <float *>data_ptr(y),
-                                              <int64_t *>data_ptr(idx), nt)
-        else:
-            ember_adaptive_max_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y),
-                                              <int64_t *>data_ptr(idx), nt)
-    if cdt != x._dtype:
-        y = cast(y, x._dtype)
-    if any_grad((x,)):
-        record(op, (x,), y, {"indices": idx, "output_size": output_size})
-    return (y, idx) if return_indices else y
+    return _max_pool_run(op, x, a, True, {"output_size": output_size}, return_indices)
 
 
 def adaptive_max_pool2d_backward(grad_output, input, indices):

@@ -273,7 +273,8 @@ cdef int _float_dtype(object dtype, str kernel) except -1:
 
 cdef int _require_float(TensorBase t, str kernel) except -1:
     if t._dtype < EM_F16:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(t._dtype)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{torch_type_name(t._dtype)}'")
     return 0
 
 
@@ -743,6 +744,15 @@ cdef object _out_dtype(object dtype, object out):
     return dtype
 
 
+cdef TensorBase _fill_inplace(TensorBase t, str name, int dist, double a, double b,
+                              object generator):
+    """the end of every float sampler self.<name>(...): checks, fill, version bump"""
+    _prelude(t, name)
+    _fill_float(t, dist, a, b, _gen(generator, name))
+    bump_version(t)
+    return t
+
+
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     """Fill with uniform samples from [from, to)."""
     cdef TensorBase t = <TensorBase>self
@@ -758,10 +768,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(from_)} > to={_num(to)}")
-    _prelude(t, "uniform_")
-    _fill_float(t, EM_RD_UNIFORM, a, b, _gen(generator, "uniform_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "uniform_", EM_RD_UNIFORM, a, b, generator)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -774,10 +781,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     s = float(_as_number(std, "normal_", "std"))
     if not s >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
-    _prelude(t, "normal_")
-    _fill_float(t, EM_RD_NORMAL, m, s, _gen(generator, "normal_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "normal_", EM_RD_NORMAL, m, s, generator)
 
 
 def random_(self, *args, to=None, generator=None, **kwargs):
@@ -836,10 +840,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     lam = float(_as_number(lambd, "exponential_", "lambd"))
     if not lam > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
-    _prelude(t, "exponential_")
-    _fill_float(t, EM_RD_EXPONENTIAL, lam, 0.0, _gen(generator, "exponential_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "exponential_", EM_RD_EXPONENTIAL, lam, 0.0, generator)
 
 
 def geometric_(self, p, *, generator=None):
@@ -868,10 +869,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     s = float(_as_number(std, "log_normal_", "std"))
     if not s > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    _prelude(t, "log_normal_")
-    _fill_float(t, EM_RD_LOGNORMAL, m, s, _gen(generator, "log_normal_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "log_normal_", EM_RD_LOGNORMAL, m, s, generator)
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
@@ -887,10 +885,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     s = float(_as_number(sigma, "cauchy_", "sigma"))
     if not s > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    _prelude(t, "cauchy_")
-    _fill_float(t, EM_RD_CAUCHY, m, s, _gen(generator, "cauchy_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "cauchy_", EM_RD_CAUCHY, m, s, generator)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
