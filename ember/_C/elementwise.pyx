@@ -918,10 +918,6 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     return clamp(input, min_val, max_val)
 
 
-clip = clamp
-clip_ = clamp_
-
-
 def where(condition, input=None, other=None, *, out=None):
     """Elements of ``input`` where ``condition`` holds, else of ``other``."""
     cdef TensorBase c, x, y, r

@@ -1510,9 +1510,6 @@ def vstack(tensors, *, out=None):
     return cat(ts, 0, out=out)
 
 
-row_stack = vstack
-
-
 def dstack(tensors, *, out=None):
     ts = atleast_3d(tuple(_tensor_list(tensors, "dstack")))
     if not ts:

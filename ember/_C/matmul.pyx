@@ -423,9 +423,6 @@ def outer(input, vec2, *, out=None):
     return write_out(out, c, OUT_CAST, (a, b), "outer")
 
 
-ger = outer
-
-
 cdef TensorBase _prefill(TensorBase inp, int nd, const int64_t *shp, TensorBase like,
                          double beta, str op):
     """a new (shp) tensor holding inp broadcast (or uninitialised when beta == 0)."""
@@ -800,7 +797,6 @@ def einsum(equation, *operands):
     return cur
 
 
-
 # ----------------------------------------------------------------------------
 # introspection (tests / benchmarks)
 
@@ -819,7 +815,5 @@ def __rmatmul__(self, other):
     return matmul(other, self)
 
 
-__matmul__ = matmul
-
 __all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "outer",
-           "ger", "linear", "einsum"]
+           "linear", "einsum"]
