@@ -151,7 +151,6 @@ ge                        fmi       greater_equal
 gelu                      fm
 geometric                 i
 geqrf                     fm
-ger                       fm
 get_device                f
 gradient                  f
 gt                        fmi       greater
@@ -254,7 +253,7 @@ norm                      fm
 normal                    fi
 orgqr                     fm
 ormqr                     fm
-outer                     fm
+outer                     fm        ger
 permute                   fm
 pinverse                  fm
 polar                     f

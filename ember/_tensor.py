@@ -18,6 +18,12 @@ class Tensor(core.TensorBase):
 
     __module__ = "ember"
 
+    # autograd's state of a tensor beyond TensorBase's grad fields (ember.autograd)
+    _ag_nr = None             # (node, output_nr) for outputs of multi-output ops
+    _ag_acc = None            # weak reference to a leaf's AccumulateGrad node
+    _ag_hooks = None          # a leaf's tensor hooks {id: fn}
+    _ag_post_hooks = None     # a leaf's post-accumulate-grad hooks
+
     def __new__(cls, *args, device=None):
         # the legacy constructor: Tensor(2, 3) -> uninitialised float32, Tensor(data) -> copy
         if not args:
@@ -485,9 +491,9 @@ _fast_backward = [None]   # set by ember.autograd: loss.backward() without argum
 
 
 def _autograd():
-    import sys
-    return sys.modules.get("ember.autograd") or __import__("ember.autograd",
-                                                           fromlist=["_"])
+    # imported on first use: ember.autograd imports this module
+    from ember import autograd
+    return autograd
 
 
 def _getitem(self, idx):

@@ -49,18 +49,12 @@ complex64, complex128 = _core.complex64, _core.complex128
 cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64  # noqa: A001
 
-# every declared op's function forms and aliases (ember/_ops.py); the determinism
-# registry: a module lists ops whose kernels are not deterministic on some device in
-# __ember_nondeterministic__ {name: devices}
-_NONDET = {}
-for _m in ("elementwise", "matmul", "conv", "index", "reduce", "random", "creation"):
-    _NONDET.update(getattr(__import__(f"ember._C.{_m}", fromlist=["_"]),
-                           "__ember_nondeterministic__", {}))
+# every declared op's function forms and aliases (ember/_ops.py), each registered
+# with the determinism switch (every CPU kernel is deterministic)
 _FUNCS = list(_tensor.FUNCTIONS)
 for _n, _f in _tensor.FUNCTIONS.items():
     globals()[_n] = _f
-    _core._declare_op(_n, deterministic=tuple(d for d in ("cpu",)
-                                              if d not in _NONDET.get(_n, ())))
+    _core._declare_op(_n)
 
 
 __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16", "int32",

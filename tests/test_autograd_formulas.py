@@ -70,8 +70,7 @@ UNARY = {
     "leaky_relu": (lambda x: E.leaky_relu(x, 0.1), away_from_zero,
                    lambda t, x: t.nn.functional.leaky_relu(x, 0.1)),
     "elu": (lambda x: E.elu(x, 0.7, 1.2, 0.9), away_from_zero,
-            lambda t, x: t.nn.functional.elu(x, 0.7) * 1.2 if False else
-            t.ops.aten.elu(x, 0.7, 1.2, 0.9)),
+            lambda t, x: t.ops.aten.elu(x, 0.7, 1.2, 0.9)),
     "clamp": (lambda x: E.clamp(x, -0.5, 0.6), lambda s: np.array([-0.9, -0.3, 0.1, 0.4, 0.8]),
               lambda t, x: t.clamp(x, -0.5, 0.6)),
     "clamp_min": (lambda x: E.clamp(x, min=-0.5), lambda s: np.array([-0.9, -0.3, 0.1, 0.4, 0.8]),

@@ -47,7 +47,7 @@ NP_PATTERNS = [
     lambda x, T: x[T(np.array([[0], [1]])), T(np.array([0, 1, 2]))],
     lambda x, T: x[T(np.array([], dtype=np.int64))],
     lambda x, T: x[:, T(np.array([], dtype=np.int64))],
-    lambda x, T: x[::2, T(I0[:3]), ::-1] if False else x[::2, T(I0[:3])],
+    lambda x, T: x[::2, T(I0[:3])],
     lambda x, T: x[T(np.array([True, False, True, True]))],
     lambda x, T: x[:, T(np.array([True, False, True]))],
     lambda x, T: x[T(np.arange(60).reshape(4, 3, 5) % 3 == 0)],

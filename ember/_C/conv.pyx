@@ -10,72 +10,9 @@ from libc.string cimport memset
 import operator
 from collections.abc import Iterable as _Iterable
 
-from ember._C.core cimport (
-    EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
-    MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
-    numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
-    nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim,
-    check_written, write_out, OUT_CAST, OUT_EXACT, check_ndim, seq_to_dims)
-from ember._C.frame cimport (data_ptr as _ptr, max_threads as _nthreads, as_tensor as _as_tensor,
-                             needs_slow as _needs_slow, any_grad as _any_grad,
-                             plain_view as _view, shape_list as _shape_list,
-                             torch_type_name, c_type_name)
-
-cdef extern from "ember_conv.h" nogil:
-    ctypedef struct ember_conv2d_params:
-        int64_t N, C, H, W, OC, kh, kw, sh, sw, ph, pw, dh, dw, groups, Ho, Wo
-    ctypedef struct ember_pool2d_params:
-        int64_t planes, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo
-        int count_include_pad
-        int64_t divisor
-    int ember_conv2d_fwd_f32(const ember_conv2d_params *p, const float *x, const float *w,
-                              const float *bias, float *y, int nthreads)
-    int ember_conv2d_fwd_f64(const ember_conv2d_params *p, const double *x, const double *w,
-                              const double *bias, double *y, int nthreads)
-    int ember_conv2d_bwd_input_f32(const ember_conv2d_params *p, const float *dy,
-                                    const float *w, float *dx, int nthreads)
-    int ember_conv2d_bwd_input_f64(const ember_conv2d_params *p, const double *dy,
-                                    const double *w, double *dx, int nthreads)
-    int ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x,
-                                     const float *dy, float *dw, float *dbias, int nthreads)
-    int ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x,
-                                     const double *dy, double *dw, double *dbias, int nthreads)
-    void ember_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
-                                  int64_t *idx, int nthreads)
-    void ember_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y,
-                                  int64_t *idx, int nthreads)
-    void ember_max_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy,
-                                  const int64_t *idx, float *dx, int nthreads)
-    void ember_max_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy,
-                                  const int64_t *idx, double *dx, int nthreads)
-    void ember_avg_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
-                                  int nthreads)
-    void ember_avg_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y,
-                                  int nthreads)
-    void ember_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy, float *dx,
-                                  int nthreads)
-    void ember_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx,
-                                  int nthreads)
-    void ember_adaptive_avg_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x,
-                                           float *y, int nthreads)
-    void ember_adaptive_avg_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
-                                           double *y, int nthreads)
-    void ember_adaptive_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy,
-                                           float *dx, int nthreads)
-    void ember_adaptive_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy,
-                                           double *dx, int nthreads)
-    void ember_adaptive_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x,
-                                           float *y, int64_t *idx, int nthreads)
-    void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
-                                           double *y, int64_t *idx, int nthreads)
-    void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x,
-                          float *col)
-    void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x,
-                          double *col)
-    void ember_col2im_f32(const ember_conv2d_params *p, int64_t C, const float *col,
-                          float *x)
-    void ember_col2im_f64(const ember_conv2d_params *p, int64_t C, const double *col,
-                          double *x)
+from ember._C.core cimport *
+from ember._C.frame cimport *
+from ember._C.c_conv cimport *
 
 
 # ----------------------------------------------------------------------------
@@ -330,7 +267,7 @@ cdef TensorBase _as4d(TensorBase t, int64_t N, int64_t C, int64_t H, int64_t W):
     st[2] = W
     st[1] = H * W
     st[0] = C * H * W
-    return _view(t, 4, sh, st, t._offset)
+    return plain_view(t, 4, sh, st, t._offset)
 
 
 cdef TensorBase _pad_input(TensorBase x, _ConvArgs a):
@@ -350,7 +287,7 @@ cdef TensorBase _pad_input(TensorBase x, _ConvArgs a):
     st[3] = 1
     sh[2] = a.p.H
     sh[3] = a.p.W
-    copy_into(_view(xp, 4, sh, st, a.pt * Wp + a.pl), x)
+    copy_into(plain_view(xp, 4, sh, st, a.pt * Wp + a.pl), x)
     return xp
 
 
@@ -369,7 +306,7 @@ cdef TensorBase _shape_back(TensorBase y, tuple full_shape):
         sh[i] = full_shape[i]
         st[i] = s
         s *= sh[i]
-    return _view(y, n, sh, st, y._offset)
+    return plain_view(y, n, sh, st, y._offset)
 
 
 cdef int _conv_rc(int rc, str op) except -1:
@@ -395,8 +332,8 @@ cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, Tenso
     sh[2] = p.Ho
     sh[3] = p.Wo
     cdef TensorBase y = new_tensor(4, sh, cdt, x._device)
-    cdef char *bp = _ptr(b) if b is not None else NULL
-    cdef int nt = _nthreads()
+    cdef char *bp = data_ptr(b) if b is not None else NULL
+    cdef int nt = max_threads()
     cdef int rc = 0
     cdef int64_t bst[3]
     if numel_of(4, sh) == 0:
@@ -407,17 +344,17 @@ cdef TensorBase _conv_forward_raw(_ConvArgs a, TensorBase x, TensorBase w, Tenso
             sh[0] = p.OC
             bst[0] = b._strides[0]
             bst[1] = bst[2] = 0
-            copy_into(y, _view(b, 3, sh, bst, b._offset))
+            copy_into(y, plain_view(b, 3, sh, bst, b._offset))
         else:
             fill_scalar(y, 0)
         return y
     with nogil:
         if cdt == EM_F32:
-            rc = ember_conv2d_fwd_f32(&p, <float *>_ptr(x), <float *>_ptr(w), <float *>bp,
-                                      <float *>_ptr(y), nt)
+            rc = ember_conv2d_fwd_f32(&p, <float *>data_ptr(x), <float *>data_ptr(w), <float *>bp,
+                                      <float *>data_ptr(y), nt)
         else:
-            rc = ember_conv2d_fwd_f64(&p, <double *>_ptr(x), <double *>_ptr(w), <double *>bp,
-                                      <double *>_ptr(y), nt)
+            rc = ember_conv2d_fwd_f64(&p, <double *>data_ptr(x), <double *>data_ptr(w),
+                                      <double *>bp, <double *>data_ptr(y), nt)
     _conv_rc(rc, "conv2d")
     return y
 
@@ -437,7 +374,7 @@ cdef TensorBase _conv_input_grad_raw(_ConvArgs a, TensorBase dy, TensorBase w, i
     sh[2] = p.H
     sh[3] = p.W
     cdef TensorBase dx = new_tensor(4, sh, cdt, dy._device)
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     cdef int rc = 0
     if numel_of(4, sh) == 0:
         return dx
@@ -446,11 +383,11 @@ cdef TensorBase _conv_input_grad_raw(_ConvArgs a, TensorBase dy, TensorBase w, i
     else:
         with nogil:
             if cdt == EM_F32:
-                rc = ember_conv2d_bwd_input_f32(&p, <float *>_ptr(dy), <float *>_ptr(w),
-                                                <float *>_ptr(dx), nt)
+                rc = ember_conv2d_bwd_input_f32(&p, <float *>data_ptr(dy), <float *>data_ptr(w),
+                                                <float *>data_ptr(dx), nt)
             else:
-                rc = ember_conv2d_bwd_input_f64(&p, <double *>_ptr(dy), <double *>_ptr(w),
-                                                <double *>_ptr(dx), nt)
+                rc = ember_conv2d_bwd_input_f64(&p, <double *>data_ptr(dy), <double *>data_ptr(w),
+                                                <double *>data_ptr(dx), nt)
         _conv_rc(rc, "conv2d_input_grad")
     cdef int64_t vsh[4]
     cdef int64_t vst[4]
@@ -463,7 +400,7 @@ cdef TensorBase _conv_input_grad_raw(_ConvArgs a, TensorBase dy, TensorBase w, i
         vst[1] = p.H * p.W
         vst[2] = p.W
         vst[3] = 1
-        dx = contig(_view(dx, 4, vsh, vst, a.pt * p.W + a.pl))
+        dx = contig(plain_view(dx, 4, vsh, vst, a.pt * p.W + a.pl))
     return dx
 
 
@@ -485,16 +422,16 @@ cdef tuple _conv_weight_grad_raw(_ConvArgs a, TensorBase x, TensorBase dy, tuple
     if want_bias:
         sh[0] = p.OC
         db = new_tensor(1, sh, cdt, x._device)
-        dbp = _ptr(db)
-    cdef int nt = _nthreads()
+        dbp = data_ptr(db)
+    cdef int nt = max_threads()
     cdef int rc = 0
     with nogil:
         if cdt == EM_F32:
-            rc = ember_conv2d_bwd_weight_f32(&p, <float *>_ptr(x), <float *>_ptr(dy),
-                                             <float *>_ptr(dw), <float *>dbp, nt)
+            rc = ember_conv2d_bwd_weight_f32(&p, <float *>data_ptr(x), <float *>data_ptr(dy),
+                                             <float *>data_ptr(dw), <float *>dbp, nt)
         else:
-            rc = ember_conv2d_bwd_weight_f64(&p, <double *>_ptr(x), <double *>_ptr(dy),
-                                             <double *>_ptr(dw), <double *>dbp, nt)
+            rc = ember_conv2d_bwd_weight_f64(&p, <double *>data_ptr(x), <double *>data_ptr(dy),
+                                             <double *>data_ptr(dw), <double *>dbp, nt)
     _conv_rc(rc, "conv2d_weight_grad")
     return dw, db
 
@@ -511,17 +448,17 @@ cdef int _check_conv_dtypes(TensorBase x, TensorBase w, TensorBase b, str op) ex
 
 cdef object _conv_nd(str op, int nd, object input, object weight, object bias, object stride,
                      object padding, object dilation, object groups):
-    cdef TensorBase x = _as_tensor(input, op, "input")
-    cdef TensorBase w = _as_tensor(weight, op, "weight")
-    cdef TensorBase b = None if bias is None else _as_tensor(bias, op, "bias")
+    cdef TensorBase x = as_tensor(input, op, "input", 1)
+    cdef TensorBase w = as_tensor(weight, op, "weight")
+    cdef TensorBase b = None if bias is None else as_tensor(bias, op, "bias")
     cdef _ConvArgs a = _conv_setup(op, nd, tuple(x.shape), tuple(w.shape), stride, padding,
                                    dilation, groups)
     _check_conv_dtypes(x, w, b, op)
     check_same_device(x, w, op, "weight")
     if b is not None and (b._ndim != 1 or b._shape[0] != w._shape[0]):
-        raise RuntimeError(f"Given weight of size {_shape_list(w)}, expected bias to be "
+        raise RuntimeError(f"Given weight of size {shape_list(w)}, expected bias to be "
                            f"1-dimensional with {w._shape[0]} elements, but got bias of size "
-                           f"{_shape_list(b)} instead")
+                           f"{shape_list(b)} instead")
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
@@ -534,7 +471,7 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
     if not a.batched:
         shp = shp[1:]
     y = _shape_back(y, shp)
-    if _any_grad((x, w, b)):
+    if any_grad((x, w, b)):
         record(op, (x, w, b) if b is not None else (x, w), y,
                {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
     return y
@@ -543,7 +480,7 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) over NCHW input; padding may be an int,
     a pair, "same" or "valid"."""
-    if _needs_slow((input, weight, bias)):
+    if needs_slow((input, weight, bias)):
         return redispatch("conv2d", conv2d, (input, weight, bias, stride, padding, dilation,
                                              groups), None)
     return _conv_nd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
@@ -551,7 +488,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over (N, C, L) input: conv2d with H = 1."""
-    if _needs_slow((input, weight, bias)):
+    if needs_slow((input, weight, bias)):
         return redispatch("conv1d", conv1d, (input, weight, bias, stride, padding, dilation,
                                              groups), None)
     return _conv_nd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
@@ -561,9 +498,9 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
                       groups=1):
     """Gradient of conv2d (or conv1d: 3-D weight) with respect to its input, like
     torch.nn.grad.conv2d_input; input_size is the input's shape."""
-    cdef TensorBase w = _as_tensor(weight, "conv2d_input_grad", "weight")
-    cdef TensorBase dy = _as_tensor(grad_output, "conv2d_input_grad", "grad_output")
-    if _needs_slow((w, dy)):
+    cdef TensorBase w = as_tensor(weight, "conv2d_input_grad", "weight")
+    cdef TensorBase dy = as_tensor(grad_output, "conv2d_input_grad", "grad_output")
+    if needs_slow((w, dy)):
         return redispatch("conv2d_input_grad", conv2d_input_grad,
                           (input_size, weight, grad_output, stride, padding, dilation, groups),
                           None)
@@ -577,7 +514,7 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
         oshape = oshape[1:]
     if tuple(dy.shape) != oshape:
         raise RuntimeError(f"{op}: expected grad_output of size {list(oshape)}, but got "
-                           f"{_shape_list(dy)}")
+                           f"{shape_list(dy)}")
     cdef int cdt = _conv_dtype(dy, op)
     cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
@@ -586,11 +523,9 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
     if dx._dtype != dy._dtype:
         dx = cast(dx, dy._dtype)
     dx = _shape_back(dx, input_size)
-    if _any_grad((w, dy)):
-        record("conv2d_input_grad", (w, dy), dx,
-               {"input_size": input_size, "stride": stride, "padding": padding,
-                "dilation": dilation, "groups": groups})
-    return dx
+    return epilogue("conv2d_input_grad", (w, dy), dx,
+                    {"input_size": input_size, "stride": stride, "padding": padding,
+                     "dilation": dilation, "groups": groups})
 
 
 def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dilation=1,
@@ -598,9 +533,9 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
     """Gradient of conv2d (conv1d for 3-D input batches) with respect to the
     weight, like torch.nn.grad.conv2d_weight.  bias_grad=True also returns the
     bias gradient: (grad_weight, grad_bias)."""
-    cdef TensorBase x = _as_tensor(input, "conv2d_weight_grad", "input")
-    cdef TensorBase dy = _as_tensor(grad_output, "conv2d_weight_grad", "grad_output")
-    if _needs_slow((x, dy)):
+    cdef TensorBase x = as_tensor(input, "conv2d_weight_grad", "input", 1)
+    cdef TensorBase dy = as_tensor(grad_output, "conv2d_weight_grad", "grad_output")
+    if needs_slow((x, dy)):
         return redispatch("conv2d_weight_grad", conv2d_weight_grad,
                           (input, weight_size, grad_output, stride, padding, dilation, groups),
                           {"bias_grad": bias_grad})
@@ -614,7 +549,7 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         oshape = oshape[1:]
     if tuple(dy.shape) != oshape:
         raise RuntimeError(f"{op}: expected grad_output of size {list(oshape)}, but got "
-                           f"{_shape_list(dy)}")
+                           f"{shape_list(dy)}")
     if x._dtype != dy._dtype:
         raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
                            f"got {c_type_name(x._dtype)} and {c_type_name(dy._dtype)}")
@@ -628,7 +563,7 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         if db is not None:
             db = cast(db, x._dtype)
     dw = _shape_back(dw, weight_size)
-    if _any_grad((x, dy)):
+    if any_grad((x, dy)):
         record("conv2d_weight_grad", (x, dy), dw,
                {"weight_size": weight_size, "stride": stride, "padding": padding,
                 "dilation": dilation, "groups": groups})
@@ -639,7 +574,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                      groups=1, dilation=1):
     """Transposed 2-D convolution (the input gradient of conv2d); weight is
     (C_in, C_out / groups, kh, kw)."""
-    if _needs_slow((input, weight, bias)):
+    if needs_slow((input, weight, bias)):
         return redispatch("conv_transpose2d", conv_transpose2d,
                           (input, weight, bias, stride, padding, output_padding, groups,
                            dilation), None)
@@ -650,7 +585,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """Transposed 1-D convolution: conv_transpose2d with H = 1."""
-    if _needs_slow((input, weight, bias)):
+    if needs_slow((input, weight, bias)):
         return redispatch("conv_transpose1d", conv_transpose1d,
                           (input, weight, bias, stride, padding, output_padding, groups,
                            dilation), None)
@@ -660,9 +595,9 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padding,
                                output_padding, groups, dilation):
-    cdef TensorBase x = _as_tensor(input, op, "input")
-    cdef TensorBase w = _as_tensor(weight, op, "weight")
-    cdef TensorBase b = None if bias is None else _as_tensor(bias, op, "bias")
+    cdef TensorBase x = as_tensor(input, op, "input", 1)
+    cdef TensorBase w = as_tensor(weight, op, "weight")
+    cdef TensorBase b = None if bias is None else as_tensor(bias, op, "bias")
     if isinstance(padding, str):
         raise RuntimeError(f"{op}: padding must be an int or a tuple of ints, got '{padding}'")
     cdef _ConvArgs a = _conv_setup(op, nd, tuple(x.shape), tuple(w.shape), stride, padding,
@@ -670,9 +605,9 @@ cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padd
     _check_conv_dtypes(x, w, b, op)
     cdef int64_t cout = w._shape[1] * groups
     if b is not None and (b._ndim != 1 or b._shape[0] != cout):
-        raise RuntimeError(f"Given transposed=1, weight of size {_shape_list(w)}, expected bias "
+        raise RuntimeError(f"Given transposed=1, weight of size {shape_list(w)}, expected bias "
                            f"to be 1-dimensional with {cout} elements, but got bias of size "
-                           f"{_shape_list(b)} instead")
+                           f"{shape_list(b)} instead")
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
@@ -687,7 +622,7 @@ cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padd
     if not a.batched:
         shp = shp[1:]
     y = _shape_back(y, shp)
-    if _any_grad((x, w, b)):
+    if any_grad((x, w, b)):
         record(op, (x, w, b) if b is not None else (x, w), y,
                {"stride": stride, "padding": padding, "output_padding": output_padding,
                 "dilation": dilation, "groups": groups})
@@ -701,17 +636,17 @@ cdef int _add_channel_bias(TensorBase y, TensorBase b) except -1:
     cdef double *yd
     with nogil:
         if y._dtype == EM_F32:
-            yf = <float *>_ptr(y)
+            yf = <float *>data_ptr(y)
             for n in range(N):
                 for c in range(C):
                     for q in range(P):
-                        yf[(n * C + c) * P + q] += (<float *>_ptr(b))[c]
+                        yf[(n * C + c) * P + q] += (<float *>data_ptr(b))[c]
         else:
-            yd = <double *>_ptr(y)
+            yd = <double *>data_ptr(y)
             for n in range(N):
                 for c in range(C):
                     for q in range(P):
-                        yd[(n * C + c) * P + q] += (<double *>_ptr(b))[c]
+                        yd[(n * C + c) * P + q] += (<double *>data_ptr(b))[c]
     return 0
 
 
@@ -811,11 +746,11 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
     (N, C, H, W) or (C, H, W) input gives (N, C*kh*kw, L) or (C*kh*kw, L), L the
     number of blocks.  The gradient is ``fold`` with the same parameters."""
-    if _needs_slow((input,)):
+    if needs_slow((input,)):
         return redispatch("im2col", unfold, (input, kernel_size, dilation, padding, stride),
                           None)
     op = "unfold"
-    cdef TensorBase x = _as_tensor(input, op, "input")
+    cdef TensorBase x = as_tensor(input, op, "input", 1)
     k = _fold_ints(kernel_size, op, "kernel_size", 2)
     d = _fold_ints(dilation, op, "dilation", 3)
     pd = _fold_ints(padding, op, "padding", 4)
@@ -834,11 +769,11 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                  f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but "
                  f"got {nd})")
         raise IndexError(f"{op}: {where}: expected a 3D or 4D (batch mode) input, but got "
-                         f"input of size {_shape_list(x)}")
+                         f"input of size {shape_list(x)}")
     if nd > 4 or numel_of(3, &x._shape[nd - 3]) == 0:
         raise RuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor with possibly 0 batch "
                            f"size and other non-zero dimensions for input, but got: "
-                           f"{_shape_list(x)}")
+                           f"{shape_list(x)}")
     N = x._shape[0] if nd == 4 else 1
     C, H, W = x._shape[nd - 3], x._shape[nd - 2], x._shape[nd - 1]
     Ho = (H + 2 * pd[0] - (d[0] * (k[0] - 1) + 1)) // s[0] + 1
@@ -858,8 +793,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(oshape, cdt, x._device)
     cdef int64_t n, nb = N, xs = C * H * W, ys = rows * L
-    cdef char *xp = _ptr(xc)
-    cdef char *yp = _ptr(y)
+    cdef char *xp = data_ptr(xc)
+    cdef char *yp = data_ptr(y)
     with nogil:
         if cdt == EM_F32:
             for n in range(nb):
@@ -869,10 +804,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                 ember_im2col_f64(&p, p.C, <double *>xp + n * xs, <double *>yp + n * ys)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
-    if _any_grad((x,)):
-        record("im2col", (x,), y, {"input_size": (H, W), "kernel_size": k, "dilation": d,
-                                   "padding": pd, "stride": s})
-    return y
+    return epilogue("im2col", (x,), y,
+                    {"input_size": (H, W), "kernel_size": k, "dilation": d, "padding": pd,
+                     "stride": s})
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -880,11 +814,11 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
     (N, C*kh*kw, L) or (C*kh*kw, L) input gives (N, C, *output_size) or
     (C, *output_size).  The gradient is ``unfold`` with the same parameters."""
-    if _needs_slow((input,)):
+    if needs_slow((input,)):
         return redispatch("col2im", fold, (input, output_size, kernel_size, dilation, padding,
                                            stride), None)
     op = "fold"
-    cdef TensorBase x = _as_tensor(input, op, "input")
+    cdef TensorBase x = as_tensor(input, op, "input", 1)
     o = _fold_ints(output_size, op, "output_size", 2)
     k = _fold_ints(kernel_size, op, "kernel_size", 3)
     d = _fold_ints(dilation, op, "dilation", 4)
@@ -903,7 +837,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if (nd != 2 and nd != 3) or numel_of(2, &x._shape[nd - 2]) == 0:
         raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) tensor for input with "
                            f"possibly 0 batch size and non-zero dimensions for input, but got: "
-                           f"{_shape_list(x)}")
+                           f"{shape_list(x)}")
     N = x._shape[0] if nd == 3 else 1
     rows, L = x._shape[nd - 2], x._shape[nd - 1]
     if rows % (k[0] * k[1]) != 0:
@@ -935,8 +869,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(oshape, cdt, x._device)
     cdef int64_t n, nb = N, xs = rows * L, ys = C * o[0] * o[1]
-    cdef char *xp = _ptr(xc)
-    cdef char *yp = _ptr(y)
+    cdef char *xp = data_ptr(xc)
+    cdef char *yp = data_ptr(y)
     cdef size_t nbytes = <size_t>(nb * ys) * em_itemsize[cdt]
     with nogil:
         if nbytes:
@@ -949,10 +883,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                 ember_col2im_f64(&p, p.C, <double *>xp + n * xs, <double *>yp + n * ys)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
-    if _any_grad((x,)):
-        record("col2im", (x,), y, {"output_size": o, "kernel_size": k, "dilation": d,
-                                   "padding": pd, "stride": s})
-    return y
+    return epilogue("col2im", (x,), y,
+                    {"output_size": o, "kernel_size": k, "dilation": d, "padding": pd,
+                     "stride": s})
 
 
 # ----------------------------------------------------------------------------
@@ -986,10 +919,10 @@ cdef int64_t _pool_out(int64_t size, int64_t k, int64_t pad, int64_t s, int64_t 
 
 
 cdef TensorBase _pool_input(object input, str op, str kind):
-    cdef TensorBase x = _as_tensor(input, op, "input")
+    cdef TensorBase x = as_tensor(input, op, "input", 1)
     if x._ndim not in (3, 4):
         if kind == "adaptive":
-            raise RuntimeError(f"{op}(): Expected 3D or 4D tensor, but got {_shape_list(x)}")
+            raise RuntimeError(f"{op}(): Expected 3D or 4D tensor, but got {shape_list(x)}")
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     return x
 
@@ -1072,34 +1005,46 @@ cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
     return new_tensor(n, sh, dt, dev)
 
 
+cdef object _max_pool_run(str op, TensorBase x, _PoolArgs a, bint adaptive, dict attrs,
+                          object return_indices):
+    """the kernel and epilogue of max_pool2d / adaptive_max_pool2d: values and flat
+    h*W+w indices per plane; the indices go first into the recorded attrs"""
+    cdef int cdt = _pool_dtype(x, op)
+    cdef TensorBase xc = _float_contig(x, cdt)
+    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
+    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
+    cdef int nt = max_threads()
+    cdef char *px = data_ptr(xc)
+    cdef char *py = data_ptr(y)
+    cdef int64_t *pi = <int64_t *>data_ptr(idx)
+    with nogil:
+        if adaptive and cdt == EM_F32:
+            ember_adaptive_max_pool2d_fwd_f32(&a.p, <float *>px, <float *>py, pi, nt)
+        elif adaptive:
+            ember_adaptive_max_pool2d_fwd_f64(&a.p, <double *>px, <double *>py, pi, nt)
+        elif cdt == EM_F32:
+            ember_max_pool2d_fwd_f32(&a.p, <float *>px, <float *>py, pi, nt)
+        else:
+            ember_max_pool2d_fwd_f64(&a.p, <double *>px, <double *>py, pi, nt)
+    if cdt != x._dtype:
+        y = cast(y, x._dtype)
+    if any_grad((x,)):
+        record(op, (x,), y, dict({"indices": idx}, **attrs))
+    return (y, idx) if return_indices else y
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-D max pooling over (N, C, H, W) or (C, H, W); indices are flat h*W+w per plane."""
-    if _needs_slow((input,)):
+    if needs_slow((input,)):
         return redispatch("max_pool2d", max_pool2d, (input, kernel_size, stride, padding,
                                                      dilation, ceil_mode, return_indices), None)
     op = "max_pool2d"
     cdef TensorBase x = _pool_input(input, op, "")
     cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, dilation, ceil_mode)
-    cdef int cdt = _pool_dtype(x, op)
-    cdef TensorBase xc = _float_contig(x, cdt)
-    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
-    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
-    cdef int nt = _nthreads()
-    with nogil:
-        if cdt == EM_F32:
-            ember_max_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y),
-                                     <int64_t *>_ptr(idx), nt)
-        else:
-            ember_max_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y),
-                                     <int64_t *>_ptr(idx), nt)
-    if cdt != x._dtype:
-        y = cast(y, x._dtype)
-    if _any_grad((x,)):
-        record("max_pool2d", (x,), y, {"indices": idx, "kernel_size": kernel_size,
-                                       "stride": stride, "padding": padding,
-                                       "dilation": dilation, "ceil_mode": ceil_mode})
-    return (y, idx) if return_indices else y
+    return _max_pool_run(op, x, a, False, {"kernel_size": kernel_size, "stride": stride,
+                                           "padding": padding, "dilation": dilation,
+                                           "ceil_mode": ceil_mode}, return_indices)
 
 
 cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBase idx):
@@ -1107,14 +1052,14 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     if idx._dtype != EM_I64:
         raise RuntimeError(f"{op}: expected indices to be int64, got {dtype_obj(idx._dtype)}")
     if tuple(dy.shape) != tuple(idx.shape):
-        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match "
-                           f"indices of size {_shape_list(idx)}")
+        raise RuntimeError(f"{op}: grad_output of size {shape_list(dy)} does not match "
+                           f"indices of size {shape_list(idx)}")
     if x._ndim not in (3, 4):
-        raise RuntimeError(f"{op}: expected a 3D or 4D input, but got {_shape_list(x)}")
+        raise RuntimeError(f"{op}: expected a 3D or 4D input, but got {shape_list(x)}")
     cdef int nd0 = x._ndim
     if dy._ndim != x._ndim or tuple(dy.shape)[:nd0 - 2] != tuple(x.shape)[:nd0 - 2]:
-        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
-                           f"input of size {_shape_list(x)} in its leading (batch, channel) "
+        raise RuntimeError(f"{op}: grad_output of size {shape_list(dy)} does not match the "
+                           f"input of size {shape_list(x)} in its leading (batch, channel) "
                            f"dimensions")
     cdef ember_pool2d_params p
     cdef int nd = x._ndim
@@ -1122,7 +1067,7 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     # the kernel scatters to dx[plane, idx]: every index must lie in the plane
     cdef int64_t n_idx = numel_of(ic._ndim, ic._shape), hw = x._shape[nd - 2] * x._shape[nd - 1]
     cdef int64_t q, bad = -1
-    cdef const int64_t *ip = <const int64_t *>_ptr(ic)
+    cdef const int64_t *ip = <const int64_t *>data_ptr(ic)
     with nogil:
         for q in range(n_idx):
             if ip[q] < -1 or ip[q] >= hw:
@@ -1140,14 +1085,14 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     cdef int cdt = _pool_dtype(x, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_max_pool2d_bwd_f32(&p, <float *>_ptr(dyc), <int64_t *>_ptr(ic),
-                                     <float *>_ptr(dx), nt)
+            ember_max_pool2d_bwd_f32(&p, <float *>data_ptr(dyc), <int64_t *>data_ptr(ic),
+                                     <float *>data_ptr(dx), nt)
         else:
-            ember_max_pool2d_bwd_f64(&p, <double *>_ptr(dyc), <int64_t *>_ptr(ic),
-                                     <double *>_ptr(dx), nt)
+            ember_max_pool2d_bwd_f64(&p, <double *>data_ptr(dyc), <int64_t *>data_ptr(ic),
+                                     <double *>data_ptr(dx), nt)
     if cdt != x._dtype:
         dx = cast(dx, x._dtype)
     return dx
@@ -1155,22 +1100,20 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
 
 def max_pool2d_backward(grad_output, input, indices):
     """Gradient of max_pool2d: grad_output scattered to the argmax positions."""
-    cdef TensorBase dy = _as_tensor(grad_output, "max_pool2d_backward", "grad_output")
-    cdef TensorBase x = _as_tensor(input, "max_pool2d_backward", "input")
-    cdef TensorBase idx = _as_tensor(indices, "max_pool2d_backward", "indices")
-    if _needs_slow((dy, x, idx)):
+    cdef TensorBase dy = as_tensor(grad_output, "max_pool2d_backward", "grad_output")
+    cdef TensorBase x = as_tensor(input, "max_pool2d_backward", "input", 1)
+    cdef TensorBase idx = as_tensor(indices, "max_pool2d_backward", "indices")
+    if needs_slow((dy, x, idx)):
         return redispatch("max_pool2d_backward", max_pool2d_backward,
                           (grad_output, input, indices), None)
     dx = _scatter_backward("max_pool2d_backward", dy, x, idx)
-    if _any_grad((dy,)):
-        record("max_pool2d_backward", (dy,), dx, {"indices": idx})
-    return dx
+    return epilogue("max_pool2d_backward", (dy,), dx, {"indices": idx})
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """2-D average pooling (PyTorch's padding/ceil_mode/divisor rules)."""
-    if _needs_slow((input,)):
+    if needs_slow((input,)):
         return redispatch("avg_pool2d", avg_pool2d, (input, kernel_size, stride, padding,
                                                      ceil_mode, count_include_pad,
                                                      divisor_override), None)
@@ -1183,56 +1126,52 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_avg_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y), nt)
+            ember_avg_pool2d_fwd_f32(&a.p, <float *>data_ptr(xc), <float *>data_ptr(y), nt)
         else:
-            ember_avg_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y), nt)
+            ember_avg_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y), nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
-    if _any_grad((x,)):
-        record("avg_pool2d", (x,), y, {"kernel_size": kernel_size, "stride": stride,
-                                       "padding": padding, "ceil_mode": ceil_mode,
-                                       "count_include_pad": count_include_pad,
-                                       "divisor_override": divisor_override})
-    return y
+    return epilogue("avg_pool2d", (x,), y,
+                    {"kernel_size": kernel_size, "stride": stride, "padding": padding,
+                     "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
+                     "divisor_override": divisor_override})
 
 
 def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
                         ceil_mode=False, count_include_pad=True, divisor_override=None):
     """Gradient of avg_pool2d with respect to its input."""
     op = "avg_pool2d_backward"
-    cdef TensorBase dy = _as_tensor(grad_output, op, "grad_output")
+    cdef TensorBase dy = as_tensor(grad_output, op, "grad_output")
     cdef TensorBase x = _pool_input(input, op, "")
-    if _needs_slow((dy, x)):
+    if needs_slow((dy, x)):
         return redispatch(op, avg_pool2d_backward, (grad_output, input, kernel_size, stride,
                                                     padding, ceil_mode, count_include_pad,
                                                     divisor_override), None)
     cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, 1, ceil_mode)
     if tuple(dy.shape) != a.oshape:
         raise RuntimeError(f"{op}: expected grad_output of size {list(a.oshape)}, but got "
-                           f"{_shape_list(dy)}")
+                           f"{shape_list(dy)}")
     divisor_override = _divisor(divisor_override, op)
     a.p.count_include_pad = 1 if count_include_pad else 0
     a.p.divisor = 0 if divisor_override is None else divisor_override
     cdef int cdt = _conv_dtype(dy, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_avg_pool2d_bwd_f32(&a.p, <float *>_ptr(dyc), <float *>_ptr(dx), nt)
+            ember_avg_pool2d_bwd_f32(&a.p, <float *>data_ptr(dyc), <float *>data_ptr(dx), nt)
         else:
-            ember_avg_pool2d_bwd_f64(&a.p, <double *>_ptr(dyc), <double *>_ptr(dx), nt)
+            ember_avg_pool2d_bwd_f64(&a.p, <double *>data_ptr(dyc), <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
-    if _any_grad((dy,)):
-        record(op, (dy,), dx, {"kernel_size": kernel_size, "stride": stride,
-                               "padding": padding, "ceil_mode": ceil_mode,
-                               "count_include_pad": count_include_pad,
-                               "divisor_override": divisor_override})
-    return dx
+    return epilogue(op, (dy,), dx,
+                    {"kernel_size": kernel_size, "stride": stride, "padding": padding,
+                     "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
+                     "divisor_override": divisor_override})
 
 
 cdef _PoolArgs _adaptive_setup(TensorBase x, output_size, str op):
@@ -1241,7 +1180,7 @@ cdef _PoolArgs _adaptive_setup(TensorBase x, output_size, str op):
     for i in range(nd - 2, nd):
         if x._shape[i] == 0:
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {_shape_list(x)} with "
+                               f"dimensions, but input has sizes {shape_list(x)} with "
                                f"dimension {i} being empty")
     if isinstance(output_size, (list, tuple)):
         os_ = tuple(output_size)
@@ -1273,7 +1212,7 @@ cdef _PoolArgs _adaptive_setup(TensorBase x, output_size, str op):
 
 def adaptive_avg_pool2d(input, output_size):
     """Adaptive average pooling: window [floor(i*H/Ho), ceil((i+1)*H/Ho))."""
-    if _needs_slow((input,)):
+    if needs_slow((input,)):
         return redispatch("adaptive_avg_pool2d", adaptive_avg_pool2d, (input, output_size), None)
     op = "adaptive_avg_pool2d"
     cdef TensorBase x = _pool_input(input, op, "adaptive")
@@ -1281,89 +1220,71 @@ def adaptive_avg_pool2d(input, output_size):
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_adaptive_avg_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y), nt)
+            ember_adaptive_avg_pool2d_fwd_f32(&a.p, <float *>data_ptr(xc), <float *>data_ptr(y),
+                                              nt)
         else:
-            ember_adaptive_avg_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y), nt)
+            ember_adaptive_avg_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y),
+                                              nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
-    if _any_grad((x,)):
-        record(op, (x,), y, {"output_size": output_size})
-    return y
+    return epilogue(op, (x,), y, {"output_size": output_size})
 
 
 def adaptive_avg_pool2d_backward(grad_output, input):
     """Gradient of adaptive_avg_pool2d with respect to its input."""
     op = "adaptive_avg_pool2d_backward"
-    cdef TensorBase dy = _as_tensor(grad_output, op, "grad_output")
+    cdef TensorBase dy = as_tensor(grad_output, op, "grad_output")
     cdef TensorBase x = _pool_input(input, op, "adaptive")
-    if _needs_slow((dy, x)):
+    if needs_slow((dy, x)):
         return redispatch(op, adaptive_avg_pool2d_backward, (grad_output, input), None)
     cdef int nd = x._ndim
     if dy._ndim != nd:
-        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
-                           f"input {_shape_list(x)}")
+        raise RuntimeError(f"{op}: grad_output of size {shape_list(dy)} does not match the "
+                           f"input {shape_list(x)}")
     cdef _PoolArgs a = _adaptive_setup(x, (dy._shape[dy._ndim - 2], dy._shape[dy._ndim - 1]), op)
     if tuple(dy.shape) != a.oshape:
-        raise RuntimeError(f"{op}: grad_output of size {_shape_list(dy)} does not match the "
-                           f"input {_shape_list(x)}")
+        raise RuntimeError(f"{op}: grad_output of size {shape_list(dy)} does not match the "
+                           f"input {shape_list(x)}")
     cdef int cdt = _conv_dtype(dy, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     with nogil:
         if cdt == EM_F32:
-            ember_adaptive_avg_pool2d_bwd_f32(&a.p, <float *>_ptr(dyc), <float *>_ptr(dx), nt)
+            ember_adaptive_avg_pool2d_bwd_f32(&a.p, <float *>data_ptr(dyc), <float *>data_ptr(dx),
+                                              nt)
         else:
-            ember_adaptive_avg_pool2d_bwd_f64(&a.p, <double *>_ptr(dyc), <double *>_ptr(dx), nt)
+            ember_adaptive_avg_pool2d_bwd_f64(&a.p, <double *>data_ptr(dyc),
+                                              <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
-    if _any_grad((dy,)):
-        record(op, (dy,), dx, {"input_shape": tuple(x.shape)})
-    return dx
+    return epilogue(op, (dy,), dx, {"input_shape": tuple(x.shape)})
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Adaptive max pooling (indices flat h*W+w per plane)."""
-    if _needs_slow((input,)):
+    if needs_slow((input,)):
         return redispatch("adaptive_max_pool2d", adaptive_max_pool2d,
                           (input, output_size, return_indices), None)
     op = "adaptive_max_pool2d"
     cdef TensorBase x = _pool_input(input, op, "adaptive")
     cdef _PoolArgs a = _adaptive_setup(x, output_size, op)
-    cdef int cdt = _pool_dtype(x, op)
-    cdef TensorBase xc = _float_contig(x, cdt)
-    cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
-    cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
-    cdef int nt = _nthreads()
-    with nogil:
-        if cdt == EM_F32:
-            ember_adaptive_max_pool2d_fwd_f32(&a.p, <float *>_ptr(xc), <float *>_ptr(y),
-                                              <int64_t *>_ptr(idx), nt)
-        else:
-            ember_adaptive_max_pool2d_fwd_f64(&a.p, <double *>_ptr(xc), <double *>_ptr(y),
-                                              <int64_t *>_ptr(idx), nt)
-    if cdt != x._dtype:
-        y = cast(y, x._dtype)
-    if _any_grad((x,)):
-        record(op, (x,), y, {"indices": idx, "output_size": output_size})
-    return (y, idx) if return_indices else y
+    return _max_pool_run(op, x, a, True, {"output_size": output_size}, return_indices)
 
 
 def adaptive_max_pool2d_backward(grad_output, input, indices):
     """Gradient of adaptive_max_pool2d: grad_output scattered to the argmax positions."""
     op = "adaptive_max_pool2d_backward"
-    cdef TensorBase dy = _as_tensor(grad_output, op, "grad_output")
-    cdef TensorBase x = _as_tensor(input, op, "input")
-    cdef TensorBase idx = _as_tensor(indices, op, "indices")
-    if _needs_slow((dy, x, idx)):
+    cdef TensorBase dy = as_tensor(grad_output, op, "grad_output")
+    cdef TensorBase x = as_tensor(input, op, "input", 1)
+    cdef TensorBase idx = as_tensor(indices, op, "indices")
+    if needs_slow((dy, x, idx)):
         return redispatch(op, adaptive_max_pool2d_backward, (grad_output, input, indices), None)
     dx = _scatter_backward(op, dy, x, idx)
-    if _any_grad((dy,)):
-        record(op, (dy,), dx, {"indices": idx})
-    return dx
+    return epilogue(op, (dy,), dx, {"indices": idx})
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv2d_input_grad",
            "conv2d_weight_grad", "max_pool2d", "max_pool2d_backward", "avg_pool2d",

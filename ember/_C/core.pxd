@@ -33,6 +33,11 @@ cdef extern from "ember.h" nogil:
     float em_bf2f(uint16_t h)
     uint16_t em_f2bf(float f)
     int64_t em_mul_size(int64_t a, int64_t b)
+    void *em_alloc(size_t nbytes)
+    void em_free(void *p, size_t nbytes)
+    void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks)
+    void em_alloc_empty_cache()
+    int ember_cpu_has(const char *feature)
 
 cdef enum:
     MAX_DIMS = 16

@@ -17,13 +17,6 @@ from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-cdef extern from "ember.h" nogil:
-    void *em_alloc(size_t nbytes)
-    void em_free(void *p, size_t nbytes)
-    void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks)
-    void em_alloc_empty_cache()
-    int ember_cpu_has(const char *feature)
-
 cdef extern from *:
     """
     /* grad mode is thread-local, like PyTorch's */

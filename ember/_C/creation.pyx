@@ -15,6 +15,7 @@ from libc.stdint cimport INT64_MAX, int64_t
 from libc.string cimport memcpy
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 from ember._C import core as _core
 
 cdef extern from *:
@@ -32,17 +33,11 @@ cdef extern from *:
     void em_logspace(int dtype, void *out, int64_t n, double start, double end, double base,
                      int nthreads) nogil
 
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
 _CTYPE = ("bool", "uint8_t", "int8_t", "int16_t", "int32_t", "int64_t", "c10::Half",
           "c10::BFloat16", "float", "double")
 _INT_RANGE = {EM_BOOL: (0, 1), EM_U8: (0, 255), EM_I8: (-128, 127), EM_I16: (-32768, 32767),
               EM_I32: (-2 ** 31, 2 ** 31 - 1), EM_I64: (-2 ** 63, 2 ** 63 - 1)}
 _FLOAT_MAX = {EM_F16: 65504.0, EM_BF16: 3.3895313892515355e38, EM_F32: 3.4028234663852886e38}
-
-
-cdef inline char *_data(TensorBase t) noexcept nogil:
-    return t._storage.data + t._offset * em_itemsize[t._dtype]
 
 
 def _kw(**kwargs):
@@ -168,7 +163,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     cdef TensorBase t = _new1(n, dt)
     cdef double ds = float(xs), dstep = float(xst)
     cdef int64_t is_ = xs if is_int else 0, istep = xst if is_int else 0
-    cdef char *p = _data(t)
+    cdef char *p = data_ptr(t)
     cdef int nt = nthreads_for(n)
     _real_kernel(dt, "arange_cpu")
     with nogil:
@@ -209,7 +204,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     cdef TensorBase t = _new1(n, dt)
     cdef int64_t is_ = int(s) if dt < EM_F16 else 0, istep = int(st) if dt < EM_F16 else 0
     cdef double ds = s, dstep = st
-    cdef char *p = _data(t)
+    cdef char *p = data_ptr(t)
     _real_kernel(dt, "arange_cpu")
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nthreads_for(n))
@@ -233,7 +228,7 @@ cdef int64_t _steps(object steps, str op) except -1:
 cdef int _real_kernel(int dt, str op) except -1:
     """The range kernels fill real values only."""
     if category(dt) == 3:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{_TYPE_NAMES[dt]}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{torch_type_name(dt)}'")
     return 0
 
 
@@ -260,7 +255,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     else:
         ds, de = float(s), float(e)
     cdef TensorBase t = _new1(n, dt)
-    cdef char *p = _data(t)
+    cdef char *p = data_ptr(t)
     _real_kernel(dt, "linspace_cpu")
     with nogil:
         em_linspace(dt, p, n, ds, de, nthreads_for(n))
@@ -288,7 +283,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
         _check_convertible(e, dt)
         s, e = float(int(s)), float(int(e))
     cdef TensorBase t = _new1(n, dt)
-    cdef char *p = _data(t)
+    cdef char *p = data_ptr(t)
     cdef double ds = s, de = e
     _real_kernel(dt, "logspace_cpu")
     with nogil:
@@ -334,7 +329,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     scalar_to_buf(1, dt, one)
     cdef int64_t i, k = shp[0] if shp[0] < shp[1] else shp[1]
     cdef int isz = em_itemsize[dt]
-    cdef char *p = _data(t)
+    cdef char *p = data_ptr(t)
     cdef int64_t stride = (shp[1] + 1) * isz
     for i in range(k):
         memcpy(p + i * stride, one, isz)
@@ -371,19 +366,17 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
         return redispatch("empty_strided", empty_strided, (size, stride), _kw(
             dtype=dtype, device=device, requires_grad=requires_grad))
     if dev.kind != DEV_CPU:
-        base = _core.empty((nelem,), dtype=_core._dtype_by_name(_TYPE_NAMES_LOWER[dt]),
+        base = _core.empty((nelem,), dtype=dtype_obj(dt),
                            device=dev)
         t = base.as_strided(size, stride, 0)
     else:
         st = _core._new_storage(nelem * em_itemsize[dt], dev)
-        t = _core._from_storage(st, size, stride, _core._dtype_by_name(_TYPE_NAMES_LOWER[dt]))
+        t = _core._from_storage(st, size, stride, dtype_obj(dt))
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-_TYPE_NAMES_LOWER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                     "float32", "float64", "complex64", "complex128")
 
 
 cdef object _clamped_sum(object a, object b, object c):
@@ -421,7 +414,7 @@ cdef object _tri_indices(object row, object col, object offset, object dtype, ob
     if dt < 0:
         dt = EM_I64
     if dt != EM_I64 and dt != EM_I32:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{_TYPE_NAMES[dt]}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{torch_type_name(dt)}'")
     # an offset past either edge selects the same entries as one just past it; clamping
     # keeps the row arithmetic below in int64
     off = -r if off < -r else (c if off > c else off)
@@ -430,7 +423,7 @@ cdef object _tri_indices(object row, object col, object offset, object dtype, ob
     shp[0] = 2
     shp[1] = total
     cdef TensorBase t = new_tensor(2, shp, EM_I64, cpu_device())
-    cdef int64_t *p = <int64_t *>_data(t)
+    cdef int64_t *p = <int64_t *>data_ptr(t)
     cdef int64_t i, j, k = 0, j0, j1
     # only rows that hold entries are walked (each holds at least one)
     cdef int64_t i0 = 0, i1 = r

@@ -205,7 +205,7 @@ def from_dlpack(ext):
     if dl.dtype.lanes != 1:
         raise BufferError("from_dlpack: vector dtypes are not supported")
     code, bits = dl.dtype.code, dl.dtype.bits
-    if code == kDLBool or (code == kDLUInt and bits == 8 and False):
+    if code == kDLBool:
         dt = EM_BOOL
     elif code == kDLUInt and bits == 8:
         dt = EM_U8

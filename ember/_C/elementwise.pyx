@@ -7,32 +7,11 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 from ember._C.core import Size
 import builtins as _bi
 
-cdef extern from "ember_ew.h" nogil:
-    enum:
-        EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_REM, EW_FMOD, EW_POW, EW_MAX, EW_MIN
-        EW_FMAX, EW_FMIN, EW_ATAN2, EW_HYPOT, EW_COPYSIGN, EW_BAND, EW_BOR, EW_BXOR, EW_LSHIFT
-        EW_RSHIFT, EW_XLOGY, EW_LOGADDEXP
-        EW_RELU_BW, EW_SIGMOID_BW, EW_TANH_BW, EW_GELU_BW, EW_GELU_TANH_BW, EW_SILU_BW, EW_ADDA
-        EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE, EW_LAND, EW_LOR, EW_LXOR
-        EW_NEG, EW_ABS, EW_SIGN, EW_EXP, EW_EXP2, EW_EXPM1, EW_LOG, EW_LOG2, EW_LOG10, EW_LOG1P
-        EW_SQRT, EW_RSQRT, EW_SIN, EW_COS, EW_TAN, EW_ASIN, EW_ACOS, EW_ATAN, EW_SINH, EW_COSH
-        EW_TANH, EW_ASINH, EW_ACOSH, EW_ATANH, EW_SIGMOID, EW_RELU, EW_GELU, EW_GELU_TANH, EW_SILU
-        EW_MISH, EW_ERF, EW_ERFC, EW_FLOOR, EW_CEIL, EW_ROUND, EW_TRUNC, EW_FRAC, EW_RECIP
-        EW_SQUARE, EW_BNOT, EW_LGAMMA, EW_SOFTPLUS, EW_LEAKY_RELU, EW_ELU, EW_CLAMP
-        EW_HARDSIGMOID, EW_HARDSWISH
-        EW_ISNAN, EW_ISINF, EW_ISFINITE, EW_LNOT, EW_SIGNBIT
-        EW_NBIN, EW_NCMP, EW_NUN, EW_NPRED
-    ctypedef struct em_ew_table:
-        em_loop bin[EW_NBIN][EM_NDTYPES]
-        em_loop cmp[EW_NCMP][EM_NDTYPES]
-        em_loop un[EW_NUN][EM_NDTYPES]
-        em_loop pred[EW_NPRED][EM_NDTYPES]
-        em_loop where[EM_NDTYPES]
-        em_loop lerp[EM_NDTYPES]
-    const em_ew_table *em_ew_get()
+from ember._C.c_ew cimport *
 
 cdef const em_ew_table *TAB = em_ew_get()
 
@@ -45,8 +24,6 @@ cdef enum:
     K_FLOAT = 4    # float math (ints promoted to the default float dtype)
 
 cdef dict _PUBLIC = {}     # op name -> public function, for re-dispatch
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
 
 
 cdef inline bint _is_t(object x):
@@ -187,8 +164,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
                         f"{type(a).__name__} and {type(b).__name__}")
-    if out is not None and not isinstance(out, TensorBase):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    check_out_arg(out, name)
     if slow_path() or (ta and (<TensorBase>a)._device.kind) or (tb and (<TensorBase>b)._device.kind):
         if ta and tb:
             check_same_device(<TensorBase>a, <TensorBase>b, name, "other")
@@ -205,14 +181,14 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         if category(rd) < 2:
             rd = default_dtype()
     elif kind == K_INT and category(rd) >= 2:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_type_name(rd)}'")
     if op == EW_SUB and kind == K_ARITH and rd == EM_BOOL:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     cd = _compute_dtype(rd)
     fn = TAB.cmp[op][cd] if kind == K_CMP else TAB.bin[op][cd]
     if fn == NULL:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_type_name(rd)}'")
     odt = EM_BOOL if kind == K_CMP else rd
     # Python scalars stay in stack buffers (stride 0): no tensor is allocated for them
     if ta:
@@ -270,12 +246,6 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     return r
 
 
-cdef inline bint _redirect(object t):
-    """Whether an op with parameters must re-dispatch itself (a Python mode or a
-    non-CPU tensor): the generic paths below only pass the tensors on."""
-    return slow_path() or (isinstance(t, TensorBase) and (<TensorBase>t)._device.kind != 0)
-
-
 cdef dict _with_out(dict kw, object out):
     if out is not None:
         kw["out"] = out
@@ -285,21 +255,14 @@ cdef dict _with_out(dict kw, object out):
 cdef object _inplace_binary(int op, str name, TensorBase a, object b, int kind):
     """a.op_(b): in the graph, a's old value is replaced by op(old a, b)."""
     cdef TensorBase old, r
-    if slow_path() or a._device.kind:
+    if needs_slow1(a):
         return redispatch(name + "_", _PUBLIC[name + "_"], (a, b), {})
     if grad_on() and (a._requires_grad or (_is_t(b) and (<TensorBase>b)._requires_grad)):
-        check_inplace(a, name + "_")
+        old = graph_old(a, name + "_")
         check_written(a, b, name + "_")
-        old = a.clone() if a._requires_grad else a.detach().clone()
         r = <TensorBase>_binary(op, name, old, b, None, kind)
         check_cast(r._dtype, a._dtype, name + "_")
-        copy_into(a, r)
-        bump_version(a)
-        a._grad_fn = r._grad_fn
-        a._requires_grad = True
-        if a._grad_fn is not None and hasattr(a._grad_fn, "_rebase"):
-            a._grad_fn._rebase(a)
-        return a
+        return commit_inplace(a, r)
     return _binary(op, name, a, b, None, kind, True)
 
 
@@ -326,18 +289,14 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     cdef TensorBase x, r, t
     cdef int rd, cd
     cdef em_loop fn
-    if not isinstance(a, TensorBase):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(a).__name__}")
-    t = <TensorBase>a
-    if out is not None and not isinstance(out, TensorBase):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if slow_path() or t._device.kind:
+    t = as_tensor(a, name, "input", 1)
+    check_out_arg(out, name)
+    if needs_slow1(t):
         return _redispatch_unary(name, a, out, attrs, inplace)
     rd = t._dtype
     if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
         raise NotImplementedError(f"\"{'abs' if op == EW_ABS else 'frac'}_cpu\" not "
-                                  f"implemented for '{_TYPE_NAMES[rd]}'")
+                                  f"implemented for '{torch_type_name(rd)}'")
     if kind == K_FLOAT and category(rd) < 2:
         rd = default_dtype()
     if category(rd) == 3 and op == EW_SIGN and kind != K_CMP and name == "sign":
@@ -352,7 +311,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_type_name(rd)}'")
     x = cast(t, cd)
     if inplace:
         check_cast(rd, t._dtype, name + "_")
@@ -402,17 +361,13 @@ cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void 
     cdef TensorBase old, r
     if op == EW_ABS and category(a._dtype) == 3:
         raise RuntimeError("In-place abs is not supported for complex tensors.")
-    if slow_path() or a._device.kind:
+    if needs_slow1(a):
         return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
     if grad_on() and a._requires_grad:
-        check_inplace(a, name + "_")
+        old = graph_old(a, name + "_")
         check_written(a, None, name + "_")
-        old = a.clone()
         r = <TensorBase>_unary(op, name, old, None, kind, aux, attrs)
-        copy_into(a, r)
-        bump_version(a)
-        a._grad_fn = r._grad_fn
-        return a
+        return commit_inplace(a, r)
     return _unary(op, name, a, None, kind, aux, attrs, True)
 
 
@@ -514,7 +469,7 @@ def pow(input, exponent, *, out=None):
 def float_power(input, exponent, *, out=None):
     if out is not None and isinstance(out, TensorBase) and (<TensorBase>out)._dtype != EM_F64:
         raise RuntimeError(f"the output given to float_power has dtype "
-                           f"{_TYPE_NAMES[(<TensorBase>out)._dtype]} but the operation's result "
+                           f"{torch_type_name((<TensorBase>out)._dtype)} but the operation's result "
                            f"requires dtype Double")
     return pow(_to64(input), _to64(exponent), out=out)
 
@@ -879,7 +834,7 @@ def gelu(input, *, approximate="none", out=None):
     """Gaussian error linear unit, exact (erf) or with the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    if _redirect(input):     # modes and plugins get the parameters too
+    if needs_slow_arg(input):     # modes and plugins get the parameters too
         return redispatch("gelu", gelu, (input,), _with_out({"approximate": approximate}, out))
     op = EW_GELU_TANH if approximate == "tanh" else EW_GELU
     return _unary(op, "gelu", input, out, K_FLOAT, NULL, (approximate,))
@@ -888,7 +843,7 @@ def gelu(input, *, approximate="none", out=None):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, linear above ``threshold``."""
     cdef double prm[2]
-    if _redirect(input):
+    if needs_slow_arg(input):
         return redispatch("softplus", softplus, (input, beta, threshold), {})
     prm[0] = beta
     prm[1] = threshold
@@ -897,7 +852,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     cdef double prm[1]
-    if _redirect(input):
+    if needs_slow_arg(input):
         return redispatch("leaky_relu_" if inplace else "leaky_relu", leaky_relu,
                           (input, negative_slope, inplace), {})
     prm[0] = negative_slope
@@ -908,7 +863,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
     cdef double prm[3]
-    if _redirect(input):
+    if needs_slow_arg(input):
         return redispatch("elu", elu, (input, alpha, scale, input_scale), {})
     prm[0] = alpha
     prm[1] = scale
@@ -950,7 +905,7 @@ def clamp(input, min=None, max=None, *, out=None):
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if not isinstance(input, TensorBase):
         raise TypeError(f"clamp(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if _redirect(input):
+    if needs_slow_arg(input):
         return redispatch("clamp", clamp, (input, min, max), _with_out({}, out))
     if _is_t(min) or _is_t(max):
         r = input
@@ -965,7 +920,7 @@ def clamp(input, min=None, max=None, *, out=None):
 def clamp_(TensorBase self not None, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    if _redirect(self):
+    if needs_slow_arg(self):
         return redispatch("clamp_", clamp_, (self, min, max), {})
     if _is_t(min) or _is_t(max):
         return _assign(self, clamp(self, min, max), (min, max), "clamp_")
@@ -984,10 +939,6 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if inplace:
         return clamp_(input, min_val, max_val)
     return clamp(input, min_val, max_val)
-
-
-clip = clamp
-clip_ = clamp_
 
 
 def where(condition, input=None, other=None, *, out=None):
@@ -1012,7 +963,7 @@ def where(condition, input=None, other=None, *, out=None):
             c = cast(c, EM_BOOL)
         else:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
-                               f"tensor with dtype {_TYPE_NAMES[c._dtype]}")
+                               f"tensor with dtype {torch_type_name(c._dtype)}")
     for v, nm in ((input, "input"), (other, "other")):
         if _is_t(v):
             check_same_device(c, <TensorBase>v, "where", nm)
@@ -1037,7 +988,7 @@ def lerp(input, end, weight, *, out=None):
     cdef int nd, rd, cd
     rd = result_type2(input, end)
     if category(rd) < 2:
-        raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{_TYPE_NAMES[rd]}'")
+        raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{torch_type_name(rd)}'")
     cd = _compute_dtype(rd)
     a = _operand(input, cd)
     b = _operand(end, cd)
@@ -1102,5 +1053,3 @@ def equal(input, other):
 for _name, _fn in list(globals().items()):
     if callable(_fn) and not _name.startswith("_") and _name != "Size":
         _PUBLIC[_name] = _fn
-_PUBLIC["sub"] = sub
-_PUBLIC["floor_divide"] = floor_divide

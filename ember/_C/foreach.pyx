@@ -8,36 +8,12 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 
-cdef extern from "ember_foreach.h" nogil:
-    ctypedef struct em_sgd_args:
-        double lr, weight_decay, momentum, dampening
-        int nesterov, maximize
-    ctypedef struct em_adam_args:
-        double lr, beta1, beta2, eps, weight_decay
-        int amsgrad, maximize, decoupled
-    int em_sgd_multi(int dtype, int64_t count, char **params, char **grads, char **bufs,
-                     const uint8_t *init, const int64_t *numel, const em_sgd_args *a,
-                     int nthreads)
-    int em_adam_multi(int dtype, int64_t count, char **params, char **grads, char **exp_avgs,
-                      char **exp_avg_sqs, char **max_sqs, const double *steps,
-                      const int64_t *numel, const em_adam_args *a, int nthreads)
-    int em_scale_multi(int dtype, int64_t count, char **xs, const int64_t *numel, double c,
-                       int nthreads)
+from ember._C.c_foreach cimport *
 
-cdef extern from "ember_reduce.h" nogil:
-    enum:
-        RD_MAX, RD_ASUM, RD_SSQ, RD_PSUM, RD_AMAX
-    enum:
-        RP_NONE, RP_SQRT, RP_ROOT
-    int em_reduce(int op, int dtype, const char *x, int64_t O, int64_t K, int64_t I, char *out,
-                  const void *center, double p, int nthreads)
-    void em_reduce_post(int mode, int dtype, char *out, int64_t n, double a,
-                        const void *center)
-
-
-cdef inline char *_dp(TensorBase t) noexcept nogil:
-    return t._storage.data + t._offset * em_itemsize[t._dtype]
+from ember._C.c_reduce cimport (RD_MAX, RD_ASUM, RD_SSQ, RD_PSUM, RD_AMAX, RP_NONE, RP_SQRT,
+                                RP_ROOT, em_reduce, em_reduce_post)
 
 
 cdef class _Lists:
@@ -98,7 +74,7 @@ cdef _Lists _gather(list rows, bint check_params=True):
         for r in range(len(rows)):
             if not _fits(rows[r][k], dtype, L.numel[k]):
                 return None
-            L.row(r)[k] = _dp(<TensorBase>rows[r][k])
+            L.row(r)[k] = data_ptr(<TensorBase>rows[r][k])
             for r2 in range(r):  # the kernels assume distinct buffers (C restrict)
                 if L.row(r2)[k] == L.row(r)[k] and L.numel[k]:
                     return None
@@ -217,7 +193,7 @@ def total_norm(list tensors, double p):
     cdef TensorBase parts = new_tensor(1, &L.count, L.dtype, cpu_device())
     cdef TensorBase res = new_tensor(0, &one, L.dtype, cpu_device())
     cdef int isz = em_itemsize[L.dtype], rc = 0
-    cdef char *pp = _dp(parts)
+    cdef char *pp = data_ptr(parts)
     with nogil:
         for k in range(L.count):
             rc |= em_reduce(op, L.dtype, L.row(0)[k], 1, L.numel[k], 1, pp + k * isz, NULL, p,
@@ -227,9 +203,9 @@ def total_norm(list tensors, double p):
         if L.count == 1:
             n0 = 0
         else:
-            rc |= em_reduce(op, L.dtype, pp, 1, L.count, 1, _dp(res), NULL, p, 1)
+            rc |= em_reduce(op, L.dtype, pp, 1, L.count, 1, data_ptr(res), NULL, p, 1)
             if post != RP_NONE:
-                em_reduce_post(post, L.dtype, _dp(res), 1, p, NULL)
+                em_reduce_post(post, L.dtype, data_ptr(res), 1, p, NULL)
     if rc:
         return None
     return parts[0].clone() if L.count == 1 else res

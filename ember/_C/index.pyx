@@ -11,61 +11,12 @@ from libc.string cimport memset
 import operator
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 from ember._C import core as _core
 from ember._C import elementwise as _ew
 
-cdef extern from "ember_index.h" nogil:
-    enum:
-        EM_IX_GET
-        EM_IX_PUT
-        EM_IX_ACC
-        EM_RED_SET
-        EM_RED_ADD
-        EM_RED_MUL
-        EM_RED_MAX
-        EM_RED_MIN
-    ctypedef struct em_ix_plan:
-        int op
-        int dtype
-        char *a
-        char *b
-        int npre
-        int npost
-        int64_t pre_shape[16]
-        int64_t pre_sa[16]
-        int64_t pre_sb[16]
-        int64_t post_shape[16]
-        int64_t post_sa[16]
-        int64_t post_sb[16]
-        int64_t nb
-        const int64_t *off
-        int64_t sb_b
-    ctypedef struct em_dim_aux:
-        int dtype
-        int op
-        int64_t dim_stride
-    ctypedef struct em_fill_aux:
-        int itemsize
-        uint64_t value
-        uint64_t value_hi
-    int em_ix_offsets(int k, const int64_t *const *idx, const int64_t *sizes,
-                      const int64_t *strides, int64_t n, int64_t *off, int64_t *bad)
-    int64_t em_check_bounds(const int64_t *idx, int64_t n, int64_t lo, int64_t size)
-    void em_ix_run(const em_ix_plan *p, int nthreads)
-    void em_gather_loop(char **p, const int64_t *st, int64_t n, const void *aux)
-    void em_scatter_loop(char **p, const int64_t *st, int64_t n, const void *aux)
-    void em_masked_fill_loop(char **p, const int64_t *st, int64_t n, const void *aux)
-    int64_t em_count_nonzero(const uint8_t *m, int64_t n, int nthreads)
-    void em_nonzero(const uint8_t *m, int ndim, const int64_t *shape, int64_t n, int64_t *out)
-    void em_masked_select(char *out, const char *src, const uint8_t *m, int64_t n, int isz)
-    void em_masked_scatter(char *dst, const char *src, const uint8_t *m, int64_t n, int isz)
-    void em_cat_rows(char *out, int64_t outer, int64_t out_row, int npieces, char *const *src,
-                     const int64_t *row_bytes, const int64_t *col_bytes, int nthreads)
-    void em_tri(char *data, int64_t batch, int64_t rows, int64_t cols, int64_t k, int upper,
-                int isz, int nthreads)
+from ember._C.c_index cimport *
 
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
 _LOWER_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "half",
                 "bfloat16", "float", "double")
 
@@ -74,25 +25,8 @@ _LOWER_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", 
 # Python list or tuple with a negative number here)
 
 
-cdef inline char *_ptr(TensorBase t) noexcept nogil:
-    return t._storage.data + t._offset * em_itemsize[t._dtype]
-
-
 cdef inline bint _is_t(object x):
     return isinstance(x, TensorBase)
-
-
-cdef inline bint _slow(TensorBase t):
-    return slow_path() or t._device.kind != DEV_CPU
-
-
-cdef bint _wants_grad(tuple xs):
-    if not grad_on():
-        return False
-    for x in xs:
-        if isinstance(x, TensorBase) and (<TensorBase>x)._requires_grad:
-            return True
-    return False
 
 
 cdef TensorBase _dup(TensorBase t):
@@ -100,29 +34,6 @@ cdef TensorBase _dup(TensorBase t):
     cdef TensorBase r = new_like(t, -1)
     copy_into(r, t)
     return r
-
-
-cdef TensorBase _old(TensorBase self, str name):
-    """The value an in-place op replaces, as a graph node (see elementwise._inplace_binary)."""
-    check_inplace(self, name)
-    return self.clone() if self._requires_grad else self.detach().clone()
-
-
-cdef object _commit(TensorBase self, TensorBase r):
-    """Finish an in-place op that was computed out of place with recording."""
-    copy_into(self, r)
-    bump_version(self)
-    self._grad_fn = r._grad_fn
-    self._requires_grad = self._requires_grad or r._requires_grad
-    if self._grad_fn is not None and hasattr(self._grad_fn, "_rebase"):
-        self._grad_fn._rebase(self)
-    return self
-
-
-cdef TensorBase _as_tensor(object x, str op, str arg):
-    if isinstance(x, TensorBase):
-        return <TensorBase>x
-    raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
 
 
 cdef TensorBase _long_contig(TensorBase t):
@@ -213,8 +124,8 @@ cdef int _ix_exec(int op, TensorBase a, list adv, bint adjacent, TensorBase off,
         isadv[d] = True
     p.op = op
     p.dtype = a._dtype
-    p.a = _ptr(a)
-    p.b = _ptr(b)
+    p.a = data_ptr(a)
+    p.b = data_ptr(b)
     p.npre = 0
     p.npost = 0
     if adjacent:
@@ -245,7 +156,7 @@ cdef int _ix_exec(int op, TensorBase a, list adv, bint adjacent, TensorBase off,
     p.npre = _coalesce(p.npre, p.pre_shape, p.pre_sa, p.pre_sb)
     p.npost = _coalesce(p.npost, p.post_shape, p.post_sa, p.post_sb)
     p.nb = numel_of(off._ndim, off._shape)
-    p.off = <const int64_t *>_ptr(off)
+    p.off = <const int64_t *>data_ptr(off)
     p.sb_b = sbb * isz
     cdef int nt = nthreads_for(numel_of(b._ndim, b._shape))
     with nogil:
@@ -291,13 +202,13 @@ cdef tuple _prep(TensorBase v, list ind):
             copy_into(tt2, tt)
             tt = tt2
         keep.append(tt)
-        ptrs[i] = <const int64_t *>_ptr(tt)
+        ptrs[i] = <const int64_t *>data_ptr(tt)
         d = adv[i]
         sizes[i] = v._shape[d]
         strides[i] = v._strides[d] * em_itemsize[v._dtype]
     off = new_tensor(nb, bs, EM_I64, cpu_device())
     with nogil:
-        r = em_ix_offsets(k, ptrs, sizes, strides, n, <int64_t *>_ptr(off), &bad)
+        r = em_ix_offsets(k, ptrs, sizes, strides, n, <int64_t *>data_ptr(off), &bad)
     if r >= 0:
         raise IndexError(f"index {bad} is out of bounds for dimension {r} with size {sizes[r]}")
     cdef bint adjacent = adv[k - 1] - adv[0] == k - 1
@@ -337,8 +248,8 @@ cdef int _index_put_long(TensorBase v, list ind, object value, bint accumulate) 
     cdef int nd = parse_shape(full, shp, "index_put_"), i
     if isinstance(value, TensorBase) and (<TensorBase>value)._dtype != v._dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_TYPE_NAMES[v._dtype]} for the destination and "
-                           f"{_TYPE_NAMES[(<TensorBase>value)._dtype]} for the source.")
+                           f"{torch_type_name(v._dtype)} for the destination and "
+                           f"{torch_type_name((<TensorBase>value)._dtype)} for the source.")
     cdef TensorBase val = _value_tensor(value, v._dtype), b
     while val._ndim > nd and val._shape[0] == 1:
         val = make_view(val, val._ndim - 1, &val._shape[1], &val._strides[1], val._offset)
@@ -534,7 +445,7 @@ cdef list _adv_to_ind(TensorBase v, list adv):
 
 def getitem(TensorBase self not None, idx):
     """``self[idx]`` for everything basic indexing can't do (advanced indexing)."""
-    if _slow(self):
+    if needs_slow1(self):
         return redispatch("getitem", getitem, (self, idx), {})
     cdef tuple items = _normalize(idx)
     basic, adv, trivial = _split(self, items)
@@ -599,16 +510,16 @@ cdef int _setitem_impl(TensorBase self, tuple items, object value) except -1:
 
 def setitem(TensorBase self not None, idx, value):
     """``self[idx] = value`` (value: tensor, Python scalar, list or array)."""
-    if _slow(self):
+    if needs_slow1(self):
         return redispatch("setitem", setitem, (self, idx, value), {})
     cdef tuple items = _normalize(idx)
     cdef TensorBase old, r
-    if _wants_grad((self, value)):
-        old = _old(self, "setitem")
+    if any_grad((self, value)):
+        old = graph_old(self, "setitem")
         r = _dup(old)
         _setitem_impl(r, items, value)
         record("setitem", (old, value), r, (items,))
-        _commit(self, r)
+        commit_inplace(self, r)
         return None
     _setitem_impl(self, items, value)
     bump_version(self)
@@ -618,11 +529,11 @@ def setitem(TensorBase self not None, idx, value):
 def index_put_(TensorBase self not None, indices, values, accumulate=False):
     """self[indices] = values (or += with accumulate=True, duplicates summed)."""
     check_written(self, (indices, values), "index_put_", True)
-    if _slow(self):
+    if needs_slow1(self):
         return redispatch("index_put_", index_put_, (self, indices, values),
                           {"accumulate": accumulate})
-    if _wants_grad((self, values)):
-        return _commit(self, <TensorBase>index_put(_old(self, "index_put_"), indices, values,
+    if any_grad((self, values)):
+        return commit_inplace(self, <TensorBase>index_put(graph_old(self, "index_put_"), indices, values,
                                                    accumulate))
     cdef list ind = _user_indices(self, indices, "index_put_")
     if not _any_adv(ind):
@@ -638,7 +549,7 @@ def index_put_(TensorBase self not None, indices, values, accumulate=False):
 
 def index_put(TensorBase input not None, indices, values, accumulate=False):
     """Out-of-place ``index_put_``."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("index_put", index_put, (input, indices, values),
                           {"accumulate": accumulate})
     cdef list ind = _user_indices(input, indices, "index_put")
@@ -649,7 +560,7 @@ def index_put(TensorBase input not None, indices, values, accumulate=False):
         copy_into(r, <TensorBase>_ew.add(r, _value_tensor(values, r._dtype)))
     else:
         copy_into(r, _value_tensor(values, r._dtype))
-    if _wants_grad((input, values)):
+    if any_grad((input, values)):
         record("index_put", (input, values), r, (tuple(ind), bool(accumulate)))
     return r
 
@@ -661,7 +572,7 @@ def index_put(TensorBase input not None, indices, values, accumulate=False):
 cdef TensorBase _check_dim_index(TensorBase self, int d, object index, str op, bint allow_neg,
                                  str prefix):
     """A contiguous int64 1-D copy of index, checked against self.size(d)."""
-    cdef TensorBase ix = _as_tensor(index, op, "index")
+    cdef TensorBase ix = as_tensor(index, op, "index")
     cdef int64_t n, bad, size = self._shape[d] if self._ndim else 1
     if ix._dtype != EM_I64 and ix._dtype != EM_I32:
         raise RuntimeError(f"{op}(): Expected dtype int32 or int64 for index")
@@ -672,20 +583,20 @@ cdef TensorBase _check_dim_index(TensorBase self, int d, object index, str op, b
     cdef int64_t one = 1
     ix = make_view(ix, 1, &n, &one, ix._offset)
     with nogil:
-        bad = em_check_bounds(<const int64_t *>_ptr(ix), n, -size if allow_neg else 0, size)
+        bad = em_check_bounds(<const int64_t *>data_ptr(ix), n, -size if allow_neg else 0, size)
     if bad >= 0:
-        v = (<const int64_t *>_ptr(ix))[bad]
+        v = (<const int64_t *>data_ptr(ix))[bad]
         if op == "index_select":
             raise IndexError("index out of range in self")
         raise IndexError(f"{prefix}index {v} is out of bounds for dimension {d} with size {size}")
     if allow_neg:
         vals = None
         for i in range(n):
-            if (<int64_t *>_ptr(ix))[i] < 0:
+            if (<int64_t *>data_ptr(ix))[i] < 0:
                 if vals is None:
                     ix = _dup(ix)
                     vals = True
-                (<int64_t *>_ptr(ix))[i] += size
+                (<int64_t *>data_ptr(ix))[i] += size
     return ix
 
 
@@ -693,8 +604,8 @@ cdef TensorBase _dim_offsets(TensorBase self, int d, TensorBase ix):
     cdef int64_t n = ix._shape[0], i
     cdef int64_t st = (self._strides[d] if self._ndim else 0) * em_itemsize[self._dtype]
     cdef TensorBase off = new_tensor(1, &n, EM_I64, cpu_device())
-    cdef const int64_t *src = <const int64_t *>_ptr(ix)
-    cdef int64_t *dst = <int64_t *>_ptr(off)
+    cdef const int64_t *src = <const int64_t *>data_ptr(ix)
+    cdef int64_t *dst = <int64_t *>data_ptr(off)
     with nogil:
         for i in range(n):
             dst[i] = src[i] * st
@@ -710,7 +621,7 @@ cdef TensorBase _as1d(TensorBase t):
 
 def index_select(TensorBase input not None, dim, index, *, out=None):
     """Entries of ``input`` along ``dim`` at the positions in ``index`` (1-D)."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("index_select", index_select, (input, dim, index), {})
     cdef int d = wrap_dim(dim, input._ndim, "index_select")
     cdef TensorBase x = _as1d(input)
@@ -770,19 +681,19 @@ cdef int _check_source(TensorBase self, int d, TensorBase ix, TensorBase src, st
 
 def index_add(TensorBase input not None, dim, index, source, *, alpha=1, out=None):
     """input with ``alpha * source`` added at ``index`` along ``dim`` (duplicates summed)."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("index_add", index_add, (input, dim, index, source), {"alpha": alpha})
     cdef int d = wrap_dim(dim, input._ndim, "index_add")
-    cdef TensorBase src = _as_tensor(source, "index_add", "source")
+    cdef TensorBase src = as_tensor(source, "index_add", "source")
     if src._dtype != input._dtype:
-        raise RuntimeError(f"index_add_(): self ({_TYPE_NAMES[input._dtype]}) and source "
-                           f"({_TYPE_NAMES[src._dtype]}) must have the same scalar type")
+        raise RuntimeError(f"index_add_(): self ({torch_type_name(input._dtype)}) and source "
+                           f"({torch_type_name(src._dtype)}) must have the same scalar type")
     cdef TensorBase ix = _check_dim_index(input, d, index, "index_add", False, "")
     _check_source(input, d, ix, src, "index_add_")
     cdef TensorBase r = _dup(input)
     scaled = src if alpha == 1 else _ew.mul(src.detach(), alpha)
     _index_apply(EM_IX_ACC, r, d, ix, <TensorBase>scaled)
-    if _wants_grad((input, source)):
+    if any_grad((input, source)):
         record("index_add", (input, index, source), r, (d, alpha))
     if out is not None:
         return write_out(out, r, OUT_EXACT, (input, index, source), "index_add")
@@ -791,16 +702,16 @@ def index_add(TensorBase input not None, dim, index, source, *, alpha=1, out=Non
 
 def index_add_(TensorBase self not None, dim, index, source, *, alpha=1):
     check_written(self, (index, source), "index_add_", True)
-    if _wants_grad((self, source)):
-        return _commit(self, <TensorBase>index_add(_old(self, "index_add_"), dim, index, source,
+    if any_grad((self, source)):
+        return commit_inplace(self, <TensorBase>index_add(graph_old(self, "index_add_"), dim, index, source,
                                                    alpha=alpha))
-    if _slow(self):
+    if needs_slow1(self):
         return redispatch("index_add_", index_add_, (self, dim, index, source), {"alpha": alpha})
     cdef int d = wrap_dim(dim, self._ndim, "index_add_")
-    cdef TensorBase src = _as_tensor(source, "index_add_", "source")
+    cdef TensorBase src = as_tensor(source, "index_add_", "source")
     if src._dtype != self._dtype:
-        raise RuntimeError(f"index_add_(): self ({_TYPE_NAMES[self._dtype]}) and source "
-                           f"({_TYPE_NAMES[src._dtype]}) must have the same scalar type")
+        raise RuntimeError(f"index_add_(): self ({torch_type_name(self._dtype)}) and source "
+                           f"({torch_type_name(src._dtype)}) must have the same scalar type")
     cdef TensorBase ix = _check_dim_index(self, d, index, "index_add", False, "")
     _check_source(self, d, ix, src, "index_add_")
     scaled = src if alpha == 1 else _ew.mul(src, alpha)
@@ -811,28 +722,28 @@ def index_add_(TensorBase self not None, dim, index, source, *, alpha=1):
 
 def index_copy(TensorBase input not None, dim, index, source):
     """input with the slices at ``index`` along ``dim`` replaced by ``source``."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("index_copy", index_copy, (input, dim, index, source), {})
     cdef int d = wrap_dim(dim, input._ndim, "index_copy")
-    cdef TensorBase src = _as_tensor(source, "index_copy", "source")
+    cdef TensorBase src = as_tensor(source, "index_copy", "source")
     if src._dtype != input._dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {_TYPE_NAMES[input._dtype]} and (source) "
-                           f"{_TYPE_NAMES[src._dtype]}")
+                           f"but got (self) {torch_type_name(input._dtype)} and (source) "
+                           f"{torch_type_name(src._dtype)}")
     cdef TensorBase ix = _check_dim_index(input, d, index, "index_copy", False, "index_copy_(): ")
     _check_source(input, d, ix, src, "index_copy_")
     cdef TensorBase r = _dup(input)
     _index_apply(EM_IX_PUT, r, d, ix, src)
-    if _wants_grad((input, source)):
+    if any_grad((input, source)):
         record("index_copy", (input, index, source), r, (d,))
     return r
 
 
 def index_copy_(TensorBase self not None, dim, index, source):
     check_written(self, (index, source), "index_copy_", True)
-    if _wants_grad((self, source)):
-        return _commit(self, <TensorBase>index_copy(_old(self, "index_copy_"), dim, index, source))
-    if _slow(self):
+    if any_grad((self, source)):
+        return commit_inplace(self, <TensorBase>index_copy(graph_old(self, "index_copy_"), dim, index, source))
+    if needs_slow1(self):
         return redispatch("index_copy_", index_copy_, (self, dim, index, source), {})
     r = index_copy(self, dim, index, source)
     copy_into(self, <TensorBase>r)
@@ -858,21 +769,21 @@ cdef int _index_fill_impl(TensorBase self, int d, TensorBase ix, object value) e
 
 def index_fill(TensorBase input not None, dim, index, value):
     """input with the slices at ``index`` along ``dim`` set to ``value``."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("index_fill", index_fill, (input, dim, index, value), {})
     cdef int d = wrap_dim(dim, input._ndim, "index_fill")
     cdef TensorBase ix = _check_dim_index(input, d, index, "index_fill", True, "")
     cdef TensorBase r = _dup(input)
     _index_fill_impl(r, d, ix, value)
-    if _wants_grad((input, value)):
+    if any_grad((input, value)):
         record("index_fill", (input, index, value), r, (d,))
     return r
 
 
 def index_fill_(TensorBase self not None, dim, index, value):
-    if _wants_grad((self, value)):
-        return _commit(self, <TensorBase>index_fill(_old(self, "index_fill_"), dim, index, value))
-    if _slow(self):
+    if any_grad((self, value)):
+        return commit_inplace(self, <TensorBase>index_fill(graph_old(self, "index_fill_"), dim, index, value))
+    if needs_slow1(self):
         return redispatch("index_fill_", index_fill_, (self, dim, index, value), {})
     cdef int d = wrap_dim(dim, self._ndim, "index_fill_")
     cdef TensorBase ix = _check_dim_index(self, d, index, "index_fill", True, "")
@@ -887,7 +798,7 @@ def index_fill_(TensorBase self not None, dim, index, value):
 
 cdef TensorBase _gs_index(TensorBase self, int d, object index, str op, object src):
     """Validate a gather/scatter index; return a contiguous int64 copy."""
-    cdef TensorBase ix = _as_tensor(index, op, "index"), s
+    cdef TensorBase ix = as_tensor(index, op, "index"), s
     cdef int i
     cdef int64_t n, bad, size = self._shape[d] if self._ndim else 1
     if ix._dtype != EM_I64 and ix._dtype != EM_I32:
@@ -913,9 +824,9 @@ cdef TensorBase _gs_index(TensorBase self, int d, object index, str op, object s
     ix = _long_contig(ix)
     n = numel_of(ix._ndim, ix._shape)
     with nogil:
-        bad = em_check_bounds(<const int64_t *>_ptr(ix), n, 0, size)
+        bad = em_check_bounds(<const int64_t *>data_ptr(ix), n, 0, size)
     if bad >= 0:
-        raise RuntimeError(f"index {(<const int64_t *>_ptr(ix))[bad]} is out of bounds for "
+        raise RuntimeError(f"index {(<const int64_t *>data_ptr(ix))[bad]} is out of bounds for "
                            f"dimension {d} with size {size}")
     return ix
 
@@ -931,7 +842,7 @@ cdef TensorBase _restride(TensorBase t, TensorBase like, int d):
 
 def gather(TensorBase input not None, dim, index, *, sparse_grad=False, out=None):
     """out[i][j] = input[index[i][j]][j] (for dim 0), out has index's shape."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("gather", gather, (input, dim, index), {})
     cdef int d = wrap_dim(dim, input._ndim, "gather")
     cdef TensorBase ix = _gs_index(input, d, index, "gather", None)
@@ -1033,7 +944,7 @@ cdef object _scatter_src(TensorBase self, object src, object value, str op):
 
 def scatter(TensorBase input not None, dim, index, src=None, *, value=None, reduce=None, out=None):
     """input with src (tensor or scalar) written at index along dim."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("scatter", scatter, (input, dim, index, src),
                           {"value": value, "reduce": reduce})
     cdef int d = wrap_dim(dim, input._ndim, "scatter")
@@ -1042,7 +953,7 @@ def scatter(TensorBase input not None, dim, index, src=None, *, value=None, redu
     cdef TensorBase ix = _gs_index(input, d, index, "scatter", src)
     cdef TensorBase r = _dup(input)
     _scatter_impl(r, d, ix, src, op)
-    if _wants_grad((input, src)):
+    if any_grad((input, src)):
         record("scatter", (input, index, src), r, (d, reduce))
     if out is not None:
         return write_out(out, r, OUT_EXACT, (input, index, src), "scatter")
@@ -1051,10 +962,10 @@ def scatter(TensorBase input not None, dim, index, src=None, *, value=None, redu
 
 def scatter_(TensorBase self not None, dim, index, src=None, *, value=None, reduce=None):
     check_written(self, (index, src), "scatter_", True)
-    if _wants_grad((self, src)):
-        return _commit(self, <TensorBase>scatter(_old(self, "scatter_"), dim, index, src,
+    if any_grad((self, src)):
+        return commit_inplace(self, <TensorBase>scatter(graph_old(self, "scatter_"), dim, index, src,
                                                  value=value, reduce=reduce))
-    if _slow(self):
+    if needs_slow1(self):
         return redispatch("scatter_", scatter_, (self, dim, index, src),
                           {"value": value, "reduce": reduce})
     cdef int d = wrap_dim(dim, self._ndim, "scatter_")
@@ -1067,26 +978,26 @@ def scatter_(TensorBase self not None, dim, index, src=None, *, value=None, redu
 
 def scatter_add(TensorBase input not None, dim, index, src):
     """input with src summed into the positions index gives along dim (deterministic)."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("scatter_add", scatter_add, (input, dim, index, src), {})
     cdef int d = wrap_dim(dim, input._ndim, "scatter_add")
-    src = _scatter_src(input, _as_tensor(src, "scatter_add", "src"), None, "scatter_add")
+    src = _scatter_src(input, as_tensor(src, "scatter_add", "src"), None, "scatter_add")
     cdef TensorBase ix = _gs_index(input, d, index, "scatter_add", src)
     cdef TensorBase r = _dup(input)
     _scatter_impl(r, d, ix, src, EM_RED_ADD)
-    if _wants_grad((input, src)):
+    if any_grad((input, src)):
         record("scatter_add", (input, index, src), r, (d,))
     return r
 
 
 def scatter_add_(TensorBase self not None, dim, index, src):
     check_written(self, (index, src), "scatter_add_", True)
-    if _wants_grad((self, src)):
-        return _commit(self, <TensorBase>scatter_add(_old(self, "scatter_add_"), dim, index, src))
-    if _slow(self):
+    if any_grad((self, src)):
+        return commit_inplace(self, <TensorBase>scatter_add(graph_old(self, "scatter_add_"), dim, index, src))
+    if needs_slow1(self):
         return redispatch("scatter_add_", scatter_add_, (self, dim, index, src), {})
     cdef int d = wrap_dim(dim, self._ndim, "scatter_add_")
-    src = _scatter_src(self, _as_tensor(src, "scatter_add_", "src"), None, "scatter_add_")
+    src = _scatter_src(self, as_tensor(src, "scatter_add_", "src"), None, "scatter_add_")
     _scatter_impl(self, d, _gs_index(self, d, index, "scatter_add", src), src, EM_RED_ADD)
     bump_version(self)
     return self
@@ -1094,7 +1005,7 @@ def scatter_add_(TensorBase self not None, dim, index, src):
 
 def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, include_self=True):
     """Reduce src into input at index along dim: "sum", "prod", "mean", "amax", "amin"."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("scatter_reduce", scatter_reduce, (input, dim, index, src, reduce),
                           {"include_self": include_self})
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
@@ -1102,9 +1013,9 @@ def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, includ
                            f"{reduce}")
     if category(input._dtype) == 3 and reduce in ("amax", "amin"):
         raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not "
-                                  f"implemented for '{_TYPE_NAMES[input._dtype]}'")
+                                  f"implemented for '{torch_type_name(input._dtype)}'")
     cdef int d = wrap_dim(dim, input._ndim, "scatter_reduce")
-    src = _scatter_src(input, _as_tensor(src, "scatter_reduce", "src"), None, "scatter_reduce")
+    src = _scatter_src(input, as_tensor(src, "scatter_reduce", "src"), None, "scatter_reduce")
     cdef TensorBase ix = _gs_index(input, d, index, "scatter_reduce", src)
     cdef TensorBase r = _dup(input), cnt
     cdef TensorBase s = <TensorBase>src
@@ -1127,21 +1038,21 @@ def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, includ
         copy_into(r, <TensorBase>q)
     else:
         _scatter_impl(r, d, ix, s, _reduce_code(reduce, "scatter_reduce"))
-    if _wants_grad((input, src)):
+    if any_grad((input, src)):
         record("scatter_reduce", (input, index, src), r, (d, reduce, bool(include_self)))
     return r
 
 
 def scatter_reduce_(TensorBase self not None, dim, index, src, reduce, *, include_self=True):
     check_written(self, (index, src), "scatter_reduce_", True)
-    r = scatter_reduce(_old(self, "scatter_reduce_") if _wants_grad((self, src)) else self,
+    r = scatter_reduce(graph_old(self, "scatter_reduce_") if any_grad((self, src)) else self,
                        dim, index, src, reduce, include_self=include_self)
-    return _commit(self, <TensorBase>r)
+    return commit_inplace(self, <TensorBase>r)
 
 
 def take_along_dim(TensorBase input not None, indices, dim=None, *, out=None):
     """Values of input at ``indices`` along ``dim`` (broadcasting the other dims)."""
-    cdef TensorBase ix = _as_tensor(indices, "take_along_dim", "indices")
+    cdef TensorBase ix = as_tensor(indices, "take_along_dim", "indices")
     if ix._dtype != EM_I64:
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be int64 but got "
                            f"{ix.dtype}")
@@ -1170,17 +1081,17 @@ def take_along_dim(TensorBase input not None, indices, dim=None, *, out=None):
 
 def take(TensorBase input not None, index):
     """input treated as 1-D, at ``index`` (result has index's shape)."""
-    cdef TensorBase ix = _as_tensor(index, "take", "index")
+    cdef TensorBase ix = as_tensor(index, "take", "index")
     if ix._dtype != EM_I64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {ix.dtype}")
     cdef int64_t n = numel_of(input._ndim, input._shape), bad, m
     cdef TensorBase ic = contig(ix)
     m = numel_of(ic._ndim, ic._shape)
     with nogil:
-        bad = em_check_bounds(<const int64_t *>_ptr(ic), m, -n, n)
+        bad = em_check_bounds(<const int64_t *>data_ptr(ic), m, -n, n)
     if bad >= 0:
         raise IndexError(f"out of range: tried to access index "
-                         f"{(<const int64_t *>_ptr(ic))[bad]} on a tensor of {n} elements.")
+                         f"{(<const int64_t *>data_ptr(ic))[bad]} on a tensor of {n} elements.")
     flat = input.reshape(-1)
     if ix._ndim == 0:
         return getitem(flat, (ix.reshape(1),)).reshape(())
@@ -1189,8 +1100,8 @@ def take(TensorBase input not None, index):
 
 def put(TensorBase input not None, index, source, accumulate=False):
     """Out-of-place ``put_``: input as 1-D with ``source`` written at ``index``."""
-    cdef TensorBase ix = _as_tensor(index, "put", "index")
-    cdef TensorBase src = _as_tensor(source, "put", "source")
+    cdef TensorBase ix = as_tensor(index, "put", "index")
+    cdef TensorBase src = as_tensor(source, "put", "source")
     if ix._dtype != EM_I64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {ix.dtype}")
     if src._dtype != input._dtype:
@@ -1205,18 +1116,18 @@ def put(TensorBase input not None, index, source, accumulate=False):
     cdef TensorBase ic = contig(ix)
     m = numel_of(ic._ndim, ic._shape)
     with nogil:
-        bad = em_check_bounds(<const int64_t *>_ptr(ic), m, -n, n)
+        bad = em_check_bounds(<const int64_t *>data_ptr(ic), m, -n, n)
     if bad >= 0:
         raise IndexError(f"out of range: tried to access index "
-                         f"{(<const int64_t *>_ptr(ic))[bad]} on a tensor of {n} elements.")
+                         f"{(<const int64_t *>data_ptr(ic))[bad]} on a tensor of {n} elements.")
     r = index_put(input.reshape(-1), (ix.reshape(-1),), src.reshape(-1), accumulate)
     return r.view(input.shape)
 
 
 def put_(TensorBase self not None, index, source, accumulate=False):
     check_written(self, (index, source), "put_", True)
-    if _wants_grad((self, source)):
-        return _commit(self, <TensorBase>put(_old(self, "put_"), index, source, accumulate))
+    if any_grad((self, source)):
+        return commit_inplace(self, <TensorBase>put(graph_old(self, "put_"), index, source, accumulate))
     cdef TensorBase r = <TensorBase>put(self, index, source, accumulate)
     copy_into(self, r)
     bump_version(self)
@@ -1233,19 +1144,19 @@ cdef TensorBase _nonzero(TensorBase t):
     cdef int64_t n = numel_of(m._ndim, m._shape), cnt
     cdef int64_t shp[2]
     with nogil:
-        cnt = em_count_nonzero(<const uint8_t *>_ptr(m), n, nthreads_for(n))
+        cnt = em_count_nonzero(<const uint8_t *>data_ptr(m), n, nthreads_for(n))
     shp[0] = cnt
     shp[1] = m._ndim
     cdef TensorBase r = new_tensor(2, shp, EM_I64, t._device)
     if cnt and m._ndim:
         with nogil:
-            em_nonzero(<const uint8_t *>_ptr(m), m._ndim, m._shape, n, <int64_t *>_ptr(r))
+            em_nonzero(<const uint8_t *>data_ptr(m), m._ndim, m._shape, n, <int64_t *>data_ptr(r))
     return r
 
 
 def nonzero(TensorBase input not None, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or a tuple of 1-D tensors."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("nonzero", nonzero, (input,), {"as_tuple": as_tuple})
     cdef TensorBase r
     if as_tuple:
@@ -1303,26 +1214,26 @@ cdef object _check_mask_value(TensorBase mask, object value, str op):
 
 def masked_fill(TensorBase input not None, mask, value):
     """input with ``value`` where ``mask`` (bool, broadcast) is True."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("masked_fill", masked_fill, (input, mask, value), {})
-    cdef TensorBase m = _as_tensor(mask, "masked_fill", "mask")
+    cdef TensorBase m = as_tensor(mask, "masked_fill", "mask")
     v = _check_mask_value(m, value, "masked_fill_")
     cdef int64_t shp[MAX_DIMS]
     cdef int nd = broadcast_shape(input._ndim, input._shape, m._ndim, m._shape, shp)
     cdef TensorBase r = new_tensor(nd, shp, input._dtype, input._device)
     copy_into(r, input)
     _masked_fill_impl(r, m, v)
-    if _wants_grad((input, value)):
+    if any_grad((input, value)):
         record("masked_fill", (input, mask, value), r, None)
     return r
 
 
 def masked_fill_(TensorBase self not None, mask, value):
-    if _wants_grad((self, value)):
-        return _commit(self, <TensorBase>masked_fill(_old(self, "masked_fill_"), mask, value))
-    if _slow(self):
+    if any_grad((self, value)):
+        return commit_inplace(self, <TensorBase>masked_fill(graph_old(self, "masked_fill_"), mask, value))
+    if needs_slow1(self):
         return redispatch("masked_fill_", masked_fill_, (self, mask, value), {})
-    cdef TensorBase m = _as_tensor(mask, "masked_fill_", "mask")
+    cdef TensorBase m = as_tensor(mask, "masked_fill_", "mask")
     v = _check_mask_value(m, value, "masked_fill_")
     _masked_fill_impl(self, m, v)
     bump_version(self)
@@ -1338,21 +1249,21 @@ cdef tuple _broadcast_pair(TensorBase a, TensorBase b):
 
 def masked_select(TensorBase input not None, mask, *, out=None):
     """1-D tensor of the elements of input where mask (broadcast) is True."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("masked_select", masked_select, (input, mask), {})
-    cdef TensorBase m = _as_tensor(mask, "masked_select", "mask")
+    cdef TensorBase m = as_tensor(mask, "masked_select", "mask")
     if m._dtype != EM_BOOL:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     xa, ma = _broadcast_pair(input, m)
     cdef TensorBase x = contig(<TensorBase>xa), mc = contig(<TensorBase>ma)
     cdef int64_t n = numel_of(mc._ndim, mc._shape), cnt
     with nogil:
-        cnt = em_count_nonzero(<const uint8_t *>_ptr(mc), n, nthreads_for(n))
+        cnt = em_count_nonzero(<const uint8_t *>data_ptr(mc), n, nthreads_for(n))
     cdef TensorBase r = new_tensor(1, &cnt, input._dtype, input._device)
     cdef int isz = em_itemsize[input._dtype]
     if cnt:
         with nogil:
-            em_masked_select(_ptr(r), _ptr(x), <const uint8_t *>_ptr(mc), n, isz)
+            em_masked_select(data_ptr(r), data_ptr(x), <const uint8_t *>data_ptr(mc), n, isz)
     if grad_on() and input._requires_grad:
         record("masked_select", (input, mask), r, (shape_tuple(<TensorBase>xa),))
     if out is not None:
@@ -1362,36 +1273,36 @@ def masked_select(TensorBase input not None, mask, *, out=None):
 
 def masked_scatter(TensorBase input not None, mask, source):
     """input with consecutive elements of source written where mask is True."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("masked_scatter", masked_scatter, (input, mask, source), {})
-    cdef TensorBase m = _as_tensor(mask, "masked_scatter", "mask")
-    cdef TensorBase src = _as_tensor(source, "masked_scatter", "source")
+    cdef TensorBase m = as_tensor(mask, "masked_scatter", "mask")
+    cdef TensorBase src = as_tensor(source, "masked_scatter", "source")
     if m._dtype != EM_BOOL:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {_LOWER_NAMES[m._dtype]}")
     if src._dtype != input._dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but "
-                           f"got {_TYPE_NAMES[input._dtype]} and {_TYPE_NAMES[src._dtype]}")
+                           f"got {torch_type_name(input._dtype)} and {torch_type_name(src._dtype)}")
     xa, ma = _broadcast_pair(input, m)
     cdef TensorBase r = _dup(<TensorBase>xa)
     cdef TensorBase mc = contig(<TensorBase>ma), sc = contig(src)
     cdef int64_t n = numel_of(mc._ndim, mc._shape), cnt
     with nogil:
-        cnt = em_count_nonzero(<const uint8_t *>_ptr(mc), n, nthreads_for(n))
+        cnt = em_count_nonzero(<const uint8_t *>data_ptr(mc), n, nthreads_for(n))
     if cnt > numel_of(sc._ndim, sc._shape):
         raise RuntimeError("Number of elements of source < number of ones in mask")
     cdef int isz = em_itemsize[input._dtype]
     with nogil:
-        em_masked_scatter(_ptr(r), _ptr(sc), <const uint8_t *>_ptr(mc), n, isz)
-    if _wants_grad((input, source)):
+        em_masked_scatter(data_ptr(r), data_ptr(sc), <const uint8_t *>data_ptr(mc), n, isz)
+    if any_grad((input, source)):
         record("masked_scatter", (input, mask, source), r, (shape_tuple(src),))
     return r
 
 
 def masked_scatter_(TensorBase self not None, mask, source):
     check_written(self, (mask, source), "masked_scatter_", True)
-    if _wants_grad((self, source)):
-        return _commit(self, <TensorBase>masked_scatter(_old(self, "masked_scatter_"), mask,
+    if any_grad((self, source)):
+        return commit_inplace(self, <TensorBase>masked_scatter(graph_old(self, "masked_scatter_"), mask,
                                                         source))
     cdef TensorBase r = <TensorBase>masked_scatter(self, mask, source)
     if r._ndim != self._ndim or numel_of(r._ndim, r._shape) != numel_of(self._ndim,
@@ -1477,7 +1388,7 @@ def cat(tensors, dim=0, *, out=None, axis=None):
     if out is not None:
         if isinstance(out, TensorBase) and not castable(rd, (<TensorBase>out)._dtype):
             raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
-                            f"{_TYPE_NAMES[(<TensorBase>out)._dtype]}")
+                            f"{torch_type_name((<TensorBase>out)._dtype)}")
         return write_out(out, r, OUT_CAST | OUT_NOALIAS, ts, "cat")
     return r
 
@@ -1522,12 +1433,12 @@ cdef int _cat_fast(TensorBase r, list srcs, list rowb, list colb, int64_t outer,
     cdef int64_t cb[64]
     cdef int n = len(srcs), i
     for i in range(n):
-        ptrs[i] = _ptr(<TensorBase>srcs[i])
+        ptrs[i] = data_ptr(<TensorBase>srcs[i])
         rb[i] = rowb[i]
         cb[i] = colb[i]
     cdef int nt = nthreads_for(numel_of(r._ndim, r._shape))
     with nogil:
-        em_cat_rows(_ptr(r), outer, out_row, n, ptrs, rb, cb, nt)
+        em_cat_rows(data_ptr(r), outer, out_row, n, ptrs, rb, cb, nt)
     return 0
 
 
@@ -1555,7 +1466,7 @@ def atleast_1d(*tensors):
     if len(tensors) != 1:
         return tuple([atleast_1d(t) for t in tensors])
     t = tensors[0]
-    _as_tensor(t, "atleast_1d", "tensors")
+    as_tensor(t, "atleast_1d", "tensors")
     return t.reshape(1) if t.dim() == 0 else t
 
 
@@ -1565,7 +1476,7 @@ def atleast_2d(*tensors):
     if len(tensors) != 1:
         return tuple([atleast_2d(t) for t in tensors])
     t = tensors[0]
-    _as_tensor(t, "atleast_2d", "tensors")
+    as_tensor(t, "atleast_2d", "tensors")
     if t.dim() == 0:
         return t.reshape(1, 1)
     if t.dim() == 1:
@@ -1579,7 +1490,7 @@ def atleast_3d(*tensors):
     if len(tensors) != 1:
         return tuple([atleast_3d(t) for t in tensors])
     t = tensors[0]
-    _as_tensor(t, "atleast_3d", "tensors")
+    as_tensor(t, "atleast_3d", "tensors")
     if t.dim() == 0:
         return t.reshape(1, 1, 1)
     if t.dim() == 1:
@@ -1603,9 +1514,6 @@ def vstack(tensors, *, out=None):
     return cat(ts, 0, out=out)
 
 
-row_stack = vstack
-
-
 def dstack(tensors, *, out=None):
     ts = atleast_3d(tuple(_tensor_list(tensors, "dstack")))
     if not ts:
@@ -1626,7 +1534,7 @@ def broadcast_tensors(*tensors):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     for t in tensors:
-        _as_tensor(t, "broadcast_tensors", "tensors")
+        as_tensor(t, "broadcast_tensors", "tensors")
     shape = _core.broadcast_shapes(*[t.shape for t in tensors])
     return tuple([t if tuple(t.shape) == tuple(shape) else t.expand(*shape) for t in tensors])
 
@@ -1686,7 +1594,7 @@ cdef list _dims_list(object dims, int nd, str op):
 
 def flip(TensorBase input not None, *dims):
     """A copy of input with the order of elements reversed along ``dims``."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("flip", flip, (input,) + dims, {})
     if len(dims) == 1 and not isinstance(dims[0], int):
         dims = tuple(dims[0])
@@ -1721,7 +1629,7 @@ def flipud(TensorBase input not None):
 
 def roll(TensorBase input not None, shifts, dims=None):
     """Elements shifted cyclically along dims (flattened when dims is None)."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("roll", roll, (input, shifts, dims), {})
     sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     if dims is None:
@@ -1761,7 +1669,7 @@ def roll(TensorBase input not None, shifts, dims=None):
 
 def repeat(TensorBase input not None, *sizes):
     """input tiled ``sizes`` times along each dim (sizes may add leading dims)."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("repeat", repeat, (input,) + sizes, {})
     cdef int64_t rep[MAX_DIMS]
     cdef int n = parse_shape(sizes, rep, "repeat"), k, i
@@ -1815,14 +1723,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     cdef int64_t *src
     cdef int64_t *dst
     if repeats is None:
-        rp = _as_tensor(input, "repeat_interleave", "repeats")
+        rp = as_tensor(input, "repeat_interleave", "repeats")
         if rp._ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         if rp._dtype != EM_I64 and rp._dtype != EM_I32:
             raise RuntimeError("repeats has to be Long or Int tensor")
         rp = _long_contig(_as1d(rp))
         n = rp._shape[0]
-        src = <int64_t *>_ptr(rp)
+        src = <int64_t *>data_ptr(rp)
         total = 0
         for i in range(n):
             if src[i] < 0:
@@ -1831,14 +1739,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                 raise RuntimeError("repeat_interleave: the repeats sum to more than int64 holds")
             total += src[i]
         r = new_tensor(1, &total, EM_I64, cpu_device())
-        dst = <int64_t *>_ptr(<TensorBase>r)
+        dst = <int64_t *>data_ptr(<TensorBase>r)
         k = 0
         for i in range(n):
             for j in range(src[i]):
                 dst[k] = i
                 k += 1
         return r
-    x = _as_tensor(input, "repeat_interleave", "input")
+    x = as_tensor(input, "repeat_interleave", "input")
     if dim is None:
         x = x.reshape(-1)
         d = 0
@@ -1875,7 +1783,7 @@ cdef object _tri(TensorBase input, int64_t k, bint upper, str name):
     cdef int nt = nthreads_for(numel_of(input._ndim, input._shape))
     if rows and cols and batch:
         with nogil:
-            em_tri(_ptr(r), batch, rows, cols, k, upper, isz, nt)
+            em_tri(data_ptr(r), batch, rows, cols, k, upper, isz, nt)
     if grad_on() and input._requires_grad:
         record(name, (input,), r, (k,))
     return r
@@ -1883,7 +1791,7 @@ cdef object _tri(TensorBase input, int64_t k, bint upper, str name):
 
 def tril(TensorBase input not None, diagonal=0, *, out=None):
     """The lower triangle (j - i <= diagonal) of the last two dims; the rest zero."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("tril", tril, (input, diagonal), {})
     r = _tri(input, int64_arg(diagonal, "tril", "diagonal"), False, "tril")
     return write_out(out, r, OUT_EXACT, input, "tril")
@@ -1891,23 +1799,23 @@ def tril(TensorBase input not None, diagonal=0, *, out=None):
 
 def triu(TensorBase input not None, diagonal=0, *, out=None):
     """The upper triangle (j - i >= diagonal) of the last two dims; the rest zero."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("triu", triu, (input, diagonal), {})
     r = _tri(input, int64_arg(diagonal, "triu", "diagonal"), True, "triu")
     return write_out(out, r, OUT_EXACT, input, "triu")
 
 
 def tril_(TensorBase self not None, diagonal=0):
-    if _wants_grad((self,)):
-        return _commit(self, <TensorBase>tril(_old(self, "tril_"), diagonal))
+    if any_grad((self,)):
+        return commit_inplace(self, <TensorBase>tril(graph_old(self, "tril_"), diagonal))
     copy_into(self, <TensorBase>tril(self, diagonal))
     bump_version(self)
     return self
 
 
 def triu_(TensorBase self not None, diagonal=0):
-    if _wants_grad((self,)):
-        return _commit(self, <TensorBase>triu(_old(self, "triu_"), diagonal))
+    if any_grad((self,)):
+        return commit_inplace(self, <TensorBase>triu(graph_old(self, "triu_"), diagonal))
     copy_into(self, <TensorBase>triu(self, diagonal))
     bump_version(self)
     return self
@@ -1915,7 +1823,7 @@ def triu_(TensorBase self not None, diagonal=0):
 
 def diag_embed(TensorBase input not None, offset=0, dim1=-2, dim2=-1):
     """Batched diagonal matrices whose diagonals (dims dim1, dim2) are input's last dim."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("diag_embed", diag_embed, (input, offset, dim1, dim2), {})
     cdef int nd = input._ndim + 1
     cdef int a = wrap_dim(dim1, nd, "diag_embed"), b = wrap_dim(dim2, nd, "diag_embed")
@@ -1940,7 +1848,7 @@ def diag_embed(TensorBase input not None, offset=0, dim1=-2, dim2=-1):
 
 def diag(TensorBase input not None, diagonal=0, *, out=None):
     """1-D input -> square matrix with it on a diagonal; 2-D -> that diagonal (a copy)."""
-    if _slow(input):
+    if needs_slow1(input):
         return redispatch("diag", diag, (input, diagonal), {})
     if input._ndim == 1:
         r = diag_embed(input, diagonal, 0, 1)

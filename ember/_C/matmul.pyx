@@ -11,48 +11,9 @@ from libc.stdint cimport int64_t
 import operator
 from collections.abc import Iterable as _Iterable
 
-from ember._C.core cimport (
-    EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
-    EM_C64, EM_C128, category, MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
-    numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
-    nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim,
-    check_written, write_out, OUT_CAST, OUT_EXACT, check_ndim, seq_to_dims)
-from ember._C.frame cimport (data_ptr as _ptr, max_threads as _nthreads, as_tensor as _as_tensor,
-                             needs_slow as _needs_slow, any_grad as _any_grad,
-                             plain_view as _view, shape_list as _shape_list,
-                             torch_type_name, c_type_name)
-
-cdef extern from "ember_gemm.h" nogil:
-    void ember_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
-                             const float *A, int64_t rsa, int64_t csa,
-                             const float *B, int64_t rsb, int64_t csb,
-                             float beta, float *C, int64_t rsc, int64_t csc,
-                             int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
-    void ember_dgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
-                             const double *A, int64_t rsa, int64_t csa,
-                             const double *B, int64_t rsb, int64_t csb,
-                             double beta, double *C, int64_t rsc, int64_t csc,
-                             int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
-    int ember_gemm_isa()
-    int ember_gemm_set_isa(int isa)
-    ctypedef struct ember_smat:
-        const float *p
-        int64_t rs
-        int64_t cs
-        const int64_t *ro
-        const int64_t *co
-    ctypedef struct ember_dmat:
-        const double *p
-        int64_t rs
-        int64_t cs
-        const int64_t *ro
-        const int64_t *co
-    void ember_sgemm_ex(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
-                        const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
-                        const float *br, const float *bc, int nthreads)
-    void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
-                        const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
-                        const double *br, const double *bc, int nthreads)
+from ember._C.core cimport *
+from ember._C.frame cimport *
+from ember._C.c_gemm cimport *
 
 
 cdef str _shape_str(TensorBase t, str sep="x"):
@@ -180,15 +141,15 @@ cdef int _matmul_strided(TensorBase a, TensorBase b, TensorBase c, double alpha,
         M *= bs[0]
         bs[0] = 1
     cdef int isz = em_itemsize[c._dtype]
-    cdef char *A = _ptr(a)
-    cdef char *B = _ptr(b)
-    cdef char *C = _ptr(c)
+    cdef char *A = data_ptr(a)
+    cdef char *B = data_ptr(b)
+    cdef char *C = data_ptr(c)
     cdef int64_t idx[MAX_DIMS]
     cdef int64_t outer = 1, o, oa, ob, oc
     for d in range(n - 1):
         outer *= bs[d]
         idx[d] = 0
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     cdef int dt = c._dtype
     if M == 0 or N == 0 or numel_of(c._ndim, c._shape) == 0:
         return 0
@@ -232,7 +193,7 @@ cdef TensorBase _unsq(TensorBase t, int d):
             ns[i] = t._shape[k]
             st[i] = t._strides[k]
             k += 1
-    return _view(t, t._ndim + 1, ns, st, t._offset)
+    return plain_view(t, t._ndim + 1, ns, st, t._offset)
 
 
 cdef TensorBase _expand_batch(TensorBase t, int nb, const int64_t *bshape):
@@ -247,7 +208,7 @@ cdef TensorBase _expand_batch(TensorBase t, int nb, const int64_t *bshape):
     for i in range(2):
         ns[nb + i] = t._shape[tb + i]
         st[nb + i] = t._strides[tb + i]
-    return _view(t, nb + 2, ns, st, t._offset)
+    return plain_view(t, nb + 2, ns, st, t._offset)
 
 
 # ----------------------------------------------------------------------------
@@ -255,9 +216,9 @@ cdef TensorBase _expand_batch(TensorBase t, int nb, const int64_t *bshape):
 
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
-    cdef TensorBase a = _as_tensor(input, "mm", "input")
-    cdef TensorBase b = _as_tensor(mat2, "mm", "mat2")
-    if _needs_slow((a, b)):
+    cdef TensorBase a = as_tensor(input, "mm", "input", 1)
+    cdef TensorBase b = as_tensor(mat2, "mm", "mat2")
+    if needs_slow((a, b)):
         return redispatch("mm", mm, (input, mat2), {"out": out} if out is not None else None)
     check_same_device(a, b, "mm", "mat2")
     if a._ndim != 2:
@@ -275,9 +236,7 @@ def mm(input, mat2, *, out=None):
     shp[1] = b._shape[1]
     cdef TensorBase c = _out_tensor(out, 2, shp, a, "mm", (a, b))
     _matmul_into(a, b, c, 1.0, 0.0, 0)
-    if _any_grad((a, b)):
-        record("mm", (a, b), c, None)
-    return c
+    return epilogue("mm", (a, b), c)
 
 
 cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase like, str op,
@@ -286,7 +245,7 @@ cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase l
     cdef TensorBase o
     if out is None:
         return new_tensor(nd, shp, like._dtype, like._device)
-    o = _as_tensor(out, op, "out")
+    o = as_tensor(out, op, "out")
     if o._dtype != like._dtype:
         raise RuntimeError(f"{op}: Expected out tensor to have dtype {dtype_obj(like._dtype)}, "
                            f"but got {dtype_obj(o._dtype)} instead")
@@ -300,9 +259,9 @@ cdef TensorBase _out_tensor(object out, int nd, const int64_t *shp, TensorBase l
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
-    cdef TensorBase a = _as_tensor(input, "bmm", "input")
-    cdef TensorBase b = _as_tensor(mat2, "bmm", "mat2")
-    if _needs_slow((a, b)):
+    cdef TensorBase a = as_tensor(input, "bmm", "input", 1)
+    cdef TensorBase b = as_tensor(mat2, "bmm", "mat2")
+    if needs_slow((a, b)):
         return redispatch("bmm", bmm, (input, mat2), {"out": out} if out is not None else None)
     check_same_device(a, b, "bmm", "mat2")
     if a._ndim != 3:
@@ -322,17 +281,15 @@ def bmm(input, mat2, *, out=None):
     shp[2] = b._shape[2]
     cdef TensorBase c = _out_tensor(out, 3, shp, a, "bmm", (a, b))
     _matmul_into(a, b, c, 1.0, 0.0, 1)
-    if _any_grad((a, b)):
-        record("bmm", (a, b), c, None)
-    return c
+    return epilogue("bmm", (a, b), c)
 
 
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules: 1-D operands are vectors (a dim is
     added then removed), batch dims broadcast."""
-    cdef TensorBase a = _as_tensor(input, "matmul", "input")
-    cdef TensorBase b = _as_tensor(other, "matmul", "other")
-    if _needs_slow((a, b)):
+    cdef TensorBase a = as_tensor(input, "matmul", "input", 1)
+    cdef TensorBase b = as_tensor(other, "matmul", "other")
+    if needs_slow((a, b)):
         return redispatch("matmul", matmul, (input, other),
                           {"out": out} if out is not None else None)
     check_same_device(a, b, "matmul", "other")
@@ -392,14 +349,12 @@ def matmul(input, other, *, out=None):
     for i in range(nf - 1, -1, -1):
         fst[i] = st
         st *= fshape[i]
-    cdef TensorBase c = _view(c3, nf, fshape, fst, 0)
+    cdef TensorBase c = plain_view(c3, nf, fshape, fst, 0)
     if out is not None:
         o = _out_tensor(out, nf, fshape, a, "matmul", (a, b))
         copy_into(o, c)
         c = o
-    if _any_grad((a, b)):
-        record("matmul", (a, b), c, None)
-    return c
+    return epilogue("matmul", (a, b), c)
 
 
 cdef int _check_dot_sizes(TensorBase a, TensorBase b) except -1:
@@ -412,9 +367,9 @@ cdef int _check_dot_sizes(TensorBase a, TensorBase b) except -1:
 
 def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors (a 0-d tensor)."""
-    cdef TensorBase a = _as_tensor(input, "dot", "input")
-    cdef TensorBase b = _as_tensor(tensor, "dot", "tensor")
-    if _needs_slow((a, b)):
+    cdef TensorBase a = as_tensor(input, "dot", "input", 1)
+    cdef TensorBase b = as_tensor(tensor, "dot", "tensor")
+    if needs_slow((a, b)):
         return redispatch("dot", dot, (input, tensor), None)
     check_same_device(a, b, "dot", "tensor")
     if a._ndim != 1 or b._ndim != 1:
@@ -428,19 +383,15 @@ def dot(input, tensor, *, out=None):
     cdef TensorBase c = new_tensor(0, NULL, a._dtype, a._device)
     cdef int64_t one2[2]
     one2[0] = one2[1] = 1
-    cdef TensorBase c2 = _view(c, 2, one2, one2, 0)
+    cdef TensorBase c2 = plain_view(c, 2, one2, one2, 0)
     _matmul_into(_unsq(a, 0), _unsq(b, 1), c2, 1.0, 0.0, 0)
-    if out is not None:
-        c = write_out(out, c, OUT_EXACT, (a, b), "dot")
-    if _any_grad((a, b)):
-        record("dot", (a, b), c, None)
-    return c
+    return epilogue("dot", (a, b), c, None, out, OUT_EXACT)
 
 
 def vdot(input, other, *, out=None):
     """dot(conj(input), other)."""
-    cdef TensorBase a = _as_tensor(input, "vdot", "input")
-    cdef TensorBase b = _as_tensor(other, "vdot", "other")
+    cdef TensorBase a = as_tensor(input, "vdot", "input", 1)
+    cdef TensorBase b = as_tensor(other, "vdot", "other")
     if a._ndim != 1 or b._ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._ndim}D and {b._ndim}D tensors")
     if a._dtype != b._dtype:
@@ -451,9 +402,9 @@ def vdot(input, other, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product."""
-    cdef TensorBase a = _as_tensor(input, "mv", "input")
-    cdef TensorBase v = _as_tensor(vec, "mv", "vec")
-    if _needs_slow((a, v)):
+    cdef TensorBase a = as_tensor(input, "mv", "input", 1)
+    cdef TensorBase v = as_tensor(vec, "mv", "vec")
+    if needs_slow((a, v)):
         return redispatch("mv", mv, (input, vec), None)
     check_same_device(a, v, "mv", "vec")
     if a._ndim != 2 or v._ndim != 1:
@@ -465,16 +416,14 @@ def mv(input, vec, *, out=None):
     cdef int64_t n = a._shape[0]
     cdef TensorBase c = _out_tensor(out, 1, &n, a, "mv", (a, v))
     _matmul_into(a, _unsq(v, 1), _unsq(c, 1), 1.0, 0.0, 0)
-    if _any_grad((a, v)):
-        record("mv", (a, v), c, None)
-    return c
+    return epilogue("mv", (a, v), c)
 
 
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors."""
-    cdef TensorBase a = _as_tensor(input, "outer", "input")
-    cdef TensorBase b = _as_tensor(vec2, "outer", "vec2")
-    if _needs_slow((a, b)):
+    cdef TensorBase a = as_tensor(input, "outer", "input", 1)
+    cdef TensorBase b = as_tensor(vec2, "outer", "vec2")
+    if needs_slow((a, b)):
         return redispatch("outer", outer, (input, vec2), None)
     check_same_device(a, b, "outer", "vec2")
     if a._ndim != 1:
@@ -489,12 +438,9 @@ def outer(input, vec2, *, out=None):
     shp[1] = b._shape[0]
     cdef TensorBase c = new_tensor(2, shp, a._dtype, a._device)
     _matmul_into(_unsq(a, 1), _unsq(b, 0), c, 1.0, 0.0, 0)
-    if _any_grad((a, b)):
+    if any_grad((a, b)):
         record("outer", (a, b), c, None)
     return write_out(out, c, OUT_CAST, (a, b), "outer")
-
-
-ger = outer
 
 
 cdef TensorBase _prefill(TensorBase inp, int nd, const int64_t *shp, TensorBase like,
@@ -513,76 +459,66 @@ cdef TensorBase _prefill(TensorBase inp, int nd, const int64_t *shp, TensorBase 
                                f"existing size ({inp._shape[inp._ndim - 1] if inp._ndim else 1}) "
                                f"at non-singleton dimension {nd - 1}.  Target sizes: "
                                f"[{', '.join([str(shp[i]) for i in range(nd)])}].  Tensor sizes: "
-                               f"{_shape_list(inp)}")
+                               f"{shape_list(inp)}")
         copy_into(c, inp)
     return c
 
 
+cdef object _add_product(str op, object fn, int nb, object input, object m1, object m2,
+                         object beta, object alpha, object out, str n1, str n2):
+    """addmm (nb = 0) / baddbmm (nb = 1): beta * input + alpha * (m1 @ m2) over nb
+    batch dims"""
+    cdef TensorBase i = as_tensor(input, op, "input", 1)
+    cdef TensorBase a = as_tensor(m1, op, n1)
+    cdef TensorBase b = as_tensor(m2, op, n2)
+    if needs_slow((i, a, b)):
+        return redispatch(op, fn, (input, m1, m2), {"beta": beta, "alpha": alpha})
+    if nb == 0:
+        if a._ndim != 2:
+            raise RuntimeError("mat1 must be a matrix, got " + str(a._ndim) + "-D tensor")
+        if b._ndim != 2:
+            raise RuntimeError("mat2 must be a matrix, got " + str(b._ndim) + "-D tensor")
+        if a._shape[1] != b._shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} "
+                               f"and {_shape_str(b)})")
+    else:
+        if a._ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if b._ndim != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+        if b._shape[0] != a._shape[0] or b._shape[1] != a._shape[2]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to "
+                               f"be: [{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+                               f"{b._shape[1]}].")
+    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    _check_same_dtype(i, a, f"expected self and {n1} to have the same dtype, but got: ")
+    cdef int64_t shp[3]
+    cdef int k
+    for k in range(nb + 1):
+        shp[k] = a._shape[k]
+    shp[nb + 1] = b._shape[nb + 1]
+    cdef TensorBase c = _prefill(i, nb + 2, shp, a, beta, op)
+    _matmul_into(a, b, c, alpha, beta, nb)
+    return epilogue(op, (i, a, b), c, {"beta": beta, "alpha": alpha}, out, OUT_EXACT)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the result."""
-    cdef TensorBase i = _as_tensor(input, "addmm", "input")
-    cdef TensorBase a = _as_tensor(mat1, "addmm", "mat1")
-    cdef TensorBase b = _as_tensor(mat2, "addmm", "mat2")
-    if _needs_slow((i, a, b)):
-        return redispatch("addmm", addmm, (input, mat1, mat2), {"beta": beta, "alpha": alpha})
-    if a._ndim != 2:
-        raise RuntimeError("mat1 must be a matrix, got " + str(a._ndim) + "-D tensor")
-    if b._ndim != 2:
-        raise RuntimeError("mat2 must be a matrix, got " + str(b._ndim) + "-D tensor")
-    if a._shape[1] != b._shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} and "
-                           f"{_shape_str(b)})")
-    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
-    _check_same_dtype(i, a, "expected self and mat1 to have the same dtype, but got: ")
-    cdef int64_t shp[2]
-    shp[0] = a._shape[0]
-    shp[1] = b._shape[1]
-    cdef TensorBase c = _prefill(i, 2, shp, a, beta, "addmm")
-    _matmul_into(a, b, c, alpha, beta, 0)
-    if out is not None:
-        c = write_out(out, c, OUT_EXACT, (i, a, b), "addmm")
-    if _any_grad((i, a, b)):
-        record("addmm", (i, a, b), c, {"beta": beta, "alpha": alpha})
-    return c
+    return _add_product("addmm", addmm, 0, input, mat1, mat2, beta, alpha, out, "mat1", "mat2")
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * bmm(batch1, batch2)."""
-    cdef TensorBase i = _as_tensor(input, "baddbmm", "input")
-    cdef TensorBase a = _as_tensor(batch1, "baddbmm", "batch1")
-    cdef TensorBase b = _as_tensor(batch2, "baddbmm", "batch2")
-    if _needs_slow((i, a, b)):
-        return redispatch("baddbmm", baddbmm, (input, batch1, batch2),
-                          {"beta": beta, "alpha": alpha})
-    if a._ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if b._ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
-    if b._shape[0] != a._shape[0] or b._shape[1] != a._shape[2]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
-                           f"{b._shape[1]}].")
-    _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
-    _check_same_dtype(i, a, "expected self and batch1 to have the same dtype, but got: ")
-    cdef int64_t shp[3]
-    shp[0] = a._shape[0]
-    shp[1] = a._shape[1]
-    shp[2] = b._shape[2]
-    cdef TensorBase c = _prefill(i, 3, shp, a, beta, "baddbmm")
-    _matmul_into(a, b, c, alpha, beta, 1)
-    if out is not None:
-        c = write_out(out, c, OUT_EXACT, (i, a, b), "baddbmm")
-    if _any_grad((i, a, b)):
-        record("baddbmm", (i, a, b), c, {"beta": beta, "alpha": alpha})
-    return c
+    return _add_product("baddbmm", baddbmm, 1, input, batch1, batch2, beta, alpha, out,
+                        "batch1", "batch2")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec)."""
-    cdef TensorBase i = _as_tensor(input, "addmv", "input")
-    cdef TensorBase a = _as_tensor(mat, "addmv", "mat")
-    cdef TensorBase v = _as_tensor(vec, "addmv", "vec")
-    if _needs_slow((i, a, v)):
+    cdef TensorBase i = as_tensor(input, "addmv", "input", 1)
+    cdef TensorBase a = as_tensor(mat, "addmv", "mat")
+    cdef TensorBase v = as_tensor(vec, "addmv", "vec")
+    if needs_slow((i, a, v)):
         return redispatch("addmv", addmv, (input, mat, vec), {"beta": beta, "alpha": alpha})
     if a._ndim != 2 or v._ndim != 1 or i._ndim > 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {i._ndim}, {a._ndim}, "
@@ -595,56 +531,52 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     cdef int64_t n = a._shape[0]
     cdef TensorBase c = _prefill(i, 1, &n, a, beta, "addmv")
     _matmul_into(a, _unsq(v, 1), _unsq(c, 1), alpha, beta, 0)
-    if out is not None:
-        c = write_out(out, c, OUT_EXACT, (i, a, v), "addmv")
-    if _any_grad((i, a, v)):
-        record("addmv", (i, a, v), c, {"beta": beta, "alpha": alpha})
-    return c
+    return epilogue("addmv", (i, a, v), c, {"beta": beta, "alpha": alpha}, out, OUT_EXACT)
 
 
 cdef void _linear_bias_gemm(TensorBase x, TensorBase w, TensorBase b, TensorBase out,
                             int64_t rows, int64_t K, int64_t N):
     """out (rows x N) = x (rows x K, contiguous) @ w^T + b, w read through its strides."""
-    cdef int nt = _nthreads()
+    cdef int nt = max_threads()
     cdef ember_smat sa, sb
     cdef ember_dmat da, db
     with nogil:
         if x._dtype == EM_F32:
-            sa.p = <const float *>_ptr(x)
+            sa.p = <const float *>data_ptr(x)
             sa.rs = K
             sa.cs = 1
             sa.ro = NULL
             sa.co = NULL
-            sb.p = <const float *>_ptr(w)
+            sb.p = <const float *>data_ptr(w)
             sb.rs = w._strides[1]
             sb.cs = w._strides[0]
             sb.ro = NULL
             sb.co = NULL
-            ember_sgemm_ex(rows, N, K, 1.0, &sa, &sb, 0.0, <float *>_ptr(out), N, 1, NULL,
-                           <const float *>_ptr(b), nt)
+            ember_sgemm_ex(rows, N, K, 1.0, &sa, &sb, 0.0, <float *>data_ptr(out), N, 1, NULL,
+                           <const float *>data_ptr(b), nt)
         else:
-            da.p = <const double *>_ptr(x)
+            da.p = <const double *>data_ptr(x)
             da.rs = K
             da.cs = 1
             da.ro = NULL
             da.co = NULL
-            db.p = <const double *>_ptr(w)
+            db.p = <const double *>data_ptr(w)
             db.rs = w._strides[1]
             db.cs = w._strides[0]
             db.ro = NULL
             db.co = NULL
-            ember_dgemm_ex(rows, N, K, 1.0, &da, &db, 0.0, <double *>_ptr(out), N, 1, NULL,
-                           <const double *>_ptr(b), nt)
+            ember_dgemm_ex(rows, N, K, 1.0, &da, &db, 0.0, <double *>data_ptr(out), N, 1, NULL,
+                           <const double *>data_ptr(b), nt)
 
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias in one GEMM (C pre-filled with the bias, beta=1)."""
-    cdef TensorBase x = _as_tensor(input, "linear", "input")
-    cdef TensorBase w = _as_tensor(weight, "linear", "weight")
+    cdef TensorBase x = as_tensor(input, "linear", "input", 1)
+    cdef TensorBase w = as_tensor(weight, "linear", "weight")
     cdef TensorBase bt = None
     if bias is not None:
-        bt = _as_tensor(bias, "linear", "bias")
-    if _needs_slow((x, w, bt)):
+        bt = as_tensor(bias, "linear", "bias")
+    if needs_slow((x, w, bt)):
         return redispatch("linear", linear, (input, weight, bias), None)
     check_same_device(x, w, "linear", "weight")
     if x._ndim == 0:
@@ -680,15 +612,13 @@ def linear(input, weight, bias=None):
         # written (no pre-filled output to read back)
         check_same_device(x, bt, "linear", "bias")
         _linear_bias_gemm(x, w, bt, out, rows, K, N)
-        if _any_grad((x, w, bt)):
-            record("linear", (x, w, bt), out, None)
-        return out
+        return epilogue("linear", (x, w, bt), out)
     if bt is not None:
         _check_same_dtype(x, bt, "expected input and bias to have the same dtype, but got: ")
         try:
             copy_into(out, bt)
         except RuntimeError:
-            raise RuntimeError(f"linear(): bias of size {_shape_list(bt)} does not broadcast "
+            raise RuntimeError(f"linear(): bias of size {shape_list(bt)} does not broadcast "
                                f"to the output size {[oshape[i] for i in range(no)]}")
         beta = 1.0
     # A: x as (batch..., rows, K); B = w^T as (K, N); C: out as (batch..., N)
@@ -706,7 +636,7 @@ def linear(input, weight, bias=None):
     ast[0] = w._strides[w._ndim - 1]
     ash[1] = N
     ast[1] = w._strides[0] if w._ndim == 2 else 0
-    b3 = _view(w, 2, ash, ast, w._offset)
+    b3 = plain_view(w, 2, ash, ast, w._offset)
     for d in range(nb):
         ash[d] = xv._shape[d]
     ash[nb] = N
@@ -714,12 +644,12 @@ def linear(input, weight, bias=None):
     for d in range(nb, -1, -1):
         ast[d] = st
         st *= ash[d]
-    c3 = _view(out, nb + 1, ash, ast, 0)
+    c3 = plain_view(out, nb + 1, ash, ast, 0)
     cdef int64_t bsh[MAX_DIMS]
     for d in range(nb - 1):
         bsh[d] = ash[d]
     _matmul_into(a3, _expand_batch(b3, nb - 1, bsh), c3, 1.0, beta, nb - 1)
-    if _any_grad((x, w, bt)):
+    if any_grad((x, w, bt)):
         record("linear", (x, w, bt) if bt is not None else (x, w), out, None)
     return out
 
@@ -854,7 +784,7 @@ def einsum(equation, *operands):
     if len(operands) == 0:
         raise ValueError("einsum(): must provide at least one operand")
     for o in operands:
-        _as_tensor(o, "einsum", "operands")
+        as_tensor(o, "einsum", "operands")
     terms, rhs = _einsum_parse(equation, [tuple(o.shape) for o in operands])
     for c in rhs:
         if rhs.count(c) > 1:
@@ -887,7 +817,6 @@ def einsum(equation, *operands):
     return cur
 
 
-
 # ----------------------------------------------------------------------------
 # introspection (tests / benchmarks)
 
@@ -906,7 +835,5 @@ def __rmatmul__(self, other):
     return matmul(other, self)
 
 
-__matmul__ = matmul
-
 __all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "outer",
-           "ger", "linear", "einsum"]
+           "linear", "einsum"]

@@ -17,37 +17,12 @@ from libc.stdint cimport int64_t, uint64_t, uint8_t
 from libc.string cimport memcpy
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 from ember._C import core as _core
 from ember._C import elementwise as _ew
 
-cdef extern from "ember_random.h" nogil:
-    enum:
-        EM_RD_UNIFORM
-        EM_RD_NORMAL
-        EM_RD_LOGNORMAL
-        EM_RD_EXPONENTIAL
-        EM_RD_CAUCHY
-        EM_RD_GEOMETRIC
-    void em_philox4x32_10(const unsigned int *ctr, const unsigned int *key, unsigned int *out)
-    void em_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
-                       double a, double b, int nthreads)
-    void em_rand_int(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset, int64_t lo,
-                     uint64_t range, int nthreads)
-    void em_rand_bernoulli(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
-                           double p, int nthreads)
-    int64_t em_rand_bernoulli_p(double *p, int64_t n, uint64_t seed, uint64_t offset,
-                                int nthreads)
-    void em_dropout(int dtype, const void *x, void *out, uint8_t *mask, int64_t n, double p,
-                    uint64_t seed, uint64_t offset, int nthreads)
-    void em_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset)
-    int em_multinomial(const double *p, int64_t rows, int64_t ncat, int64_t nsamp,
-                       int replacement, int64_t *out, uint64_t seed, uint64_t offset,
-                       int nthreads)
-    em_loop em_normal_affine_loop(int dtype)
-    int em_random_isa()
+from ember._C.c_random cimport *
 
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
 _C_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "c10::Half",
             "c10::BFloat16", "float", "double")
 # the integer range of each integer dtype, and 2^digits of each float dtype
@@ -239,10 +214,6 @@ def _kernel_isa():
 # ----------------------------------------------------------------------------
 # helpers
 
-cdef inline char *_data(TensorBase t) noexcept nogil:
-    return t._storage.data + t._offset * em_itemsize[t._dtype]
-
-
 cdef Generator _gen(object generator, str op):
     if generator is None:
         return _default
@@ -296,13 +267,14 @@ cdef int _float_dtype(object dtype, str kernel) except -1:
     if dt < 0:
         return default_dtype()
     if dt < EM_F16:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[dt]}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(dt)}'")
     return dt
 
 
 cdef int _require_float(TensorBase t, str kernel) except -1:
     if t._dtype < EM_F16 or category(t._dtype) == 3:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{torch_type_name(t._dtype)}'")
     return 0
 
 
@@ -344,7 +316,7 @@ cdef int _fill_float(TensorBase t, int kind, double a, double b, Generator g) ex
     cdef TensorBase d = t if is_contig(t) else _empty_shape(t, t._dtype)
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef char *p = _data(d)
+    cdef char *p = data_ptr(d)
     cdef int dt = d._dtype, nt
     if category(dt) == 3:
         # complex: the (re, im) pairs are 2n reals drawn alike (torch's complex randn
@@ -363,7 +335,7 @@ cdef int _fill_int(TensorBase t, int64_t lo, uint64_t rng, Generator g) except -
     cdef TensorBase d = t if is_contig(t) else _empty_shape(t, t._dtype)
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef char *p = _data(d)
+    cdef char *p = data_ptr(d)
     cdef int dt = d._dtype, nt = _nthreads(n)
     with nogil:
         em_rand_int(dt, p, n, seed, off, lo, rng, nt)
@@ -376,7 +348,7 @@ cdef int _fill_bernoulli(TensorBase t, double p, Generator g) except -1:
     cdef TensorBase d = t if is_contig(t) else _empty_shape(t, t._dtype)
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef char *ptr = _data(d)
+    cdef char *ptr = data_ptr(d)
     cdef int dt = d._dtype, nt = _nthreads(n)
     with nogil:
         em_rand_bernoulli(dt, ptr, n, seed, off, p, nt)
@@ -391,7 +363,7 @@ cdef int _fill_bernoulli_tensor(TensorBase t, TensorBase p, Generator g) except 
     copy_into(pf, p)
     cdef int64_t n = numel_of(pf._ndim, pf._shape), bad
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef double *ptr = <double *>_data(pf)
+    cdef double *ptr = <double *>data_ptr(pf)
     cdef int nt = _nthreads(n)
     with nogil:
         bad = em_rand_bernoulli_p(ptr, n, seed, off, nt)
@@ -432,62 +404,59 @@ cdef int _check_range(int dt, object lo, object hi, str op) except -1:
 # ----------------------------------------------------------------------------
 # factories
 
+cdef object _standard(str name, object fn, int dist, str kernel, tuple size, dict kwargs,
+                      generator, out, dtype, device, requires_grad):
+    """rand / randn: float samples of a standard distribution"""
+    cdef Device dev = as_device(device)
+    if slow_path() or dev.kind != DEV_CPU:
+        return factory_slow(name, fn, size, dict(kwargs, **_kw(
+            generator=generator, out=out, dtype=dtype, device=device,
+            requires_grad=requires_grad)), dev)
+    cdef Generator g = _gen(generator, name)
+    cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
+        _out_dtype(dtype, out), kernel), name)
+    if kwargs:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    # torch's complex randn draws each part with variance 1/2
+    _fill_float(t, dist, 0.0, 0.7071067811865476 if dist == EM_RD_NORMAL and
+                category(t._dtype) == 3 else 1.0, g)
+    return finish_out(t, out, requires_grad, name)
+
+
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False, **kwargs):
     """Uniform samples from [0, 1): ``rand(2, 3)``, ``rand((2, 3), dtype=...)``."""
-    cdef Device dev = as_device(device)
-    if slow_path() or dev.kind != DEV_CPU:
-        return factory_slow("rand", rand, size, dict(kwargs, **_kw(
-            generator=generator, out=out, dtype=dtype, device=device,
-            requires_grad=requires_grad)), dev)
-    cdef Generator g = _gen(generator, "rand")
-    cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
-        _out_dtype(dtype, out), "check_uniform_bounds"), "rand")
-    if kwargs:
-        raise TypeError(f"rand() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _fill_float(t, EM_RD_UNIFORM, 0.0, 1.0, g)
-    return finish_out(t, out, requires_grad, "rand")
+    return _standard("rand", rand, EM_RD_UNIFORM, "check_uniform_bounds", size, kwargs,
+                     generator, out, dtype, device, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False, **kwargs):
     """Standard normal samples: ``randn(2, 3)``."""
-    cdef Device dev = as_device(device)
-    if slow_path() or dev.kind != DEV_CPU:
-        return factory_slow("randn", randn, size, dict(kwargs, **_kw(
-            generator=generator, out=out, dtype=dtype, device=device,
-            requires_grad=requires_grad)), dev)
-    cdef Generator g = _gen(generator, "randn")
-    cdef TensorBase t = _empty(size, kwargs.pop("size", None), _float_dtype(
-        _out_dtype(dtype, out), "normal_kernel_cpu"), "randn")
-    if kwargs:
-        raise TypeError(f"randn() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _fill_float(t, EM_RD_NORMAL, 0.0, 0.7071067811865476 if category(t._dtype) == 3 else 1.0, g)
-    return finish_out(t, out, requires_grad, "randn")
+    return _standard("randn", randn, EM_RD_NORMAL, "normal_kernel_cpu", size, kwargs,
+                     generator, out, dtype, device, requires_grad)
 
 
 cdef tuple _like(TensorBase input, dtype, device):
     return (input.dtype if dtype is None else dtype, input._device if device is None else device)
 
 
+cdef object _sample_like(object fn, str name, object input, dtype, device, requires_grad,
+                         generator):
+    cdef TensorBase t = as_tensor(input, name, "input")
+    d, dev = _like(t, dtype, device)
+    return fn(shape_tuple(t), dtype=d, device=dev, requires_grad=requires_grad,
+              generator=generator)
+
+
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, generator=None):
-    if not isinstance(input, TensorBase):
-        raise TypeError(f"rand_like(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
-    d, dev = _like(<TensorBase>input, dtype, device)
-    return rand(shape_tuple(<TensorBase>input), dtype=d, device=dev,
-                requires_grad=requires_grad, generator=generator)
+    return _sample_like(rand, "rand_like", input, dtype, device, requires_grad, generator)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, generator=None):
-    if not isinstance(input, TensorBase):
-        raise TypeError(f"randn_like(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
-    d, dev = _like(<TensorBase>input, dtype, device)
-    return randn(shape_tuple(<TensorBase>input), dtype=d, device=dev,
-                 requires_grad=requires_grad, generator=generator)
+    return _sample_like(randn, "randn_like", input, dtype, device, requires_grad, generator)
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
@@ -566,7 +535,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     cdef Generator g = _gen(generator, "randperm")
     cdef TensorBase t = new_tensor(1, &nn, EM_I64, cpu_device())
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef int64_t *p = <int64_t *>_data(t)
+    cdef int64_t *p = <int64_t *>data_ptr(t)
     with nogil:
         em_randperm(p, nn, seed, off)
     if dt != EM_I64:
@@ -577,7 +546,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 cdef int _check_std_tensor(TensorBase std) except -1:
     cdef TensorBase s = contig(cast(std, EM_F64))
     cdef int64_t i, n = numel_of(s._ndim, s._shape)
-    cdef const double *p = <const double *>_data(s)
+    cdef const double *p = <const double *>data_ptr(s)
     cdef bint bad = False
     with nogil:
         for i in range(n):
@@ -663,7 +632,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         rd = (<TensorBase>out)._dtype
     if rd < EM_F16:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
-                                  f"'{_TYPE_NAMES[rd]}'")
+                                  f"'{torch_type_name(rd)}'")
     if ts:
         _check_std_tensor(st)
     cd = EM_F64 if rd == EM_F64 else EM_F32
@@ -728,7 +697,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if x._dtype < EM_F16:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{_TYPE_NAMES[x._dtype]}")
+                           f"{torch_type_name(x._dtype)}")
     if k <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     cdef int64_t ncat = x._shape[x._ndim - 1]
@@ -748,8 +717,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         shp[0] = k
     cdef TensorBase t = new_tensor(x._ndim, shp, EM_I64, cpu_device())
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *pp = <const double *>_data(pf)
-    cdef int64_t *op = <int64_t *>_data(t)
+    cdef const double *pp = <const double *>data_ptr(pf)
+    cdef int64_t *op = <int64_t *>data_ptr(t)
     cdef int rc, rep = 1 if replacement else 0, nt = nthreads_for(rows * ncat * 4)
     with nogil:
         rc = em_multinomial(pp, rows, ncat, k, rep, op, seed, off, nt)
@@ -783,6 +752,15 @@ cdef object _out_dtype(object dtype, object out):
     return dtype
 
 
+cdef TensorBase _fill_inplace(TensorBase t, str name, int dist, double a, double b,
+                              object generator):
+    """the end of every float sampler self.<name>(...): checks, fill, version bump"""
+    _prelude(t, name)
+    _fill_float(t, dist, a, b, _gen(generator, name))
+    bump_version(t)
+    return t
+
+
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     """Fill with uniform samples from [from, to)."""
     cdef TensorBase t = <TensorBase>self
@@ -790,7 +768,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("uniform_", uniform_, t, (from_, to), _kw(generator=generator))
     _require_float(t, "check_uniform_bounds")
     a = float(_as_number(from_, "uniform_", "from"))
@@ -798,33 +776,27 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(from_)} > to={_num(to)}")
-    _prelude(t, "uniform_")
-    _fill_float(t, EM_RD_UNIFORM, a, b, _gen(generator, "uniform_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "uniform_", EM_RD_UNIFORM, a, b, generator)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples N(mean, std^2)."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("normal_", normal_, t, (mean, std), _kw(generator=generator))
     _require_float(t, "normal_kernel_cpu")
     m = float(_as_number(mean, "normal_", "mean"))
     s = float(_as_number(std, "normal_", "std"))
     if not s >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
-    _prelude(t, "normal_")
-    _fill_float(t, EM_RD_NORMAL, m, s, _gen(generator, "normal_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "normal_", EM_RD_NORMAL, m, s, generator)
 
 
 def random_(self, *args, to=None, generator=None, **kwargs):
     """random_(), random_(to), random_(from, to): uniform integers in [from, to);
     without bounds, [0, 2^mantissa] for floats and [0, max] for integers."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("random_", random_, t, args, dict(kwargs, **_kw(
             to=to, generator=generator)))
     frm = kwargs.pop("from", None)
@@ -867,25 +839,22 @@ def random_(self, *args, to=None, generator=None, **kwargs):
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential samples of rate ``lambd``."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("exponential_", exponential_, t, (lambd,), _kw(generator=generator))
     if t._dtype < EM_F16:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
-                           f"{_TYPE_NAMES[t._dtype]}")
+                           f"{torch_type_name(t._dtype)}")
     lam = float(_as_number(lambd, "exponential_", "lambd"))
     if not lam > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
-    _prelude(t, "exponential_")
-    _fill_float(t, EM_RD_EXPONENTIAL, lam, 0.0, _gen(generator, "exponential_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "exponential_", EM_RD_EXPONENTIAL, lam, 0.0, generator)
 
 
 def geometric_(self, p, *, generator=None):
     """Fill with geometric samples (number of trials to the first success)."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("geometric_", geometric_, t, (p,), _kw(generator=generator))
     pp = float(_as_number(p, "geometric_", "p"))
     if not (0.0 < pp < 1.0):
@@ -901,42 +870,36 @@ def geometric_(self, p, *, generator=None):
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp(N(mean, std^2)) samples."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("log_normal_", log_normal_, t, (mean, std), _kw(generator=generator))
     _require_float(t, "log_normal_cpu")
     m = float(_as_number(mean, "log_normal_", "mean"))
     s = float(_as_number(std, "log_normal_", "std"))
     if not s > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    _prelude(t, "log_normal_")
-    _fill_float(t, EM_RD_LOGNORMAL, m, s, _gen(generator, "log_normal_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "log_normal_", EM_RD_LOGNORMAL, m, s, generator)
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy samples."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("cauchy_", cauchy_, t, (median, sigma), _kw(generator=generator))
     if t._dtype < EM_F16:
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
-                           f"{_TYPE_NAMES[t._dtype]}")
+                           f"{torch_type_name(t._dtype)}")
     m = float(_as_number(median, "cauchy_", "median"))
     s = float(_as_number(sigma, "cauchy_", "sigma"))
     if not s > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    _prelude(t, "cauchy_")
-    _fill_float(t, EM_RD_CAUCHY, m, s, _gen(generator, "cauchy_"))
-    bump_version(t)
-    return t
+    return _fill_inplace(t, "cauchy_", EM_RD_CAUCHY, m, s, generator)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples: probability ``p`` (a float, or a tensor broadcast to self)."""
     cdef TensorBase t = <TensorBase>self
-    if slow_path() or t._device.kind:
+    if needs_slow1(t):
         return _method_slow("bernoulli_", bernoulli_, t, (p,), _kw(generator=generator))
     cdef Generator g = _gen(generator, "bernoulli_")
     if isinstance(p, TensorBase):
@@ -976,15 +939,15 @@ def dropout(input, p, train=True, *, generator=None):
         return x, mask
     if x._dtype < EM_F16:
         raise RuntimeError(f"dropout: expected a floating-point input, got "
-                           f"{_TYPE_NAMES[x._dtype]}")
+                           f"{torch_type_name(x._dtype)}")
     cdef Generator g = _gen(generator, "dropout")
     cdef TensorBase xc = contig(x)
     cdef TensorBase out = _empty_shape(x, x._dtype)
     cdef int64_t n = numel_of(x._ndim, x._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const char *xp = _data(xc)
-    cdef char *op = _data(out)
-    cdef uint8_t *mp = <uint8_t *>_data(mask)
+    cdef const char *xp = data_ptr(xc)
+    cdef char *op = data_ptr(out)
+    cdef uint8_t *mp = <uint8_t *>data_ptr(mask)
     cdef int dt = x._dtype, nt = _nthreads(n)
     cdef double pd = pp
     with nogil:

@@ -14,6 +14,7 @@ from libc.string cimport memset
 from libc.math cimport isnan, INFINITY
 
 from ember._C.core cimport *
+from ember._C.frame cimport *
 from ember._C.core import Size
 from ember._C import elementwise as _ew
 import builtins as _bi
@@ -22,42 +23,12 @@ import math as _math
 import types as _types
 import warnings as _warnings
 
-cdef extern from "ember_attention.h" nogil:
-    int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, int64_t BH,
-                    int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
-                    char *out, char *lse, int nthreads)
-    int em_sdpa_bwd(int dtype, const char *dout, const char *q, const char *k, const char *v,
-                    const char *out, const char *lse, int64_t BH, int64_t L, int64_t S,
-                    int64_t D, int64_t Dv, double scale, int causal, char *dq, char *dk,
-                    char *dv, int nthreads)
+from ember._C.c_attention cimport *
 
-cdef extern from "ember_norm.h" nogil:
-    int em_layer_norm_fwd(int dtype, const char *x, const char *w, const char *b, int64_t M,
-                          int64_t N, double eps, char *y, char *mean, char *rstd, int nthreads)
-    int em_layer_norm_bwd(int dtype, const char *dy, const char *x, const char *mean,
-                          const char *rstd, const char *w, int64_t M, int64_t N, char *dx,
-                          char *dw, char *db, int nthreads)
+from ember._C.c_norm cimport *
 
-cdef extern from "ember_reduce.h" nogil:
-    enum:
-        RD_SUM, RD_PROD, RD_MAX, RD_MIN, RD_NANSUM, RD_ASUM, RD_SSQ, RD_PSUM, RD_AMAX, RD_AMIN
-        RD_NZ, RD_NNAN, RD_SUMEXP
-        RP_NONE, RP_DIV, RP_SQRT, RP_ROOT, RP_DIVSQRT, RP_LOGADD, RP_FINITE0
-        SC_SUM, SC_PROD, SC_MAX, SC_MIN, SC_LOGSUMEXP
-    int em_reduce(int op, int dtype, const char *x, int64_t O, int64_t K, int64_t I, char *out,
-                  const void *center, double p, int nthreads)
-    void em_reduce_post(int mode, int dtype, char *out, int64_t n, double a, const void *center)
-    int em_argreduce(int op, int dtype, const char *x, int64_t O, int64_t K, int64_t I,
-                     char *vals, int64_t *idx, int nthreads)
-    int em_scan(int op, int dtype, const char *x, int64_t O, int64_t K, int64_t I, char *out,
-                int64_t *idx, int nthreads)
-    int em_softmax(int log, int dtype, const char *x, int64_t O, int64_t K, int64_t I,
-                   char *out, int nthreads)
-    int em_sort(int dtype, const char *x, int64_t rows, int64_t n, char *vals, int64_t *idx,
-                int descending, int nthreads)
+from ember._C.c_reduce cimport *
 
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
 cdef dict _PUBLIC = {}
 
 
@@ -82,10 +53,6 @@ return_types.frexp = _rt("frexp", ("mantissa", "exponent"))
 # ---------------------------------------------------------------------------
 # helpers
 
-cdef inline char *_dp(TensorBase t) noexcept nogil:
-    return t._storage.data + t._offset * em_itemsize[t._dtype]
-
-
 cdef inline int _cdt(int d) noexcept:
     """Compute dtype of a reduction over dtype d."""
     if d == EM_F64:
@@ -96,29 +63,18 @@ cdef inline int _cdt(int d) noexcept:
 
 
 cdef inline TensorBase _as_t(object x, str op):
-    if not isinstance(x, TensorBase):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    if category((<TensorBase>x)._dtype) == 3 and op in ("any", "all", "count_nonzero"):
-        return <TensorBase>_ew.ne(x, 0)       # truth of a complex value: nonzero
-    if category((<TensorBase>x)._dtype) == 3 and op not in ("sum", "mean", "prod"):
+    cdef TensorBase t = as_tensor(x, op, "input", 1)
+    if category(t._dtype) == 3 and op in ("any", "all", "count_nonzero"):
+        return <TensorBase>_ew.ne(t, 0)       # truth of a complex value: nonzero
+    if category(t._dtype) == 3 and op not in ("sum", "mean", "prod"):
         # the kernels here are real-only: never let a complex input lose its imaginary part
-        raise RuntimeError(f"\"{op}_cpu\" not implemented for "
-                           f"'{_TYPE_NAMES[(<TensorBase>x)._dtype]}'")
-    return <TensorBase>x
+        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{torch_type_name(t._dtype)}'")
+    return t
 
 
 cdef object _complex_reduce(str op, TensorBase t, dim, keepdim, dtype, out):
     from ember._C import cplx
     return cplx.reduce(op, t, dim, keepdim, dtype, out)
-
-
-cdef inline bint _needs_slow(TensorBase t):
-    return slow_path() or t._device.kind != DEV_CPU
-
-
-cdef inline bint _wants_grad(TensorBase t):
-    return grad_on() and t._requires_grad
 
 
 cdef int _dim_mask(object dim, int ndim, str op, bint *mask) except -1:
@@ -308,20 +264,20 @@ cdef int _scatter(_Arr a, TensorBase res, TensorBase buf) except -1:
 
 cdef int _kern(_Arr a, int op, int cdt, TensorBase buf, const void *center, double p) except -1:
     cdef int rc
-    cdef char *x = _dp(a.xc)
-    cdef char *o = _dp(buf)
+    cdef char *x = data_ptr(a.xc)
+    cdef char *o = data_ptr(buf)
     cdef int nt = nthreads_for(a.O * a.K * a.I)
     with nogil:
         rc = em_reduce(op, cdt, x, a.O, a.K, a.I, o, center, p, nt)
     if rc:
-        raise RuntimeError(f"reduce: no kernel for op {op} and dtype {_TYPE_NAMES[cdt]}")
+        raise RuntimeError(f"reduce: no kernel for op {op} and dtype {torch_type_name(cdt)}")
     return 0
 
 
 cdef void _post(int mode, TensorBase buf, double v, TensorBase center) noexcept:
     cdef int64_t n = numel_of(buf._ndim, buf._shape)
-    cdef const void *c = NULL if center is None else <const void *>_dp(center)
-    cdef char *o = _dp(buf)
+    cdef const void *c = NULL if center is None else <const void *>data_ptr(center)
+    cdef char *o = data_ptr(buf)
     em_reduce_post(mode, buf._dtype, o, n, v, c)
 
 
@@ -380,7 +336,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of the elements over ``dim`` (int, tuple or None for all)."""
     cdef TensorBase t = _as_t(input, "sum")
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("sum", sum, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
         return _complex_reduce("sum", t, dim, keepdim, dtype, out)
@@ -393,14 +349,14 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         rdt = _sum_dtype(t._dtype)
     cdef int cd = EM_BOOL if x._dtype == EM_BOOL else _cdt(x._dtype)
     r = _finish(_reduce_one(cast(x, cd), red, keepdim, RD_SUM), rdt)
-    if _wants_grad(t) and category(rdt) == 2:
+    if wants_grad1(t) and category(rdt) == 2:
         record("sum", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
     return _out(r, out, input, "sum")
 
 
 cdef int _nansum_dtype(TensorBase t, int rdt) except -1:
     if category(t._dtype) == 2 and category(rdt) < 2:
-        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{_TYPE_NAMES[rdt]}'")
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{torch_type_name(rdt)}'")
     return 0
 
 
@@ -408,7 +364,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
     cdef TensorBase t = _as_t(input, "nansum")
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("nansum", nansum, (input,),
                           {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     _dim_mask(dim, t._ndim, "nansum", red)
@@ -422,7 +378,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         r = _finish(_reduce_one(cast(x, EM_I64), red, keepdim, RD_SUM), rdt)
     else:
         r = _finish(_reduce_one(cast(x, _cdt(x._dtype)), red, keepdim, RD_NANSUM), rdt)
-    if _wants_grad(t) and category(rdt) == 2:
+    if wants_grad1(t) and category(rdt) == 2:
         record("nansum", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
     return _out(r, out, input, "nansum")
 
@@ -431,7 +387,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Arithmetic mean over ``dim``; floating-point inputs (or ``dtype``) only."""
     cdef TensorBase t = _as_t(input, "mean")
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("mean", mean, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
         return _complex_reduce("mean", t, dim, keepdim, dtype, out)
@@ -442,9 +398,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if category(rdt) < 2:
         raise RuntimeError(f"mean(): could not infer output dtype. "
                            f"{'Input' if dtype is None else 'Optional'} dtype must be either a "
-                           f"floating point or complex dtype. Got: {_TYPE_NAMES[rdt]}")
+                           f"floating point or complex dtype. Got: {torch_type_name(rdt)}")
     r = _finish(_reduce_one(cast(t, _cdt(rdt)), red, keepdim, RD_SUM, RP_NONE, 0, 0, True), rdt)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("mean", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
     return _out(r, out, input, "mean")
 
@@ -453,12 +409,12 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements."""
     cdef TensorBase t = _as_t(input, "nanmean")
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("nanmean", nanmean, (input,),
                           {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     if category(t._dtype) < 2:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
-                           f"but got {_TYPE_NAMES[t._dtype]}")
+                           f"but got {torch_type_name(t._dtype)}")
     _dim_mask(dim, t._ndim, "nanmean", red)
     cdef int rdt = dtype_code(_out_dtype(dtype, out))
     if rdt < 0:
@@ -468,7 +424,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     cdef TensorBase s = _reduce_one(x, red, keepdim, RD_NANSUM)
     cdef TensorBase c = _reduce_one(x, red, keepdim, RD_NNAN)
     r = _finish(_ew.div(s, c), rdt)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("nanmean", (input,), r, {"dim": _mask_tuple(red, t._ndim),
                                         "keepdim": bool(keepdim)})
     return _out(r, out, input, "nanmean")
@@ -478,7 +434,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of the elements over ``dim``."""
     cdef TensorBase t = _as_t(input, "prod")
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("prod", prod, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
     if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
         return _complex_reduce("prod", t, dim, keepdim, dtype, out)
@@ -490,7 +446,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if rdt < 0:
         rdt = _sum_dtype(t._dtype)
     r = _finish(_reduce_one(cast(x, _cdt(x._dtype)), red, keepdim, RD_PROD), rdt)
-    if _wants_grad(t) and category(rdt) == 2:
+    if wants_grad1(t) and category(rdt) == 2:
         record("prod", (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
     return _out(r, out, input, "prod")
 
@@ -538,9 +494,9 @@ cdef object _extreme_dim(TensorBase t, object dim, bint keepdim, int op, str nam
     cdef TensorBase vb = _buf_for(a, vals)
     cdef TensorBase ib = _buf_for(a, idx)
     cdef int nt = nthreads_for(a.O * a.K * a.I)
-    cdef char *xp = _dp(a.xc)
-    cdef char *vp = _dp(vb)
-    cdef int64_t *ip = <int64_t *>_dp(ib)
+    cdef char *xp = data_ptr(a.xc)
+    cdef char *vp = data_ptr(vb)
+    cdef int64_t *ip = <int64_t *>data_ptr(ib)
     with nogil:
         rc = em_argreduce(op, x._dtype, xp, a.O, a.K, a.I, vp, ip, nt)
     _scatter(a, vals, vb)
@@ -554,7 +510,7 @@ cdef object _max_min(object input, object dim, object keepdim, object other, int
     if isinstance(dim, TensorBase) or other is not None:
         o = dim if other is None else other
         return (_ew.maximum if op == RD_MAX else _ew.minimum)(input, o, out=out)
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input,) if dim is None else (input, dim),
                           {} if dim is None else {"keepdim": keepdim})
     if dim is None:
@@ -562,11 +518,11 @@ cdef object _max_min(object input, object dim, object keepdim, object other, int
             raise TypeError(f"{name}() received an invalid combination of arguments: keepdim "
                             f"without dim")
         r = _extreme_all(t, op, name)
-        if _wants_grad(t):
+        if wants_grad1(t):
             record(name, (input,), r, {"dim": None, "keepdim": False})
         return _out(r, out, input, name, OUT_EXACT)
     v, i = _extreme_dim(t, dim, keepdim, op, name)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record(name, (input,), (v, i), {"dim": _one_dim(dim, t._ndim, name),
                                         "keepdim": bool(keepdim)})
     return _out_pair(v, i, out, input, name, getattr(return_types, name))
@@ -588,7 +544,7 @@ cdef object _amax_amin(object input, object dim, bint keepdim, int op, str name,
                        object out):
     cdef TensorBase t = _as_t(input, name)
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input,), {"dim": dim, "keepdim": keepdim})
     _dim_mask(dim, t._ndim, name, red)
     cdef TensorBase x = cast(t, _cdt(t._dtype))
@@ -599,7 +555,7 @@ cdef object _amax_amin(object input, object dim, bint keepdim, int op, str name,
     _kern(a, op, x._dtype, buf, NULL, 0)
     _scatter(a, res, buf)
     r = _finish(res, t._dtype)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record(name, (input,), r, {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim)})
     return _out(r, out, input, name, OUT_EXACT)
 
@@ -625,7 +581,7 @@ cdef object _argext(object input, object dim, bint keepdim, int op, str name, ob
     cdef TensorBase x
     cdef int64_t n
     cdef int64_t one = 1
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input,), {"dim": dim, "keepdim": keepdim})
     if dim is not None:
         return _extreme_dim(t, dim, keepdim, op, name)[1]
@@ -679,7 +635,7 @@ cdef object _var_impl(object input, object dim, object unbiased, bint keepdim, o
     _post(RP_DIV, mbuf, <double>a.K, None)
     cdef TensorBase res = _new_out(a, x._dtype)
     cdef TensorBase buf = _buf_for(a, res)
-    _kern(a, RD_SSQ, x._dtype, buf, _dp(mbuf), 0)
+    _kern(a, RD_SSQ, x._dtype, buf, data_ptr(mbuf), 0)
     cdef double dof = <double>a.K - corr
     if dof <= 0:
         _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
@@ -691,20 +647,20 @@ cdef object _var_impl(object input, object dim, object unbiased, bint keepdim, o
     r = _finish(res, t._dtype)
     attrs = {"dim": _mask_tuple(red, t._ndim), "keepdim": bool(keepdim), "correction": corr}
     if not want_mean:
-        if _wants_grad(t):
+        if wants_grad1(t):
             record(name, (input,), r, attrs)
         return r
     cdef TensorBase mres = _new_out(a, x._dtype)
     _scatter(a, mres, mbuf)
     m = _finish(mres, t._dtype)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record(name, (input,), (r, m), attrs)
     return (r, m)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
-    if _needs_slow(_as_t(input, "var")):
+    if needs_slow1(_as_t(input, "var")):
         return redispatch("var", var, (input,), {"dim": dim, "unbiased": unbiased,
                                                   "keepdim": keepdim, "correction": correction})
     return _out(_var_impl(input, dim, unbiased, keepdim, correction, "var", False, False), out,
@@ -713,7 +669,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
-    if _needs_slow(_as_t(input, "std")):
+    if needs_slow1(_as_t(input, "std")):
         return redispatch("std", std, (input,), {"dim": dim, "unbiased": unbiased,
                                                   "keepdim": keepdim, "correction": correction})
     return _out(_var_impl(input, dim, unbiased, keepdim, correction, "std", True, False), out,
@@ -722,7 +678,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over ``dim`` in one pass over the data's blocks."""
-    if _needs_slow(_as_t(input, "var_mean")):
+    if needs_slow1(_as_t(input, "var_mean")):
         return redispatch("var_mean", var_mean, (input,), {"dim": dim, "unbiased": unbiased,
                           "keepdim": keepdim, "correction": correction})
     return _var_impl(input, dim, unbiased, keepdim, correction, "var_mean", False, True)
@@ -730,7 +686,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over ``dim``."""
-    if _needs_slow(_as_t(input, "std_mean")):
+    if needs_slow1(_as_t(input, "std_mean")):
         return redispatch("std_mean", std_mean, (input,), {"dim": dim, "unbiased": unbiased,
                           "keepdim": keepdim, "correction": correction})
     return _var_impl(input, dim, unbiased, keepdim, correction, "std_mean", True, True)
@@ -749,12 +705,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     cdef bint red[MAX_DIMS]
     cdef int op, post = RP_NONE
     cdef double p
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("vector_norm", vector_norm, (x,), {"ord": ord, "dim": dim,
                           "keepdim": keepdim, "dtype": dtype})
     if category(t._dtype) < 2:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_TYPE_NAMES[t._dtype]}")
+                           f"as input. Got {torch_type_name(t._dtype)}")
     if isinstance(ord, str) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
@@ -786,7 +742,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         _post(post, buf, p, None)
     _scatter(a, res, buf)
     r = _finish(res, rdt)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("vector_norm", (x,), r, {"ord": p, "dim": _mask_tuple(red, t._ndim),
                                         "keepdim": bool(keepdim)})
     return _out(r, out, x, "linalg.vector_norm", OUT_EXACT)
@@ -809,7 +765,7 @@ def logsumexp(input, dim=None, keepdim=False, *, out=None):
     """log(sum(exp(input))) over ``dim``, computed stably (max-shifted)."""
     cdef TensorBase t = _as_t(input, "logsumexp")
     cdef bint red[MAX_DIMS]
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("logsumexp", logsumexp, (input, dim), {"keepdim": keepdim})
     _dim_mask(dim, t._ndim, "logsumexp", red)
     cdef int rdt = t._dtype if category(t._dtype) == 2 else default_dtype()
@@ -820,11 +776,11 @@ def logsumexp(input, dim=None, keepdim=False, *, out=None):
     _post(RP_FINITE0, mbuf, 0, None)
     cdef TensorBase res = _new_out(a, x._dtype)
     cdef TensorBase buf = _buf_for(a, res)
-    _kern(a, RD_SUMEXP, x._dtype, buf, _dp(mbuf), 0)
+    _kern(a, RD_SUMEXP, x._dtype, buf, data_ptr(mbuf), 0)
     _post(RP_LOGADD, buf, 0, mbuf)
     _scatter(a, res, buf)
     r = _finish(res, rdt)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("logsumexp", (input,), r, {"dim": _mask_tuple(red, t._ndim),
                                           "keepdim": bool(keepdim)})
     return _out(r, out, input, "logsumexp")
@@ -849,7 +805,7 @@ def count_nonzero(input, dim=None):
     cdef TensorBase t = _as_t(input, "count_nonzero")
     cdef bint red[MAX_DIMS]
     cdef int64_t K
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("count_nonzero", count_nonzero, (input,), {"dim": dim})
     _dim_mask(dim, t._ndim, "count_nonzero", red)
     return _count_nz(t, red, False, &K)
@@ -860,7 +816,7 @@ cdef object _all_any(object input, object dim, bint keepdim, bint is_all, object
     cdef TensorBase t = _as_t(input, name)
     cdef bint red[MAX_DIMS]
     cdef int64_t K
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input,), {"dim": dim, "keepdim": keepdim})
     _dim_mask(dim, t._ndim, name, red)
     c = _count_nz(t, red, keepdim, &K)
@@ -903,21 +859,21 @@ cdef TensorBase _scan_run(TensorBase x, int d, int op, TensorBase idx):
     cdef int rc
     _oki(x, d, &O, &K, &I)
     cdef TensorBase r = new_like(x, -1)
-    cdef char *xp = _dp(x)
-    cdef char *rp = _dp(r)
-    cdef int64_t *ip = NULL if idx is None else <int64_t *>_dp(idx)
+    cdef char *xp = data_ptr(x)
+    cdef char *rp = data_ptr(r)
+    cdef int64_t *ip = NULL if idx is None else <int64_t *>data_ptr(idx)
     cdef int nt = nthreads_for(O * K * I)
     with nogil:
         rc = em_scan(op, x._dtype, xp, O, K, I, rp, ip, nt)
     if rc:
-        raise RuntimeError(f"scan: no kernel for dtype {_TYPE_NAMES[x._dtype]}")
+        raise RuntimeError(f"scan: no kernel for dtype {torch_type_name(x._dtype)}")
     return r
 
 
 cdef object _cum(object input, object dim, object dtype, int op, str name, object fn,
                  object out):
     cdef TensorBase t = _as_t(input, name)
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input, dim), {"dtype": dtype})
     cdef int d = _one_dim(dim, t._ndim, name)
     cdef int rdt = dtype_code(_out_dtype(dtype, out))
@@ -925,7 +881,7 @@ cdef object _cum(object input, object dim, object dtype, int op, str name, objec
         rdt = _sum_dtype(t._dtype)
     cdef TensorBase x = contig(cast(cast(t, rdt), _cdt(rdt)))
     r = _finish(_scan_run(x, d, op, None), rdt)
-    if _wants_grad(t) and category(rdt) == 2:
+    if wants_grad1(t) and category(rdt) == 2:
         record(name, (input,), r, {"dim": d})
     return _out(r, out, input, name)
 
@@ -943,28 +899,28 @@ def cumprod(input, dim, *, dtype=None, out=None):
 def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along ``dim``, computed stably."""
     cdef TensorBase t = _as_t(input, "logcumsumexp")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("logcumsumexp", logcumsumexp, (input, dim), {})
     if category(t._dtype) < 2:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
-                                  f"'{_TYPE_NAMES[t._dtype]}'")
+                                  f"'{torch_type_name(t._dtype)}'")
     cdef int d = _one_dim(dim, t._ndim, "logcumsumexp")
     cdef TensorBase x = contig(cast(t, _cdt(t._dtype)))
     r = _finish(_scan_run(x, d, SC_LOGSUMEXP, None), t._dtype)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("logcumsumexp", (input,), r, {"dim": d})
     return _out(r, out, input, "logcumsumexp", OUT_EXACT)
 
 
 cdef object _cumext(object input, object dim, int op, str name, object fn):
     cdef TensorBase t = _as_t(input, name)
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input, dim), {})
     cdef int d = _one_dim(dim, t._ndim, name)
     cdef TensorBase x = contig(cast(t, _cdt(t._dtype)))
     cdef TensorBase idx = new_like(x, EM_I64)
     v = _finish(_scan_run(x, d, op, idx), t._dtype)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record(name, (input,), (v, idx), {"dim": d})
     return getattr(return_types, name)(v, idx)
 
@@ -992,7 +948,7 @@ cdef object _softmax(object input, object dim, object dtype, bint lg, str name, 
     cdef TensorBase t = _as_t(input, name)
     cdef int64_t O, K, I
     cdef int rc
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input, dim), {"dtype": dtype})
     if dim is None:
         dim = _implicit_softmax_dim(t._ndim, name)
@@ -1002,17 +958,17 @@ cdef object _softmax(object input, object dim, object dtype, bint lg, str name, 
         rdt = t._dtype
     if category(rdt) < 2:
         raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for "
-                                  f"'{_TYPE_NAMES[rdt]}'")
+                                  f"'{torch_type_name(rdt)}'")
     cdef TensorBase x = contig(cast(cast(t, rdt), _cdt(rdt)))
     _oki(x, d, &O, &K, &I)
     cdef TensorBase r = new_like(x, -1)
-    cdef char *xp = _dp(x)
-    cdef char *rp = _dp(r)
+    cdef char *xp = data_ptr(x)
+    cdef char *rp = data_ptr(r)
     cdef int nt = nthreads_for(O * K * I * 8)
     with nogil:
         rc = em_softmax(1 if lg else 0, x._dtype, xp, O, K, I, rp, nt)
     res = _finish(r, rdt)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record(name, (input,), res, {"dim": d, "dtype": None if dtype is None else rdt})
     return res
 
@@ -1040,7 +996,7 @@ cdef TensorBase _ln_param(object p, TensorBase x, int64_t N, str arg):
     cdef TensorBase q = <TensorBase>p
     if q._dtype != x._dtype:
         raise RuntimeError(f"layer_norm: expected {arg} to have dtype "
-                           f"{_TYPE_NAMES[x._dtype]}, but got {_TYPE_NAMES[q._dtype]}")
+                           f"{torch_type_name(x._dtype)}, but got {torch_type_name(q._dtype)}")
     if numel_of(q._ndim, q._shape) != N:
         raise RuntimeError(f"layer_norm: expected {arg} with {N} elements, but got "
                            f"shape {list(shape_tuple(q))}")
@@ -1052,7 +1008,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5)
     one pass per row (two-pass mean and variance in a fixed order), saving each
     row's mean and 1/std for the backward."""
     cdef TensorBase t = _as_t(input, "layer_norm")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("layer_norm", layer_norm, (input, normalized_shape, weight, bias),
                           {"eps": eps})
     shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -1063,7 +1019,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5)
                            f"{list(shape_tuple(t))}")
     if t._dtype != EM_F32 and t._dtype != EM_F64:
         raise RuntimeError(f"layer_norm: expected a float32 or float64 input, got "
-                           f"{_TYPE_NAMES[t._dtype]}")
+                           f"{torch_type_name(t._dtype)}")
     cdef int64_t N = 1, M = 1
     for i in range(t._ndim):
         if i < t._ndim - k:
@@ -1079,13 +1035,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5)
         sshape[i] = t._shape[i] if i < t._ndim - k else 1
     cdef TensorBase mean = new_tensor(t._ndim, sshape, x._dtype, x._device)
     cdef TensorBase rstd = new_tensor(t._ndim, sshape, x._dtype, x._device)
-    cdef const char *wp = _dp(w) if w is not None else NULL
-    cdef const char *bp = _dp(b) if b is not None else NULL
+    cdef const char *wp = data_ptr(w) if w is not None else NULL
+    cdef const char *bp = data_ptr(b) if b is not None else NULL
     cdef int nt = nthreads_for(M * N * 8)
     cdef int rc
     with nogil:
-        rc = em_layer_norm_fwd(x._dtype, _dp(x), wp, bp, M, N, eps, _dp(y), _dp(mean),
-                               _dp(rstd), nt)
+        rc = em_layer_norm_fwd(x._dtype, data_ptr(x), wp, bp, M, N, eps, data_ptr(y), data_ptr(mean),
+                               data_ptr(rstd), nt)
     if rc != 0:
         raise RuntimeError("layer_norm: kernel failed")
     if grad_on() and (t._requires_grad or (w is not None and (<TensorBase>weight)._requires_grad)
@@ -1112,14 +1068,14 @@ def layer_norm_backward(grad, input, mean, rstd, weight, bint need_input, bint n
     pshape[0] = N
     cdef TensorBase dw = new_tensor(1, pshape, x._dtype, x._device) if need_weight else None
     cdef TensorBase db = new_tensor(1, pshape, x._dtype, x._device) if need_bias else None
-    cdef const char *wp = _dp(w) if w is not None else NULL
-    cdef char *dxp = _dp(dx) if dx is not None else NULL
-    cdef char *dwp = _dp(dw) if dw is not None else NULL
-    cdef char *dbp = _dp(db) if db is not None else NULL
+    cdef const char *wp = data_ptr(w) if w is not None else NULL
+    cdef char *dxp = data_ptr(dx) if dx is not None else NULL
+    cdef char *dwp = data_ptr(dw) if dw is not None else NULL
+    cdef char *dbp = data_ptr(db) if db is not None else NULL
     cdef int nt = nthreads_for(M * N * 16)
     cdef int rc
     with nogil:
-        rc = em_layer_norm_bwd(x._dtype, _dp(g), _dp(x), _dp(mu), _dp(rs), wp, M, N, dxp, dwp,
+        rc = em_layer_norm_bwd(x._dtype, data_ptr(g), data_ptr(x), data_ptr(mu), data_ptr(rs), wp, M, N, dxp, dwp,
                                dbp, nt)
     if rc == -2:
         raise MemoryError("layer_norm_backward: out of memory")
@@ -1161,7 +1117,7 @@ cdef int _sdpa_dims(TensorBase q, TensorBase k, TensorBase v, int64_t *dims) exc
 def sdpa_fused(query, key, value, double scale, bint is_causal):
     """softmax(Q K^T * scale [causal]) V in one pass per query row; records the
     op for autograd with each row's log-sum-exp saved for the fused backward."""
-    if _needs_slow(_as_t(query, "scaled_dot_product_attention")):
+    if needs_slow1(_as_t(query, "scaled_dot_product_attention")):
         return redispatch("scaled_dot_product_attention", sdpa_fused,
                           (query, key, value, scale, is_causal), {})
     cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
@@ -1179,8 +1135,8 @@ def sdpa_fused(query, key, value, double scale, bint is_causal):
     cdef int nt = nthreads_for(dims[0] * dims[1] * dims[2] * (dims[3] + dims[4]) * 2)
     cdef int rc
     with nogil:
-        rc = em_sdpa_fwd(q._dtype, _dp(q), _dp(k), _dp(v), dims[0], dims[1], dims[2], dims[3],
-                         dims[4], scale, 1 if is_causal else 0, _dp(out), _dp(lse), nt)
+        rc = em_sdpa_fwd(q._dtype, data_ptr(q), data_ptr(k), data_ptr(v), dims[0], dims[1], dims[2], dims[3],
+                         dims[4], scale, 1 if is_causal else 0, data_ptr(out), data_ptr(lse), nt)
     if rc == -2:
         raise MemoryError("scaled_dot_product_attention: out of memory")
     if rc != 0:
@@ -1208,9 +1164,9 @@ def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is
     cdef int nt = nthreads_for(dims[0] * dims[1] * dims[2] * (dims[3] + dims[4]) * 4)
     cdef int rc
     with nogil:
-        rc = em_sdpa_bwd(q._dtype, _dp(g), _dp(q), _dp(k), _dp(v), _dp(o), _dp(ls), dims[0],
+        rc = em_sdpa_bwd(q._dtype, data_ptr(g), data_ptr(q), data_ptr(k), data_ptr(v), data_ptr(o), data_ptr(ls), dims[0],
                          dims[1], dims[2], dims[3], dims[4], scale, 1 if is_causal else 0,
-                         _dp(dq), _dp(dk), _dp(dv), nt)
+                         data_ptr(dq), data_ptr(dk), data_ptr(dv), nt)
     if rc == -2:
         raise MemoryError("scaled_dot_product_attention_backward: out of memory")
     if rc != 0:
@@ -1259,14 +1215,14 @@ cdef _Sorted _sort_moved(TensorBase t, int d, bint descending, bint want_vals):
         s.mshape[i] = shp[i]
     s.vals = new_tensor(nd, shp, cd, cpu_device()) if want_vals else None
     s.idx = new_tensor(nd, shp, EM_I64, cpu_device())
-    cdef char *xp = _dp(xc)
-    cdef char *vp = NULL if s.vals is None else _dp(s.vals)
-    cdef int64_t *ip = <int64_t *>_dp(s.idx)
+    cdef char *xp = data_ptr(xc)
+    cdef char *vp = NULL if s.vals is None else data_ptr(s.vals)
+    cdef int64_t *ip = <int64_t *>data_ptr(s.idx)
     cdef int nt = nthreads_for(s.rows * s.n * 16)
     with nogil:
         rc = em_sort(cd, xp, s.rows, s.n, vp, ip, 1 if descending else 0, nt)
     if rc:
-        raise RuntimeError(f"sort: no kernel for dtype {_TYPE_NAMES[cd]}")
+        raise RuntimeError(f"sort: no kernel for dtype {torch_type_name(cd)}")
     return s
 
 
@@ -1302,7 +1258,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     cdef TensorBase t = _as_t(input, "sort")
     if isinstance(dim, bool):
         raise TypeError("sort(): argument 'dim' must be int, not bool")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("sort", sort, (input,), {"dim": dim, "descending": descending,
                                                    "stable": stable})
     cdef int d = _one_dim(dim, t._ndim, "sort")
@@ -1310,7 +1266,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     cdef int64_t n = s.n
     v = _finish(_unmove(s, s.vals, n), t._dtype)
     i = _unmove(s, s.idx, n)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("sort", (input,), (v, i), {"dim": d})
     return _out_pair(v, i, out, input, "sort", return_types.sort)
 
@@ -1318,7 +1274,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim``."""
     cdef TensorBase t = _as_t(input, "argsort")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("argsort", argsort, (input,), {"dim": dim, "descending": descending,
                                                          "stable": stable})
     cdef int d = _one_dim(dim, t._ndim, "argsort")
@@ -1334,7 +1290,7 @@ def msort(input, *, out=None):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: (values, indices)."""
     cdef TensorBase t = _as_t(input, "topk")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("topk", topk, (input, k), {"dim": dim, "largest": largest,
                                                      "sorted": sorted})
     cdef int d = _one_dim(dim, t._ndim, "topk")
@@ -1347,7 +1303,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     im = s.idx.narrow(last, 0, k) if t._ndim else s.idx
     v = _finish(_unmove(s, contig(vm), k), t._dtype)
     i = _unmove(s, contig(im), k)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("topk", (input,), (v, i), {"dim": d, "k": int(k)})
     return _out_pair(v, i, out, input, "topk", return_types.topk)
 
@@ -1405,10 +1361,10 @@ cdef object _select(TensorBase t, int d, bint keepdim, int mode, int64_t k, str 
             m += 1
     cdef TensorBase ov = new_tensor(m, shp, s.vals._dtype, cpu_device())
     cdef TensorBase oi = new_tensor(m, shp, EM_I64, cpu_device())
-    cdef char *vp = _dp(s.vals)
-    cdef int64_t *ip = <int64_t *>_dp(s.idx)
-    cdef char *ovp = _dp(ov)
-    cdef int64_t *oip = <int64_t *>_dp(oi)
+    cdef char *vp = data_ptr(s.vals)
+    cdef int64_t *ip = <int64_t *>data_ptr(s.idx)
+    cdef char *ovp = data_ptr(ov)
+    cdef int64_t *oip = <int64_t *>data_ptr(oi)
     cdef int cd = s.vals._dtype
     with nogil:
         if cd == EM_F32:
@@ -1423,14 +1379,14 @@ cdef object _select(TensorBase t, int d, bint keepdim, int mode, int64_t k, str 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim``: (values, indices)."""
     cdef TensorBase t = _as_t(input, "kthvalue")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("kthvalue", kthvalue, (input, k), {"dim": dim, "keepdim": keepdim})
     cdef int d = _one_dim(dim, t._ndim, "kthvalue")
     cdef int64_t n = t._shape[d] if t._ndim else 1
     if k < 1 or k > n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     v, i = _select(t, d, keepdim, 0, k - 1, "kthvalue")
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("kthvalue", (input,), (v, i), {"dim": d, "keepdim": bool(keepdim)})
     return _out_pair(v, i, out, input, "kthvalue", return_types.kthvalue)
 
@@ -1439,7 +1395,7 @@ cdef object _median(object input, object dim, bint keepdim, int mode, str name, 
     cdef TensorBase t = _as_t(input, name)
     cdef int64_t n
     cdef int64_t one = 1
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch(name, fn, (input,) if dim is None else (input, dim),
                           {} if dim is None else {"keepdim": keepdim})
     if dim is None:
@@ -1449,14 +1405,14 @@ cdef object _median(object input, object dim, bint keepdim, int mode, str name, 
         x = contig(t)
         flat = make_view(x, 1, &n, &one, x._offset)
         v, i = _select(flat, 0, False, mode, 0, name)
-        if _wants_grad(t):
+        if wants_grad1(t):
             record(name, (input,), v, {"dim": None, "index": i})
         return v
     cdef int d = _one_dim(dim, t._ndim, name)
     if t._ndim and t._shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     v, i = _select(t, d, keepdim, mode, 0, name)
-    if _wants_grad(t):
+    if wants_grad1(t):
         record(name, (input,), (v, i), {"dim": d, "keepdim": bool(keepdim)})
     return getattr(return_types, name)(v, i)
 
@@ -1474,13 +1430,13 @@ def nanmedian(input, dim=None, keepdim=False):
 def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` (smallest on ties) and its last index."""
     cdef TensorBase t = _as_t(input, "mode")
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("mode", mode, (input,), {"dim": dim, "keepdim": keepdim})
     cdef int d = _one_dim(dim, t._ndim, "mode")
     if t._ndim and t._shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     v, i = _select(t, d, keepdim, 3, 0, "mode")
-    if _wants_grad(t):
+    if wants_grad1(t):
         record("mode", (input,), (v, i), {"dim": d, "keepdim": bool(keepdim)})
     return return_types.mode(v, i)
 
@@ -1505,8 +1461,8 @@ cdef object _runs(TensorBase vals, TensorBase order, TensorBase t, bint return_i
     cdef int64_t n = vals._shape[0] if vals._ndim else 1
     cdef int64_t g, j, k
     cdef TensorBase starts = new_tensor(1, &n, EM_I64, cpu_device())
-    cdef int64_t *sp = <int64_t *>_dp(starts)
-    cdef char *vp = _dp(vals)
+    cdef int64_t *sp = <int64_t *>data_ptr(starts)
+    cdef char *vp = data_ptr(vals)
     cdef int cd = vals._dtype
     with nogil:
         if cd == EM_F32:
@@ -1518,11 +1474,11 @@ cdef object _runs(TensorBase vals, TensorBase order, TensorBase t, bint return_i
     cdef TensorBase uv = new_tensor(1, &g, cd, cpu_device())
     cdef TensorBase cnt = new_tensor(1, &g, EM_I64, cpu_device())
     cdef TensorBase inv = new_tensor(t._ndim, t._shape, EM_I64, cpu_device())
-    cdef int64_t *cp = <int64_t *>_dp(cnt)
-    cdef int64_t *invp = <int64_t *>_dp(inv)
-    cdef int64_t *op = NULL if order is None else <int64_t *>_dp(order)
+    cdef int64_t *cp = <int64_t *>data_ptr(cnt)
+    cdef int64_t *invp = <int64_t *>data_ptr(inv)
+    cdef int64_t *op = NULL if order is None else <int64_t *>data_ptr(order)
     cdef int64_t isz = em_itemsize[cd], e
-    cdef char *up = _dp(uv)
+    cdef char *up = data_ptr(uv)
     with nogil:
         for k in range(g):
             e = sp[k + 1] if k + 1 < g else n
@@ -1603,7 +1559,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     cdef TensorBase t = _as_t(input, "unique")
     cdef int64_t n
     cdef int64_t one = 1
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("unique", unique, (input,), {"sorted": sorted, "return_inverse":
                           return_inverse, "return_counts": return_counts, "dim": dim})
     if dim is not None:
@@ -1620,7 +1576,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     cdef TensorBase t = _as_t(input, "unique_consecutive")
     cdef int64_t n
     cdef int64_t one = 1
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("unique_consecutive", unique_consecutive, (input,), {
             "return_inverse": return_inverse, "return_counts": return_counts, "dim": dim})
     if dim is not None:
@@ -1642,19 +1598,19 @@ def bincount(input, weights=None, minlength=0):
     cdef int64_t n, i, v, mx = -1, size
     cdef int64_t *xp
     cdef int wdt
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("bincount", bincount, (input,), {"weights": weights,
                                                            "minlength": minlength})
     if category(t._dtype) == 2:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
-                                  f"'{_TYPE_NAMES[t._dtype]}'")
+                                  f"'{torch_type_name(t._dtype)}'")
     if t._ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     x = contig(cast(t, EM_I64))
     n = x._shape[0]
-    xp = <int64_t *>_dp(x)
+    xp = <int64_t *>data_ptr(x)
     for i in range(n):
         if xp[i] < 0:
             raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -1666,7 +1622,7 @@ def bincount(input, weights=None, minlength=0):
         fill_scalar(r, 0)
         with nogil:
             for i in range(n):
-                (<int64_t *>_dp(r))[xp[i]] += 1
+                (<int64_t *>data_ptr(r))[xp[i]] += 1
         return r
     w = <TensorBase>weights
     if w._ndim != 1 or w._shape[0] != n:
@@ -1678,10 +1634,10 @@ def bincount(input, weights=None, minlength=0):
     with nogil:
         if wdt == EM_F32:
             for i in range(n):
-                (<float *>_dp(r))[xp[i]] += (<float *>_dp(w))[i]
+                (<float *>data_ptr(r))[xp[i]] += (<float *>data_ptr(w))[i]
         else:
             for i in range(n):
-                (<double *>_dp(r))[xp[i]] += (<double *>_dp(w))[i]
+                (<double *>data_ptr(r))[xp[i]] += (<double *>data_ptr(w))[i]
     return r
 
 
@@ -1705,11 +1661,11 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     cdef TensorBase t = _as_t(input, "histc")
     cdef int64_t nb = bins, n
     cdef double lo = min, hi = max
-    if _needs_slow(t):
+    if needs_slow1(t):
         return redispatch("histc", histc, (input,), {"bins": bins, "min": min, "max": max})
     if category(t._dtype) < 2:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
-                                  f"'{_TYPE_NAMES[t._dtype]}'")
+                                  f"'{torch_type_name(t._dtype)}'")
     if nb <= 0:
         raise RuntimeError("torch.histc: bins must be > 0")
     if lo > hi:
@@ -1726,8 +1682,8 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
         hi += 1
     cdef TensorBase r = new_tensor(1, &nb, x._dtype, cpu_device())
     fill_scalar(r, 0)
-    cdef char *xp = _dp(x)
-    cdef char *rp = _dp(r)
+    cdef char *xp = data_ptr(x)
+    cdef char *rp = data_ptr(r)
     with nogil:
         if x._dtype == EM_F32:
             _histc_loop(<float *>xp, n, nb, <float>lo, <float>hi, <float *>rp)
@@ -1767,7 +1723,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     cdef TensorBase v, sq, so = None, res
     cdef int64_t R, n, m, i
     cdef bint rowwise
-    if _needs_slow(seq):
+    if needs_slow1(seq):
         return redispatch("searchsorted", searchsorted, (sorted_sequence, input), {
             "out_int32": out_int32, "right": right, "side": side, "sorter": sorter})
     if side is not None:
@@ -1809,10 +1765,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same "
                                "size")
     res = new_tensor(vv._ndim, vv._shape, EM_I64, cpu_device())
-    cdef char *sp = _dp(sq)
-    cdef char *vp = _dp(vv)
-    cdef int64_t *sop = NULL if so is None else <int64_t *>_dp(so)
-    cdef int64_t *rp = <int64_t *>_dp(res)
+    cdef char *sp = data_ptr(sq)
+    cdef char *vp = data_ptr(vv)
+    cdef int64_t *sop = NULL if so is None else <int64_t *>data_ptr(so)
+    cdef int64_t *rp = <int64_t *>data_ptr(res)
     cdef bint rt = right
     with nogil:
         if cd == EM_F64:

@@ -280,11 +280,6 @@ def __getattr__(name):
 
 # --- install ----------------------------------------------------------------
 def _install():
-    from ember._tensor import Tensor
-    Tensor._ag_nr = None      # (node, output_nr) for outputs of multi-output ops
-    Tensor._ag_acc = None     # weak reference to a leaf's AccumulateGrad node
-    Tensor._ag_hooks = None   # a leaf's tensor hooks {id: fn}
-    Tensor._ag_post_hooks = None
     _core._set_autograd_hook(_engine._record)
     from ember import _tensor
     _tensor._fast_backward[0] = _tensor_backward

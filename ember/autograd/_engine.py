@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 import weakref
 from heapq import heappop, heappush
 
@@ -337,6 +338,49 @@ def _unimplemented_formula(name):
 # ---------------------------------------------------------------------------
 # the record hook: called by the native core as fn(op, inputs, output, attrs)
 
+# ---- the record hook ---------------------------------------------------------
+# The native core calls one hook for every op that needs a graph node: _record,
+# unless a region (forward AD, checkpoint discovery) routes recording through its
+# own hook for a while.  Regions stack: the innermost active hook is installed.
+_hooks = []
+_hooks_lock = threading.Lock()
+
+
+def push_record_hook(hook) -> None:
+    """Route graph recording through ``hook(name, inputs, output, attrs)`` until
+    :func:`pop_record_hook`; a hook that wants the normal node calls ``_record``."""
+    with _hooks_lock:
+        _hooks.append(hook)
+        _core._set_autograd_hook(hook)
+
+
+def pop_record_hook(hook) -> None:
+    """End the innermost region of ``hook``; the region below it (or _record) resumes."""
+    with _hooks_lock:
+        for i in range(len(_hooks) - 1, -1, -1):
+            if _hooks[i] is hook:
+                del _hooks[i]
+                break
+        _core._set_autograd_hook(_hooks[-1] if _hooks else _record)
+
+
+class record_hook:
+    """``with record_hook(fn):`` a region where graph recording goes through ``fn``."""
+
+    __slots__ = ("hook",)
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def __enter__(self):
+        push_record_hook(self.hook)
+        return self
+
+    def __exit__(self, *exc):
+        pop_record_hook(self.hook)
+        return False
+
+
 _CLASSES = {}          # op name -> Node subclass
 _class_for = None      # set by _table (lazy formula loading)
 
@@ -344,11 +388,26 @@ _class_for = None      # set by _table (lazy formula loading)
 _NONES = [(None,) * k for k in range(16)]
 
 
-def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new=object.__new__):
+def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1, _new=object.__new__):
+    """The one constructor of graph nodes: a ``cls`` node (a Node subclass) with its
+    edges, the op's inputs and attrs, and the next creation sequence number.  The
+    output alias (``_out``) and saved versions (``_vers``) start empty."""
+    node = _new(cls)
+    node._next = next_edges
+    node._inputs = inputs
+    node._attrs = attrs
+    node._out = None
+    node._vers = ()
+    node._extra = None
+    node._seq = next_seq()
+    node._nout = nout
+    return node
+
+
+def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
     cls = _get(name)
     if cls is None:
         cls = _class_for(name)
-    node = _new(cls)
     nxt = []
     saves = cls._saves
     vers = [] if saves else None
@@ -369,11 +428,7 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new
             if saves:
                 vers.append(None)
             nxt.append(None)
-    node._next = nxt
-    node._inputs = inputs
-    node._attrs = attrs
-    node._extra = None
-    node._seq = next_seq()
+    node = new_node(cls, nxt, inputs, attrs)
     if type(output) is tuple:
         node._nout = len(output)
         if cls._save_out:
@@ -381,22 +436,17 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase, _new
                 vers = list(_NONES[len(inputs)])
             node._out = tuple([o.detach() if o is not None else None for o in output])
             vers.append(tuple([o._version if o is not None else None for o in output]))
-        else:
-            node._out = None
         for k, o in enumerate(output):
             if o is not None and o.is_floating_point():
                 o._grad_fn = node
                 o._requires_grad = True
                 o._ag_nr = (node, k)
     else:
-        node._nout = 1
         if cls._save_out:
             if vers is None:
                 vers = list(_NONES[len(inputs)])
             node._out = output.detach()
             vers.append(output._version)
-        else:
-            node._out = None
         output._grad_fn = node
         output._requires_grad = True
     node._vers = vers if vers is not None else (_NONES[len(inputs)] if len(inputs) < 16

@@ -1,9 +1,8 @@
 """Backward formulas for the ops in ember/_C/matmul.pyx and conv.pyx.
 
-Convention (adapt to the autograd engine's if it differs): core.record(name,
-inputs, output, attrs) is called by the op; FORMULAS[name](grad, inputs,
-output, attrs) returns one gradient per input (None where not needed or the
-input does not require grad).  Formulas use only ember's public tensor API
+Each formula is ``backward(ctx, grad)`` (see ember/autograd/_table.py) and
+returns one gradient per input (None where not needed or the input does not
+require grad).  Formulas use only ember's public tensor API
 and the linalg entry points, so they are differentiable themselves."""
 from ember.autograd._table import formula
 
@@ -36,20 +35,23 @@ def _sum_to(g, shape):
     return g.reshape(shape)
 
 
-def _mm(grad, inputs, out, attrs):
+def _mm(ctx, grad):
+    inputs = ctx.inputs
     a, b = inputs
     L = _mm_mod()
     return (L.mm(grad, b.t()) if _rg(a) else None, L.mm(a.t(), grad) if _rg(b) else None)
 
 
-def _bmm(grad, inputs, out, attrs):
+def _bmm(ctx, grad):
+    inputs = ctx.inputs
     a, b = inputs
     L = _mm_mod()
     return (L.bmm(grad, b.transpose(1, 2)) if _rg(a) else None,
             L.bmm(a.transpose(1, 2), grad) if _rg(b) else None)
 
 
-def _matmul(grad, inputs, out, attrs):
+def _matmul(ctx, grad):
+    inputs = ctx.inputs
     a, b = inputs
     L = _mm_mod()
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -69,7 +71,8 @@ def _matmul(grad, inputs, out, attrs):
     return ga, gb
 
 
-def _addmm(grad, inputs, out, attrs):
+def _addmm(ctx, grad):
+    inputs, attrs = ctx.inputs, ctx.attrs
     i, a, b = inputs
     L = _mm_mod()
     beta, alpha = attrs["beta"], attrs["alpha"]
@@ -78,7 +81,8 @@ def _addmm(grad, inputs, out, attrs):
             L.mm(a.t(), grad) * alpha if _rg(b) else None)
 
 
-def _baddbmm(grad, inputs, out, attrs):
+def _baddbmm(ctx, grad):
+    inputs, attrs = ctx.inputs, ctx.attrs
     i, a, b = inputs
     L = _mm_mod()
     beta, alpha = attrs["beta"], attrs["alpha"]
@@ -87,7 +91,8 @@ def _baddbmm(grad, inputs, out, attrs):
             L.bmm(a.transpose(1, 2), grad) * alpha if _rg(b) else None)
 
 
-def _addmv(grad, inputs, out, attrs):
+def _addmv(ctx, grad):
+    inputs, attrs = ctx.inputs, ctx.attrs
     i, a, v = inputs
     L = _mm_mod()
     beta, alpha = attrs["beta"], attrs["alpha"]
@@ -96,24 +101,28 @@ def _addmv(grad, inputs, out, attrs):
             L.mv(a.t(), grad) * alpha if _rg(v) else None)
 
 
-def _mv(grad, inputs, out, attrs):
+def _mv(ctx, grad):
+    inputs = ctx.inputs
     a, v = inputs
     L = _mm_mod()
     return (L.outer(grad, v) if _rg(a) else None, L.mv(a.t(), grad) if _rg(v) else None)
 
 
-def _dot(grad, inputs, out, attrs):
+def _dot(ctx, grad):
+    inputs = ctx.inputs
     a, b = inputs
     return (b * grad if _rg(a) else None, a * grad if _rg(b) else None)
 
 
-def _outer(grad, inputs, out, attrs):
+def _outer(ctx, grad):
+    inputs = ctx.inputs
     a, b = inputs
     L = _mm_mod()
     return (L.mv(grad, b) if _rg(a) else None, L.mv(grad.t(), a) if _rg(b) else None)
 
 
-def _linear(grad, inputs, out, attrs):
+def _linear(ctx, grad):
+    inputs = ctx.inputs
     x, w = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
     L = _mm_mod()
@@ -127,7 +136,8 @@ def _linear(grad, inputs, out, attrs):
 
 
 def _conv(nd):
-    def f(grad, inputs, out, attrs):
+    def f(ctx, grad):
+        inputs, attrs = ctx.inputs, ctx.attrs
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if len(inputs) > 2 else None
         L = _conv_mod()
@@ -143,9 +153,10 @@ def _conv(nd):
     return f
 
 
-def _conv_transpose(grad, inputs, out, attrs):
+def _conv_transpose(ctx, grad):
     # y = conv_transpose(x, w) is conv2d's input-grad with (x as grad_output):
     #   dx = conv2d(grad, w), dw = conv2d_weight_grad(grad, w.shape, x)
+    inputs, attrs = ctx.inputs, ctx.attrs
     x, w = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
     L = _conv_mod()
@@ -172,8 +183,9 @@ def _conv_of(w):
     return L.conv2d if w.ndim == 4 else L.conv1d
 
 
-def _conv_input_grad(grad, inputs, out, attrs):
+def _conv_input_grad(ctx, grad):
     # dx = J_x^T dy is bilinear in (w, dy): <dx, G> = <dy, conv(G, w)>.
+    inputs, attrs = ctx.inputs, ctx.attrs
     w, dy = inputs
     kw = _conv_kw(attrs)
     gw = _conv_mod().conv2d_weight_grad(grad, tuple(w.shape), dy, **kw) if _rg(w) else None
@@ -181,8 +193,9 @@ def _conv_input_grad(grad, inputs, out, attrs):
     return gw, gdy
 
 
-def _conv_weight_grad(grad, inputs, out, attrs):
+def _conv_weight_grad(ctx, grad):
     # dw is bilinear in (x, dy): <dw, H> = <dy, conv(x, H)>.
+    inputs, attrs = ctx.inputs, ctx.attrs
     x, dy = inputs
     kw = _conv_kw(attrs)
     gx = _conv_mod().conv2d_input_grad(tuple(x.shape), grad, dy, **kw) if _rg(x) else None
@@ -190,24 +203,28 @@ def _conv_weight_grad(grad, inputs, out, attrs):
     return gx, gdy
 
 
-def _max_pool(grad, inputs, out, attrs):
+def _max_pool(ctx, grad):
+    inputs, attrs = ctx.inputs, ctx.attrs
     (x,) = inputs
     return (_conv_mod().max_pool2d_backward(grad, x, attrs["indices"]),)
 
 
-def _adaptive_max_pool(grad, inputs, out, attrs):
+def _adaptive_max_pool(ctx, grad):
+    inputs, attrs = ctx.inputs, ctx.attrs
     (x,) = inputs
     return (_conv_mod().adaptive_max_pool2d_backward(grad, x, attrs["indices"]),)
 
 
-def _avg_pool(grad, inputs, out, attrs):
+def _avg_pool(ctx, grad):
+    inputs, attrs = ctx.inputs, ctx.attrs
     (x,) = inputs
     return (_conv_mod().avg_pool2d_backward(grad, x, attrs["kernel_size"], attrs["stride"],
                                      attrs["padding"], attrs["ceil_mode"],
                                      attrs["count_include_pad"], attrs["divisor_override"]),)
 
 
-def _adaptive_avg_pool(grad, inputs, out, attrs):
+def _adaptive_avg_pool(ctx, grad):
+    inputs = ctx.inputs
     (x,) = inputs
     return (_conv_mod().adaptive_avg_pool2d_backward(grad, x),)
 
@@ -228,7 +245,7 @@ def _col2im(ctx, grad):
     return (_conv_mod().unfold(grad, a["kernel_size"], a["dilation"], a["padding"], a["stride"]),)
 
 
-FORMULAS = {
+for _name, _fn in {
     "mm": _mm, "bmm": _bmm, "matmul": _matmul, "addmm": _addmm, "baddbmm": _baddbmm,
     "addmv": _addmv, "mv": _mv, "dot": _dot, "outer": _outer, "linear": _linear,
     "conv2d": _conv(2), "conv1d": _conv(1),
@@ -236,7 +253,8 @@ FORMULAS = {
     "conv2d_input_grad": _conv_input_grad, "conv2d_weight_grad": _conv_weight_grad,
     "max_pool2d": _max_pool, "adaptive_max_pool2d": _adaptive_max_pool,
     "avg_pool2d": _avg_pool, "adaptive_avg_pool2d": _adaptive_avg_pool,
-}
+}.items():
+    formula(_name)(_fn)
 
 
 # ---------------------------------------------------------------------------

@@ -9,13 +9,13 @@ where no gradient arrived. Formulas use public ember ops, so they are recorded
 again under ``create_graph=True``. Gradients are summed back to each input's
 shape (and cast to its dtype) by the engine, never by a formula.
 
-Register with the decorator::
+Register with the decorator (the one form)::
 
     @formula("mul")
     def _(ctx, grad): ...
 
-or (for an area's module) define ``FORMULAS = {name: fn}``. The area modules are
-imported lazily when the table is first needed; missing ones are skipped."""
+The area modules are imported lazily when the table is first needed; missing
+ones are skipped."""
 from __future__ import annotations
 
 import importlib
@@ -78,7 +78,7 @@ def _load():
 def _import_areas():
     for m in _AREA_MODULES:
         try:
-            mod = importlib.import_module("ember.autograd." + m)
+            importlib.import_module("ember.autograd." + m)
         except ModuleNotFoundError as e:
             if e.name == "ember.autograd." + m:
                 continue          # that area has no formulas yet
@@ -87,28 +87,6 @@ def _import_areas():
         except Exception as e:    # a broken area module must not break all of autograd
             _warn_area(m, e)
             continue
-        table = getattr(mod, "FORMULAS", None)
-        if isinstance(table, dict) and table is not FORMULAS:
-            for k, v in table.items():
-                if k not in FORMULAS:
-                    if isinstance(v, tuple):       # (fn, save_output) also accepted
-                        FORMULAS[k] = v[0]
-                        _OPTIONS[k] = (bool(v[1]), None)
-                    else:
-                        FORMULAS[k] = _adapt(v)
-                        _OPTIONS.setdefault(k, (getattr(v, "save_output", False), None))
-
-
-def _adapt(fn):
-    """Accept formulas written as ``fn(grad, inputs, output, attrs)`` too."""
-    code = getattr(fn, "__code__", None)
-    if code is None or code.co_argcount != 4:
-        return fn
-
-    def backward(ctx, grad):
-        return fn(grad, ctx.inputs, ctx._out, ctx._attrs)
-    backward.__name__ = getattr(fn, "__name__", "backward")
-    return backward
 
 
 def _warn_area(m, e):

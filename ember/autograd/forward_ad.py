@@ -15,7 +15,6 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 
-from ember._C import core as _core
 from ember._C.core import TensorBase
 from ember.autograd import _engine
 from ember.autograd.grad_mode import enable_grad
@@ -53,7 +52,7 @@ def enter_dual_level() -> int:
     if _level[0] is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _level[0] = 0
-    _core._set_autograd_hook(_record)
+    _engine.push_record_hook(_record)
     _engine._recorder[0] = _record
     return 0
 
@@ -65,7 +64,7 @@ def exit_dual_level(*, level: int | None = None) -> None:
                            "was created. This is not supported.")
     _level[0] = None
     _tangents.clear()
-    _core._set_autograd_hook(_engine._record)
+    _engine.pop_record_hook(_record)
     _engine._recorder[0] = None
 
 

@@ -183,19 +183,12 @@ class Function(metaclass=FunctionMeta):
             # a Python mode (graph capture) sees a custom Function as one op: a replay
             # must run this forward and backward, not the ops inside forward
             return _dispatch(cls.__name__, cls.apply, args, kwargs)
-        node = cls._backward_cls.__new__(cls._backward_cls)
-        node._inputs = None
-        node._attrs = None
-        node._out = None
-        node._vers = ()
-        node._extra = None
-        node._seq = _engine.next_seq()
+        node = _engine.new_node(cls._backward_cls)
         node._saved = None
         node._to_save = ()
         node._dirty = ()
         node._non_diff = ()
         node._materialize = True
-        node._nout = 1
         grad_on = is_grad_enabled()
         nxt = []
         needs = False

@@ -78,7 +78,6 @@ class _Region:
 
 
 _regions = []            # active discovery regions (innermost last)
-_hook_lock = threading.Lock()
 
 
 def _discovery_hook(name, inputs, output, attrs):
@@ -146,16 +145,12 @@ def _checkpoint_nonreentrant(fn, args, kwargs, preserve_rng_state):
         return fn(*args, **kwargs)          # nested inside a block being discovered
     rng = _get_rng() if preserve_rng_state else None
     reg = _Region()
-    with _hook_lock:
-        _regions.append(reg)
-        _core._set_autograd_hook(_discovery_hook)
+    _regions.append(reg)
     try:
-        out = fn(*args, **kwargs)
+        with _engine.record_hook(_discovery_hook):
+            out = fn(*args, **kwargs)
     finally:
-        with _hook_lock:
-            _regions.remove(reg)
-            if not _regions:
-                _core._set_autograd_hook(_engine._record)
+        _regions.remove(reg)
     outs = out if isinstance(out, tuple) else (out,)
     diff = [k for k, o in enumerate(outs) if isinstance(o, TensorBase) and o._grad_fn is reg]
     if not diff:
@@ -164,15 +159,9 @@ def _checkpoint_nonreentrant(fn, args, kwargs, preserve_rng_state):
     targets = []
     for t in reg.external:
         targets.append((arg_pos.get(id(t)), t))
-    node = CheckpointFunctionBackward.__new__(CheckpointFunctionBackward)
-    node._next = [_engine._edge_of(t) for _, t in targets]
-    node._inputs = tuple(_engine._Freed(t) for _, t in targets)
-    node._attrs = None
-    node._out = None
-    node._vers = ()
-    node._extra = None
-    node._seq = _engine.next_seq()
-    node._nout = len(outs)
+    node = _engine.new_node(CheckpointFunctionBackward,
+                            [_engine._edge_of(t) for _, t in targets],
+                            tuple(_engine._Freed(t) for _, t in targets), nout=len(outs))
     node.__dict__.update(fn=fn, args=tuple(args), kwargs=kwargs, targets=targets, rng=rng)
     for k in diff:
         o = outs[k]
