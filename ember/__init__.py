@@ -118,6 +118,7 @@ _LAZY_ATTRS = {
     "sym_ite": "ember._sym", "CompileMode": "ember.compiler", "vmap": "ember.func",
 }
 _LAZY_ATTRS.update(dict.fromkeys(_ops.FUNCTIONAL_AT_TOP, "ember.nn.functional"))
+_LAZY_ATTRS.update(dict.fromkeys(_ops.ATEN_NN_AT_TOP, "ember._nn_ops"))
 
 
 def __getattr__(name):
