@@ -119,6 +119,10 @@ _LAZY_ATTRS = {
 }
 _LAZY_ATTRS.update(dict.fromkeys(_ops.FUNCTIONAL_AT_TOP, "ember.nn.functional"))
 _LAZY_ATTRS.update(dict.fromkeys(_ops.ATEN_NN_AT_TOP, "ember._nn_ops"))
+_LAZY_ATTRS.update(dict.fromkeys((
+    "UntypedStorage", "TypedStorage", "from_file", "BoolStorage", "ByteStorage", "CharStorage",
+    "ShortStorage", "IntStorage", "LongStorage", "HalfStorage", "BFloat16Storage",
+    "FloatStorage", "DoubleStorage"), "ember._storage"))
 
 
 def __getattr__(name):
