@@ -40,6 +40,7 @@ from ember._switches import (
     get_deterministic_debug_mode,
     get_float32_matmul_precision,
     get_num_interop_threads,
+    init_num_threads,
     is_deterministic,
     is_deterministic_algorithms_warn_only_enabled,
     is_floating_point,
@@ -123,6 +124,11 @@ _LAZY_ATTRS.update(dict.fromkeys((
     "UntypedStorage", "TypedStorage", "from_file", "BoolStorage", "ByteStorage", "CharStorage",
     "ShortStorage", "IntStorage", "LongStorage", "HalfStorage", "BFloat16Storage",
     "FloatStorage", "DoubleStorage"), "ember._storage"))
+_LAZY_ATTRS.update(cond="ember._control_flow", while_loop="ember._control_flow",
+                   svd_lowrank="ember._lowrank", pca_lowrank="ember._lowrank",
+                   is_anomaly_enabled="ember.autograd.anomaly_mode",
+                   is_anomaly_check_nan_enabled="ember.autograd.anomaly_mode",
+                   set_anomaly_enabled="ember.autograd.anomaly_mode")
 
 
 def __getattr__(name):
@@ -159,7 +165,8 @@ __all__ = list(dict.fromkeys(__all__ + [
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
     "get_deterministic_debug_mode", "is_deterministic", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
-    "get_num_interop_threads", "set_num_interop_threads", "typename", "is_tensor",
+    "get_num_interop_threads", "set_num_interop_threads", "init_num_threads", "typename",
+    "is_tensor",
     "is_storage", "is_floating_point", "numel",
     "get_device_module", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
     "sym_max", "sym_min", "sym_sum", "sym_not", "sym_ite",

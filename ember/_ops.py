@@ -43,7 +43,7 @@ argmax                    fm
 argmin                    fm
 argsort                   fm
 argwhere                  fm
-as_strided                fmi
+as_strided                fmiI
 as_strided_scatter        fm
 asarray                   f
 asin                      fmiI      arcsin
@@ -158,6 +158,7 @@ hann_window               f
 heaviside                 fmi
 histc                     fm
 histogram                 fm
+histogramdd               f
 hsplit                    fm
 hstack                    f
 hypot                     fmi
@@ -171,6 +172,7 @@ inner                     fm
 inverse                   fm
 is_complex                f
 is_conj                   fm
+is_distributed            fm
 is_inference              fm
 is_neg                    fm
 is_same_size              fm
@@ -277,6 +279,7 @@ renorm                    fmi
 repeat                    m
 repeat_interleave         fm
 reshape                   fm
+resize_as                 mI
 resolve_conj              fm
 resolve_neg               fm
 roll                      fm

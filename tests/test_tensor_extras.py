@@ -56,3 +56,107 @@ def test_pointer_and_placement_predicates():
     e = ember.arange(4.0)
     assert e[1:].const_data_ptr() == e[1:].data_ptr() == e.data_ptr() + 4
     assert e.is_distributed() is torch.arange(4.0).is_distributed() is False
+
+
+def test_inplace_function_forms_match_torch():
+    a = np.arange(12.0, dtype=np.float32)
+    e, t = ember.tensor(a), torch.tensor(a)
+    assert ember.as_strided_(e, (2, 2), (1, 3), 1) is e
+    torch.as_strided_(t, (2, 2), (1, 3), 1)
+    assert e.stride() == t.stride() and e.storage_offset() == t.storage_offset()
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    e, t = ember.arange(6.0), torch.arange(6.0)
+    assert ember.resize_as_(e, ember.ones(2, 3)) is e
+    torch.resize_as_(t, torch.ones(2, 3))
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    assert ember.is_distributed(e) is torch.is_distributed(t) is False
+
+
+def test_cond_matches_torch():
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    for pred in (True, False):
+        e = ember.cond(ember.tensor(x).sum() > 0 if pred else ember.tensor(False),
+                       lambda v: v + 1, lambda v: v * 2, (ember.tensor(x),))
+        t = torch.cond(torch.tensor(x).sum() > 0 if pred else torch.tensor(False),
+                       lambda v: v + 1, lambda v: v * 2, (torch.tensor(x),))
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    # gradients flow through the branch taken
+    v = ember.tensor(x, requires_grad=True)
+    ember.cond(True, lambda a: (a * a).sum(), lambda a: a.sum(), [v]).backward()
+    np.testing.assert_array_equal(v.grad.numpy(), 2 * x)
+    with pytest.raises(RuntimeError, match="single-element"):
+        ember.cond(ember.tensor([True, False]), lambda a: a, lambda a: a, (v,))
+
+
+def test_while_loop_matches_torch():
+    def run(lib):
+        return lib.while_loop(lambda i, x: i < 4, lambda i, x: (i + 1, x * 2 - 1),
+                              (lib.tensor(0), lib.tensor([1.5, -0.5])))
+    e, t = run(ember), run(torch)
+    assert e[0].item() == t[0].item() == 4
+    np.testing.assert_array_equal(e[1].numpy(), t[1].numpy())
+    same = ember.while_loop(lambda x: x.sum() > 100, lambda x: (x + 1,), (ember.ones(2),))
+    assert same[0].tolist() == [1.0, 1.0]       # condition false at once: the inputs
+    with pytest.raises(RuntimeError, match="same metadata"):
+        ember.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x.sum()),
+                         (ember.tensor(0), ember.ones(3)))
+
+
+def test_anomaly_switches_and_thread_init_at_the_top_level():
+    assert ember.is_anomaly_enabled() is torch.is_anomaly_enabled() is False
+    try:
+        ember.set_anomaly_enabled(True, False)
+        assert ember.is_anomaly_enabled() and not ember.is_anomaly_check_nan_enabled()
+        assert ember.autograd.is_anomaly_enabled()
+    finally:
+        ember.set_anomaly_enabled(False)
+    assert not ember.is_anomaly_enabled() and ember.is_anomaly_check_nan_enabled()
+    n = ember.get_num_threads()
+    assert ember.init_num_threads() is None and ember.get_num_threads() == n
+
+
+@pytest.mark.parametrize("shape", [(20, 12), (12, 20), (2, 15, 9)])
+def test_svd_lowrank_recovers_a_low_rank_matrix(shape):
+    rng = np.random.default_rng(0)
+    *batch, m, n = shape
+    A = rng.standard_normal((*batch, m, 3)) @ rng.standard_normal((*batch, 3, n))
+    ember.manual_seed(0)
+    U, S, V = ember.svd_lowrank(ember.tensor(A), q=4)
+    assert tuple(U.shape) == (*batch, m, 4) and tuple(V.shape) == (*batch, n, 4)
+    np.testing.assert_allclose(((U * S.unsqueeze(-2)) @ V.mT).numpy(), A, atol=1e-10)
+    np.testing.assert_allclose(S.numpy()[..., :3],
+                               torch.linalg.svdvals(torch.tensor(A))[..., :3].numpy(),
+                               rtol=1e-10)
+    np.testing.assert_allclose((U.mT @ U).numpy(), np.broadcast_to(np.eye(4), (*batch, 4, 4)),
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="q"):
+        ember.svd_lowrank(ember.tensor(A), q=min(m, n) + 1)
+
+
+def test_pca_lowrank_matches_torch():
+    rng = np.random.default_rng(1)
+    low = rng.standard_normal((30, 2)) @ rng.standard_normal((2, 5))
+    ember.manual_seed(0)
+    for center in (True, False):
+        A = low + 4.0 if center else low        # of rank 2 once centred
+        _, S, V = ember.pca_lowrank(ember.tensor(A), q=2, center=center)
+        _, St, Vt = torch.pca_lowrank(torch.tensor(A), q=2, center=center)
+        np.testing.assert_allclose(S.numpy(), St.numpy(), rtol=1e-8)
+        # directions agree up to sign
+        np.testing.assert_allclose(np.abs((V.mT @ ember.tensor(Vt.numpy())).numpy()),
+                                   np.eye(2), atol=1e-8)
+
+
+def test_histogramdd_weights_and_edge_tensors_match_torch():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (50, 2)).astype(np.float32)
+    w = rng.random(50).astype(np.float32)
+    edges = [np.array([-1.0, -0.2, 0.1, 1.0], np.float32), np.array([-0.5, 0.5], np.float32)]
+    e = ember.histogramdd(ember.tensor(x), [ember.tensor(b) for b in edges],
+                          weight=ember.tensor(w), density=True)
+    t = torch.histogramdd(torch.tensor(x), [torch.tensor(b) for b in edges],
+                          weight=torch.tensor(w), density=True)
+    np.testing.assert_allclose(e.hist.numpy(), t.hist.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(e.hist.numpy(), np.histogramdd(x, edges, weights=w,
+                                                              density=True)[0], rtol=1e-5)
+    assert [b.tolist() for b in e.bin_edges] == [b.tolist() for b in t.bin_edges]

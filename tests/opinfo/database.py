@@ -296,6 +296,13 @@ OPS = [
         Sample((_r(rng, 50, dtype=dt),), args=(7,)),
         Sample((_r(rng, 50, dtype=dt),), args=(5,), kwargs={"range": (-1.0, 1.0),
                                                             "density": True})], grad=False),
+    OpInfo("histogramdd", lambda rng, dt: [
+        Sample((_r(rng, 40, 2, dtype=dt),), args=([3, 4],)),
+        Sample((_r(rng, 5, 8, 3, dtype=dt),), args=(2,),
+               kwargs={"range": [-1.0, 1.0, -2.0, 0.5, 0.0, 2.0], "density": True}),
+        Sample((np.ones((4, 2), dt),), args=(2,))], grad=False,
+        errors=lambda: [Sample((np.ones((4, 2), np.float32),), args=([2, 2, 2],)),
+                        Sample((np.ones((4, 2), np.int64),), args=(2,))]),
     OpInfo("gcd", lambda rng, dt: [Sample((np.array([5, 10, 15, -4, 0]),
                                            np.array([3, 4, 5, 6, 0]))),
                                    Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 4, dtype=dt)))],
