@@ -160,3 +160,43 @@ def test_histogramdd_weights_and_edge_tensors_match_torch():
     np.testing.assert_allclose(e.hist.numpy(), np.histogramdd(x, edges, weights=w,
                                                               density=True)[0], rtol=1e-5)
     assert [b.tolist() for b in e.bin_edges] == [b.tolist() for b in t.bin_edges]
+
+
+def _spd(rng, m, lo=1.0, hi=50.0):
+    Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    return (Q * np.linspace(lo, hi, m)) @ Q.T
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg_finds_extreme_eigenpairs(largest):
+    rng = np.random.default_rng(3)
+    A = _spd(rng, 40)
+    want = np.linalg.eigvalsh(A)
+    want = want[::-1][:3] if largest else want[:3]
+    ember.manual_seed(0)
+    steps = []
+    E, X = ember.lobpcg(ember.tensor(A), k=3, largest=largest,
+                        tracker=lambda s: steps.append(s.iparams["istep"]))
+    np.testing.assert_allclose(E.numpy(), want, rtol=1e-8)
+    np.testing.assert_allclose(torch.lobpcg(torch.tensor(A), k=3, largest=largest)[0].numpy(),
+                               want, rtol=1e-6)
+    Xn = X.numpy()
+    np.testing.assert_allclose(A @ Xn, Xn * E.numpy(), atol=1e-6)
+    assert steps and steps == list(range(len(steps)))
+
+
+def test_lobpcg_generalized_batched_and_float32():
+    rng = np.random.default_rng(4)
+    A, Bm = _spd(rng, 30), _spd(rng, 30, 1.0, 3.0)
+    E, X = ember.lobpcg(ember.tensor(A), k=2, B=ember.tensor(Bm))
+    Et, _ = torch.lobpcg(torch.tensor(A), k=2, B=torch.tensor(Bm))
+    np.testing.assert_allclose(E.numpy(), Et.numpy(), rtol=1e-7)
+    Xn = X.numpy()
+    np.testing.assert_allclose(A @ Xn, Bm @ Xn * E.numpy(), atol=1e-6)
+    np.testing.assert_allclose(Xn.T @ Bm @ Xn, np.eye(2), atol=1e-8)   # B-orthonormal
+    As = np.stack([_spd(rng, 15), _spd(rng, 15, 2.0, 9.0)])
+    E, X = ember.lobpcg(ember.tensor(As.astype(np.float32)), k=1)
+    assert tuple(E.shape) == (2, 1) and tuple(X.shape) == (2, 15, 1)
+    np.testing.assert_allclose(E.numpy()[:, 0], [50.0, 9.0], rtol=1e-4)
+    with pytest.raises(ValueError, match="3 x the number"):
+        ember.lobpcg(ember.tensor(A[:5, :5]), k=2)
