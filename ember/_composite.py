@@ -1287,3 +1287,20 @@ def nextafter(input, other, *, out=None):
     r = _ew.where(_ew.eq(x, y), y, r)
     r = _ew.where(_ew.logical_or(_ew.isnan(x), _ew.isnan(y)), float("nan"), r)
     return _finish(r, out, "nextafter", (input, other))
+
+
+def is_nonzero(input) -> bool:
+    """The truth of a one-element tensor (an error for none or several elements)."""
+    _tensor_arg(input, "is_nonzero")
+    n = input.numel()
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0
+                           else "Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def narrow_copy(input, dim: int, start: int, length: int, *, out=None):
+    """A contiguous copy of ``input.narrow(dim, start, length)``."""
+    r = _tensor_arg(input, "narrow_copy").narrow(dim, start, length)
+    r = r.clone() if r.is_contiguous() else r.contiguous()
+    return _finish(r, out, "narrow_copy", (input,), exact=True)

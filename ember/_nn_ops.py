@@ -5,6 +5,7 @@ enum codes, mapped onto ``ember.nn.functional``. Loaded on first use of one of i
 from __future__ import annotations
 
 import ember
+from ember._composite import _finish
 from ember.nn import functional as F
 from ember.nn.modules import rnn as _rnn
 
@@ -107,10 +108,7 @@ def chain_matmul(*matrices, out=None):
         if m.dim() != 2:
             raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
     r = matrices[0].clone() if len(matrices) == 1 else ember.linalg.multi_dot(matrices)
-    if out is not None:
-        out.resize_(*r.shape)
-        return out.copy_(r)
-    return r
+    return _finish(r, out, "chain_matmul", matrices, exact=True)
 
 
 # ---- embedding ------------------------------------------------------------------

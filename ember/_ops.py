@@ -175,6 +175,7 @@ is_conj                   fm
 is_distributed            fm
 is_inference              fm
 is_neg                    fm
+is_nonzero                fm
 is_same_size              fm
 is_signed                 f
 isclose                   fm
@@ -242,6 +243,7 @@ nanmedian                 fm
 nanquantile               fm
 nansum                    fm
 narrow                    fm
+narrow_copy               fm
 native_dropout            f
 ne                        fmi       not_equal
 neg                       fmiI      negative

@@ -200,3 +200,14 @@ def test_lobpcg_generalized_batched_and_float32():
     np.testing.assert_allclose(E.numpy()[:, 0], [50.0, 9.0], rtol=1e-4)
     with pytest.raises(ValueError, match="3 x the number"):
         ember.lobpcg(ember.tensor(A[:5, :5]), k=2)
+
+
+def test_is_nonzero_matches_torch():
+    for a in (np.array(0.0), np.array([[3]]), np.array([False])):
+        assert ember.is_nonzero(ember.tensor(a)) is torch.is_nonzero(torch.tensor(a))
+        assert ember.tensor(a).is_nonzero() is torch.tensor(a).is_nonzero()
+    for a, msg in ((np.ones(0), "no values"), (np.ones(2), "more than one value")):
+        with pytest.raises(RuntimeError, match=msg):
+            torch.is_nonzero(torch.tensor(a))
+        with pytest.raises(RuntimeError, match=msg):
+            ember.is_nonzero(ember.tensor(a))

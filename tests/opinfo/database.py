@@ -150,6 +150,8 @@ OPS = [
     OpInfo("broadcast_to", _view((3, 1), ((2, 3, 4),))),
     OpInfo("diagonal", _view((3, 4), (), (1,), (-1, 1, 0))),
     OpInfo("narrow", _view((4, 5), (0, 1, 2), (1, 2, 3))),
+    OpInfo("narrow_copy", _view((4, 5), (0, 1, 2), (1, 2, 3), (-1, 4, 1)),
+           errors=lambda: [Sample((np.ones((3, 4), np.float32),), args=(1, 3, 2))]),
     OpInfo("select", _view((4, 5), (0, 1), (1, -1))),
     OpInfo("split", _view((6, 4), (2,), ([1, 5],), (3, 1))),
     OpInfo("split_with_sizes", _view((6, 4), ([2, 4],))),
