@@ -1304,3 +1304,12 @@ def narrow_copy(input, dim: int, start: int, length: int, *, out=None):
     r = _tensor_arg(input, "narrow_copy").narrow(dim, start, length)
     r = r.clone() if r.is_contiguous() else r.contiguous()
     return _finish(r, out, "narrow_copy", (input,), exact=True)
+
+
+def slice_inverse(input, src, dim: int = 0, start=None, end=None, step: int = 1):
+    """The inverse of ``src.slice(dim, start, end, step)`` for a slice ``input`` of
+    ``src``'s memory: ``input``'s storage viewed with ``src``'s size, strides and offset
+    (the slice arguments only name the slice that was taken)."""
+    _tensor_arg(input, "slice_inverse")
+    _tensor_arg(src, "slice_inverse", "src")
+    return input.as_strided(tuple(src.shape), src.stride(), src.storage_offset())

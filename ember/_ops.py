@@ -303,6 +303,7 @@ silu                      fmi
 sin                       fmiI
 sinc                      fmiI
 sinh                      fmiI
+slice_inverse             fm
 slice_scatter             fm
 slogdet                   fm
 softmax                   fm

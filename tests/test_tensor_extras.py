@@ -211,3 +211,16 @@ def test_is_nonzero_matches_torch():
             torch.is_nonzero(torch.tensor(a))
         with pytest.raises(RuntimeError, match=msg):
             ember.is_nonzero(ember.tensor(a))
+
+
+def test_slice_inverse_matches_torch():
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for lib in (ember, torch):
+        base = lib.tensor(a)
+        r = lib.slice_inverse(base[:, 1:3], base, 1, 1, 3, 1)
+        assert tuple(r.shape) == (3, 4) and r.stride() == (4, 1) and \
+            r.data_ptr() == base.data_ptr()
+        np.testing.assert_array_equal(r.numpy(), a)
+        assert base[1:].slice_inverse(base, 0, 1).storage_offset() == 0
+        with pytest.raises(RuntimeError):
+            lib.slice_inverse(base[:, 1:3].clone(), base, 1, 1, 3)
