@@ -126,7 +126,7 @@ _LAZY_ATTRS.update(dict.fromkeys((
     "FloatStorage", "DoubleStorage"), "ember._storage"))
 _LAZY_ATTRS.update(cond="ember._control_flow", while_loop="ember._control_flow",
                    svd_lowrank="ember._lowrank", pca_lowrank="ember._lowrank",
-                   lobpcg="ember._lobpcg",
+                   lobpcg="ember._lobpcg", set_flush_denormal="ember._C.core",
                    is_anomaly_enabled="ember.autograd.anomaly_mode",
                    is_anomaly_check_nan_enabled="ember.autograd.anomaly_mode",
                    set_anomaly_enabled="ember.autograd.anomaly_mode")

@@ -224,3 +224,19 @@ def test_slice_inverse_matches_torch():
         assert base[1:].slice_inverse(base, 0, 1).storage_offset() == 0
         with pytest.raises(RuntimeError):
             lib.slice_inverse(base[:, 1:3].clone(), base, 1, 1, 3)
+
+
+def test_set_flush_denormal_matches_torch():
+    tiny = np.array([1e-310, 2.5e-320, 1.0], np.float64)    # two float64 denormals
+    try:
+        on = ember.set_flush_denormal(True)
+        assert on is torch.set_flush_denormal(True)
+        torch.set_flush_denormal(False)     # torch's switch is this thread's too: ember's
+        ember.set_flush_denormal(True)      # own call must be what flushes below
+        if on:
+            np.testing.assert_array_equal((ember.tensor(tiny) * 1.0).numpy(), [0.0, 0.0, 1.0])
+        assert ember.set_flush_denormal(False) is on
+        np.testing.assert_array_equal((ember.tensor(tiny) * 1.0).numpy(), tiny)
+    finally:
+        ember.set_flush_denormal(False)
+        torch.set_flush_denormal(False)

@@ -23,6 +23,7 @@ cdef extern from "ember.h" nogil:
     void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks)
     void em_alloc_empty_cache()
     int ember_cpu_has(const char *feature)
+    int ember_set_flush_denormal(int on, int nthreads)
 
 cdef extern from *:
     """
@@ -2373,6 +2374,13 @@ def _cpu_info():
                          "avx512dq") if ember_cpu_has(f.encode())]
     isa = ember_cpu_isa()
     return {"isa": ember_isa_name(isa).decode(), "features": feats}
+
+
+def set_flush_denormal(bint mode):
+    """Flush denormal floats to zero on the CPU (``mode=True``), in this thread and in the
+    threads ember's kernels run on; returns whether the CPU supports it (x86 with SSE3).
+    Like PyTorch's, the switch is per thread: other threads keep their own."""
+    return ember_set_flush_denormal(mode, _num_threads) != 0
 
 
 # ----------------------------------------------------------------------------
