@@ -13,6 +13,11 @@ from ember._check import _check, _check_index
 from ember._tensor_str import tensor_str
 
 
+def _check_tensor(v, op: str, arg: str) -> None:
+    if not isinstance(v, core.TensorBase):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(v).__name__}")
+
+
 class Tensor(core.TensorBase):
     """A multi-dimensional array of one dtype on one device (PyTorch's ``torch.Tensor``)."""
 
@@ -288,6 +293,7 @@ class Tensor(core.TensorBase):
     def map2_(self, x, y, callable):
         """``self[i] = callable(self[i], x[i], y[i])`` with ``x``, ``y`` broadcast, in place."""
         for name, o in (("x", x), ("y", y)):
+            _check_tensor(o, "map2_", name)
             if o.dtype != self.dtype:
                 raise TypeError(f"map2_: expected {self.type()} for '{name}' (got {o.type()})")
         core._check_written(self, (x, y), "map2_")
@@ -319,6 +325,7 @@ class Tensor(core.TensorBase):
         """Deprecated out-of-place ``resize`` to ``tensor``'s shape."""
         import warnings
         warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+        _check_tensor(tensor, "resize_as", "the_template")
         return self.reshape(tuple(tensor.shape)) if tensor.numel() == self.numel() else \
             self.resize(*tensor.shape)
 
