@@ -119,6 +119,20 @@ def _untyped_method(s, name):
 method = _untyped_method
 
 
+def reduce_untyped(s):
+    """Pickle an UntypedStorage as a copy of its bytes (and its device)."""
+    data = bytes(_bytes(s).cpu().numpy()) if s.nbytes() else b""
+    return (_untyped_from_bytes, (data, str(s.device)))
+
+
+def _untyped_from_bytes(data, device="cpu"):
+    if not data:
+        return _new_untyped(0, device)
+    import ember
+    t = ember.frombuffer(bytearray(data), dtype=core.uint8)
+    return (t if device == "cpu" else t.to(device)).untyped_storage()
+
+
 def _byteswap(s, dtype):
     n = dtype.itemsize
     if n > 1:

@@ -160,3 +160,25 @@ def test_from_file_matches_torch(torch, tmp_path):
         ember.from_file(str(path), False, 100, dtype=ember.float32)
     with pytest.raises(RuntimeError):
         torch.from_file(str(path), False, 100, dtype=torch.float32)
+
+
+def test_storages_pickle_and_copy_as_bytes(torch):
+    import copy
+    import pickle
+
+    e = ember.arange(4.0).untyped_storage()
+    t = torch.arange(4.0).untyped_storage()
+    assert pickle.loads(pickle.dumps(t)).tolist() == e.tolist()
+    for fn in (lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy):
+        r = fn(e)
+        assert isinstance(r, ember.UntypedStorage) and r.tolist() == e.tolist()
+        assert r.data_ptr() != e.data_ptr()
+    assert pickle.loads(pickle.dumps(ember.ones(0).untyped_storage())).nbytes() == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = ember.arange(3, dtype=ember.int32).storage()
+        r = pickle.loads(pickle.dumps(ts))
+        assert r.tolist() == [0, 1, 2] and r.dtype == ember.int32
+    shared = ember.arange(3.0).share_memory_()     # plain pickle: a copy, not shared
+    back = pickle.loads(pickle.dumps(shared))
+    assert back.tolist() == [0.0, 1.0, 2.0] and not back.is_shared()

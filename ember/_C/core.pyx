@@ -633,6 +633,9 @@ cdef class Storage:
     def __getattr__(self, name):
         return _storage_api().method(self, name)
 
+    def __reduce__(self):       # a copy of the bytes (never the address)
+        return _storage_api().reduce_untyped(self)
+
     def __repr__(self):
         return f"ember.UntypedStorage(nbytes={self._nbytes}, device={self.device})"
 
