@@ -162,13 +162,11 @@ def test_from_file_matches_torch(torch, tmp_path):
         torch.from_file(str(path), False, 100, dtype=torch.float32)
 
 
-def test_storages_pickle_and_copy_as_bytes(torch):
+def test_storages_pickle_and_copy_as_bytes():
     import copy
     import pickle
 
     e = ember.arange(4.0).untyped_storage()
-    t = torch.arange(4.0).untyped_storage()
-    assert pickle.loads(pickle.dumps(t)).tolist() == e.tolist()
     for fn in (lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy):
         r = fn(e)
         assert isinstance(r, ember.UntypedStorage) and r.tolist() == e.tolist()
