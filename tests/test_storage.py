@@ -180,3 +180,21 @@ def test_storages_pickle_and_copy_as_bytes():
     shared = ember.arange(3.0).share_memory_()     # plain pickle: a copy, not shared
     back = pickle.loads(pickle.dumps(shared))
     assert back.tolist() == [0.0, 1.0, 2.0] and not back.is_shared()
+
+
+def test_saved_typed_storages_load_in_torch(torch):
+    import io
+
+    b = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = ember.arange(4, dtype=ember.int32)
+        ember.save({"s": x.storage(), "x": x}, b)
+        b.seek(0)
+        d = torch.load(b)
+        assert isinstance(d["s"], torch.TypedStorage) and d["s"].dtype == torch.int32
+        assert d["s"].tolist() == [0, 1, 2, 3] and d["x"].tolist() == [0, 1, 2, 3]
+        # the tensor and the storage it views stay one storage in the file
+        assert d["x"].untyped_storage().data_ptr() == d["s"].data_ptr()
+        b.seek(0)
+        assert ember.load(b)["s"].nbytes() == 16
