@@ -198,3 +198,24 @@ def test_saved_typed_storages_load_in_torch(torch):
         assert d["x"].untyped_storage().data_ptr() == d["s"].data_ptr()
         b.seek(0)
         assert ember.load(b)["s"].nbytes() == 16
+
+
+def _hogwild_step(model):
+    with ember.no_grad():
+        model.weight.add_(1.0)      # a forked process updates the shared parameters
+
+
+@_fork
+def test_module_share_memory_is_seen_by_forked_processes():
+    from ember import nn
+
+    model = nn.Linear(3, 2)
+    model.weight.grad = ember.zeros(2, 3)
+    assert model.share_memory() is model
+    assert all(p.is_shared() for p in model.parameters()) and model.weight.grad.is_shared()
+    before = model.weight.detach().clone()
+    p = mp.get_context("fork").Process(target=_hogwild_step, args=(model,))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    np.testing.assert_allclose(model.weight.detach().numpy(), before.numpy() + 1.0)
