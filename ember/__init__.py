@@ -19,6 +19,7 @@ __all__ = ["__version__"] + list(_tensor_all)
 # is imported here; those load on first attribute access (``__getattr__``).
 _dll._after_extensions()
 
+import math as _math
 import sys as _sys
 
 from ember import _ops, _plugins
@@ -57,6 +58,9 @@ from ember._switches import (
     typename,
     use_deterministic_algorithms,
 )
+
+# torch's numeric constants
+e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mode=None,
@@ -124,6 +128,9 @@ _LAZY_ATTRS.update(dict.fromkeys((
     "UntypedStorage", "TypedStorage", "from_file", "BoolStorage", "ByteStorage", "CharStorage",
     "ShortStorage", "IntStorage", "LongStorage", "HalfStorage", "BFloat16Storage",
     "FloatStorage", "DoubleStorage"), "ember._storage"))
+_LAZY_ATTRS.update(dict.fromkeys((
+    "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor",
+    "HalfTensor", "IntTensor", "LongTensor", "ShortTensor"), "ember._legacy_tensors"))
 _LAZY_ATTRS.update(cond="ember._control_flow", while_loop="ember._control_flow",
                    svd_lowrank="ember._lowrank", pca_lowrank="ember._lowrank",
                    lobpcg="ember._lobpcg", set_flush_denormal="ember._C.core",
@@ -167,9 +174,8 @@ __all__ = list(dict.fromkeys(__all__ + [
     "get_deterministic_debug_mode", "is_deterministic", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
     "get_num_interop_threads", "set_num_interop_threads", "init_num_threads", "typename",
-    "is_tensor",
-    "is_storage", "is_floating_point", "numel",
-    "get_device_module", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
+    "is_tensor", "is_storage", "is_floating_point", "numel", "get_device_module",
+    "e", "pi", "inf", "nan", "newaxis", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
     "sym_max", "sym_min", "sym_sum", "sym_not", "sym_ite",
 ]))
 

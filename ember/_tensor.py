@@ -356,6 +356,15 @@ class Tensor(core.TensorBase):
         _storage._share_memory_(self.untyped_storage())
         return self
 
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """self's type name (``"ember.FloatTensor"``) without ``dtype``; else self cast to
+        ``dtype``: an ember dtype, a legacy class (``ember.LongTensor``) or its name."""
+        if dtype is None:
+            return core.TensorBase.type(self)
+        from ember._legacy_tensors import dtype_of
+        named = dtype_of(dtype)
+        return core.TensorBase.type(self, named if named is not None else dtype)
+
     def const_data_ptr(self):
         """The address of self's first element (``data_ptr`` for read-only use)."""
         return self.data_ptr()

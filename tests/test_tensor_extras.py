@@ -240,3 +240,34 @@ def test_set_flush_denormal_matches_torch():
     finally:
         ember.set_flush_denormal(False)
         torch.set_flush_denormal(False)
+
+
+def test_legacy_tensor_types_match_torch():
+    names = ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
+             "BoolTensor", "HalfTensor", "ShortTensor", "CharTensor", "BFloat16Tensor")
+    for n in names:
+        ec, tc = getattr(ember, n), getattr(torch, n)
+        assert str(ec.dtype).split(".")[-1] == str(tc.dtype).split(".")[-1], n
+        for dt in ("float32", "int64", "bool"):
+            assert isinstance(ember.ones(2, dtype=getattr(ember, dt)), ec) == \
+                isinstance(torch.ones(2, dtype=getattr(torch, dt)), tc), (n, dt)
+    assert ember.LongTensor([1, 2]).tolist() == torch.LongTensor([1, 2]).tolist()
+    assert ember.LongTensor([1, 2]).dtype == ember.int64
+    assert tuple(ember.FloatTensor(2, 3).shape) == tuple(torch.FloatTensor(2, 3).shape)
+    assert tuple(ember.DoubleTensor(ember.Size([4])).shape) == (4,)
+    assert tuple(ember.FloatTensor().shape) == tuple(torch.FloatTensor().shape) == (0,)
+    x, t = ember.tensor([1.5, -2.5]), torch.tensor([1.5, -2.5])
+    for spec in ("LongTensor", "torch.IntTensor", "torch.DoubleTensor"):
+        e = x.type(getattr(ember, spec) if "." not in spec else spec)
+        r = t.type(getattr(torch, spec) if "." not in spec else spec)
+        assert e.tolist() == r.tolist() and str(e.dtype)[6:] == str(r.dtype)[6:], spec
+    assert x.type() == "ember.FloatTensor" and x.type(ember.float64).dtype == ember.float64
+    with pytest.raises(ValueError):
+        x.type("torch.NoSuchTensor")
+
+
+def test_numeric_constants_match_torch():
+    for n in ("e", "pi", "inf"):
+        assert getattr(ember, n) == getattr(torch, n)
+    assert np.isnan(ember.nan) and ember.newaxis is torch.newaxis is None
+    assert tuple(ember.ones(3)[:, ember.newaxis].shape) == (3, 1)
