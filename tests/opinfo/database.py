@@ -333,6 +333,26 @@ OPS = [
         Sample((np.array([1.0, 0.0, -0.0, np.inf, np.nan, 1.0, -1.0, 2.0, 1e-45, 0.0], dt),
                 np.array([2.0, -1.0, 1.0, 0.0, 1.0, np.nan, -2.0, 1.0, 0.0, -0.0], dt))),
         Sample((_r(rng, 3, 1, dtype=dt), _r(rng, 4, dtype=dt)))], grad=False),
+    # -- complex construction and views (real inputs; complex-input parity: test_complex.py)
+    OpInfo("angle", _unary_samples(), forward_ad=False),
+    OpInfo("complex", _binary_samples(), grad=False, forward_ad=False,
+           errors=lambda: [Sample((np.ones(2, np.float32), np.ones(2, np.float64)))]),
+    OpInfo("polar", _binary_samples(lo=0.1), grad=False, forward_ad=False),
+    OpInfo("real", _view((3, 4), ()), forward_ad=False),
+    OpInfo("imag", lambda rng, dt: [], forward_ad=False,
+           errors=lambda: [Sample((np.ones(2, np.float32),))]),
+    OpInfo("view_as_complex", lambda rng, dt: [Sample((_r(rng, 3, 2, dtype=dt),)),
+                                               Sample((_r(rng, 4, 3, 2, dtype=dt),))],
+           grad=False, forward_ad=False,
+           errors=lambda: [Sample((np.ones((2, 3), np.float32),))]),
+    OpInfo("view_as_real", lambda rng, dt: [], forward_ad=False,
+           errors=lambda: [Sample((np.ones(2, np.float32),))]),
+    OpInfo("stft", lambda rng, dt: [Sample((_r(rng, 40, dtype=dt),), args=(8,),
+                                           kwargs={"return_complex": True}),
+                                    Sample((_r(rng, 2, 40, dtype=dt),), args=(8, 3),
+                                           kwargs={"return_complex": True, "center": False})],
+           grad=False, forward_ad=False,
+           errors=lambda: [Sample((np.ones(40, np.float32),), args=(8,))]),
 ]
 
 
