@@ -19,6 +19,7 @@ __all__ = ["__version__"] + list(_tensor_all)
 # is imported here; those load on first attribute access (``__getattr__``).
 _dll._after_extensions()
 
+import math as _math
 import sys as _sys
 
 from ember import _ops, _plugins
@@ -40,6 +41,7 @@ from ember._switches import (
     get_deterministic_debug_mode,
     get_float32_matmul_precision,
     get_num_interop_threads,
+    init_num_threads,
     is_deterministic,
     is_deterministic_algorithms_warn_only_enabled,
     is_floating_point,
@@ -56,6 +58,9 @@ from ember._switches import (
     typename,
     use_deterministic_algorithms,
 )
+
+# torch's numeric constants
+e, pi, inf, nan, newaxis = _math.e, _math.pi, _math.inf, _math.nan, None
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mode=None,
@@ -120,6 +125,20 @@ _LAZY_ATTRS = {
     "sym_ite": "ember._sym", "CompileMode": "ember.compiler", "vmap": "ember.func",
 }
 _LAZY_ATTRS.update(dict.fromkeys(_ops.FUNCTIONAL_AT_TOP, "ember.nn.functional"))
+_LAZY_ATTRS.update(dict.fromkeys(_ops.ATEN_NN_AT_TOP, "ember._nn_ops"))
+_LAZY_ATTRS.update(dict.fromkeys((
+    "UntypedStorage", "TypedStorage", "from_file", "BoolStorage", "ByteStorage", "CharStorage",
+    "ShortStorage", "IntStorage", "LongStorage", "HalfStorage", "BFloat16Storage",
+    "FloatStorage", "DoubleStorage"), "ember._storage"))
+_LAZY_ATTRS.update(dict.fromkeys((
+    "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor",
+    "HalfTensor", "IntTensor", "LongTensor", "ShortTensor"), "ember._legacy_tensors"))
+_LAZY_ATTRS.update(cond="ember._control_flow", while_loop="ember._control_flow",
+                   svd_lowrank="ember._lowrank", pca_lowrank="ember._lowrank",
+                   lobpcg="ember._lobpcg", set_flush_denormal="ember._C.core",
+                   is_anomaly_enabled="ember.autograd.anomaly_mode",
+                   is_anomaly_check_nan_enabled="ember.autograd.anomaly_mode",
+                   set_anomaly_enabled="ember.autograd.anomaly_mode")
 
 
 def __getattr__(name):
@@ -156,9 +175,9 @@ __all__ = list(dict.fromkeys(__all__ + [
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
     "get_deterministic_debug_mode", "is_deterministic", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "set_warn_always", "is_warn_always_enabled",
-    "get_num_interop_threads", "set_num_interop_threads", "typename", "is_tensor",
-    "is_storage", "is_floating_point", "numel",
-    "get_device_module", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
+    "get_num_interop_threads", "set_num_interop_threads", "init_num_threads", "typename",
+    "is_tensor", "is_storage", "is_floating_point", "numel", "get_device_module",
+    "e", "pi", "inf", "nan", "newaxis", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
     "sym_max", "sym_min", "sym_sum", "sym_not", "sym_ite",
 ]))
 

@@ -5,6 +5,7 @@ ops it is built from, so none needs a backward formula of its own.
 """
 from __future__ import annotations
 
+import builtins
 import math
 
 from ember._C import core
@@ -931,6 +932,42 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return _ew.logical_not(hit) if invert else hit
 
 
+def _hist_edges(x, bins, range, dtype, op):
+    """The ``bins + 1`` equal-width edges over ``range`` (``x``'s min to max by default,
+    widened by 0.5 each side when they are equal), or the given edge tensor."""
+    if isinstance(bins, TensorBase):
+        edges = bins.to(dtype)
+        if edges.dim() != 1 or edges.numel() < 1:
+            raise RuntimeError(f"torch.{op}(): bins tensor should have one dimension and at "
+                               f"least 1 element")
+        return edges
+    if bins <= 0:
+        raise RuntimeError(f"torch.{op}(): number of bins should be positive, but got {bins}")
+    if range is not None:
+        lo, hi = float(range[0]), float(range[1])
+    elif x.numel():
+        lo, hi = float(_red.min(x)), float(_red.max(x))
+    else:
+        lo, hi = 0.0, 0.0
+    if lo > hi:
+        raise RuntimeError(f"torch.{op}(): min should not exceed max, but got min {lo} max "
+                           f"{hi}")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5 if x.numel() else (0.0, 1.0)
+    return _cr.linspace(lo, hi, bins + 1, dtype=dtype)
+
+
+def _bin_index(edges, x):
+    """``(bin of each value, inside)``: bin i holds [e_i, e_i+1), the last bin is closed on
+    the right; values outside every bin get bin 0 and ``inside`` False."""
+    nb = edges.numel() - 1
+    idx = _ew.sub(_red.searchsorted(edges, x, right=True), 1)
+    last = _ew.eq(x, _ix.take(edges, core.tensor([nb])))
+    idx = _ew.where(last, nb - 1, idx)
+    inside = _ew.logical_and(_ew.ge(idx, 0), _ew.lt(idx, nb))
+    return _ew.where(inside, idx, 0), inside
+
+
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """Counts (or ``weight`` sums) of ``input``'s values in ``bins`` equal bins over
     ``range`` (the data's min to max by default), or in the bins a 1-D tensor of edges
@@ -941,41 +978,16 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
                            f"same dtype, but got input {input.dtype}")
     x = input.reshape(-1)
-    if isinstance(bins, TensorBase):
-        edges = bins.to(input.dtype)
-        if edges.dim() != 1 or edges.numel() < 1:
-            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and "
-                               "at least 1 element")
-    else:
-        if bins <= 0:
-            raise RuntimeError("torch.histogram(): number of bins should be positive, but "
-                               f"got {bins}")
-        if range is not None:
-            lo, hi = float(range[0]), float(range[1])
-        elif x.numel():
-            lo, hi = float(_red.min(x)), float(_red.max(x))
-        else:
-            lo, hi = 0.0, 0.0
-        if lo > hi:
-            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min "
-                               f"{lo} max {hi}")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5 if x.numel() else (0.0, 1.0)
-        edges = _cr.linspace(lo, hi, bins + 1, dtype=input.dtype)
+    edges = _hist_edges(x, bins, range, input.dtype, "histogram")
     nb = edges.numel() - 1
     if nb < 1:
         hist = core.zeros(0, dtype=input.dtype)
         return return_types.histogram(hist, edges) if out is None else \
             return_types.histogram(_finish(hist, out[0], "histogram", (input,), exact=True),
                                    _finish(edges, out[1], "histogram", (input,), exact=True))
-    # bin i holds [e_i, e_i+1); the last bin is closed on the right
-    idx = _ew.sub(_red.searchsorted(edges, x, right=True), 1)
-    last = _ew.eq(x, _ix.take(edges, core.tensor([nb])))
-    idx = _ew.where(last, nb - 1, idx)
-    inside = _ew.logical_and(_ew.ge(idx, 0), _ew.lt(idx, nb))
+    idx, inside = _bin_index(edges, x)
     w = core.ones_like(x) if weight is None else weight.reshape(-1).to(input.dtype)
     w = _ew.where(inside, w, 0.0)
-    idx = _ew.where(inside, idx, 0)
     hist = core.zeros(nb, dtype=input.dtype).index_add(0, idx, w)
     if density:
         widths = _ew.sub(edges[1:], edges[:-1])
@@ -987,6 +999,59 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         hist = _finish(hist, out[0], "histogram", (input,), exact=True)
         edges = _finish(edges, out[1], "histogram", (input,), exact=True)
     return return_types.histogram(hist, edges)
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """The ``D``-dimensional histogram of the points in the last dim of ``input``
+    (``(..., D)``): ``bins`` is an int, one int per dim or one edge tensor per dim,
+    ``range`` the flat ``[min_0, max_0, min_1, max_1, ...]``. Returns ``(hist,
+    bin_edges)`` with ``hist`` of shape ``(bins_0, ..., bins_D-1)``."""
+    _tensor_arg(input, "histogramdd")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{_red._TYPE_NAMES[input.dtype.code]}'")
+    if input.dim() < 2:
+        raise RuntimeError(f"torch.histogramdd: input tensor should have at least 2 "
+                           f"dimensions, but got {input.dim()}")
+    D = input.shape[-1]
+    pts = input.reshape(-1, D)
+    bins = [bins] * D if isinstance(bins, int) else list(bins)
+    if len(bins) != D:
+        raise RuntimeError(f"histogramdd: The size of bins must be equal to the innermost "
+                           f"dimension of the input ({D}), got {len(bins)}")
+    if range is not None and len(range) != 2 * D:
+        raise RuntimeError(f"torch.histogramdd: for a {D}-dimensional histogram, range should "
+                           f"have {2 * D} elements, but got {len(range)}")
+    edges, flat = [], None
+    inside = core.ones(pts.shape[0], dtype=core.bool_)
+    for d in builtins.range(D):
+        x = pts.select(1, d)
+        e = _hist_edges(x, bins[d], None if range is None else range[2 * d:2 * d + 2],
+                        input.dtype, "histogramdd")
+        idx, ok = _bin_index(e, x)
+        inside = _ew.logical_and(inside, ok)
+        flat = idx if flat is None else _ew.add(_ew.mul(flat, max(e.numel() - 1, 1)), idx)
+        edges.append(e)
+    shape = [max(e.numel() - 1, 0) for e in edges]
+    n = math.prod(shape)
+    w = core.ones(pts.shape[0], dtype=input.dtype) if weight is None else \
+        weight.reshape(-1).to(input.dtype)
+    w = _ew.where(inside, w, 0.0)
+    hist = core.zeros(n, dtype=input.dtype)
+    if n:
+        hist = hist.index_add(0, flat, w)
+    hist = hist.reshape(shape)
+    if density and n:
+        vol = None
+        for d, e in enumerate(edges):
+            width = _ew.sub(e[1:], e[:-1]).reshape([-1 if k == d else 1
+                                                    for k in builtins.range(D)])
+            vol = width if vol is None else _ew.mul(vol, width)
+        hist = _ew.div(hist, _ew.mul(_red.sum(hist), vol))
+    return _red.return_types.histogramdd(hist, tuple(edges))
+
+
+_red.return_types.histogramdd = _red._rt("histogramdd", ("hist", "bin_edges"))
 
 
 def nonzero_static(input, *, size, fill_value=-1):
@@ -1190,3 +1255,29 @@ def nextafter(input, other, *, out=None):
     r = _ew.where(_ew.eq(x, y), y, r)
     r = _ew.where(_ew.logical_or(_ew.isnan(x), _ew.isnan(y)), float("nan"), r)
     return _finish(r, out, "nextafter", (input, other))
+
+
+def is_nonzero(input) -> bool:
+    """The truth of a one-element tensor (an error for none or several elements)."""
+    _tensor_arg(input, "is_nonzero")
+    n = input.numel()
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0
+                           else "Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def narrow_copy(input, dim: int, start: int, length: int, *, out=None):
+    """A contiguous copy of ``input.narrow(dim, start, length)``."""
+    r = _tensor_arg(input, "narrow_copy").narrow(dim, start, length)
+    r = r.clone() if r.is_contiguous() else r.contiguous()
+    return _finish(r, out, "narrow_copy", (input,), exact=True)
+
+
+def slice_inverse(input, src, dim: int = 0, start=None, end=None, step: int = 1):
+    """The inverse of ``src.slice(dim, start, end, step)`` for a slice ``input`` of
+    ``src``'s memory: ``input``'s storage viewed with ``src``'s size, strides and offset
+    (the slice arguments only name the slice that was taken)."""
+    _tensor_arg(input, "slice_inverse")
+    _tensor_arg(src, "slice_inverse", "src")
+    return input.as_strided(tuple(src.shape), src.stride(), src.storage_offset())

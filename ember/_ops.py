@@ -44,7 +44,7 @@ argmax                    fm
 argmin                    fm
 argsort                   fm
 argwhere                  fm
-as_strided                fmi
+as_strided                fmiI
 as_strided_scatter        fm
 asarray                   f
 asin                      fmiI      arcsin
@@ -159,6 +159,7 @@ hann_window               f
 heaviside                 fmi
 histc                     fm
 histogram                 fm
+histogramdd               f
 hsplit                    fm
 hstack                    f
 hypot                     fmi
@@ -173,8 +174,10 @@ inner                     fm
 inverse                   fm
 is_complex                f
 is_conj                   fm
+is_distributed            fm
 is_inference              fm
 is_neg                    fm
+is_nonzero                fm
 is_same_size              fm
 is_signed                 f
 isclose                   fm
@@ -243,6 +246,7 @@ nanmedian                 fm
 nanquantile               fm
 nansum                    fm
 narrow                    fm
+narrow_copy               fm
 native_dropout            f
 ne                        fmi       not_equal
 neg                       fmiI      negative
@@ -282,6 +286,7 @@ renorm                    fmi
 repeat                    m
 repeat_interleave         fm
 reshape                   fm
+resize_as                 mI
 resolve_conj              fm
 resolve_neg               fm
 roll                      fm
@@ -304,6 +309,7 @@ silu                      fmi
 sin                       fmiI
 sinc                      fmiI
 sinh                      fmiI
+slice_inverse             fm
 slice_scatter             fm
 slogdet                   fm
 softmax                   fm
@@ -366,9 +372,22 @@ zero                      I
 # ``ember.<name>`` loads ember.nn.functional on first use (import ember stays cheap)
 FUNCTIONAL_AT_TOP = tuple("""
 adaptive_avg_pool1d avg_pool1d bilinear celu channel_shuffle conv3d conv_tbc
-conv_transpose3d cosine_similarity group_norm hardshrink layer_norm max_pool1d
+conv_transpose3d cosine_similarity hardshrink max_pool1d
 max_pool1d_with_indices max_pool3d pairwise_distance pdist pixel_shuffle pixel_unshuffle
 prelu rms_norm rrelu selu threshold
+""".split())
+
+# nn ops that torch exposes at the top level in ATen's own signature (argument order,
+# integer reductions, enum codes): ember._nn_ops, loaded on first use like the above
+ATEN_NN_AT_TOP = tuple("""
+adaptive_max_pool1d affine_grid_generator alpha_dropout alpha_dropout_ batch_norm
+binary_cross_entropy_with_logits celu_ chain_matmul constant_pad_nd convolution
+cosine_embedding_loss ctc_loss dropout dropout_ embedding embedding_renorm_
+feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_
+frobenius_norm grid_sampler grid_sampler_2d grid_sampler_3d group_norm gru gru_cell
+hinge_embedding_loss instance_norm kl_div layer_norm lstm lstm_cell margin_ranking_loss
+norm_except_dim nuclear_norm poisson_nll_loss rnn_relu rnn_relu_cell rnn_tanh rnn_tanh_cell
+rrelu_ selu_ threshold_ triplet_margin_loss
 """.split())
 
 

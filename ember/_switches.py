@@ -53,6 +53,7 @@ __all__ = [
     "is_warn_always_enabled",
     "set_num_interop_threads",
     "get_num_interop_threads",
+    "init_num_threads",
     "typename",
     "is_tensor",
     "is_storage",
@@ -427,6 +428,14 @@ def get_num_interop_threads() -> int:
 
         return os.cpu_count() or 1
     return _interop_threads
+
+
+def init_num_threads() -> None:
+    """Make the calling thread use the thread count of :func:`ember.set_num_threads`.
+
+    ember's count is one process-wide setting that every thread's kernels read, so a new
+    thread already uses it: there is nothing to propagate (PyTorch keeps it per thread).
+    """
 
 
 # ---------------------------------------------------------------------------

@@ -13,6 +13,11 @@ from ember._check import _check, _check_index
 from ember._tensor_str import tensor_str
 
 
+def _check_tensor(v, op: str, arg: str) -> None:
+    if not isinstance(v, core.TensorBase):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(v).__name__}")
+
+
 class Tensor(core.TensorBase):
     """A multi-dimensional array of one dtype on one device (PyTorch's ``torch.Tensor``)."""
 
@@ -312,6 +317,97 @@ class Tensor(core.TensorBase):
             self.copy_(core.tensor([callable(a, b) for a, b in zip(vals, other)],
                                    dtype=self.dtype).reshape(self.shape))
         return self
+
+    def map2_(self, x, y, callable):
+        """``self[i] = callable(self[i], x[i], y[i])`` with ``x``, ``y`` broadcast, in place."""
+        for name, o in (("x", x), ("y", y)):
+            _check_tensor(o, "map2_", name)
+            if o.dtype != self.dtype:
+                raise TypeError(f"map2_: expected {self.type()} for '{name}' (got {o.type()})")
+        core._check_written(self, (x, y), "map2_")
+        xs, ys = (o.expand_as(self).reshape(-1).tolist() for o in (x, y))
+        with _no_grad():
+            self.copy_(core.tensor([callable(a, b, c) for a, b, c in
+                                    zip(self.reshape(-1).tolist(), xs, ys)],
+                                   dtype=self.dtype).reshape(self.shape))
+        return self
+
+    def resize(self, *sizes):
+        """Deprecated out-of-place resize: self's elements in the shape ``sizes`` (same
+        number of elements; a view when self is contiguous)."""
+        import warnings
+        warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        n = 1
+        for s in sizes:
+            n *= s
+        if n != self.numel():
+            raise RuntimeError(f"requested resize to {'x'.join(map(str, sizes))} ({n} elements "
+                               f"in total), but the given tensor has a size of "
+                               f"{'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                               f"autograd's resize can only change the shape of a given tensor, "
+                               f"while preserving the number of elements. ")
+        return self.reshape(sizes)
+
+    def resize_as(self, tensor):
+        """Deprecated out-of-place ``resize`` to ``tensor``'s shape."""
+        import warnings
+        warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+        _check_tensor(tensor, "resize_as", "the_template")
+        return self.reshape(tuple(tensor.shape)) if tensor.numel() == self.numel() else \
+            self.resize(*tensor.shape)
+
+    # ---- storages and shared memory (ember._storage) -------------------------------
+    def storage(self):
+        """self's memory as a ``TypedStorage`` of self's dtype (deprecated in PyTorch:
+        ``untyped_storage()`` is the byte buffer itself)."""
+        from ember import _storage
+        _storage._warn_typed_storage_removal()
+        return _storage.TypedStorage(wrap_storage=self.untyped_storage(), dtype=self.dtype,
+                                     _internal=True)
+
+    def storage_type(self):
+        """The legacy typed storage class of self's dtype (``ember.FloatStorage`` & co.)."""
+        from ember import _storage
+        return _storage.storage_class(self.dtype)
+
+    def is_shared(self):
+        """Whether self's storage lives in shared memory (``share_memory_``)."""
+        from ember import _storage
+        return _storage._is_shared(self.untyped_storage())
+
+    def share_memory_(self):
+        """Move self's storage to shared memory, in place: forked processes (DataLoader
+        workers) then write to the same memory, and ``multiprocessing`` queues send it
+        without copying. No-op when already shared or not on the CPU."""
+        from ember import _storage
+        _storage._share_memory_(self.untyped_storage())
+        return self
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """self's type name (``"ember.FloatTensor"``) without ``dtype``; else self cast to
+        ``dtype``: an ember dtype, a legacy class (``ember.LongTensor``) or its name."""
+        if dtype is None:
+            return core.TensorBase.type(self)
+        from ember._legacy_tensors import dtype_of
+        named = dtype_of(dtype)
+        return core.TensorBase.type(self, named if named is not None else dtype)
+
+    def const_data_ptr(self):
+        """The address of self's first element (``data_ptr`` for read-only use)."""
+        return self.data_ptr()
+
+    def is_distributed(self):
+        """False: ember tensors are never distributed (sharded) objects."""
+        return False
+
+    def hardshrink(self, lambd=0.5):
+        from ember.nn.functional import hardshrink
+        return hardshrink(self, lambd)
+
+    def prelu(self, weight):
+        from ember.nn.functional import prelu
+        return prelu(self, weight)
 
     def is_pinned(self, device=None):
         """CPU memory is never pinned in ember (there is no accelerator to pin it for)."""

@@ -2,6 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ember.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 static int detected = -1;
 
@@ -35,4 +38,25 @@ int ember_cpu_isa(void) {
 
 const char *ember_isa_name(int isa) {
     return isa == 2 ? "avx512" : isa == 1 ? "avx2" : "generic";
+}
+
+int ember_set_flush_denormal(int on, int nthreads) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("sse3")) return 0;
+    const unsigned bits = 0x8040; /* FTZ (bit 15) | DAZ (bit 6) */
+    if (nthreads < 1) nthreads = 1;
+    /* MXCSR is per thread: set it in each thread of the pool the kernels run on (the
+       calling thread is the team's first) */
+#pragma omp parallel num_threads(nthreads)
+    {
+        unsigned csr = _mm_getcsr();
+        _mm_setcsr(on ? (csr | bits) : (csr & ~bits));
+    }
+    return 1;
+#else
+    (void)on;
+    (void)nthreads;
+    return 0;
+#endif
 }

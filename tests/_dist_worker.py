@@ -312,6 +312,35 @@ def ddp(ember, dist, r, arrays, info):
         info["unused_error"] = str(e)
 
 
+def syncbn(ember, dist, r, arrays, info):
+    """SyncBatchNorm over the two ranks' halves of a batch, and on rank 0 BatchNorm over
+    the whole batch (the reference)."""
+    from ember import nn
+
+    rng = np.random.default_rng(0)
+    B = 3
+    X = rng.standard_normal((W * B, 4, 5)).astype(np.float64) * 2 + 1
+    G = rng.standard_normal((W * B, 4, 5)).astype(np.float64)
+    mine = slice(r * B, (r + 1) * B)
+    net = nn.Sequential(nn.Linear(5, 5), nn.BatchNorm1d(4)).double()
+    ember.manual_seed(0)
+    for p in net.parameters():
+        p.data.copy_(ember.tensor(rng.standard_normal(tuple(p.shape))))
+    sync = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    info["converted"] = type(sync[1]).__name__
+    for step in range(2):
+        x = ember.tensor(X[mine] + step, requires_grad=True)
+        (sync(x) * ember.tensor(G[mine])).sum().backward()
+        arrays[f"x_grad{step}"] = _np(x.grad)
+    arrays["y"] = _np(sync(ember.tensor(X[mine])))
+    for name, p in sync.named_parameters():
+        arrays[f"grad_{name}"] = _np(p.grad)
+    for name, b in sync.named_buffers():
+        arrays[f"buf_{name}"] = _np(b)
+    sync.eval()
+    arrays["y_eval"] = _np(sync(ember.tensor(X[mine])))
+
+
 def faults(ember, dist, r, arrays, info):
     # a shape mismatch, caught by TORCH_DISTRIBUTED_DEBUG=DETAIL and named on every rank
     try:

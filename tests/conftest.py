@@ -29,7 +29,7 @@ def _np(t):
 
 
 def _flat(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    return [v for o in out for v in _flat(o)] if isinstance(out, (tuple, list)) else [out]
 
 
 def check_parity(fn_e, fn_t, *arrays, rtol=1e-5, atol=1e-6, grad=True, seed=0):

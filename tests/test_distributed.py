@@ -285,6 +285,48 @@ def test_ddp_find_unused_parameters(ddp):
 
 # --- faults --------------------------------------------------------------------------
 @needs_mpi
+def _syncbn_reference():
+    """BatchNorm over the whole batch, as the worker's syncbn case sets it up."""
+    from ember import nn
+    rng = np.random.default_rng(0)
+    B = 3
+    X = rng.standard_normal((W.W * B, 4, 5)).astype(np.float64) * 2 + 1
+    G = rng.standard_normal((W.W * B, 4, 5)).astype(np.float64)
+    net = nn.Sequential(nn.Linear(5, 5), nn.BatchNorm1d(4)).double()
+    for p in net.parameters():
+        p.data.copy_(ember.tensor(rng.standard_normal(tuple(p.shape))))
+    ref = {}
+    for step in range(2):
+        x = ember.tensor(X + step, requires_grad=True)
+        (net(x) * ember.tensor(G)).sum().backward()
+        ref[f"x_grad{step}"] = x.grad.numpy()
+    ref["y"] = net(ember.tensor(X)).detach().numpy()
+    ref.update({f"grad_{n}": p.grad.numpy() for n, p in net.named_parameters()})
+    ref.update({f"buf_{n}": b.numpy() for n, b in net.named_buffers()})
+    net.eval()
+    ref["y_eval"] = net(ember.tensor(X)).detach().numpy()
+    return ref, B
+
+
+@needs_mpi
+def test_sync_batchnorm_matches_batchnorm_on_the_global_batch(tmp_path_factory):
+    ranks = _run_case(tmp_path_factory, "syncbn")
+    ref, B = _syncbn_reference()
+    assert ranks[0][1]["converted"] == "SyncBatchNorm"
+    for r, (arrays, _) in enumerate(ranks):
+        mine = slice(r * B, (r + 1) * B)
+        for k in ("x_grad0", "x_grad1", "y", "y_eval"):
+            np.testing.assert_allclose(arrays[k], ref[k][mine], rtol=1e-10, atol=1e-12,
+                                       err_msg=k)
+        for k in ref:
+            if k.startswith("buf_"):      # running stats of the global batch on every rank
+                np.testing.assert_allclose(arrays[k], ref[k], rtol=1e-10, err_msg=k)
+    for k in ref:       # parameter gradients are local: their sum over ranks is the global one
+        if k.startswith("grad_"):
+            np.testing.assert_allclose(sum(a[k] for a, _ in ranks), ref[k], rtol=1e-10,
+                                       atol=1e-12, err_msg=k)
+
+
 def test_mismatch_and_timeout_are_named(tmp_path):
     p, secs = _launch("faults", tmp_path, TORCH_DISTRIBUTED_DEBUG="DETAIL")
     assert p.returncode == 0, p.stdout + p.stderr

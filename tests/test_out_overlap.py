@@ -129,6 +129,8 @@ def _sample_table():
         "frexp": lambda m, A: (m.frexp, (A,), {}),
         "gcd": lambda m, A: (m.gcd, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
         "lcm": lambda m, A: (m.lcm, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
+        "narrow_copy": lambda m, A: (m.narrow_copy, (A, 1, 1, 2), {}),
+        "chain_matmul": lambda m, A: (m.chain_matmul, (A, _t(m, _B.T.copy())), {}),
     })
     return s
 
@@ -208,6 +210,7 @@ def _inplace_table():
         "apply_": (lambda S, O, m: S.apply_(lambda v: v * 2), False),
         "resize_as_": (lambda S, O, m: S.resize_as_(O[:2, :2]), False),
         "map_": (lambda S, O, m: S.map_(O, lambda a, b: a + b), True),
+        "map2_": (lambda S, O, m: S.map2_(O, O, lambda a, b, c: a + b * c), True),
     })
     return s
 
@@ -559,7 +562,8 @@ def test_generator_covers_every_writing_api():
                 pass
     assert outs - set(SAMPLES) == set()
     inplace = {n for n in dir(ember.Tensor) if n.endswith("_") and not n.startswith("_")}
-    assert inplace - set(INPLACE) == {"detach_", "requires_grad_"}   # they write no data
+    # they write no data (share_memory_ moves it, unchanged)
+    assert inplace - set(INPLACE) == {"detach_", "requires_grad_", "share_memory_"}
 
 
 # ---------------------------------------------------------------------------

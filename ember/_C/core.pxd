@@ -38,6 +38,7 @@ cdef extern from "ember.h" nogil:
     void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks)
     void em_alloc_empty_cache()
     int ember_cpu_has(const char *feature)
+    int ember_set_flush_denormal(int on, int nthreads)
 
 cdef enum:
     MAX_DIMS = 16

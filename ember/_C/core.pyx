@@ -635,8 +635,50 @@ cdef class Storage:
     def _owner(self):
         return self.owner
 
+    def _take(self, Storage other):
+        """Move ``other``'s buffer (same size) into self, releasing self's own: every
+        tensor viewing self then views that memory (``share_memory_``). Like torch,
+        NumPy/DLPack views taken of the old buffer are left dangling."""
+        if other is self or (self.data != NULL and other._nbytes != self._nbytes):
+            raise RuntimeError("Storage._take: expected another storage of the same size")
+        if self.owner is None and self.data != NULL:
+            em_free(self.data, <size_t>self._nbytes)
+        self.data, self.owner, self.device = other.data, other.owner, other.device
+        self._nbytes = other._nbytes
+        other.data, other.owner = NULL, False
+
+    # torch's everyday storage API, written in Python in ember._storage
+    def __init__(self, *args, device=None):
+        _storage_api().init_untyped(self, args, device)
+
+    def __getitem__(self, idx):
+        return _storage_api().getitem(self, idx)
+
+    def __setitem__(self, idx, value):
+        _storage_api().setitem(self, idx, value)
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __getattr__(self, name):
+        return _storage_api().method(self, name)
+
+    def __reduce__(self):       # a copy of the bytes (never the address)
+        return _storage_api().reduce_untyped(self)
+
     def __repr__(self):
         return f"ember.UntypedStorage(nbytes={self._nbytes}, device={self.device})"
+
+
+cdef object _storage_mod = None
+
+
+cdef object _storage_api():
+    global _storage_mod
+    if _storage_mod is None:
+        import ember._storage as m
+        _storage_mod = m
+    return _storage_mod
 
 
 cdef Storage _alloc_storage(int64_t nbytes, Device device):
@@ -1972,6 +2014,13 @@ def _cpu_info():
                          "avx512dq") if ember_cpu_has(f.encode())]
     isa = ember_cpu_isa()
     return {"isa": ember_isa_name(isa).decode(), "features": feats}
+
+
+def set_flush_denormal(bint mode):
+    """Flush denormal floats to zero on the CPU (``mode=True``), in this thread and in the
+    threads ember's kernels run on; returns whether the CPU supports it (x86 with SSE3).
+    Like PyTorch's, the switch is per thread: other threads keep their own."""
+    return ember_set_flush_denormal(mode, _num_threads) != 0
 
 
 # ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import sys
 from collections import OrderedDict
 
 from ember._C import core
@@ -341,6 +342,9 @@ class _Pickler(pickle._Pickler):
             return obj.pid
         if t is core.Storage:
             return self.writer.storage_pid(obj, None)
+        typed = sys.modules.get("ember._storage")      # none made while it is not loaded
+        if typed is not None and isinstance(obj, typed.TypedStorage):
+            return self.writer.storage_pid(obj.untyped(), obj.dtype)
         return None
 
     def reducer_override(self, obj):

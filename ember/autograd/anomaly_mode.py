@@ -7,7 +7,7 @@ import warnings
 from ember.autograd import _engine
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled"]
+           "is_anomaly_check_nan_enabled", "set_anomaly_enabled"]
 
 
 def is_anomaly_enabled():
@@ -16,6 +16,11 @@ def is_anomaly_enabled():
 
 def is_anomaly_check_nan_enabled():
     return _engine._anomaly[1]
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off for the process (``torch.set_anomaly_enabled``)."""
+    _set(enabled, check_nan)
 
 
 def _set(mode, check_nan):

@@ -14,12 +14,15 @@ __all__ = list(_modules_all) + ["Parameter", "Buffer", "UninitializedParameter",
 
 
 def __getattr__(name):
-    # loaded on first use, not with nn: nn.parallel pulls in ember.distributed, and
-    # LinearCrossEntropyOptions the dataclass machinery
+    # loaded on first use, not with nn: nn.parallel (and DataParallel in it) pulls in
+    # ember.distributed, and LinearCrossEntropyOptions the dataclass machinery
     if name == "parallel":
         import ember.nn.parallel as parallel
 
         return parallel
+    if name == "DataParallel":
+        from ember.nn.parallel import DataParallel
+        return DataParallel
     if name == "LinearCrossEntropyOptions":
         from ember.nn._lce_options import LinearCrossEntropyOptions
         return LinearCrossEntropyOptions

@@ -49,6 +49,10 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def prelu(input: ember.Tensor, weight: ember.Tensor) -> ember.Tensor:
     """``max(0, x) + weight * min(0, x)`` with one slope or one per channel (dim 1)."""
+    for name, v in (("input", input), ("weight", weight)):
+        if not isinstance(v, ember.Tensor):
+            raise TypeError(f"prelu(): argument '{name}' must be Tensor, not "
+                            f"{type(v).__name__}")
     n = weight.numel()
     if n != 1:
         _check(input.dim() > 0, "Not allow zero-dim input tensor.")

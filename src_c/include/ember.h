@@ -31,6 +31,9 @@ void em_run_nd(em_loop fn, int nargs, char **ptrs, int ndim, const int64_t *shap
 int ember_cpu_isa(void);
 const char *ember_isa_name(int isa);
 int ember_cpu_has(const char *feature);
+/* Flush denormals to zero (MXCSR FTZ and DAZ) in the calling thread and every thread of
+   an OpenMP team of nthreads; returns 0 where the CPU cannot (not x86 with SSE3). */
+int ember_set_flush_denormal(int on, int nthreads);
 
 /* Caching allocator: 64-byte aligned; large blocks are kept for reuse so a
    fresh output does not fault in new pages. */

@@ -150,6 +150,8 @@ OPS = [
     OpInfo("broadcast_to", _view((3, 1), ((2, 3, 4),))),
     OpInfo("diagonal", _view((3, 4), (), (1,), (-1, 1, 0))),
     OpInfo("narrow", _view((4, 5), (0, 1, 2), (1, 2, 3))),
+    OpInfo("narrow_copy", _view((4, 5), (0, 1, 2), (1, 2, 3), (-1, 4, 1)),
+           errors=lambda: [Sample((np.ones((3, 4), np.float32),), args=(1, 3, 2))]),
     OpInfo("select", _view((4, 5), (0, 1), (1, -1))),
     OpInfo("split", _view((6, 4), (2,), ([1, 5],), (3, 1))),
     OpInfo("split_with_sizes", _view((6, 4), ([2, 4],))),
@@ -296,6 +298,13 @@ OPS = [
         Sample((_r(rng, 50, dtype=dt),), args=(7,)),
         Sample((_r(rng, 50, dtype=dt),), args=(5,), kwargs={"range": (-1.0, 1.0),
                                                             "density": True})], grad=False),
+    OpInfo("histogramdd", lambda rng, dt: [
+        Sample((_r(rng, 40, 2, dtype=dt),), args=([3, 4],)),
+        Sample((_r(rng, 5, 8, 3, dtype=dt),), args=(2,),
+               kwargs={"range": [-1.0, 1.0, -2.0, 0.5, 0.0, 2.0], "density": True}),
+        Sample((np.ones((4, 2), dt),), args=(2,))], grad=False,
+        errors=lambda: [Sample((np.ones((4, 2), np.float32),), args=([2, 2, 2],)),
+                        Sample((np.ones((4, 2), np.int64),), args=(2,))]),
     OpInfo("gcd", lambda rng, dt: [Sample((np.array([5, 10, 15, -4, 0]),
                                            np.array([3, 4, 5, 6, 0]))),
                                    Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 4, dtype=dt)))],
@@ -344,4 +353,146 @@ OPS = [
                                            kwargs={"return_complex": True, "center": False})],
            grad=False, forward_ad=False,
            errors=lambda: [Sample((np.ones(40, np.float32),), args=(8,))]),
+]
+
+
+# -- nn ops at the top level, in ATen's signatures (ember._nn_ops)
+def _bn(rng, dt):
+    x = _r(rng, 4, 3, 5, dtype=dt)
+    w, b = (_r(rng, 3, dtype=dt, lo=0.5, hi=1.5) for _ in range(2))
+    return [Sample((x, w, b), args=(None, None, True, 0.1, 1e-5, False)),
+            Sample((x,), args=(None, None, None, None, True, 0.1, 1e-3, True))]
+
+
+def _in(rng, dt):
+    x = _r(rng, 2, 3, 6, dtype=dt)
+    w, b = _r(rng, 3, dtype=dt), _r(rng, 3, dtype=dt)
+    return [Sample((x, w, b), args=(None, None, True, 0.1, 1e-5, False))]
+
+
+def _losses2(rng, dt):     # (input1, input2, target in {-1, 1})
+    y = np.where(rng.random(4) > 0.5, 1.0, -1.0).astype(dt)
+    return [Sample((_r(rng, 4, 5, dtype=dt), _r(rng, 4, 5, dtype=dt), y), args=(0.2, r))
+            for r in (0, 1, 2)]
+
+
+def _bce(rng, dt, weighted=False):
+    x, t = _r(rng, 3, 4, dtype=dt), rng.random((3, 4)).astype(dt)
+    w, pw = _r(rng, 4, dtype=dt, lo=0.5, hi=2), _r(rng, 4, dtype=dt, lo=0.5, hi=2)
+    if weighted:    # torch cannot differentiate with respect to weight
+        return [Sample((x, t, w, pw), args=(1,)), Sample((x, t, w), args=(None, 2))]
+    return [Sample((x, t)), Sample((x, t), args=(None, None, 1))]
+
+
+def _conv(rng, dt):
+    return [Sample((_r(rng, 2, 4, 7, dtype=dt), _r(rng, 6, 2, 3, dtype=dt), _r(rng, 6, dtype=dt)),
+                   args=((2,), (1,), (1,), False, (0,), 2)),
+            Sample((_r(rng, 1, 2, 5, 6, dtype=dt), _r(rng, 3, 2, 3, 3, dtype=dt)),
+                   args=(None, (1, 1), (1, 0), (2, 1), False, (0, 0), 1)),
+            Sample((_r(rng, 1, 2, 4, 4, dtype=dt), _r(rng, 2, 3, 3, 3, dtype=dt)),
+                   args=(None, (2, 2), (1, 1), (1, 1), True, (1, 0), 1))]
+
+
+def _grid(rng, dt):
+    out = []
+    for interp, pad, ac in ((0, 0, False), (0, 1, True), (0, 2, False), (2, 0, True)):
+        out.append(Sample((_r(rng, 1, 2, 4, 5, dtype=dt), _r(rng, 1, 3, 2, 2, dtype=dt, lo=-1.2,
+                                                              hi=1.2)), args=(interp, pad, ac)))
+    return out
+
+
+def _rnn_cell(gates, two_states=False):
+    def samples(rng, dt):
+        H, In = 3, 4
+        return [Sample((_r(rng, 2, In, dtype=dt), _r(rng, 2, H, dtype=dt),
+                        _r(rng, gates * H, In, dtype=dt), _r(rng, gates * H, H, dtype=dt),
+                        _r(rng, gates * H, dtype=dt), _r(rng, gates * H, dtype=dt))),
+                Sample((_r(rng, 2, In, dtype=dt), _r(rng, 2, H, dtype=dt),
+                        _r(rng, gates * H, In, dtype=dt), _r(rng, gates * H, H, dtype=dt)))]
+    return samples
+
+
+_IDX = np.array([[0, 2, 4], [1, 1, 3]])
+
+OPS += [
+    OpInfo("batch_norm", _bn, rtol=1e-4, atol=1e-5),
+    OpInfo("instance_norm", _in, rtol=1e-4, atol=1e-5),
+    OpInfo("layer_norm", lambda rng, dt: [
+        Sample((_r(rng, 2, 3, 4, dtype=dt),), args=((3, 4),),
+               kwargs={"eps": 1e-3, "cudnn_enable": False})], rtol=1e-4, atol=1e-5),
+    OpInfo("group_norm", lambda rng, dt: [
+        Sample((_r(rng, 2, 4, 3, dtype=dt),), args=(2, None, None, 1e-4, True))], rtol=1e-4,
+        atol=1e-5),
+    OpInfo("embedding", lambda rng, dt: [Sample((_r(rng, 5, 3, dtype=dt), _IDX)),
+                                         Sample((_r(rng, 5, 3, dtype=dt), _IDX), args=(1,)),
+                                         Sample((_r(rng, 5, 3, dtype=dt), _IDX), args=(-1,))],
+           forward_ad=False,
+           errors=lambda: [Sample((np.ones((5, 3), np.float32), np.ones(2, np.float32)))]),
+    # torch has no forward AD through this op's backward formula
+    OpInfo("binary_cross_entropy_with_logits", _bce, rtol=1e-4, atol=1e-5, forward_ad=False),
+    OpInfo("binary_cross_entropy_with_logits",
+           lambda rng, dt: _bce(rng, dt, weighted=True), grad=False),
+    OpInfo("cosine_embedding_loss", _losses2, rtol=1e-4, atol=1e-5),
+    OpInfo("margin_ranking_loss", lambda rng, dt: [
+        Sample((_r(rng, 6, dtype=dt), _r(rng, 6, dtype=dt),
+                np.where(rng.random(6) > 0.5, 1.0, -1.0).astype(dt)), args=(0.1, r))
+        for r in (0, 1, 2)]),
+    OpInfo("hinge_embedding_loss", lambda rng, dt: [
+        Sample((_r(rng, 3, 4, dtype=dt), np.where(rng.random((3, 4)) > 0.5, 1.0, -1.0).astype(dt)),
+               args=(0.5, r)) for r in (0, 1, 2)]),
+    OpInfo("kl_div", lambda rng, dt: [
+        Sample((np.log(rng.random((3, 4)) + 0.1).astype(dt), rng.random((3, 4)).astype(dt))),
+        Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 3, 4, dtype=dt)), args=(2,),
+               kwargs={"log_target": True}),
+        Sample((_r(rng, 3, 4, dtype=dt), _r(rng, 3, 4, dtype=dt)), args=(1,))], rtol=1e-4,
+        forward_ad=False),     # torch's tangent is nan where the target is not positive
+    OpInfo("poisson_nll_loss", lambda rng, dt: [
+        Sample((_r(rng, 3, 4, dtype=dt), rng.random((3, 4)).astype(dt) * 3), args=(True, False,
+                                                                                   1e-8, 1)),
+        Sample((rng.random((3, 4)).astype(dt) + 0.1, (rng.random((3, 4)) * 3).astype(dt)),
+               args=(False, True, 1e-6, 0))], rtol=1e-4, atol=1e-5),
+    OpInfo("triplet_margin_loss", lambda rng, dt: [
+        Sample((_r(rng, 4, 5, dtype=dt), _r(rng, 4, 5, dtype=dt), _r(rng, 4, 5, dtype=dt))),
+        Sample((_r(rng, 4, 5, dtype=dt), _r(rng, 4, 5, dtype=dt), _r(rng, 4, 5, dtype=dt)),
+               args=(0.5, 1.0, 1e-6, True, 1))], rtol=1e-4, atol=1e-5),
+    OpInfo("dropout", _view((3, 4), (0.5, False), (0.0, True))),
+    OpInfo("alpha_dropout", _view((3, 4), (0.5, False), (0.0, True))),
+    OpInfo("feature_dropout", _view((2, 3, 4), (0.5, False), (0.0, True)),
+           errors=lambda: [Sample((np.ones(3, np.float32),), args=(0.5, True))]),
+    OpInfo("feature_alpha_dropout", _view((2, 3, 4), (0.5, False), (0.0, True))),
+    OpInfo("constant_pad_nd", _view((2, 3, 4), ((1, 2),), ((0, 1, 2, 0), 1.5), ((-1, 1),))),
+    OpInfo("convolution", _conv, rtol=1e-4, atol=1e-5, forward_ad=False),
+    OpInfo("grid_sampler", _grid, rtol=1e-4, atol=1e-5, forward_ad=False),
+    # nearest: torch's grid gradient is zeros, ember's None (no path): values only
+    OpInfo("grid_sampler", lambda rng, dt: [
+        Sample((_r(rng, 1, 2, 4, 5, dtype=dt), _r(rng, 1, 3, 2, 2, dtype=dt, lo=-1.2, hi=1.2)),
+               args=(1, p, False)) for p in (0, 1, 2)], grad=False),
+    OpInfo("grid_sampler_2d", lambda rng, dt: _grid(rng, dt)[:2], rtol=1e-4, atol=1e-5,
+           forward_ad=False,
+           errors=lambda: [Sample((np.ones((1, 1, 3, 3, 3), np.float32),
+                                   np.zeros((1, 2, 2, 2, 3), np.float32)), args=(0, 0, False))]),
+    OpInfo("grid_sampler_3d", lambda rng, dt: [
+        Sample((_r(rng, 1, 2, 3, 4, 3, dtype=dt), _r(rng, 1, 2, 2, 3, 3, dtype=dt, lo=-1, hi=1)),
+               args=(0, 0, False))], rtol=1e-4, atol=1e-5, forward_ad=False),
+    OpInfo("affine_grid_generator", lambda rng, dt: [
+        Sample((_r(rng, 2, 2, 3, dtype=dt),), args=((2, 1, 3, 4), False)),
+        Sample((_r(rng, 1, 3, 4, dtype=dt),), args=((1, 1, 2, 3, 2), True))], rtol=1e-5,
+        forward_ad=False),
+    # torch's forward AD gives dim=-1 a tangent of the wrong shape
+    OpInfo("norm_except_dim", _view((3, 4, 5), (), (2, 1), (3, 2), (2, -1)), rtol=1e-4,
+           forward_ad=False),
+    OpInfo("frobenius_norm", _view((3, 4, 5), ((1,),), ((0, 2), True)), rtol=1e-4),
+    OpInfo("nuclear_norm", lambda rng, dt: [Sample((_r(rng, 3, 4, dtype=dt),)),
+                                            Sample((_r(rng, 3, 4, dtype=dt),), args=(True,)),
+                                            Sample((_r(rng, 2, 3, 4, dtype=dt),),
+                                                   args=((0, 2),))],
+           dtypes=("float64",), rtol=1e-6, forward_ad=False),
+    OpInfo("chain_matmul", lambda rng, dt: [
+        Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 3, 5, dtype=dt), _r(rng, 5, 2, dtype=dt))),
+        Sample((_r(rng, 2, 3, dtype=dt),))], rtol=1e-4, atol=1e-5,
+        errors=lambda: [Sample((np.ones(3, np.float32), np.ones((3, 2), np.float32)))]),
+    OpInfo("rnn_tanh_cell", _rnn_cell(1), rtol=1e-4, atol=1e-5),
+    OpInfo("rnn_relu_cell", _rnn_cell(1), rtol=1e-4, atol=1e-5),
+    OpInfo("gru_cell", _rnn_cell(3), rtol=1e-4, atol=1e-5, forward_ad=False),
+    OpInfo("adaptive_max_pool1d", _view((2, 3, 8), ((4,),), (3,)), forward_ad=False),
 ]

@@ -17,6 +17,7 @@ from ember.nn.modules import (
     pooling,
     rnn,
     sparse,
+    syncbn,
     transformer,
     upsampling,
 )
@@ -38,6 +39,7 @@ from ember.nn.modules.pixelshuffle import *  # noqa: F403
 from ember.nn.modules.pooling import *  # noqa: F403
 from ember.nn.modules.rnn import *  # noqa: F403
 from ember.nn.modules.sparse import *  # noqa: F403
+from ember.nn.modules.syncbn import *  # noqa: F403
 from ember.nn.modules.transformer import *  # noqa: F403
 from ember.nn.modules.upsampling import *  # noqa: F403
 
@@ -45,5 +47,6 @@ __all__ = sorted({"Module", *activation.__all__, *adaptive.__all__, *container._
                   *conv.__all__, *distance.__all__, *dropout.__all__, *flatten.__all__,
                   *fold.__all__, *lazy.__all__, *linear.__all__, *loss.__all__,
                   *normalization.__all__, *padding.__all__, *pixelshuffle.__all__,
-                  *pooling.__all__, *rnn.__all__, *sparse.__all__, *transformer.__all__,
+                  *pooling.__all__, *rnn.__all__, *sparse.__all__, *syncbn.__all__,
+                  *transformer.__all__,
                   *upsampling.__all__})

@@ -702,6 +702,13 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def share_memory(self):
+        """Move every parameter (and its gradient) and buffer to shared memory, in place:
+        processes forked afterwards, or sent the module through ``multiprocessing``,
+        update the same tensors (Hogwild-style training)."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
         return self
 
     # ---- state dict -----------------------------------------------------------
