@@ -1,0 +1,127 @@
+"""Autocast state and the dispatch mode that casts op inputs (``ember.autocast``).
+
+Casts happen at each op's public entry, as the dispatcher's Python key sees it, so an op
+runs entirely in its policy's dtype and the ops it decomposes into inherit that dtype.
+Python composites on torch's lists (losses, ``prelu``, ``trace``, ``cdist``) mark their
+entry with ``autocast_entry`` so that autocast sees them as one op rather than their parts.
+
+The op lists are torch's CPU lists: ``LOWER`` ops run in the autocast dtype, ``FP32`` ops
+in float32, ``PROMOTE`` ops in the widest floating dtype of their inputs; any other op runs
+in the dtype of its inputs. float64 tensors are never cast."""
+from __future__ import annotations
+
+import functools
+import weakref
+
+from ember._C import core
+from ember.library import DispatchMode
+
+LOWER = frozenset("""conv1d conv2d conv3d bmm mm linalg_vecdot baddbmm addmm addbmm linear
+matmul conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d prelu
+scaled_dot_product_attention""".split())
+
+FP32 = frozenset("""avg_pool3d binary_cross_entropy grid_sampler polar prod quantile nanquantile
+stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve inverse lu_solve
+orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d
+reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d
+mse_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss
+smooth_l1_loss cross_entropy l1_loss huber_loss margin_ranking_loss soft_margin_loss
+triplet_margin_loss multi_margin_loss ctc_loss kl_div multilabel_margin_loss
+binary_cross_entropy_with_logits fft_fft fft_ifft fft_fft2 fft_ifft2 fft_fftn fft_ifftn
+fft_rfft fft_irfft fft_rfft2 fft_irfft2 fft_rfftn fft_irfftn fft_hfft fft_ihfft
+linalg_cond linalg_matrix_rank linalg_solve linalg_cholesky linalg_svdvals linalg_eigvals
+linalg_eigvalsh linalg_inv linalg_householder_product linalg_tensorinv linalg_tensorsolve
+fake_quantize_per_tensor_affine geqrf lu_unpack qr svd triangular_solve fractional_max_pool2d
+fractional_max_pool3d adaptive_max_pool3d linalg_qr linalg_cholesky_ex linalg_svd linalg_eig
+linalg_eigh linalg_lstsq linalg_inv_ex""".split())
+
+PROMOTE = frozenset(("stack", "cat", "index_copy"))
+
+_SUPPORTED = {"cpu": ("bfloat16", "float16"), "cuda": ("float16", "bfloat16")}
+
+# device type -> [enabled, dtype name]
+_state = {"cpu": [False, "bfloat16"], "cuda": [False, "float16"]}
+_cache_enabled = [True]
+_nesting = [0]
+_cache: dict = {}           # id(tensor) -> (weakref(tensor), version, casted)
+_on = [False]               # any device autocast enabled (read by autocast_entry)
+
+
+def _sync():
+    _on[0] = any(s[0] for s in _state.values())
+
+
+def autocast_entry(name: str):
+    """Mark a Python composite on an autocast list: under autocast it reaches the
+    dispatcher as one op ``name`` (so its inputs are cast before it decomposes)."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if _on[0] and core._mode_active():
+                return core._dispatch(name, fn, args, kwargs)
+            return fn(*args, **kwargs)
+        return wrapper
+    return deco
+
+
+def clear_cache() -> None:
+    _cache.clear()
+
+
+def _cast_one(t, dtype):
+    if t.dtype is dtype or t.dtype == dtype:
+        return t
+    if _cache_enabled[0] and t.requires_grad and t.is_leaf:
+        e = _cache.get(id(t))
+        if e is not None and e[0]() is t and e[1] == t._version and e[2].dtype == dtype:
+            return e[2]
+        r = t.to(dtype)
+        key = id(t)
+        _cache[key] = (weakref.ref(t, lambda _r, k=key: _cache.pop(k, None)), t._version, r)
+        return r
+    return t.to(dtype)
+
+
+def _eligible(a):
+    return isinstance(a, core.TensorBase) and a.is_floating_point() and \
+        str(a.dtype) != "ember.float64" and a.device.type == "cpu"
+
+
+def _cast_args(args, kwargs, dtype):
+    def cast(a):
+        if isinstance(a, core.TensorBase):
+            return _cast_one(a, dtype) if _eligible(a) else a
+        if isinstance(a, (list, tuple)) and a and any(isinstance(x, core.TensorBase)
+                                                      for x in a):
+            return type(a)(cast(x) for x in a)
+        return a
+    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
+
+
+def _widest(args, kwargs):
+    import ember
+    dt = None
+    for a in list(args) + list(kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, core.TensorBase) and x.is_floating_point():
+                dt = x.dtype if dt is None else ember.promote_types(dt, x.dtype)
+    return dt
+
+
+class AutocastMode(DispatchMode):
+    """Casts the inputs of ops on the autocast lists while CPU autocast is enabled."""
+
+    def __ember_dispatch__(self, name, func, args, kwargs):
+        st = _state["cpu"]
+        if st[0]:
+            if name in LOWER:
+                import ember
+                args, kwargs = _cast_args(args, kwargs, getattr(ember, st[1]))
+            elif name in FP32:
+                import ember
+                args, kwargs = _cast_args(args, kwargs, ember.float32)
+            elif name in PROMOTE:
+                dt = _widest(args, kwargs)
+                if dt is not None:
+                    args, kwargs = _cast_args(args, kwargs, dt)
+        return func(*args, **kwargs)
