@@ -35,7 +35,7 @@ MODULES = {
     "random": ["src_c/philox.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
     "linalg": ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c",
-               "src_c/gemm_avx512.c", "src_c/conv.c", "src_c/pool.c"] + COMMON,
+               "src_c/gemm_avx512.c", "src_c/gemm_bf16.c", "src_c/conv.c", "src_c/pool.c"] + COMMON,
 }
 
 cflags = ["-std=c11", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",

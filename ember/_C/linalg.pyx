@@ -34,6 +34,11 @@ cdef extern from "ember_gemm.h" nogil:
                              int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
     int ember_gemm_isa()
     int ember_gemm_set_isa(int isa)
+    void ember_bf16gemm(int64_t M, int64_t N, int64_t K, const unsigned short *A, int64_t rsa,
+                        int64_t csa, const unsigned short *B, int64_t rsb, int64_t csb,
+                        float *C, int64_t ldc, int nthreads)
+    int ember_bf16gemm_isa()
+    int ember_bf16gemm_set_isa(int isa)
     ctypedef struct ember_smat:
         const float *p
         int64_t rs
@@ -221,6 +226,9 @@ cdef int _matmul_into(TensorBase a, TensorBase b, TensorBase c, double alpha, do
     exactly nb + 2 dims with equal batch sizes (broadcast dims have stride 0).
     beta == 0: c is not read."""
     cdef int dt = c._dtype
+    if nb == 0 and dt == EM_BF16 and a._dtype == EM_BF16 and b._dtype == EM_BF16 and \
+            alpha == 1 and beta == 0:
+        return _bf16_matmul(a, b, c)
     cdef int cdt = _compute_dtype(dt, "addmm_impl_cpu_")
     cdef TensorBase a2 = a, b2 = b, c2 = c
     if a._dtype != cdt:
@@ -232,6 +240,21 @@ cdef int _matmul_into(TensorBase a, TensorBase b, TensorBase c, double alpha, do
     _matmul_strided(a2, b2, c2, alpha, beta, nb)
     if c2 is not c:
         copy_into(c, c2)
+    return 0
+
+
+cdef int _bf16_matmul(TensorBase a, TensorBase b, TensorBase c) except -1:
+    """c = a @ b for bfloat16 matrices: float32 accumulation (src_c/gemm_bf16.c)."""
+    cdef int64_t M = c._shape[0], N = c._shape[1], K = a._shape[1]
+    cdef TensorBase acc = new_tensor(2, c._shape, EM_F32, c._device)
+    cdef const unsigned short *A = <const unsigned short *>_ptr(a)
+    cdef const unsigned short *B = <const unsigned short *>_ptr(b)
+    cdef float *C = <float *>_ptr(acc)
+    cdef int nt = _nthreads()
+    with nogil:
+        ember_bf16gemm(M, N, K, A, a._strides[0], a._strides[1], B, b._strides[0],
+                       b._strides[1], C, N, nt)
+    copy_into(c, acc)
     return 0
 
 
@@ -2274,6 +2297,18 @@ def _gemm_isa():
 def _set_gemm_isa(int isa):
     """Force a lower GEMM ISA (tests); -1 restores detection.  Returns the ISA in use."""
     return ember_gemm_set_isa(isa)
+
+
+def _bf16_gemm_isa():
+    """1 when bfloat16 GEMMs run the AVX512_BF16 (vdpbf16ps) kernel, 0 when they widen to
+    float32."""
+    return ember_bf16gemm_isa()
+
+
+def _set_bf16_gemm_isa(int isa):
+    """Force the widening bfloat16 GEMM (0), or go back to detection (-1); returns the
+    path now in use."""
+    return ember_bf16gemm_set_isa(isa)
 
 
 def __rmatmul__(self, other):
