@@ -51,13 +51,20 @@ def _sync():
     _on[0] = any(s[0] for s in _state.values())
 
 
+# vmap levels active, and the composites vmap has batching rules for (it sees those as one
+# op; the others it batches through the ops they decompose into)
+_vmap_depth = [0]
+_vmap_names: set = set()
+
+
 def autocast_entry(name: str):
-    """Mark a Python composite on an autocast list: under autocast it reaches the
-    dispatcher as one op ``name`` (so its inputs are cast before it decomposes)."""
+    """Mark a Python composite on an autocast list: under autocast (and under vmap, when
+    vmap has a rule for it) it reaches the dispatcher as one op ``name``, so its inputs are
+    cast, or batched, before it decomposes."""
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if _on[0] and core._mode_active():
+            if core._mode_active() and (_on[0] or (_vmap_depth[0] and name in _vmap_names)):
                 return core._dispatch(name, fn, args, kwargs)
             return fn(*args, **kwargs)
         return wrapper

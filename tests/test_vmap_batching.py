@@ -212,3 +212,31 @@ def test_cross_entropy_per_sample_grads():
             res.append(lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))(
                 lib.tensor(w), lib.tensor(lg), lib.tensor(t)))
     _close(res[0], res[1], 1e-5)
+
+
+LOSSES = [
+    ("mse_sum", lambda L, x, y: L.nn.functional.mse_loss(x, y, reduction="sum")),
+    ("l1_none", lambda L, x, y: L.nn.functional.l1_loss(x, y, reduction="none")),
+    ("smooth_l1", lambda L, x, y: L.nn.functional.smooth_l1_loss(x, y, beta=0.5)),
+    ("bce_logits", lambda L, x, y: L.nn.functional.binary_cross_entropy_with_logits(
+        x, y.sigmoid())),
+    ("kl_batchmean", lambda L, x, y: L.nn.functional.kl_div(
+        x.log_softmax(-1), y.softmax(-1), reduction="batchmean")),
+    ("ce_1d", lambda L, x, y: L.nn.functional.cross_entropy(x[0], (y[0, 0] > 0).long())),
+    ("ce_2d_ignore", lambda L, x, y: L.nn.functional.cross_entropy(
+        x, (y[:, 0] > 0).long() * 2 - 1, ignore_index=-1, reduction="mean")),
+    ("ce_probs", lambda L, x, y: L.nn.functional.cross_entropy(x, y.softmax(-1))),
+    ("nll_weight", lambda L, x, y: L.nn.functional.nll_loss(
+        x.log_softmax(-1), (y[:, 1] > 0).long(), weight=L.tensor([0.3, 2.0, 1.0]))),
+]
+
+
+@pytest.mark.parametrize("case", LOSSES, ids=[c[0] for c in LOSSES])
+def test_losses_batch_without_fallback(case):
+    _, fn = case
+    x, y = _data([(5, 4, 3), (5, 4, 3)], seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = ember.vmap(lambda a, b: fn(ember, a, b))(ember.tensor(x), ember.tensor(y))
+    want = torch.vmap(lambda a, b: fn(torch, a, b))(torch.tensor(x), torch.tensor(y))
+    _close(got, want)

@@ -8,6 +8,7 @@ extra leading dims. An op without a rule runs once per sample (``_batched.fallba
 from __future__ import annotations
 
 import ember
+from ember import _autocast
 from ember._C import core
 from ember._C.core import TensorBase
 from ember.func._batched import BatchedTensor, fallback, is_batched, unwrap, wrap
@@ -686,3 +687,78 @@ def _cross_entropy_fused(mode, func, args, kwargs):
 
 
 RULES["_CrossEntropyIdx"] = _cross_entropy_fused
+
+
+# ---------------------------------------------------------------------------
+# losses (Python composites that vmap sees as one op, see ember._autocast.autocast_entry)
+
+def _reduce_per_sample(out, reduction, B, batch_size=None):
+    if reduction == "none":
+        return out
+    flat = out.reshape(B, -1)
+    if reduction == "sum":
+        return flat.sum(1)
+    if reduction == "batchmean":
+        return flat.sum(1) / (batch_size or 1)
+    return flat.mean(1)
+
+
+def _pointwise_loss(mode, func, args, kwargs):
+    """Losses of elementwise terms: computed with ``reduction="none"`` on the aligned
+    batch, then reduced per sample."""
+    if len(args) != 2 or kwargs.get("size_average") is not None or \
+            kwargs.get("reduce") is not None:
+        return fallback(mode, func.__name__, func, args, kwargs)
+    x, t = args
+    R = max(x.dim(), t.dim())
+    xp, tp = _pad(_full(x, mode), x.dim(), R), _pad(_full(t, mode), t.dim(), R)
+    kw = {}
+    for k, v in kwargs.items():
+        p = _front(v, mode) if type(v) is BatchedTensor else None
+        kw[k] = v if p is None else _pad(p, v.dim(), R)
+    reduction = kw.get("reduction", "mean")
+    kw["reduction"] = "none"
+    out = func(xp, tp, **kw)
+    return wrap(_reduce_per_sample(out, reduction, mode.size, x.shape[0] if x.dim() else 1),
+                0, mode)
+
+
+def _class_loss(mode, func, args, kwargs):
+    """``nll_loss`` / ``cross_entropy``: the batch folds into N; the per-sample mean divides
+    by the sample's own (weighted, non-ignored) target count."""
+    weight = args[2] if len(args) > 2 else kwargs.get("weight")
+    if len(args) > 3 or kwargs.get("size_average") is not None or \
+            kwargs.get("reduce") is not None or is_batched(weight, mode) or \
+            (weight is not None and kwargs.get("label_smoothing", 0.0) > 0):
+        return fallback(mode, func.__name__, func, args, kwargs)
+    x, t = args[0], args[1]
+    B = mode.size
+    xp, tp = _full(x, mode), _full(t, mode)
+    kw = {k: v for k, v in kwargs.items() if k != "weight"}
+    reduction = kw.get("reduction", "mean")
+    kw["reduction"] = "none"
+    if x.dim() == 1:
+        out = func(xp, tp, weight, **kw)
+    else:
+        out = func(xp.flatten(0, 1), tp.flatten(0, 1), weight, **kw).unflatten(
+            0, (B, x.shape[0]))
+    if reduction != "mean" or t.is_floating_point():
+        return wrap(_reduce_per_sample(out, reduction, B), 0, mode)
+    valid = tp != kwargs.get("ignore_index", -100)
+    if weight is None:
+        den = valid.reshape(B, -1).sum(1).to(out.dtype)
+    else:
+        w = weight[ember.where(valid, tp, ember.zeros((), dtype=tp.dtype))]
+        den = (w * valid.to(w.dtype)).reshape(B, -1).sum(1)
+    return wrap(out.reshape(B, -1).sum(1) / den, 0, mode)
+
+
+for _n in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"):
+    RULES[_n] = _pointwise_loss
+RULES["nll_loss"] = _class_loss
+RULES["cross_entropy"] = _class_loss
+_autocast._vmap_names.update(("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                              "soft_margin_loss", "binary_cross_entropy",
+                              "binary_cross_entropy_with_logits", "kl_div", "nll_loss",
+                              "cross_entropy"))

@@ -10,8 +10,9 @@ import functools
 from typing import Any, Callable
 
 import ember
+from ember import _autocast
 from ember._C.core import TensorBase
-from ember.func import _batched
+from ember.func import _batch_rules, _batched  # noqa: F401 - the rules register on import
 from ember.func._batched import RANDOM_OPS as _RANDOM_OPS
 from ember.func._tree import broadcast_prefix, flatten, unflatten
 from ember.library import DispatchMode
@@ -122,10 +123,12 @@ def _run(func, dims, leaves, spec, kwargs, batch, out_dims, randomness, rng):
     if rng is not None:
         ember.set_rng_state(rng)
     _batched._levels.append(mode)
+    _autocast._vmap_depth[0] += 1
     try:
         with mode:
             out = func(*unflatten(args, spec), **kwargs)
     finally:
+        _autocast._vmap_depth[0] -= 1
         _batched._levels.pop()
     o_leaves, o_spec = flatten(out)
     odims = broadcast_prefix(out_dims, out, f"vmap({_fn_name(func)}, out_dims={out_dims})")
