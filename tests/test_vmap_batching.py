@@ -146,6 +146,16 @@ def test_inplace_on_batched_and_error_on_unbatched():
         torch.vmap(g, in_dims=(None, 0))(torch.tensor(x[0]), torch.tensor(y))
 
 
+def test_new_factories_are_batched():
+    x = _data([(4, 2)])[0]
+
+    def f(v):
+        z = v.new_zeros(3)
+        z.add_(v[0])
+        return z + v.new_full((3,), 2.0) + v.new_ones(3)
+    _close(ember.vmap(f)(ember.tensor(x)), torch.vmap(f)(torch.tensor(x)))
+
+
 def test_item_inside_vmap_errors():
     with pytest.raises(RuntimeError, match=r"\.item\(\)"):
         ember.vmap(lambda v: v.sum().item())(ember.ones(3, 2))

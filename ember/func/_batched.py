@@ -72,6 +72,20 @@ class BatchedTensor(Tensor):
 
     __str__ = __repr__
 
+    # factories on a batched tensor give a batched result (in-place ops may then write
+    # per-sample values into it), as in PyTorch
+    def new_zeros(self, *size, **kwargs):
+        return _new_batched(self, "new_zeros", size, (), kwargs)
+
+    def new_ones(self, *size, **kwargs):
+        return _new_batched(self, "new_ones", size, (), kwargs)
+
+    def new_empty(self, *size, **kwargs):
+        return _new_batched(self, "new_empty", size, (), kwargs)
+
+    def new_full(self, size, fill_value, **kwargs):
+        return _new_batched(self, "new_full", (size,), (fill_value,), kwargs)
+
     @property
     def requires_grad(self):
         return _base(self).requires_grad
@@ -91,6 +105,15 @@ class BatchedTensor(Tensor):
     @property
     def is_leaf(self):
         return _base(self).is_leaf
+
+
+def _new_batched(t, method, size, extra, kwargs):
+    d = t.__dict__
+    mode = d["_vlevel"]
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    phys = getattr(d["_vphys"], method)((mode.size, *size), *extra, **kwargs)
+    return wrap(phys, 0, mode)
 
 
 def wrap(phys, bdim, mode):
