@@ -1,10 +1,10 @@
-"""bfloat16 GEMM (src_c/gemm_bf16.c): the AVX512_BF16 kernel (where the CPU has it) and the
+"""bfloat16 GEMM (src_c/gemm_bf16.c, ember._C.matmul): the AVX512_BF16 kernel (where the CPU has it) and the
 widening path both give the float32 GEMM of the bf16 inputs, rounded once to bfloat16."""
 import numpy as np
 import pytest
 
 import ember
-from ember._C import linalg as _la
+from ember._C import matmul as _la
 
 
 def _bf16_ulp_close(got, want, K):

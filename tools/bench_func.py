@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ember  # noqa: E402
-from ember._C import linalg as _la  # noqa: E402
+from ember._C import matmul as _la  # noqa: E402
 
 
 def _pair(fe, ft, reps, number):
