@@ -1,5 +1,6 @@
-"""bfloat16 GEMM (src_c/gemm_bf16.c, ember._C.matmul): the AVX512_BF16 kernel (where the CPU has it) and the
-widening path both give the float32 GEMM of the bf16 inputs, rounded once to bfloat16."""
+"""bfloat16 GEMM (src_c/gemm_bf16.c, ember._C.matmul): the AVX512_BF16 kernel (where the
+CPU has it) and the widening path both give the float32 GEMM of the bf16 inputs, rounded
+once to bfloat16."""
 import numpy as np
 import pytest
 
@@ -63,3 +64,14 @@ def test_bf16_mm_and_linear_autograd():
     for e, t in zip(*out):
         np.testing.assert_allclose(e.float().detach().numpy(), t.float().detach().numpy(),
                                    rtol=2 ** -7, atol=1e-2)
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 5, 7), (3, 7, 4)), ((2, 3, 5, 70), (70, 9)),
+                                   ((5, 70), (2, 70, 9)), ((2, 1, 5, 6), (1, 3, 6, 4))])
+def test_bf16_batched_and_broadcast_matmul(path, sa, sb):
+    rs = np.random.RandomState(len(sa) * 10 + len(sb))
+    a = ember.tensor(rs.randn(*sa).astype("f4")).bfloat16()
+    b = ember.tensor(rs.randn(*sb).astype("f4")).bfloat16()
+    got = a @ b
+    assert got.dtype == ember.bfloat16
+    _bf16_ulp_close(got, (a.float() @ b.float()).bfloat16(), sa[-1])
