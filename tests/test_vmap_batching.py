@@ -250,3 +250,24 @@ def test_losses_batch_without_fallback(case):
         got = ember.vmap(lambda a, b: fn(ember, a, b))(ember.tensor(x), ember.tensor(y))
     want = torch.vmap(lambda a, b: fn(torch, a, b))(torch.tensor(x), torch.tensor(y))
     _close(got, want)
+
+
+@pytest.mark.parametrize("name", ["inv", "det", "slogdet", "cholesky", "eigvalsh", "svdvals",
+                                  "pinv", "qr"])
+def test_linalg_batches_without_fallback(name):
+    x = _data([(4, 3, 3)], seed=5)[0]
+    x = x @ x.transpose(0, 2, 1) + 3 * np.eye(3, dtype="f4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = ember.vmap(getattr(ember.linalg, name))(ember.tensor(x))
+    want = torch.vmap(getattr(torch.linalg, name))(torch.tensor(x))
+    _close(tuple(got) if isinstance(got, tuple) else got,
+           tuple(want) if isinstance(want, tuple) else want, 1e-4)
+
+
+def test_per_sample_grad_through_linalg():
+    x = _data([(4, 3, 3)], seed=6)[0] + 3 * np.eye(3, dtype="f4")
+    got = ember.func.vmap(ember.func.grad(lambda m: ember.linalg.inv(m).sum()))(ember.tensor(x))
+    want = torch.func.vmap(torch.func.grad(lambda m: torch.linalg.inv(m).sum()))(
+        torch.tensor(x))
+    _close(got, want, 1e-4)

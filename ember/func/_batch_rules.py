@@ -762,3 +762,12 @@ _autocast._vmap_names.update(("mse_loss", "l1_loss", "smooth_l1_loss", "huber_lo
                               "soft_margin_loss", "binary_cross_entropy",
                               "binary_cross_entropy_with_logits", "kl_div", "nll_loss",
                               "cross_entropy"))
+
+
+# Linear algebra on the trailing two dims (LAPACK calls take leading batch dims)
+_LINALG = ("linalg_inv", "linalg_inv_ex", "linalg_det", "linalg_slogdet", "linalg_cholesky",
+           "linalg_cholesky_ex", "linalg_qr", "linalg_eigh", "linalg_eigvalsh", "linalg_svd",
+           "linalg_svdvals", "linalg_matrix_exp", "linalg_pinv")
+for _n in _LINALG:
+    RULES[_n] = _trailing
+_autocast._vmap_names.update(_LINALG)
