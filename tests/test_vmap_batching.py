@@ -80,6 +80,9 @@ CASES = [
      [(4, 2, 3), (4, 3)], (0, 0)),
     ("gather", lambda L, x: L.gather(x, 1, L.tensor([[0, 2], [1, 1]])), [(4, 2, 3)], 0),
     ("tril", lambda L, x: x.tril(), [(4, 3, 3)], 0),
+    ("index_select", lambda L, x: L.index_select(x, -1, L.tensor([2, 0, 2])), [(4, 3, 3)], 0),
+    ("roll", lambda L, x: (L.roll(x, 1, 0), L.roll(x, (1, -1), (0, 1)), L.roll(x, 2)),
+     [(4, 3, 5)], 0),
     ("zeros_like", lambda L, x: L.zeros_like(x) + L.ones(3), [(4, 3)], 0),
     ("trace_kron_diff", lambda L, x: (L.trace(x), L.kron(x, x), L.diff(x)), [(4, 3, 3)], 0),
     ("einsum", lambda L, x, y: L.einsum("ij,jk->ik", x, y), [(4, 2, 3), (3, 5)], (0, None)),
@@ -116,6 +119,17 @@ def test_out_dims_and_unbatched_outputs():
             got = out
         else:
             _close(got, out)
+
+
+def test_embedding_of_batched_indices():
+    w = _data([(6, 3)])[0]
+    idx = np.array([[0, 2], [1, 5], [2, 0], [4, 4]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = ember.vmap(lambda i: ember.nn.functional.embedding(i, ember.tensor(w)))(
+            ember.tensor(idx))
+    _close(got, torch.vmap(lambda i: torch.nn.functional.embedding(i, torch.tensor(w)))(
+        torch.tensor(idx)))
 
 
 def test_fallback_warns_and_matches():

@@ -265,6 +265,36 @@ def _gather(mode, func, args, kwargs):
 RULES["gather"] = _gather
 
 
+def _index_select(mode, func, args, kwargs):
+    x = args[0]
+    d, _ = _get(args, kwargs, 1, "dim", None)
+    idx = args[2] if len(args) > 2 else kwargs["index"]
+    if is_batched(idx, mode):
+        if is_batched(x, mode) or idx.dim() != 1:
+            return fallback(mode, "index_select", func, args, kwargs)
+        ip = _front(idx, mode)
+        dd = d % max(x.dim(), 1)
+        out = func(x, dd, ip.reshape(-1)).unflatten(dd, tuple(ip.shape))
+        return wrap(out.movedim(dd, 0), 0, mode)
+    return wrap(func(_front(x, mode), _wrap_dim(d, x.dim()), idx), 0, mode)
+
+
+def _roll(mode, func, args, kwargs):
+    x = args[0]
+    p = _front(x, mode)
+    shifts, _ = _get(args, kwargs, 1, "shifts", None)
+    dims, _ = _get(args, kwargs, 2, "dims", None)
+    if any(is_batched(a, mode) for a in args[1:]):
+        return fallback(mode, "roll", func, args, kwargs)
+    if dims is None:
+        return wrap(func(p.reshape(p.shape[0], -1), shifts, 1).reshape(p.shape), 0, mode)
+    return wrap(func(p, shifts, _shift(dims, x.dim())), 0, mode)
+
+
+RULES["index_select"] = _index_select
+RULES["roll"] = _roll
+
+
 # ---------------------------------------------------------------------------
 # views
 
