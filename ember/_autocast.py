@@ -1,4 +1,6 @@
-"""Autocast state and the dispatch mode that casts op inputs (``ember.autocast``).
+"""Autocast state and op lists (``ember.autocast``); the dispatch mode that casts op inputs
+is ``ember.amp.autocast_mode.AutocastMode`` (this module stays light: ``import ember``
+loads it).
 
 Casts happen at each op's public entry, as the dispatcher's Python key sees it, so an op
 runs entirely in its policy's dtype and the ops it decomposes into inherit that dtype.
@@ -11,10 +13,8 @@ in the dtype of its inputs. float64 tensors are never cast."""
 from __future__ import annotations
 
 import functools
-import weakref
 
 from ember._C import core
-from ember.library import DispatchMode
 
 LOWER = frozenset("""conv1d conv2d conv3d bmm mm linalg_vecdot baddbmm addmm addbmm linear
 matmul conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d prelu
@@ -73,62 +73,3 @@ def autocast_entry(name: str):
 
 def clear_cache() -> None:
     _cache.clear()
-
-
-def _cast_one(t, dtype):
-    if t.dtype is dtype or t.dtype == dtype:
-        return t
-    if _cache_enabled[0] and t.requires_grad and t.is_leaf:
-        e = _cache.get(id(t))
-        if e is not None and e[0]() is t and e[1] == t._version and e[2].dtype == dtype:
-            return e[2]
-        r = t.to(dtype)
-        key = id(t)
-        _cache[key] = (weakref.ref(t, lambda _r, k=key: _cache.pop(k, None)), t._version, r)
-        return r
-    return t.to(dtype)
-
-
-def _eligible(a):
-    return isinstance(a, core.TensorBase) and a.is_floating_point() and \
-        str(a.dtype) != "ember.float64" and a.device.type == "cpu"
-
-
-def _cast_args(args, kwargs, dtype):
-    def cast(a):
-        if isinstance(a, core.TensorBase):
-            return _cast_one(a, dtype) if _eligible(a) else a
-        if isinstance(a, (list, tuple)) and a and any(isinstance(x, core.TensorBase)
-                                                      for x in a):
-            return type(a)(cast(x) for x in a)
-        return a
-    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
-
-
-def _widest(args, kwargs):
-    import ember
-    dt = None
-    for a in list(args) + list(kwargs.values()):
-        for x in (a if isinstance(a, (list, tuple)) else (a,)):
-            if isinstance(x, core.TensorBase) and x.is_floating_point():
-                dt = x.dtype if dt is None else ember.promote_types(dt, x.dtype)
-    return dt
-
-
-class AutocastMode(DispatchMode):
-    """Casts the inputs of ops on the autocast lists while CPU autocast is enabled."""
-
-    def __ember_dispatch__(self, name, func, args, kwargs):
-        st = _state["cpu"]
-        if st[0]:
-            if name in LOWER:
-                import ember
-                args, kwargs = _cast_args(args, kwargs, getattr(ember, st[1]))
-            elif name in FP32:
-                import ember
-                args, kwargs = _cast_args(args, kwargs, ember.float32)
-            elif name in PROMOTE:
-                dt = _widest(args, kwargs)
-                if dt is not None:
-                    args, kwargs = _cast_args(args, kwargs, dt)
-        return func(*args, **kwargs)

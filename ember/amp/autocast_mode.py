@@ -3,15 +3,75 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from typing import Any, Callable
 
 import ember
 from ember import _autocast as _ac
 from ember._C import core
+from ember.library import DispatchMode
 
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled",
            "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
            "set_autocast_cache_enabled", "clear_autocast_cache"]
+
+
+def _cast_one(t, dtype):
+    if t.dtype is dtype or t.dtype == dtype:
+        return t
+    if _ac._cache_enabled[0] and t.requires_grad and t.is_leaf:
+        e = _ac._cache.get(id(t))
+        if e is not None and e[0]() is t and e[1] == t._version and e[2].dtype == dtype:
+            return e[2]
+        r = t.to(dtype)
+        key = id(t)
+        ref = weakref.ref(t, lambda _r, k=key: _ac._cache.pop(k, None))
+        _ac._cache[key] = (ref, t._version, r)
+        return r
+    return t.to(dtype)
+
+
+def _eligible(a):
+    return isinstance(a, core.TensorBase) and a.is_floating_point() and \
+        str(a.dtype) != "ember.float64" and a.device.type == "cpu"
+
+
+def _cast_args(args, kwargs, dtype):
+    def cast(a):
+        if isinstance(a, core.TensorBase):
+            return _cast_one(a, dtype) if _eligible(a) else a
+        if isinstance(a, (list, tuple)) and a and any(isinstance(x, core.TensorBase)
+                                                      for x in a):
+            return type(a)(cast(x) for x in a)
+        return a
+    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
+
+
+def _widest(args, kwargs):
+    dt = None
+    for a in list(args) + list(kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, core.TensorBase) and x.is_floating_point():
+                dt = x.dtype if dt is None else ember.promote_types(dt, x.dtype)
+    return dt
+
+
+class AutocastMode(DispatchMode):
+    """Casts the inputs of ops on the autocast lists while CPU autocast is enabled."""
+
+    def __ember_dispatch__(self, name, func, args, kwargs):
+        st = _ac._state["cpu"]
+        if st[0]:
+            if name in _ac.LOWER:
+                args, kwargs = _cast_args(args, kwargs, getattr(ember, st[1]))
+            elif name in _ac.FP32:
+                args, kwargs = _cast_args(args, kwargs, ember.float32)
+            elif name in _ac.PROMOTE:
+                dt = _widest(args, kwargs)
+                if dt is not None:
+                    args, kwargs = _cast_args(args, kwargs, dt)
+        return func(*args, **kwargs)
+
 
 # the mode installed by set_autocast_enabled("cpu", True) outside any context manager
 _global_mode: list = [None]
@@ -49,7 +109,7 @@ def set_autocast_enabled(*args: Any) -> None:
     _ac._sync()
     if device_type == "cpu":
         if enabled and _global_mode[0] is None:
-            _global_mode[0] = _ac.AutocastMode()
+            _global_mode[0] = AutocastMode()
             core._push_mode(_global_mode[0])
         elif not enabled and _global_mode[0] is not None:
             _uninstall_global()
@@ -146,7 +206,7 @@ class autocast:
         _ac._sync()
         _ac._nesting[0] += 1
         if self._enabled and self.device == "cpu":
-            self._mode = _ac.AutocastMode()
+            self._mode = AutocastMode()
             core._push_mode(self._mode)
         return self
 
