@@ -25,7 +25,8 @@ OPENMP = os.environ.get("EMBER_NO_OPENMP") != "1"
 # One line per extension module: the C sources it links.  Kernels carry no
 # Python; ISA variants are the same source compiled under `#pragma GCC target`.
 EW = ["src_c/ew_generic.c", "src_c/ew_avx2.c", "src_c/ew_avx512.c", "src_c/complex.c"]
-GEMM = ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c", "src_c/gemm_avx512.c"]
+GEMM = ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c", "src_c/gemm_avx512.c",
+        "src_c/gemm_bf16.c"]
 COMMON = ["src_c/nd.c", "src_c/cpu.c"]
 MODULES = {
     "core": ["src_c/alloc.c", "src_c/copy.c"] + COMMON,

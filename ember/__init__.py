@@ -117,13 +117,17 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
 _LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export", "distributed",
                               "cuda", "cpu", "autograd", "__config__", "library", "datasets",
                               "linalg", "distributions", "accelerator", "backends", "mps",
-                              "xpu", "testing", "func", "profiler", "onnx", "fft"))
+                              "xpu", "testing", "func", "profiler", "onnx", "fft", "amp"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",
     "sym_min": "ember._sym", "sym_sum": "ember._sym", "sym_not": "ember._sym",
     "sym_ite": "ember._sym", "CompileMode": "ember.compiler", "vmap": "ember.func",
 }
+_AUTOCAST_NAMES = ("autocast", "is_autocast_enabled", "set_autocast_enabled",
+                   "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
+                   "set_autocast_cache_enabled", "clear_autocast_cache")
+_LAZY_ATTRS.update(dict.fromkeys(_AUTOCAST_NAMES, "ember.amp"))
 _LAZY_ATTRS.update(dict.fromkeys(_ops.FUNCTIONAL_AT_TOP, "ember.nn.functional"))
 _LAZY_ATTRS.update(dict.fromkeys(_ops.ATEN_NN_AT_TOP, "ember._nn_ops"))
 _LAZY_ATTRS.update(dict.fromkeys((
@@ -178,7 +182,7 @@ __all__ = list(dict.fromkeys(__all__ + [
     "get_num_interop_threads", "set_num_interop_threads", "init_num_threads", "typename",
     "is_tensor", "is_storage", "is_floating_point", "numel", "get_device_module",
     "e", "pi", "inf", "nan", "newaxis", "SymInt", "SymFloat", "SymBool", "sym_int", "sym_float",
-    "sym_max", "sym_min", "sym_sum", "sym_not", "sym_ite",
+    "sym_max", "sym_min", "sym_sum", "sym_not", "sym_ite", *_AUTOCAST_NAMES,
 ]))
 
 # Out-of-tree backends ("ember.backends" entry points): keep this the last line.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import math
 
+from ember._autocast import autocast_entry as _autocast_entry
 from ember._C import core
 from ember._C import creation as _cr
 from ember._C import elementwise as _ew
@@ -167,6 +168,7 @@ def fill(input, value):
         if isinstance(value, TensorBase) else core.full_like(input, value)
 
 
+@_autocast_entry("trace")
 def trace(input):
     """The sum of the main diagonal of a matrix."""
     _tensor_arg(input, "trace")
@@ -508,6 +510,7 @@ def combinations(input, r=2, with_replacement=False):
     return sel.reshape(-1, r)
 
 
+@_autocast_entry("cdist")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distances between each pair of rows of x1 (..., P, M) and x2 (..., R, M)."""
     _tensor_arg(x1, "cdist", "x1")

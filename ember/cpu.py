@@ -61,3 +61,15 @@ def get_device_name(device: Any = None) -> str:
                 pass
         _name = name or platform.processor() or platform.machine() or "cpu"
     return _name
+
+
+def __getattr__(name: str) -> Any:
+    # ``ember.cpu.amp``: PyTorch's deprecated spelling of ``ember.amp`` for the CPU
+    if name == "amp":
+        import sys
+
+        from ember.amp import _cpu
+
+        sys.modules.setdefault(__name__ + ".amp", _cpu)
+        return _cpu
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,3 +44,21 @@ class ProfilerOff:
 
     def time_add(self, library, profiler):
         self.a + self.b
+
+
+class Bf16MatMul:
+    """2048x2048 GEMM in float32 and bfloat16 (ember's bf16 GEMM accumulates in float32 and
+    runs vdpbf16ps where the CPU has AVX512_BF16), one thread."""
+
+    params = [LIBS, ["float32", "bfloat16"]]
+    param_names = ["library", "dtype"]
+    timeout = 120
+
+    def setup(self, library, dtype):
+        mod = load(library)
+        mod.set_num_threads(1)
+        self.a = mod.from_numpy(randn((2048, 2048), seed=1)).to(getattr(mod, dtype))
+        self.b = mod.from_numpy(randn((2048, 2048), seed=2)).to(getattr(mod, dtype))
+
+    def time_matmul(self, library, dtype):
+        self.a @ self.b

@@ -15,6 +15,11 @@ cdef extern from "ember_gemm.h" nogil:
                              int64_t bsa, int64_t bsb, int64_t bsc, int nthreads)
     int ember_gemm_isa()
     int ember_gemm_set_isa(int isa)
+    void ember_bf16gemm(int64_t M, int64_t N, int64_t K, const unsigned short *A, int64_t rsa,
+                        int64_t csa, const unsigned short *B, int64_t rsb, int64_t csb,
+                        float *C, int64_t ldc, int nthreads)
+    int ember_bf16gemm_isa()
+    int ember_bf16gemm_set_isa(int isa)
     ctypedef struct ember_smat:
         const float *p
         int64_t rs

@@ -2134,6 +2134,28 @@ def _make_subclass(type cls, TensorBase data not None, bint requires_grad=False)
     return t
 
 
+def _batched_alias(type cls, TensorBase phys not None, int bdim):
+    """An instance of ``cls`` aliasing ``phys`` with dimension ``bdim`` left out (vmap's
+    per-sample view): metadata only, no dispatch and no autograd record, so it also works
+    for a batch of size 0 where ``select`` cannot."""
+    cdef TensorBase t = TensorBase.__new__(cls)
+    cdef int i, k = 0
+    if not 0 <= bdim < phys._ndim:
+        raise IndexError(f"_batched_alias: bdim {bdim} out of range for {phys._ndim} dims")
+    t._storage = phys._storage
+    t._offset = phys._offset
+    t._ndim = phys._ndim - 1
+    t._dtype = phys._dtype
+    t._device = phys._device
+    t._inference = phys._inference
+    for i in range(phys._ndim):
+        if i != bdim:
+            t._shape[k] = phys._shape[i]
+            t._strides[k] = phys._strides[i]
+            k += 1
+    return t
+
+
 def _fill(TensorBase t not None, value):
     """t.fill_(value) without autograd: one kernel over t's elements (views too)."""
     if isinstance(value, TensorBase):

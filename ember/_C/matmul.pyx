@@ -84,6 +84,9 @@ cdef int _matmul_into(TensorBase a, TensorBase b, TensorBase c, double alpha, do
     exactly nb + 2 dims with equal batch sizes (broadcast dims have stride 0).
     beta == 0: c is not read."""
     cdef int dt = c._dtype
+    if dt == EM_BF16 and a._dtype == EM_BF16 and b._dtype == EM_BF16 and alpha == 1 and \
+            beta == 0:
+        return _bf16_matmul(a, b, c, nb)
     cdef int cdt = _compute_dtype(dt, "addmm_impl_cpu_")
     cdef TensorBase a2 = a, b2 = b, c2 = c
     if a._dtype != cdt:
@@ -95,6 +98,31 @@ cdef int _matmul_into(TensorBase a, TensorBase b, TensorBase c, double alpha, do
     _matmul_strided(a2, b2, c2, alpha, beta, nb)
     if c2 is not c:
         copy_into(c, c2)
+    return 0
+
+
+cdef int _bf16_matmul(TensorBase a, TensorBase b, TensorBase c, int nb) except -1:
+    """c = a @ b for bfloat16 operands over nb leading batch dims (broadcast dims have
+    stride 0): float32 accumulation (src_c/gemm_bf16.c), one GEMM per batch entry."""
+    cdef int64_t M = c._shape[nb], N = c._shape[nb + 1], K = a._shape[nb + 1]
+    cdef TensorBase acc = new_tensor(c._ndim, c._shape, EM_F32, c._device)
+    cdef const unsigned short *A = <const unsigned short *>_ptr(a)
+    cdef const unsigned short *B = <const unsigned short *>_ptr(b)
+    cdef float *C = <float *>_ptr(acc)
+    cdef int nt = _nthreads()
+    cdef int64_t total = numel_of(nb, c._shape), o, rem, oa, ob
+    cdef int d
+    with nogil:
+        for o in range(total):
+            rem = o
+            oa = ob = 0
+            for d in range(nb - 1, -1, -1):
+                oa += (rem % c._shape[d]) * a._strides[d]
+                ob += (rem % c._shape[d]) * b._strides[d]
+                rem = rem // c._shape[d]
+            ember_bf16gemm(M, N, K, A + oa, a._strides[nb], a._strides[nb + 1], B + ob,
+                           b._strides[nb], b._strides[nb + 1], C + o * M * N, N, nt)
+    copy_into(c, acc)
     return 0
 
 
@@ -828,6 +856,18 @@ def _gemm_isa():
 def _set_gemm_isa(int isa):
     """Force a lower GEMM ISA (tests); -1 restores detection.  Returns the ISA in use."""
     return ember_gemm_set_isa(isa)
+
+
+def _bf16_gemm_isa():
+    """1 when bfloat16 GEMMs run the AVX512_BF16 (vdpbf16ps) kernel, 0 when they widen to
+    float32."""
+    return ember_bf16gemm_isa()
+
+
+def _set_bf16_gemm_isa(int isa):
+    """Force the widening bfloat16 GEMM (0), or go back to detection (-1); returns the
+    path now in use."""
+    return ember_bf16gemm_set_isa(isa)
 
 
 def __rmatmul__(self, other):

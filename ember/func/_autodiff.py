@@ -12,6 +12,7 @@ import ember
 from ember._C.core import TensorBase
 from ember.autograd import forward_ad as fwAD
 from ember.autograd.grad_mode import enable_grad
+from ember.func import _batched
 from ember.func._tree import flatten, unflatten
 from ember.func._vmap import _RefuseRandom
 
@@ -40,12 +41,17 @@ def _prep(x, fn_name):
     if not x.is_floating_point():
         raise RuntimeError(f"{fn_name}: only Tensors of floating point dtype can require "
                            f"gradients, got {x.dtype}")
+    if _batched.active():
+        return _batched.prep_leaf(x)
     return x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True)
 
 
 def _tracks_outside(outs, ours) -> bool:
     """Whether the graph of ``outs`` reaches a leaf other than ``ours`` (a tensor of the
     caller or of an enclosing transform): then results keep their graph."""
+    if _batched.active():
+        outs = [_batched.to_base(o) for o in outs]
+        ours = [_batched.to_base(x) for x in ours]
     ids = {id(x) for x in ours}
     stack = [o.grad_fn for o in outs if isinstance(o, TensorBase) and o.grad_fn is not None]
     seen = set()
@@ -79,6 +85,8 @@ def _split_aux(out, has_aux, fn_name):
 
 
 def _grads(outputs, inputs, cotangents):
+    if _batched.active():
+        return _batched.grads(outputs, inputs, cotangents)
     outs, cots = [], []
     for o, c in zip(outputs, cotangents):
         if isinstance(o, TensorBase) and o.requires_grad:
@@ -195,7 +203,8 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
                            "the same python structure")
     with enable_grad(), fwAD.dual_level():
-        duals = [fwAD.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+        make_dual = _batched.make_dual if _batched.active() else fwAD.make_dual
+        duals = [make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
         out, aux = _split_aux(func(*unflatten(duals, p_spec)), has_aux, "jvp")
         o_leaves, o_spec = flatten(out)
         keep = any(t.requires_grad for t in t_leaves) or _tracks_outside(o_leaves, duals)
@@ -204,7 +213,7 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False
             if not isinstance(o, TensorBase):
                 raise RuntimeError(f"jvp(f, primals, tangents): Expected f to be a function "
                                    f"that has only Tensor outputs, got {type(o)}")
-            p, t = fwAD.unpack_dual(o)
+            p, t = _batched.unpack_dual(o) if _batched.active() else fwAD.unpack_dual(o)
             prim.append(_finish(p, keep))
             tang.append(_finish(t, keep) if t is not None else ember.zeros_like(p).detach())
     res = unflatten(prim, o_spec), unflatten(tang, o_spec)

@@ -1,28 +1,23 @@
 """``vmap``: map a function over a dimension of its inputs.
 
-ember runs the function once per sample and stacks the results along ``out_dims``, so
-everything the function does works under ``vmap``: nested transforms (``vmap(grad(f))``,
-``vmap(jacrev(f))``, ``vmap(vmap(f))``) and in-place ops on per-sample values."""
+Inputs become ``BatchedTensor``s (one sample's shape, the batch held aside) and each op
+runs once on the whole batch through its batching rule (``_batch_rules``); an op without
+one runs per sample and warns. Transforms nest: ``vmap(vmap(f))``, ``vmap(grad(f))``,
+``vmap(jacrev(f))``."""
 from __future__ import annotations
 
 import functools
 from typing import Any, Callable
 
 import ember
+from ember import _autocast
 from ember._C.core import TensorBase
+from ember.func import _batch_rules, _batched  # noqa: F401 - the rules register on import
+from ember.func._batched import RANDOM_OPS as _RANDOM_OPS
 from ember.func._tree import broadcast_prefix, flatten, unflatten
 from ember.library import DispatchMode
 
 __all__ = ["vmap"]
-
-# Ops that draw random numbers: under randomness="error" they are refused.
-_RANDOM_OPS = frozenset((
-    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
-    "bernoulli", "bernoulli_", "multinomial", "normal", "normal_", "uniform_", "poisson",
-    "dropout", "dropout_", "alpha_dropout", "feature_alpha_dropout", "dropout1d",
-    "dropout2d", "dropout3d", "random_", "exponential_", "geometric_", "cauchy_",
-    "log_normal_", "rrelu",
-))
 
 
 class _RefuseRandom(DispatchMode):
@@ -74,8 +69,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         Random ops inside ``func`` raise (``"error"``), draw independently per sample
         (``"different"``), or draw the same numbers for every sample (``"same"``).
     chunk_size : int, optional
-        Accepted (and checked) for PyTorch compatibility; ember already maps one sample at a
-        time, so it does not change memory use.
+        Map at most this many samples at once (less memory for large batches).
 
     Returns
     -------
@@ -115,38 +109,69 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {got} for the mapped dimension")
         (batch,) = sizes
+        if chunk_size is not None and batch > chunk_size:
+            return _chunked(func, dims, leaves, spec, kwargs, batch, chunk_size, out_dims,
+                            randomness)
         rng = ember.get_rng_state() if randomness == "same" else None
-        results = []
-        for i in range(batch):
-            sample = [x.select(d, i) if d is not None else x for d, x in zip(dims, leaves)]
-            if rng is not None:
-                ember.set_rng_state(rng)
-            if randomness == "error":
-                with _RefuseRandom():
-                    out = func(*unflatten(sample, spec), **kwargs)
-            else:
-                out = func(*unflatten(sample, spec), **kwargs)
-            results.append(flatten(out))
-        if batch == 0:
-            raise ValueError("vmap: the mapped dimension has size 0; there is no sample to "
-                             "infer the outputs from")
-        o_spec = results[0][1]
-        out0 = unflatten(results[0][0], o_spec)
-        odims = broadcast_prefix(out_dims, out0, f"vmap({_fn_name(func)}, out_dims={out_dims})")
-        stacked = []
-        for k, od in enumerate(odims):
-            col = [r[0][k] for r in results]
-            if not all(isinstance(c, TensorBase) for c in col):
-                raise ValueError(f"vmap({_fn_name(func)}, ...): `{_fn_name(func)}` must only "
-                                 f"return Tensors, got type {type(col[0])}. Did you mean to "
-                                 f"set out_dims= to None for output?")
-            if od is None:
-                stacked.append(col[0])
-                continue
-            nd = col[0].dim() + 1
-            if not -nd <= od < nd:
-                raise IndexError(f"Dimension out of range (expected to be in range of "
-                                 f"[{-nd}, {nd - 1}], but got {od})")
-            stacked.append(ember.stack(col, od))
-        return unflatten(stacked, o_spec)
+        return _run(func, dims, leaves, spec, kwargs, batch, out_dims, randomness, rng)
     return wrapper
+
+
+def _run(func, dims, leaves, spec, kwargs, batch, out_dims, randomness, rng):
+    mode = _batched.VmapMode(batch, randomness, len(_batched._levels))
+    args = [_batched.wrap(x, d, mode) if d is not None else x for d, x in zip(dims, leaves)]
+    if rng is not None:
+        ember.set_rng_state(rng)
+    _batched._levels.append(mode)
+    _autocast._vmap_depth[0] += 1
+    try:
+        with mode:
+            out = func(*unflatten(args, spec), **kwargs)
+    finally:
+        _autocast._vmap_depth[0] -= 1
+        _batched._levels.pop()
+    o_leaves, o_spec = flatten(out)
+    odims = broadcast_prefix(out_dims, out, f"vmap({_fn_name(func)}, out_dims={out_dims})")
+    res = []
+    for o, od in zip(o_leaves, odims):
+        if not isinstance(o, TensorBase):
+            raise ValueError(f"vmap({_fn_name(func)}, ...): `{_fn_name(func)}` must only "
+                             f"return Tensors, got type {type(o)}. Did you mean to set "
+                             f"out_dims= to None for output?")
+        p, b = _batched.unwrap(o, mode)
+        if od is None:
+            if b is not None:
+                raise ValueError(f"vmap({_fn_name(func)}, ..., out_dims=None): Cannot return "
+                                 f"a BatchedTensor when out_dim is None")
+            res.append(o)
+            continue
+        nd = o.dim() + 1
+        if not -nd <= od < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-nd}, {nd - 1}], but got {od})")
+        od %= nd
+        if b is None:
+            shape = list(o.shape)
+            res.append(o.unsqueeze(od).expand(*shape[:od], batch, *shape[od:]))
+        else:
+            res.append(p.movedim(b, od))
+    return unflatten(res, o_spec)
+
+
+def _chunked(func, dims, leaves, spec, kwargs, batch, chunk_size, out_dims, randomness):
+    rng = ember.get_rng_state() if randomness == "same" else None
+    parts, odims, o_spec = [], None, None
+    for start in range(0, batch, chunk_size):
+        n = min(chunk_size, batch - start)
+        chunk = [x.narrow(d, start, n) if d is not None else x for d, x in zip(dims, leaves)]
+        out = _run(func, dims, chunk, spec, kwargs, n, out_dims, randomness, rng)
+        o_leaves, o_spec = flatten(out)
+        if odims is None:
+            odims = broadcast_prefix(out_dims, out, f"vmap({_fn_name(func)}, "
+                                                    f"out_dims={out_dims})")
+        parts.append(o_leaves)
+    res = []
+    for k, od in enumerate(odims):
+        col = [p[k] for p in parts]
+        res.append(col[0] if od is None else ember.cat(col, od))
+    return unflatten(res, o_spec)

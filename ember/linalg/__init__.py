@@ -55,3 +55,12 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm",
            "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
            "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+# Autocast (float32 list) and vmap see these as one op each, named as in torch's lists, so
+# inputs are cast, or batched, before the LAPACK call.
+from ember._autocast import autocast_entry as _autocast_entry  # noqa: E402
+
+for _name in ("inv", "inv_ex", "det", "slogdet", "cholesky", "cholesky_ex", "qr", "eigh",
+              "eigvalsh", "svd", "svdvals", "matrix_exp", "pinv"):
+    globals()[_name] = _autocast_entry("linalg_" + _name)(globals()[_name])
+del _name

@@ -1006,3 +1006,15 @@ __all__ += ["embedding_bag"]
 from ember.nn._script_helpers import assert_int_or_pair, boolean_dispatch  # noqa: E402
 
 __all__ += ["assert_int_or_pair", "boolean_dispatch"]
+
+# Autocast sees these composites (on torch's autocast lists) as one op each, so their
+# inputs are cast before they decompose.
+from ember._autocast import autocast_entry as _autocast_entry  # noqa: E402
+
+for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
+              "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+              "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+              "soft_margin_loss", "poisson_nll_loss", "triplet_margin_loss",
+              "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "prelu"):
+    globals()[_name] = _autocast_entry(_name)(globals()[_name])
+del _name

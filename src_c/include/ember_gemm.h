@@ -54,6 +54,17 @@ void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_d
 int ember_gemm_isa(void);
 int ember_gemm_set_isa(int isa);
 
+/* bfloat16 operands (raw uint16 bits, any strides), float32 result: C = A@B with C
+   row-major (row stride ldc, C not read).  Runs vdpbf16ps where the CPU has
+   AVX512_BF16, else widens to float32 and runs ember_sgemm.  ember_bf16gemm_isa():
+   1 = AVX512_BF16 kernel, 0 = widening path; set_isa(0) forces the latter (tests),
+   set_isa(-1) goes back to detection. */
+void ember_bf16gemm(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t rsa,
+                    int64_t csa, const uint16_t *B, int64_t rsb, int64_t csb, float *C,
+                    int64_t ldc, int nthreads);
+int ember_bf16gemm_isa(void);
+int ember_bf16gemm_set_isa(int isa);
+
 #ifdef __cplusplus
 }
 #endif

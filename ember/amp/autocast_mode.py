@@ -1,0 +1,230 @@
+"""``autocast`` and the functions that read and set the autocast state."""
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+from typing import Any, Callable
+
+import ember
+from ember import _autocast as _ac
+from ember._C import core
+from ember.library import DispatchMode
+
+__all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled",
+           "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
+           "set_autocast_cache_enabled", "clear_autocast_cache"]
+
+
+def _cast_one(t, dtype):
+    if t.dtype is dtype or t.dtype == dtype:
+        return t
+    if _ac._cache_enabled[0] and t.requires_grad and t.is_leaf:
+        e = _ac._cache.get(id(t))
+        if e is not None and e[0]() is t and e[1] == t._version and e[2].dtype == dtype:
+            return e[2]
+        r = t.to(dtype)
+        key = id(t)
+        ref = weakref.ref(t, lambda _r, k=key: _ac._cache.pop(k, None))
+        _ac._cache[key] = (ref, t._version, r)
+        return r
+    return t.to(dtype)
+
+
+def _eligible(a):
+    return isinstance(a, core.TensorBase) and a.is_floating_point() and \
+        str(a.dtype) != "ember.float64" and a.device.type == "cpu"
+
+
+def _cast_args(args, kwargs, dtype):
+    def cast(a):
+        if isinstance(a, core.TensorBase):
+            return _cast_one(a, dtype) if _eligible(a) else a
+        if isinstance(a, (list, tuple)) and a and any(isinstance(x, core.TensorBase)
+                                                      for x in a):
+            return type(a)(cast(x) for x in a)
+        return a
+    return tuple(cast(a) for a in args), {k: cast(v) for k, v in kwargs.items()}
+
+
+def _widest(args, kwargs):
+    dt = None
+    for a in list(args) + list(kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, core.TensorBase) and x.is_floating_point():
+                dt = x.dtype if dt is None else ember.promote_types(dt, x.dtype)
+    return dt
+
+
+class AutocastMode(DispatchMode):
+    """Casts the inputs of ops on the autocast lists while CPU autocast is enabled."""
+
+    def __ember_dispatch__(self, name, func, args, kwargs):
+        st = _ac._state["cpu"]
+        if st[0]:
+            if name in _ac.LOWER:
+                args, kwargs = _cast_args(args, kwargs, getattr(ember, st[1]))
+            elif name in _ac.FP32:
+                args, kwargs = _cast_args(args, kwargs, ember.float32)
+            elif name in _ac.PROMOTE:
+                dt = _widest(args, kwargs)
+                if dt is not None:
+                    args, kwargs = _cast_args(args, kwargs, dt)
+        return func(*args, **kwargs)
+
+
+# the mode installed by set_autocast_enabled("cpu", True) outside any context manager
+_global_mode: list = [None]
+
+
+def _check_device(device_type):
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if device_type not in _ac._state:
+        raise RuntimeError(f"User specified an unsupported autocast device_type "
+                           f"'{device_type}'")
+    return device_type
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast supports ``device_type`` (``"cpu"`` and ``"cuda"``)."""
+    return device_type in _ac._state
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether autocast is enabled for ``device_type`` (``"cuda"`` when omitted)."""
+    return _ac._state[_check_device("cuda" if device_type is None else device_type)][0]
+
+
+def set_autocast_enabled(*args: Any) -> None:
+    """``set_autocast_enabled(device_type, enabled)`` (or ``(enabled)`` for CUDA): turn
+    autocast on or off for ``device_type`` outside a context manager."""
+    if len(args) == 1:
+        device_type, enabled = "cuda", args[0]
+    elif len(args) == 2:
+        device_type, enabled = args
+    else:
+        raise TypeError(f"set_autocast_enabled() takes 1 or 2 arguments ({len(args)} given)")
+    _ac._state[_check_device(device_type)][0] = bool(enabled)
+    _ac._sync()
+    if device_type == "cpu":
+        if enabled and _global_mode[0] is None:
+            _global_mode[0] = AutocastMode()
+            core._push_mode(_global_mode[0])
+        elif not enabled and _global_mode[0] is not None:
+            _uninstall_global()
+
+
+def _uninstall_global():
+    # a mode can only come off the top of the stack; one left below others passes ops
+    # through while CPU autocast is off
+    mode = _global_mode[0]
+    popped = []
+    while core._mode_active():
+        m = core._pop_mode()
+        if m is mode:
+            break
+        popped.append(m)
+    for m in reversed(popped):
+        core._push_mode(m)
+    _global_mode[0] = None
+
+
+def get_autocast_dtype(device_type: str) -> ember.dtype:
+    """The lower-precision dtype autocast uses on ``device_type``."""
+    return getattr(ember, _ac._state[_check_device(device_type)][1])
+
+
+def set_autocast_dtype(device_type: str, dtype: ember.dtype) -> None:
+    """Set the lower-precision dtype autocast uses on ``device_type``."""
+    _ac._state[_check_device(device_type)][1] = str(dtype).split(".")[-1]
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether casts of parameters are cached inside autocast regions."""
+    return _ac._cache_enabled[0]
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    _ac._cache_enabled[0] = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Drop the cached casts of parameters."""
+    _ac.clear_cache()
+
+
+class autocast:
+    """Run the ops of a region in mixed precision (PyTorch's ``torch.autocast``).
+
+    Parameters
+    ----------
+    device_type : str
+        ``"cpu"`` (``"cuda"`` is accepted and disabled when CUDA is not available).
+    dtype : ember.dtype, optional
+        The lower-precision dtype: ``bfloat16`` (the CPU default) or ``float16``.
+    enabled : bool
+        ``False`` turns autocast off inside the region (also inside an enclosing one).
+    cache_enabled : bool, optional
+        Cache the casts of leaf tensors that require grad (parameters) in the region.
+
+    Ops on torch's lower-precision list (matmul, linear, conv, bmm, addmm...) run in
+    ``dtype``; ops on the float32 list (losses, ``prod``, ``cdist``, linear algebra...) run
+    in float32; ``cat``/``stack``/``index_copy`` run in the widest input dtype. Also
+    usable as a decorator.
+    """
+
+    def __init__(self, device_type: str, dtype: ember.dtype | None = None,
+                 enabled: bool = True, cache_enabled: bool | None = None):
+        _check_device(device_type)
+        self.device = device_type
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self._enabled = bool(enabled)
+        self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
+            else bool(cache_enabled)
+        if device_type == "cuda" and self._enabled and not ember.cuda.is_available():
+            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. "
+                          "Disabling", UserWarning, stacklevel=2)
+            self._enabled = False
+        name = str(self.fast_dtype).split(".")[-1]
+        if self._enabled and name not in _ac._SUPPORTED[device_type]:
+            supported = ", ".join(f"ember.{d}" for d in _ac._SUPPORTED[device_type])
+            warnings.warn(f"In {device_type.upper()} autocast, but the target dtype is not "
+                          f"supported. Disabling autocast.\n{device_type.upper()} Autocast "
+                          f"only supports dtype of {supported} currently.", UserWarning,
+                          stacklevel=2)
+            self._enabled = False
+        self._mode = None
+        self._prev = None
+
+    def __enter__(self):
+        st = _ac._state[self.device]
+        self._prev = (st[0], st[1], _ac._cache_enabled[0])
+        st[0] = self._enabled
+        st[1] = str(self.fast_dtype).split(".")[-1]
+        _ac._cache_enabled[0] = self._cache_enabled
+        _ac._sync()
+        _ac._nesting[0] += 1
+        if self._enabled and self.device == "cpu":
+            self._mode = AutocastMode()
+            core._push_mode(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        if self._mode is not None:
+            core._pop_mode()
+            self._mode = None
+        _ac._nesting[0] -= 1
+        if _ac._nesting[0] == 0:
+            _ac.clear_cache()
+        st = _ac._state[self.device]
+        st[0], st[1], _ac._cache_enabled[0] = self._prev
+        _ac._sync()
+        return False
+
+    def __call__(self, func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):
+                return func(*args, **kwargs)
+        return wrapper
