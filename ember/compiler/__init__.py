@@ -544,11 +544,11 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
     @functools.wraps(fn)
     def run_eagerly(*args: Any, **kwargs: Any) -> Any:
         cap = _active_capture()
-        if cap is not None and cap.break_reason is None:
-            cap.graph_break(getattr(fn, "__name__", "fn"), "call to a function marked "
-                            "ember.compiler.disable")
         _state.disabled = _disabled_depth() + 1
         try:
+            if cap is not None and cap.break_reason is None and not cap.suspended:
+                # run between two graphs on every replay (or break the graph)
+                return cap.call_eagerly(getattr(fn, "__name__", "fn"), fn, args, kwargs)
             return fn(*args, **kwargs)
         finally:
             _state.disabled -= 1
@@ -653,6 +653,7 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         reasons = []
         guards: list[str] = []
         if entry is not None:
+            reasons += entry.split_reasons
             if entry.reason is not None and entry.reason != "no tensor ops":
                 reasons.append(entry.reason)
             spec, leaves, alias, sw = entry.key

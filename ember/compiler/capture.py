@@ -5,11 +5,15 @@ The first call with a new guard set runs the function for real with a
 :class:`_Capture` mode installed; each op is executed and recorded.  User
 tensor inputs become placeholders, and so do the parameters and buffers of
 the modules involved (fetched by attribute path on every call, so optimizer
-steps and reassigned parameters are seen).  When something cannot be
-replayed faithfully (a tensor value read into Python, a data-dependent
-shape, a mutation the dispatcher did not see, a Python side effect) the
-capture *breaks*: that guard set runs eagerly from then on.  Replaying a
-graph never bakes a value that a guard does not protect.
+steps and reassigned parameters are seen).  A tensor value read into Python
+(``item``, ``float(t)``, ``if t > 0``, small ``tolist``), an op with a
+data-dependent output shape and a ``disable``d function *split* the graph:
+the capture goes on, and replays check the value (or output shapes) between
+the pieces (:mod:`ember.compiler.segments`).  When something cannot be
+replayed faithfully (a view of the data escaping to NumPy, a mutation the
+dispatcher did not see, a Python side effect, a split after an in-place
+update of an input) the capture *breaks*: that guard set runs eagerly from
+then on.  Replaying a graph never bakes a value that a guard does not protect.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ember import _switches
 from ember import compiler as _compiler
 from ember._C import core as _core
 from ember.autograd._hooks import _hook_writes
+from ember.compiler import segments
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
@@ -45,6 +50,11 @@ _DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_conse
                              "bincount", "argwhere", "masked_scatter", "masked_scatter_"})
 _TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__",
                         "__dlpack__"})
+# breaks the program is split at: values read into Python (guarded by value) and ops
+# run eagerly between two graphs (their output shapes guarded)
+_VALUE_READS = frozenset({"item", "tolist"})
+_TOLIST_MAX = 1024
+_EAGER_STEPS = _DATA_DEPENDENT | {"getitem", "repeat_interleave"}
 # in-place ops whose first argument is written
 _INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
 
@@ -99,6 +109,11 @@ def leaf_key(x: Any) -> Any:
     if isinstance(x, (_core.DType, _core.Device)):
         return x
     return (type(x), id(x))
+
+
+def _rng_state() -> tuple[int, int]:
+    from ember._C.random import default_generator as g
+    return (g.initial_seed(), g.get_offset())
 
 
 _grad_on = _core.is_grad_enabled
@@ -403,9 +418,18 @@ class _Capture(DispatchMode):
         self.n_ops = 0
         self.suspended = 0
         self._last_placeholder: Node | None = None
+        self._last_op: Node | None = None
         self.grad_start = self.grad_state = _core.is_grad_enabled()
         self.inference_start = _core.is_inference_mode_enabled()
         self.thread = threading.get_ident()
+        # graph breaks the program is split at (it goes on compiled): reasons, in order
+        self.split_reasons: list[str] = []
+        self.values: dict[Node, Any] = {}              # node -> its value while capturing
+        # why a replay could not be abandoned at a failed value/shape check and the
+        # function run again from the start (it changed state a rerun would see)
+        self.impure: str | None = None
+        self.rng_start = _rng_state()
+        self.rng_restore = False       # random numbers drawn before a check: replays restore
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -419,6 +443,7 @@ class _Capture(DispatchMode):
         self._last_placeholder = node
         node.meta["tensor_meta"] = _extract_tensor_metadata(t)
         self.env[id(t)] = (node, t)
+        self.values[node] = t
         self.inputs.append(t)
         self.input_nodes.append(node)
         sid = t._storage_id()
@@ -456,12 +481,94 @@ class _Capture(DispatchMode):
                 threading.get_ident() != self.thread:
             # the dispatcher's Python key is process-wide: other threads' ops pass through
             return func(*args, **kwargs)
-        reason = self._check(name, args, kwargs)
+        reason = self._check_inputs(args, kwargs)
+        if reason is None:
+            reason = self._data_dependent(name, args, kwargs)
+            if reason is not None:
+                refusal = self.split_refusal(name, reason, args)
+                if refusal is None:
+                    return self._split(name, func, args, kwargs, reason)
+                reason = refusal
+            else:
+                reason = self._check_inplace(name, args, kwargs)
         if reason is not None:
             self.graph_break(name, reason)
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
         self._record(name, func, args, kwargs, out)
+        return out
+
+    # ---- graph breaks that split the program -------------------------------------------
+    def split_refusal(self, name: str, reason: str, args: tuple = (), opaque: bool = False
+                      ) -> str | None:
+        """None when the capture can go on past a break at op ``name`` (or an
+        ``opaque`` function run eagerly), see segments.py; otherwise the reason the
+        whole guard set runs eagerly, as for other breaks."""
+        if self.fullgraph or self.export:
+            return reason
+        if not opaque and name not in _VALUE_READS and name not in _EAGER_STEPS:
+            return reason
+        if name == "tolist" and args[0].numel() > _TOLIST_MAX:
+            return f"{reason} (a list of more than {_TOLIST_MAX} values)"
+        if self.impure is not None:
+            return f"{reason}; the graph cannot be split here because {self.impure} before it"
+        if _rng_state() != self.rng_start:
+            self.rng_restore = True
+        return None
+
+    def _split(self, name: str, func: Callable, args: tuple, kwargs: dict,
+               reason: str) -> Any:
+        where = user_frame_summary()
+        self.split_reasons.append(f"{reason}\n  {where}")
+        _compiler.counters["graph_break"][reason] += 1
+        _compiler._log("graph_breaks", f"Graph break at {name!r} (the graph is split "
+                       f"there): {reason}\n  {where}")
+        out = func(*args, **kwargs)
+        self._sync_grad_mode(_core.is_grad_enabled())
+        line = where.splitlines()[-1].strip()
+        if name in _VALUE_READS and not self.suspended:
+            self.n_ops += 1
+            src = self.env[id(args[0])][0]
+            node = self.graph.call_function(segments.read_value, (src, name))
+            node.meta.update(split="value", guard_value=out,
+                             guard_label=f"Tensor.{name}() of {src.name} at `{line}`")
+        else:
+            self._record(name, func, args, kwargs, out)
+            node = self._last_op
+            node.meta.update(split="eager", eager_fn=func, guard_shapes=segments.output_guard(out),
+                             guard_label=f"{name} at `{line}`")
+        node.meta["stack_trace"] = where
+        return out
+
+    def call_eagerly(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        """Run ``fn`` (a function marked ``ember.compiler.disable``) as an eager step
+        between two graphs, or break the graph where that is not possible."""
+        reason = "call to a function marked ember.compiler.disable"
+        leaves: list = []
+        flatten((args, kwargs), leaves)
+        bad = self._check_inputs(args, kwargs)
+        if bad is None and not all(isinstance(x, TensorBase) or type(x) in _SCALARS or
+                                   isinstance(x, (_core.DType, _core.Device))
+                                   for x in leaves):
+            bad = f"{reason} with an argument a replay could not pass again"
+        bad = bad or self.split_refusal(name, reason, opaque=True)
+        if bad is not None:
+            self.graph_break(name, bad)
+            return fn(*args, **kwargs)
+        seen = {id(t): t._version for _, t in self.env.values()}
+        self.suspended += 1
+        try:
+                out = self._split(name, fn, args, kwargs, reason)
+        finally:
+            self.suspended -= 1
+        outs: list = []
+        flatten(out, outs)
+        if not all(isinstance(x, TensorBase) or type(x) in _SCALARS for x in outs):
+            self.graph_break(name, f"{reason} returning a {type(out).__name__}")
+        for _, t in self.env.values():
+            if seen.get(id(t), t._version) != t._version:   # it wrote a captured tensor
+                self.versions[t._storage_id()] = t._version
+                self.impure = f"{name} (run eagerly) modified a tensor in place"
         return out
 
     def graph_break(self, op: str, reason: str) -> None:
@@ -484,6 +591,11 @@ class _Capture(DispatchMode):
         return acc
 
     def _check(self, name: str, args: tuple, kwargs: dict) -> str | None:
+        """Why op ``name`` cannot be recorded into the graph (None: it can)."""
+        return (self._check_inputs(args, kwargs) or self._data_dependent(name, args, kwargs)
+                or self._check_inplace(name, args, kwargs))
+
+    def _check_inputs(self, args: tuple, kwargs: dict) -> str | None:
         ts = self._tensors(args, [])
         self._tensors(kwargs, ts)
         for t in ts:
@@ -501,6 +613,9 @@ class _Capture(DispatchMode):
                     return "requires_grad was changed outside the dispatcher (requires_grad_)"
         if _core.is_inference_mode_enabled() != self.inference_start:
             return "inference_mode changed inside the function"
+        return None
+
+    def _data_dependent(self, name: str, args: tuple, kwargs: dict) -> str | None:
         if name in _TO_PYTHON:
             return (f"Tensor.{name}() reads a tensor's value into Python (data-dependent "
                     f"control flow or a Python scalar)")
@@ -510,8 +625,11 @@ class _Capture(DispatchMode):
                 isinstance(i, TensorBase) and i.dtype is _core.bool_
                 for i in (args[1] if isinstance(args[1], tuple) else (args[1],))):
             return "boolean mask indexing has a data-dependent output shape"
-        if name == "repeat_interleave" and len(ts) > 1:
+        if name == "repeat_interleave" and len(self._tensors((args, kwargs), [])) > 1:
             return "repeat_interleave with tensor repeats has a data-dependent output shape"
+        return None
+
+    def _check_inplace(self, name: str, args: tuple, kwargs: dict) -> str | None:
         if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_EXTRA or \
                 kwargs.get("out") is not None:
             target = kwargs.get("out") if kwargs.get("out") is not None else \
@@ -617,6 +735,9 @@ class _Capture(DispatchMode):
             node = self.graph.call_function(func, nargs, nkwargs)
         node.meta["stack_trace"] = user_frame_summary()
         node.meta["op_name"] = name        # the dispatcher's name (for code generators)
+        self._last_op = node
+        if self.impure is None:
+            self.impure = self._impurity(name, args, kwargs)
         for t in self._tensors(args, []) + self._tensors(kwargs, []):
             self.versions[t._storage_id()] = t._version
         if isinstance(out, TensorBase):
@@ -634,7 +755,22 @@ class _Capture(DispatchMode):
                     metas.append(o)
             node.meta["tensor_meta"] = tuple(metas)
 
+    def _impurity(self, name: str, args: tuple, kwargs: dict) -> str | None:
+        """Why running op ``name`` twice would differ from running it once (None: it
+        would not): it writes an input, a parameter or a buffer, or draws from a
+        generator passed to it."""
+        if kwargs.get("generator") is not None:
+            return f"{name} drew random numbers from a generator passed to it"
+        target = kwargs.get("out") if kwargs.get("out") is not None else \
+            (args[0] if args else None)
+        if ((name.endswith("_") and not name.endswith("__")) or name in _INPLACE_EXTRA or
+                kwargs.get("out") is not None) and isinstance(target, TensorBase) and \
+                target._storage_id() in self.input_storages:
+            return f"in-place {name} modified an input, a parameter or a buffer"
+        return None
+
     def _bind(self, t: Any, node: Node) -> None:
+        self.values[node] = t
         self.env[id(t)] = (node, t)
         self.versions[t._storage_id()] = t._version
 
@@ -680,6 +816,15 @@ class _Capture(DispatchMode):
 # cache entries and the compiled callable
 # ---------------------------------------------------------------------------
 
+GUARD_MISS = object()
+
+
+def _set_rng_state(state: tuple[int, int]) -> None:
+    from ember._C.random import default_generator as g
+    g.manual_seed(state[0])
+    g.set_offset(state[1])
+
+
 class _Entry:
     """One guard set: the compiled graph (or ``None``: run eagerly) and how to feed it."""
 
@@ -687,7 +832,7 @@ class _Entry:
                  user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
                  consts: list, reason: str | None = None, gm: GraphModule | None = None,
                  module_guards: StateGuards | None = None, leaves: list | None = None,
-                 lifted_paths: list | None = None) -> None:
+                 lifted_paths: list | None = None, rng_restore: bool = False) -> None:
         self.key = key
         self.guards = guards
         self.module_guards = module_guards or StateGuards()
@@ -699,6 +844,10 @@ class _Entry:
         self.volatile = [i for i, (kind, _) in enumerate(lifted_paths or ())
                          if kind not in ("_parameters", "_buffers", "_attr")]
         self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
+        self.program = isinstance(compiled, segments.Program)
+        self.rng_restore = rng_restore
+        self.miss: str | None = None
+        self.split_reasons: list[str] = []      # breaks the program goes on past
         self.compiled = compiled
         self.user_idx = user_idx
         self.lifted = lifted
@@ -740,12 +889,28 @@ class _Entry:
         return None
 
     def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
+        """The call's result, or ``GUARD_MISS`` when a value or shape read on the way
+        differs from the captured one (``self.miss`` says which)."""
         if self.compiled is None:
             return fn(*args, **kwargs)
         inputs = [leaves[i] for i in self.user_idx] + [f(leaves) for f in self.lifted]
-        if self.single:
+        if self.program:
+            rng = _rng_state() if self.rng_restore else None
+            try:
+                res = self.compiled(*inputs)
+            except segments.GuardMiss as e:
+                # nothing before the check changed state (capture made sure), but
+                # grad mode and the generator may have moved: a fresh run starts clean
+                _core._set_grad_enabled(self.key[3][0])
+                if rng is not None:
+                    _set_rng_state(rng)
+                self.miss = str(e)
+                return GUARD_MISS
+            outs = iter(res)
+        elif self.single:
             return self.compiled(*inputs)[0]
-        outs = iter(self.compiled(*inputs))
+        else:
+            outs = iter(self.compiled(*inputs))
         return unflatten(self.out_spec, (next(outs) if c is _MISSING else c
                                          for c in self.consts))
 
@@ -795,22 +960,26 @@ class CompiledCode:
             return self.fn(*args, **kwargs)
         key, leaves = self.key_of(args, kwargs)
         entries = self.cache.get(key)
+        miss = None
         if entries:
             for e in entries:
                 if e.failed_guard(leaves) is None:
-                    return e.run(self.fn, args, kwargs, leaves)
+                    r = e.run(self.fn, args, kwargs, leaves)
+                    if r is not GUARD_MISS:
+                        return r
+                    miss = e.miss
         if self.over_limit:
             return self.fn(*args, **kwargs)
         if self.n_entries >= compiler.config.cache_size_limit:
             self.over_limit = True
-            reason = self._miss_reason(key, entries, leaves)
+            reason = miss or self._miss_reason(key, entries, leaves)
             warnings.warn(f"ember.compile: {getattr(self.fn, '__qualname__', self.fn)} hit "
                           f"config.cache_size_limit ({compiler.config.cache_size_limit}); "
                           f"it runs eagerly from now on. Last guard that failed: {reason}",
                           RuntimeWarning, stacklevel=2)
             return self.fn(*args, **kwargs)
         if self.n_entries:
-            reason = self._miss_reason(key, entries, leaves)
+            reason = miss or self._miss_reason(key, entries, leaves)
             compiler.counters["recompiles"][reason] += 1
             compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
                           f"{reason}")
@@ -923,23 +1092,35 @@ class CompiledCode:
                            module_guards=module_guards)
         else:
             holder = _Holder(cap.constants)
-            gm = GraphModule(holder, cap.graph, "GraphModule")
-            gm.meta["capture_time_s"] = time.perf_counter() - t0
-            compiler._log("graph", gm.print_readable(print_output=False))
-            compiler._compiling.depth += 1
-            try:
-                compiled = self.backend.compile(gm, list(cap.inputs), mode=self.mode,
-                                                options=self.options)
-            finally:
-                compiler._compiling.depth -= 1
-            if not callable(compiled):
-                raise TypeError(f"ember.compile(): backend {self.backend.name!r} returned "
-                                f"{type(compiled).__name__}, not a callable")
+            capture_time = time.perf_counter() - t0
+
+            def compile_graph(gm: GraphModule, example_inputs: list) -> Callable:
+                gm.meta["capture_time_s"] = capture_time
+                compiler._log("graph", gm.print_readable(print_output=False))
+                compiler._compiling.depth += 1
+                try:
+                    compiled = self.backend.compile(gm, example_inputs, mode=self.mode,
+                                                    options=self.options)
+                finally:
+                    compiler._compiling.depth -= 1
+                if not callable(compiled):
+                    raise TypeError(f"ember.compile(): backend {self.backend.name!r} "
+                                    f"returned {type(compiled).__name__}, not a callable")
+                compiler.counters["stats"]["unique_graphs"] += 1
+                return compiled
+            if cap.split_reasons:
+                compiled = segments.split_program(cap.graph, holder, cap.values,
+                                                  compile_graph)
+                gm = compiled.graphs[0] if compiled.graphs else None
+            else:
+                gm = GraphModule(holder, cap.graph, "GraphModule")
+                compiled = compile_graph(gm, list(cap.inputs))
             lifted_keys = [tensor_key(f(leaves)) for f in cap.lifted]
             entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
                            out_spec, consts, gm=gm, module_guards=module_guards,
-                           leaves=leaves, lifted_paths=cap.lifted_paths)
-            compiler.counters["stats"]["unique_graphs"] += 1
+                           leaves=leaves, lifted_paths=cap.lifted_paths,
+                           rng_restore=cap.rng_restore)
+            entry.split_reasons = cap.split_reasons
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
                           f"values, {len(cap.lifted)} parameters/buffers")
