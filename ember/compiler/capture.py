@@ -419,6 +419,9 @@ class _Capture(DispatchMode):
         self.suspended = 0
         self._last_placeholder: Node | None = None
         self._last_op: Node | None = None
+        # the scopes of the modules being called, while a caller tracks them: the
+        # innermost becomes each node's meta["nn_scope"] (TensorBoard groups by it)
+        self.scope: list[str] | None = None
         self.grad_start = self.grad_state = _core.is_grad_enabled()
         self.inference_start = _core.is_inference_mode_enabled()
         self.thread = threading.get_ident()
@@ -736,6 +739,8 @@ class _Capture(DispatchMode):
         node.meta["stack_trace"] = user_frame_summary()
         node.meta["op_name"] = name        # the dispatcher's name (for code generators)
         self._last_op = node
+        if self.scope:
+            node.meta["nn_scope"] = self.scope[-1]
         if self.impure is None:
             self.impure = self._impurity(name, args, kwargs)
         for t in self._tensors(args, []) + self._tensors(kwargs, []):
