@@ -2,6 +2,7 @@
 by value between two graphs, data-dependent-shape ops and ``disable``d functions run
 eagerly between graphs; results always equal eager ones."""
 
+import types
 import warnings
 
 import numpy as np
@@ -226,3 +227,37 @@ def test_fullgraph_still_refuses_every_split():
         ember.compile(lambda x: x * x.sum().item(), fullgraph=True)(ember.ones(2))
     with pytest.raises(GraphBreakError, match="data-dependent"):
         ember.compile(lambda x: x.nonzero(), fullgraph=True)(ember.ones(2))
+
+
+def test_steps_before_a_failed_check_run_once_per_call():
+    log = types.SimpleNamespace(n=0)
+
+    @compiler.disable
+    def tick(x):
+        log.n += 1            # a side effect: once per call, as in eager
+        return x
+
+    def f(x):
+        y = tick(x * 2)
+        if y.sum() > 0:
+            return y + 1
+        return y - 1
+
+    cf = ember.compile(f, backend="eager")
+    pos, neg = ember.ones(2), -ember.ones(2)
+    assert cf(pos).tolist() == [3.0, 3.0] and log.n == 1
+    assert cf(neg).tolist() == [-3.0, -3.0] and log.n == 3     # missed, then recaptured
+    assert cf(pos).tolist() == [3.0, 3.0] and log.n == 4
+    assert cf(neg).tolist() == [-3.0, -3.0] and log.n == 5     # resumed after the miss
+    assert compiler.counters["stats"]["calls_captured"] == 2
+
+
+def test_default_backend_compiles_each_piece():
+    rng = np.random.default_rng(1)
+    w = ember.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    cf = ember.compile(branchy)             # the fused C code generator
+    for _ in range(3):
+        x = ember.tensor(rng.standard_normal((5, 4)).astype(np.float32))
+        np.testing.assert_allclose(np_of(cf(x, w)), np_of(branchy(x, w)), rtol=1e-5,
+                                   atol=1e-6)
+    assert compiler.counters["stats"]["unique_graphs"] >= 4

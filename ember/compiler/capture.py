@@ -852,6 +852,7 @@ class _Entry:
         self.program = isinstance(compiled, segments.Program)
         self.rng_restore = rng_restore
         self.miss: str | None = None
+        self.miss_at: Any = None
         self.split_reasons: list[str] = []      # breaks the program goes on past
         self.compiled = compiled
         self.user_idx = user_idx
@@ -893,23 +894,25 @@ class _Entry:
             self.checked_writes, self.checked_rg = writes, rg
         return None
 
-    def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
+    def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list,
+            resume: Any = None) -> Any:
         """The call's result, or ``GUARD_MISS`` when a value or shape read on the way
-        differs from the captured one (``self.miss`` says which)."""
+        differs from the captured one (``self.miss`` says which, ``self.miss_at``
+        where: another entry sharing the steps before it goes on from there)."""
         if self.compiled is None:
             return fn(*args, **kwargs)
         inputs = [leaves[i] for i in self.user_idx] + [f(leaves) for f in self.lifted]
         if self.program:
             rng = _rng_state() if self.rng_restore else None
             try:
-                res = self.compiled(*inputs)
+                res = self.compiled(*inputs, resume=resume)
             except segments.GuardMiss as e:
                 # nothing before the check changed state (capture made sure), but
                 # grad mode and the generator may have moved: a fresh run starts clean
                 _core._set_grad_enabled(self.key[3][0])
                 if rng is not None:
                     _set_rng_state(rng)
-                self.miss = str(e)
+                self.miss, self.miss_at = str(e), e
                 return GUARD_MISS
             outs = iter(res)
         elif self.single:
@@ -965,14 +968,14 @@ class CompiledCode:
             return self.fn(*args, **kwargs)
         key, leaves = self.key_of(args, kwargs)
         entries = self.cache.get(key)
-        miss = None
+        miss = resume = None
         if entries:
             for e in entries:
                 if e.failed_guard(leaves) is None:
-                    r = e.run(self.fn, args, kwargs, leaves)
+                    r = e.run(self.fn, args, kwargs, leaves, resume)
                     if r is not GUARD_MISS:
                         return r
-                    miss = e.miss
+                    miss, resume = e.miss, e.miss_at
         if self.over_limit:
             return self.fn(*args, **kwargs)
         if self.n_entries >= compiler.config.cache_size_limit:

@@ -24,7 +24,30 @@ from ember.fx.node import Node, map_aggregate, map_arg
 
 
 class GuardMiss(Exception):
-    """A value or shape read while replaying differs from the captured one."""
+    """A value or shape read while replaying differs from the captured one; carries
+    where (program, step, values computed so far, grad mode and generator state) so
+    another program sharing the steps before it can go on from there."""
+
+    program: Any = None
+    step = 0
+    env: dict = {}
+    state: tuple = ()
+
+    def at(self, program: Any, step: int, env: dict) -> None:
+        from ember._C import core
+        from ember._C.random import default_generator as g
+        self.program, self.step, self.env = program, step, env
+        self.state = (core.is_grad_enabled(), g.initial_seed(), g.get_offset())
+
+    def restore_state(self) -> None:
+        """Grad mode and the generator as they were at the failed check."""
+        from ember._C import core
+        from ember._C.random import default_generator as g
+        grad, seed, offset = self.state
+        core._set_grad_enabled(grad)
+        if (g.initial_seed(), g.get_offset()) != (seed, offset):
+            g.manual_seed(seed)
+            g.set_offset(offset)
 
 
 def read_value(t: Any, how: str) -> Any:
@@ -53,40 +76,47 @@ def output_guard(out: Any) -> tuple:
 
 
 class _GraphStep:
-    __slots__ = ("fn", "ins", "outs", "gm")
+    __slots__ = ("fn", "ins", "outs", "gm", "fp")
 
-    def __init__(self, fn: Callable, ins: list[int], outs: list[int], gm: GraphModule) -> None:
+    def __init__(self, fn: Callable, ins: list[str], outs: list[str], gm: GraphModule) -> None:
         self.fn, self.ins, self.outs, self.gm = fn, ins, outs, gm
+        self.fp = ("graph", gm.code, tuple(ins), tuple(outs))
 
-    def __call__(self, env: list) -> None:
+    def __call__(self, env: dict) -> None:
         res = self.fn(*[env[i] for i in self.ins])
         for i, v in zip(self.outs, res):
             env[i] = v
 
 
 class _ValueStep:
-    __slots__ = ("src", "how", "expected", "label")
+    __slots__ = ("src", "how", "expected", "label", "ins", "fp")
 
-    def __init__(self, src: int, how: str, expected: Any, label: str) -> None:
+    def __init__(self, src: str, how: str, expected: Any, label: str) -> None:
         self.src, self.how, self.expected, self.label = src, how, expected, label
+        self.ins = [src]
+        self.fp = ("value", src, how)
 
-    def __call__(self, env: list) -> None:
+    def __call__(self, env: dict) -> None:
         v = read_value(env[self.src], self.how)
         if not same_value(v, self.expected):
             raise GuardMiss(f"{self.label} == {self.expected!r} (now {v!r})")
 
 
 class _EagerStep:
-    __slots__ = ("fn", "args", "kwargs", "slot", "items", "shapes", "label")
+    __slots__ = ("fn", "args", "kwargs", "slot", "items", "shapes", "label", "ins", "fp")
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, slot: int,
-                 items: list[tuple[int, int]], shapes: tuple, label: str) -> None:
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, slot: str,
+                 items: list[tuple[str, int]], shapes: tuple, label: str) -> None:
         self.fn, self.args, self.kwargs, self.slot = fn, args, kwargs, slot
         self.items, self.shapes, self.label = items, shapes, label
+        refs: list = []
+        map_aggregate((args, kwargs), lambda a: refs.append(a.name) if type(a) is _Ref else a)
+        self.ins = refs
+        self.fp = ("eager", id(fn), repr(args), repr(kwargs), slot, tuple(items))
 
-    def __call__(self, env: list) -> None:
+    def __call__(self, env: dict) -> None:
         def get(a: Any) -> Any:
-            return env[a.i] if type(a) is _SlotRef else a
+            return env[a.name] if type(a) is _Ref else a
         out = self.fn(*map_aggregate(self.args, get), **map_aggregate(self.kwargs, get))
         shapes = output_guard(out)
         if shapes != self.shapes:
@@ -102,29 +132,61 @@ def _show(guard: tuple) -> str:
                            for g in guard) + "]"
 
 
-class _SlotRef:
-    """Stands for an environment slot inside an eager step's arguments."""
+class _Ref:
+    """Stands for an environment entry (a node's value) inside an eager step's arguments."""
 
-    __slots__ = ("i",)
+    __slots__ = ("name",)
 
-    def __init__(self, i: int) -> None:
-        self.i = i
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
 
 
 class Program:
-    """The steps of a split capture; called with the graph inputs like one graph."""
+    """The steps of a split capture; called with the graph inputs like one graph.
 
-    def __init__(self, steps: list, n_inputs: int, n_slots: int, outs: list[int]) -> None:
+    The environment maps node names to values.  Programs captured from one
+    function share their steps up to the check where they diverge (same code,
+    same names): a call that fails a check in one program resumes the next
+    from that check with the values already computed (``resume``), so each
+    step before it runs once per call."""
+
+    def __init__(self, steps: list, input_names: list[str], outs: list[str]) -> None:
         self.steps = steps
-        self.n_inputs = n_inputs
-        self.n_slots = n_slots
+        self.input_names = input_names
         self.outs = outs
         self.graphs = [s.gm for s in steps if type(s) is _GraphStep]
+        self.fps = [s.fp for s in steps]
+        inputs = set(input_names)
+        seen: list[str] = []
+        self.reads: list[tuple[str, ...]] = []   # inputs read by steps[:i + 1]
+        for st in steps:
+            seen += [n for n in st.ins if n in inputs and n not in seen]
+            self.reads.append(tuple(seen))
 
-    def __call__(self, *inputs: Any) -> tuple:
-        env = list(inputs) + [None] * (self.n_slots - self.n_inputs)
-        for step in self.steps:
-            step(env)
+    def resumable(self, miss: GuardMiss, env: dict) -> bool:
+        """Whether this program's steps before ``miss.step`` are the ones run there."""
+        k, other = miss.step, miss.program
+        return (k < len(self.fps) and type(self.steps[k]) is not _GraphStep and
+                self.fps[:k + 1] == other.fps[:k + 1] and
+                all(miss.env.get(n) is env[n] for n in self.reads[k]))
+
+    def __call__(self, *inputs: Any, resume: GuardMiss | None = None) -> tuple:
+        env = dict(zip(self.input_names, inputs))
+        start = 0
+        if resume is not None and self.resumable(resume, env):
+            env.update(resume.env)
+            start = resume.step
+            resume.restore_state()
+        steps = self.steps
+        for i in range(start, len(steps)):
+            try:
+                steps[i](env)
+            except GuardMiss as e:
+                e.at(self, i, env)
+                raise
         return tuple(env[i] for i in self.outs)
 
 
@@ -141,12 +203,6 @@ def split_program(graph: Graph, root: Any, examples: dict,
     nodes = list(graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
     output = nodes[-1]
-    slots: dict[Node, int] = {n: i for i, n in enumerate(placeholders)}
-
-    def slot(n: Node) -> int:
-        if n not in slots:
-            slots[n] = len(slots)
-        return slots[n]
 
     # pieces: ("graph", [nodes]) | ("value", node) | ("eager", node, [getitem nodes])
     pieces: list[list] = []
@@ -199,21 +255,20 @@ def split_program(graph: Graph, root: Any, examples: dict,
             g.output(tuple(val[o] for o in outs))
             gm = GraphModule(root, g, "GraphModule")
             fn = compile_graph(gm, [examples.get(a) for a in ins])
-            steps.append(_GraphStep(fn, [slot(a) for a in ins], [slot(o) for o in outs], gm))
+            steps.append(_GraphStep(fn, [a.name for a in ins], [o.name for o in outs], gm))
         elif p[0] == "value":
             n = p[1]
             src, how = n.args
-            steps.append(_ValueStep(slot(src), how, n.meta["guard_value"],
+            steps.append(_ValueStep(src.name, how, n.meta["guard_value"],
                                     n.meta["guard_label"]))
         else:
             n, items = p[1], p[2]
 
             def ref(a: Node) -> Any:
-                return _SlotRef(slot(a))
+                return _Ref(a.name)
             steps.append(_EagerStep(n.meta.get("eager_fn", n.target), map_arg(n.args, ref),
-                                    map_arg(n.kwargs, ref), slot(n),
-                                    [(slot(it), it.args[1]) for it in items],
+                                    map_arg(n.kwargs, ref), n.name,
+                                    [(it.name, it.args[1]) for it in items],
                                     n.meta["guard_shapes"], n.meta["guard_label"]))
     # the output node holds a flat tuple of nodes (capture's finish writes it so)
-    outs = [slot(n) for n in output.args[0]]
-    return Program(steps, len(placeholders), len(slots), outs)
+    return Program(steps, [p.name for p in placeholders], [n.name for n in output.args[0]])
