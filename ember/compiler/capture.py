@@ -494,6 +494,10 @@ class _Capture(DispatchMode):
                 reason = refusal
             else:
                 reason = self._check_inplace(name, args, kwargs)
+                if reason is not None and \
+                        self.split_refusal(name, reason, args, opaque=True) is None:
+                    # a write through aliasing inputs: run it between two graphs
+                    return self._split(name, func, args, kwargs, reason)
         if reason is not None:
             self.graph_break(name, reason)
             return func(*args, **kwargs)
