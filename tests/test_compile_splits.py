@@ -246,10 +246,32 @@ def test_steps_before_a_failed_check_run_once_per_call():
     cf = ember.compile(f, backend="eager")
     pos, neg = ember.ones(2), -ember.ones(2)
     assert cf(pos).tolist() == [3.0, 3.0] and log.n == 1
-    assert cf(neg).tolist() == [-3.0, -3.0] and log.n == 3     # missed, then recaptured
-    assert cf(pos).tolist() == [3.0, 3.0] and log.n == 4
-    assert cf(neg).tolist() == [-3.0, -3.0] and log.n == 5     # resumed after the miss
+    assert cf(neg).tolist() == [-3.0, -3.0] and log.n == 2     # missed, recaptured: once
+    assert cf(pos).tolist() == [3.0, 3.0] and log.n == 3
+    assert cf(neg).tolist() == [-3.0, -3.0] and log.n == 4     # resumed after the miss
     assert compiler.counters["stats"]["calls_captured"] == 2
+    compiler.config.cache_size_limit = 2
+    assert cf(ember.zeros(2)).tolist() == [-1.0, -1.0] and log.n == 5   # eagerly: once
+
+
+def test_disabled_function_whose_result_changes_shape_runs_once():
+    log = types.SimpleNamespace(n=0)
+
+    @compiler.disable
+    def positives(x):
+        log.n += 1
+        return x[x > 0]
+
+    def f(x):
+        p = positives(x)
+        return p * p.shape[0]
+
+    cf = ember.compile(f, backend="eager")
+    for i, v in enumerate(([1.0, -1.0, 2.0], [1.0, 3.0, 2.0], [-1.0, -1.0, 2.0],
+                           [1.0, 3.0, 2.0])):
+        assert cf(ember.tensor(v)).tolist() == f(ember.tensor(v)).tolist()
+        assert log.n == 2 * (i + 1)      # once in the compiled call, once in eager f
+    assert compiler.counters["stats"]["calls_captured"] == 3
 
 
 def test_default_backend_compiles_each_piece():

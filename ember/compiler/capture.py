@@ -524,13 +524,13 @@ class _Capture(DispatchMode):
         return None
 
     def _split(self, name: str, func: Callable, args: tuple, kwargs: dict,
-               reason: str) -> Any:
+               reason: str, result: Any = _MISSING) -> Any:
         where = user_frame_summary()
         self.split_reasons.append(f"{reason}\n  {where}")
         _compiler.counters["graph_break"][reason] += 1
         _compiler._log("graph_breaks", f"Graph break at {name!r} (the graph is split "
                        f"there): {reason}\n  {where}")
-        out = func(*args, **kwargs)
+        out = func(*args, **kwargs) if result is _MISSING else result
         self._sync_grad_mode(_core.is_grad_enabled())
         line = where.splitlines()[-1].strip()
         if name in _VALUE_READS and not self.suspended:
@@ -542,14 +542,18 @@ class _Capture(DispatchMode):
         else:
             self._record(name, func, args, kwargs, out)
             node = self._last_op
-            node.meta.update(split="eager", eager_fn=func, guard_shapes=segments.output_guard(out),
+            node.meta.update(split="eager", eager_fn=func, opaque=self.suspended > 0,
+                             guard_shapes=segments.output_guard(out),
                              guard_label=f"{name} at `{line}`")
         node.meta["stack_trace"] = where
         return out
 
-    def call_eagerly(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    def call_eagerly(self, name: str, fn: Callable, args: tuple, kwargs: dict,
+                     result: Any = _MISSING) -> Any:
         """Run ``fn`` (a function marked ``ember.compiler.disable``) as an eager step
-        between two graphs, or break the graph where that is not possible."""
+        between two graphs, or break the graph where that is not possible.  ``result``:
+        what ``fn`` already returned in this call (a replay that failed a later check
+        ran it; it must not run twice)."""
         reason = "call to a function marked ember.compiler.disable"
         leaves: list = []
         flatten((args, kwargs), leaves)
@@ -561,11 +565,11 @@ class _Capture(DispatchMode):
         bad = bad or self.split_refusal(name, reason, opaque=True)
         if bad is not None:
             self.graph_break(name, bad)
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs) if result is _MISSING else result
         seen = {id(t): t._version for _, t in self.env.values()}
         self.suspended += 1
         try:
-                out = self._split(name, fn, args, kwargs, reason)
+            out = self._split(name, fn, args, kwargs, reason, result)
         finally:
             self.suspended -= 1
         outs: list = []
@@ -980,6 +984,20 @@ class CompiledCode:
                     if r is not GUARD_MISS:
                         return r
                     miss, resume = e.miss, e.miss_at
+        if resume is not None and resume.memo is not None:
+            # functions marked disable that the failed replay ran: the rerun below
+            # takes their results instead of running them again
+            resume.memo.pos = 0
+            compiler._state.replay_memo = resume.memo
+            try:
+                return self._miss(key, entries, leaves, args, kwargs, miss)
+            finally:
+                compiler._state.replay_memo = None
+        return self._miss(key, entries, leaves, args, kwargs, miss)
+
+    def _miss(self, key: tuple, entries: list | None, leaves: list, args: tuple,
+              kwargs: dict, miss: str | None) -> Any:
+        compiler = _compiler
         if self.over_limit:
             return self.fn(*args, **kwargs)
         if self.n_entries >= compiler.config.cache_size_limit:

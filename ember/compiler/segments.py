@@ -23,6 +23,28 @@ from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node, map_aggregate, map_arg
 
 
+class CallMemo:
+    """The results of the ``disable``d functions one call has run, in order: when a
+    failed check makes the call start over (another entry, a new capture, eager),
+    those functions are not run again; their results are taken from here."""
+
+    __slots__ = ("done", "pos")
+
+    def __init__(self) -> None:
+        self.done: list[tuple[Callable, Any]] = []
+        self.pos = 0
+
+    def call(self, fn: Callable, run: Callable[[], Any]) -> Any:
+        if self.pos < len(self.done) and self.done[self.pos][0] is fn:
+            out = self.done[self.pos][1]
+        else:
+            out = run()
+            del self.done[self.pos:]
+            self.done.append((fn, out))
+        self.pos += 1
+        return out
+
+
 class GuardMiss(Exception):
     """A value or shape read while replaying differs from the captured one; carries
     where (program, step, values computed so far, grad mode and generator state) so
@@ -32,6 +54,7 @@ class GuardMiss(Exception):
     step = 0
     env: dict = {}
     state: tuple = ()
+    memo: CallMemo | None = None
 
     def at(self, program: Any, step: int, env: dict) -> None:
         from ember._C import core
@@ -82,7 +105,7 @@ class _GraphStep:
         self.fn, self.ins, self.outs, self.gm = fn, ins, outs, gm
         self.fp = ("graph", gm.code, tuple(ins), tuple(outs))
 
-    def __call__(self, env: dict) -> None:
+    def __call__(self, env: dict, memo: CallMemo | None) -> None:
         res = self.fn(*[env[i] for i in self.ins])
         for i, v in zip(self.outs, res):
             env[i] = v
@@ -96,33 +119,40 @@ class _ValueStep:
         self.ins = [src]
         self.fp = ("value", src, how)
 
-    def __call__(self, env: dict) -> None:
+    def __call__(self, env: dict, memo: CallMemo | None) -> None:
         v = read_value(env[self.src], self.how)
         if not same_value(v, self.expected):
             raise GuardMiss(f"{self.label} == {self.expected!r} (now {v!r})")
 
 
 class _EagerStep:
-    __slots__ = ("fn", "args", "kwargs", "slot", "items", "shapes", "label", "ins", "fp")
+    __slots__ = ("fn", "args", "kwargs", "slot", "items", "shapes", "label", "ins", "fp",
+                 "opaque")
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, slot: str,
-                 items: list[tuple[str, int]], shapes: tuple, label: str) -> None:
+                 items: list[tuple[str, int]], shapes: tuple, label: str,
+                 opaque: bool = False) -> None:
         self.fn, self.args, self.kwargs, self.slot = fn, args, kwargs, slot
         self.items, self.shapes, self.label = items, shapes, label
+        self.opaque = opaque      # a user function (disable): its effects are unknown
         refs: list = []
         map_aggregate((args, kwargs), lambda a: refs.append(a.name) if type(a) is _Ref else a)
         self.ins = refs
         self.fp = ("eager", id(fn), repr(args), repr(kwargs), slot, tuple(items))
 
-    def __call__(self, env: dict) -> None:
+    def __call__(self, env: dict, memo: CallMemo | None) -> None:
         def get(a: Any) -> Any:
             return env[a.name] if type(a) is _Ref else a
-        out = self.fn(*map_aggregate(self.args, get), **map_aggregate(self.kwargs, get))
+        if self.opaque and memo is not None:
+            out = memo.call(self.fn, lambda: self.fn(*map_aggregate(self.args, get),
+                                                     **map_aggregate(self.kwargs, get)))
+        else:
+            out = self.fn(*map_aggregate(self.args, get), **map_aggregate(self.kwargs, get))
+        env[self.slot] = out
         shapes = output_guard(out)
         if shapes != self.shapes:
             raise GuardMiss(f"output of {self.label}: shapes/values {_show(self.shapes)} "
                             f"(now {_show(shapes)})")
-        env[self.slot] = out
         for i, k in self.items:
             env[i] = out[k]
 
@@ -159,6 +189,11 @@ class Program:
         self.outs = outs
         self.graphs = [s.gm for s in steps if type(s) is _GraphStep]
         self.fps = [s.fp for s in steps]
+        # how many disable'd functions run before step i (none: no memo needed)
+        counts = [0]
+        for st in steps:
+            counts.append(counts[-1] + (type(st) is _EagerStep and st.opaque))
+        self.opaque_before = counts if counts[-1] else []
         inputs = set(input_names)
         seen: list[str] = []
         self.reads: list[tuple[str, ...]] = []   # inputs read by steps[:i + 1]
@@ -176,16 +211,22 @@ class Program:
     def __call__(self, *inputs: Any, resume: GuardMiss | None = None) -> tuple:
         env = dict(zip(self.input_names, inputs))
         start = 0
+        memo = resume.memo if resume is not None else None
+        if memo is None and self.opaque_before:
+            memo = CallMemo()
         if resume is not None and self.resumable(resume, env):
             env.update(resume.env)
             start = resume.step
             resume.restore_state()
+        if memo is not None:
+            memo.pos = self.opaque_before[start] if start else 0
         steps = self.steps
         for i in range(start, len(steps)):
             try:
-                steps[i](env)
+                steps[i](env, memo)
             except GuardMiss as e:
                 e.at(self, i, env)
+                e.memo = memo
                 raise
         return tuple(env[i] for i in self.outs)
 
@@ -269,6 +310,7 @@ def split_program(graph: Graph, root: Any, examples: dict,
             steps.append(_EagerStep(n.meta.get("eager_fn", n.target), map_arg(n.args, ref),
                                     map_arg(n.kwargs, ref), n.name,
                                     [(it.name, it.args[1]) for it in items],
-                                    n.meta["guard_shapes"], n.meta["guard_label"]))
+                                    n.meta["guard_shapes"], n.meta["guard_label"],
+                                    n.meta.get("opaque", False)))
     # the output node holds a flat tuple of nodes (capture's finish writes it so)
     return Program(steps, [p.name for p in placeholders], [n.name for n in output.args[0]])
