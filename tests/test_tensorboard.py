@@ -249,3 +249,19 @@ def test_add_graph_errors(tmp_path):
             w.add_graph(_GraphNet())
         with pytest.raises(RuntimeError, match="add_graph.*'numpy'"):
             w.add_graph(Branchy(), ember.ones(2))
+
+
+def test_add_graph_of_a_model_that_reads_a_value(tmp_path):
+    class Gate(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = ember.nn.Linear(3, 3)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h * 2 if h.sum() > 0 else -h
+
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(Gate(), ember.randn(2, 3))
+    ops = [n.op for n in load(tmp_path).Graph().node]
+    assert ops.count("aten::item") == 1 and "aten::linear" in ops and "aten::gt" in ops

@@ -123,6 +123,8 @@ def graph_def(model: Any, input_to_model: Any, verbose: bool = False
             continue
         names[n] = f"{n.meta.get('nn_scope') or root}/{n.name}"
         op = n.meta.get("op_name") or getattr(n.target, "__name__", str(n.target))
+        if n.meta.get("split") == "value":     # a value read into Python: item / tolist
+            op = n.args[1]
         consts = [repr(a) for a in n.args if not hasattr(a, "all_input_nodes")]
         consts += [f"{k}={v!r}" for k, v in n.kwargs.items() if not hasattr(v, "op")]
         nodes.append(_node(names[n], f"aten::{op.strip('_') or op}",
