@@ -422,6 +422,7 @@ class _Capture(DispatchMode):
         # the scopes of the modules being called, while a caller tracks them: the
         # innermost becomes each node's meta["nn_scope"] (TensorBoard groups by it)
         self.scope: list[str] | None = None
+        self.report = True      # count and log splits (ember.compile's captures do)
         self.grad_start = self.grad_state = _core.is_grad_enabled()
         self.inference_start = _core.is_inference_mode_enabled()
         self.thread = threading.get_ident()
@@ -527,9 +528,10 @@ class _Capture(DispatchMode):
                reason: str, result: Any = _MISSING) -> Any:
         where = user_frame_summary()
         self.split_reasons.append(f"{reason}\n  {where}")
-        _compiler.counters["graph_break"][reason] += 1
-        _compiler._log("graph_breaks", f"Graph break at {name!r} (the graph is split "
-                       f"there): {reason}\n  {where}")
+        if self.report:
+            _compiler.counters["graph_break"][reason] += 1
+            _compiler._log("graph_breaks", f"Graph break at {name!r} (the graph is split "
+                           f"there): {reason}\n  {where}")
         out = func(*args, **kwargs) if result is _MISSING else result
         self._sync_grad_mode(_core.is_grad_enabled())
         line = where.splitlines()[-1].strip()

@@ -56,6 +56,7 @@ def capture(model: Any, inputs: tuple) -> tuple:
     leaves: list = []
     flatten(inputs, leaves)
     cap = _Capture(fullgraph=False)
+    cap.report = False            # not a compile: leave ember.compiler's counters alone
     from ember._C.core import TensorBase
     names = _input_names(model, len(leaves))
     for x, name in zip(leaves, names):
