@@ -283,3 +283,22 @@ def test_default_backend_compiles_each_piece():
         np.testing.assert_allclose(np_of(cf(x, w)), np_of(branchy(x, w)), rtol=1e-5,
                                    atol=1e-6)
     assert compiler.counters["stats"]["unique_graphs"] >= 4
+
+
+def test_disabled_function_drawing_random_numbers_keeps_the_stream():
+    @compiler.disable
+    def noise(x):
+        return x + ember.rand(x.shape)
+
+    def f(x):
+        y = noise(x)
+        return y * 2 if y.sum() > 2 else y.neg()
+
+    cf = ember.compile(f, backend="eager")
+    for seed, v in enumerate((1.0, -1.0, 1.0, -1.0, 5.0)):
+        ember.manual_seed(seed)
+        got = cf(ember.full((2,), v))
+        after = ember.rand(1).item()
+        ember.manual_seed(seed)
+        want = f(ember.full((2,), v))
+        assert got.tolist() == want.tolist() and after == ember.rand(1).item()

@@ -531,9 +531,6 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
     return apply(model)
 
 
-_NOT_RUN = object()
-
-
 def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
     """Run ``fn`` uncompiled: compiled functions called inside it run eagerly, and
     calling it while a function is being captured is a graph break (its ops are
@@ -553,11 +550,7 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
             if memo is not None:
                 # a call starting over after a failed check: what fn returned when the
                 # replay ran it is its result (it runs once per call)
-                pos = memo.pos
-                out = memo.call(fn, lambda: _NOT_RUN)
-                if out is _NOT_RUN:
-                    out = fn(*args, **kwargs)
-                    memo.done[pos] = (fn, out)
+                out = memo.call(fn, lambda: fn(*args, **kwargs))
                 if cap is not None and cap.break_reason is None and not cap.suspended:
                     return cap.call_eagerly(getattr(fn, "__name__", "fn"), fn, args, kwargs,
                                             out)

@@ -31,16 +31,22 @@ class CallMemo:
     __slots__ = ("done", "pos")
 
     def __init__(self) -> None:
-        self.done: list[tuple[Callable, Any]] = []
+        # (function, result, generator state before and after it ran)
+        self.done: list[tuple[Callable, Any, tuple, tuple]] = []
         self.pos = 0
 
     def call(self, fn: Callable, run: Callable[[], Any]) -> Any:
+        from ember._C.random import default_generator as g
+        now = (g.initial_seed(), g.get_offset())
         if self.pos < len(self.done) and self.done[self.pos][0] is fn:
-            out = self.done[self.pos][1]
+            _, out, before, after = self.done[self.pos]
+            if now == before and after != before:     # the random numbers it drew
+                g.manual_seed(after[0])
+                g.set_offset(after[1])
         else:
             out = run()
             del self.done[self.pos:]
-            self.done.append((fn, out))
+            self.done.append((fn, out, now, (g.initial_seed(), g.get_offset())))
         self.pos += 1
         return out
 
