@@ -986,6 +986,7 @@ class CompiledCode:
                     if r is not GUARD_MISS:
                         return r
                     miss, resume = e.miss, e.miss_at
+                    e.miss_at = None      # it holds this call's values: not past the call
         if resume is not None and resume.memo is not None:
             # functions marked disable that the failed replay ran: the rerun below
             # takes their results instead of running them again
