@@ -214,7 +214,7 @@ class _Heads(nn.Module):
         h = h.reshape(b, 2, s, 4).transpose(1, 2)           # split them again
         h = h.reshape(x.size(0), -1)
         pos = ember.arange(s).float().repeat(4 * 2)         # (s * 8,)
-        bias = ember.zeros(b, 1) + s
+        bias = (ember.zeros(b, 1) + s).expand(b, s * 8)     # expand to computed sizes
         return h + pos.unsqueeze(0) * (x.shape[1] - 1) + bias + x[:, : s - 1].mean()
 
 
