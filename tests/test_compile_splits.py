@@ -208,6 +208,8 @@ def test_explain_reports_each_graph_and_break():
     assert "boolean mask" in out.break_reasons[1]
     assert "return z.sum() + y.mean().item()" in out.break_reasons[2]
     assert "Graph Count: 4" in str(out)
+    assert "Tensor.item() of gt at `if y.sum() > 3:` == True" in out.out_guards
+    assert "output of getitem at `z = y[y > 1.5]`: shapes/values [(4,)]" in out.out_guards
     torch = pytest.importorskip("torch")
     pytest.importorskip("torch._dynamo")
 

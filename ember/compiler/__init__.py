@@ -670,6 +670,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
                           f"deterministic={sw[2]}, default_device={sw[3]}")
             for name, k in zip(getattr(code, "_leaf_names", []), leaves):
                 guards.append(f"{name}: {k!r}")
+            if getattr(entry, "program", False):     # the checks between the graphs
+                guards += entry.compiled.describe_checks()
             for _, k, v in entry.guards.items + entry.module_guards.items:
                 if isinstance(v, tuple):
                     guards.append(f"{k}: {list(v)}")

@@ -207,6 +207,16 @@ class Program:
             seen += [n for n in st.ins if n in inputs and n not in seen]
             self.reads.append(tuple(seen))
 
+    def describe_checks(self) -> list[str]:
+        """The checks between the graphs, in words (for ``explain``'s guards)."""
+        out = []
+        for st in self.steps:
+            if type(st) is _ValueStep:
+                out.append(f"{st.label} == {st.expected!r}")
+            elif type(st) is _EagerStep:
+                out.append(f"output of {st.label}: shapes/values {_show(st.shapes)}")
+        return out
+
     def resumable(self, miss: GuardMiss, env: dict) -> bool:
         """Whether this program's steps before ``miss.step`` are the ones run there."""
         k, other = miss.step, miss.program
