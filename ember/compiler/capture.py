@@ -6,11 +6,11 @@ The first call with a new guard set runs the function for real with a
 tensor inputs become placeholders, and so do the parameters and buffers of
 the modules involved (fetched by attribute path on every call, so optimizer
 steps and reassigned parameters are seen).  A tensor value read into Python
-(``item``, ``float(t)``, ``if t > 0``, small ``tolist``), an op with a
+(``item``, ``float(t)``, ``if t > 0``, small ``tolist``/``numpy``), an op with a
 data-dependent output shape and a ``disable``d function *split* the graph:
 the capture goes on, and replays check the value (or output shapes) between
 the pieces (:mod:`ember.compiler.segments`).  When something cannot be
-replayed faithfully (a view of the data escaping to NumPy, a mutation the
+replayed faithfully (a view of the data escaping (DLPack, a returned array), a mutation the
 dispatcher did not see, a Python side effect, a split after an in-place
 update of an input) the capture *breaks*: that guard set runs eagerly from
 then on.  Replaying a graph never bakes a value that a guard does not protect.
@@ -52,8 +52,8 @@ _TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interfa
                         "__dlpack__"})
 # breaks the program is split at: values read into Python (guarded by value) and ops
 # run eagerly between two graphs (their output shapes guarded)
-_VALUE_READS = frozenset({"item", "tolist"})
-_TOLIST_MAX = 1024
+_VALUE_READS = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__"})
+_TOLIST_MAX = 1024        # values at most (tolist, numpy): each replay compares them
 _EAGER_STEPS = _DATA_DEPENDENT | {"getitem", "repeat_interleave"}
 # in-place ops whose first argument is written
 _INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
@@ -516,8 +516,8 @@ class _Capture(DispatchMode):
             return reason
         if not opaque and name not in _VALUE_READS and name not in _EAGER_STEPS:
             return reason
-        if name == "tolist" and args[0].numel() > _TOLIST_MAX:
-            return f"{reason} (a list of more than {_TOLIST_MAX} values)"
+        if name in _VALUE_READS and args[0].numel() > _TOLIST_MAX:
+            return f"{reason} ({args[0].numel()} values; at most {_TOLIST_MAX} are checked)"
         if self.impure is not None:
             return f"{reason}; the graph cannot be split here because {self.impure} before it"
         if _rng_state() != self.rng_start:
@@ -538,8 +538,13 @@ class _Capture(DispatchMode):
         if name in _VALUE_READS and not self.suspended:
             self.n_ops += 1
             src = self.env[id(args[0])][0]
-            node = self.graph.call_function(segments.read_value, (src, name))
-            node.meta.update(split="value", guard_value=out,
+            dtype = args[1] if name == "__array__" and len(args) > 1 else None
+            node = self.graph.call_function(segments.read_value, (src, name) + (
+                (dtype,) if dtype is not None else ()))
+            # a NumPy result shares the tensor's memory: keep the values read now
+            seen = out if name in ("item", "tolist") else \
+                segments.read_value(args[0], name, dtype)
+            node.meta.update(split="value", guard_value=seen,
                              guard_label=f"Tensor.{name}() of {src.name} at `{line}`")
         else:
             self._record(name, func, args, kwargs, out)

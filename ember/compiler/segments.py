@@ -79,9 +79,15 @@ class GuardMiss(Exception):
             g.set_offset(offset)
 
 
-def read_value(t: Any, how: str) -> Any:
-    """What ``Tensor.<how>()`` gave Python while capturing (the graph's record of it)."""
-    return t.item() if how == "item" else t.tolist()
+def read_value(t: Any, how: str, dtype: Any = None) -> Any:
+    """The value ``Tensor.<how>()`` gives Python (``item``, ``tolist``; ``numpy`` and
+    ``__array__`` as a copy: the check compares the values read at that point)."""
+    if how == "item":
+        return t.item()
+    if how == "tolist":
+        return t.tolist()
+    import numpy as np
+    return np.array(t.detach().numpy(), dtype=dtype, copy=True)
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -90,6 +96,10 @@ def same_value(a: Any, b: Any) -> bool:
         return False
     if type(a) is list:
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__array_interface__"):        # a NumPy array read from a tensor
+        import numpy as np
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     return a == b or (a != a and b != b)
 
 
@@ -118,15 +128,16 @@ class _GraphStep:
 
 
 class _ValueStep:
-    __slots__ = ("src", "how", "expected", "label", "ins", "fp")
+    __slots__ = ("src", "how", "dtype", "expected", "label", "ins", "fp")
 
-    def __init__(self, src: str, how: str, expected: Any, label: str) -> None:
-        self.src, self.how, self.expected, self.label = src, how, expected, label
+    def __init__(self, src: str, how: str, dtype: Any, expected: Any, label: str) -> None:
+        self.src, self.how, self.dtype = src, how, dtype
+        self.expected, self.label = expected, label
         self.ins = [src]
-        self.fp = ("value", src, how)
+        self.fp = ("value", src, how, repr(dtype))
 
     def __call__(self, env: dict, memo: CallMemo | None) -> None:
-        v = read_value(env[self.src], self.how)
+        v = read_value(env[self.src], self.how, self.dtype)
         if not same_value(v, self.expected):
             raise GuardMiss(f"{self.label} == {self.expected!r} (now {v!r})")
 
@@ -315,9 +326,9 @@ def split_program(graph: Graph, root: Any, examples: dict,
             steps.append(_GraphStep(fn, [a.name for a in ins], [o.name for o in outs], gm))
         elif p[0] == "value":
             n = p[1]
-            src, how = n.args
-            steps.append(_ValueStep(src.name, how, n.meta["guard_value"],
-                                    n.meta["guard_label"]))
+            src, how, *dtype = n.args
+            steps.append(_ValueStep(src.name, how, dtype[0] if dtype else None,
+                                    n.meta["guard_value"], n.meta["guard_label"]))
         else:
             n, items = p[1], p[2]
 
