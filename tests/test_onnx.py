@@ -310,3 +310,14 @@ def test_fused_causal_attention_kernel_exports():
                                                                     is_causal=True)
 
     _run_sizes(Fused(), ember.randn(1, 256, 4), [(1, 256, 4), (3, 256, 4)], {0: "batch"})
+
+
+def test_fills_shaped_like_the_input_or_by_computed_sizes():
+    class Fills(nn.Module):
+        def forward(self, x):
+            b, s = x.shape
+            z = x.new_zeros(b, s * 2) + x.new_full((1, s * 2), 0.5)
+            o = ember.ones_like(x) * 3 + ember.full_like(x, 2.0) - ember.zeros_like(x)
+            return z + ember.cat([o, x], 1)
+
+    _run_sizes(Fills(), ember.randn(2, 3), [(2, 3), (5, 4), (1, 1)], {0: "b", 1: "s"})

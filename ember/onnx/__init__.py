@@ -61,7 +61,8 @@ def export(model: Any, args: Any, f: str | os.PathLike | IO[bytes], *,
     batch norm (eval), conv1d/conv2d, max/avg/adaptive-avg pooling,
     sum/mean/amax, views (reshape, permute, transpose, (un)squeeze, expand,
     slicing, narrow), cat, embedding/index_select, scaled_dot_product_attention
-    (``is_causal`` and ``attn_mask``), conv3d and conv_transpose1d/2d/3d;
+    (``is_causal`` and ``attn_mask``), conv3d and conv_transpose1d/2d/3d,
+    ``*_like`` and ``new_*`` fills, tril/triu, masked_fill, select, repeat, casts;
     tensors built inside ``forward`` from constants become initializers.
 
     With ``dynamic_axes``, the model is captured again with each dynamic input

@@ -380,6 +380,30 @@ def _sdpa_fused(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     return _sdpa(b, node, (q, k, v), {"scale": scale, "is_causal": causal})
 
 
+def _fill_like(value: Any) -> Callable:
+    """``zeros_like``/``full_like``/``new_zeros``...: ConstantOfShape of the result's
+    shape (read from the input for ``*_like``, traced or static for ``new_*``)."""
+    def run(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+        x = args[0]
+        shape, dtype = _node_meta(node)
+        fill = value
+        if fill is None:       # full_like(x, v) / x.new_full(size, v)
+            fill = kwargs.get("fill_value", args[-1])
+        if isinstance(fill, (SymExpr, _Value)):
+            raise RuntimeError(f"ember.onnx.export(): {_op_name(node)} (node {node.name}) fills "
+                               f"with a value computed in the graph; no ONNX mapping")
+        if _op_name(node).endswith("_like"):
+            dims, dyn = b.op("Shape", [x.name], "shape"), x.dyn
+        else:
+            traced = _traced_shape(b, node)
+            dims = _shape_tensor(b, traced if traced is not None else list(shape))
+            dyn = _dyn_of(traced) if traced is not None else [set() for _ in shape]
+        np_dtype = helper.tensor_dtype_to_np_dtype(_onnx_dtype(dtype))
+        t = numpy_helper.from_array(np.asarray([fill], dtype=np_dtype), "value")
+        return _Value(b.op("ConstantOfShape", [dims], node.name, value=t), shape, dtype, dyn)
+    return run
+
+
 def _to(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     """``to``/``float``/``type`` to another dtype (device moves are no-ops in ONNX)."""
     x = args[0]
@@ -764,6 +788,9 @@ _TABLE: dict[str, Callable] = {
     "to": _to, "float": _to, "type": _to, "repeat": _repeat, "select": _select,
     "tril": _trilu(0), "triu": _trilu(1), "logical_not": _unary("Not"),
     "masked_fill": _masked_fill, "sdpa_fused": _sdpa_fused,
+    "zeros_like": _fill_like(0), "ones_like": _fill_like(1), "empty_like": _fill_like(0),
+    "full_like": _fill_like(None), "new_zeros": _fill_like(0), "new_ones": _fill_like(1),
+    "new_empty": _fill_like(0), "new_full": _fill_like(None),
 }
 
 
@@ -805,7 +832,8 @@ def _dim_param(spec: Any, name: str, i: int) -> str:
 _SIZE_OPS = frozenset({"reshape", "view", "flatten", "expand", "narrow", "getitem",
                        "__getitem__", "add", "__add__", "__radd__", "sub", "__sub__", "rsub",
                        "__rsub__", "mul", "__mul__", "__rmul__", "div", "truediv",
-                       "__truediv__", "__rtruediv__", "repeat", "select"})
+                       "__truediv__", "__rtruediv__", "repeat", "select", "new_zeros",
+                       "new_ones", "new_empty", "new_full"})
 _FILLS = {"zeros": 0, "ones": 1, "empty": 0, "full": None}
 
 
