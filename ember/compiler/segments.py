@@ -2,15 +2,23 @@
 Python values read from tensors (guarded) and ops run eagerly.
 
 Capture records one linear graph.  A value read into Python (``t.item()``,
-``float(t)``, ``if t.sum() > 0``, ``t.tolist()``) becomes a *value step*: the
-graph before it computes the tensor, the step reads the value and checks it
-equals the one seen while capturing (everything Python did with it, branches
-taken and constants baked into later ops, is only valid for that value).  An op
-whose output shape depends on data (``nonzero``, boolean masks, ``unique``)
-or a function marked ``ember.compiler.disable`` becomes an *eager step*: it runs
-as written between two graphs, and the shapes of its tensor outputs are
-guarded the same way.  A failed check raises :class:`GuardMiss`; the capture
-made sure nothing before it changed state a fresh run would see twice.
+``float(t)``, ``if t.sum() > 0``, ``t.tolist()``, ``t.numpy()``) becomes a
+*value step*: the graph before it computes the tensor, the step reads the
+value and checks it equals the one seen while capturing (everything Python
+did with it, branches taken and constants baked into later ops, is only valid
+for that value).  An op whose output shape depends on data (``nonzero``,
+boolean masks, ``unique``), a write through aliasing inputs, or a function
+marked ``ember.compiler.disable`` becomes an *eager step*: it runs as written
+between two graphs, and the shapes of its tensor outputs (values of its
+scalars) are guarded the same way.
+
+A failed check raises :class:`GuardMiss`.  The capture made sure nothing
+before it changed state a fresh run would see twice (no in-place write to an
+input, parameter or buffer; random numbers drawn are restored), so the call
+can start over: another entry whose steps up to that check are the same
+resumes from it, otherwise the function is captured again (or run eagerly);
+``disable``d functions already run in this call are not run again
+(:class:`CallMemo`).
 """
 
 from __future__ import annotations
