@@ -1,6 +1,7 @@
 """ember.onnx.export: the file passes onnx.checker and onnxruntime reproduces ember's outputs."""
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -321,3 +322,20 @@ def test_fills_shaped_like_the_input_or_by_computed_sizes():
             return z + ember.cat([o, x], 1)
 
     _run_sizes(Fills(), ember.randn(2, 3), [(2, 3), (5, 4), (1, 1)], {0: "b", 1: "s"})
+
+
+def test_sizes_traced_below_the_example_when_larger_ones_are_refused():
+    class Positions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = nn.Embedding(8, 4)       # at most 8 positions: 2x the example fails
+
+        def forward(self, x):
+            return x + self.pos(ember.arange(x.shape[1])).unsqueeze(0)
+
+    ember.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proto = _run_sizes(Positions(), ember.randn(2, 6, 4), [(2, 6, 4), (3, 2, 4), (1, 8, 4)],
+                           {0: "batch", 1: "seq"})
+    assert "Range" in {n.op_type for n in proto.graph.node}

@@ -67,14 +67,15 @@ def export(model: Any, args: Any, f: str | os.PathLike | IO[bytes], *,
 
     With ``dynamic_axes``, the model is captured again with each dynamic input
     axis at 2x and 3x the example's size (inputs tiled along it) and at one
-    less: every size the model computes from an input's shape
-    (``x.view(x.size(0), -1)``, ``x.shape[1] * 2``, a reshape splitting
-    ``batch * heads``, ``ember.zeros(x.shape[0], 4)``) is fitted to
-    ``const + coef * product(axes)`` and computed in the ONNX graph from
-    ``Shape`` of the inputs.  A model whose Python code branches on a dynamic
+    less (or, where it refuses larger sizes, at 1, 2 and 3 less): every size
+    the model computes from an input's shape (``x.view(x.size(0), -1)``,
+    ``x.shape[1] * 2``, a reshape splitting ``batch * heads``,
+    ``ember.zeros(x.shape[0], 4)``) is fitted to ``const + coef *
+    product(axes)`` and computed in the ONNX graph from ``Shape`` of the
+    inputs.  A model whose Python code branches on a dynamic
     size, or computes a float from one, is refused with an error naming the
-    node.  Where the model cannot run at 2x or 3x the size (a fixed maximum
-    length), sizes follow the inputs through reshapes only, with a warning.
+    node.  Where the model runs at no other size, sizes follow the inputs
+    through reshapes only, with a warning.
     """
     global _exporting
     try:
@@ -121,7 +122,7 @@ def _symbolic_sizes(model: Any, args: tuple, kwargs: dict, ep: Any,
 
     import ember
     from ember.compiler.capture import flatten, unflatten
-    from ember.onnx._symbolic import SCALES, annotate, tiled
+    from ember.onnx._symbolic import SCALES, annotate, resized
     from ember.onnx._translate import _dim_param
 
     leaves: list = []
@@ -154,18 +155,23 @@ def _symbolic_sizes(model: Any, args: tuple, kwargs: dict, ep: Any,
         return capture(model, a, kw)
     variants: dict[str, list] = {}
     for sym in axes_of:
-        try:
-            variants[sym] = [run(sym, lambda x, ax, k=k: tiled(x, ax, k)) for k in SCALES]
-        except Exception as e:  # the model refuses other sizes (a fixed maximum length)
+        b = base[sym]
+        # larger sizes (the inputs tiled) and one less as a check; where the model
+        # refuses larger sizes (a fixed maximum length), smaller ones (inputs cut)
+        plans = [[k * b for k in SCALES] + ([b - 1] if b > 1 else []),
+                 [b - 1, b - 2, b - 3] if b > 3 else []]
+        for sizes in plans:
+            got = []
+            for n in sizes:
+                try:
+                    got.append((n, run(sym, lambda x, ax, n=n: resized(x, ax, n))))
+                except Exception:      # this size is refused: the next plan
+                    break
+            if len(got) >= 2:
+                variants[sym] = got
+                break
+        else:
             warnings.warn(f"ember.onnx.export(): the model does not run with dynamic axis "
-                          f"'{sym}' at {SCALES} times its example size ({e}); sizes it "
-                          f"computes from that axis stay as in the example", UserWarning,
-                          stacklevel=3)
-            continue
-        try:
-            check = run(sym, lambda x, ax: x.narrow(ax, 0, x.shape[ax] - 1)) \
-                if base[sym] > 1 else None
-        except Exception:
-            check = None
-        variants[sym].append(check)
+                          f"'{sym}' at other sizes than {b}; sizes it computes from that "
+                          f"axis stay as in the example", UserWarning, stacklevel=3)
     return annotate(ep, variants, base) if variants else None

@@ -16,7 +16,7 @@ from typing import Any
 
 from ember.fx.node import Node
 
-SCALES = (2, 3)
+SCALES = (2, 3)       # sizes tried for a dynamic axis, times the example's
 
 
 class SymExpr:
@@ -52,21 +52,18 @@ class SymExpr:
         return out
 
 
-def fit(v0: int, samples: dict[str, tuple], base: dict[str, int], what: str
-        ) -> int | SymExpr:
-    """The int ``v0`` as a function of the axes: ``samples[sym]`` are its values with
-    that axis at SCALES times ``base[sym]``, then (when captured) at ``base - 1``,
-    which checks the fitted form (a floor division shows up there)."""
+def fit(v0: int, samples: dict[str, list[tuple[int, int]]], base: dict[str, int],
+        what: str) -> int | SymExpr:
+    """The int ``v0`` (at the example's sizes ``base``) as a function of the axes:
+    ``samples[sym]`` are (size of that axis, value) from the other captures.  The
+    form comes from the first sample; every sample must then agree with it (a
+    floor division or a nonlinear use of a size shows up there)."""
     slopes: dict[str, Fraction] = {}
-    for sym, (v2, v3, *_) in samples.items():
-        d2, d3 = v2 - v0, v3 - v0
-        if d2 == 0 and d3 == 0:
+    for sym, pts in samples.items():
+        if all(v == v0 for _, v in pts):
             continue
-        if d3 != 2 * d2:
-            raise RuntimeError(f"ember.onnx.export(): {what} changes with dynamic axis "
-                               f"'{sym}' in a way that is not linear ({v0}, {v2}, {v3} at "
-                               f"1x, 2x, 3x its size)")
-        slopes[sym] = Fraction(d2, base[sym])
+        size, v = pts[0]
+        slopes[sym] = Fraction(v - v0, size - base[sym])
     if not slopes:
         expr: int | SymExpr = v0
     elif len(slopes) == 1:
@@ -84,13 +81,14 @@ def fit(v0: int, samples: dict[str, tuple], base: dict[str, int], what: str
                                    f"{sorted(slopes)} in a form ONNX export does not follow")
             prod *= base[sym]
         expr = SymExpr(0, Fraction(v0, prod), tuple(sorted(slopes)))
-    for sym, (_, _, *check) in samples.items():
-        if check and check[0] is not None and \
-                evaluate(expr, {**base, sym: base[sym] - 1}) != check[0]:
-            raise RuntimeError(f"ember.onnx.export(): {what} is not a whole function of "
-                               f"dynamic axis '{sym}' (at size {base[sym] - 1} it is "
-                               f"{check[0]}, not {evaluate(expr, {**base, sym: base[sym] - 1})}"
-                               f"; a rounding division of a size?)")
+    for sym, pts in samples.items():
+        for size, v in pts:
+            got = evaluate(expr, {**base, sym: size})
+            if got != v:
+                raise RuntimeError(f"ember.onnx.export(): {what} is not a whole linear "
+                                   f"function of dynamic axis '{sym}' (at size {size} it is "
+                                   f"{v}, not {got}; a rounding division or a nonlinear use "
+                                   f"of a size?)")
     return expr
 
 
@@ -138,38 +136,33 @@ def annotate(ep: Any, variants: dict[str, list], base: dict[str, int]
              ) -> tuple[dict, dict]:
     """For each node of ``ep``'s graph: its args/kwargs with sizes as SymExprs (only
     nodes where some int varies) and its output shape as ints and SymExprs.
-    ``variants[sym]`` are the ExportedPrograms captured at SCALES times that axis and
-    at ``base - 1`` (None where that capture failed)."""
+    ``variants[sym]`` are (size of that axis, ExportedProgram captured with it)."""
     nodes = list(ep.graph.nodes)
-    runs: list[tuple[str, list]] = []         # (sym, nodes) per captured variant
+    runs: list[tuple[str, int, list]] = []    # (sym, size, nodes) per captured variant
     for s, eps in variants.items():
-        for v in eps:
-            vn = None if v is None else list(v.graph.nodes)
+        for size, v in eps:
+            vn = list(v.graph.nodes)
             if vn is not None and (len(vn) != len(nodes) or any(
                     (a.op, _target(a)) != (b.op, _target(b)) for a, b in zip(nodes, vn))):
                 raise RuntimeError(f"ember.onnx.export(): the model's graph changes with the "
                                    f"size of dynamic axis '{s}' (Python code branches on "
                                    f"it): it cannot be exported with that axis dynamic")
-            runs.append((s, vn))
+            runs.append((s, size, vn))
 
     def samples_of(values: list) -> dict:
         out: dict = {}
-        for (s, _), v in zip(runs, values):
-            out.setdefault(s, []).append(v)
-        return {s: tuple(v) for s, v in out.items()}
+        for (s, size, _), v in zip(runs, values):
+            out.setdefault(s, []).append((size, v))
+        return out
     args: dict = {}
     shapes: dict = {}
     for i, node in enumerate(nodes):
-        flat = [vn[i] if vn is not None else None for _, vn in runs]
-        live = [n for n in flat if n is not None]
+        flat = [vn[i] for _, _, vn in runs]
 
-        def fit_int(v0: int, vs: list, path: str, node: Node = node, flat: list = flat
-                    ) -> Any:
-            it = iter(vs)
-            values = [None if n is None else next(it) for n in flat]
-            return fit(v0, samples_of(values), base, f"argument {path} of node {node.name}")
+        def fit_int(v0: int, vs: list, path: str, node: Node = node) -> Any:
+            return fit(v0, samples_of(vs), base, f"argument {path} of node {node.name}")
         try:
-            a = _walk((node.args, node.kwargs), [(o.args, o.kwargs) for o in live], "",
+            a = _walk((node.args, node.kwargs), [(o.args, o.kwargs) for o in flat], "",
                       fit_int)
         except _Mismatch as e:
             raise RuntimeError(f"ember.onnx.export(): argument {e} of node {node.name} "
@@ -181,8 +174,7 @@ def annotate(ep: Any, variants: dict[str, list], base: dict[str, int]
         if hasattr(tm, "shape"):
             dims = []
             for d, v0 in enumerate(tm.shape):
-                values = [None if o is None else int(o.meta["tensor_meta"].shape[d])
-                          for o in flat]
+                values = [int(o.meta["tensor_meta"].shape[d]) for o in flat]
                 dims.append(fit(int(v0), samples_of(values), base,
                                 f"dim {d} of node {node.name}"))
             shapes[node] = dims
@@ -205,7 +197,11 @@ def _target(n: Node) -> Any:
     return n.target if isinstance(n.target, str) else getattr(n.target, "__name__", n.target)
 
 
-def tiled(x: Any, axis: int, k: int) -> Any:
-    """``x`` repeated ``k`` times along ``axis`` (valid indices and masks stay valid)."""
+def resized(x: Any, axis: int, n: int) -> Any:
+    """``x`` with ``n`` entries along ``axis``: tiled to grow, cut to shrink (its
+    values stay valid indices, masks and tokens)."""
     import ember
-    return ember.cat([x] * k, dim=axis)
+    size = x.shape[axis]
+    if n <= size:
+        return x.narrow(axis, 0, n)
+    return ember.cat([x] * (-(-n // size)), dim=axis).narrow(axis, 0, n)
