@@ -350,3 +350,28 @@ def test_numpy_arithmetic_on_a_tensor_read_is_checked_by_value():
         assert a.tolist() == b.tolist()
     assert compiler.counters["stats"]["calls_captured"] == 3
     assert any("numpy" in r for r in compiler.counters["graph_break"])
+
+
+def test_disabled_functions_first_met_while_starting_over_stay_out_of_the_graph():
+    log = types.SimpleNamespace(n=0)
+
+    @compiler.disable
+    def tick(x):
+        log.n += 1
+        return x + 0
+
+    @compiler.disable
+    def scale(x):
+        log.n += 1
+        return x * 10
+
+    def f(x):
+        y = tick(x)
+        return scale(y) if y.sum() > 0 else y
+
+    be = Counting()
+    cf = ember.compile(f, backend=be)
+    assert cf(-ember.ones(2)).tolist() == [-1.0, -1.0] and log.n == 1
+    assert cf(ember.ones(2)).tolist() == [10.0, 10.0] and log.n == 3   # tick once, scale
+    assert cf(ember.ones(2)).tolist() == [10.0, 10.0] and log.n == 5
+    assert not any("10" in gm.code for gm in be.graphs)     # scale ran as an eager step

@@ -545,20 +545,19 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
     def run_eagerly(*args: Any, **kwargs: Any) -> Any:
         cap = _active_capture()
         memo = getattr(_state, "replay_memo", None)
-        _state.disabled = _disabled_depth() + 1
-        try:
+
+        def run() -> Any:
             if memo is not None:
                 # a call starting over after a failed check: what fn returned when the
                 # replay ran it is its result (it runs once per call)
-                out = memo.call(fn, lambda: fn(*args, **kwargs))
-                if cap is not None and cap.break_reason is None and not cap.suspended:
-                    return cap.call_eagerly(getattr(fn, "__name__", "fn"), fn, args, kwargs,
-                                            out)
-                return out
+                return memo.call(fn, lambda: fn(*args, **kwargs))
+            return fn(*args, **kwargs)
+        _state.disabled = _disabled_depth() + 1
+        try:
             if cap is not None and cap.break_reason is None and not cap.suspended:
                 # run between two graphs on every replay (or break the graph)
-                return cap.call_eagerly(getattr(fn, "__name__", "fn"), fn, args, kwargs)
-            return fn(*args, **kwargs)
+                return cap.call_eagerly(getattr(fn, "__name__", "fn"), fn, args, kwargs, run)
+            return run()
         finally:
             _state.disabled -= 1
     run_eagerly._ember_disabled = True  # type: ignore[attr-defined]

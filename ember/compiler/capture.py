@@ -525,14 +525,14 @@ class _Capture(DispatchMode):
         return None
 
     def _split(self, name: str, func: Callable, args: tuple, kwargs: dict,
-               reason: str, result: Any = _MISSING) -> Any:
+               reason: str, run: Callable[[], Any] | None = None) -> Any:
         where = user_frame_summary()
         self.split_reasons.append(f"{reason}\n  {where}")
         if self.report:
             _compiler.counters["graph_break"][reason] += 1
             _compiler._log("graph_breaks", f"Graph break at {name!r} (the graph is split "
                            f"there): {reason}\n  {where}")
-        out = func(*args, **kwargs) if result is _MISSING else result
+        out = func(*args, **kwargs) if run is None else run()
         self._sync_grad_mode(_core.is_grad_enabled())
         line = where.splitlines()[-1].strip()
         if name in _VALUE_READS and not self.suspended:
@@ -556,11 +556,14 @@ class _Capture(DispatchMode):
         return out
 
     def call_eagerly(self, name: str, fn: Callable, args: tuple, kwargs: dict,
-                     result: Any = _MISSING) -> Any:
+                     run: Callable[[], Any] | None = None) -> Any:
         """Run ``fn`` (a function marked ``ember.compiler.disable``) as an eager step
-        between two graphs, or break the graph where that is not possible.  ``result``:
-        what ``fn`` already returned in this call (a replay that failed a later check
-        ran it; it must not run twice)."""
+        between two graphs, or break the graph where that is not possible.  ``run``
+        produces the result instead of calling ``fn`` (it may take what ``fn``
+        returned earlier in this call: a replay that failed a later check ran it)."""
+        if run is None:
+            def run() -> Any:
+                return fn(*args, **kwargs)
         reason = "call to a function marked ember.compiler.disable"
         leaves: list = []
         flatten((args, kwargs), leaves)
@@ -572,11 +575,11 @@ class _Capture(DispatchMode):
         bad = bad or self.split_refusal(name, reason, opaque=True)
         if bad is not None:
             self.graph_break(name, bad)
-            return fn(*args, **kwargs) if result is _MISSING else result
+            return run()
         seen = {id(t): t._version for _, t in self.env.values()}
         self.suspended += 1
         try:
-            out = self._split(name, fn, args, kwargs, reason, result)
+            out = self._split(name, fn, args, kwargs, reason, run)
         finally:
             self.suspended -= 1
         outs: list = []
