@@ -544,7 +544,8 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
     @functools.wraps(fn)
     def run_eagerly(*args: Any, **kwargs: Any) -> Any:
         cap = _active_capture()
-        memo = getattr(_state, "replay_memo", None)
+        # (inside another disable'd function: that one's result is what is reused)
+        memo = None if _disabled_depth() else getattr(_state, "replay_memo", None)
 
         def run() -> Any:
             if memo is not None:
