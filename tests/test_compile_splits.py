@@ -375,3 +375,26 @@ def test_disabled_functions_first_met_while_starting_over_stay_out_of_the_graph(
     assert cf(ember.ones(2)).tolist() == [10.0, 10.0] and log.n == 3   # tick once, scale
     assert cf(ember.ones(2)).tolist() == [10.0, 10.0] and log.n == 5
     assert not any("10" in gm.code for gm in be.graphs)     # scale ran as an eager step
+
+
+def test_compiled_function_called_while_another_starts_over():
+    log = types.SimpleNamespace(n=0)
+
+    @compiler.disable
+    def tick(x):
+        log.n += 1
+        return x + 0
+
+    inner = ember.compile(lambda x: tick(x * 2), backend="eager")
+
+    def outer(x):
+        y = inner(x)
+        return y + 1 if y.sum() > 0 else y - 1
+
+    assert inner(ember.ones(2)).tolist() == [2.0, 2.0] and log.n == 1   # inner's own entry
+    co = ember.compile(outer, backend="eager")
+    compiler.config.cache_size_limit = 1          # the second branch runs eagerly
+    assert co(ember.ones(2)).tolist() == [3.0, 3.0] and log.n == 2
+    with pytest.warns(RuntimeWarning, match="cache_size_limit"):
+        assert co(-ember.ones(2)).tolist() == [-3.0, -3.0]
+    assert log.n == 3                 # tick ran once: in the replay, reused when eager

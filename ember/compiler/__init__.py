@@ -404,6 +404,11 @@ def _disabled_depth() -> int:
     return getattr(_state, "disabled", 0)
 
 
+def _rerunning() -> bool:
+    """Whether a compiled call is starting over after a failed check on this thread."""
+    return getattr(_state, "replay_memo", None) is not None
+
+
 def _active_capture() -> Any:
     stack = getattr(_state, "captures", None)
     return stack[-1] if stack else None

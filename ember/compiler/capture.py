@@ -980,9 +980,10 @@ class CompiledCode:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiler = _compiler
-        if _core._mode_active() or compiler._disabled_depth():
-            # inside ember.compiler.disable, or nested inside another capture/mode:
-            # run as written (an enclosing capture records these ops itself)
+        if _core._mode_active() or compiler._disabled_depth() or compiler._rerunning():
+            # inside ember.compiler.disable, or nested inside another capture/mode, or
+            # inside a call starting over (its disable'd functions' results are reused
+            # in order): run as written (an enclosing capture records these ops itself)
             return self.fn(*args, **kwargs)
         key, leaves = self.key_of(args, kwargs)
         entries = self.cache.get(key)
