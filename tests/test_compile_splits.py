@@ -400,3 +400,11 @@ def test_compiled_function_called_while_another_starts_over():
     with pytest.warns(RuntimeWarning, match="cache_size_limit"):
         assert co(-ember.ones(2)).tolist() == [-3.0, -3.0]
     assert log.n == 3                 # tick ran once: in the replay, reused when eager
+
+
+def test_large_reads_run_the_guard_set_eagerly():
+    cf = ember.compile(lambda x: x * sum(x.tolist()), backend="eager")
+    x = ember.ones(2000)
+    with pytest.warns(UserWarning, match=r"2000 values; at most 1024 are checked"):
+        assert cf(x).sum().item() == 2000.0 * 2000
+    assert cf(x * 2).sum().item() == 4000.0 * 4000.0       # eager: still right
