@@ -1012,6 +1012,17 @@ class CompiledCode:
         compiler = _compiler
         if self.over_limit:
             return self.fn(*args, **kwargs)
+        # a backend may supply the entry without a capture run: kept on disk by an
+        # earlier process, or a shape-generic graph resized to these arguments
+        restore = getattr(self.backend, "restore", None)
+        entry = restore(self, key, leaves) if restore is not None else None
+        if entry is not None and entry.failed_guard(leaves) is None:
+            self.cache.setdefault(key, []).append(entry)
+            stat = getattr(entry, "stat", "graphs_restored")
+            self.n_entries += stat == "graphs_restored"   # resized graphs share one entry
+            self.last_key = key
+            compiler.counters["stats"][stat] += 1
+            return entry.run(self.fn, args, kwargs, leaves)
         if self.n_entries >= compiler.config.cache_size_limit:
             self.over_limit = True
             reason = miss or self._miss_reason(key, entries, leaves)
@@ -1163,6 +1174,10 @@ class CompiledCode:
                            leaves=leaves, lifted_paths=cap.lifted_paths,
                            rng_restore=cap.rng_restore)
             entry.split_reasons = cap.split_reasons
+            persist = getattr(self.backend, "persist", None)
+            if persist is not None and not entry.program:
+                # (a split program is not one graph of the whole function)
+                persist(self, entry, key, leaves)
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
                           f"values, {len(cap.lifted)} parameters/buffers")
