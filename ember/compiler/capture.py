@@ -396,10 +396,12 @@ def snapshot(mods: list, fn: Any, leaves: list = ()) -> dict:
 class _Capture(DispatchMode):
     """Records every op the dispatcher runs into ``self.graph``."""
 
-    def __init__(self, fullgraph: bool, export: bool = False) -> None:
+    def __init__(self, fullgraph: bool, export: bool = False, split: bool = False) -> None:
         self.graph = Graph()
         self.export = export        # name lifted inputs p_<path> / b_<path> as torch.export
         self.fullgraph = fullgraph
+        # go on past breaks that can split the program (see segments.py)
+        self.split = split and not fullgraph and not export
         self.env: dict[int, tuple[Node, Any]] = {}   # id(tensor) -> (node, tensor)
         self.versions: dict[int, int] = {}           # storage id -> version last seen
         self.inputs: list[Any] = []                  # example inputs, placeholder order
@@ -485,20 +487,18 @@ class _Capture(DispatchMode):
                 threading.get_ident() != self.thread:
             # the dispatcher's Python key is process-wide: other threads' ops pass through
             return func(*args, **kwargs)
-        reason = self._check_inputs(args, kwargs)
-        if reason is None:
-            reason = self._data_dependent(name, args, kwargs)
-            if reason is not None:
-                refusal = self.split_refusal(name, reason, args)
+        reason = self._check(name, args, kwargs)
+        if reason is not None and self.split and self._check_inputs(args, kwargs) is None:
+            # the op itself breaks the graph (not its inputs): split the program there
+            dd = self._data_dependent(name, args, kwargs)
+            if dd is not None:
+                refusal = self.split_refusal(name, dd, args)
                 if refusal is None:
-                    return self._split(name, func, args, kwargs, reason)
+                    return self._split(name, func, args, kwargs, dd)
                 reason = refusal
-            else:
-                reason = self._check_inplace(name, args, kwargs)
-                if reason is not None and \
-                        self.split_refusal(name, reason, args, opaque=True) is None:
-                    # a write through aliasing inputs: run it between two graphs
-                    return self._split(name, func, args, kwargs, reason)
+            elif self.split_refusal(name, reason, args, opaque=True) is None:
+                # a write through aliasing inputs: run it between two graphs
+                return self._split(name, func, args, kwargs, reason)
         if reason is not None:
             self.graph_break(name, reason)
             return func(*args, **kwargs)
@@ -512,7 +512,7 @@ class _Capture(DispatchMode):
         """None when the capture can go on past a break at op ``name`` (or an
         ``opaque`` function run eagerly), see segments.py; otherwise the reason the
         whole guard set runs eagerly, as for other breaks."""
-        if self.fullgraph or self.export:
+        if not self.split:
             return reason
         if not opaque and name not in _VALUE_READS and name not in _EAGER_STEPS:
             return reason
@@ -1079,7 +1079,7 @@ class CompiledCode:
         compiler = _compiler
         labels = self._leaf_labels(args, kwargs)
         self._leaf_names = labels
-        cap = _Capture(self.fullgraph)
+        cap = _Capture(self.fullgraph, split=True)
         user_idx = []
         for i, (x, lab) in enumerate(zip(leaves, labels)):
             if isinstance(x, TensorBase):

@@ -55,7 +55,7 @@ def capture(model: Any, inputs: tuple) -> tuple:
 
     leaves: list = []
     flatten(inputs, leaves)
-    cap = _Capture(fullgraph=False)
+    cap = _Capture(fullgraph=False, split=True)
     cap.report = False            # not a compile: leave ember.compiler's counters alone
     from ember._C.core import TensorBase
     names = _input_names(model, len(leaves))
