@@ -53,13 +53,15 @@ docs: build
 lint: $(STAMP)
 	$(VPY) -m ruff check ember tests examples asv_bench tools
 
-# ember/__init__.pyi from the op table and introspection; mypy over examples/ (pyproject).
+# ember/__init__.pyi from the op table and introspection; mypy over examples/ (pyproject)
+# and over the docs' Python blocks (tools/doc_blocks.py).
 stubs: build
 	$(VPY) tools/gen_stubs.py
 
 typecheck: build
 	$(VPY) tools/gen_stubs.py --check
 	$(VPY) -m mypy
+	$(VPY) tools/doc_blocks.py mypy
 
 clean:
 	rm -rf build ember/_C/*.c ember/_C/*.so ember/_build_config.py

@@ -126,3 +126,50 @@ def test_environment_page_lists_every_variable():
     missing = {v: p for v, p in read.items() if f"``{v}``" not in page}
     assert not missing, ("document these in docs/environment.rst (read in): " +
                          ", ".join(f"{v} ({p})" for v, p in sorted(missing.items())))
+
+
+# ---- the docs' Python blocks: complete examples, type-checked and run ----------------
+
+def _doc_blocks():
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import doc_blocks
+    finally:
+        sys.path.pop(0)
+    return doc_blocks
+
+
+DOC_BLOCKS = _doc_blocks().blocks()
+
+
+def test_doc_blocks_are_found_and_marked():
+    kinds = {b.kind for b in DOC_BLOCKS}
+    assert kinds <= {"complete", "no-run", "fragment"}
+    paths = {b.path for b in DOC_BLOCKS if b.kind == "complete"}
+    assert {"README.md", os.path.join("docs", "quickstart.rst"),
+            os.path.join("docs", "compile.rst")} <= paths
+    with pytest.raises(ValueError, match="unknown code-block class 'snippet'"):
+        _doc_blocks()._rst_blocks("x.rst", [".. code-block:: python", "   :class: snippet",
+                                            "", "   x = 1"])
+
+
+def test_doc_blocks_pass_mypy(tmp_path):
+    pytest.importorskip("mypy")
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "doc_blocks.py"), "mypy",
+                        "--cache-dir", str(tmp_path / "cache")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("block", [b for b in DOC_BLOCKS if b.kind == "complete"],
+                         ids=lambda b: f"{b.path}:{b.line}")
+def test_doc_block_runs(block, tmp_path):
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", block.code], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=600)
+    assert r.returncode == 0, f"{block.path}:{block.line}\n{r.stdout}\n{r.stderr}"

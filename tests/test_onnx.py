@@ -1,6 +1,7 @@
 """ember.onnx.export: the file passes onnx.checker and onnxruntime reproduces ember's outputs."""
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -188,3 +189,153 @@ def test_buffers_constants_and_several_inputs_and_outputs():
     got = sess.run(None, {"x": x.numpy(), "y": y.numpy()})
     for g, e in zip(got, Net()(x, y)):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-6)
+
+
+# ---- sizes computed from dynamic axes -------------------------------------------------
+
+def _run_sizes(model, x, sizes, axes, **kw):
+    """Export with ``axes`` dynamic and compare onnxruntime with ember at each shape."""
+    proto, sess = _export(model, x, dynamic_axes={"x": axes}, **kw)
+    for shape in sizes:
+        _assert_same(model, sess, ember.randn(*shape))
+    return proto
+
+
+class _Heads(nn.Module):
+    """Sizes read from the input: view(x.size(0), ...), shape arithmetic, a reshape
+    splitting batch*heads, factories and arange sized by the sequence."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        b, s = x.size(0), x.shape[1]
+        h = self.proj(x).view(b * 2, s, 4)                  # merge batch and heads
+        h = h.reshape(b, 2, s, 4).transpose(1, 2)           # split them again
+        h = h.reshape(x.size(0), -1)
+        pos = ember.arange(s).float().repeat(4 * 2)         # (s * 8,)
+        bias = (ember.zeros(b, 1) + s).expand(b, s * 8)     # expand to computed sizes
+        return h + pos.unsqueeze(0) * (x.shape[1] - 1) + bias + x[:, : s - 1].mean()
+
+
+def test_sizes_computed_from_dynamic_axes_follow_the_input():
+    ember.manual_seed(0)
+    model = _Heads()
+    proto = _run_sizes(model, ember.randn(3, 5, 8), [(3, 5, 8), (6, 2, 8), (1, 7, 8)],
+                       {0: "batch", 1: "seq"})
+    ops = {n.op_type for n in proto.graph.node}
+    assert "Shape" in ops and "Range" in ops and "ConstantOfShape" in ops
+    dims = [d.dim_param or d.dim_value for d in proto.graph.output[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "8*seq"]
+
+
+def test_view_of_size_zero_and_flatten_in_a_cnn_with_dynamic_batch():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 3, 3, padding=1)
+            self.fc = nn.Linear(3 * 4 * 4, 2)
+
+        def forward(self, x):
+            h = self.conv(x).relu()
+            return self.fc(h.view(h.size(0), -1))
+
+    ember.manual_seed(0)
+    _run_sizes(Net(), ember.randn(2, 2, 4, 4), [(2, 2, 4, 4), (5, 2, 4, 4)], {0: "n"})
+
+
+def test_conv3d_and_transposed_convolutions():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.ReLU(),
+                          nn.ConvTranspose3d(3, 2, 2, stride=2))
+    _run_sizes(model, ember.randn(2, 2, 3, 4, 4), [(2, 2, 3, 4, 4), (3, 2, 3, 4, 4)], [0])
+    model = nn.Sequential(nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1,
+                                             groups=2), nn.Tanh(),
+                          nn.ConvTranspose2d(4, 1, (2, 3), dilation=2))
+    _run_sizes(model, ember.randn(2, 2, 5, 6), [(2, 2, 5, 6), (4, 2, 5, 6)], [0])
+    model = nn.ConvTranspose1d(3, 2, 4, stride=3, padding=2)
+    _run_sizes(model, ember.randn(2, 3, 7), [(2, 3, 7), (1, 3, 7)], [0])
+
+
+class _Attn(nn.Module):
+    def __init__(self, causal, masked):
+        super().__init__()
+        self.causal, self.masked = causal, masked
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, 2, 4).permute(2, 0, 3, 1, 4)
+        mask = None
+        if self.masked:     # a float mask built from the sequence length
+            mask = ember.arange(s).float().view(1, s) * -0.1
+        out = ember.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=self.causal)
+        return out.transpose(1, 2).reshape(b, s, 8)
+
+
+@pytest.mark.parametrize("causal,masked", [(True, False), (False, True)])
+def test_attention_causal_and_masked_with_dynamic_sequence(causal, masked):
+    ember.manual_seed(0)
+    _run_sizes(_Attn(causal, masked), ember.randn(2, 5, 8),
+               [(2, 5, 8), (3, 9, 8), (1, 1, 8)], {0: "batch", 1: "seq"})
+
+
+def test_sizes_that_cannot_follow_a_dynamic_axis_are_refused():
+    class Branch(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.shape[0] > 3 else x
+
+    class FloatOfSize(nn.Module):
+        def forward(self, x):
+            return x / math.sqrt(x.shape[1])
+
+    class Rounding(nn.Module):
+        def forward(self, x):
+            return x.new_zeros(1).expand((x.shape[0] + 1) // 2)
+
+    import math
+    with pytest.raises(RuntimeError, match="graph changes with the size of dynamic axis 'b'"):
+        _export(Branch(), ember.randn(2, 3), dynamic_axes={"x": {0: "b"}})
+    with pytest.raises(RuntimeError, match="depends on a dynamic axis but is not an int"):
+        _export(FloatOfSize(), ember.randn(2, 4), dynamic_axes={"x": {1: "s"}})
+    with pytest.raises(RuntimeError, match="rounding division"):
+        _export(Rounding(), ember.randn(4, 3), dynamic_axes={"x": {0: "b"}})
+
+
+def test_fused_causal_attention_kernel_exports():
+    class Fused(nn.Module):
+        def forward(self, x):       # 256 x 256 scores: ember runs its fused kernel
+            return ember.nn.functional.scaled_dot_product_attention(x, x * 0.5, x,
+                                                                    is_causal=True)
+
+    _run_sizes(Fused(), ember.randn(1, 256, 4), [(1, 256, 4), (3, 256, 4)], {0: "batch"})
+
+
+def test_fills_shaped_like_the_input_or_by_computed_sizes():
+    class Fills(nn.Module):
+        def forward(self, x):
+            b, s = x.shape
+            z = x.new_zeros(b, s * 2) + x.new_full((1, s * 2), 0.5)
+            o = ember.ones_like(x) * 3 + ember.full_like(x, 2.0) - ember.zeros_like(x)
+            return z + ember.cat([o, x], 1)
+
+    _run_sizes(Fills(), ember.randn(2, 3), [(2, 3), (5, 4), (1, 1)], {0: "b", 1: "s"})
+
+
+def test_sizes_traced_below_the_example_when_larger_ones_are_refused():
+    class Positions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = nn.Embedding(8, 4)       # at most 8 positions: 2x the example fails
+
+        def forward(self, x):
+            return x + self.pos(ember.arange(x.shape[1])).unsqueeze(0)
+
+    ember.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proto = _run_sizes(Positions(), ember.randn(2, 6, 4), [(2, 6, 4), (3, 2, 4), (1, 8, 4)],
+                           {0: "batch", 1: "seq"})
+    assert "Range" in {n.op_type for n in proto.graph.node}

@@ -173,3 +173,95 @@ def test_clear_import_error_without_tensorboard():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "needs the 'tensorboard' package" in out and "pip install tensorboard" in out
+
+
+class _GraphNet(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = ember.nn.Linear(4, 3)
+        self.act = ember.nn.ReLU()
+        self.fc2 = ember.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x))) * 2
+
+
+def test_add_graph_reads_back_with_torchs_names(tmp_path):
+    m = _GraphNet()
+    m.train()
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(m, ember.randn(5, 4))
+    assert m.training and m.fc1.training          # modes restored after the capture
+    acc = load(tmp_path)
+    assert acc.Tags()["graph"] and acc.Tags()["run_metadata"] == ["step1"]
+    nodes = {n.name: n for n in acc.Graph().node}
+
+    def shapes(n):
+        return [[d.size for d in s.dim] for s in n.attr["_output_shapes"].list.shape]
+    assert nodes["input/x"].op == "IO Node" and shapes(nodes["input/x"]) == [[5, 4]]
+    linear = [n for n in nodes.values() if n.op == "aten::linear"]
+    assert sorted(n.name.rsplit("/", 1)[0] for n in linear) == ["_GraphNet/Linear[fc1]",
+                                                              "_GraphNet/Linear[fc2]"]
+    fc1 = next(n for n in linear if "fc1" in n.name)
+    assert fc1.input[0] == "input/x" and shapes(fc1) == [[5, 3]]
+    w1 = nodes[fc1.input[1]]
+    assert w1.op == "prim::GetAttr" and w1.name.startswith("_GraphNet/Linear[fc1]/weight/")
+    assert shapes(w1) == [[3, 4]]
+    relu = next(n for n in nodes.values() if n.op == "aten::relu")
+    assert relu.name.startswith("_GraphNet/ReLU[act]/") and relu.input == [fc1.name]
+    (out,) = [n for n in nodes.values() if n.name.startswith("output/")]
+    assert out.name == "output/output.1" and shapes(out) == [[5, 2]]
+    mul = nodes[out.input[0]]
+    assert mul.op == "aten::mul" and mul.name.startswith("_GraphNet/") and "2" in \
+        mul.attr["attr"].s.decode()
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    class TNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.act, self.fc2 = (torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                                            torch.nn.Linear(3, 2))
+
+        def forward(self, x):
+            return self.fc2(self.act(self.fc1(x))) * 2
+    tdir = tmp_path / "torch"
+    with TorchWriter(str(tdir)) as tw:
+        tw.add_graph(TNet(), torch.randn(5, 4))
+    tnodes = load(tdir).Graph().node
+    # the same op kinds under the same module scopes as torch's graph
+    want = sorted((n.name.rsplit("/", 1)[0].replace("TNet", "_GraphNet"), n.op)
+                  for n in tnodes if n.op.startswith("aten::"))
+    got = sorted((n.name.rsplit("/", 1)[0], n.op) for n in nodes.values()
+                 if n.op.startswith("aten::"))
+    assert got == want
+
+
+def test_add_graph_errors(tmp_path):
+    class Branchy(ember.nn.Module):
+        def forward(self, x):
+            return x * float(np.from_dlpack(x).max())     # a view escapes: not capturable
+
+    with SummaryWriter(tmp_path) as w:
+        with pytest.raises(TypeError, match="nn.Module"):
+            w.add_graph(lambda x: x, ember.ones(2))
+        with pytest.raises(ValueError, match="input_to_model"):
+            w.add_graph(_GraphNet())
+        with pytest.raises(RuntimeError, match="add_graph.*'__dlpack__'"):
+            w.add_graph(Branchy(), ember.ones(2))
+
+
+def test_add_graph_of_a_model_that_reads_a_value(tmp_path):
+    class Gate(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = ember.nn.Linear(3, 3)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h * 2 if h.sum() > 0 else -h
+
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(Gate(), ember.randn(2, 3))
+    ops = [n.op for n in load(tmp_path).Graph().node]
+    assert ops.count("aten::item") == 1 and "aten::linear" in ops and "aten::gt" in ops

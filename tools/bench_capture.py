@@ -1,6 +1,7 @@
 """ember.compile capture figures: capture time of a 2-layer transformer block and a
 ResNet-style CNN, per-call guard-check cost, and the per-call overhead of a compiled
-function over the eager one (medians, backend="eager").
+function over the eager one, and of a function split at a value check (medians,
+backend="eager").
 
     .venv/bin/python tools/bench_capture.py
 """
@@ -74,6 +75,19 @@ def main():
         print(f"{name}: capture {statistics.median(caps) * 1e3:.1f} ms beyond one eager call "
               f"({n} nodes); guard check {tg * 1e6:.2f} us per call; eager "
               f"{te * 1e3:.3f} ms, compiled {tc * 1e3:.3f} ms per call")
+
+    # a graph split at a value read into Python: two graphs and a check between them
+    def branchy(t):
+        return (t * 2).relu() if t.sum() > 0 else (t - 1).relu()
+    x = ember.randn(64)
+    cb = ember.compile(branchy, backend="eager")
+    pos, neg = x.abs(), -x.abs()
+    cb(pos), cb(neg)
+    te, tc = med(lambda: branchy(pos), 20000), med(lambda: cb(pos), 20000)
+    tm = med(lambda: cb(neg), 20000)
+    print(f"value-checked branch (graph, check, graph): eager {te * 1e6:.2f} us, compiled "
+          f"{tc * 1e6:.2f} us (first entry's check holds), {tm * 1e6:.2f} us (second entry, "
+          f"resumed after the first one's check failed)")
 
 
 if __name__ == "__main__":

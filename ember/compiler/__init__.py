@@ -404,6 +404,11 @@ def _disabled_depth() -> int:
     return getattr(_state, "disabled", 0)
 
 
+def _rerunning() -> bool:
+    """Whether a compiled call is starting over after a failed check on this thread."""
+    return getattr(_state, "replay_memo", None) is not None
+
+
 def _active_capture() -> Any:
     stack = getattr(_state, "captures", None)
     return stack[-1] if stack else None
@@ -544,12 +549,21 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
     @functools.wraps(fn)
     def run_eagerly(*args: Any, **kwargs: Any) -> Any:
         cap = _active_capture()
-        if cap is not None and cap.break_reason is None:
-            cap.graph_break(getattr(fn, "__name__", "fn"), "call to a function marked "
-                            "ember.compiler.disable")
+        # (inside another disable'd function: that one's result is what is reused)
+        memo = None if _disabled_depth() else getattr(_state, "replay_memo", None)
+
+        def run() -> Any:
+            if memo is not None:
+                # a call starting over after a failed check: what fn returned when the
+                # replay ran it is its result (it runs once per call)
+                return memo.call(fn, lambda: fn(*args, **kwargs))
+            return fn(*args, **kwargs)
         _state.disabled = _disabled_depth() + 1
         try:
-            return fn(*args, **kwargs)
+            if cap is not None and cap.break_reason is None and not cap.suspended:
+                # run between two graphs on every replay (or break the graph)
+                return cap.call_eagerly(getattr(fn, "__name__", "fn"), fn, args, kwargs, run)
+            return run()
         finally:
             _state.disabled -= 1
     run_eagerly._ember_disabled = True  # type: ignore[attr-defined]
@@ -653,6 +667,7 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         reasons = []
         guards: list[str] = []
         if entry is not None:
+            reasons += entry.split_reasons
             if entry.reason is not None and entry.reason != "no tensor ops":
                 reasons.append(entry.reason)
             spec, leaves, alias, sw = entry.key
@@ -660,6 +675,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
                           f"deterministic={sw[2]}, default_device={sw[3]}")
             for name, k in zip(getattr(code, "_leaf_names", []), leaves):
                 guards.append(f"{name}: {k!r}")
+            if getattr(entry, "program", False):     # the checks between the graphs
+                guards += entry.compiled.describe_checks()
             for _, k, v in entry.guards.items + entry.module_guards.items:
                 if isinstance(v, tuple):
                     guards.append(f"{k}: {list(v)}")

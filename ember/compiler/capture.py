@@ -5,11 +5,15 @@ The first call with a new guard set runs the function for real with a
 :class:`_Capture` mode installed; each op is executed and recorded.  User
 tensor inputs become placeholders, and so do the parameters and buffers of
 the modules involved (fetched by attribute path on every call, so optimizer
-steps and reassigned parameters are seen).  When something cannot be
-replayed faithfully (a tensor value read into Python, a data-dependent
-shape, a mutation the dispatcher did not see, a Python side effect) the
-capture *breaks*: that guard set runs eagerly from then on.  Replaying a
-graph never bakes a value that a guard does not protect.
+steps and reassigned parameters are seen).  A tensor value read into Python
+(``item``, ``float(t)``, ``if t > 0``, small ``tolist``/``numpy``), an op with a
+data-dependent output shape and a ``disable``d function *split* the graph:
+the capture goes on, and replays check the value (or output shapes) between
+the pieces (:mod:`ember.compiler.segments`).  When something cannot be
+replayed faithfully (a view of the data escaping (DLPack, a returned array), a mutation the
+dispatcher did not see, a Python side effect, a split after an in-place
+update of an input) the capture *breaks*: that guard set runs eagerly from
+then on.  Replaying a graph never bakes a value that a guard does not protect.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ember import _switches
 from ember import compiler as _compiler
 from ember._C import core as _core
 from ember.autograd._hooks import _hook_writes
+from ember.compiler import segments
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
@@ -45,6 +50,11 @@ _DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_conse
                              "bincount", "argwhere", "masked_scatter", "masked_scatter_"})
 _TO_PYTHON = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__",
                         "__dlpack__"})
+# breaks the program is split at: values read into Python (guarded by value) and ops
+# run eagerly between two graphs (their output shapes guarded)
+_VALUE_READS = frozenset({"item", "tolist", "numpy", "__array__", "__array_interface__"})
+_TOLIST_MAX = 1024        # values at most (tolist, numpy): each replay compares them
+_EAGER_STEPS = _DATA_DEPENDENT | {"getitem", "repeat_interleave"}
 # in-place ops whose first argument is written
 _INPLACE_EXTRA = frozenset({"setitem", "copy_", "fill_"})
 
@@ -99,6 +109,11 @@ def leaf_key(x: Any) -> Any:
     if isinstance(x, (_core.DType, _core.Device)):
         return x
     return (type(x), id(x))
+
+
+def _rng_state() -> tuple[int, int]:
+    from ember._C.random import default_generator as g
+    return (g.initial_seed(), g.get_offset())
 
 
 _grad_on = _core.is_grad_enabled
@@ -381,10 +396,12 @@ def snapshot(mods: list, fn: Any, leaves: list = ()) -> dict:
 class _Capture(DispatchMode):
     """Records every op the dispatcher runs into ``self.graph``."""
 
-    def __init__(self, fullgraph: bool, export: bool = False) -> None:
+    def __init__(self, fullgraph: bool, export: bool = False, split: bool = False) -> None:
         self.graph = Graph()
         self.export = export        # name lifted inputs p_<path> / b_<path> as torch.export
         self.fullgraph = fullgraph
+        # go on past breaks that can split the program (see segments.py)
+        self.split = split and not fullgraph and not export
         self.env: dict[int, tuple[Node, Any]] = {}   # id(tensor) -> (node, tensor)
         self.versions: dict[int, int] = {}           # storage id -> version last seen
         self.inputs: list[Any] = []                  # example inputs, placeholder order
@@ -403,9 +420,22 @@ class _Capture(DispatchMode):
         self.n_ops = 0
         self.suspended = 0
         self._last_placeholder: Node | None = None
+        self._last_op: Node | None = None
+        # the scopes of the modules being called, while a caller tracks them: the
+        # innermost becomes each node's meta["nn_scope"] (TensorBoard groups by it)
+        self.scope: list[str] | None = None
+        self.report = True      # count and log splits (ember.compile's captures do)
         self.grad_start = self.grad_state = _core.is_grad_enabled()
         self.inference_start = _core.is_inference_mode_enabled()
         self.thread = threading.get_ident()
+        # graph breaks the program is split at (it goes on compiled): reasons, in order
+        self.split_reasons: list[str] = []
+        self.values: dict[Node, Any] = {}              # node -> its value while capturing
+        # why a replay could not be abandoned at a failed value/shape check and the
+        # function run again from the start (it changed state a rerun would see)
+        self.impure: str | None = None
+        self.rng_start = _rng_state()
+        self.rng_restore = False       # random numbers drawn before a check: replays restore
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -419,6 +449,7 @@ class _Capture(DispatchMode):
         self._last_placeholder = node
         node.meta["tensor_meta"] = _extract_tensor_metadata(t)
         self.env[id(t)] = (node, t)
+        self.values[node] = t
         self.inputs.append(t)
         self.input_nodes.append(node)
         sid = t._storage_id()
@@ -457,11 +488,108 @@ class _Capture(DispatchMode):
             # the dispatcher's Python key is process-wide: other threads' ops pass through
             return func(*args, **kwargs)
         reason = self._check(name, args, kwargs)
+        if reason is not None and self.split and self._check_inputs(args, kwargs) is None:
+            # the op itself breaks the graph (not its inputs): split the program there
+            dd = self._data_dependent(name, args, kwargs)
+            if dd is not None:
+                refusal = self.split_refusal(name, dd, args)
+                if refusal is None:
+                    return self._split(name, func, args, kwargs, dd)
+                reason = refusal
+            elif self.split_refusal(name, reason, args, opaque=True) is None:
+                # a write through aliasing inputs: run it between two graphs
+                return self._split(name, func, args, kwargs, reason)
         if reason is not None:
             self.graph_break(name, reason)
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
         self._record(name, func, args, kwargs, out)
+        return out
+
+    # ---- graph breaks that split the program -------------------------------------------
+    def split_refusal(self, name: str, reason: str, args: tuple = (), opaque: bool = False
+                      ) -> str | None:
+        """None when the capture can go on past a break at op ``name`` (or an
+        ``opaque`` function run eagerly), see segments.py; otherwise the reason the
+        whole guard set runs eagerly, as for other breaks."""
+        if not self.split:
+            return reason
+        if not opaque and name not in _VALUE_READS and name not in _EAGER_STEPS:
+            return reason
+        if name in _VALUE_READS and args[0].numel() > _TOLIST_MAX:
+            return f"{reason} ({args[0].numel()} values; at most {_TOLIST_MAX} are checked)"
+        if self.impure is not None:
+            return f"{reason}; the graph cannot be split here because {self.impure} before it"
+        if _rng_state() != self.rng_start:
+            self.rng_restore = True
+        return None
+
+    def _split(self, name: str, func: Callable, args: tuple, kwargs: dict,
+               reason: str, run: Callable[[], Any] | None = None) -> Any:
+        where = user_frame_summary()
+        self.split_reasons.append(f"{reason}\n  {where}")
+        if self.report:
+            _compiler.counters["graph_break"][reason] += 1
+            _compiler._log("graph_breaks", f"Graph break at {name!r} (the graph is split "
+                           f"there): {reason}\n  {where}")
+        out = func(*args, **kwargs) if run is None else run()
+        self._sync_grad_mode(_core.is_grad_enabled())
+        line = where.splitlines()[-1].strip()
+        if name in _VALUE_READS and not self.suspended:
+            self.n_ops += 1
+            src = self.env[id(args[0])][0]
+            dtype = args[1] if name == "__array__" and len(args) > 1 else None
+            node = self.graph.call_function(segments.read_value, (src, name) + (
+                (dtype,) if dtype is not None else ()))
+            # a NumPy result shares the tensor's memory: keep the values read now
+            seen = out if name in ("item", "tolist") else \
+                segments.read_value(args[0], name, dtype)
+            node.meta.update(split="value", guard_value=seen,
+                             guard_label=f"Tensor.{name}() of {src.name} at `{line}`")
+        else:
+            self._record(name, func, args, kwargs, out)
+            node = self._last_op
+            node.meta.update(split="eager", eager_fn=func, opaque=self.suspended > 0,
+                             guard_shapes=segments.output_guard(out),
+                             guard_label=f"{name} at `{line}`")
+        node.meta["stack_trace"] = where
+        return out
+
+    def call_eagerly(self, name: str, fn: Callable, args: tuple, kwargs: dict,
+                     run: Callable[[], Any] | None = None) -> Any:
+        """Run ``fn`` (a function marked ``ember.compiler.disable``) as an eager step
+        between two graphs, or break the graph where that is not possible.  ``run``
+        produces the result instead of calling ``fn`` (it may take what ``fn``
+        returned earlier in this call: a replay that failed a later check ran it)."""
+        if run is None:
+            def run() -> Any:
+                return fn(*args, **kwargs)
+        reason = "call to a function marked ember.compiler.disable"
+        leaves: list = []
+        flatten((args, kwargs), leaves)
+        bad = self._check_inputs(args, kwargs)
+        if bad is None and not all(isinstance(x, TensorBase) or type(x) in _SCALARS or
+                                   isinstance(x, (_core.DType, _core.Device))
+                                   for x in leaves):
+            bad = f"{reason} with an argument a replay could not pass again"
+        bad = bad or self.split_refusal(name, reason, opaque=True)
+        if bad is not None:
+            self.graph_break(name, bad)
+            return run()
+        seen = {id(t): t._version for _, t in self.env.values()}
+        self.suspended += 1
+        try:
+            out = self._split(name, fn, args, kwargs, reason, run)
+        finally:
+            self.suspended -= 1
+        outs: list = []
+        flatten(out, outs)
+        if not all(isinstance(x, TensorBase) or type(x) in _SCALARS for x in outs):
+            self.graph_break(name, f"{reason} returning a {type(out).__name__}")
+        for _, t in self.env.values():
+            if seen.get(id(t), t._version) != t._version:   # it wrote a captured tensor
+                self.versions[t._storage_id()] = t._version
+                self.impure = f"{name} (run eagerly) modified a tensor in place"
         return out
 
     def graph_break(self, op: str, reason: str) -> None:
@@ -484,6 +612,11 @@ class _Capture(DispatchMode):
         return acc
 
     def _check(self, name: str, args: tuple, kwargs: dict) -> str | None:
+        """Why op ``name`` cannot be recorded into the graph (None: it can)."""
+        return (self._check_inputs(args, kwargs) or self._data_dependent(name, args, kwargs)
+                or self._check_inplace(name, args, kwargs))
+
+    def _check_inputs(self, args: tuple, kwargs: dict) -> str | None:
         ts = self._tensors(args, [])
         self._tensors(kwargs, ts)
         for t in ts:
@@ -501,6 +634,9 @@ class _Capture(DispatchMode):
                     return "requires_grad was changed outside the dispatcher (requires_grad_)"
         if _core.is_inference_mode_enabled() != self.inference_start:
             return "inference_mode changed inside the function"
+        return None
+
+    def _data_dependent(self, name: str, args: tuple, kwargs: dict) -> str | None:
         if name in _TO_PYTHON:
             return (f"Tensor.{name}() reads a tensor's value into Python (data-dependent "
                     f"control flow or a Python scalar)")
@@ -510,8 +646,11 @@ class _Capture(DispatchMode):
                 isinstance(i, TensorBase) and i.dtype is _core.bool_
                 for i in (args[1] if isinstance(args[1], tuple) else (args[1],))):
             return "boolean mask indexing has a data-dependent output shape"
-        if name == "repeat_interleave" and len(ts) > 1:
+        if name == "repeat_interleave" and len(self._tensors((args, kwargs), [])) > 1:
             return "repeat_interleave with tensor repeats has a data-dependent output shape"
+        return None
+
+    def _check_inplace(self, name: str, args: tuple, kwargs: dict) -> str | None:
         if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_EXTRA or \
                 kwargs.get("out") is not None:
             target = kwargs.get("out") if kwargs.get("out") is not None else \
@@ -617,6 +756,11 @@ class _Capture(DispatchMode):
             node = self.graph.call_function(func, nargs, nkwargs)
         node.meta["stack_trace"] = user_frame_summary()
         node.meta["op_name"] = name        # the dispatcher's name (for code generators)
+        self._last_op = node
+        if self.scope:
+            node.meta["nn_scope"] = self.scope[-1]
+        if self.impure is None:
+            self.impure = self._impurity(name, args, kwargs)
         for t in self._tensors(args, []) + self._tensors(kwargs, []):
             self.versions[t._storage_id()] = t._version
         if isinstance(out, TensorBase):
@@ -634,7 +778,22 @@ class _Capture(DispatchMode):
                     metas.append(o)
             node.meta["tensor_meta"] = tuple(metas)
 
+    def _impurity(self, name: str, args: tuple, kwargs: dict) -> str | None:
+        """Why running op ``name`` twice would differ from running it once (None: it
+        would not): it writes an input, a parameter or a buffer, or draws from a
+        generator passed to it."""
+        if kwargs.get("generator") is not None:
+            return f"{name} drew random numbers from a generator passed to it"
+        target = kwargs.get("out") if kwargs.get("out") is not None else \
+            (args[0] if args else None)
+        if ((name.endswith("_") and not name.endswith("__")) or name in _INPLACE_EXTRA or
+                kwargs.get("out") is not None) and isinstance(target, TensorBase) and \
+                target._storage_id() in self.input_storages:
+            return f"in-place {name} modified an input, a parameter or a buffer"
+        return None
+
     def _bind(self, t: Any, node: Node) -> None:
+        self.values[node] = t
         self.env[id(t)] = (node, t)
         self.versions[t._storage_id()] = t._version
 
@@ -680,6 +839,15 @@ class _Capture(DispatchMode):
 # cache entries and the compiled callable
 # ---------------------------------------------------------------------------
 
+GUARD_MISS = object()
+
+
+def _set_rng_state(state: tuple[int, int]) -> None:
+    from ember._C.random import default_generator as g
+    g.manual_seed(state[0])
+    g.set_offset(state[1])
+
+
 class _Entry:
     """One guard set: the compiled graph (or ``None``: run eagerly) and how to feed it."""
 
@@ -687,7 +855,7 @@ class _Entry:
                  user_idx: list[int], lifted: list, lifted_keys: list, out_spec: Any,
                  consts: list, reason: str | None = None, gm: GraphModule | None = None,
                  module_guards: StateGuards | None = None, leaves: list | None = None,
-                 lifted_paths: list | None = None) -> None:
+                 lifted_paths: list | None = None, rng_restore: bool = False) -> None:
         self.key = key
         self.guards = guards
         self.module_guards = module_guards or StateGuards()
@@ -699,6 +867,11 @@ class _Entry:
         self.volatile = [i for i, (kind, _) in enumerate(lifted_paths or ())
                          if kind not in ("_parameters", "_buffers", "_attr")]
         self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
+        self.program = isinstance(compiled, segments.Program)
+        self.rng_restore = rng_restore
+        self.miss: str | None = None
+        self.miss_at: Any = None
+        self.split_reasons: list[str] = []      # breaks the program goes on past
         self.compiled = compiled
         self.user_idx = user_idx
         self.lifted = lifted
@@ -739,13 +912,31 @@ class _Entry:
             self.checked_writes, self.checked_rg = writes, rg
         return None
 
-    def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list) -> Any:
+    def run(self, fn: Callable, args: tuple, kwargs: dict, leaves: list,
+            resume: Any = None) -> Any:
+        """The call's result, or ``GUARD_MISS`` when a value or shape read on the way
+        differs from the captured one (``self.miss`` says which, ``self.miss_at``
+        where: another entry sharing the steps before it goes on from there)."""
         if self.compiled is None:
             return fn(*args, **kwargs)
         inputs = [leaves[i] for i in self.user_idx] + [f(leaves) for f in self.lifted]
-        if self.single:
+        if self.program:
+            rng = _rng_state() if self.rng_restore else None
+            try:
+                res = self.compiled(*inputs, resume=resume)
+            except segments.GuardMiss as e:
+                # nothing before the check changed state (capture made sure), but
+                # grad mode and the generator may have moved: a fresh run starts clean
+                _core._set_grad_enabled(self.key[3][0])
+                if rng is not None:
+                    _set_rng_state(rng)
+                self.miss, self.miss_at = str(e), e
+                return GUARD_MISS
+            outs = iter(res)
+        elif self.single:
             return self.compiled(*inputs)[0]
-        outs = iter(self.compiled(*inputs))
+        else:
+            outs = iter(self.compiled(*inputs))
         return unflatten(self.out_spec, (next(outs) if c is _MISSING else c
                                          for c in self.consts))
 
@@ -789,16 +980,36 @@ class CompiledCode:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiler = _compiler
-        if _core._mode_active() or compiler._disabled_depth():
-            # inside ember.compiler.disable, or nested inside another capture/mode:
-            # run as written (an enclosing capture records these ops itself)
+        if _core._mode_active() or compiler._disabled_depth() or compiler._rerunning():
+            # inside ember.compiler.disable, or nested inside another capture/mode, or
+            # inside a call starting over (its disable'd functions' results are reused
+            # in order): run as written (an enclosing capture records these ops itself)
             return self.fn(*args, **kwargs)
         key, leaves = self.key_of(args, kwargs)
         entries = self.cache.get(key)
+        miss = resume = None
         if entries:
             for e in entries:
                 if e.failed_guard(leaves) is None:
-                    return e.run(self.fn, args, kwargs, leaves)
+                    r = e.run(self.fn, args, kwargs, leaves, resume)
+                    if r is not GUARD_MISS:
+                        return r
+                    miss, resume = e.miss, e.miss_at
+                    e.miss_at = None      # it holds this call's values: not past the call
+        if resume is not None and resume.memo is not None:
+            # functions marked disable that the failed replay ran: the rerun below
+            # takes their results instead of running them again
+            resume.memo.pos = 0
+            compiler._state.replay_memo = resume.memo
+            try:
+                return self._miss(key, entries, leaves, args, kwargs, miss)
+            finally:
+                compiler._state.replay_memo = None
+        return self._miss(key, entries, leaves, args, kwargs, miss)
+
+    def _miss(self, key: tuple, entries: list | None, leaves: list, args: tuple,
+              kwargs: dict, miss: str | None) -> Any:
+        compiler = _compiler
         if self.over_limit:
             return self.fn(*args, **kwargs)
         # a backend may supply the entry without a capture run: kept on disk by an
@@ -814,14 +1025,14 @@ class CompiledCode:
             return entry.run(self.fn, args, kwargs, leaves)
         if self.n_entries >= compiler.config.cache_size_limit:
             self.over_limit = True
-            reason = self._miss_reason(key, entries, leaves)
+            reason = miss or self._miss_reason(key, entries, leaves)
             warnings.warn(f"ember.compile: {getattr(self.fn, '__qualname__', self.fn)} hit "
                           f"config.cache_size_limit ({compiler.config.cache_size_limit}); "
                           f"it runs eagerly from now on. Last guard that failed: {reason}",
                           RuntimeWarning, stacklevel=2)
             return self.fn(*args, **kwargs)
         if self.n_entries:
-            reason = self._miss_reason(key, entries, leaves)
+            reason = miss or self._miss_reason(key, entries, leaves)
             compiler.counters["recompiles"][reason] += 1
             compiler._log("recompiles", f"Recompiling {getattr(self.fn, '__qualname__', '')}: "
                           f"{reason}")
@@ -868,7 +1079,7 @@ class CompiledCode:
         compiler = _compiler
         labels = self._leaf_labels(args, kwargs)
         self._leaf_names = labels
-        cap = _Capture(self.fullgraph)
+        cap = _Capture(self.fullgraph, split=True)
         user_idx = []
         for i, (x, lab) in enumerate(zip(leaves, labels)):
             if isinstance(x, TensorBase):
@@ -934,25 +1145,38 @@ class CompiledCode:
                            module_guards=module_guards)
         else:
             holder = _Holder(cap.constants)
-            gm = GraphModule(holder, cap.graph, "GraphModule")
-            gm.meta["capture_time_s"] = time.perf_counter() - t0
-            compiler._log("graph", gm.print_readable(print_output=False))
-            compiler._compiling.depth += 1
-            try:
-                compiled = self.backend.compile(gm, list(cap.inputs), mode=self.mode,
-                                                options=self.options)
-            finally:
-                compiler._compiling.depth -= 1
-            if not callable(compiled):
-                raise TypeError(f"ember.compile(): backend {self.backend.name!r} returned "
-                                f"{type(compiled).__name__}, not a callable")
+            capture_time = time.perf_counter() - t0
+
+            def compile_graph(gm: GraphModule, example_inputs: list) -> Callable:
+                gm.meta["capture_time_s"] = capture_time
+                compiler._log("graph", gm.print_readable(print_output=False))
+                compiler._compiling.depth += 1
+                try:
+                    compiled = self.backend.compile(gm, example_inputs, mode=self.mode,
+                                                    options=self.options)
+                finally:
+                    compiler._compiling.depth -= 1
+                if not callable(compiled):
+                    raise TypeError(f"ember.compile(): backend {self.backend.name!r} "
+                                    f"returned {type(compiled).__name__}, not a callable")
+                compiler.counters["stats"]["unique_graphs"] += 1
+                return compiled
+            if cap.split_reasons:
+                compiled = segments.split_program(cap.graph, holder, cap.values,
+                                                  compile_graph)
+                gm = compiled.graphs[0] if compiled.graphs else None
+            else:
+                gm = GraphModule(holder, cap.graph, "GraphModule")
+                compiled = compile_graph(gm, list(cap.inputs))
             lifted_keys = [tensor_key(f(leaves)) for f in cap.lifted]
             entry = _Entry(key, entry_guards, compiled, user_idx, cap.lifted, lifted_keys,
                            out_spec, consts, gm=gm, module_guards=module_guards,
-                           leaves=leaves, lifted_paths=cap.lifted_paths)
-            compiler.counters["stats"]["unique_graphs"] += 1
+                           leaves=leaves, lifted_paths=cap.lifted_paths,
+                           rng_restore=cap.rng_restore)
+            entry.split_reasons = cap.split_reasons
             persist = getattr(self.backend, "persist", None)
-            if persist is not None:
+            if persist is not None and not entry.program:
+                # (a split program is not one graph of the whole function)
                 persist(self, entry, key, leaves)
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "

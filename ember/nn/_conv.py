@@ -13,6 +13,21 @@ from ember._check import _check
 __all__ = ["conv3d", "conv_transpose3d", "conv_tbc"]
 
 
+def _one_op(fn):
+    """Under a dispatch mode (graph capture, export), ``fn`` is one op named after it
+    rather than the 2-D ops it is composed of (ONNX has Conv/ConvTranspose for 3-D)."""
+    from functools import wraps
+
+    from ember._C import core
+
+    @wraps(fn)
+    def op(*args, **kwargs):
+        if core._mode_active():
+            return core._dispatch(fn.__name__, fn, args, kwargs)
+        return fn(*args, **kwargs)
+    return op
+
+
 def _triple(v, name, op):
     if isinstance(v, (tuple, list)):
         _check(len(v) in (1, 3), lambda: f"{op}: expected {name} to be a single integer or a "
@@ -32,6 +47,7 @@ def _check_input(op, input, weight, cin, groups):
                                           f"{input.shape[1]} channels instead")
 
 
+@_one_op
 def conv3d(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor | None = None,
            stride=1, padding=0, dilation=1, groups: int = 1) -> ember.Tensor:
     """3-D convolution of ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``) input with a
@@ -102,6 +118,7 @@ def conv3d(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor | None 
     return out.squeeze(0) if unbatched else out
 
 
+@_one_op
 def conv_transpose3d(input: ember.Tensor, weight: ember.Tensor,
                      bias: ember.Tensor | None = None, stride=1, padding=0, output_padding=0,
                      groups: int = 1, dilation=1) -> ember.Tensor:

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ember import Tensor
 from ember.fx.node import Node
+from ember.onnx._symbolic import SymExpr
 
 _INT_MAX = 2 ** 63 - 1
 
@@ -55,6 +56,8 @@ class _Builder:
         self.sym_source: dict[str, tuple[str, int]] = {}
         self._sym_dims: dict[str, str] = {}
         self._count = 0
+        # node -> output dims as ints and SymExprs, when sizes were traced (_symbolic.py)
+        self.shapes: dict | None = None
 
     def fresh(self, base: str) -> str:
         self._count += 1
@@ -80,6 +83,33 @@ class _Builder:
 
     def ints(self, values: list[int]) -> str:
         return self.const(np.asarray(values, dtype=np.int64), "ints")
+
+
+def _shape_tensor(b: _Builder, dims: list) -> str:
+    """An int64 1-D tensor of ``dims`` (ints, and SymExprs computed at run time)."""
+    if all(isinstance(d, int) for d in dims):
+        return b.ints(list(dims))
+    return b.op("Concat", [b.ints([d]) if isinstance(d, int) else d.emit(b) for d in dims],
+                "shape", axis=0)
+
+
+def _scalar_of(b: _Builder, v: Any, dtype: Any) -> str:
+    """A 0-d tensor of ``dtype`` holding ``v`` (a number or a SymExpr)."""
+    if isinstance(v, SymExpr):
+        t = b.op("Reshape", [v.emit(b), b.ints([])], "size")
+        return b.op("Cast", [t], "size", to=_onnx_dtype(dtype))
+    np_dtype = helper.tensor_dtype_to_np_dtype(_onnx_dtype(dtype))
+    return b.const(np.asarray(v, dtype=np_dtype), "scalar")
+
+
+def _traced_shape(b: _Builder, node: Any) -> list | None:
+    """The node's output dims with traced sizes, or None when sizes were not traced."""
+    return None if b.shapes is None else b.shapes.get(node)
+
+
+def _dyn_of(dims: list) -> list:
+    return [_Dim.of({s: 1 for s in d.syms}) if isinstance(d, SymExpr) else frozenset()
+            for d in dims]
 
 
 def _node_meta(node: Any) -> tuple[tuple, Any]:
@@ -162,6 +192,8 @@ def _same(b: _Builder, node: Any, x: _Value, name: str, dyn: list | None = None)
 def _as_input(b: _Builder, v: Any, like: _Value) -> _Value:
     if isinstance(v, _Value):
         return v
+    if isinstance(v, SymExpr):
+        return _Value(_scalar_of(b, v, like.dtype), (), like.dtype, [])
     arr = np.asarray(v, dtype=onnx.helper.tensor_dtype_to_np_dtype(_onnx_dtype(like.dtype)))
     return _Value(b.const(arr, "scalar"), (), like.dtype, [])
 
@@ -293,6 +325,110 @@ def _conv(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     return _same(b, node, x, out, [x.dyn[0]] + [set() for _ in range(nsp + 1)])
 
 
+def _conv_transpose(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    names = ("input", "weight", "bias", "stride", "padding", "output_padding", "groups",
+             "dilation")
+    defaults = (None, None, None, 1, 0, 0, 1, 1)
+    a = {k: kwargs.get(k, args[i] if i < len(args) else defaults[i])
+         for i, k in enumerate(names)}
+    x, w = a["input"], a["weight"]
+    nsp = len(w.shape) - 2
+    p = _pair(a["padding"], nsp)
+    inputs = [x.name, w.name] + ([a["bias"].name] if a["bias"] is not None else [])
+    out = b.op("ConvTranspose", inputs, node.name, strides=_pair(a["stride"], nsp),
+               pads=p + p, output_padding=_pair(a["output_padding"], nsp),
+               dilations=_pair(a["dilation"], nsp), group=int(a["groups"]),
+               kernel_shape=list(w.shape[2:]))
+    return _same(b, node, x, out, [x.dyn[0]] + [set() for _ in range(nsp + 1)])
+
+
+def _select(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    x = args[0]
+    dim = _norm(int(kwargs.get("dim", args[1])), len(x.shape))
+    index = kwargs.get("index", args[2])
+    if isinstance(index, int) and index < 0:
+        index = index + x.shape[dim]
+    idx = b.op("Reshape", [_shape_tensor(b, [index]), b.ints([])], "index")
+    out = b.op("Gather", [x.name, idx], node.name, axis=dim)
+    return _same(b, node, x, out, x.dyn[:dim] + x.dyn[dim + 1:])
+
+
+def _trilu(upper: int) -> Callable:
+    def run(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+        x = args[0]
+        k = kwargs.get("diagonal", args[1] if len(args) > 1 else 0)
+        src, cast = x.name, None
+        if _dtype_name(x.dtype) == "bool":     # onnxruntime's Trilu has no bool kernel
+            src, cast = b.op("Cast", [src], "tri", to=TensorProto.INT32), TensorProto.BOOL
+        kk = b.op("Reshape", [_shape_tensor(b, [k]), b.ints([])], "k")
+        out = b.op("Trilu", [src, kk], "tri" if cast else node.name, upper=upper)
+        if cast is not None:
+            out = b.op("Cast", [out], node.name, to=cast)
+        return _same(b, node, x, out, _traced_dyn(b, node, x))
+    return run
+
+
+def _masked_fill(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    x, mask = args[0], kwargs.get("mask", args[1])
+    value = _as_input(b, kwargs.get("value", args[2] if len(args) > 2 else None), x)
+    out = b.op("Where", [mask.name, value.name, x.name], node.name)
+    return _same(b, node, x, out, _broadcast_dyn(x, mask))
+
+
+def _sdpa_fused(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    q, k, v, scale, causal = args[:5]
+    return _sdpa(b, node, (q, k, v), {"scale": scale, "is_causal": causal})
+
+
+def _fill_like(value: Any) -> Callable:
+    """``zeros_like``/``full_like``/``new_zeros``...: ConstantOfShape of the result's
+    shape (read from the input for ``*_like``, traced or static for ``new_*``)."""
+    def run(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+        x = args[0]
+        shape, dtype = _node_meta(node)
+        fill = value
+        if fill is None:       # full_like(x, v) / x.new_full(size, v)
+            fill = kwargs.get("fill_value", args[-1])
+        if isinstance(fill, (SymExpr, _Value)):
+            raise RuntimeError(f"ember.onnx.export(): {_op_name(node)} (node {node.name}) fills "
+                               f"with a value computed in the graph; no ONNX mapping")
+        if _op_name(node).endswith("_like"):
+            dims, dyn = b.op("Shape", [x.name], "shape"), x.dyn
+        else:
+            traced = _traced_shape(b, node)
+            dims = _shape_tensor(b, traced if traced is not None else list(shape))
+            dyn = _dyn_of(traced) if traced is not None else [set() for _ in shape]
+        np_dtype = helper.tensor_dtype_to_np_dtype(_onnx_dtype(dtype))
+        t = numpy_helper.from_array(np.asarray([fill], dtype=np_dtype), "value")
+        return _Value(b.op("ConstantOfShape", [dims], node.name, value=t), shape, dtype, dyn)
+    return run
+
+
+def _to(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    """``to``/``float``/``type`` to another dtype (device moves are no-ops in ONNX)."""
+    x = args[0]
+    shape, dtype = _node_meta(node)
+    if _dtype_name(dtype) == _dtype_name(x.dtype):
+        return x
+    return _Value(b.op("Cast", [x.name], node.name, to=_onnx_dtype(dtype)), shape, dtype,
+                  x.dyn)
+
+
+def _repeat(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    x = args[0]
+    reps = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list)) else args[1:]
+    reps = list(kwargs.get("repeats", reps))
+    name = x.name
+    extra = len(reps) - len(x.shape)
+    if extra > 0:
+        name = b.op("Unsqueeze", [name, b.ints(list(range(extra)))], "unsq")
+    out = b.op("Tile", [name, _shape_tensor(b, reps)], node.name)
+    shape, dtype = _node_meta(node)
+    traced = _traced_shape(b, node)
+    dyn = _dyn_of(traced) if traced is not None else [set() for _ in shape]
+    return _Value(out, shape, dtype, dyn)
+
+
 def _max_pool(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     names = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
              "return_indices")
@@ -330,6 +466,11 @@ def _layer_norm(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
 def _reshape(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     x = args[0]
     shape, dtype = _node_meta(node)
+    traced = _traced_shape(b, node)
+    if traced is not None:
+        spec = _shape_tensor(b, traced)
+        return _Value(b.op("Reshape", [x.name, spec], node.name), shape, dtype,
+                      _dyn_of(traced))
     target, dyn = _reshape_spec(b, x, shape, str(node.target))
     if all(isinstance(t, int) for t in target):
         spec = b.ints(target)
@@ -387,6 +528,10 @@ def _squeeze(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
 def _expand(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     x = args[0]
     shape, dtype = _node_meta(node)
+    traced = _traced_shape(b, node)
+    if traced is not None:
+        return _Value(b.op("Expand", [x.name, _shape_tensor(b, traced)], node.name), shape,
+                      dtype, _dyn_of(traced))
     off = len(shape) - len(x.shape)
     target, dyn = list(shape), [set() for _ in shape]
     for i, d in enumerate(x.dyn):
@@ -396,12 +541,22 @@ def _expand(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
 
 
 def _narrow(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
-    x, dim, start, length = args[0], int(args[1]), int(args[2]), int(args[3])
+    x, dim, start, length = args[0], int(args[1]), args[2], args[3]
     dim = _norm(dim, len(x.shape))
-    start = _norm(start, x.shape[dim])
-    out = b.op("Slice", [x.name, b.ints([start]), b.ints([start + length]), b.ints([dim])],
-               node.name)
-    return _same(b, node, x, out)
+    if isinstance(start, int) and start < 0:
+        start = _norm(start, x.shape[dim])
+    if isinstance(start, int) and isinstance(length, int):
+        end: Any = start + length
+    else:
+        end = b.op("Add", [_shape_tensor(b, [start]), _shape_tensor(b, [length])], "end")
+    ends = end if isinstance(end, str) else _shape_tensor(b, [end])
+    out = b.op("Slice", [x.name, _shape_tensor(b, [start]), ends, b.ints([dim])], node.name)
+    return _same(b, node, x, out, _traced_dyn(b, node, x))
+
+
+def _traced_dyn(b: _Builder, node: Any, x: _Value) -> list:
+    traced = _traced_shape(b, node)
+    return x.dyn if traced is None else _dyn_of(traced)
 
 
 def _getitem(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
@@ -422,27 +577,34 @@ def _getitem(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
             dyn.append(set())
             out_dim += 1
             continue
-        if isinstance(i, bool) or not isinstance(i, (int, slice)):
+        if isinstance(i, bool) or not isinstance(i, (int, slice, SymExpr)):
             raise RuntimeError(f"ember.onnx.export(): indexing with {type(i).__name__} "
                                "has no ONNX mapping")
-        if isinstance(i, int):
+        if isinstance(i, SymExpr):
+            starts.append(i), ends.append(SymExpr(i.const + 1, i.coef, i.syms))
+            axes.append(dim), steps.append(1)
+            squeeze.append(dim)
+        elif isinstance(i, int):
             s = _norm(i, x.shape[dim])
             starts.append(s), ends.append(s + 1), axes.append(dim), steps.append(1)
             squeeze.append(dim)
         else:
             if i != slice(None):
                 step = 1 if i.step is None else int(i.step)
-                starts.append(0 if i.start is None else int(i.start))
-                ends.append(_INT_MAX if i.stop is None else int(i.stop))
+                starts.append(0 if i.start is None else i.start)
+                ends.append(_INT_MAX if i.stop is None else i.stop)
                 axes.append(dim), steps.append(step)
             dyn.append(x.dyn[dim] if i == slice(None) else set())
             out_dim += 1
         dim += 1
     dyn += x.dyn[dim:]
+    traced = _traced_shape(b, node)
+    if traced is not None:
+        dyn = _dyn_of(traced)
     name = x.name
     if axes:
-        name = b.op("Slice", [name, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)],
-                    "slice")
+        name = b.op("Slice", [name, _shape_tensor(b, starts), _shape_tensor(b, ends),
+                              b.ints(axes), b.ints(steps)], "slice")
     if squeeze:
         name = b.op("Squeeze", [name, b.ints(squeeze)], "squeeze")
     if unsq:
@@ -566,9 +728,19 @@ def _sdpa(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     a = {k: kwargs.get(k, args[i] if i < len(args) else defaults[i])
          for i, k in enumerate(names)}
     q, k, v, mask = a["query"], a["key"], a["value"], a["attn_mask"]
-    if a["is_causal"] or a["dropout_p"]:
+    if a["dropout_p"]:
         raise RuntimeError("ember.onnx.export(): scaled_dot_product_attention with "
-                           "is_causal or dropout_p has no ONNX mapping")
+                           "dropout_p > 0 has no ONNX inference equivalent; call "
+                           "model.eval() before exporting")
+    if a["is_causal"]:
+        # tril(ones(L, S)) with L and S read from the query and key at run time
+        ls = b.op("Concat", [b.op("Shape", [q.name], "len", start=-2, end=-1),
+                             b.op("Shape", [k.name], "len", start=-2, end=-1)], "ls", axis=0)
+        one = helper.make_tensor("one", TensorProto.INT64, [1], [1])
+        ones = b.op("ConstantOfShape", [ls], "ones", value=one)
+        tri = b.op("Trilu", [ones], "tril", upper=0)
+        cmask = b.op("Cast", [tri], "causal", to=TensorProto.BOOL)
+        mask = _Value(cmask, (q.shape[-2], k.shape[-2]), "bool", [set(), set()])
     scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
     nd = len(k.shape)
     kt = b.op("Transpose", [k.name], "kt", perm=list(range(nd - 2)) + [nd - 1, nd - 2])
@@ -594,7 +766,9 @@ _TABLE: dict[str, Callable] = {
     "relu": _unary("Relu"), "tanh": _unary("Tanh"), "sigmoid": _unary("Sigmoid"),
     "exp": _unary("Exp"), "neg": _unary("Neg"), "sqrt": _unary("Sqrt"), "gelu": _gelu,
     "softmax": _softmax("Softmax"), "log_softmax": _softmax("LogSoftmax"),
-    "layer_norm": _layer_norm, "conv1d": _conv, "conv2d": _conv, "max_pool2d": _max_pool,
+    "layer_norm": _layer_norm, "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
+    "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose,
+    "conv_transpose3d": _conv_transpose, "max_pool2d": _max_pool,
     "max_pool1d": _max_pool,
     "reshape": _reshape, "view": _reshape, "flatten": _reshape, "transpose": _transpose,
     "t": _transpose, "permute": _permute, "unsqueeze": _unsqueeze, "squeeze": _squeeze,
@@ -611,6 +785,12 @@ _TABLE: dict[str, Callable] = {
     "pow": _binary("Pow"), "__pow__": _binary("Pow"), "abs": _unary("Abs"),
     "log": _unary("Log"), "erf": _unary("Erf"),
     "dropout": _dropout, "contiguous": _identity, "clone": _identity, "detach": _identity,
+    "to": _to, "float": _to, "type": _to, "repeat": _repeat, "select": _select,
+    "tril": _trilu(0), "triu": _trilu(1), "logical_not": _unary("Not"),
+    "masked_fill": _masked_fill, "sdpa_fused": _sdpa_fused,
+    "zeros_like": _fill_like(0), "ones_like": _fill_like(1), "empty_like": _fill_like(0),
+    "full_like": _fill_like(None), "new_zeros": _fill_like(0), "new_ones": _fill_like(1),
+    "new_empty": _fill_like(0), "new_full": _fill_like(None),
 }
 
 
@@ -620,6 +800,18 @@ def _op_name(node: Any) -> str:
     if node.target is operator.getitem:
         return "getitem"
     return getattr(node.target, "__name__", str(node.target))
+
+
+def _syms_in(a: Any) -> list:
+    if isinstance(a, SymExpr):
+        return [a]
+    if isinstance(a, (list, tuple)):
+        return [s for x in a for s in _syms_in(x)]
+    if isinstance(a, dict):
+        return [s for x in a.values() for s in _syms_in(x)]
+    if isinstance(a, slice):
+        return _syms_in((a.start, a.stop, a.step))
+    return []
 
 
 def _has_node(a: Any) -> bool:
@@ -636,10 +828,65 @@ def _dim_param(spec: Any, name: str, i: int) -> str:
     return f"{name}_dynamic_axes_{i + 1}" if i in spec else ""
 
 
+# ops that take sizes computed from dynamic axes (SymExprs) among their arguments
+_SIZE_OPS = frozenset({"reshape", "view", "flatten", "expand", "narrow", "getitem",
+                       "__getitem__", "add", "__add__", "__radd__", "sub", "__sub__", "rsub",
+                       "__rsub__", "mul", "__mul__", "__rmul__", "div", "truediv",
+                       "__truediv__", "__rtruediv__", "repeat", "select", "new_zeros",
+                       "new_ones", "new_empty", "new_full"})
+_FILLS = {"zeros": 0, "ones": 1, "empty": 0, "full": None}
+
+
+def _has_sym(a: Any) -> bool:
+    if isinstance(a, SymExpr):
+        return True
+    if isinstance(a, (list, tuple)):
+        return any(_has_sym(x) for x in a)
+    if isinstance(a, dict):
+        return any(_has_sym(x) for x in a.values())
+    if isinstance(a, slice):
+        return any(_has_sym(x) for x in (a.start, a.stop, a.step))
+    return False
+
+
+def _sized_factory(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
+    """A factory whose size comes from a dynamic axis: ConstantOfShape / Range."""
+    name = _op_name(node)
+    shape, dtype = _node_meta(node)
+    dims = b.shapes[node]
+    if name in _FILLS:
+        value = _FILLS[name]
+        if value is None:
+            value = kwargs.get("fill_value", args[1] if len(args) > 1 else None)
+        if isinstance(value, SymExpr):
+            raise RuntimeError(f"ember.onnx.export(): {name} (node {node.name}) fills with a "
+                               f"value computed from a dynamic size; no ONNX mapping")
+        np_dtype = helper.tensor_dtype_to_np_dtype(_onnx_dtype(dtype))
+        fill = numpy_helper.from_array(np.asarray([value], dtype=np_dtype), "value")
+        out = b.op("ConstantOfShape", [_shape_tensor(b, dims)], node.name, value=fill)
+    elif name == "arange":
+        start = kwargs.get("start", args[0] if args else 0)
+        end = kwargs.get("end", args[1] if len(args) > 1 else None)
+        step = kwargs.get("step", args[2] if len(args) > 2 else 1)
+        if end is None:           # arange(end)
+            start, end = 0, start
+        out = b.op("Range", [_scalar_of(b, start, dtype), _scalar_of(b, end, dtype),
+                             _scalar_of(b, step, dtype)], node.name)
+    else:
+        raise RuntimeError(f"ember.onnx.export(): the op '{name}' (node {node.name}) builds a "
+                           f"tensor whose size comes from a dynamic axis; no ONNX mapping")
+    return _Value(out, shape, dtype, _dyn_of(dims))
+
+
 def build_model(ep: Any, input_names: list[str] | None, output_names: list[str] | None,
-                dynamic_axes: dict, opset: int) -> onnx.ModelProto:
-    """The ONNX model for ExportedProgram ``ep``."""
+                dynamic_axes: dict, opset: int, sizes: tuple | None = None
+                ) -> onnx.ModelProto:
+    """The ONNX model for ExportedProgram ``ep``; ``sizes`` is (node -> args with
+    SymExprs, node -> output dims) from ``_symbolic.annotate`` when traced."""
     b = _Builder(opset)
+    sym_args: dict = {}
+    if sizes is not None:
+        sym_args, b.shapes = sizes
     sig = ep.graph_signature
     specs = {s.name: s for s in sig.input_specs}
     user = list(sig.user_inputs)
@@ -685,6 +932,10 @@ def build_model(ep: Any, input_names: list[str] | None, output_names: list[str] 
                 b.initializers.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
                 dyn = [set() for _ in shape]
             env[node] = _Value(name, shape, dtype, dyn)
+        elif node.op == "call_function" and not _has_node((node.args, node.kwargs)) and \
+                node in sym_args:
+            a, kw = sym_args[node]
+            env[node] = _sized_factory(b, node, a, kw)
         elif node.op == "call_function" and not _has_node((node.args, node.kwargs)):
             # a factory (ember.tensor, zeros, arange...) independent of the inputs
             t = node.target(*node.args, **node.kwargs)
@@ -699,7 +950,13 @@ def build_model(ep: Any, input_names: list[str] | None, output_names: list[str] 
             if fn is None:
                 raise RuntimeError(f"ember.onnx.export(): the op '{opname}' (node {node.name}) "
                                    "has no ONNX mapping")
-            env[node] = fn(b, node, lookup(tuple(node.args)), lookup(dict(node.kwargs)))
+            a, kw = sym_args.get(node, (node.args, node.kwargs))
+            if node in sym_args and opname not in _SIZE_OPS and _has_sym((a, kw)):
+                raise RuntimeError(f"ember.onnx.export(): the op '{opname}' (node "
+                                   f"{node.name}) takes a size computed from a dynamic axis "
+                                   f"({[str(x) for x in _syms_in((a, kw))]}); exporting it "
+                                   f"with that axis dynamic is not supported")
+            env[node] = fn(b, node, lookup(tuple(a)), lookup(dict(kw)))
         elif node.op == "output":
             outs = node.args[0]
             outs = outs if isinstance(outs, (tuple, list)) else (outs,)
@@ -712,7 +969,10 @@ def build_model(ep: Any, input_names: list[str] | None, output_names: list[str] 
                     else f"output_{i}"
                 b.nodes.append(helper.make_node("Identity", [v.name], [name], name=name))
                 axes = dynamic_axes.get(name)
-                if axes is None:  # outputs keep the symbols that flowed into them
+                traced = _traced_shape(b, o)
+                if axes is None and traced is not None:   # the traced sizes, by name
+                    axes = {i: str(d) for i, d in enumerate(traced) if isinstance(d, SymExpr)}
+                elif axes is None:  # outputs keep the symbols that flowed into them
                     axes = {i: next(iter(d)) for i, d in enumerate(v.dyn) if d}
                 graph_outputs.append(value_info(name, v.shape, v.dtype, axes))
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
-from typing import Callable
+from typing import Any, Callable
 
 import ember
 from ember.autograd._hooks import RemovableHandle, add_hook
@@ -336,7 +336,8 @@ class Module:
         d["_backward_pre_hooks"] = OrderedDict()
         d["_is_full_backward_hook"] = None
 
-    forward = None  # replaced by subclasses
+    # replaced by subclasses; typed as torch types it, so `module.forward(...)` checks
+    forward: Callable[..., Any] = None  # type: ignore[assignment]
 
     # ---- registration ---------------------------------------------------------
     def register_buffer(self, name, tensor, persistent=True):

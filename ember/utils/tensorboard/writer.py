@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 import numpy as np
-from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+from tensorboard.compat.proto.event_pb2 import Event, SessionLog, TaggedRunMetadata
 from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
 from tensorboard.compat.proto.tensor_pb2 import TensorProto
 from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
@@ -357,6 +357,36 @@ class SummaryWriter:
                 w._add(summary, None, None)
             for k, v in metric_dict.items():
                 w.add_scalar(k, v, global_step)
+
+    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
+        """Log ``model``'s graph for TensorBoard's Graphs tab.
+
+        The model runs once on ``input_to_model`` (a tensor or a tuple of them) in
+        eval mode under ember's graph capture; nodes are grouped by module
+        (``Net/Linear[fc1]/...``) and carry their output shapes, as torch's
+        ``add_graph`` writes them.  ``use_strict_trace`` is accepted for torch's
+        signature (capture records containers either way).
+
+        Raises
+        ------
+        RuntimeError
+            When the model cannot be captured as one graph (the message names the op).
+        """
+        from ember.nn import Module
+
+        from ._graph import graph_def
+        if not isinstance(model, Module):
+            raise TypeError(f"SummaryWriter.add_graph(): model must be an nn.Module, got "
+                            f"{type(model).__name__}")
+        if input_to_model is None:
+            raise ValueError("SummaryWriter.add_graph(): input_to_model is required (the "
+                             "model runs once on it to record its graph)")
+        graph, stats = graph_def(model, input_to_model, verbose)
+        w = self._file_writer()
+        w.add_event(Event(graph_def=graph.SerializeToString(), wall_time=time.time()))
+        trm = TaggedRunMetadata(tag="step1", run_metadata=stats.SerializeToString())
+        w.add_event(Event(tagged_run_metadata=trm, wall_time=time.time()))
 
     def flush(self) -> None:
         """Write pending events to disk."""
