@@ -106,10 +106,10 @@ cdef int _bf16_matmul(TensorBase a, TensorBase b, TensorBase c, int nb) except -
     stride 0): float32 accumulation (src_c/gemm_bf16.c), one GEMM per batch entry."""
     cdef int64_t M = c._shape[nb], N = c._shape[nb + 1], K = a._shape[nb + 1]
     cdef TensorBase acc = new_tensor(c._ndim, c._shape, EM_F32, c._device)
-    cdef const unsigned short *A = <const unsigned short *>_ptr(a)
-    cdef const unsigned short *B = <const unsigned short *>_ptr(b)
-    cdef float *C = <float *>_ptr(acc)
-    cdef int nt = _nthreads()
+    cdef const unsigned short *A = <const unsigned short *>data_ptr(a)
+    cdef const unsigned short *B = <const unsigned short *>data_ptr(b)
+    cdef float *C = <float *>data_ptr(acc)
+    cdef int nt = max_threads()
     cdef int64_t total = numel_of(nb, c._shape), o, rem, oa, ob
     cdef int d
     with nogil:
