@@ -34,6 +34,7 @@ MODULES = {
     "index": ["src_c/index.c"] + COMMON,
     "random": ["src_c/philox.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
+    "special": ["src_c/special.c"] + COMMON,
     "linalg": ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c",
                "src_c/gemm_avx512.c", "src_c/conv.c", "src_c/pool.c"] + COMMON,
 }

@@ -113,6 +113,7 @@ diagonal                  fm
 diagonal_scatter          fm
 diff                      fm
 dist                      fm
+digamma                   fmi
 div                       fmi       divide
 dot                       fm
 dsplit                    fm
@@ -124,6 +125,7 @@ eq                        fmi
 equal                     fm
 erf                       fmiI
 erfc                      fmiI
+erfinv                    fmi
 exp                       fmiI
 exp2                      fmiI
 expm1                     fmiI
@@ -161,6 +163,9 @@ histogram                 fm
 hsplit                    fm
 hstack                    f
 hypot                     fmi
+i0                        fmiI
+igamma                    fmi
+igammac                   fmi
 index_add                 fmi
 index_copy                fmi
 index_fill                fmi
@@ -234,6 +239,7 @@ msort                     fm
 mul                       fmi       multiply
 multinomial               fm
 mv                        fm
+mvlgamma                  fmi
 nan_to_num                fmiI
 nanmean                   fm
 nanmedian                 fm
@@ -253,6 +259,7 @@ ormqr                     fm
 outer                     fm
 permute                   fm
 pinverse                  fm
+polygamma                 f
 positive                  fm
 pow                       fmi
 prod                      fm
@@ -376,7 +383,7 @@ OPS = _parse(_TABLE)
 # where implementations are looked up, in order (the Tensor class comes last)
 _IMPL_MODULES = ("ember._C.elementwise", "ember._C.linalg", "ember._C.index",
                  "ember._C.reduce", "ember._C.random", "ember._C.creation",
-                 "ember._linalg_legacy", "ember._composite")
+                 "ember._C.special", "ember._linalg_legacy", "ember._composite")
 
 def _composed_inplace(fn, name: str):
     """``Tensor.name_`` from the out-of-place op: self may not overlap its operands, the
@@ -386,7 +393,9 @@ def _composed_inplace(fn, name: str):
 
     def op_(self, *args, **kwargs):
         core._check_written(self, args, name + "_")
-        r = fn(self, *args, **kwargs)
+        # under autograd the op reads a copy: its backward may need self's old value
+        src = self.clone() if self.requires_grad and core.is_grad_enabled() else self
+        r = fn(src, *args, **kwargs)
         if tuple(r.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}_(): output with shape {list(self.shape)} doesn't match "
                                f"the broadcast shape {list(r.shape)}")
