@@ -32,7 +32,7 @@ MODULES = {
     "reduce": ["src_c/reduce.c", "src_c/sort.c", "src_c/norm.c", "src_c/attention.c"] + EW + COMMON,
     "foreach": ["src_c/foreach.c", "src_c/reduce.c"] + COMMON,
     "index": ["src_c/index.c"] + COMMON,
-    "random": ["src_c/philox.c"] + COMMON,
+    "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
     "special": ["src_c/special.c"] + COMMON,
     "linalg": ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c",

@@ -58,6 +58,7 @@ baddbmm                   fmi
 bartlett_window           f
 bernoulli                 fmi
 bincount                  fm
+binomial                  f
 bitwise_and               fmi
 bitwise_left_shift        fmi
 bitwise_not               fmi
@@ -260,6 +261,7 @@ outer                     fm
 permute                   fm
 pinverse                  fm
 polygamma                 f
+poisson                   f
 positive                  fm
 pow                       fmi
 prod                      fm

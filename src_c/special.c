@@ -3401,6 +3401,10 @@ static const em_loop BINARY_LOOPS[EM_SP_NBINARY][2] = {
     PAIR(herm_h), PAIR(herm_he), PAIR(laguerre), PAIR(legendre),
 };
 
+double em_digamma(double x) {
+    return sp_digamma(x);
+}
+
 em_loop em_special_unary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NUNARY) return NULL;
     return dtype == EM_F32 ? UNARY_LOOPS[op][0] : dtype == EM_F64 ? UNARY_LOOPS[op][1] : NULL;

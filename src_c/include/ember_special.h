@@ -25,4 +25,7 @@ enum {
 /* The loop of an op for EM_F32 or EM_F64 (NULL for other dtypes). */
 em_loop em_special_unary(int op, int dtype);
 em_loop em_special_binary(int op, int dtype);
+
+/* psi(x) in double precision (for the samplers' reparameterised gradients) */
+double em_digamma(double x);
 #endif
