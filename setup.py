@@ -35,6 +35,7 @@ MODULES = {
     "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
     "special": ["src_c/special.c"] + COMMON,
+    "lapack_batch": ["src_c/lapack_batch.c"],
     "linalg": ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c",
                "src_c/gemm_avx512.c", "src_c/conv.c", "src_c/pool.c"] + COMMON,
 }
