@@ -90,6 +90,7 @@ static double sample_gamma(double alpha, stream *s) {
 
 static double sample_poisson(double lambda, stream *s) {
     if (!(lambda >= 0)) return NAN;
+    if (isinf(lambda)) return INFINITY;
     if (lambda >= 10) {   /* PTRS: transformed rejection with squeeze */
         const double slam = sqrt(lambda), loglam = log(lambda);
         const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
@@ -159,7 +160,7 @@ static double btrs(double n, double p, stream *s) {
 static double sample_binomial(double n, double p, stream *s) {
     if (isnan(n) || isnan(p)) return NAN;
     if (n <= 0 || p <= 0) return 0;
-    if (p >= 1) return n;
+    if (p >= 1 || isinf(n)) return n;
     if (p <= 0.5) return n * p >= 10 ? btrs(n, p, s) : binomial_inversion(n, p, s);
     const double q = 1 - p;
     return n - (n * q >= 10 ? btrs(n, q, s) : binomial_inversion(n, q, s));

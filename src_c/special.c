@@ -3286,10 +3286,11 @@ static double sp_xlog1py(double x, double y) {
     return x * log1p(y);
 }
 
-/* the degree argument of the polynomial families, as PyTorch converts it */
+/* the degree argument of the polynomial families, as PyTorch's conversion behaves
+   on x86-64: NaN, infinities and out-of-range values become INT64_MIN (a negative
+   degree, so the polynomial is 0) */
 static int64_t sp_degree(double n) {
-    if (isnan(n) || n < -9.2e18) return -1;
-    if (n > 9.2e18) return INT64_MAX;
+    if (!(fabs(n) < 9.2e18)) return INT64_MIN;
     return (int64_t)n;
 }
 

@@ -111,6 +111,11 @@ def test_errors_like_torch():
             t_call()
         with pytest.raises(te.type):
             e_call()
+    with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+        ember.poisson(ember.tensor([1.0, math.nan]))
+    # a NaN count gives NaN (torch's sampler loops forever there); infinite counts inf
+    r = ember.binomial(ember.tensor([math.nan, 5.0, math.inf]), ember.tensor([0.5, math.nan, 0.5]))
+    assert math.isnan(r[0].item()) and math.isnan(r[1].item()) and r[2].item() == math.inf
     with pytest.raises(TypeError, match="generator"):
         ember.poisson(ember.tensor([1.0]), generator=3)
 

@@ -183,6 +183,15 @@ def test_orthogonal_polynomials_match_torch(name):
         rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", POLYS)
+def test_polynomial_degree_nan_and_inf_like_torch(name):
+    torch = pytest.importorskip("torch")
+    n = [math.nan, math.inf, -math.inf, 1e30]
+    e = getattr(S, name)(ember.tensor([0.5] * 4), ember.tensor(n)).numpy()
+    t = getattr(torch.special, name)(torch.tensor([0.5] * 4), torch.tensor(n)).numpy()
+    np.testing.assert_array_equal(e, t)
+
+
 def test_hermite_degree_limit_depends_on_dtype():
     x = np.array([0.5])
     assert math.isnan(S.hermite_polynomial_h(ember.tensor(x, dtype=ember.float32), 200).item())

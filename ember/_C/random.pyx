@@ -1045,7 +1045,7 @@ def poisson(input, generator=None):
     cdef TensorBase r = _f64(x)
     cdef TensorBase out = _empty_shape(x, EM_F64)
     cdef int64_t n = numel_of(x._ndim, x._shape)
-    if n and bool(_ew.lt(r, 0).any()):
+    if n and bool(_ew.logical_not(_ew.ge(r, 0)).any()):    # NaN too, as torch
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     cdef uint64_t seed = g._seed, off = g._next()
     cdef const double *rp = <const double *>_data(r)
