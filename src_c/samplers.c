@@ -199,9 +199,16 @@ void em_sample_binomial(const double *count, const double *prob, double *out, in
 /* dx/dalpha of a Gamma(alpha, 1) draw x at a fixed CDF value:
    x * sum_n t_n (psi(alpha + n + 1) - log x), t_n = x^n / (alpha ... (alpha + n)),
    from the series of P(alpha, x).  Where that sum would cancel badly (x far in the
-   upper tail) PyTorch's approximations take over: Rice's saddle-point expansion for
-   alpha > 8, its bivariate rational fit below. */
+   upper tail) or need too many terms (alpha > 1e4), PyTorch's approximations take
+   over: Rice's saddle-point expansion for alpha > 8, its bivariate rational fit below. */
 static double gamma_grad_tail(double alpha, double x) {
+    if (alpha > 8.0 && 0.9 * alpha <= x && x <= 1.1 * alpha) {
+        const double numer_1 = 1 + 24 * alpha * (1 + 12 * alpha);
+        const double numer_2 = 1440 * (alpha * alpha) + 6 * x * (53 - 120 * x) -
+                               65 * x * x / alpha + alpha * (107 + 3600 * x);
+        const double denom = 1244160 * (alpha * alpha) * (alpha * alpha);
+        return numer_1 * numer_2 / denom;
+    }
     if (alpha > 8.0) {
         const double denom = sqrt(8 * alpha);
         const double term2 = denom / (alpha - x);
@@ -230,7 +237,9 @@ static double gamma_grad_tail(double alpha, double x) {
 
 static double gamma_grad_one(double alpha, double x) {
     if (!(x > 0) || !(alpha > 0) || isinf(x) || isinf(alpha)) return 0.0;
-    if (x > alpha + 6 * sqrt(alpha) + 12) return gamma_grad_tail(alpha, x);
+    /* the series needs about sqrt(80 alpha) terms near the mode: beyond alpha = 1e4
+       the saddle-point expansion is both cheaper and accurate */
+    if (x > alpha + 6 * sqrt(alpha) + 12 || alpha > 1e4) return gamma_grad_tail(alpha, x);
     const double logx = log(x);
     double t = 1.0 / alpha, psi = em_digamma(alpha + 1), total = t * (psi - logx);
     for (int k = 1; k < 100000; k++) {

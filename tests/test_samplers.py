@@ -139,6 +139,15 @@ def test_gamma_gradient_is_the_implicit_derivative():
     np.testing.assert_allclose(got, -dpa / dpx, rtol=1e-5)
 
 
+def test_gamma_gradient_for_huge_concentration_is_fast_and_close_to_torch():
+    torch = pytest.importorskip("torch")
+    a = np.array([2e4, 1e6, 1e8, 1e8])
+    x = np.array([2.01e4, 0.999e6, 1e8 + 3e4, 0.95e8])
+    got = R._standard_gamma_grad(ember.tensor(a), ember.tensor(x)).numpy()
+    ref = torch._standard_gamma_grad(torch.tensor(a), torch.tensor(x)).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
 def _gamma_cdf_v(a, x):
     return ember.special.gammainc(ember.tensor(a), ember.tensor(x)).numpy()
 
