@@ -33,7 +33,7 @@ def _fn(dtype, name: str):
     key = (dtype, name)
     f = _funcs.get(key)
     if f is None:
-        prefix = "d" if dtype == core.float64 else "s"
+        prefix = {core.float64: "d", core.complex64: "c", core.complex128: "z"}.get(dtype, "s")
         f = getattr(_dll.lapack(), f"scipy_{prefix}{name}_")
         f.restype = None
         _funcs[key] = f
@@ -82,7 +82,8 @@ def _work(dtype, query) -> tuple:
     """Run a workspace query ``query(work_ptr)``; return an ember work buffer and its size."""
     w = core.empty(1, dtype=dtype)
     query(_vp(w.data_ptr()))
-    n = max(1, int(w.item()))
+    v = w.item()
+    n = max(1, int(v.real if isinstance(v, complex) else v))
     return core.empty(n, dtype=dtype), n
 
 
@@ -95,6 +96,11 @@ def _stride(t) -> int:
     return (t.numel() // t.shape[0] if t.shape[0] else 0) * t.element_size()
 
 
+def _kind(a) -> int:
+    """The batch loops' element kind: 0 float32, 1 float64, -1 complex (library only)."""
+    return -1 if a.dtype.is_complex else int(a.dtype == core.float64)
+
+
 def _infos(batch: int):
     return core.zeros(max(batch, 1), dtype=core.int32)
 
@@ -104,7 +110,7 @@ def getrf(a, piv) -> list:
     f = _fn(a.dtype, "getrf")
     n, m, batch = a.shape[1], a.shape[2], a.shape[0]
     info = _infos(batch)
-    _batch.getrf(_addr(f), a.dtype == core.float64, m, n, a.data_ptr(), _stride(a),
+    _batch.getrf(_addr(f), _kind(a), m, n, a.data_ptr(), _stride(a),
                  piv.data_ptr(), piv.shape[1], batch, info.data_ptr())
     return info.tolist()[:batch]
 
@@ -114,7 +120,7 @@ def getrs(a, piv, b, trans: str = "N") -> list:
     f = _fn(a.dtype, "getrs")
     n, k, batch = a.shape[1], b.shape[1], a.shape[0]
     info = _infos(batch)
-    _batch.getrs(_addr(f), a.dtype == core.float64, trans, n, k, a.data_ptr(), _stride(a),
+    _batch.getrs(_addr(f), _kind(a), trans, n, k, a.data_ptr(), _stride(a),
                  piv.data_ptr(), piv.shape[1], b.data_ptr(), _stride(b), batch,
                  info.data_ptr())
     return info.tolist()[:batch]
@@ -124,7 +130,7 @@ def potrf(a, uplo: str = "L") -> list:
     f = _fn(a.dtype, "potrf")
     batch = a.shape[0]
     info = _infos(batch)
-    _batch.potrf(_addr(f), a.dtype == core.float64, uplo, a.shape[1], a.data_ptr(),
+    _batch.potrf(_addr(f), _kind(a), uplo, a.shape[1], a.data_ptr(),
                  _stride(a), batch, info.data_ptr())
     return info.tolist()[:batch]
 
@@ -134,7 +140,8 @@ def trsm(a, b, side: str, uplo: str, trans: str, diag: str) -> None:
     f = _fn(a.dtype, "trsm")
     m, n = b.shape[2], b.shape[1]
     k = a.shape[1]
-    one = ctypes.c_double(1.0) if a.dtype == core.float64 else ctypes.c_float(1.0)
+    real = ctypes.c_double if a.dtype in (core.float64, core.complex128) else ctypes.c_float
+    one = (real * 2)(1.0, 0.0)          # a complex 1 reads both, a real 1 the first
     _batch.trsm(_addr(f), side, uplo, trans, diag, m, n, ctypes.addressof(one), a.data_ptr(),
                 _stride(a), max(1, k), b.data_ptr(), _stride(b), max(1, m),
                 min(a.shape[0], b.shape[0]))
@@ -330,5 +337,50 @@ def sytrs(a, piv, b, uplo: str = "L") -> list:
     for p, pp, q in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
         info = _c_int(0)
         f(_ch(uplo), _i(n), _i(k), p, _i(max(1, n)), pp, q, _i(max(1, n)), _byref(info), _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def geev(a, w, v) -> list:
+    """Eigenvalues of a general ``a`` (B, n, n) (destroyed) into complex ``w`` (B, n) and,
+    when ``v`` is a Fortran buffer, the right eigenvectors: complex ``v`` for complex ``a``;
+    for real ``a``, LAPACK's real packing of conjugate pairs (the caller unpacks)."""
+    f = _fn(a.dtype, "geev")
+    n = a.shape[1]
+    jobvr = "V" if v is not None else "N"
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return []
+    ldv = max(1, n)
+    pv = _ptrs(v) if v is not None else [_vp(0)] * len(pa)
+    one = core.empty(1, dtype=a.dtype)
+    null = _vp(one.data_ptr())
+    cplx = a.dtype.is_complex
+    if cplx:
+        rwork = core.empty(max(1, 2 * n), dtype=a.dtype.to_real())
+        pw = _ptrs(w)
+
+        def call(p, wp, vp, work, lw):
+            f(_ch("N"), _ch(jobvr), _i(n), p, _i(max(1, n)), wp, null, _i(1), vp, _i(ldv),
+              work, _i(lw), _vp(rwork.data_ptr()), _byref(info), _ONE, _ONE)
+        work, lw = _work(a.dtype, lambda wk: call(pa[0], pw[0], pv[0], wk, -1))
+        infos = []
+        for p, wp, vp in zip(pa, pw, pv):
+            call(p, wp, vp, _vp(work.data_ptr()), lw)
+            infos.append(info.value)
+        return infos
+    # real: wr and wi in a (B, 2, n) buffer, copied into w by the caller
+    wri = w
+    pw = _ptrs(wri)
+    step = n * wri.element_size()
+
+    def rcall(p, wp, vp, work, lw):
+        f(_ch("N"), _ch(jobvr), _i(n), p, _i(max(1, n)), wp, _vp(wp.value + step), null, _i(1),
+          vp, _i(ldv), work, _i(lw), _byref(info), _ONE, _ONE)
+    work, lw = _work(a.dtype, lambda wk: rcall(pa[0], pw[0], pv[0], wk, -1))
+    infos = []
+    for p, wp, vp in zip(pa, pw, pv):
+        rcall(p, wp, vp, _vp(work.data_ptr()), lw)
         infos.append(info.value)
     return infos

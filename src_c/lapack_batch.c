@@ -1,6 +1,7 @@
 /* Batched LAPACK calls: one C loop over a batch of column-major matrices.  Square
    matrices up to SMALL_N use the direct kernels below (LAPACK's unblocked
-   algorithms: getf2's partial pivoting, getrs's two triangular solves, potf2),
+   algorithms: getf2's partial pivoting, getrs's two triangular solves, potf2) for
+   real dtypes (kind 0 float32, 1 float64; complex, kind -1, always calls the library),
    where a library call's fixed cost would dominate; larger ones call the routine
    (a function pointer from the LAPACK library ember loaded) once per matrix.
    Serial: the library may thread inside a call, and the results do not depend on
@@ -119,11 +120,11 @@ DEFINE_SMALL(float, s, 1.17549435e-38f)
 
 /* ---- batch loops ------------------------------------------------------------ */
 
-void em_batch_getrf(void *fn, int f64, int m, int n, char *a, int64_t sa, int *piv,
+void em_batch_getrf(void *fn, int kind, int m, int n, char *a, int64_t sa, int *piv,
                     int64_t sp, int64_t batch, int *infos) {
-    if (m == n && n <= SMALL_N) {
+    if (kind >= 0 && m == n && n <= SMALL_N) {
         for (int64_t b = 0; b < batch; b++)
-            infos[b] = f64 ? getf2_d(n, (double *)(a + b * sa), piv + b * sp)
+            infos[b] = kind ? getf2_d(n, (double *)(a + b * sa), piv + b * sp)
                            : getf2_s(n, (float *)(a + b * sa), piv + b * sp);
         return;
     }
@@ -132,12 +133,12 @@ void em_batch_getrf(void *fn, int f64, int m, int n, char *a, int64_t sa, int *p
     for (int64_t b = 0; b < batch; b++) f(&m, &n, a + b * sa, &lda, piv + b * sp, &infos[b]);
 }
 
-void em_batch_getrs(void *fn, int f64, char trans, int n, int nrhs, const char *a, int64_t sa,
+void em_batch_getrs(void *fn, int kind, char trans, int n, int nrhs, const char *a, int64_t sa,
                     const int *piv, int64_t sp, char *b, int64_t sb, int64_t batch,
                     int *infos) {
-    if (n <= SMALL_N) {
+    if (kind >= 0 && n <= SMALL_N) {
         for (int64_t k = 0; k < batch; k++) {
-            if (f64) getrs_d(trans, n, nrhs, (const double *)(a + k * sa), piv + k * sp,
+            if (kind) getrs_d(trans, n, nrhs, (const double *)(a + k * sa), piv + k * sp,
                              (double *)(b + k * sb));
             else getrs_s(trans, n, nrhs, (const float *)(a + k * sa), piv + k * sp,
                          (float *)(b + k * sb));
@@ -151,11 +152,11 @@ void em_batch_getrs(void *fn, int f64, char trans, int n, int nrhs, const char *
         f(&trans, &n, &nrhs, a + k * sa, &ld, piv + k * sp, b + k * sb, &ld, &infos[k], 1);
 }
 
-void em_batch_potrf(void *fn, int f64, char uplo, int n, char *a, int64_t sa, int64_t batch,
+void em_batch_potrf(void *fn, int kind, char uplo, int n, char *a, int64_t sa, int64_t batch,
                     int *infos) {
-    if (n <= SMALL_N) {
+    if (kind >= 0 && n <= SMALL_N) {
         for (int64_t k = 0; k < batch; k++)
-            infos[k] = f64 ? potf2_d(uplo, n, (double *)(a + k * sa))
+            infos[k] = kind ? potf2_d(uplo, n, (double *)(a + k * sa))
                            : potf2_s(uplo, n, (float *)(a + k * sa));
         return;
     }

@@ -67,7 +67,10 @@ def _compile() -> str:
     """Build the harness (once per source change) and return its path."""
     os.makedirs(OUT_DIR, exist_ok=True)
     lib = os.path.join(OUT_DIR, "libaccuracy_f32.so")
-    if os.path.exists(lib) and os.path.getmtime(lib) >= os.path.getmtime(SRC):
+    inc = os.path.join(ROOT, "src_c", "include")
+    # the kernel table's layout comes from ember's headers: rebuild when they change
+    deps = [SRC] + [os.path.join(inc, h) for h in ("ember.h", "ember_ew.h", "ember_special.h")]
+    if os.path.exists(lib) and os.path.getmtime(lib) >= max(map(os.path.getmtime, deps)):
         return lib
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
     cmd = [cc, "-std=c11", "-O2", "-fPIC", "-shared", "-fopenmp", "-fno-math-errno",

@@ -55,7 +55,7 @@ cdef extern from "ember_random.h" nogil:
                                 int nthreads)
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 _C_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "c10::Half",
             "c10::BFloat16", "float", "double")
 # the integer range of each integer dtype, and 2^digits of each float dtype
@@ -309,7 +309,7 @@ cdef int _float_dtype(object dtype, str kernel) except -1:
 
 
 cdef int _require_float(TensorBase t, str kernel) except -1:
-    if t._dtype < EM_F16:
+    if t._dtype < EM_F16 or category(t._dtype) == 3:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
     return 0
 
@@ -353,7 +353,13 @@ cdef int _fill_float(TensorBase t, int kind, double a, double b, Generator g) ex
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
     cdef char *p = _data(d)
-    cdef int dt = d._dtype, nt = _nthreads(n)
+    cdef int dt = d._dtype, nt
+    if category(dt) == 3:
+        # complex: the (re, im) pairs are 2n reals drawn alike (torch's complex randn
+        # draws each part with variance 1/2, passed in as b)
+        dt = real_of(dt)
+        n *= 2
+    nt = _nthreads(n)
     with nogil:
         em_rand_float(kind, dt, p, n, seed, off, a, b, nt)
     if d is not t:
@@ -464,7 +470,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
         _out_dtype(dtype, out), "normal_kernel_cpu"), "randn")
     if kwargs:
         raise TypeError(f"randn() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _fill_float(t, EM_RD_NORMAL, 0.0, 1.0, g)
+    _fill_float(t, EM_RD_NORMAL, 0.0, 0.7071067811865476 if category(t._dtype) == 3 else 1.0, g)
     return finish_out(t, out, requires_grad, "randn")
 
 
@@ -1017,6 +1023,13 @@ cdef TensorBase _f64(TensorBase t):
     return contig(cast(t, EM_F64))
 
 
+cdef int _real_float(TensorBase t, str kernel) except -1:
+    """The samplers take real floating parameters (torch has no complex kernels)."""
+    if t._dtype < EM_F16 or t._dtype > EM_F64:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
+    return 0
+
+
 cdef TensorBase _sampled(TensorBase draws, TensorBase like):
     return draws if like._dtype == EM_F64 else cast(draws, like._dtype)
 
@@ -1040,7 +1053,7 @@ def poisson(input, generator=None):
     cdef TensorBase x = <TensorBase>input
     if slow_path() or x._device.kind:
         return _method_slow_new("poisson", poisson, x, (), _kw(generator=generator))
-    _require_float(x, "poisson_cpu")
+    _real_float(x, "poisson_cpu")
     cdef Generator g = _gen(generator, "poisson")
     cdef TensorBase r = _f64(x)
     cdef TensorBase out = _empty_shape(x, EM_F64)
@@ -1078,10 +1091,10 @@ def binomial(count, prob, generator=None):
     cdef TensorBase c = <TensorBase>count, p = <TensorBase>prob
     if slow_path() or c._device.kind or p._device.kind:
         return redispatch("binomial", binomial, (count, prob), _kw(generator=generator))
-    if c._dtype < EM_F16:
+    if c._dtype < EM_F16 or c._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
                          f"{_TYPE_NAMES[c._dtype]}")
-    if p._dtype < EM_F16:
+    if p._dtype < EM_F16 or p._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for prob, got: "
                          f"{_TYPE_NAMES[p._dtype]}")
     cdef int64_t shape[MAX_DIMS]
@@ -1112,7 +1125,7 @@ def _standard_gamma(input, generator=None):
     if slow_path() or x._device.kind:
         return _method_slow_new("_standard_gamma", _standard_gamma, x, (),
                                 _kw(generator=generator))
-    _require_float(x, "gamma_cpu")
+    _real_float(x, "gamma_cpu")
     cdef Generator g = _gen(generator, "_standard_gamma")
     cdef TensorBase a = _f64(x)
     cdef TensorBase out = _empty_shape(x, EM_F64)

@@ -24,7 +24,7 @@ cdef extern from "ember_special.h" nogil:
     em_loop em_special_binary(int op, int dtype)
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 # each element costs tens to hundreds of flops: threads pay off on smaller tensors
 # than for simple arithmetic
 cdef int64_t WORK_PER_ELEMENT = 32
