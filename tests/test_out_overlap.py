@@ -149,7 +149,7 @@ INPLACE_UNARY = ("abs absolute acos acosh asin asinh atan atanh bitwise_not ceil
                  "reciprocal relu round rsqrt sigmoid sign silu sin sinh sqrt square tan tanh "
                  "trunc tril triu zero cauchy exponential log_normal normal uniform arccos "
                  "arccosh arcsin arcsinh arctan arctanh deg2rad rad2deg fix sgn sinc logit "
-          " complex polar igamma igammac").split()
+                 "nan_to_num lgamma mish t conj_physical digamma erfinv i0").split()
 INPLACE_BINARY = ("add sub subtract mul multiply div divide floor_divide remainder fmod pow "
                   "maximum minimum atan2 bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
                   "bitwise_right_shift logical_and logical_or eq ne lt le gt ge copy arctan2 "
