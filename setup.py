@@ -34,12 +34,14 @@ MODULES = {
     "reduce": ["src_c/reduce.c", "src_c/sort.c", "src_c/norm.c", "src_c/attention.c"] + EW + COMMON,
     "foreach": ["src_c/foreach.c", "src_c/reduce.c"] + COMMON,
     "index": ["src_c/index.c"] + COMMON,
-    "random": ["src_c/philox.c"] + COMMON,
+    "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
     "cplx": COMMON,
     "fft": ["src_c/fft.c"] + COMMON,
     "matmul": GEMM + COMMON,
     "conv": ["src_c/conv.c", "src_c/pool.c"] + GEMM + COMMON,   # convolution lowers to GEMM
+    "special": ["src_c/special.c"] + COMMON,
+    "lapack_batch": ["src_c/lapack_batch.c"],
 }
 
 cflags = ["-std=c11", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",

@@ -1284,3 +1284,21 @@ def slice_inverse(input, src, dim: int = 0, start=None, end=None, step: int = 1)
     _tensor_arg(input, "slice_inverse")
     _tensor_arg(src, "slice_inverse", "src")
     return input.as_strided(tuple(src.shape), src.stride(), src.storage_offset())
+
+
+def mvlgamma(input, p, *, out=None):
+    """The log of the multivariate gamma function of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(input - j / 2)``."""
+    x = _tensor_arg(input, "mvlgamma")
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
+                        f"{type(p).__name__}")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if not x.dtype.is_floating_point:
+        x = x.to(core._get_default_dtype())
+    r = _ew.lgamma(x)
+    for j in range(1, p):
+        r = _ew.add(r, _ew.lgamma(_ew.sub(x, j / 2)))
+    r = _ew.add(r, p * (p - 1) / 4 * math.log(math.pi))
+    return _finish(r, out, "mvlgamma", (input,))

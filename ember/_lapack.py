@@ -12,6 +12,7 @@ import ctypes
 
 from ember import _dll
 from ember._C import core
+from ember._C import lapack_batch as _batch
 
 _c_int = ctypes.c_int
 _byref = ctypes.byref
@@ -86,43 +87,52 @@ def _work(dtype, query) -> tuple:
     return core.empty(n, dtype=dtype), n
 
 
+def _addr(f) -> int:
+    return ctypes.cast(f, _vp).value
+
+
+def _stride(t) -> int:
+    """Bytes from one batch element of a contiguous ``(B, ...)`` tensor to the next."""
+    return (t.numel() // t.shape[0] if t.shape[0] else 0) * t.element_size()
+
+
+def _kind(a) -> int:
+    """The batch loops' element kind: 0 float32, 1 float64, -1 complex (library only)."""
+    return -1 if a.dtype.is_complex else int(a.dtype == core.float64)
+
+
+def _infos(batch: int):
+    return core.zeros(max(batch, 1), dtype=core.int32)
+
+
 def getrf(a, piv) -> list:
     """LU with partial pivoting of each ``a`` (B, n, m) in place; ``piv`` int32 (B, min(m, n))."""
     f = _fn(a.dtype, "getrf")
-    n, m = a.shape[1], a.shape[2]
-    info = _c_int(0)
-    pm, pn, plda, pinfo = _i(m), _i(n), _i(max(1, m)), _byref(info)
-    infos = []
-    for pa, pp in zip(_ptrs(a), _ptrs(piv)):
-        f(pm, pn, pa, plda, pp, pinfo)
-        infos.append(info.value)
-    return infos
+    n, m, batch = a.shape[1], a.shape[2], a.shape[0]
+    info = _infos(batch)
+    _batch.getrf(_addr(f), _kind(a), m, n, a.data_ptr(), _stride(a),
+                 piv.data_ptr(), piv.shape[1], batch, info.data_ptr())
+    return info.tolist()[:batch]
 
 
 def getrs(a, piv, b, trans: str = "N") -> list:
     """Solve with the LU factors in ``a`` (B, n, n); ``b`` (B, k, n) is overwritten."""
     f = _fn(a.dtype, "getrs")
-    n, k = a.shape[1], b.shape[1]
-    info = _c_int(0)
-    pt, pn, pk, plda, pinfo = _ch(trans), _i(n), _i(k), _i(max(1, n)), _byref(info)
-    infos = []
-    for pa, pp, pb in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
-        f(pt, pn, pk, pa, plda, pp, pb, plda, pinfo, _ONE)
-        infos.append(info.value)
-    return infos
+    n, k, batch = a.shape[1], b.shape[1], a.shape[0]
+    info = _infos(batch)
+    _batch.getrs(_addr(f), _kind(a), trans, n, k, a.data_ptr(), _stride(a),
+                 piv.data_ptr(), piv.shape[1], b.data_ptr(), _stride(b), batch,
+                 info.data_ptr())
+    return info.tolist()[:batch]
 
 
 def potrf(a, uplo: str = "L") -> list:
     f = _fn(a.dtype, "potrf")
-    n = a.shape[1]
-    info = _c_int(0)
-    pu, pn, pinfo = _ch(uplo), _i(n), _byref(info)
-    plda = _i(max(1, n))
-    infos = []
-    for pa in _ptrs(a):
-        f(pu, pn, pa, plda, pinfo, _ONE)
-        infos.append(info.value)
-    return infos
+    batch = a.shape[0]
+    info = _infos(batch)
+    _batch.potrf(_addr(f), _kind(a), uplo, a.shape[1], a.data_ptr(),
+                 _stride(a), batch, info.data_ptr())
+    return info.tolist()[:batch]
 
 
 def trsm(a, b, side: str, uplo: str, trans: str, diag: str) -> None:
@@ -130,10 +140,11 @@ def trsm(a, b, side: str, uplo: str, trans: str, diag: str) -> None:
     f = _fn(a.dtype, "trsm")
     m, n = b.shape[2], b.shape[1]
     k = a.shape[1]
-    head = (_ch(side), _ch(uplo), _ch(trans), _ch(diag), _i(m), _i(n), _real(a.dtype, 1.0))
-    plda, pldb = _i(max(1, k)), _i(max(1, m))
-    for pa, pb in zip(_ptrs(a), _ptrs(b)):
-        f(*head, pa, plda, pb, pldb, _ONE, _ONE, _ONE, _ONE)
+    real = ctypes.c_double if a.dtype in (core.float64, core.complex128) else ctypes.c_float
+    one = (real * 2)(1.0, 0.0)          # a complex 1 reads both, a real 1 the first
+    _batch.trsm(_addr(f), side, uplo, trans, diag, m, n, ctypes.addressof(one), a.data_ptr(),
+                _stride(a), max(1, k), b.data_ptr(), _stride(b), max(1, m),
+                min(a.shape[0], b.shape[0]))
 
 
 def geqrf(a, tau) -> None:

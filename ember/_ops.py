@@ -59,6 +59,7 @@ baddbmm                   fmi
 bartlett_window           f
 bernoulli                 fmi
 bincount                  fm
+binomial                  f
 bitwise_and               fmi
 bitwise_left_shift        fmi
 bitwise_not               fmi
@@ -115,6 +116,7 @@ diagonal                  fm
 diagonal_scatter          fm
 diff                      fm
 dist                      fm
+digamma                   fmi
 div                       fmi       divide
 dot                       fm
 dsplit                    fm
@@ -126,6 +128,7 @@ eq                        fmi
 equal                     fm
 erf                       fmiI
 erfc                      fmiI
+erfinv                    fmi
 exp                       fmiI
 exp2                      fmiI
 expm1                     fmiI
@@ -163,6 +166,9 @@ histogramdd               f
 hsplit                    fm
 hstack                    f
 hypot                     fmi
+i0                        fmiI
+igamma                    fmi
+igammac                   fmi
 imag                      f
 index_add                 fmi
 index_copy                fmi
@@ -240,6 +246,7 @@ msort                     fm
 mul                       fmi       multiply
 multinomial               fm
 mv                        fm
+mvlgamma                  fmi
 nan_to_num                fmiI
 nanmean                   fm
 nanmedian                 fm
@@ -260,7 +267,9 @@ ormqr                     fm
 outer                     fm        ger
 permute                   fm
 pinverse                  fm
+poisson                   f
 polar                     f
+polygamma                 f
 positive                  fm
 pow                       fmi
 prod                      fm
@@ -404,7 +413,8 @@ OPS = _parse(_TABLE)
 # where implementations are looked up, in order (the Tensor class comes last)
 _IMPL_MODULES = ("ember._C.elementwise", "ember._C.matmul", "ember._C.conv",
                  "ember._C.index", "ember._C.reduce", "ember._C.random", "ember._C.creation",
-                 "ember._C.cplx", "ember._linalg_legacy", "ember._spectral", "ember._composite")
+                 "ember._C.cplx", "ember._C.special", "ember._linalg_legacy", "ember._spectral",
+                 "ember._composite")
 
 def _composed_inplace(fn, name: str):
     """``Tensor.name_`` from the out-of-place op: self may not overlap its operands, the
@@ -414,7 +424,9 @@ def _composed_inplace(fn, name: str):
 
     def op_(self, *args, **kwargs):
         core._check_written(self, args, name + "_")
-        r = fn(self, *args, **kwargs)
+        # under autograd the op reads a copy: its backward may need self's old value
+        src = self.clone() if self.requires_grad and core.is_grad_enabled() else self
+        r = fn(src, *args, **kwargs)
         if tuple(r.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}_(): output with shape {list(self.shape)} doesn't match "
                                f"the broadcast shape {list(r.shape)}")

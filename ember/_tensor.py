@@ -9,8 +9,12 @@ from ember import _ops
 from ember._C import core
 from ember._C import elementwise as _ew
 from ember._C import matmul as _la
+from ember._C import special as _sp
 from ember._check import _check, _check_index
 from ember._tensor_str import tensor_str
+
+# Tensor.polygamma_(n): the function's argument order is (n, input)
+_POLYGAMMA_ = _ops._composed_inplace(lambda t, n: _sp.polygamma(n, t), "polygamma")
 
 
 def _check_tensor(v, op: str, arg: str) -> None:
@@ -452,6 +456,13 @@ class Tensor(core.TensorBase):
         """``self`` where ``condition`` holds, else ``other`` (torch's argument order:
         the tensor is the values, unlike ``ember.where(condition, input, other)``)."""
         return _ew.where(condition, self, other)
+
+    def polygamma(self, n):
+        """The n-th derivative of digamma of ``self`` (torch's method order: ``n`` only)."""
+        return _sp.polygamma(n, self)
+
+    def polygamma_(self, n):
+        return _POLYGAMMA_(self, n)
 
     def view_as(self, other):
         return self.view(*_shape_of(other, "view_as"))

@@ -34,13 +34,13 @@ UNARY = ("abs absolute acos acosh asin asinh atan atanh arccos arcsin arctan bit
          "negative reciprocal round rsqrt sigmoid sign signbit sin sinh sqrt square tan tanh "
          "trunc isfinite isinf isnan logical_not msort relu silu mish gelu arccosh arcsinh "
          "arctanh conj_physical deg2rad rad2deg sgn sinc logit nan_to_num isposinf "
-         "isneginf angle").split()
+         "isneginf angle digamma erfinv i0").split()
 BINARY = ("add sub subtract mul multiply div divide true_divide floor_divide remainder fmod "
           "pow float_power maximum minimum fmax fmin atan2 arctan2 hypot copysign xlogy "
           "logaddexp eq ne lt le gt ge greater greater_equal less less_equal not_equal "
           "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor "
           "bitwise_left_shift bitwise_right_shift logaddexp2 heaviside inner kron nextafter"
-          " complex polar").split()
+          " complex polar igamma igammac").split()
 DIM_REDUCE = ("all any amax amin cumprod cumsum logcumsumexp logsumexp mean nanmean nansum "
               "prod std sum var").split()
 
@@ -127,6 +127,8 @@ def _sample_table():
         "nanquantile": lambda m, A: (m.nanquantile, (A, 0.75, 1), {}),
         "histogram": lambda m, A: (m.histogram, (A.reshape(-1), 4), {}),
         "frexp": lambda m, A: (m.frexp, (A,), {}),
+        "polygamma": lambda m, A: (m.polygamma, (1, A), {}),
+        "mvlgamma": lambda m, A: (m.mvlgamma, (A + 1, 2), {}),
         "gcd": lambda m, A: (m.gcd, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
         "lcm": lambda m, A: (m.lcm, (A.to(m.int64), _t(m, _I[:, :1].repeat(4, 1))), {}),
         "narrow_copy": lambda m, A: (m.narrow_copy, (A, 1, 1, 2), {}),
@@ -149,13 +151,13 @@ INPLACE_UNARY = ("abs absolute acos acosh asin asinh atan atanh bitwise_not ceil
                  "reciprocal relu round rsqrt sigmoid sign silu sin sinh sqrt square tan tanh "
                  "trunc tril triu zero cauchy exponential log_normal normal uniform arccos "
                  "arccosh arcsin arcsinh arctan arctanh deg2rad rad2deg fix sgn sinc logit "
-                 "nan_to_num lgamma mish t conj_physical").split()
+                 "nan_to_num lgamma mish t conj_physical digamma erfinv i0").split()
 INPLACE_BINARY = ("add sub subtract mul multiply div divide floor_divide remainder fmod pow "
                   "maximum minimum atan2 bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
                   "bitwise_right_shift logical_and logical_or eq ne lt le gt ge copy arctan2 "
                   "copysign float_power greater greater_equal hypot less less_equal "
                   "logical_xor not_equal true_divide xlogy heaviside ldexp gcd lcm "
-                  "set nextafter").split()
+                  "set nextafter igamma igammac").split()
 
 
 def _inplace_table():
@@ -211,6 +213,8 @@ def _inplace_table():
         "resize_as_": (lambda S, O, m: S.resize_as_(O[:2, :2]), False),
         "map_": (lambda S, O, m: S.map_(O, lambda a, b: a + b), True),
         "map2_": (lambda S, O, m: S.map2_(O, O, lambda a, b, c: a + b * c), True),
+        "polygamma_": (lambda S, O, m: S.polygamma_(1), False),
+        "mvlgamma_": (lambda S, O, m: S.mvlgamma_(1), False),
     })
     return s
 

@@ -963,3 +963,158 @@ def dropout(input, p, train=True, *, generator=None):
 def native_dropout(input, p, train=True, *, generator=None):
     """PyTorch's ``native_dropout``: (output, mask)."""
     return dropout(input, p, train, generator=generator)
+
+
+# ----------------------------------------------------------------------------
+# rejection samplers (src_c/samplers.c): parameters and draws pass as contiguous
+# float64; each element has its own Philox stream
+
+# a rejection draw costs tens of plain copies
+cdef int _sampler_threads(int64_t n) noexcept:
+    return nthreads_for(n * 64)
+
+
+cdef TensorBase _f64(TensorBase t):
+    return contig(cast(t, EM_F64))
+
+
+cdef int _real_float(TensorBase t, str kernel) except -1:
+    """The samplers take real floating parameters (torch has no complex kernels)."""
+    if t._dtype < EM_F16 or t._dtype > EM_F64:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
+    return 0
+
+
+cdef TensorBase _sampled(TensorBase draws, TensorBase like):
+    return draws if like._dtype == EM_F64 else cast(draws, like._dtype)
+
+
+def poisson(input, generator=None):
+    """One Poisson draw per element of the rate tensor ``input`` (same dtype).
+
+    Parameters
+    ----------
+    input : Tensor
+        Non-negative rates (a floating dtype).
+    generator : Generator, optional
+
+    Returns
+    -------
+    Tensor
+    """
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    cdef TensorBase x = <TensorBase>input
+    if slow_path() or x._device.kind:
+        return _method_slow_new("poisson", poisson, x, (), _kw(generator=generator))
+    _real_float(x, "poisson_cpu")
+    cdef Generator g = _gen(generator, "poisson")
+    cdef TensorBase r = _f64(x)
+    cdef TensorBase out = _empty_shape(x, EM_F64)
+    cdef int64_t n = numel_of(x._ndim, x._shape)
+    if n and bool(_ew.logical_not(_ew.ge(r, 0)).any()):    # NaN too, as torch
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    cdef uint64_t seed = g._seed, off = g._next()
+    cdef const double *rp = <const double *>_data(r)
+    cdef double *op = <double *>_data(out)
+    cdef int nt = _sampler_threads(n)
+    with nogil:
+        em_sample_poisson(rp, op, n, seed, off, nt)
+    return _sampled(out, x)
+
+
+def binomial(count, prob, generator=None):
+    """One Binomial(count, prob) draw per element (the tensors broadcast).
+
+    Parameters
+    ----------
+    count : Tensor
+        Numbers of trials (a floating dtype).
+    prob : Tensor
+        Success probabilities.
+    generator : Generator, optional
+
+    Returns
+    -------
+    Tensor
+    """
+    for v, name, pos in ((count, "count", 1), (prob, "prob", 2)):
+        if not isinstance(v, TensorBase):
+            raise TypeError(f"binomial(): argument '{name}' (position {pos}) must be Tensor, "
+                            f"not {type(v).__name__}")
+    cdef TensorBase c = <TensorBase>count, p = <TensorBase>prob
+    if slow_path() or c._device.kind or p._device.kind:
+        return redispatch("binomial", binomial, (count, prob), _kw(generator=generator))
+    if c._dtype < EM_F16 or c._dtype > EM_F64:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{_TYPE_NAMES[c._dtype]}")
+    if p._dtype < EM_F16 or p._dtype > EM_F64:
+        raise ValueError(f"binomial only supports floating-point dtypes for prob, got: "
+                         f"{_TYPE_NAMES[p._dtype]}")
+    cdef int64_t shape[MAX_DIMS]
+    cdef int nd = broadcast_shape(c._ndim, c._shape, p._ndim, p._shape, shape)
+    sh = tuple([shape[i] for i in range(nd)])
+    cdef Generator g = _gen(generator, "binomial")
+    cdef TensorBase cc = _f64(c.expand(sh)), pc = _f64(p.expand(sh))
+    cdef TensorBase out = new_tensor(nd, shape, EM_F64, cpu_device())
+    cdef int64_t n = numel_of(nd, shape)
+    cdef uint64_t seed = g._seed, off = g._next()
+    cdef const double *cp = <const double *>_data(cc)
+    cdef const double *pp = <const double *>_data(pc)
+    cdef double *op = <double *>_data(out)
+    cdef int nt = _sampler_threads(n)
+    with nogil:
+        em_sample_binomial(cp, pp, op, n, seed, off, nt)
+    return out if c._dtype == EM_F64 else cast(out, c._dtype)
+
+
+def _standard_gamma(input, generator=None):
+    """One Gamma(alpha, 1) draw per element of ``input`` (alpha), at least the
+    smallest normal number of the dtype, as PyTorch's; differentiable in alpha
+    through the implicit reparameterisation gradient (``_standard_gamma_grad``)."""
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"_standard_gamma(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(input).__name__}")
+    cdef TensorBase x = <TensorBase>input
+    if slow_path() or x._device.kind:
+        return _method_slow_new("_standard_gamma", _standard_gamma, x, (),
+                                _kw(generator=generator))
+    _real_float(x, "gamma_cpu")
+    cdef Generator g = _gen(generator, "_standard_gamma")
+    cdef TensorBase a = _f64(x)
+    cdef TensorBase out = _empty_shape(x, EM_F64)
+    cdef int64_t n = numel_of(x._ndim, x._shape)
+    cdef uint64_t seed = g._seed, off = g._next()
+    cdef const double *ap = <const double *>_data(a)
+    cdef double *op = <double *>_data(out)
+    cdef int nt = _sampler_threads(n)
+    with nogil:
+        em_sample_gamma(ap, op, n, seed, off, nt)
+    r = _sampled(out, x)
+    tiny = {EM_F64: 2.2250738585072014e-308, EM_F32: 1.1754943508222875e-38,
+            EM_F16: 6.103515625e-05, EM_BF16: 1.1754943508222875e-38}[x._dtype]
+    # NaN and non-positive draws become tiny too, as in PyTorch
+    r = _ew.where(_ew.ge(r, tiny), r, tiny)
+    if grad_on() and x._requires_grad:
+        record("_standard_gamma", (input,), r, None)
+    return r
+
+
+def _standard_gamma_grad(input, output):
+    """d output / d input of Gamma(input, 1) draws ``output`` (PyTorch's
+    ``_standard_gamma_grad``): exact series where it converges well, PyTorch's
+    approximations in the far upper tail."""
+    cdef TensorBase a = <TensorBase?>input, x = <TensorBase?>output
+    cdef int64_t n = numel_of(x._ndim, x._shape)
+    if numel_of(a._ndim, a._shape) != n:
+        a = a.expand(x.shape)
+    cdef TensorBase ac = _f64(a), xc = _f64(x)
+    cdef TensorBase out = _empty_shape(x, EM_F64)
+    cdef const double *ap = <const double *>_data(ac)
+    cdef const double *xp = <const double *>_data(xc)
+    cdef double *op = <double *>_data(out)
+    cdef int nt = _sampler_threads(n)
+    with nogil:
+        em_standard_gamma_grad(ap, xp, op, n, nt)
+    return _sampled(out, x)

@@ -447,29 +447,11 @@ def _square(ctx, g):
     return (E.mul(E.mul(g, ctx.input(0)), 2),)
 
 
-def digamma(x):
-    """psi(x) from ember ops: reflection for x < 0.5, recurrence up to x >= 6, then the
-    asymptotic series (double-precision accurate)."""
-    refl = E.lt(x, 0.5)
-    xr = E.where(refl, E.sub(1, x), x)
-    acc = E.mul(xr, 0.0)
-    for _ in range(6):
-        small = E.lt(xr, 6)
-        acc = E.sub(acc, E.where(small, E.reciprocal(xr), 0.0))
-        xr = E.where(small, E.add(xr, 1), xr)
-    inv = E.reciprocal(xr)
-    inv2 = E.mul(inv, inv)
-    series = E.mul(inv2, E.sub(1 / 12, E.mul(inv2, E.sub(1 / 120, E.mul(inv2, E.sub(
-        1 / 252, E.mul(inv2, E.sub(1 / 240, E.mul(inv2, 1 / 132)))))))))
-    psi = E.sub(E.sub(E.log(xr), E.mul(inv, 0.5)), series)
-    psi = E.add(psi, acc)
-    # psi(1 - x) - pi / tan(pi x) for the reflected points
-    return E.where(refl, E.sub(psi, E.div(math.pi, E.tan(E.mul(x, math.pi)))), psi)
-
-
 @_unary("lgamma")
 def _lgamma(ctx, g):
-    return (E.mul(g, digamma(ctx.input(0))),)
+    from ember._C import special
+
+    return (E.mul(g, special.digamma(ctx.input(0))),)
 
 
 @_unary("hardsigmoid")

@@ -4,5 +4,5 @@ from ember.autograd._table import formula
 
 @formula("_standard_gamma", save_output=True)
 def _standard_gamma(ctx, grad):
-    from ember.distributions.samplers import standard_gamma_grad
-    return (grad * standard_gamma_grad(ctx.input(0), ctx.output),)
+    from ember._C import random
+    return (grad * random._standard_gamma_grad(ctx.input(0), ctx.output),)

@@ -117,104 +117,20 @@ def _log_normalizer_const() -> float:
     return 0.5 * math.log(2 * math.pi)
 
 
-# ---------------------------------------------------------------------------
-# special functions the distributions need, as compositions of ember ops
-
-def digamma(x: Any) -> Any:
-    """The digamma function psi(x) (recurrence to x >= 10, then the asymptotic series;
-    reflection for x < 0.5), differentiable through ember's ops."""
-    reflect = x < 0.5
-    y = ember.where(reflect, 1 - x, x)
-    acc = ember.zeros_like(y)
-    for _ in range(10):
-        small = y < 10
-        acc = acc - ember.where(small, 1.0 / y, 0.0)
-        y = ember.where(small, y + 1, y)
-    inv = 1.0 / y
-    inv2 = inv * inv
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
-        1 / 240 - inv2 * (1 / 132)))))
-    r = acc + y.log() - 0.5 * inv - series
-    return ember.where(reflect, r - math.pi / ember.tan(math.pi * x), r)
+# special functions the distributions use: ember's special-function kernels
+digamma = ember.digamma
+erfinv = ember.erfinv
+igamma = ember.igamma
 
 
 def mvlgamma(a: Any, p: int) -> Any:
     """Log of the multivariate gamma function of dimension ``p``."""
-    r = ember.zeros_like(a) + p * (p - 1) / 4 * math.log(math.pi)
-    for j in range(1, p + 1):
-        r = r + (a + (1 - j) / 2).lgamma()
-    return r
+    return ember.mvlgamma(a, p)
 
 
 def mvdigamma(x: Any, p: int) -> Any:
     """Multivariate digamma: ``sum_j digamma(x - j / 2)`` for ``j < p``."""
     r = ember.zeros_like(x)
     for j in range(p):
-        r = r + digamma(x - j / 2)
+        r = r + ember.digamma(x - j / 2)
     return r
-
-
-def erfinv(y: Any) -> Any:
-    """Inverse error function: Giles' single-precision approximation refined by two Newton
-    steps on ember's erf (float64 accurate)."""
-    w = -((1 - y) * (1 + y)).log()
-    central = w < 5
-    wc = ember.where(central, w - 2.5, w.clamp(min=5).sqrt() - 3)
-    pc = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941]
-    pt = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-          -0.0076224613, 0.00943887047, 1.00167406, 2.83297682]
-    p1 = ember.full_like(y, pc[0])
-    p2 = ember.full_like(y, pt[0])
-    for a, b in zip(pc[1:], pt[1:]):
-        p1 = p1 * wc + a
-        p2 = p2 * wc + b
-    x = ember.where(central, p1, p2) * y
-    two_over_sqrt_pi = 2 / math.sqrt(math.pi)
-    for _ in range(2):
-        err = ember.erf(x) - y
-        x = x - err / (two_over_sqrt_pi * ember.exp(-x * x))
-    return ember.where(y.abs() >= 1, y.sign() * math.inf, x)
-
-
-def igamma(a: Any, x: Any) -> Any:
-    """Regularised lower incomplete gamma ``P(a, x)`` for ``a > 0``, ``x >= 0``: the power
-    series below ``x = a + 1``, the continued fraction for ``Q = 1 - P`` above (Lentz),
-    each iterated until converged; differentiable in ``x`` through ember's ops."""
-    series = x < a + 1
-    xs = ember.where(series, x, 0.0)
-    xc = ember.where(series, a + 2, x)
-    # series: P = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n))
-    term = ember.ones_like(a)
-    total = term
-    n = 0
-    while True:
-        n += 1
-        term = term * xs / (a + n)
-        total = total + term
-        if n % 16 == 0 and (bool((term <= 1e-17 * total).all()) or n > 10000):
-            break
-    log_pre_s = ember.xlogy(a, xs) - xs - (a + 1).lgamma()
-    p_series = total * log_pre_s.exp()
-    # continued fraction for Q(a, x) (modified Lentz)
-    tiny = 1e-300 if x.dtype == ember.float64 else 1e-30
-    b = xc + 1 - a
-    c = ember.full_like(b, 1 / tiny)
-    d = 1 / b
-    h = d
-    i = 0
-    while True:
-        i += 1
-        an = -i * (i - a)
-        b = b + 2
-        d = an * d + b
-        d = ember.where(d.abs() < tiny, tiny, d)
-        c = b + an / c
-        c = ember.where(c.abs() < tiny, tiny, c)
-        d = 1 / d
-        delta = d * c
-        h = h * delta
-        if i % 8 == 0 and (bool(((delta - 1).abs() <= 1e-15).all()) or i > 10000):
-            break
-    q_cf = (ember.xlogy(a, xc) - xc - a.lgamma()).exp() * h
-    return ember.where(series, p_series, 1 - q_cf)

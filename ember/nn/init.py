@@ -106,39 +106,9 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         hi = norm_cdf((b - mean) / std)
         u = _rand_like(tensor, generator) * (2 * hi - 2 * lo) + (2 * lo - 1)
         u = ember.clamp(u, -1 + 1e-7, 1 - 1e-7)
-        # erfinv via Newton iterations on erf (the core has no erfinv)
-        x = _erfinv(u)
+        x = ember.erfinv(u)
         x = x * (std * math.sqrt(2.0)) + mean
         return tensor.copy_(ember.clamp(x, a, b))
-
-
-def _erfinv(y):
-    # initial guess (Giles' single-precision approximation) then two Newton steps
-    w = -ember.log((1.0 - y) * (1.0 + y))
-    x = ember.where(w < 5.0, _giles_small(y, w), _giles_large(y, w))
-    c = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
-        err = ember.erf(x) - y
-        x = x - err / (c * ember.exp(-x * x))
-    return x
-
-
-def _giles_small(y, w):
-    w = w - 2.5
-    p = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):
-        p = p * w + c
-    return p * y
-
-
-def _giles_large(y, w):
-    w = ember.sqrt(ember.clamp_min(w, 5.0)) - 3.0
-    p = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p = p * w + c
-    return p * y
 
 
 def constant_(tensor, val):

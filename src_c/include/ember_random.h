@@ -74,6 +74,22 @@ int em_multinomial(const double *p, int64_t rows, int64_t ncat, int64_t nsamp, i
    out = mean + std * z, in float32 or float64 (NULL for other dtypes). */
 em_loop em_normal_affine_loop(int dtype);
 
+/* Rejection samplers (src_c/samplers.c): one draw per element from contiguous
+   float64 parameters into contiguous float64 out; element i draws from its own
+   stream, so the result is the same on any thread count.  Gamma(alpha, 1)
+   (alpha == 0 gives 0, alpha < 0 or NaN gives NaN); Poisson(rate) (NaN for a
+   negative rate); Binomial(count, prob) (0 for count <= 0 or prob <= 0, count
+   for prob >= 1). */
+void em_sample_gamma(const double *alpha, double *out, int64_t n, uint64_t seed,
+                     uint64_t offset, int nthreads);
+void em_sample_poisson(const double *rate, double *out, int64_t n, uint64_t seed,
+                       uint64_t offset, int nthreads);
+void em_sample_binomial(const double *count, const double *prob, double *out, int64_t n,
+                        uint64_t seed, uint64_t offset, int nthreads);
+/* out = dx/dalpha of Gamma(alpha, 1) draws x (implicit reparameterisation) */
+void em_standard_gamma_grad(const double *alpha, const double *x, double *out, int64_t n,
+                            int nthreads);
+
 /* The ISA the random kernels run with (0 generic, 1 AVX2+FMA, 2 AVX-512). */
 int em_random_isa(void);
 #endif

@@ -353,6 +353,16 @@ OPS = [
                                            kwargs={"return_complex": True, "center": False})],
            grad=False, forward_ad=False,
            errors=lambda: [Sample((np.ones(40, np.float32),), args=(8,))]),
+    # -- special functions at the top level (ember/_C/special.pyx)
+    OpInfo("digamma", _unary_samples(-3.7, 6.0), rtol=1e-4, atol=1e-5),
+    OpInfo("erfinv", _unary_samples(-0.95, 0.95), rtol=1e-4, atol=1e-5),
+    OpInfo("i0", _unary_samples(-5.0, 5.0), rtol=1e-5),
+    OpInfo("igamma", _binary_samples(0.2, 5.0, 0.1, 6.0), grad=False, rtol=1e-4),
+    OpInfo("igammac", _binary_samples(0.2, 5.0, 0.1, 6.0), grad=False, rtol=1e-4),
+    OpInfo("mvlgamma", lambda rng, dt: [
+        Sample((_r(rng, 3, 4, dtype=dt, lo=2.0, hi=5.0),), args=(1,)),
+        Sample((_r(rng, 4, 3, dtype=dt, lo=2.0, hi=5.0),), args=(3,), noncontig=True)],
+        rtol=1e-4, errors=lambda: [Sample((np.ones(3, np.float32) * 3,), args=(0,))]),
 ]
 
 
