@@ -337,7 +337,9 @@ def _wheel_runtimes() -> list:
 def _runtime_candidates(environ: Mapping[str, str]) -> list:
     """The wheel's runtime first, then the system's (linker search, CUDA homes)."""
     cands = _wheel_runtimes() + list(_RUNTIME_NAMES)
-    for home in _cuda_homes(environ):
+    # a conda environment's cuda-cudart, then CUDA toolkit installs
+    homes = [environ.get("CONDA_PREFIX"), sys.prefix] + _cuda_homes(environ)
+    for home in [h for h in dict.fromkeys(homes) if h]:
         for sub in ("lib64", "lib"):
             for n in _RUNTIME_NAMES:
                 p = os.path.join(home, sub, n)

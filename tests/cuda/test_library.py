@@ -21,6 +21,17 @@ built = pytest.mark.skipif(not os.path.isfile(LIB),
                            reason="ember/lib/libember_cuda.so was not built (no nvcc)")
 
 
+def _cuda_build():
+    """src_cuda/build.py as a module (its name would clash with PyPI's `build`)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ember_cuda_build",
+                                                  os.path.join(ROOT, "src_cuda", "build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.fixture(scope="module")
 def lib():
     if not os.path.isfile(LIB):
@@ -37,21 +48,13 @@ def lib():
 def test_library_exports_exactly_the_declared_symbols():
     if shutil.which("nm") is None:
         pytest.skip("nm (binutils) is not installed")
-    sys.path.insert(0, os.path.join(ROOT, "src_cuda"))
-    try:
-        import build as cuda_build
-    finally:
-        sys.path.pop(0)
+    cuda_build = _cuda_build()
     assert cuda_build.check(LIB) == []
     assert len(cuda_build.exported_symbols(LIB)) == len(_dll.CUDA_SYMBOLS)
 
 
 def test_arch_flags_default_and_ptx():
-    sys.path.insert(0, os.path.join(ROOT, "src_cuda"))
-    try:
-        import build as cuda_build
-    finally:
-        sys.path.pop(0)
+    cuda_build = _cuda_build()
     f = cuda_build.arch_flags("80;90")
     assert f == ["-gencode", "arch=compute_80,code=sm_80", "-gencode",
                  "arch=compute_90,code=sm_90", "-gencode", "arch=compute_90,code=compute_90"]
