@@ -266,6 +266,7 @@ CUDA_SYMBOLS = {
     "emc_ew_unary": ("i", "iippppp"),
     "emc_ew_predicate": ("i", "iipppp"),
     "emc_ew_where": ("i", "ipppppp"),
+    "emc_ew_host": ("i", "iiipppqp"),
     "emc_reduce": ("i", "iipqqqpdp"),
     "emc_var": ("i", "ipqqqdppp"),
     "emc_argreduce": ("i", "iipqqqppp"),

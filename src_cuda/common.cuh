@@ -72,14 +72,14 @@ template <typename T> struct Acc { typedef T type; };
 template <> struct Acc<__half> { typedef float type; };
 template <> struct Acc<__nv_bfloat16> { typedef float type; };
 
-template <typename T> __device__ __forceinline__ float to_f(T v) { return (float)v; }
-template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) {
+template <typename T> __host__ __device__ __forceinline__ float to_f(T v) { return (float)v; }
+template <> __host__ __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+template <> __host__ __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) {
     return __bfloat162float(v);
 }
-template <typename T> __device__ __forceinline__ T from_f(float v) { return (T)v; }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
+template <typename T> __host__ __device__ __forceinline__ T from_f(float v) { return (T)v; }
+template <> __host__ __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __host__ __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
     return __float2bfloat16_rn(v);
 }
 template <typename A, typename T> __device__ __forceinline__ A load_acc(const T *p) {

@@ -11,15 +11,15 @@
 #include "ember_scalar.h"
 
 /* --- float math: float32 uses ember's polynomials, float64 CUDA's libm ---- */
-__device__ __forceinline__ float f_exp(float x) { return em_expf(x); }
-__device__ __forceinline__ double f_exp(double x) { return exp(x); }
-__device__ __forceinline__ float f_sigmoid(float x) { return em_sigmoidf(x); }
-__device__ __forceinline__ double f_sigmoid(double x) { return em_sigmoidd(x); }
-__device__ __forceinline__ float f_tanh(float x) { return em_tanhf(x); }
-__device__ __forceinline__ double f_tanh(double x) { return tanh(x); }
+__host__ __device__ __forceinline__ float f_exp(float x) { return em_expf(x); }
+__host__ __device__ __forceinline__ double f_exp(double x) { return exp(x); }
+__host__ __device__ __forceinline__ float f_sigmoid(float x) { return em_sigmoidf(x); }
+__host__ __device__ __forceinline__ double f_sigmoid(double x) { return em_sigmoidd(x); }
+__host__ __device__ __forceinline__ float f_tanh(float x) { return em_tanhf(x); }
+__host__ __device__ __forceinline__ double f_tanh(double x) { return tanh(x); }
 
 template <typename A>
-__device__ __forceinline__ A un_float(int op, A x, const double *prm) {
+__host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
     const bool f32 = sizeof(A) == 4;
     switch (op) {
     case EW_NEG: return -x;
@@ -102,7 +102,7 @@ static bool un_int_ok(int op) {
 static bool un_bool_ok(int op) { return op == EW_ABS || op == EW_SIGN || op == EW_BNOT; }
 
 template <typename T>
-__device__ __forceinline__ T un_int(int op, T x_, const double *prm) {
+__host__ __device__ __forceinline__ T un_int(int op, T x_, const double *prm) {
     const int64_t x = (int64_t)x_;
     switch (op) {
     case EW_NEG: return (T)(0 - x);
@@ -127,7 +127,7 @@ __device__ __forceinline__ T un_int(int op, T x_, const double *prm) {
 }
 
 template <typename A>
-__device__ __forceinline__ A bin_float(int op, A a, A b, const double *prm) {
+__host__ __device__ __forceinline__ A bin_float(int op, A a, A b, const double *prm) {
     const bool f32 = sizeof(A) == 4;
     switch (op) {
     case EW_ADD: return a + b;
@@ -178,7 +178,7 @@ static bool bin_bool_ok(int op) {
    in int64 (what C's promotions give for every type here but uint64, which
    ember does not have), so one body serves signed and unsigned types. */
 template <typename T>
-__device__ __forceinline__ T bin_int(int op, T a_, T b_) {
+__host__ __device__ __forceinline__ T bin_int(int op, T a_, T b_) {
     const int64_t a = (int64_t)a_, b = (int64_t)b_, bits = 8 * (int64_t)sizeof(T);
     switch (op) {
     case EW_ADD: return (T)(a + b);
@@ -205,7 +205,7 @@ __device__ __forceinline__ T bin_int(int op, T a_, T b_) {
     }
 }
 
-__device__ __forceinline__ em_bool bin_bool(int op, em_bool a, em_bool b) {
+__host__ __device__ __forceinline__ em_bool bin_bool(int op, em_bool a, em_bool b) {
     switch (op) {
     case EW_ADD: case EW_MAX: case EW_BOR: return a | b;
     case EW_MUL: case EW_MIN: case EW_BAND: return a & b;
@@ -214,7 +214,7 @@ __device__ __forceinline__ em_bool bin_bool(int op, em_bool a, em_bool b) {
 }
 
 template <typename A>
-__device__ __forceinline__ em_bool cmp_op(int op, A a, A b) {
+__host__ __device__ __forceinline__ em_bool cmp_op(int op, A a, A b) {
     switch (op) {
     case EW_EQ: return a == b;
     case EW_NE: return a != b;
@@ -229,7 +229,7 @@ __device__ __forceinline__ em_bool cmp_op(int op, A a, A b) {
 }
 
 template <typename A>
-__device__ __forceinline__ em_bool pred_op(int op, A x) {
+__host__ __device__ __forceinline__ em_bool pred_op(int op, A x) {
     switch (op) {
     case EW_ISNAN: return x != x;
     case EW_ISINF: return x == (A)INFINITY || x == -(A)INFINITY;
@@ -238,7 +238,7 @@ __device__ __forceinline__ em_bool pred_op(int op, A x) {
     default: return signbit((double)x) != 0;
     }
 }
-template <> __device__ __forceinline__ em_bool pred_op<int64_t>(int op, int64_t x) {
+template <> __host__ __device__ __forceinline__ em_bool pred_op<int64_t>(int op, int64_t x) {
     switch (op) {
     case EW_ISNAN: case EW_ISINF: return 0;
     case EW_ISFINITE: return 1;
@@ -254,16 +254,16 @@ template <> struct IsFloat<double> { static const bool value = true; };
 template <> struct IsFloat<__half> { static const bool value = true; };
 template <> struct IsFloat<__nv_bfloat16> { static const bool value = true; };
 
-template <typename T> __device__ __forceinline__ typename Acc<T>::type acc_of(T v) {
+template <typename T> __host__ __device__ __forceinline__ typename Acc<T>::type acc_of(T v) {
     if constexpr (sizeof(T) == 2 && IsFloat<T>::value) return to_f(v); else return v;
 }
-template <typename T> __device__ __forceinline__ T of_acc(typename Acc<T>::type v) {
+template <typename T> __host__ __device__ __forceinline__ T of_acc(typename Acc<T>::type v) {
     if constexpr (sizeof(T) == 2 && IsFloat<T>::value) return from_f<T>(v); else return (T)v;
 }
 
 template <typename T> struct BinF {
     int op; double prm;
-    __device__ T operator()(T a, T b) const {
+    __host__ __device__ T operator()(T a, T b) const {
         if constexpr (IsFloat<T>::value) {
             typedef typename Acc<T>::type A;
             return of_acc<T>(bin_float<A>(op, acc_of(a), acc_of(b), &prm));
@@ -275,12 +275,12 @@ template <typename T> struct BinF {
 
 struct BinBool {
     int op; double prm;
-    __device__ em_bool operator()(em_bool a, em_bool b) const { return bin_bool(op, a, b); }
+    __host__ __device__ em_bool operator()(em_bool a, em_bool b) const { return bin_bool(op, a, b); }
 };
 
 template <typename T> struct UnF {
     int op; double prm[3];
-    __device__ T operator()(T x) const {
+    __host__ __device__ T operator()(T x) const {
         if constexpr (IsFloat<T>::value) {
             typedef typename Acc<T>::type A;
             return of_acc<T>(un_float<A>(op, acc_of(x), prm));
@@ -294,7 +294,7 @@ template <typename T> struct UnF {
 
 template <typename T> struct CmpF {
     int op;
-    __device__ em_bool operator()(T a, T b) const {
+    __host__ __device__ em_bool operator()(T a, T b) const {
         if constexpr (IsFloat<T>::value) {
             typedef typename Acc<T>::type A;
             return cmp_op<A>(op, acc_of(a), acc_of(b));
@@ -306,7 +306,7 @@ template <typename T> struct CmpF {
 
 template <typename T> struct PredF {
     int op;
-    __device__ em_bool operator()(T x) const {
+    __host__ __device__ em_bool operator()(T x) const {
         if constexpr (IsFloat<T>::value) {
             typedef typename Acc<T>::type A;
             return pred_op<A>(op, acc_of(x));
@@ -537,5 +537,50 @@ EMC_API int emc_ew_where(int dtype, void *out, const void *cond, const void *a, 
     default: where_nd<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint64_t *)out, c, (const uint64_t *)a, (const uint64_t *)b); break;
     }
     EMC_LAUNCHED("emc_ew_where");
+    return 0;
+}
+
+/* The kernels' element functions run on the host, over contiguous host
+   arrays: the CPU tests compare them with ember's CPU ops, which checks the op
+   table (codes, parameters, dtypes) of this file without a GPU.  family: 0
+   unary, 1 binary, 2 compare, 3 predicate. */
+template <typename T, typename O, typename F>
+static void host_un(int64_t n, O *out, const T *x, F f) { for (int64_t i = 0; i < n; i++) out[i] = f(x[i]); }
+template <typename T, typename O, typename F>
+static void host_bin(int64_t n, O *out, const T *a, const T *b, F f) {
+    for (int64_t i = 0; i < n; i++) out[i] = f(a[i], b[i]);
+}
+
+EMC_API int emc_ew_host(int family, int op, int dtype, void *out, const void *a, const void *b,
+                        int64_t n, const double *aux) {
+    if (dtype < 0 || dtype >= EM_NDTYPES || dtype == EM_F16 || dtype == EM_BF16)
+        return emc_set_error(EMC_E_DTYPE, "emc_ew_host");
+    double prm[3] = {0, 0, 0};
+    if (aux)
+        for (int i = 0; i < 3; i++) prm[i] = aux[i];
+    if (family == 0) {
+        bool ok = dtype == EM_BOOL ? un_bool_ok(op) : is_float_dt(dtype) ? un_float_ok(op)
+                                                                           : un_int_ok(op);
+        if (!ok) return emc_set_error(EMC_E_DTYPE, "emc_ew_host");
+        EMC_ALL_TYPES(dtype, host_un(n, (T *)out, (const T *)a,
+                                     UnF<T>{op, {prm[0], prm[1], prm[2]}, dtype == EM_BOOL}))
+    } else if (family == 1) {
+        bool ok = dtype == EM_BOOL ? bin_bool_ok(op) : is_float_dt(dtype) ? bin_float_ok(op)
+                                                                            : bin_int_ok(op);
+        if (!ok) return emc_set_error(EMC_E_DTYPE, "emc_ew_host");
+        if (dtype == EM_BOOL) {
+            host_bin(n, (em_bool *)out, (const em_bool *)a, (const em_bool *)b, BinBool{op, prm[0]});
+            return 0;
+        }
+        EMC_ALL_TYPES(dtype, host_bin(n, (T *)out, (const T *)a, (const T *)b, BinF<T>{op, prm[0]}))
+    } else if (family == 2) {
+        if (op < 0 || op >= EW_NCMP) return emc_set_error(EMC_E_OP, "emc_ew_host");
+        EMC_ALL_TYPES(dtype, host_bin(n, (em_bool *)out, (const T *)a, (const T *)b, CmpF<T>{op}))
+    } else if (family == 3) {
+        if (op < 0 || op >= EW_NPRED) return emc_set_error(EMC_E_OP, "emc_ew_host");
+        EMC_ALL_TYPES(dtype, host_un(n, (em_bool *)out, (const T *)a, PredF<T>{op}))
+    } else {
+        return emc_set_error(EMC_E_OP, "emc_ew_host");
+    }
     return 0;
 }

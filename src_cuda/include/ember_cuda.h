@@ -89,6 +89,12 @@ EMC_API int emc_ew_predicate(int op, int dtype, void *out, const void *x, const 
 EMC_API int emc_ew_where(int dtype, void *out, const void *cond, const void *a, const void *b,
                          const emc_nd *nd, void *stream);
 
+/* the kernels' element functions on the host (contiguous host arrays, not
+   float16/bfloat16): family 0 unary, 1 binary, 2 compare, 3 predicate.  For
+   the CPU tests of the op table. */
+EMC_API int emc_ew_host(int family, int op, int dtype, void *out, const void *a, const void *b,
+                        int64_t n, const double *aux);
+
 /* --- reductions (reduce.cu): contiguous [O, K, I] reduced over K ------------- */
 /* op RD_SUM, RD_PROD, RD_MAX, RD_MIN, RD_ASUM, RD_SSQ (about the mean: variance
    numerator, see emc_var), RD_AMAX; out [O, I] of dtype (float accumulators for

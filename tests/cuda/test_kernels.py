@@ -10,7 +10,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 
-from .harness import EM, bf16_bits, bf16_values, c_enums, contig, nd
+from .harness import BINARY, EM, INT_BINARY, UNARY, bf16_bits, bf16_values, c_enums, contig, nd
 
 pytestmark = pytest.mark.cuda
 
@@ -32,30 +32,6 @@ def cpu(x):
 
 
 # -- elementwise -----------------------------------------------------------------------
-
-BINARY = {"EW_ADD": ember.add, "EW_SUB": ember.sub, "EW_MUL": ember.mul, "EW_DIV": ember.div,
-          "EW_FLOORDIV": ember.floor_divide, "EW_REM": ember.remainder, "EW_FMOD": ember.fmod,
-          "EW_POW": ember.pow, "EW_MAX": ember.maximum, "EW_MIN": ember.minimum,
-          "EW_FMAX": ember.fmax, "EW_FMIN": ember.fmin, "EW_ATAN2": ember.atan2,
-          "EW_HYPOT": ember.hypot, "EW_COPYSIGN": ember.copysign, "EW_XLOGY": ember.xlogy,
-          "EW_LOGADDEXP": ember.logaddexp}
-INT_BINARY = {"EW_ADD": ember.add, "EW_SUB": ember.sub, "EW_MUL": ember.mul,
-              "EW_FLOORDIV": ember.floor_divide, "EW_REM": ember.remainder, "EW_FMOD": ember.fmod,
-              "EW_MAX": ember.maximum, "EW_MIN": ember.minimum, "EW_BAND": ember.bitwise_and,
-              "EW_BOR": ember.bitwise_or, "EW_BXOR": ember.bitwise_xor}
-UNARY = {"EW_NEG": ember.neg, "EW_ABS": ember.abs, "EW_SIGN": ember.sign, "EW_EXP": ember.exp,
-         "EW_EXP2": ember.exp2, "EW_EXPM1": ember.expm1, "EW_LOG": ember.log,
-         "EW_LOG2": ember.log2, "EW_LOG10": ember.log10, "EW_LOG1P": ember.log1p,
-         "EW_SQRT": ember.sqrt, "EW_RSQRT": ember.rsqrt, "EW_SIN": ember.sin, "EW_COS": ember.cos,
-         "EW_TAN": ember.tan, "EW_ASIN": ember.asin, "EW_ACOS": ember.acos, "EW_ATAN": ember.atan,
-         "EW_SINH": ember.sinh, "EW_COSH": ember.cosh, "EW_TANH": ember.tanh,
-         "EW_ASINH": ember.asinh, "EW_ATANH": ember.atanh, "EW_SIGMOID": ember.sigmoid,
-         "EW_RELU": ember.relu, "EW_GELU": F.gelu, "EW_SILU": F.silu, "EW_MISH": F.mish,
-         "EW_ERF": ember.erf, "EW_ERFC": ember.erfc, "EW_FLOOR": ember.floor,
-         "EW_CEIL": ember.ceil, "EW_ROUND": ember.round, "EW_TRUNC": ember.trunc,
-         "EW_FRAC": ember.frac, "EW_RECIP": ember.reciprocal, "EW_SQUARE": ember.square,
-         "EW_LGAMMA": ember.lgamma}
-
 
 def _data(dtype, shape, seed=0, lo=-3.0, hi=3.0):
     rng = np.random.default_rng(seed)

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 import ember
+import ember.nn.functional as F
 from ember import _dll
+
+from .harness import BINARY, EM, INT_BINARY, UNARY, c_enums
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.path.join(ROOT, "ember", "lib", "libember_cuda.so")
@@ -53,6 +56,33 @@ def test_library_exports_exactly_the_declared_symbols():
     assert len(cuda_build.exported_symbols(LIB)) == len(_dll.CUDA_SYMBOLS)
 
 
+def _c_type_code(decl, result=False):
+    decl = decl.strip()
+    if "[" in decl or "*" in decl or decl.split()[0] in ("emc_backing_alloc",
+                                                           "emc_backing_free"):
+        return "s" if result and "char" in decl else "p"
+    base = decl.replace("const ", "").split()[0]
+    return {"int": "i", "int64_t": "q", "uint64_t": "Q", "size_t": "z", "double": "d",
+            "void": "v"}[base]
+
+
+def test_python_prototypes_match_the_c_headers():
+    """Every EMC_API prototype of src_cuda/include against ember._dll.CUDA_SYMBOLS:
+    the same functions, argument counts and types (what ctypes passes)."""
+    import glob
+    import re
+
+    protos = {}
+    for h in glob.glob(os.path.join(ROOT, "src_cuda", "include", "*.h")):
+        text = re.sub(r"/\*.*?\*/", "", open(h).read(), flags=re.S)
+        for ret, name, args in re.findall(r"EMC_API\s+([\w\s]+?\**)\s*(emc_\w+)\((.*?)\);",
+                                          text, flags=re.S):
+            params = [a for a in args.split(",") if a.strip() and a.strip() != "void"]
+            res = "p" if "*" in ret and "char" not in ret else _c_type_code(ret, result=True)
+            protos[name] = (res, "".join(_c_type_code(a) for a in params))
+    assert protos == _dll.CUDA_SYMBOLS
+
+
 def test_arch_flags_default_and_ptx():
     cuda_build = _cuda_build()
     f = cuda_build.arch_flags("80;90")
@@ -81,8 +111,6 @@ def test_import_ember_loads_no_cuda_library():
 
 # -- the random streams: the kernels' per-block code equals the CPU generator ------
 
-EM = {"bool": 0, "uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float16": 6,
-      "bfloat16": 7, "float32": 8, "float64": 9}
 NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
       "bfloat16": np.uint16, "int64": np.int64, "int32": np.int32, "int16": np.int16,
       "int8": np.int8, "uint8": np.uint8, "bool": np.uint8}
@@ -147,6 +175,112 @@ def test_randint_streams_equal_cpu(lib, name, lo, hi):
 def test_random_host_rejects_bad_kind(lib):
     out = np.zeros(4, dtype=np.float32)
     assert lib.emc_rand_float_host(42, EM["float32"], out.ctypes.data, 4, 0, 0, 0.0, 1.0) == 10002
+
+
+# -- the elementwise kernels' element functions, run on the host ----------------------
+
+EW = c_enums("ember_ew.h")
+
+
+def _ew_host(lib, family, op, name, a, b=None, aux=(0.0, 0.0, 0.0)):
+    out = np.zeros(a.shape, dtype=np.uint8 if family in (2, 3) else a.dtype)
+    prm = (ctypes.c_double * 3)(*aux)
+    rc = lib.emc_ew_host(family, EW[op], EM[name], out.ctypes.data, a.ctypes.data,
+                         None if b is None else b.ctypes.data, a.size,
+                         ctypes.cast(prm, ctypes.c_void_p))
+    assert rc == 0, lib.emc_last_error()
+    return out
+
+
+def _vals(name, n=2000, seed=0, lo=-4.0, hi=4.0):
+    rng = np.random.default_rng(seed)
+    if name.startswith("float"):
+        return rng.uniform(lo, hi, n).astype(name)
+    return rng.integers(-60, 60, n).astype(name)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary_element_functions_match_cpu(lib, op, name):
+    x = _vals(name) * (0.24 if op in ("EW_ASIN", "EW_ACOS", "EW_ATANH") else 1)
+    if op in ("EW_LOG", "EW_LOG2", "EW_LOG10", "EW_SQRT", "EW_RSQRT", "EW_LGAMMA"):
+        x = np.abs(x) + np.asarray(0.01, x.dtype)
+    ref = UNARY[op](ember.tensor(x)).numpy()
+    got = _ew_host(lib, 0, op, name, x)
+    if name == "float32":   # the shared formulas: the same code, the same bits
+        np.testing.assert_allclose(got, ref, rtol=2e-7, atol=1e-30)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=1e-15, atol=1e-300)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_element_functions_match_cpu(lib, op, name):
+    a, b = _vals(name), _vals(name, seed=1) + np.asarray(0.25, name)
+    if op in ("EW_POW", "EW_XLOGY"):
+        a, b = np.abs(a) + np.asarray(0.1, name), np.abs(b)
+    ref = BINARY[op](ember.tensor(a), ember.tensor(b)).numpy()
+    np.testing.assert_allclose(_ew_host(lib, 1, op, name, a, b), ref, rtol=2e-7 if
+                               name == "float32" else 1e-15)
+
+
+@pytest.mark.parametrize("name", ["int64", "int32", "int16", "int8", "uint8"])
+@pytest.mark.parametrize("op", sorted(INT_BINARY))
+def test_integer_element_functions_match_cpu(lib, op, name):
+    a, b = _vals(name), _vals(name, seed=2)
+    if name == "uint8":
+        a, b = np.abs(a.astype(np.int64)).astype(name), np.abs(b.astype(np.int64)).astype(name)
+    b[b == 0] = 3
+    ref = INT_BINARY[op](ember.tensor(a), ember.tensor(b)).numpy()
+    np.testing.assert_array_equal(_ew_host(lib, 1, op, name, a, b), ref)
+
+
+def _hardswish32(x):
+    six, three = np.float32(6), np.float32(3)
+    return np.where(x <= -three, np.float32(0), np.where(x >= three, x, x * (x + three) / six))
+
+
+@pytest.mark.parametrize("op,fn,aux", [
+    ("EW_SOFTPLUS", lambda t: F.softplus(t, beta=2.0, threshold=5.0), (2.0, 5.0, 0.0)),
+    ("EW_LEAKY_RELU", lambda t: F.leaky_relu(t, 0.1), (0.1, 0.0, 0.0)),
+    ("EW_ELU", lambda t: F.elu(t, 0.7), (0.7, 1.0, 1.0)),
+    ("EW_HARDSIGMOID", F.hardsigmoid, (0.0, 0.0, 0.0)),
+    # F.hardswish is a composite; the kernel's formula in float32 arithmetic:
+    ("EW_HARDSWISH", lambda t: ember.tensor(_hardswish32(t.numpy())), (0.0, 0.0, 0.0)),
+    ("EW_GELU_TANH", lambda t: F.gelu(t, approximate="tanh"), (0.0, 0.0, 0.0)),
+    ("EW_CLAMP", lambda t: ember.clamp(t, -1.0, 2.0), (-1.0, 2.0, 3.0))])
+def test_parametric_unary_element_functions_match_cpu(lib, op, fn, aux):
+    x = _vals("float32")
+    np.testing.assert_allclose(_ew_host(lib, 0, op, "float32", x, aux=aux),
+                               fn(ember.tensor(x)).numpy(), rtol=2e-7)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "int64", "int16", "uint8"])
+def test_compare_and_predicate_element_functions(lib, name):
+    a, b = _vals(name), _vals(name, seed=3)
+    if name.startswith("float"):
+        a[::5] = np.nan
+        a[1::7] = np.inf
+    b[::3] = a[::3]
+    ta, tb = ember.tensor(a), ember.tensor(b)
+    for op, fn in (("EW_EQ", ember.eq), ("EW_NE", ember.ne), ("EW_LT", ember.lt),
+                   ("EW_LE", ember.le), ("EW_GT", ember.gt), ("EW_GE", ember.ge),
+                   ("EW_LAND", ember.logical_and), ("EW_LOR", ember.logical_or),
+                   ("EW_LXOR", ember.logical_xor)):
+        np.testing.assert_array_equal(_ew_host(lib, 2, op, name, a, b).astype(bool),
+                                      fn(ta, tb).numpy(), err_msg=op)
+    for op, fn in (("EW_ISNAN", ember.isnan), ("EW_ISINF", ember.isinf),
+                   ("EW_ISFINITE", ember.isfinite), ("EW_LNOT", ember.logical_not),
+                   ("EW_SIGNBIT", ember.signbit)):
+        np.testing.assert_array_equal(_ew_host(lib, 3, op, name, a).astype(bool),
+                                      fn(ta).numpy(), err_msg=op)
+
+
+def test_element_functions_reject_unsupported_pairs(lib):
+    x = np.zeros(4, np.int32)
+    out = np.zeros(4, np.int32)
+    assert lib.emc_ew_host(0, EW["EW_EXP"], EM["int32"], out.ctypes.data, x.ctypes.data, None,
+                           4, None) == 10001
 
 
 # -- the caching allocator's bookkeeping over a fake backing allocator ---------------
