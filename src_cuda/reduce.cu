@@ -26,8 +26,8 @@ template <typename A> struct ScalarOp {
     __device__ A combine(A a, A b) const {
         switch (op) {
         case RD_PROD: return a * b;
-        case RD_MAX: case RD_AMAX: return (a != a || b > a) ? (a != a ? a : b) : a;
-        case RD_MIN: return (a != a || b < a) ? (a != a ? a : b) : a;
+        case RD_MAX: case RD_AMAX: return a != a ? a : (b != b || b > a) ? b : a;
+        case RD_MIN: return a != a ? a : (b != b || b < a) ? b : a;
         default: return a + b;
         }
     }
