@@ -144,25 +144,23 @@ EMC_API int emc_fill(int dtype, void *dst, const emc_nd *nd, const void *value, 
 }
 
 /* cat: up to CAT_MAX inputs per launch; each input's rows land at a column
-   offset of the output's rows */
+   offset of the output's rows.  Moved in units of the dtype's size. */
 #define CAT_MAX 32
 struct CatArgs {
-    const char *src[CAT_MAX];
-    int64_t off[CAT_MAX + 1];   /* byte offsets of each input's run within an output row */
+    const void *src[CAT_MAX];
+    int64_t off[CAT_MAX + 1];   /* element offsets of each input's run within an output row */
     int n;
 };
 
-__global__ void cat_kernel(CatArgs a, char *out, int64_t outer, int64_t row_bytes,
-                           int64_t out_row_bytes, int64_t total) {
-    /* byte-wise over the launch's span of each output row: total = outer * row_bytes */
+template <typename U>
+__global__ void cat_kernel(CatArgs a, U *out, int64_t row, int64_t out_row, int64_t total) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / row_bytes, c = i - r * row_bytes;
+        int64_t r = i / row, c = i - r * row + a.off[0];
         int k = 0;
-        while (k + 1 < a.n && a.off[k + 1] - a.off[0] <= c) k++;
+        while (k + 1 < a.n && a.off[k + 1] <= c) k++;
         int64_t w = a.off[k + 1] - a.off[k];
-        out[r * out_row_bytes + a.off[k] + (c - (a.off[k] - a.off[0]))] =
-            a.src[k][r * w + (c - (a.off[k] - a.off[0]))];
+        out[r * out_row + c] = ((const U *)a.src[k])[r * w + (c - a.off[k])];
     }
 }
 
@@ -170,9 +168,11 @@ EMC_API int emc_cat(int dtype, void *out, int n, const void *const *srcs, const 
                     int64_t outer, int64_t inner, void *stream) {
     if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_cat");
     if (n < 0 || outer < 0 || inner < 0) return emc_set_error(EMC_E_ARG, "emc_cat");
-    const int64_t isz = em_itemsize[dtype];
     int64_t out_row = 0;
-    for (int k = 0; k < n; k++) out_row += sizes[k] * inner * isz;
+    for (int k = 0; k < n; k++) {
+        if (sizes[k] < 0) return emc_set_error(EMC_E_ARG, "emc_cat");
+        out_row += sizes[k] * inner;
+    }
     cudaStream_t s = emc_stream(stream);
     int64_t col = 0;
     for (int k0 = 0; k0 < n; k0 += CAT_MAX) {
@@ -180,14 +180,19 @@ EMC_API int emc_cat(int dtype, void *out, int n, const void *const *srcs, const 
         a.n = n - k0 < CAT_MAX ? n - k0 : CAT_MAX;
         a.off[0] = col;
         for (int k = 0; k < a.n; k++) {
-            a.src[k] = (const char *)srcs[k0 + k];
-            col += sizes[k0 + k] * inner * isz;
+            a.src[k] = srcs[k0 + k];
+            col += sizes[k0 + k] * inner;
             a.off[k + 1] = col;
         }
-        int64_t row_bytes = a.off[a.n] - a.off[0], total = outer * row_bytes;
+        int64_t row = a.off[a.n] - a.off[0], total = outer * row;
         if (total == 0) continue;
-        cat_kernel<<<emc_blocks(total, 4), EMC_THREADS, 0, s>>>(a, (char *)out, outer, row_bytes,
-                                                                 out_row, total);
+        unsigned g = emc_blocks(total);
+        switch (em_itemsize[dtype]) {
+        case 1: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint8_t *)out, row, out_row, total); break;
+        case 2: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint16_t *)out, row, out_row, total); break;
+        case 4: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint32_t *)out, row, out_row, total); break;
+        default: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint64_t *)out, row, out_row, total); break;
+        }
         EMC_LAUNCHED("emc_cat");
     }
     return 0;

@@ -1,7 +1,9 @@
 /* GEMM: the twin of src_c/gemm.c.  float32/float64 run a tiled SIMT kernel
    (64x64 block tile, 4x4 outputs per thread); float16/bfloat16 run on tensor
    cores through WMMA (128x128 block tile, 8 warps of 64x32, fp32
-   accumulation).  Row-major operands, transposes by index, batches on grid z. */
+   accumulation), and so does float32 when TF32 is allowed (inputs rounded to
+   TF32, as torch.backends.cuda.matmul.allow_tf32 / "high" matmul precision).
+   Row-major operands, transposes by index, batches on grid z. */
 #include <mma.h>
 #include "common.cuh"
 
@@ -76,13 +78,18 @@ __global__ void __launch_bounds__(256) gemm_simt(bool ta, bool tb, int64_t M, in
 #define TM 128
 #define TN 128
 #define TK 32
-#define APAD 8
+
+/* the WMMA fragment element type and k-extent for a storage type */
+template <typename T> struct Frag { typedef T type; static const int K = 16, PAD = 8; };
+template <> struct Frag<float> { typedef wmma::precision::tf32 type; static const int K = 8, PAD = 4; };
 
 template <typename T>
 __global__ void __launch_bounds__(256) gemm_wmma(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                                                  float alpha, const T *A, int64_t lda, int64_t sA,
                                                  const T *B, int64_t ldb, int64_t sB, float beta,
                                                  T *C, int64_t ldc, int64_t sC, int64_t batch) {
+    typedef typename Frag<T>::type FT;
+    constexpr int FK = Frag<T>::K, APAD = Frag<T>::PAD;
     __shared__ __align__(32) T As[TM][TK + APAD];
     __shared__ __align__(32) T Bs[TK][TN + APAD];
     __shared__ __align__(32) float Cs[8][16][16];
@@ -93,7 +100,7 @@ __global__ void __launch_bounds__(256) gemm_wmma(bool ta, bool tb, int64_t M, in
     for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
         const T *Az = A + z * sA, *Bz = B + z * sB;
         T *Cz = C + z * sC;
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+        wmma::fragment<wmma::accumulator, 16, 16, FK, float> acc[4][2];
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
@@ -113,15 +120,25 @@ __global__ void __launch_bounds__(256) gemm_wmma(bool ta, bool tb, int64_t M, in
             }
             __syncthreads();
 #pragma unroll
-            for (int kk = 0; kk < TK; kk += 16) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[4];
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb[2];
+            for (int kk = 0; kk < TK; kk += FK) {
+                wmma::fragment<wmma::matrix_a, 16, 16, FK, FT, wmma::row_major> fa[4];
+                wmma::fragment<wmma::matrix_b, 16, 16, FK, FT, wmma::row_major> fb[2];
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     wmma::load_matrix_sync(fa[i], &As[wm * 64 + i * 16][kk], TK + APAD);
 #pragma unroll
                 for (int j = 0; j < 2; j++)
                     wmma::load_matrix_sync(fb[j], &Bs[kk][wn * 32 + j * 16], TN + APAD);
+                if constexpr (sizeof(T) == 4) {   /* float -> TF32 rounding */
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        for (int t = 0; t < fa[i].num_elements; t++)
+                            fa[i].x[t] = wmma::__float_to_tf32(fa[i].x[t]);
+#pragma unroll
+                    for (int j = 0; j < 2; j++)
+                        for (int t = 0; t < fb[j].num_elements; t++)
+                            fb[j].x[t] = wmma::__float_to_tf32(fb[j].x[t]);
+                }
 #pragma unroll
                 for (int i = 0; i < 4; i++)
 #pragma unroll
@@ -155,12 +172,17 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,
                      int64_t sB, double beta, void *C, int64_t ldc, int64_t sC, int64_t batch,
                      int allow_tf32, void *stream) {
-    (void)allow_tf32;   /* float32 always runs the exact SIMT kernel */
     if (M < 0 || N < 0 || K < 0 || batch < 0) return emc_set_error(EMC_E_ARG, "emc_gemm");
     if (M == 0 || N == 0 || batch == 0) return 0;
     cudaStream_t s = emc_stream(stream);
     unsigned gz = (unsigned)(batch < 65535 ? batch : 65535);
-    if (dtype == EM_F32 || dtype == EM_F64) {
+    if (dtype == EM_F32 && allow_tf32) {
+        int64_t gx = (N + TN - 1) / TN, gy = (M + TM - 1) / TM;
+        if (gy > 65535) return emc_set_error(EMC_E_ARG, "emc_gemm (M too large)");
+        gemm_wmma<float><<<dim3((unsigned)gx, (unsigned)gy, gz), 256, 0, s>>>(
+            ta, tb, M, N, K, (float)alpha, (const float *)A, lda, sA, (const float *)B, ldb, sB,
+            (float)beta, (float *)C, ldc, sC, batch);
+    } else if (dtype == EM_F32 || dtype == EM_F64) {
         int64_t gx = (N + SB_N - 1) / SB_N, gy = (M + SB_M - 1) / SB_M;
         if (gy > 65535) return emc_set_error(EMC_E_ARG, "emc_gemm (M too large)");
         dim3 grid((unsigned)gx, (unsigned)gy, gz);

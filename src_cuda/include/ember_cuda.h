@@ -143,7 +143,7 @@ EMC_API int emc_layer_norm_bwd(int dtype, const void *dy, const void *x, const v
 /* --- GEMM (gemm.cu) ----------------------------------------------------------- */
 /* C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] for b < batch, row-major with
    leading dims (elements) and batch strides (elements; 0 broadcasts).  op = A^T
-   when ta.  f32 (SIMT, or TF32 tensor cores when allow_tf32), f64 (SIMT),
+   when ta.  f32 (exact SIMT, or TF32 tensor cores when allow_tf32), f64 (SIMT),
    f16/bf16 (tensor cores, fp32 accumulation). */
 EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,

@@ -174,6 +174,15 @@ def test_strided_copy_and_fill(dev):
     np.testing.assert_array_equal(dev.get(out), ref)
 
 
+def test_cat_of_many_inputs_takes_several_launches(dev):
+    parts = [_data("int64", (3, k % 4, 2), seed=k) for k in range(40)]
+    out = dev.alloc((3, sum(p.shape[1] for p in parts), 2), np.int64)
+    ptrs = (ctypes.c_void_p * 40)(*[dev.put(p).ptr for p in parts])
+    sizes = (ctypes.c_int64 * 40)(*[p.shape[1] for p in parts])
+    dev.check(dev.lib.emc_cat(EM["int64"], out, 40, P(ptrs), P(sizes), 3, 2, None))
+    np.testing.assert_array_equal(dev.get(out), np.concatenate(parts, axis=1))
+
+
 def test_cat_along_a_middle_dim(dev):
     parts = [_data("float32", (2, k, 3), seed=k) for k in (1, 4, 2)]
     out = dev.alloc((2, 7, 3), "float32")
@@ -340,6 +349,18 @@ def test_gemm_tensor_cores_fp32_accumulation(dev, dtype, M, N, K):
     got = dev.get(out)
     got = got.astype(np.float32) if dtype == "float16" else bf16_values(got)
     np.testing.assert_allclose(got, va.astype(np.float64) @ vb, rtol=1e-2, atol=2e-2)
+
+
+def test_gemm_float32_tf32_tensor_cores(dev):
+    M, N, K = 150, 140, 200
+    a, b = _data("float32", (M, K), lo=-1, hi=1), _data("float32", (K, N), seed=1, lo=-1, hi=1)
+    out = dev.alloc((M, N), "float32")
+    dev.check(dev.lib.emc_gemm(EM["float32"], 0, 0, M, N, K, 1.0, dev.put(a), K, 0, dev.put(b), N,
+                               0, 0.0, out, N, 0, 1, 1, None))
+    ref = a.astype(np.float64) @ b
+    got = dev.get(out)
+    np.testing.assert_allclose(got, ref, rtol=5e-3, atol=5e-3)      # TF32: 10-bit mantissa
+    assert np.abs(got - ref).max() > 1e-6                           # and not the exact kernel
 
 
 # -- random numbers: the CPU's streams ------------------------------------------------
