@@ -100,23 +100,44 @@ __global__ void __launch_bounds__(256) gemm_wmma(bool ta, bool tb, int64_t M, in
     for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
         const T *Az = A + z * sA, *Bz = B + z * sB;
         T *Cz = C + z * sC;
+        constexpr int V = 16 / sizeof(T);
+        const bool fastA = !ta && lda % V == 0 && ((uintptr_t)Az & 15) == 0;
+        const bool fastB = !tb && ldb % V == 0 && ((uintptr_t)Bz & 15) == 0;
         wmma::fragment<wmma::accumulator, 16, 16, FK, float> acc[4][2];
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
             for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
         for (int64_t k0 = 0; k0 < K; k0 += TK) {
-            for (int e = threadIdx.x; e < TM * TK; e += 256) {
-                int mm, kk;
-                if (ta) { mm = e % TM; kk = e / TM; } else { kk = e % TK; mm = e / TK; }
-                int64_t m = m0 + mm, k = k0 + kk;
-                As[mm][kk] = (m < M && k < K) ? (ta ? Az[k * lda + m] : Az[m * lda + k]) : zero;
+            /* whole, aligned, untransposed tiles move in 16-byte vectors; the rest
+               element by element with bounds checks */
+            if (fastA && m0 + TM <= M && k0 + TK <= K) {
+                for (int e = threadIdx.x; e < TM * TK / V; e += 256) {
+                    int mm = e / (TK / V), kv = (e % (TK / V)) * V;
+                    *reinterpret_cast<uint4 *>(&As[mm][kv]) =
+                        *reinterpret_cast<const uint4 *>(Az + (m0 + mm) * lda + k0 + kv);
+                }
+            } else {
+                for (int e = threadIdx.x; e < TM * TK; e += 256) {
+                    int mm, kk;
+                    if (ta) { mm = e % TM; kk = e / TM; } else { kk = e % TK; mm = e / TK; }
+                    int64_t m = m0 + mm, k = k0 + kk;
+                    As[mm][kk] = (m < M && k < K) ? (ta ? Az[k * lda + m] : Az[m * lda + k]) : zero;
+                }
             }
-            for (int e = threadIdx.x; e < TK * TN; e += 256) {
-                int kk, nn;
-                if (tb) { kk = e % TK; nn = e / TK; } else { nn = e % TN; kk = e / TN; }
-                int64_t k = k0 + kk, n = n0 + nn;
-                Bs[kk][nn] = (k < K && n < N) ? (tb ? Bz[n * ldb + k] : Bz[k * ldb + n]) : zero;
+            if (fastB && k0 + TK <= K && n0 + TN <= N) {
+                for (int e = threadIdx.x; e < TK * TN / V; e += 256) {
+                    int kk = e / (TN / V), nv = (e % (TN / V)) * V;
+                    *reinterpret_cast<uint4 *>(&Bs[kk][nv]) =
+                        *reinterpret_cast<const uint4 *>(Bz + (k0 + kk) * ldb + n0 + nv);
+                }
+            } else {
+                for (int e = threadIdx.x; e < TK * TN; e += 256) {
+                    int kk, nn;
+                    if (tb) { kk = e % TK; nn = e / TK; } else { nn = e % TN; kk = e / TN; }
+                    int64_t k = k0 + kk, n = n0 + nn;
+                    Bs[kk][nn] = (k < K && n < N) ? (tb ? Bz[n * ldb + k] : Bz[k * ldb + n]) : zero;
+                }
             }
             __syncthreads();
 #pragma unroll
