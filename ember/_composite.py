@@ -11,7 +11,7 @@ from ember._C import core
 from ember._C import creation as _cr
 from ember._C import elementwise as _ew
 from ember._C import index as _ix
-from ember._C import linalg as _la
+from ember._C import matmul as _la
 from ember._C import reduce as _red
 
 TensorBase = core.TensorBase

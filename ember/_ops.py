@@ -374,8 +374,8 @@ def _parse(table: str):
 OPS = _parse(_TABLE)
 
 # where implementations are looked up, in order (the Tensor class comes last)
-_IMPL_MODULES = ("ember._C.elementwise", "ember._C.linalg", "ember._C.index",
-                 "ember._C.reduce", "ember._C.random", "ember._C.creation",
+_IMPL_MODULES = ("ember._C.elementwise", "ember._C.matmul", "ember._C.conv",
+                 "ember._C.index", "ember._C.reduce", "ember._C.random", "ember._C.creation",
                  "ember._linalg_legacy", "ember._composite")
 
 def _composed_inplace(fn, name: str):

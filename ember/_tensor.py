@@ -8,7 +8,7 @@ from __future__ import annotations
 from ember import _ops
 from ember._C import core
 from ember._C import elementwise as _ew
-from ember._C import linalg as _la
+from ember._C import matmul as _la
 from ember._check import _check, _check_index
 from ember._tensor_str import tensor_str
 

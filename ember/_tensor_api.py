@@ -51,7 +51,7 @@ short, int, long = int16, int32, int64  # noqa: A001
 # registry: a module lists ops whose kernels are not deterministic on some device in
 # __ember_nondeterministic__ {name: devices}
 _NONDET = {}
-for _m in ("elementwise", "linalg", "index", "reduce", "random", "creation"):
+for _m in ("elementwise", "matmul", "conv", "index", "reduce", "random", "creation"):
     _NONDET.update(getattr(__import__(f"ember._C.{_m}", fromlist=["_"]),
                            "__ember_nondeterministic__", {}))
 _FUNCS = list(_tensor.FUNCTIONS)

@@ -1,11 +1,11 @@
-"""Convolution and pooling (ember._C.linalg) against a NumPy float64 reference
+"""Convolution and pooling (ember._C.conv) against a NumPy float64 reference
 and, when installed, PyTorch forward and backward."""
 
 import numpy as np
 import pytest
 
 import ember
-from ember._C import linalg as L
+from ember._C import conv as L
 
 RNG = np.random.default_rng(1)
 

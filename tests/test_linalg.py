@@ -1,11 +1,11 @@
-"""Matrix products (ember._C.linalg) against NumPy (float64 reference) and,
+"""Matrix products (ember._C.matmul) against NumPy (float64 reference) and,
 when installed, PyTorch (values, shapes, dtypes, error types and messages)."""
 
 import numpy as np
 import pytest
 
 import ember
-from ember._C import linalg as L
+from ember._C import matmul as L
 
 RNG = np.random.default_rng(0)
 

@@ -43,7 +43,7 @@ class Conv2d:
             self.fwdbwd = fb
         else:
             import ember
-            from ember._C import linalg as L
+            from ember._C import conv as L
             ex, ew, eb, eg = (ember.from_numpy(a) for a in (x, w, b, g))
             self.fwd = lambda: L.conv2d(ex, ew, eb, padding=1)
 
@@ -77,7 +77,7 @@ class DepthwiseConv2d:
             self.fwd = lambda: torch.nn.functional.conv2d(tx, tw, padding=1, groups=c)
         else:
             import ember
-            from ember._C import linalg as L
+            from ember._C import conv as L
             ex, ew = ember.from_numpy(x), ember.from_numpy(w)
             self.fwd = lambda: L.conv2d(ex, ew, padding=1, groups=c)
 
@@ -100,7 +100,7 @@ class Pool2d:
             mod = F
         else:
             import ember
-            from ember._C import linalg as mod
+            from ember._C import conv as mod
             t = ember.from_numpy(x)
         if kind == "max":
             self.f = lambda: mod.max_pool2d(t, 3, 2, 1)
@@ -131,7 +131,7 @@ class Unfold:
             tx, tc = torch.from_numpy(x), torch.from_numpy(cols)
         else:
             import ember
-            from ember._C import linalg as mod
+            from ember._C import conv as mod
             tx, tc = ember.from_numpy(x), ember.from_numpy(cols)
         if op == "unfold":
             self.f = lambda: mod.unfold(tx, 3, padding=1)

@@ -10,7 +10,7 @@ import numpy as np
 def _lib(name):
     if name == "ember":
         import ember
-        from ember._C import linalg
+        from ember._C import matmul as linalg
 
         return ember, linalg
     if name == "torch":

@@ -1,4 +1,4 @@
-"""Backward formulas for the ops in ember/_C/linalg.pyx.
+"""Backward formulas for the ops in ember/_C/matmul.pyx and conv.pyx.
 
 Convention (adapt to the autograd engine's if it differs): core.record(name,
 inputs, output, attrs) is called by the op; FORMULAS[name](grad, inputs,
@@ -8,9 +8,14 @@ and the linalg entry points, so they are differentiable themselves."""
 from ember.autograd._table import formula
 
 
-def _L():
-    from ember._C import linalg
-    return linalg
+def _mm_mod():
+    from ember._C import matmul
+    return matmul
+
+
+def _conv_mod():
+    from ember._C import conv
+    return conv
 
 
 def _rg(t):
@@ -33,20 +38,20 @@ def _sum_to(g, shape):
 
 def _mm(grad, inputs, out, attrs):
     a, b = inputs
-    L = _L()
+    L = _mm_mod()
     return (L.mm(grad, b.t()) if _rg(a) else None, L.mm(a.t(), grad) if _rg(b) else None)
 
 
 def _bmm(grad, inputs, out, attrs):
     a, b = inputs
-    L = _L()
+    L = _mm_mod()
     return (L.bmm(grad, b.transpose(1, 2)) if _rg(a) else None,
             L.bmm(a.transpose(1, 2), grad) if _rg(b) else None)
 
 
 def _matmul(grad, inputs, out, attrs):
     a, b = inputs
-    L = _L()
+    L = _mm_mod()
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g = grad
@@ -66,7 +71,7 @@ def _matmul(grad, inputs, out, attrs):
 
 def _addmm(grad, inputs, out, attrs):
     i, a, b = inputs
-    L = _L()
+    L = _mm_mod()
     beta, alpha = attrs["beta"], attrs["alpha"]
     return (_sum_to(grad * beta, i.shape) if _rg(i) else None,
             L.mm(grad, b.t()) * alpha if _rg(a) else None,
@@ -75,7 +80,7 @@ def _addmm(grad, inputs, out, attrs):
 
 def _baddbmm(grad, inputs, out, attrs):
     i, a, b = inputs
-    L = _L()
+    L = _mm_mod()
     beta, alpha = attrs["beta"], attrs["alpha"]
     return (_sum_to(grad * beta, i.shape) if _rg(i) else None,
             L.bmm(grad, b.transpose(1, 2)) * alpha if _rg(a) else None,
@@ -84,7 +89,7 @@ def _baddbmm(grad, inputs, out, attrs):
 
 def _addmv(grad, inputs, out, attrs):
     i, a, v = inputs
-    L = _L()
+    L = _mm_mod()
     beta, alpha = attrs["beta"], attrs["alpha"]
     return (_sum_to(grad * beta, i.shape) if _rg(i) else None,
             L.outer(grad, v) * alpha if _rg(a) else None,
@@ -93,7 +98,7 @@ def _addmv(grad, inputs, out, attrs):
 
 def _mv(grad, inputs, out, attrs):
     a, v = inputs
-    L = _L()
+    L = _mm_mod()
     return (L.outer(grad, v) if _rg(a) else None, L.mv(a.t(), grad) if _rg(v) else None)
 
 
@@ -104,14 +109,14 @@ def _dot(grad, inputs, out, attrs):
 
 def _outer(grad, inputs, out, attrs):
     a, b = inputs
-    L = _L()
+    L = _mm_mod()
     return (L.mv(grad, b) if _rg(a) else None, L.mv(grad.t(), a) if _rg(b) else None)
 
 
 def _linear(grad, inputs, out, attrs):
     x, w = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
-    L = _L()
+    L = _mm_mod()
     g2 = grad.reshape(-1, w.shape[0]) if w.ndim == 2 else grad.reshape(-1, 1)
     x2 = x.reshape(-1, x.shape[-1])
     w2 = w if w.ndim == 2 else w.unsqueeze(0)
@@ -125,7 +130,7 @@ def _conv(nd):
     def f(grad, inputs, out, attrs):
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if len(inputs) > 2 else None
-        L = _L()
+        L = _conv_mod()
         kw = dict(stride=attrs["stride"], padding=attrs["padding"],
                   dilation=attrs["dilation"], groups=attrs["groups"])
         if _rg(x) and (_rg(w) or _rg(bias)):
@@ -143,7 +148,7 @@ def _conv_transpose(grad, inputs, out, attrs):
     #   dx = conv2d(grad, w), dw = conv2d_weight_grad(grad, w.shape, x)
     x, w = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
-    L = _L()
+    L = _conv_mod()
     kw = dict(stride=attrs["stride"], padding=attrs["padding"], dilation=attrs["dilation"],
               groups=attrs["groups"])
     conv = L.conv2d if w.ndim == 4 else L.conv1d
@@ -163,7 +168,7 @@ def _conv_kw(attrs):
 
 
 def _conv_of(w):
-    L = _L()
+    L = _conv_mod()
     return L.conv2d if w.ndim == 4 else L.conv1d
 
 
@@ -171,7 +176,7 @@ def _conv_input_grad(grad, inputs, out, attrs):
     # dx = J_x^T dy is bilinear in (w, dy): <dx, G> = <dy, conv(G, w)>.
     w, dy = inputs
     kw = _conv_kw(attrs)
-    gw = _L().conv2d_weight_grad(grad, tuple(w.shape), dy, **kw) if _rg(w) else None
+    gw = _conv_mod().conv2d_weight_grad(grad, tuple(w.shape), dy, **kw) if _rg(w) else None
     gdy = _conv_of(w)(grad, w, None, **kw) if _rg(dy) else None
     return gw, gdy
 
@@ -180,31 +185,31 @@ def _conv_weight_grad(grad, inputs, out, attrs):
     # dw is bilinear in (x, dy): <dw, H> = <dy, conv(x, H)>.
     x, dy = inputs
     kw = _conv_kw(attrs)
-    gx = _L().conv2d_input_grad(tuple(x.shape), grad, dy, **kw) if _rg(x) else None
+    gx = _conv_mod().conv2d_input_grad(tuple(x.shape), grad, dy, **kw) if _rg(x) else None
     gdy = _conv_of(grad)(x, grad, None, **kw) if _rg(dy) else None
     return gx, gdy
 
 
 def _max_pool(grad, inputs, out, attrs):
     (x,) = inputs
-    return (_L().max_pool2d_backward(grad, x, attrs["indices"]),)
+    return (_conv_mod().max_pool2d_backward(grad, x, attrs["indices"]),)
 
 
 def _adaptive_max_pool(grad, inputs, out, attrs):
     (x,) = inputs
-    return (_L().adaptive_max_pool2d_backward(grad, x, attrs["indices"]),)
+    return (_conv_mod().adaptive_max_pool2d_backward(grad, x, attrs["indices"]),)
 
 
 def _avg_pool(grad, inputs, out, attrs):
     (x,) = inputs
-    return (_L().avg_pool2d_backward(grad, x, attrs["kernel_size"], attrs["stride"],
+    return (_conv_mod().avg_pool2d_backward(grad, x, attrs["kernel_size"], attrs["stride"],
                                      attrs["padding"], attrs["ceil_mode"],
                                      attrs["count_include_pad"], attrs["divisor_override"]),)
 
 
 def _adaptive_avg_pool(grad, inputs, out, attrs):
     (x,) = inputs
-    return (_L().adaptive_avg_pool2d_backward(grad, x),)
+    return (_conv_mod().adaptive_avg_pool2d_backward(grad, x),)
 
 
 # unfold (im2col) and fold (col2im) are each other's gradient.  Neither reads the
@@ -213,14 +218,14 @@ def _adaptive_avg_pool(grad, inputs, out, attrs):
 @formula("im2col", node_name="Im2ColBackward0", exact=True, saves=False)
 def _im2col(ctx, grad):
     a = ctx.attrs
-    return (_L().fold(grad, a["input_size"], a["kernel_size"], a["dilation"], a["padding"],
+    return (_conv_mod().fold(grad, a["input_size"], a["kernel_size"], a["dilation"], a["padding"],
                       a["stride"]),)
 
 
 @formula("col2im", node_name="Col2ImBackward0", exact=True, saves=False)
 def _col2im(ctx, grad):
     a = ctx.attrs
-    return (_L().unfold(grad, a["kernel_size"], a["dilation"], a["padding"], a["stride"]),)
+    return (_conv_mod().unfold(grad, a["kernel_size"], a["dilation"], a["padding"], a["stride"]),)
 
 
 FORMULAS = {

@@ -1,18 +1,16 @@
 """``ember.nn.functional``: the functional form of every layer, activation and loss.
 
-Written over ember's public tensor API (plus the nn kernels of ``ember._C.linalg``:
+Written over ember's public tensor API (plus the nn kernels of ``ember._C.conv``:
 ``linear``, convolution and pooling); autograd comes from the ops themselves."""
 from __future__ import annotations
 
 import math
-import operator
-import struct as _struct
-import warnings
 
 import ember
+from ember._C import conv as _conv
 from ember._C import core as _core
 from ember._C import elementwise as _ew
-from ember._C import linalg as _lin
+from ember._C import matmul as _mm
 from ember._C import reduce as _C_reduce
 
 __all__ = [
@@ -40,7 +38,7 @@ def _single(v):
 
 
 # ---- linear and convolution ---------------------------------------------------
-linear = _lin.linear
+linear = _mm.linear
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -58,22 +56,22 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _lin.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return _conv.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _lin.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _conv.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    return _lin.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
+    return _conv.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
                                  dilation)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    return _lin.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+    return _conv.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
                                  dilation)
 
 
@@ -82,7 +80,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         stride = kernel_size
-    return _lin.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+    return _conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
                            return_indices)
 
 
@@ -92,7 +90,7 @@ max_pool2d_with_indices = max_pool2d
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     stride = kernel_size if stride is None else stride
-    r = _lin.max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), (1, _single(stride)),
+    r = _conv.max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), (1, _single(stride)),
                         (0, _single(padding)), (1, _single(dilation)), ceil_mode,
                         return_indices)
     if return_indices:
@@ -104,28 +102,28 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         stride = kernel_size
-    return _lin.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    return _conv.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                            divisor_override)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     stride = kernel_size if stride is None else stride
-    return _lin.avg_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)),
+    return _conv.avg_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)),
                            (1, _single(stride)), (0, _single(padding)), ceil_mode,
                            count_include_pad).squeeze(-2)
 
 
 def adaptive_avg_pool2d(input, output_size):
-    return _lin.adaptive_avg_pool2d(input, output_size)
+    return _conv.adaptive_avg_pool2d(input, output_size)
 
 
 def adaptive_avg_pool1d(input, output_size):
-    return _lin.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+    return _conv.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    return _lin.adaptive_max_pool2d(input, output_size, return_indices)
+    return _conv.adaptive_max_pool2d(input, output_size, return_indices)
 
 
 # ---- activations --------------------------------------------------------------
@@ -685,323 +683,6 @@ def pad(input: ember.Tensor, pad, mode: str = "constant",
     return out
 
 
-def _f32(v):
-    """``v`` rounded to float32 (ATen computes nearest-neighbour indices in float)."""
-    return _struct.unpack("f", _struct.pack("f", v))[0]
-
-
-def _is_int(v):
-    if isinstance(v, ember.Tensor):
-        return not v.is_floating_point()
-    try:
-        operator.index(v)
-    except TypeError:
-        return False
-    return True
-
-
-def _interp_sizes(input, size, scale_factor, nsp, recompute_scale_factor, mode):
-    """Output size and per-axis scale factors (None: derive from the sizes), as
-    ``torch.nn.functional.interpolate`` settles them."""
-    if size is not None and scale_factor is not None:
-        raise ValueError("only one of size or scale_factor should be defined")
-    if size is not None:
-        if isinstance(size, (list, tuple)):
-            if len(size) != nsp:
-                raise ValueError(f"Input and output must have the same number of spatial "
-                                 f"dimensions, but got input with spatial dimensions of "
-                                 f"{list(input.shape[2:])} and output size of {size}. Please "
-                                 f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                                 f"output size in (o1, o2, ...,oK) format.")
-            if not all(_is_int(v) for v in size):
-                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, "
-                                f"int] or Tuple[int, int, int], but got size with types "
-                                f"{[type(v) for v in size]}")
-            out_size = [int(v) for v in size]
-        else:
-            out_size = [int(size)] * nsp
-        scales = None
-    elif scale_factor is not None:
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != nsp:
-                raise ValueError(f"Input and scale_factor must have the same number of spatial "
-                                 f"dimensions, but got input with spatial dimensions of "
-                                 f"{list(input.shape[2:])} and scale_factor of shape "
-                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, "
-                                 f"d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
-                                 f"format.")
-            scales = [float(s) for s in scale_factor]
-        else:
-            scales = [float(scale_factor)] * nsp
-        sizes = [input.shape[2 + i] * scales[i] for i in range(nsp)]
-        if not all(math.isfinite(v) and abs(v) < 2.0**63 for v in sizes):
-            raise RuntimeError("value cannot be converted to type int64_t without overflow")
-        out_size = [int(math.floor(v)) for v in sizes]
-    else:
-        raise ValueError("either size or scale_factor should be defined")
-    if recompute_scale_factor and size is not None:
-        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-    if recompute_scale_factor or mode == "area":
-        scales = None
-    if scales is None:
-        scales = [None] * nsp
-    return out_size, scales
-
-
-def _area_scale(in_n, out_n, align_corners, scale):
-    """ATen's ``area_pixel_compute_scale``: input step per output step."""
-    if align_corners:
-        return (in_n - 1) / (out_n - 1) if out_n > 1 else 0.0
-    return 1.0 / scale if scale is not None and scale > 0 else in_n / out_n
-
-
-def _taps_axis(x, dim, idx, wts):
-    """``out[..., i, ...] = sum_k wts[k][i] * x[..., idx[k][i], ...]`` along ``dim``: a
-    few index_selects and multiplies, so autograd comes from the ops."""
-    shape = [1] * x.dim()
-    shape[dim] = len(idx[0])
-    out = None
-    for ik, wk in zip(idx, wts):
-        term = x.index_select(dim, ember.tensor(ik, dtype=ember.int64))
-        term = term * ember.tensor(wk, dtype=x.dtype).reshape(shape)
-        out = term if out is None else out + term
-    return out
-
-
-def _nearest_axis(x, dim, out_n, scale, exact):
-    in_n = x.shape[dim]
-    s = _f32(1.0 / scale) if scale is not None and scale > 0 else _f32(in_n / out_n)
-    off = 0.5 if exact else 0.0
-    idx = [min(int(math.floor(_f32((i + off) * s))), in_n - 1) for i in range(out_n)]
-    return x.index_select(dim, ember.tensor(idx, dtype=ember.int64))
-
-
-def _linear_axis(x, dim, out_n, align_corners, scale):
-    in_n = x.shape[dim]
-    if out_n == in_n:          # ATen copies when the size is unchanged
-        return x
-    r = _area_scale(in_n, out_n, align_corners, scale)
-    i0, i1, w0, w1 = [], [], [], []
-    for i in range(out_n):
-        src = r * i if align_corners else max(r * (i + 0.5) - 0.5, 0.0)
-        j = int(src)
-        lam = min(max(src - j, 0.0), 1.0)
-        i0.append(j)
-        i1.append(j + 1 if j < in_n - 1 else j)
-        w0.append(1.0 - lam)
-        w1.append(lam)
-    return _taps_axis(x, dim, [i0, i1], [w0, w1])
-
-
-def _cubic1(t, a):
-    return ((a + 2) * t - (a + 3)) * t * t + 1
-
-
-def _cubic2(t, a):
-    return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
-
-
-def _cubic_axis(x, dim, out_n, align_corners, scale):
-    """Keys' cubic convolution (A = -0.75) with border replication, as ATen's bicubic."""
-    in_n = x.shape[dim]
-    r = _area_scale(in_n, out_n, align_corners, scale)
-    idx = [[], [], [], []]
-    wts = [[], [], [], []]
-    a = -0.75
-    for i in range(out_n):
-        src = r * i if align_corners else r * (i + 0.5) - 0.5
-        j = min(int(math.floor(src)), in_n - 1)
-        t = min(max(src - j, 0.0), 1.0)
-        coeffs = (_cubic2(t + 1.0, a), _cubic1(t, a), _cubic1(1.0 - t, a),
-                  _cubic2(2.0 - t, a))
-        for k in range(4):
-            idx[k].append(min(max(j + k - 1, 0), in_n - 1))
-            wts[k].append(coeffs[k])
-    return _taps_axis(x, dim, idx, wts)
-
-
-def _aa_bilinear(t):
-    t = abs(t)
-    return 1.0 - t if t < 1.0 else 0.0
-
-
-def _aa_bicubic(t):
-    t = abs(t)
-    if t < 1.0:
-        return _cubic1(t, -0.5)
-    if t < 2.0:
-        return _cubic2(t, -0.5)
-    return 0.0
-
-
-def _aa_lanczos(t):
-    t = abs(t)
-    if t == 0.0:
-        return 1.0
-    if t >= 3.0:
-        return 0.0
-    pt = math.pi * t
-    return (math.sin(pt) / pt) * (math.sin(pt / 3.0) / (pt / 3.0))
-
-
-_AA_FILTERS = {"bilinear": (2, _aa_bilinear), "bicubic": (4, _aa_bicubic),
-               "lanczos": (6, _aa_lanczos)}
-
-
-def _aa_axis(x, dim, out_n, align_corners, scale, mode):
-    """Anti-aliased resampling (ATen's ``_upsample_*_aa``): the filter is stretched by
-    the downscale factor, clipped at the borders and renormalised."""
-    in_n = x.shape[dim]
-    if out_n == in_n:
-        return x
-    interp_size, filt = _AA_FILTERS[mode]
-    r = _area_scale(in_n, out_n, align_corners, scale)
-    support = interp_size * 0.5 * r if r >= 1.0 else interp_size * 0.5
-    inv = 1.0 / r if r >= 1.0 else 1.0
-    rows = []
-    for i in range(out_n):
-        center = r * (i + 0.5)
-        lo = max(int(center - support + 0.5), 0)
-        n = min(int(center + support + 0.5), in_n) - lo
-        w = [filt((j + lo - center + 0.5) * inv) for j in range(n)]
-        total = sum(w)
-        if total != 0.0:
-            w = [v / total for v in w]
-        rows.append((lo, w))
-    k = max(len(w) for _, w in rows)
-    idx = [[min(lo + j, in_n - 1) for lo, _ in rows] for j in range(k)]
-    wts = [[w[j] if j < len(w) else 0.0 for _, w in rows] for j in range(k)]
-    return _taps_axis(x, dim, idx, wts)
-
-
-def _area_interp(input, out_size):
-    nsp = len(out_size)
-    if nsp == 1:
-        return adaptive_avg_pool1d(input, out_size[0])
-    if nsp == 2:
-        return adaptive_avg_pool2d(input, out_size)
-    # 3-D: box averages are separable, (D, H, W) -> (D, oh, ow) -> (od, oh, ow)
-    N, C, D, H, W = input.shape
-    od, oh, ow = out_size
-    x = adaptive_avg_pool2d(input.reshape(N, C * D, H, W), (oh, ow))
-    x = adaptive_avg_pool2d(x.reshape(N, C, D, oh * ow), (od, oh * ow))
-    return x.reshape(N, C, od, oh, ow)
-
-
-_INTERP_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "lanczos": 2}
-_INTERP_KERNEL = {"linear": "upsample_linear1d", "bilinear": "upsample_bilinear2d",
-                  "bicubic": "upsample_bicubic2d", "trilinear": "upsample_trilinear3d",
-                  "lanczos": "_upsample_lanczos2d_aa"}
-
-
-def interpolate(input: ember.Tensor, size=None, scale_factor=None, mode: str = "nearest",
-                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
-                antialias: bool = False) -> ember.Tensor:
-    """Resize an ``(N, C, *spatial)`` input, as ``torch.nn.functional.interpolate``.
-
-    Parameters
-    ----------
-    input : Tensor
-        3-D, 4-D or 5-D: one, two or three spatial dims.
-    size : int or sequence of int, optional
-        Output spatial size.
-    scale_factor : float or sequence of float, optional
-        Multiplier of the spatial size (exactly one of ``size`` and ``scale_factor``).
-    mode : str, optional
-        ``'nearest'`` (default), ``'nearest-exact'``, ``'linear'`` (3-D),
-        ``'bilinear'`` (4-D), ``'bicubic'`` (4-D), ``'trilinear'`` (5-D), ``'area'``
-        or ``'lanczos'`` (4-D, needs ``antialias=True``).
-    align_corners : bool, optional
-        For the interpolating modes: map the corner pixels' centres onto each other.
-    recompute_scale_factor : bool, optional
-        Derive the scale from the computed output size instead of ``scale_factor``.
-    antialias : bool, optional
-        Anti-aliased (filter-stretching) downsampling; bilinear, bicubic and lanczos on
-        4-D input only.
-
-    Returns
-    -------
-    Tensor
-        ``(N, C, *out_size)``; differentiable in ``input``.
-
-    Raises
-    ------
-    ValueError
-        Bad ``size``/``scale_factor``/``align_corners``/``antialias`` combinations.
-    NotImplementedError
-        A mode used with the wrong number of dimensions, as in PyTorch.
-    """
-    if mode in ("nearest", "area", "nearest-exact"):
-        if align_corners is not None:
-            raise ValueError("align_corners option can only be set with the interpolating "
-                             "modes: linear | bilinear | bicubic | trilinear")
-    elif align_corners is None:
-        align_corners = False
-    nd = input.dim()
-    nsp = nd - 2
-    out_size, scales = _interp_sizes(input, size, scale_factor, nsp, recompute_scale_factor,
-                                     mode)
-    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and nd == 4):
-        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
-                         "modes and requires a 4-D tensor as input")
-    known = ("nearest", "nearest-exact", "area") + tuple(_INTERP_DIMS)
-    if mode not in known or nd not in (3, 4, 5):
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
-                                  f"(got {nd}D) for the modes: nearest | linear | bilinear | "
-                                  f"bicubic | trilinear | lanczos | area | nearest-exact (got "
-                                  f"{mode})")
-    want = _INTERP_DIMS.get(mode)
-    if want is not None and want != nsp:
-        if mode in ("bicubic", "lanczos"):
-            raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors "
-                                      f"supported (got {nd}D) for the modes: nearest | linear "
-                                      f"| bilinear | bicubic | trilinear | lanczos | area | "
-                                      f"nearest-exact (got {mode})")
-        raise NotImplementedError(f"Got {nd}D input, but {mode} mode needs {want + 2}D input")
-    if any(o <= 0 for o in out_size):
-        names = "DHW"[3 - nsp:]
-        ins = ", ".join(f"{n}: {s}" for n, s in zip(names, input.shape[2:]))
-        outs = ", ".join(f"{n}: {s}" for n, s in zip(names, out_size))
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({ins}) output ({outs})")
-    _core._check_size(list(input.shape[:2]) + list(out_size), input.dtype, "interpolate")
-    if mode in ("nearest", "nearest-exact"):
-        out = input
-        for k in range(nsp):
-            if nsp == 2 and mode == "nearest" and out_size[k] == input.shape[2 + k]:
-                continue       # ATen's 2-D nearest kernel copies an axis of unchanged size
-            out = _nearest_axis(out, 2 + k, out_size[k], scales[k], mode == "nearest-exact")
-        return out
-    if mode == "area":
-        return _area_interp(input, out_size)
-    if not input.is_floating_point():
-        # PyTorch also refuses every integer dtype here except uint8 (which it resamples
-        # with its own fixed-point rounding); ember resamples floating-point inputs only
-        raise NotImplementedError(f'interpolate(mode={mode!r}): "{_INTERP_KERNEL[mode]}" not '
-                                  f"implemented for {input.dtype} input; convert it to a "
-                                  f"floating-point dtype first")
-    if mode == "lanczos":
-        if align_corners:
-            raise ValueError("Lanczos mode does not support align_corners=True")
-        if not antialias:
-            raise ValueError("Lanczos mode requires antialias=True")
-    out = input
-    # ATen's separable anti-aliased kernel resamples the last dim first
-    axes = range(nsp - 1, -1, -1) if antialias else range(nsp)
-    for k in axes:
-        if antialias:
-            out = _aa_axis(out, 2 + k, out_size[k], align_corners, scales[k], mode)
-        elif mode == "bicubic":
-            out = _cubic_axis(out, 2 + k, out_size[k], align_corners, scales[k])
-        else:
-            out = _linear_axis(out, 2 + k, out_size[k], align_corners, scales[k])
-    return out
-
-
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    return interpolate(input, size, scale_factor, mode, align_corners)
-
-
 # ---- distances ----------------------------------------------------------------
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
@@ -1180,335 +861,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     return out, weights
 
 
-# ---- losses -----------------------------------------------------------------
-def _legacy_reduction(size_average, reduce, reduction):
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
-
-
-def _reduce(loss, reduction):
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _check_same_size(input, target, name):
-    if tuple(input.shape) != tuple(target.shape):
-        warnings.warn(f"Using a target size ({ember.Size(target.shape)}) that is different to "
-                      f"the input size ({ember.Size(input.shape)}). This will likely lead to "
-                      f"incorrect results due to broadcasting. Please ensure they have the "
-                      f"same size.", stacklevel=3)
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    _check_same_size(input, target, "mse_loss")
-    d = input - target
-    loss = d * d
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    _check_same_size(input, target, "l1_loss")
-    loss = ember.abs(input - target)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    d = ember.abs(input - target)
-    if beta == 0.0:
-        return _reduce(d, reduction)
-    loss = ember.where(d < beta, (0.5 / beta) * d * d, d - 0.5 * beta)
-    return _reduce(loss, reduction)
-
-
-def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    if delta <= 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    d = ember.abs(input - target)
-    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def _class_shape(input, C):
-    return (1, C) + (1,) * (input.dim() - 2)
-
-
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
-    """Negative log-likelihood of class indices; ``input`` holds log-probabilities
-    (N, C, ...) or (C,)."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if input.dim() == 1:
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
-    if target.is_floating_point():
-        raise RuntimeError("expected scalar type Long but found " + str(target.dtype))
-    if input.dim() < 2 or tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                         f"batch_size ({target.shape[0] if target.dim() else 0}).")
-    C = input.shape[1]
-    valid = None
-    if target.numel() and (ignore_index >= 0 or int(target.min().item()) < 0):
-        valid = target != ignore_index
-        tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
-    else:
-        tsafe = target
-    if target.numel() and valid is None and int(target.max().item()) >= C:
-        raise IndexError(f"Target {int(target.max().item())} is out of bounds.")
-    picked = -input.gather(1, tsafe.unsqueeze(1)).squeeze(1)
-    if weight is None and valid is None:
-        return _reduce(picked, reduction)
-    w = None
-    if weight is not None:
-        w = weight.index_select(0, tsafe.reshape(-1)).reshape(tsafe.shape)
-    if valid is not None:
-        vf = valid.to(input.dtype)
-        w = vf if w is None else w * vf
-    loss = picked * w
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    return _reduce(loss, reduction)
-
-
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                  reduction="mean", label_smoothing=0.0):
-    """Cross-entropy of logits (N, C, ...) against class indices or class probabilities."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    cdim = 0 if input.dim() == 1 else 1
-    C = input.shape[cdim]
-    if (input.dim() == 2 and weight is None and label_smoothing <= 0 and
-            not target.is_floating_point() and reduction in ("mean", "sum", "none") and
-            input.requires_grad and ember.is_grad_enabled() and _FUSED_CE):
-        return _CrossEntropy.apply(input, target, ignore_index, reduction)
-    logp = ember.log_softmax(input, cdim)
-    if target.is_floating_point():  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
-                               f"{list(target.shape)}")
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / C
-        t = logp * target
-        if weight is not None:
-            t = t * (weight if cdim == 0 else weight.reshape(_class_shape(input, C)))
-        loss = -t.sum(cdim)
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // C) if input.dim() > 1 else loss
-        return _reduce(loss, reduction)
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing <= 0:
-        return nll
-    if label_smoothing > 1:
-        raise ValueError("label_smoothing must be between 0.0 and 1.0")
-    if weight is not None:
-        smooth = -(logp * (weight if cdim == 0 else weight.reshape(_class_shape(input, C)))
-                   ).sum(cdim)
-    else:
-        smooth = -logp.sum(cdim)
-    ignore = target == ignore_index
-    smooth = smooth.masked_fill(ignore, 0.0)
-    if reduction == "mean":
-        keep = ignore.logical_not()
-        if weight is not None:
-            tk = target.masked_select(keep)
-            ret = smooth.sum() / weight.index_select(0, tk).sum()
-        else:
-            ret = smooth.sum() / keep.sum()
-    elif reduction == "sum":
-        ret = smooth.sum()
-    else:
-        ret = smooth
-    return (1 - label_smoothing) * nll + ret * (label_smoothing / C)
-
-
-def _cross_entropy_function():
-    from ember.autograd import Function
-
-    class _CrossEntropyIdx(Function):
-        """Cross-entropy of (N, C) logits with class indices as one graph node:
-        forward log_softmax + gather, backward softmax - one_hot (scaled)."""
-
-        @staticmethod
-        def forward(ctx, input, target, ignore_index, reduction):
-            N, C = input.shape
-            if target.dim() != 1 or target.shape[0] != N:
-                raise ValueError(f"Expected input batch_size ({N}) to match target "
-                                 f"batch_size ({target.shape[0] if target.dim() else 0}).")
-            logp = ember.log_softmax(input, 1)
-            valid = None
-            tsafe = target
-            if N and (ignore_index >= 0 or int(target.min().item()) < 0):
-                valid = target != ignore_index
-                tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
-            if N and int(tsafe.max().item()) >= C:
-                raise IndexError(f"Target {int(tsafe.max().item())} is out of bounds.")
-            idx = tsafe.unsqueeze(1)
-            losses = logp.gather(1, idx).squeeze(1).neg_()
-            vf = None
-            if valid is not None:
-                vf = valid.to(input.dtype)
-                losses.mul_(vf)
-            if reduction == "mean":
-                denom = float(vf.sum().item()) if vf is not None else float(N)
-                out = losses.sum() / denom
-            elif reduction == "sum":
-                denom = 1.0
-                out = losses.sum()
-            else:
-                denom = None
-                out = losses
-            ctx.save_for_backward(logp, idx, vf)
-            ctx.denom = denom
-            return out
-
-        @staticmethod
-        def backward(ctx, grad):
-            logp, idx, vf = ctx.saved_tensors
-            g = logp.exp()
-            g.scatter_add_(1, idx, ember.full(tuple(idx.shape), -1.0, dtype=g.dtype))
-            if ctx.denom is None:
-                g.mul_(grad.unsqueeze(1))
-            else:
-                g.mul_(grad / ctx.denom if ctx.denom != 1.0 else grad)
-            if vf is not None:
-                g.mul_(vf.unsqueeze(1))
-            return g, None, None, None
-
-    return _CrossEntropyIdx
-
-
-_CrossEntropy = _LazyFn(_cross_entropy_function)
-_FUSED_CE = True
-
-
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
-                         f"to the input size ({ember.Size(input.shape)}) is deprecated. Please "
-                         f"ensure they have the same size.")
-    log_x = ember.clamp_min(ember.log(input), -100)
-    log_1mx = ember.clamp_min(ember.log(1 - input), -100)
-    loss = -(target * log_x + (1 - target) * log_1mx)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
-                                     reduce=None, reduction="mean", pos_weight=None):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
-                         f"size ({ember.Size(input.shape)})")
-    ls = logsigmoid(input)
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input - log_weight * ls
-    else:
-        loss = (1 - target) * input - ls
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce, reduction)
-    if log_target:
-        loss = ember.exp(target) * (target - input)
-    else:
-        loss = ember.xlogy(target, target) - target * input
-    if reduction == "batchmean":
-        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
-    return _reduce(loss, reduction)
-
-
-def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
-                          reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    d = input1.dim() - 1
-    prod = (input1 * input2).sum(d)
-    m1 = (input1 * input1).sum(d) + 1e-12
-    m2 = (input2 * input2).sum(d) + 1e-12
-    cos = prod / ember.sqrt(m1 * m2)
-    zeros = ember.zeros_like(cos)
-    pos = 1 - cos
-    neg = ember.clamp_min(cos - margin, 0)
-    out = ember.where(target == 1, pos, zeros) + ember.where(target == -1, neg, zeros)
-    return _reduce(out, reduction)
-
-
-def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
-                        reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = ember.clamp_min(-target * (input1 - input2) + margin, 0)
-    return _reduce(loss, reduction)
-
-
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
-                         reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    zeros = ember.zeros_like(input)
-    margin_clamp = ember.clamp_min(margin - input, 0)
-    out = ember.where(target != 1, margin_clamp, zeros) + ember.where(target != -1, input, zeros)
-    return _reduce(out, reduction)
-
-
-def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(ember.log1p(ember.exp(-target * input)), reduction)
-
-
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
-                     reduce=None, reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if log_input:
-        loss = ember.exp(input) - target * input
-    else:
-        loss = input - target * ember.log(input + eps)
-    if full:
-        st = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
-        loss = loss + ember.where(target > 1, st, ember.zeros_like(st))
-    return _reduce(loss, reduction)
-
-
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    var = ember.clamp_min(var, eps)
-    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
-    if full:
-        loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduce(loss, reduction)
-
-
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        size_average=None, reduce=None, reduction="mean"):
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    dp = pairwise_distance(anchor, positive, p, eps)
-    dn = pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        dn = ember.minimum(dn, pairwise_distance(positive, negative, p, eps))
-    return _reduce(ember.clamp_min(margin + dp - dn, 0), reduction)
-
 
 def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
            dilation: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
@@ -1552,7 +904,7 @@ def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    return _lin.unfold(input, kernel_size, dilation, padding, stride)
+    return _conv.unfold(input, kernel_size, dilation, padding, stride)
 
 
 def fold(input: ember.Tensor, output_size: int | tuple[int, int],
@@ -1597,8 +949,32 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    return _lin.fold(input, output_size, kernel_size, dilation, padding, stride)
+    return _conv.fold(input, output_size, kernel_size, dilation, padding, stride)
 
+
+# interpolation and the common losses live in their own modules (imported last:
+# they use the definitions above)
+from ember.nn._common_losses import (  # noqa: E402, F401
+    _legacy_reduction,
+    _reduce,
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cross_entropy,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    mse_loss,
+    nll_loss,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from ember.nn._interpolation import interpolate, upsample  # noqa: E402, F401
 
 # ---- the rest of the functional API, one module per family ----------------------
 from ember.nn._vision import (  # noqa: E402

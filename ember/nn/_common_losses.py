@@ -1,0 +1,344 @@
+"""The common losses of ``ember.nn.functional`` (regression, classification,
+ranking) and the reduction helpers every loss shares; the rarer losses are in
+``ember.nn._losses``."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import ember
+from ember.nn.functional import _LazyFn, logsigmoid, pairwise_distance
+
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+           "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+           "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "triplet_margin_loss"]
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_same_size(input, target, name):
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({ember.Size(target.shape)}) that is different to "
+                      f"the input size ({ember.Size(input.shape)}). This will likely lead to "
+                      f"incorrect results due to broadcasting. Please ensure they have the "
+                      f"same size.", stacklevel=3)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_same_size(input, target, "mse_loss")
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_same_size(input, target, "l1_loss")
+    loss = ember.abs(input - target)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = ember.abs(input - target)
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    loss = ember.where(d < beta, (0.5 / beta) * d * d, d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = ember.abs(input - target)
+    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _class_shape(input, C):
+    return (1, C) + (1,) * (input.dim() - 2)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of class indices; ``input`` holds log-probabilities
+    (N, C, ...) or (C,)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input.dim() == 1:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    if target.is_floating_point():
+        raise RuntimeError("expected scalar type Long but found " + str(target.dtype))
+    if input.dim() < 2 or tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if target.dim() else 0}).")
+    C = input.shape[1]
+    valid = None
+    if target.numel() and (ignore_index >= 0 or int(target.min().item()) < 0):
+        valid = target != ignore_index
+        tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
+    else:
+        tsafe = target
+    if target.numel() and valid is None and int(target.max().item()) >= C:
+        raise IndexError(f"Target {int(target.max().item())} is out of bounds.")
+    picked = -input.gather(1, tsafe.unsqueeze(1)).squeeze(1)
+    if weight is None and valid is None:
+        return _reduce(picked, reduction)
+    w = None
+    if weight is not None:
+        w = weight.index_select(0, tsafe.reshape(-1)).reshape(tsafe.shape)
+    if valid is not None:
+        vf = valid.to(input.dtype)
+        w = vf if w is None else w * vf
+    loss = picked * w
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """Cross-entropy of logits (N, C, ...) against class indices or class probabilities."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    cdim = 0 if input.dim() == 1 else 1
+    C = input.shape[cdim]
+    if (input.dim() == 2 and weight is None and label_smoothing <= 0 and
+            not target.is_floating_point() and reduction in ("mean", "sum", "none") and
+            input.requires_grad and ember.is_grad_enabled() and _FUSED_CE):
+        return _CrossEntropy.apply(input, target, ignore_index, reduction)
+    logp = ember.log_softmax(input, cdim)
+    if target.is_floating_point():  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
+                               f"{list(target.shape)}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / C
+        t = logp * target
+        if weight is not None:
+            t = t * (weight if cdim == 0 else weight.reshape(_class_shape(input, C)))
+        loss = -t.sum(cdim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // C) if input.dim() > 1 else loss
+        return _reduce(loss, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    if label_smoothing > 1:
+        raise ValueError("label_smoothing must be between 0.0 and 1.0")
+    if weight is not None:
+        smooth = -(logp * (weight if cdim == 0 else weight.reshape(_class_shape(input, C)))
+                   ).sum(cdim)
+    else:
+        smooth = -logp.sum(cdim)
+    ignore = target == ignore_index
+    smooth = smooth.masked_fill(ignore, 0.0)
+    if reduction == "mean":
+        keep = ignore.logical_not()
+        if weight is not None:
+            tk = target.masked_select(keep)
+            ret = smooth.sum() / weight.index_select(0, tk).sum()
+        else:
+            ret = smooth.sum() / keep.sum()
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return (1 - label_smoothing) * nll + ret * (label_smoothing / C)
+
+
+def _cross_entropy_function():
+    from ember.autograd import Function
+
+    class _CrossEntropyIdx(Function):
+        """Cross-entropy of (N, C) logits with class indices as one graph node:
+        forward log_softmax + gather, backward softmax - one_hot (scaled)."""
+
+        @staticmethod
+        def forward(ctx, input, target, ignore_index, reduction):
+            N, C = input.shape
+            if target.dim() != 1 or target.shape[0] != N:
+                raise ValueError(f"Expected input batch_size ({N}) to match target "
+                                 f"batch_size ({target.shape[0] if target.dim() else 0}).")
+            logp = ember.log_softmax(input, 1)
+            valid = None
+            tsafe = target
+            if N and (ignore_index >= 0 or int(target.min().item()) < 0):
+                valid = target != ignore_index
+                tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
+            if N and int(tsafe.max().item()) >= C:
+                raise IndexError(f"Target {int(tsafe.max().item())} is out of bounds.")
+            idx = tsafe.unsqueeze(1)
+            losses = logp.gather(1, idx).squeeze(1).neg_()
+            vf = None
+            if valid is not None:
+                vf = valid.to(input.dtype)
+                losses.mul_(vf)
+            if reduction == "mean":
+                denom = float(vf.sum().item()) if vf is not None else float(N)
+                out = losses.sum() / denom
+            elif reduction == "sum":
+                denom = 1.0
+                out = losses.sum()
+            else:
+                denom = None
+                out = losses
+            ctx.save_for_backward(logp, idx, vf)
+            ctx.denom = denom
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            logp, idx, vf = ctx.saved_tensors
+            g = logp.exp()
+            g.scatter_add_(1, idx, ember.full(tuple(idx.shape), -1.0, dtype=g.dtype))
+            if ctx.denom is None:
+                g.mul_(grad.unsqueeze(1))
+            else:
+                g.mul_(grad / ctx.denom if ctx.denom != 1.0 else grad)
+            if vf is not None:
+                g.mul_(vf.unsqueeze(1))
+            return g, None, None, None
+
+    return _CrossEntropyIdx
+
+
+_CrossEntropy = _LazyFn(_cross_entropy_function)
+_FUSED_CE = True
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
+                         f"to the input size ({ember.Size(input.shape)}) is deprecated. Please "
+                         f"ensure they have the same size.")
+    log_x = ember.clamp_min(ember.log(input), -100)
+    log_1mx = ember.clamp_min(ember.log(1 - input), -100)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
+                         f"size ({ember.Size(input.shape)})")
+    ls = logsigmoid(input)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input - log_weight * ls
+    else:
+        loss = (1 - target) * input - ls
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_target:
+        loss = ember.exp(target) * (target - input)
+    else:
+        loss = ember.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    d = input1.dim() - 1
+    prod = (input1 * input2).sum(d)
+    m1 = (input1 * input1).sum(d) + 1e-12
+    m2 = (input2 * input2).sum(d) + 1e-12
+    cos = prod / ember.sqrt(m1 * m2)
+    zeros = ember.zeros_like(cos)
+    pos = 1 - cos
+    neg = ember.clamp_min(cos - margin, 0)
+    out = ember.where(target == 1, pos, zeros) + ember.where(target == -1, neg, zeros)
+    return _reduce(out, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = ember.clamp_min(-target * (input1 - input2) + margin, 0)
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    zeros = ember.zeros_like(input)
+    margin_clamp = ember.clamp_min(margin - input, 0)
+    out = ember.where(target != 1, margin_clamp, zeros) + ember.where(target != -1, input, zeros)
+    return _reduce(out, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(ember.log1p(ember.exp(-target * input)), reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        st = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
+        loss = loss + ember.where(target > 1, st, ember.zeros_like(st))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    var = ember.clamp_min(var, eps)
+    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    dp = pairwise_distance(anchor, positive, p, eps)
+    dn = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dn = ember.minimum(dn, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ember.clamp_min(margin + dp - dn, 0), reduction)
