@@ -30,6 +30,8 @@ LIB_NAME = "libember_cuda.so"
 # formulas shared with the CPU (ember_scalar.h, ember_philox.h) must round the
 # same way there: no FMA contraction in these files
 NO_FMAD = {"elementwise.cu", "philox.cu"}
+# the longest file compiles its target SMs in parallel too (nvcc --threads)
+SPLIT_TARGETS = {"elementwise.cu"}
 
 
 def find_nvcc() -> str | None:
@@ -63,6 +65,8 @@ def _flags(name: str, archs: list[str]) -> list[str]:
         f += ["-Werror", "all-warnings"]
     if name in NO_FMAD:
         f.append("-fmad=false")
+    if name in SPLIT_TARGETS:
+        f += ["--threads", "0"]
     if name.endswith(".c"):
         f = ["-x", "c", "-Xcompiler", "-std=c11,-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror",
              "-O2", "-I" + os.path.join(SRC, "include"),
