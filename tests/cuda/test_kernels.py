@@ -446,6 +446,12 @@ def test_allocator_statistics_follow_allocations(dev):
     dev.live.remove(a)
     assert ember.cuda.memory_allocated() == before
     assert "allocated" in ember.cuda.memory_summary()
+    ember.cuda.reset_peak_memory_stats()
+    assert ember.cuda.max_memory_allocated() == ember.cuda.memory_allocated()
+    reserved = ember.cuda.memory_reserved()
+    ember.cuda.empty_cache()                      # the freed 2 MiB segment goes back
+    assert ember.cuda.memory_reserved() < reserved
+    assert ember.cuda.memory_stats()["allocated_bytes.all.current"] == before
 
 
 def test_streams_events_and_device_context(dev):
