@@ -251,18 +251,40 @@ __global__ void ln_bwd_dx(const T *dy, const T *x, const typename Acc<T>::type *
     }
 }
 
-/* dw[n] = sum_m dy xhat, db[n] = sum_m dy: one thread per column, rows in order */
+/* dw[n] = sum_m dy xhat, db[n] = sum_m dy.  Rows are cut in fixed chunks of
+   LN_ROWS: one thread per (column, chunk) sums its chunk in row order into a
+   partial, then one thread per column sums the partials in chunk order, so the
+   result does not depend on the launch configuration. */
+#define LN_ROWS 256
+
 template <typename T>
-__global__ void ln_bwd_dwdb(const T *dy, const T *x, const typename Acc<T>::type *mean,
-                            const typename Acc<T>::type *rstd, int64_t M, int64_t N, T *dw, T *db) {
+__global__ void ln_bwd_partial(const T *dy, const T *x, const typename Acc<T>::type *mean,
+                               const typename Acc<T>::type *rstd, int64_t M, int64_t N,
+                               typename Acc<T>::type *pw, typename Acc<T>::type *pb) {
+    typedef typename Acc<T>::type A;
+    const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, c = blockIdx.y;
+    if (n >= N) return;
+    const int64_t m0 = c * LN_ROWS, m1 = m0 + LN_ROWS < M ? m0 + LN_ROWS : M;
+    A sw = 0, sb = 0;
+    for (int64_t m = m0; m < m1; m++) {
+        A g = ld<T, A>(dy + m * N + n);
+        sw += g * (ld<T, A>(x + m * N + n) - mean[m]) * rstd[m];
+        sb += g;
+    }
+    pw[c * N + n] = sw;
+    pb[c * N + n] = sb;
+}
+
+template <typename T>
+__global__ void ln_bwd_combine(const typename Acc<T>::type *pw, const typename Acc<T>::type *pb,
+                               int64_t chunks, int64_t N, T *dw, T *db) {
     typedef typename Acc<T>::type A;
     for (int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; n < N;
          n += (int64_t)gridDim.x * blockDim.x) {
         A sw = 0, sb = 0;
-        for (int64_t m = 0; m < M; m++) {
-            A g = ld<T, A>(dy + m * N + n);
-            sw += g * (ld<T, A>(x + m * N + n) - mean[m]) * rstd[m];
-            sb += g;
+        for (int64_t c = 0; c < chunks; c++) {
+            sw += pw[c * N + n];
+            sb += pb[c * N + n];
         }
         if (dw) st<T, A>(dw + n, sw);
         if (db) st<T, A>(db + n, sb);
@@ -279,10 +301,26 @@ EMC_API int emc_layer_norm_bwd(int dtype, const void *dy, const void *x, const v
         if (dx && M > 0)
             ln_bwd_dx<T><<<(unsigned)M, NB, 0, s>>>((const T *)dy, (const T *)x, (const A *)mean,
                                                     (const A *)rstd, (const T *)w, N, (T *)dx);
-        if (dw || db)
-            ln_bwd_dwdb<T><<<emc_blocks(N), EMC_THREADS, 0, s>>>(
-                (const T *)dy, (const T *)x, (const A *)mean, (const A *)rstd, M, N, (T *)dw,
-                (T *)db);
+        if (dw || db) {
+            int64_t chunks = M > 0 ? (M + LN_ROWS - 1) / LN_ROWS : 1;
+            if (chunks > 65535) return emc_set_error(EMC_E_ARG, "emc_layer_norm_bwd (rows)");
+            A *part = NULL;
+            int rc = emc_malloc((void **)&part, sizeof(A) * (size_t)(2 * chunks * N), s);
+            if (rc) return rc;
+            if (M > 0) {
+                dim3 grid((unsigned)((N + EMC_THREADS - 1) / EMC_THREADS), (unsigned)chunks);
+                ln_bwd_partial<T><<<grid, EMC_THREADS, 0, s>>>(
+                    (const T *)dy, (const T *)x, (const A *)mean, (const A *)rstd, M, N, part,
+                    part + chunks * N);
+            } else {
+                cudaMemsetAsync(part, 0, sizeof(A) * (size_t)(2 * chunks * N), s);
+            }
+            ln_bwd_combine<T><<<emc_blocks(N), EMC_THREADS, 0, s>>>(
+                part, part + chunks * N, chunks, N, (T *)dw, (T *)db);
+            cudaError_t e = cudaGetLastError();
+            emc_free(part);
+            if (e != cudaSuccess) return emc_set_error((int)e, "emc_layer_norm_bwd");
+        }
     })
     EMC_LAUNCHED("emc_layer_norm_bwd");
     return 0;

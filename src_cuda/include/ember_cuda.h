@@ -132,7 +132,7 @@ EMC_API int emc_cross_entropy_bwd(int dtype, const void *x, const int64_t *t, co
 /* layer_norm over the last N elements of M contiguous rows (src_c/norm.c):
    y = (x - mean) * rstd * w + b (w, b may be NULL); mean and rstd [M] are
    float (double for EM_F64).  The backward gives dx per row and dw, db (may be
-   NULL) summed over rows in order by one thread per column. */
+   NULL) summed over fixed chunks of rows, then over the chunks in order. */
 EMC_API int emc_layer_norm_fwd(int dtype, const void *x, const void *w, const void *b, int64_t M,
                                int64_t N, double eps, void *y, void *mean, void *rstd,
                                void *stream);

@@ -286,8 +286,9 @@ def test_cross_entropy_forward_backward(dev, smoothing):
 
 
 @pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm_forward_backward(dev, affine):
-    M, N = 9, 257
+@pytest.mark.parametrize("M", [9, 700])
+def test_layer_norm_forward_backward(dev, affine, M):
+    N = 257
     x, g = _data("float32", (M, N)), _data("float32", (M, N), seed=5)
     w, b = _data("float32", (N,), seed=6), _data("float32", (N,), seed=7)
     tx = ember.tensor(x, requires_grad=True)
