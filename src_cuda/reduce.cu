@@ -5,7 +5,8 @@
    t, t + 256, ... of its chunk in order, and the block combines its threads
    with warp shuffles in a fixed butterfly, then its 8 warps in order; the chunk
    partials are combined by the same kernel.  Columns (I > 1) are accumulated
-   serially by one thread each (coalesced across threads). */
+   serially by one thread each (coalesced across threads), in fixed chunks of
+   COL_CHUNK rows when K is long, the chunk partials combined in order. */
 #include "common.cuh"
 #include "ember_reduce.h"
 
@@ -89,11 +90,54 @@ __global__ void col_reduce(ScalarOp<A> r, const T *x, int64_t O, int64_t K, int6
     }
 }
 
+/* columns with a long K: fixed chunks of COL_CHUNK rows per thread, partials
+   combined per column in chunk order */
+#define COL_CHUNK 1024
+
+template <typename T, typename A>
+__global__ void col_partial(ScalarOp<A> r, const T *x, int64_t O, int64_t K, int64_t I,
+                            A *part) {
+    const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, c = blockIdx.y;
+    if (t >= O * I) return;
+    const int64_t o = t / I, i = t - o * I;
+    const int64_t k0 = c * COL_CHUNK, k1 = k0 + COL_CHUNK < K ? k0 + COL_CHUNK : K;
+    const T *p = x + o * K * I + i;
+    A acc = r.init();
+    for (int64_t k = k0; k < k1; k++) acc = r.combine(acc, r.map(ld<T, A>(p + k * I)));
+    part[c * O * I + t] = acc;
+}
+
+template <typename T, typename A>
+__global__ void col_combine(ScalarOp<A> r, const A *part, int64_t chunks, int64_t n, T *out,
+                            double scale) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        A acc = part[t];
+        for (int64_t c = 1; c < chunks; c++) acc = r.combine(acc, part[c * n + t]);
+        if (scale != 1.0) acc = (A)(acc * scale);
+        st<T, A>(out + t, acc);
+    }
+}
+
 template <typename T, typename A>
 static int reduce_t(int op, const T *x, int64_t O, int64_t K, int64_t I, T *out, double scale,
                     cudaStream_t s) {
     ScalarOp<A> r{op};
     if (O * I == 0) return 0;
+    if ((I > 1 && K > COL_CHUNK) && (K + COL_CHUNK - 1) / COL_CHUNK <= 65535) {
+        int64_t chunks = (K + COL_CHUNK - 1) / COL_CHUNK;
+        A *part = NULL;
+        int rc = emc_malloc((void **)&part, sizeof(A) * (size_t)(chunks * O * I), s);
+        if (rc) return rc;
+        dim3 grid((unsigned)((O * I + EMC_THREADS - 1) / EMC_THREADS), (unsigned)chunks);
+        col_partial<T, A><<<grid, EMC_THREADS, 0, s>>>(r, x, O, K, I, part);
+        col_combine<T, A><<<emc_blocks(O * I), EMC_THREADS, 0, s>>>(r, part, chunks, O * I, out,
+                                                                     scale);
+        cudaError_t e = cudaGetLastError();
+        emc_free(part);
+        if (e != cudaSuccess) return emc_set_error((int)e, "emc_reduce");
+        return 0;
+    }
     if (I > 1 || K == 0) {
         col_reduce<T, A><<<emc_blocks(O * I), EMC_THREADS, 0, s>>>(r, x, O, K, I, out, scale);
         EMC_LAUNCHED("emc_reduce");
