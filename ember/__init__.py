@@ -77,8 +77,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
         Require the whole function to be captured as one graph (a graph break
         raises ``ember.compiler.GraphBreakError``).
     dynamic : bool or None
-        Accepted for PyTorch compatibility; shapes are always specialised (each
-        new shape is a new capture).
+        ``None`` or ``True``: with the default backend, once captures at three
+        leading (batch) sizes agree on a size-generic graph, later leading sizes
+        reuse it without a capture or a recompile; ``False`` specialises every
+        shape.  Other backends specialise every shape.
     backend : str, ember.compiler.Backend or callable
         A registered backend name (``ember.compiler.list_backends()``) or a
         callable ``backend(gm, example_inputs) -> callable`` as for

@@ -801,6 +801,17 @@ class CompiledCode:
                     return e.run(self.fn, args, kwargs, leaves)
         if self.over_limit:
             return self.fn(*args, **kwargs)
+        # a backend may supply the entry without a capture run: kept on disk by an
+        # earlier process, or a shape-generic graph resized to these arguments
+        restore = getattr(self.backend, "restore", None)
+        entry = restore(self, key, leaves) if restore is not None else None
+        if entry is not None and entry.failed_guard(leaves) is None:
+            self.cache.setdefault(key, []).append(entry)
+            stat = getattr(entry, "stat", "graphs_restored")
+            self.n_entries += stat == "graphs_restored"   # resized graphs share one entry
+            self.last_key = key
+            compiler.counters["stats"][stat] += 1
+            return entry.run(self.fn, args, kwargs, leaves)
         if self.n_entries >= compiler.config.cache_size_limit:
             self.over_limit = True
             reason = self._miss_reason(key, entries, leaves)
@@ -940,6 +951,9 @@ class CompiledCode:
                            out_spec, consts, gm=gm, module_guards=module_guards,
                            leaves=leaves, lifted_paths=cap.lifted_paths)
             compiler.counters["stats"]["unique_graphs"] += 1
+            persist = getattr(self.backend, "persist", None)
+            if persist is not None:
+                persist(self, entry, key, leaves)
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
                           f"values, {len(cap.lifted)} parameters/buffers")

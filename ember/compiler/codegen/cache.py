@@ -43,12 +43,29 @@ def compiler_command() -> list | None:
 
 @functools.lru_cache(maxsize=8)
 def _identity(argv: tuple) -> str:
+    """The compiler's ``--version`` line; remembered on disk per binary (path, size,
+    mtime), since asking costs a process start on every first compile."""
+    memo = None
+    try:
+        st = os.stat(os.path.realpath(argv[0]))
+        tag = hashlib.sha256(repr((argv, st.st_size, st.st_mtime_ns)).encode()).hexdigest()
+        memo = cache_dir() / f"cc-{tag[:24]}.txt"
+        return memo.read_text()
+    except OSError:
+        pass
     try:
         out = subprocess.run(list(argv) + ["--version"], capture_output=True, text=True,
                              timeout=30)
-        return out.stdout.splitlines()[0] if out.stdout else " ".join(argv)
+        ident = out.stdout.splitlines()[0] if out.stdout else " ".join(argv)
     except (OSError, subprocess.SubprocessError):
         return " ".join(argv)
+    if memo is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(memo, ident.encode())
+        except OSError:
+            pass
+    return ident
 
 
 def cache_dir() -> Path:

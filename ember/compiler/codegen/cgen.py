@@ -1,7 +1,8 @@
 """C11 + OpenMP source for the kernels the scheduler built.
 
-One function per kernel, ``void kN(void **a, int nt)``: ``a`` holds the data
-pointers of the kernel's inputs then its outputs, ``nt`` the thread count.
+One function per kernel, ``void kN(void **a, int nt, int64_t n0)``: ``a`` holds
+the data pointers of the kernel's inputs then its outputs, ``nt`` the thread
+count, ``n0`` the size of the leading dimension (the one size not baked in).
 Rows are split across threads and each row is computed by one thread, so
 results do not depend on the thread count.  Shapes and strides are baked in
 (the capture guards them).
@@ -89,7 +90,9 @@ def _row_offset(k: Kernel, st: list) -> str:
     terms, inner = [], 1
     for d in range(len(dims) - 1, -1, -1):
         if dims[d] != 1 and st[d] != 0:
-            terms.append(f"((r / {inner}LL) % {dims[d]}LL) * {st[d]}LL")
+            # r < rows: the leading index needs no modulo (nor the leading size)
+            q = f"(r / {inner}LL)" if d == 0 else f"((r / {inner}LL) % {dims[d]}LL)"
+            terms.append(f"{q} * {st[d]}LL")
         inner *= dims[d]
     return " + ".join(terms) or "0"
 
@@ -97,7 +100,7 @@ def _row_offset(k: Kernel, st: list) -> str:
 def _flat(k: Kernel) -> bool:
     """No per-row values and every input is contiguous of the kernel's shape:
     one flat loop over all elements."""
-    if any(c == "S" for c in k.cls.values()) or any(
+    if any(c in ("S", "T", "K") for c in k.cls.values()) or any(
             isinstance(p, L.Row) for p, _ in k.prim.values()):
         return False
     for x in k.inputs:
@@ -113,13 +116,21 @@ def _flat(k: Kernel) -> bool:
     return True
 
 
-def kernel_source(k: Kernel, name: str) -> str:
-    """The C function for kernel ``k``."""
+def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
+    """The C function for kernel ``k``; it forks threads from ``par_min`` elements."""
     flat = _flat(k)
-    R, C = (1, math.prod(k.vshape)) if flat else (k.rows, k.cols)
+    C = k.cols
+    # the leading size is the run-time argument n0, so one kernel serves every
+    # size of that dimension (a new batch size needs no new build)
+    nd = len(k.vshape)
+    if flat:
+        Rs, Cs = "1LL", (f"(n0 * {math.prod(k.vshape[1:])}LL)" if nd else "1LL")
+    else:
+        Rs, Cs = (f"(n0 * {math.prod(k.vshape[1:-1])}LL)" if nd >= 2 else "1LL"), f"{C}LL"
     # the body is written twice: the fast variant flags arguments its vectorised
     # sin/cos cannot take, and then the exact one (libm) reruns the kernel
-    lines = [f"static int {name}_VARIANT(void **a, int nt) {{", "    int big = 0;"]
+    lines = [f"static int {name}_VARIANT(void **a, int nt, int64_t n0) {{",
+             "    int big = 0; (void)n0;"]
     var: dict = {}
     for i, x in enumerate(k.inputs):
         ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
@@ -175,7 +186,7 @@ def kernel_source(k: Kernel, name: str) -> str:
         return f"const float {var[n]} = {x} - {m} - {var[n]}_lz;"
 
     def loop(targets: list, tail: list, pragma: str) -> list:
-        out = [f"{ind}{pragma}", f"{ind}for (int64_t j = 0; j < {C}LL; j++) {{"]
+        out = [f"{ind}{pragma}", f"{ind}for (int64_t j = 0; j < {Cs}; j++) {{"]
         out += [ind + "    " + v_stmt(n) for n in v_closure(targets)]
         out += [ind + "    " + t for t in tail]
         out.append(ind + "}")
@@ -197,6 +208,12 @@ def kernel_source(k: Kernel, name: str) -> str:
         if k.cls[n] == "S" and isinstance(prim, L.Pointwise):
             body.append(f"{ind}const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
                         + trig_check(n))
+        elif k.cls[n] == "K":
+            # this row's values join its block's column sums (blocks are fixed, not
+            # per thread, so results do not depend on the thread count)
+            o = k.outputs.index(n)
+            body += loop([ops[0]], [f"pk{o}[j] += (double){operand(ops[0])};"],
+                         "#pragma omp simd reduction(|:big)")
         elif isinstance(prim, L.Reduction):
             x, acc = ops[0], var[n] + "_acc"
             if prim.kind == "amax":
@@ -219,26 +236,60 @@ def kernel_source(k: Kernel, name: str) -> str:
                 body.append(f"{ind}const float {var[n]}_lz = (float)log((double){z});")
     v_out = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "V"]
     if v_out:
-        idx = "j" if flat else f"r * {C}LL + j"
+        idx = "j" if flat else f"r * {Cs} + j"
         tail = []
         for i, n in v_out:
             val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
             tail.append(f"out{i}[{idx}] = {val};")
         body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
+    totals = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "T"]
+    columns = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "K"]
     for i, n in enumerate(k.outputs):
         if k.cls[n] == "S":
             body.append(f"{ind}out{i}[r] = {var[n]};")
-    par = (f"num_threads(nt) schedule(static) if({R * C}LL >= {_PAR_MIN}LL) "
+        elif k.cls[n] == "T":
+            # one value per row, summed in row order after the loop: the result does
+            # not depend on how rows were split across threads
+            body.append(f"{ind}part{i}[r] = (double){var[n]};")
+    for i, n in totals:
+        lines.append(f"    double *part{i} = (double *)malloc(sizeof(double) * {Rs});")
+        lines.append(f"    if (!part{i}) {{ out{i}[0] = NAN; return big; }}")
+    par = (f"num_threads(nt) schedule(static) if({Rs} * {Cs} >= {par_min}LL) "
            f"reduction(|:big)")
     if flat:
         body = [f"{ind}#pragma omp parallel for simd {par}"
                 if b.strip().startswith("#pragma omp simd") else b for b in body]
         lines += [b[4:] for b in body]
+    elif columns:
+        lines.append(f"    const int64_t nr = {Rs}, nb = nr < 64 ? (nr ? nr : 1) : 64, "
+                     f"rb = (nr + nb - 1) / nb;")
+        for i, n in columns:
+            lines.append(f"    double *part{i} = (double *)calloc(nb * {C}, sizeof(double));")
+            lines.append(f"    if (!part{i}) {{ for (int64_t j = 0; j < {C}; j++) "
+                         f"out{i}[j] = NAN; return big; }}")
+        lines.append(f"    #pragma omp parallel for {par}")
+        lines.append("    for (int64_t blk = 0; blk < nb; blk++) {")
+        lines += [f"        double *pk{i} = part{i} + blk * {C}LL;" for i, _ in columns]
+        lines.append("        const int64_t r1 = (blk + 1) * rb < nr ? (blk + 1) * rb : nr;")
+        lines.append("        for (int64_t r = blk * rb; r < r1; r++) {")
+        lines += ["    " + b for b in body]
+        lines.append("        }")
+        lines.append("    }")
+        for i, n in columns:
+            div = " / (double)nr" if k.prim[n][0].kind == "mean" else ""
+            lines.append(f"    for (int64_t j = 0; j < {C}LL; j++) {{ double t = 0.0;")
+            lines.append(f"        for (int64_t b = 0; b < nb; b++) t += part{i}[b * {C}LL + j];")
+            lines.append(f"        out{i}[j] = (float)(t{div}); }}")
+            lines.append(f"    free(part{i});")
     else:
         lines.append(f"    #pragma omp parallel for {par}")
-        lines.append(f"    for (int64_t r = 0; r < {R}LL; r++) {{")
+        lines.append(f"    for (int64_t r = 0; r < {Rs}; r++) {{")
         lines += body
         lines.append("    }")
+    for i, n in totals:
+        div = f" / (double){Rs}" if k.prim[n][0].kind == "mean" else ""
+        lines.append(f"    {{ double t = 0.0; for (int64_t r = 0; r < {Rs}; r++) t += part{i}[r];")
+        lines.append(f"      out{i}[0] = (float)(t{div}); free(part{i}); }}")
     lines.append("    return big;")
     lines.append("}")
     text = "\n".join(lines) + "\n"
@@ -248,15 +299,17 @@ def kernel_source(k: Kernel, name: str) -> str:
             "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}("))
     if "em_cg_sin(" not in text and "em_cg_cos(" not in text:
         variants = variants[:1]
-        tail = f"void {name}(void **a, int nt) {{ {name}_fast(a, nt); }}\n"
+        tail = f"void {name}(void **a, int nt, int64_t n0) {{ {name}_fast(a, nt, n0); }}\n"
     else:
-        tail = (f"void {name}(void **a, int nt) {{ if ({name}_fast(a, nt)) "
-                f"{name}_exact(a, nt); }}\n")
+        tail = (f"void {name}(void **a, int nt, int64_t n0) {{ if ({name}_fast(a, nt, n0)) "
+                f"{name}_exact(a, nt, n0); }}\n")
     return "".join(variants) + tail
 
 
-def module_source(kernels: list, math_header: str) -> str:
-    """The whole translation unit: ember's scalar math, helpers, one function per kernel."""
-    parts = ["#include <math.h>", "#include <stdint.h>", math_header, PRELUDE]
-    parts += [kernel_source(k, f"k{i}") for i, k in enumerate(kernels)]
+def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN) -> str:
+    """The whole translation unit: ember's scalar math, helpers, one function per kernel
+    (autotuning passes ``par_min=1``: the thread count it picks is then the one used)."""
+    parts = ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>", math_header,
+             PRELUDE]
+    parts += [kernel_source(k, f"k{i}", par_min) for i, k in enumerate(kernels)]
     return "\n".join(parts)

@@ -71,6 +71,11 @@ POINTWISE: dict[str, Pointwise] = {
     "silu": Pointwise(f"({{0}} * {_SIGMOID})", 1),
     "gelu": Pointwise("(float)(0.5 * (double){0} * (1 + erf((double){0} * "
                       "0.70710678118654752440)))", 1),
+    # the backward formulas' own kernels (training graphs): (grad, input or output)
+    "relu_backward": Pointwise("({1} > 0 ? {0} : 0.0f)", 2),
+    "sigmoid_backward": Pointwise("({0} * {1} * (1.0f - {1}))", 2),
+    "tanh_backward": Pointwise("({0} * (1.0f - {1} * {1}))", 2),
+    "gelu_backward": Pointwise("({0} * em_gelu_gradf({1}))", 2),
     "gt": Pointwise("({0} > {1})", 2, True),
     "lt": Pointwise("({0} < {1})", 2, True),
     "ge": Pointwise("({0} >= {1})", 2, True),
@@ -104,6 +109,7 @@ _OK_KWARGS: dict[str, Callable[[dict], bool]] = {
     "sub": lambda kw: kw.get("alpha", 1) == 1,
     "div": lambda kw: kw.get("rounding_mode") is None,
     "gelu": lambda kw: kw.get("approximate", "none") == "none",
+    "gelu_backward": lambda kw: kw.get("approximate", "none") == "none",
     "softmax": lambda kw: kw.get("dtype") is None,
     "log_softmax": lambda kw: kw.get("dtype") is None,
     "sum": lambda kw: kw.get("dtype") is None,

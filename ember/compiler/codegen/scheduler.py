@@ -50,7 +50,9 @@ class Kernel:
     external tensors it reads and the nodes it must store."""
     vshape: tuple
     nodes: list = field(default_factory=list)
-    cls: dict = field(default_factory=dict)      # node -> "V" | "S"
+    # node -> "V" (full tensor), "S" (one per row), "T" (whole-tensor total) or "K"
+    # (one per column: a sum/mean over every dimension but the last)
+    cls: dict = field(default_factory=dict)
     prim: dict = field(default_factory=dict)     # node -> (primitive, operands)
     inputs: list = field(default_factory=list)   # external nodes, in first-use order
     outputs: list = field(default_factory=list)  # nodes read outside the kernel
@@ -70,6 +72,8 @@ class Kernel:
         if not isinstance(a, Node):
             return False
         if a in self.cls:
+            if self.cls[a] in ("T", "K"):
+                return False      # totals over rows are final: stored, never reread
             if self.cls[a] == "V":
                 return as_v
             # a per-row value broadcast along the last dim only in keepdim form
@@ -91,6 +95,33 @@ class Kernel:
         if dim is None:
             return -1 if nd == 1 else None
         return -1 if isinstance(dim, int) and nd and dim % nd == nd - 1 else None
+
+    def _total(self, n: Node, x: Any) -> bool:
+        """A sum/mean over every dimension of a tensor of two or more dimensions (its
+        rows' values are summed in order after the parallel loop)."""
+        nd = len(_meta(x).shape)
+        dim = n.kwargs.get("dim", n.args[1] if len(n.args) > 1 else None)
+        if nd < 2 or n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False):
+            return False
+        if isinstance(dim, (tuple, list)):
+            return sorted(d % nd for d in dim if isinstance(d, int)) == list(range(nd))
+        return dim is None and self.prim_kind(n) in ("sum", "mean")
+
+    def _columns(self, n: Node, x: Any) -> bool:
+        """A sum/mean over every dimension but the last (bias and norm-weight gradients)."""
+        nd = len(_meta(x).shape)
+        dim = n.kwargs.get("dim", n.args[1] if len(n.args) > 1 else None)
+        if nd < 2 or self.prim_kind(n) not in ("sum", "mean"):
+            return False
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            return False
+        return sorted(d % nd for d in dims) == list(range(nd - 1))
+
+    @staticmethod
+    def prim_kind(n: Node) -> str | None:
+        p = L.REDUCTIONS.get(_op_name(n) or "")
+        return p.kind if p else None
 
     def try_add(self, n: Node, prim: Any) -> bool:
         m = _meta(n)
@@ -129,9 +160,16 @@ class Kernel:
                     return False
                 ops, kind = [x], "V"
             else:
-                if len(n.args) > 3 or self._last_dim(n, x, 1, None) is None:
+                if len(n.args) > 3:
                     return False
-                ops, kind = [x], "S"
+                if self._total(n, x):
+                    ops, kind = [x], "T"
+                elif self._columns(n, x):
+                    ops, kind = [x], "K"
+                elif self._last_dim(n, x, 1, None) is None:
+                    return False
+                else:
+                    ops, kind = [x], "S"
         for a in ops:
             if isinstance(a, Node) and a not in self.cls and a not in self.inputs:
                 self.inputs.append(a)
