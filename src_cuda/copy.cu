@@ -51,7 +51,7 @@ __device__ __forceinline__ void store_val(int dt, char *p, Val v) {
     }
 }
 
-__constant__ int dsize[EM_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+__constant__ int dsize[EM_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
 
 __global__ void cast_kernel(emc_nd nd, int64_t n, int dd, char *dst, int sd, const char *src) {
     const int zd = dsize[dd], zs = dsize[sd];
@@ -85,6 +85,8 @@ EMC_API int emc_copy(int dd, void *dst, int sd, const void *src, const emc_nd *n
                      void *stream) {
     if (dd < 0 || dd >= EM_NDTYPES || sd < 0 || sd >= EM_NDTYPES)
         return emc_set_error(EMC_E_DTYPE, "emc_copy");
+    /* complex values are copied, not converted */
+    if (dd != sd && (dd >= EM_C64 || sd >= EM_C64)) return emc_set_error(EMC_E_DTYPE, "emc_copy");
     int64_t n = emc_numel(nd);
     if (n == 0) return 0;
     cudaStream_t s = emc_stream(stream);
@@ -102,6 +104,7 @@ EMC_API int emc_copy(int dd, void *dst, int sd, const void *src, const emc_nd *n
         case 1: copy_kernel<<<emc_blocks(n), EMC_THREADS, 0, s>>>(*nd, n, (uint8_t *)dst, (const uint8_t *)src); break;
         case 2: copy_kernel<<<emc_blocks(n), EMC_THREADS, 0, s>>>(*nd, n, (uint16_t *)dst, (const uint16_t *)src); break;
         case 4: copy_kernel<<<emc_blocks(n), EMC_THREADS, 0, s>>>(*nd, n, (uint32_t *)dst, (const uint32_t *)src); break;
+        case 16: copy_kernel<<<emc_blocks(n), EMC_THREADS, 0, s>>>(*nd, n, (uint4 *)dst, (const uint4 *)src); break;
         default: copy_kernel<<<emc_blocks(n), EMC_THREADS, 0, s>>>(*nd, n, (uint64_t *)dst, (const uint64_t *)src); break;
         }
     } else {
@@ -137,6 +140,7 @@ EMC_API int emc_fill(int dtype, void *dst, const emc_nd *nd, const void *value, 
     case 1: { uint8_t v; memcpy(&v, value, 1); fill_kernel<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint8_t *)dst, v, contig); break; }
     case 2: { uint16_t v; memcpy(&v, value, 2); fill_kernel<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint16_t *)dst, v, contig); break; }
     case 4: { uint32_t v; memcpy(&v, value, 4); fill_kernel<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint32_t *)dst, v, contig); break; }
+    case 16: { uint4 v; memcpy(&v, value, 16); fill_kernel<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint4 *)dst, v, contig); break; }
     default: { uint64_t v; memcpy(&v, value, 8); fill_kernel<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint64_t *)dst, v, contig); break; }
     }
     EMC_LAUNCHED("emc_fill");
@@ -191,6 +195,7 @@ EMC_API int emc_cat(int dtype, void *out, int n, const void *const *srcs, const 
         case 1: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint8_t *)out, row, out_row, total); break;
         case 2: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint16_t *)out, row, out_row, total); break;
         case 4: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint32_t *)out, row, out_row, total); break;
+        case 16: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint4 *)out, row, out_row, total); break;
         default: cat_kernel<<<g, EMC_THREADS, 0, s>>>(a, (uint64_t *)out, row, out_row, total); break;
         }
         EMC_LAUNCHED("emc_cat");

@@ -534,6 +534,7 @@ EMC_API int emc_ew_where(int dtype, void *out, const void *cond, const void *a, 
     case 1: where_nd<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint8_t *)out, c, (const uint8_t *)a, (const uint8_t *)b); break;
     case 2: where_nd<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint16_t *)out, c, (const uint16_t *)a, (const uint16_t *)b); break;
     case 4: where_nd<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint32_t *)out, c, (const uint32_t *)a, (const uint32_t *)b); break;
+    case 16: where_nd<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint4 *)out, c, (const uint4 *)a, (const uint4 *)b); break;
     default: where_nd<<<g, EMC_THREADS, 0, s>>>(*nd, n, (uint64_t *)out, c, (const uint64_t *)a, (const uint64_t *)b); break;
     }
     EMC_LAUNCHED("emc_ew_where");

@@ -21,7 +21,7 @@ __global__ void select_kernel(const U *src, int64_t O, int64_t S, int64_t I, con
          t += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = t % I, r = t / I, k = r % n_idx, o = r / n_idx;
         int64_t j = idx[k];
-        out[t] = fix_index(j, S, flag) ? src[(o * S + j) * I + i] : U(0);
+        out[t] = fix_index(j, S, flag) ? src[(o * S + j) * I + i] : U{};
     }
 }
 
@@ -38,6 +38,7 @@ EMC_API int emc_index_select(int dtype, const void *src, int64_t O, int64_t S, i
     case 1: select_kernel<<<g, EMC_THREADS, 0, s>>>((const uint8_t *)src, O, S, I, idx, n_idx, (uint8_t *)out, flag); break;
     case 2: select_kernel<<<g, EMC_THREADS, 0, s>>>((const uint16_t *)src, O, S, I, idx, n_idx, (uint16_t *)out, flag); break;
     case 4: select_kernel<<<g, EMC_THREADS, 0, s>>>((const uint32_t *)src, O, S, I, idx, n_idx, (uint32_t *)out, flag); break;
+    case 16: select_kernel<<<g, EMC_THREADS, 0, s>>>((const uint4 *)src, O, S, I, idx, n_idx, (uint4 *)out, flag); break;
     default: select_kernel<<<g, EMC_THREADS, 0, s>>>((const uint64_t *)src, O, S, I, idx, n_idx, (uint64_t *)out, flag); break;
     }
     EMC_LAUNCHED("emc_index_select");
@@ -106,7 +107,7 @@ __global__ void gather_kernel(const U *src, int64_t O, int64_t S, int64_t I, con
          t += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = t % I, o = t / (J * I);
         int64_t j = idx[t];
-        out[t] = fix_index(j, S, flag) ? src[(o * S + j) * I + i] : U(0);
+        out[t] = fix_index(j, S, flag) ? src[(o * S + j) * I + i] : U{};
     }
 }
 
@@ -122,6 +123,7 @@ EMC_API int emc_gather(int dtype, const void *src, int64_t O, int64_t S, int64_t
     case 1: gather_kernel<<<g, EMC_THREADS, 0, s>>>((const uint8_t *)src, O, S, I, idx, J, (uint8_t *)out, flag); break;
     case 2: gather_kernel<<<g, EMC_THREADS, 0, s>>>((const uint16_t *)src, O, S, I, idx, J, (uint16_t *)out, flag); break;
     case 4: gather_kernel<<<g, EMC_THREADS, 0, s>>>((const uint32_t *)src, O, S, I, idx, J, (uint32_t *)out, flag); break;
+    case 16: gather_kernel<<<g, EMC_THREADS, 0, s>>>((const uint4 *)src, O, S, I, idx, J, (uint4 *)out, flag); break;
     default: gather_kernel<<<g, EMC_THREADS, 0, s>>>((const uint64_t *)src, O, S, I, idx, J, (uint64_t *)out, flag); break;
     }
     EMC_LAUNCHED("emc_gather");

@@ -122,11 +122,13 @@ __global__ void rand_int_kernel(int dt, void *out, int64_t n, int64_t nb, uint64
 }
 
 static bool valid_kind(int kind) { return kind >= EM_RD_UNIFORM && kind <= EM_RD_GEOMETRIC; }
+/* real dtypes only (the CPU generator has no complex sampler) */
+static bool real_dtype(int dt) { return dt >= 0 && dt < EM_C64; }
 
 EMC_API int emc_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t seed,
                            uint64_t offset, double a, double b, void *stream) {
     if (!valid_kind(kind)) return emc_set_error(EMC_E_OP, "emc_rand_float");
-    if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_rand_float");
+    if (!real_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_rand_float");
     if (n <= 0) return 0;
     bool single = single_word(kind, dtype);
     int64_t nb = nblocks(n, single);
@@ -138,7 +140,7 @@ EMC_API int emc_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t s
 
 EMC_API int emc_rand_int(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
                          int64_t lo, uint64_t range, void *stream) {
-    if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_rand_int");
+    if (!real_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_rand_int");
     if (n <= 0) return 0;
     bool narrow = range != 0 && range <= ((uint64_t)1 << 32);
     int64_t nb = nblocks(n, narrow);
@@ -151,7 +153,7 @@ EMC_API int emc_rand_int(int dtype, void *out, int64_t n, uint64_t seed, uint64_
 EMC_API int emc_rand_float_host(int kind, int dtype, void *out, int64_t n, uint64_t seed,
                                 uint64_t offset, double a, double b) {
     if (!valid_kind(kind)) return emc_set_error(EMC_E_OP, "emc_rand_float_host");
-    if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_rand_float_host");
+    if (!real_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_rand_float_host");
     bool single = single_word(kind, dtype);
     int64_t nb = n > 0 ? nblocks(n, single) : 0;
     for (int64_t i = 0; i < nb; i++)
@@ -162,7 +164,7 @@ EMC_API int emc_rand_float_host(int kind, int dtype, void *out, int64_t n, uint6
 
 EMC_API int emc_rand_int_host(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
                               int64_t lo, uint64_t range) {
-    if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_rand_int_host");
+    if (!real_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_rand_int_host");
     bool narrow = range != 0 && range <= ((uint64_t)1 << 32);
     int64_t nb = n > 0 ? nblocks(n, narrow) : 0;
     for (int64_t i = 0; i < nb; i++)
@@ -206,7 +208,7 @@ __global__ void dropout_kernel(const T *x, T *out, uint8_t *mask, int64_t n, int
 
 EMC_API int emc_rand_bernoulli(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
                                double p, void *stream) {
-    if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_rand_bernoulli");
+    if (!real_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_rand_bernoulli");
     if (n <= 0) return 0;
     int64_t nb = nblocks(n, true);
     bern_kernel<<<emc_blocks(nb), EMC_THREADS, 0, emc_stream(stream)>>>(
