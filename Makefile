@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.deps-stamp
 JOBS    ?= 2
 
-.PHONY: all build test demo lint clean bench asv-check docs stubs typecheck
+.PHONY: all build test demo lint clean bench asv-check docs stubs typecheck cuda-check
 
 all: build
 
@@ -19,8 +19,16 @@ build: $(STAMP)
 	$(VPY) setup.py -q build_ext --inplace -j $(JOBS)
 	$(VPY) -m compileall -q ember > /dev/null
 
-test: build
+# nvcc on PATH or in /usr/local/cuda: the build makes ember/lib/libember_cuda.so too
+NVCC := $(shell command -v nvcc 2>/dev/null || ls $${CUDA_HOME:-/usr/local/cuda}/bin/nvcc 2>/dev/null)
+
+test: build $(if $(NVCC),cuda-check)
 	$(VPY) -m pytest tests
+
+# every src_cuda file compiled with -Werror for every target SM (incremental: the
+# build already did it), then the library's exports against ember/_dll.py
+cuda-check: $(STAMP)
+	$(VPY) src_cuda/build.py --check
 
 # `make demo`: build (a line per compiled file), train (a line per epoch), then the
 # training-curve PNG (with matplotlib) and the optional components (`python -m ember`).
@@ -64,4 +72,4 @@ typecheck: build
 	$(VPY) tools/doc_blocks.py mypy
 
 clean:
-	rm -rf build ember/_C/*.c ember/_C/*.so ember/_build_config.py
+	rm -rf build ember/_C/*.c ember/_C/*.so ember/_build_config.py ember/lib/libember_cuda.so

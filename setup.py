@@ -4,6 +4,10 @@ Environment flags:
   EMBER_DEBUG=1        -O0 -g and Cython bounds/wraparound checks back on
   EMBER_BUILD_ONLY=a,b build only these extension modules (fast iteration)
   EMBER_NO_OPENMP=1    build without OpenMP
+  EMBER_BUILD_CUDA=auto|0|1
+                       build ember/lib/libember_cuda.so from src_cuda/ with nvcc: auto
+                       (default) when nvcc is found, 1 always (fails without nvcc), 0 never;
+                       EMBER_CUDA_ARCH picks the SMs (default "80;90", see src_cuda/build.py)
 """
 import glob
 import os
@@ -92,6 +96,33 @@ def _write_build_config(dest_root=ROOT):
         f.write(f"cuda_built = {os.path.exists(cuda_lib)!r}\n")
 
 
+def _cuda_builder():
+    """src_cuda/build.py as a module (it is not part of the ember package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ember_cuda_build",
+                                                  os.path.join(ROOT, "src_cuda", "build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _build_cuda(jobs):
+    """Build the CUDA library per EMBER_BUILD_CUDA; return its path or None."""
+    mode = os.environ.get("EMBER_BUILD_CUDA", "auto").strip().lower()
+    if mode not in ("auto", "0", "1"):
+        raise SystemExit(f"EMBER_BUILD_CUDA must be auto, 0 or 1, got {mode!r}")
+    if mode == "0" or not os.path.isdir(os.path.join(ROOT, "src_cuda")):
+        return None
+    cb = _cuda_builder()
+    if cb.find_nvcc() is None:
+        if mode == "1":
+            raise SystemExit("EMBER_BUILD_CUDA=1 but nvcc was not found (set CUDA_HOME)")
+        print("CUDA: nvcc not found, building without CUDA kernels", flush=True)
+        return None
+    return cb.build(jobs=jobs, log=lambda line: print(line, flush=True))
+
+
 class BuildExt(build_ext):
     """build_ext that prints a line per compiled C file and per extension, even with -q."""
 
@@ -132,8 +163,14 @@ class BuildExt(build_ext):
             sys.stdout.flush()
 
     def run(self):
+        cuda_lib = _build_cuda(self.parallel if isinstance(self.parallel, int) else None)
         _write_build_config()
         super().run()
+        if cuda_lib and not self.inplace:
+            # package data was copied before the library existed
+            dest = os.path.join(self.build_lib, "ember", "lib")
+            os.makedirs(dest, exist_ok=True)
+            shutil.copy(cuda_lib, dest)
         if not self.inplace:
             # the wheel's copy of the package was made before this record existed
             _write_build_config(self.build_lib)

@@ -138,8 +138,8 @@ def report() -> str:
         add(f"  runtime / driver: {st.runtime} / {st.driver}")
     else:
         add(f"CUDA:               not available: {st.reason}")
-        if st.runtime:
-            add(f"  runtime found:    {st.runtime}")
+        add(f"  library:          {st.library or '(not built)'}")
+        add(f"  runtime:          {st.runtime or '(not found)'}")
     autoload = os.environ.get(_plugins.ENV_VAR, "1")
     eps = _plugins.loaded()
     if eps:

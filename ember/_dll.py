@@ -226,9 +226,9 @@ CudaStatus = _record(
     """What :func:`cuda_status` found.
 
     ``available`` is True only when ember's CUDA library (``library``), the
-    CUDA runtime (``runtime``) and a driver (``driver``) with at least one
-    device were all found; otherwise ``reason`` says which piece is missing
-    and how to fix it.
+    CUDA runtime (``runtime``: its path, from the ``nvidia-cuda-runtime`` wheel
+    or the system) and a driver (``driver``) with at least one device were all
+    found; otherwise ``reason`` says which piece is missing and how to fix it.
     """)
 
 
@@ -237,13 +237,116 @@ _status_lock = allocate_lock()
 _handles: dict = {}
 
 _CUDA_LIB = "libember_cuda.so"
-_RUNTIME_NAMES = ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0")
+_RUNTIME_NAMES = ("libcudart.so.13", "libcudart.so", "libcudart.so.12")
 _DRIVER_NAMES = ("libcuda.so.1", "libcuda.so")
+# the runtime inside the nvidia-cuda-runtime wheels: CUDA 13 (nvidia/cu13/lib),
+# CUDA 12 (nvidia/cuda_runtime/lib)
+_WHEEL_RUNTIMES = (("cu13", "lib", "libcudart.so.13"), ("cuda_runtime", "lib", "libcudart.so.12"))
+
+# The C ABI of libember_cuda.so (src_cuda/include/ember_cuda.h): name -> (result,
+# arguments) as type codes, turned into ctypes prototypes when the library is
+# bound (ctypes is not imported with ember).  `make cuda-check` checks that the
+# library exports exactly these.  Codes: i int, q int64, Q uint64, z size_t,
+# d double, p pointer, s char* result, v no result.
+CUDA_SYMBOLS = {
+    "emc_abi_version": ("i", ""),
+    "emc_built_cuda_version": ("i", ""),
+    "emc_error_string": ("s", "i"),
+    "emc_last_error": ("s", ""),
+    "emc_malloc": ("i", "pzp"),
+    "emc_free": ("i", "p"),
+    "emc_memory_stats": ("v", "p"),
+    "emc_reset_peak_memory_stats": ("v", ""),
+    "emc_empty_cache": ("i", ""),
+    "emc_copy": ("i", "ipippp"),
+    "emc_fill": ("i", "ipppp"),
+    "emc_cat": ("i", "ipippqqp"),
+    "emc_ew_binary": ("i", "iipppppp"),
+    "emc_ew_compare": ("i", "iippppp"),
+    "emc_ew_unary": ("i", "iippppp"),
+    "emc_ew_predicate": ("i", "iipppp"),
+    "emc_ew_where": ("i", "ipppppp"),
+    "emc_ew_host": ("i", "iiipppqp"),
+    "emc_reduce": ("i", "iipqqqpdp"),
+    "emc_var": ("i", "ipqqqdppp"),
+    "emc_argreduce": ("i", "iipqqqppp"),
+    "emc_softmax": ("i", "iipqqqpp"),
+    "emc_softmax_bwd": ("i", "iippqqqpp"),
+    "emc_cross_entropy_fwd": ("i", "ippqqqdppp"),
+    "emc_cross_entropy_bwd": ("i", "ippppqqqdpp"),
+    "emc_layer_norm_fwd": ("i", "ipppqqdpppp"),
+    "emc_layer_norm_bwd": ("i", "ipppppqqpppp"),
+    "emc_gemm": ("i", "iiiqqqdpqqpqqdpqqqip"),
+    "emc_rand_float": ("i", "iipqQQddp"),
+    "emc_rand_int": ("i", "ipqQQqQp"),
+    "emc_rand_bernoulli": ("i", "ipqQQdp"),
+    "emc_dropout": ("i", "ipppqdQQp"),
+    "emc_rand_float_host": ("i", "iipqQQdd"),
+    "emc_rand_int_host": ("i", "ipqQQqQ"),
+    "emc_index_select": ("i", "ipqqqpqpp"),
+    "emc_index_add": ("i", "ipqqqpqpip"),
+    "emc_gather": ("i", "ipqqqpqpp"),
+    "emc_check_index_error": ("i", "p"),
+    "emc_pool_create": ("p", "ppp"),
+    "emc_pool_destroy": ("v", "p"),
+    "emc_pool_malloc": ("i", "pzQp"),
+    "emc_pool_free": ("i", "pp"),
+    "emc_pool_block_size": ("z", "pp"),
+    "emc_pool_stats": ("v", "pp"),
+    "emc_pool_reset_peak": ("v", "p"),
+    "emc_pool_empty_cache": ("i", "p"),
+}
+
+
+def bind_cuda_symbols(lib: Any) -> Any:
+    """Give every function of ``CUDA_SYMBOLS`` in the ctypes library ``lib`` its
+    prototype; return ``lib``.  Raises AttributeError naming a missing symbol."""
+    import ctypes
+
+    codes = {"i": ctypes.c_int, "q": ctypes.c_int64, "Q": ctypes.c_uint64,
+             "z": ctypes.c_size_t, "d": ctypes.c_double, "p": ctypes.c_void_p,
+             "s": ctypes.c_char_p, "v": None}
+    for name, (res, args) in CUDA_SYMBOLS.items():
+        fn = getattr(lib, name)
+        fn.restype = codes[res]
+        fn.argtypes = [codes[c] for c in args]
+    return lib
 
 
 def _cuda_homes(environ: Mapping[str, str]) -> list:
     homes = [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"), "/usr/local/cuda"]
     return [h for h in dict.fromkeys(homes) if h]
+
+
+def _wheel_runtimes() -> list:
+    """libcudart paths inside an installed nvidia-cuda-runtime wheel (no import of it)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    found = []
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        for parts in _WHEEL_RUNTIMES:
+            p = os.path.join(base, *parts)
+            if os.path.isfile(p):
+                found.append(p)
+    return found
+
+
+def _runtime_candidates(environ: Mapping[str, str]) -> list:
+    """The wheel's runtime first, then the system's (linker search, CUDA homes)."""
+    cands = _wheel_runtimes() + list(_RUNTIME_NAMES)
+    # a conda environment's cuda-cudart, then CUDA toolkit installs
+    homes = [environ.get("CONDA_PREFIX"), sys.prefix] + _cuda_homes(environ)
+    for home in [h for h in dict.fromkeys(homes) if h]:
+        for sub in ("lib64", "lib"):
+            for n in _RUNTIME_NAMES:
+                p = os.path.join(home, sub, n)
+                if os.path.isfile(p):
+                    cands.append(p)
+    return cands
 
 
 def _dlopen(candidates: list, mode: int) -> tuple:
@@ -259,6 +362,50 @@ def _dlopen(candidates: list, mode: int) -> tuple:
     return None, None, errors
 
 
+def _version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def _runtime_path(handle: Any, name: str) -> str:
+    """Where the dynamic linker found a library loaded by bare name."""
+    if os.path.isabs(name):
+        return name
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                if os.path.basename(name) in line and "/" in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return name
+
+
+def _load_library(path: str, mode: int) -> Any:
+    import ctypes
+
+    return bind_cuda_symbols(ctypes.CDLL(path, mode=mode))
+
+
+def cuda_library_host_only(lib_dir: str = _LIB_DIR) -> Any:
+    """ember's CUDA library, loaded with the CUDA runtime but without needing a
+    driver or a device: for its host-side entry points (the allocator's
+    bookkeeping, the random streams computed on the host) and the tests.
+    Raises RuntimeError saying what is missing."""
+    import ctypes
+
+    lib = os.path.join(lib_dir, _CUDA_LIB)
+    if not os.path.isfile(lib):
+        raise RuntimeError(f"ember was built without CUDA support: {lib} does not exist")
+    runtime, _, errs = _dlopen(_runtime_candidates(os.environ), ctypes.RTLD_LOCAL)
+    if runtime is None:
+        raise RuntimeError("the CUDA runtime (libcudart) was not found (tried "
+                           + "; ".join(errs[:3]) + ")")
+    handle = _handles.get(("host", lib))
+    if handle is None:
+        handle = _handles[("host", lib)] = _load_library(lib, ctypes.RTLD_LOCAL)
+    return handle
+
+
 def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStatus:
     import ctypes
 
@@ -267,36 +414,51 @@ def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStat
     lib = os.path.join(lib_dir, _CUDA_LIB)
     if not os.path.isfile(lib):
         return CudaStatus(False, f"ember was built without CUDA support: {lib} does not exist "
-                          f"(this release ships no CUDA kernels yet)",
-                          None, None, None, 0, ())
-    # The runtime: the dynamic linker's search first, then fixed CUDA homes.
-    runtime_candidates = list(_RUNTIME_NAMES)
-    for home in _cuda_homes(environ):
-        for sub in ("lib64", "lib"):
-            for n in _RUNTIME_NAMES:
-                p = os.path.join(home, sub, n)
-                if os.path.isfile(p):
-                    runtime_candidates.append(p)
-    runtime, runtime_name, errs = _dlopen(runtime_candidates, mode)
+                          "(no CUDA kernels were compiled: build with nvcc on PATH or CUDA_HOME "
+                          "set, or EMBER_BUILD_CUDA=1)", None, None, None, 0, ())
+    # The runtime, before the library that needs it: the nvidia-cuda-runtime
+    # wheel's, then the system's.
+    runtime, runtime_name, errs = _dlopen(_runtime_candidates(environ), mode)
     if runtime is None:
-        return CudaStatus(False, "the CUDA runtime (libcudart) was not found: install the CUDA "
-                          "toolkit/runtime or put it on LD_LIBRARY_PATH (tried "
+        return CudaStatus(False, "the CUDA runtime (libcudart) was not found: `pip install "
+                          "ember[cuda]` (the nvidia-cuda-runtime wheel), install the CUDA "
+                          "toolkit, or put it on LD_LIBRARY_PATH (tried "
                           + "; ".join(errs[:3]) + ")", lib, None, None, 0, ())
+    runtime_name = _runtime_path(runtime, runtime_name)
     _handles["cudart"] = runtime
-    driver, driver_name, derrs = _dlopen(list(_DRIVER_NAMES), mode)
+    driver, driver_name, _ = _dlopen(list(_DRIVER_NAMES), mode)
     if driver is None:
         return CudaStatus(False, "the NVIDIA driver library (libcuda.so.1) was not found: no "
                           "NVIDIA driver is installed on this machine", lib, runtime_name, None,
                           0, ())
     _handles["driver"] = driver
-    rc = driver.cuInit(0)
-    if rc != 0:
-        what = {100: "no CUDA-capable device is detected", 999: "unknown driver error",
-                3: "the driver is not initialised", 35: "the driver is older than the runtime"}
-        return CudaStatus(False, f"cuInit failed with error {rc}: {what.get(rc, 'driver error')}",
-                          lib, runtime_name, driver_name, 0, ())
+    try:
+        ember_cuda = _load_library(lib, mode)
+    except (OSError, AttributeError) as e:
+        return CudaStatus(False, f"{lib} failed to load: {e}", lib, runtime_name, driver_name,
+                          0, ())
+    rt_ver, drv_ver = ctypes.c_int(0), ctypes.c_int(0)
+    runtime.cudaRuntimeGetVersion(ctypes.byref(rt_ver))
+    built = ember_cuda.emc_built_cuda_version()
+    if rt_ver.value < built:
+        return CudaStatus(False, f"the CUDA runtime is too old: {runtime_name} is CUDA "
+                          f"{_version(rt_ver.value)}, ember's CUDA kernels were built with CUDA "
+                          f"{_version(built)} (pip install -U nvidia-cuda-runtime)", lib,
+                          runtime_name, driver_name, 0, ())
+    runtime.cudaDriverGetVersion(ctypes.byref(drv_ver))
+    if drv_ver.value and drv_ver.value < rt_ver.value:
+        return CudaStatus(False, f"the NVIDIA driver is too old: it supports CUDA "
+                          f"{_version(drv_ver.value)}, the runtime is CUDA "
+                          f"{_version(rt_ver.value)} (update the driver)", lib, runtime_name,
+                          driver_name, 0, ())
     count = ctypes.c_int(0)
-    driver.cuDeviceGetCount(ctypes.byref(count))
+    rc = runtime.cudaGetDeviceCount(ctypes.byref(count))
+    if rc != 0 or count.value == 0:
+        runtime.cudaGetErrorString.restype = ctypes.c_char_p
+        what = runtime.cudaGetErrorString(rc).decode(errors="replace") if rc else \
+            "the NVIDIA driver reports no CUDA devices"
+        return CudaStatus(False, f"no usable CUDA device: {what} (cudaGetDeviceCount error "
+                          f"{rc})", lib, runtime_name, driver_name, 0, ())
     names = []
     for i in range(count.value):
         dev = ctypes.c_int(0)
@@ -306,14 +468,7 @@ def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStat
             names.append(buf.value.decode(errors="replace"))
         else:
             names.append(f"CUDA device {i}")
-    if count.value == 0:
-        return CudaStatus(False, "the NVIDIA driver reports no CUDA devices", lib, runtime_name,
-                          driver_name, 0, ())
-    try:
-        _handles["ember_cuda"] = ctypes.CDLL(lib, mode=mode)
-    except OSError as e:
-        return CudaStatus(False, f"{lib} failed to load: {e}", lib, runtime_name, driver_name,
-                          count.value, tuple(names))
+    _handles["ember_cuda"] = ember_cuda
     return CudaStatus(True, None, lib, runtime_name, driver_name, count.value, tuple(names))
 
 

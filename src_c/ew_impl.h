@@ -10,34 +10,15 @@
 
 typedef uint8_t em_bool;
 
-#include "ember_math.h"
+/* the formulas shared with the CUDA kernels (host/device functions) */
+#include "ember_scalar.h"
 
-static inline double ew_expd(double x) { return exp(x); }
-static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + em_expf(-x)); }
-static inline double ew_sigmoidd(double x) { return 1.0 / (1.0 + exp(-x)); }
-static inline float ew_tanhf(float x) {
-    /* Cephes tanhf: an odd polynomial for |x| < 0.625, 1 - 2/(e^2x + 1) beyond;
-       both computed and selected so the loop vectorises */
-    float ax = fabsf(x), z = x * x;
-    float p = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
-                + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
-    float e = em_expf(2.0f * (ax > 10.0f ? 10.0f : ax));   /* |x| > 9.01 gives +-1 */
-    float q = copysignf(1.0f - 2.0f / (e + 1.0f), x);
-    return ax < 0.625f ? p : q;
-}
-
-#define SQRT1_2 0.70710678118654752440
-#define SQRT_2_PI 0.79788456080286535588
+#define ew_sigmoidf em_sigmoidf
+#define ew_sigmoidd em_sigmoidd
+#define ew_tanhf em_tanhf
 
 /* --- scalar math per type, shared between the loops ---------------------- */
 #define F_EXP(T, x) (sizeof(T) == 4 ? (T)em_expf((float)(x)) : (T)exp((double)(x)))
-
-static inline int64_t ipow64(int64_t a, int64_t b) {
-    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-    uint64_t r = 1, base = (uint64_t)a;
-    while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
-    return (int64_t)r;
-}
 
 /* --- loop templates ------------------------------------------------------ */
 #define BIN_LOOP(name, TY, EXPR)                                                         \
@@ -220,19 +201,18 @@ FOR_NUM(MK_BIN, sub, a - b)
 FOR_NUM(MK_BIN, mul, a * b)
 BIN_LOOP(bin_mul_bool, em_bool, a & b)
 FOR_FLOATS(MK_BIN, div, a / b)
-#define FLOORDIV_F(T, a, b) ({ T m_ = (T)fmod(a, b); T d_ = (a - m_) / b;                  \
-    if (m_ != 0 && ((b < 0) != (m_ < 0))) d_ -= 1;                                        \
-    T f_ = (T)floor(d_); if (d_ - f_ > 0.5) f_ += 1; (b == 0) ? a / b : (d_ == 0 ? copysign(0, a / b) : f_); })
-FOR_FLOATS(MK_BIN, floordiv, FLOORDIV_F(T, a, b))
+BIN_LOOP(bin_floordiv_f32, float, em_floordivf(a, b))
+BIN_LOOP(bin_floordiv_f64, double, em_floordiv(a, b))
 FOR_INTS(MK_IDIV, floordiv, (b == -1 ? (T)(0 - (uint64_t)a) :
                              (T)(a / b - ((a % b != 0) && ((a < 0) != (b < 0))))))
-FOR_FLOATS(MK_BIN, rem, ({ T r_ = (T)fmod(a, b); (r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_; }))
+BIN_LOOP(bin_rem_f32, float, em_remainderf(a, b))
+BIN_LOOP(bin_rem_f64, double, em_remainder(a, b))
 FOR_INTS(MK_IDIV, rem, (b == -1 ? 0 : ({ T r_ = a % b; (T)((r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_); })))
 FOR_FLOATS(MK_BIN, fmod, (T)fmod(a, b))
 FOR_INTS(MK_IDIV, fmod, (b == -1 ? 0 : a % b))
 BIN_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : powf(a, b)))
 BIN_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : pow(a, b)))
-FOR_INTS(MK_BIN, pow, (T)ipow64((int64_t)a, (int64_t)b))
+FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN; fmax/fmin ignore it */
 FOR_FLOATS(MK_BIN, max, (a != a || b != b) ? a + b : (a > b ? a : b))
 FOR_FLOATS(MK_BIN, min, (a != a || b != b) ? a + b : (a < b ? a : b))
@@ -253,22 +233,22 @@ BIN_LOOP(bin_bor_bool, em_bool, a | b)
 BIN_LOOP(bin_bxor_bool, em_bool, a ^ b)
 FOR_INTS(MK_BIN, lshift, (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b))
 FOR_INTS(MK_BIN, rshift, (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (T)(a >> b))
-FOR_FLOATS(MK_BIN, xlogy, (b != b) ? b : (a == 0 ? 0 : a * (T)log(b)))
-FOR_FLOATS(MK_BIN, logaddexp, ({ T m_ = a > b ? a : b; (m_ == -INFINITY || m_ == INFINITY) && a == b ? a : m_ + (T)log1p(exp(-fabs((double)(a - b)))); }))
+BIN_LOOP(bin_xlogy_f32, float, em_xlogyf(a, b))
+BIN_LOOP(bin_xlogy_f64, double, em_xlogy(a, b))
+BIN_LOOP(bin_logaddexp_f32, float, em_logaddexpf(a, b))
+BIN_LOOP(bin_logaddexp_f64, double, em_logaddexp(a, b))
 /* backward helpers: a = incoming grad, b = saved input or output */
 FOR_FLOATS(MK_BIN, relu_bw, b > 0 ? a : 0)
 FOR_FLOATS(MK_BIN, sigmoid_bw, a * b * (1 - b))
 FOR_FLOATS(MK_BIN, tanh_bw, a * (1 - b * b))
 BIN_LOOP(bin_gelu_bw_f32, float, a * em_gelu_gradf(b))
-BIN_LOOP(bin_gelu_bw_f64, double, a * (0.5 * erfc(-b * SQRT1_2) + b * 0.3989422804014327 * exp(-0.5 * b * b)))
-BIN_LOOP(bin_gelu_tanh_bw_f32, float, ({ float u_ = 0.79788456080286535588f * (b + 0.044715f * b * b * b);
-    float t_ = ew_tanhf(u_); a * (0.5f * (1 + t_) + 0.5f * b * (1 - t_ * t_) * 0.79788456080286535588f * (1 + 3 * 0.044715f * b * b)); }))
-BIN_LOOP(bin_gelu_tanh_bw_f64, double, ({ double x_ = b, u_ = SQRT_2_PI * (x_ + 0.044715 * x_ * x_ * x_);
-    double t_ = tanh(u_); a * (0.5 * (1 + t_) + 0.5 * x_ * (1 - t_ * t_) * SQRT_2_PI * (1 + 3 * 0.044715 * x_ * x_)); }))
+BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad(b))
+BIN_LOOP(bin_gelu_tanh_bw_f32, float, a * em_gelu_tanh_gradf(b))
+BIN_LOOP(bin_gelu_tanh_bw_f64, double, a * em_gelu_tanh_grad(b))
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
-BIN_LOOP(bin_silu_bw_f32, float, ({ float s_ = ew_sigmoidf(b); a * s_ * (1 + b * (1 - s_)); }))
-BIN_LOOP(bin_silu_bw_f64, double, ({ double s_ = ew_sigmoidd(b); a * s_ * (1 + b * (1 - s_)); }))
+BIN_LOOP(bin_silu_bw_f32, float, em_silu_bwf(a, b))
+BIN_LOOP(bin_silu_bw_f64, double, em_silu_bw(a, b))
 
 /* --- comparisons (bool out) ---------------------------------------------- */
 #define MK_CMP_ALL(op, EXPR) FOR_NUM(MK_CMP, op, EXPR) CMP_LOOP(cmp_##op##_bool, em_bool, EXPR)
@@ -332,13 +312,13 @@ UN_LOOP(un_sigmoid_f32, float, float, ew_sigmoidf(x))
 UN_LOOP(un_sigmoid_f64, double, double, ew_sigmoidd(x))
 FOR_NUM(MK_UN, relu, (x != x) ? x : (x > 0 ? x : 0))
 UN_LOOP(un_gelu_f32, float, float, em_geluf(x))
-UN_LOOP(un_gelu_f64, double, double, (T)(0.5 * x * erfc(-x * SQRT1_2)))
-UN_LOOP(un_gelu_tanh_f32, float, float, 0.5f * x * (1 + ew_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x))))
-UN_LOOP(un_gelu_tanh_f64, double, double, (T)(0.5 * x * (1 + tanh(SQRT_2_PI * (x + 0.044715 * x * x * x)))))
+UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
+UN_LOOP(un_gelu_tanh_f32, float, float, em_gelu_tanhf(x))
+UN_LOOP(un_gelu_tanh_f64, double, double, em_gelu_tanh(x))
 UN_LOOP(un_silu_f32, float, float, x * ew_sigmoidf(x))
 UN_LOOP(un_silu_f64, double, double, x * ew_sigmoidd(x))
-UN_LOOP(un_mish_f32, float, float, x * ew_tanhf(x > 20 ? x : em_log1pf(em_expf(x))))
-UN_LOOP(un_mish_f64, double, double, (T)(x * tanh(x > 20 ? x : log1p(exp(x)))))
+UN_LOOP(un_mish_f32, float, float, em_mishf(x))
+UN_LOOP(un_mish_f64, double, double, em_mish(x))
 UN_LOOP(un_erf_f32, float, float, em_erff(x))
 UN_LOOP(un_erf_f64, double, double, (T)erf(x))
 UN_LOOP(un_erfc_f32, float, float, em_erfcf(x))
@@ -354,8 +334,8 @@ FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 FOR_FLOATS(MK_UN, lgamma, (T)lgamma(x))
 /* softplus: prm = {beta, threshold} */
-UN_LOOP(un_softplus_f32, float, float, (x * (float)prm[0] > (float)prm[1]) ? x : em_log1pf(em_expf(x * (float)prm[0])) / (float)prm[0])
-UN_LOOP(un_softplus_f64, double, double, (x * prm[0] > prm[1]) ? x : (T)(log1p(exp(x * prm[0])) / prm[0]))
+UN_LOOP(un_softplus_f32, float, float, em_softplusf(x, (float)prm[0], (float)prm[1]))
+UN_LOOP(un_softplus_f64, double, double, em_softplus(x, prm[0], prm[1]))
 /* leaky_relu: prm = {slope} */
 FOR_FLOATS(MK_UN, leaky_relu, x > 0 ? x : (T)(x * prm[0]))
 /* elu: prm = {alpha, scale, input_scale} */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ember_random.h"
+#include "ember_philox.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -18,10 +19,10 @@
 #endif
 
 #define PB EM_PHILOX_BATCH
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
+#define PHILOX_M0 EM_PHILOX_M0
+#define PHILOX_M1 EM_PHILOX_M1
+#define PHILOX_W0 EM_PHILOX_W0
+#define PHILOX_W1 EM_PHILOX_W1
 
 #define EM_INLINE static inline __attribute__((always_inline))
 
@@ -37,116 +38,13 @@ typedef struct {
 } rctx;
 
 void em_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    em_philox_round10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1], out);
 }
 
-/* ---- scalar helpers, inlined into each ISA's loops (branch-free) --------- */
-
-EM_INLINE float f32_bits(uint32_t u) { union { uint32_t u; float f; } v; v.u = u; return v.f; }
-EM_INLINE uint32_t bits_f32(float f) { union { float f; uint32_t u; } v; v.f = f; return v.u; }
-EM_INLINE double f64_bits(uint64_t u) { union { uint64_t u; double f; } v; v.u = u; return v.f; }
-EM_INLINE uint64_t bits_f64(double f) { union { double f; uint64_t u; } v; v.f = f; return v.u; }
-
-/* natural log of a positive, normal float: ln x = e ln2 + 2 atanh((m-1)/(m+1)) */
-EM_INLINE float em_logf_pos(float x) {
-    uint32_t u = bits_f32(x);
-    int32_t e = (int32_t)(u >> 23) - 127;
-    float m = f32_bits((u & 0x007fffffu) | 0x3f800000u);
-    int big = m > 1.41421356f;
-    m = big ? m * 0.5f : m;
-    e = big ? e + 1 : e;
-    float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-    float p = 1.0f + s2 * (0.33333333f + s2 * (0.2f + s2 * (0.14285714f + s2 * (0.11111111f +
-              s2 * 0.09090909f))));
-    float fe = (float)e;
-    return fe * 0.693145751953125f + (fe * 1.428606765330187e-06f + 2.0f * s * p);
-}
-
-EM_INLINE double em_log_pos(double x) {
-    uint64_t u = bits_f64(x);
-    int32_t e = (int32_t)(u >> 52) - 1023;
-    double m = f64_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
-    int big = m > 1.4142135623730951;
-    m = big ? m * 0.5 : m;
-    e = big ? e + 1 : e;
-    double s = (m - 1.0) / (m + 1.0), s2 = s * s;
-    double p = 1.0 / 23;
-    p = 1.0 / 21 + s2 * p; p = 1.0 / 19 + s2 * p; p = 1.0 / 17 + s2 * p;
-    p = 1.0 / 15 + s2 * p; p = 1.0 / 13 + s2 * p; p = 1.0 / 11 + s2 * p;
-    p = 1.0 / 9 + s2 * p; p = 1.0 / 7 + s2 * p; p = 1.0 / 5 + s2 * p;
-    p = 1.0 / 3 + s2 * p; p = 1.0 + s2 * p;
-    double fe = (double)e;
-    return fe * 6.93147180369123816490e-01 + (fe * 1.90821492927058770002e-10 + 2.0 * s * p);
-}
-
-/* cos and sin of 2*pi*u for u in [0, 1): quadrant from round(4u), then
-   polynomials on [-pi/4, pi/4]. */
-EM_INLINE void em_sincos2pif(float u, float *c, float *s) {
-    float t = 4.0f * u;
-    int32_t q = (int32_t)(t + 0.5f);
-    float th = (t - (float)q) * 1.57079632679f, t2 = th * th;
-    float sn = th * (1.0f + t2 * (-1.6666667e-1f + t2 * (8.3333333e-3f + t2 * (-1.9841270e-4f +
-               t2 * 2.7557319e-6f))));
-    float cs = 1.0f + t2 * (-0.5f + t2 * (4.1666667e-2f + t2 * (-1.3888889e-3f + t2 *
-               (2.4801587e-5f + t2 * -2.7557319e-7f))));
-    float cc = (q & 1) ? sn : cs, ss = (q & 1) ? cs : sn;
-    *c = ((q + 1) & 2) ? -cc : cc;
-    *s = (q & 2) ? -ss : ss;
-}
-
-EM_INLINE void em_sincos2pi(double u, double *c, double *s) {
-    double t = 4.0 * u;
-    int32_t q = (int32_t)(t + 0.5);
-    double th = (t - (double)q) * 1.5707963267948966, t2 = th * th;
-    double sp = 1.0 / 355687428096000.0;                     /* 1/17! */
-    sp = -1.0 / 1307674368000.0 + t2 * sp;
-    sp = 1.0 / 6227020800.0 + t2 * sp;
-    sp = -1.0 / 39916800.0 + t2 * sp;
-    sp = 1.0 / 362880.0 + t2 * sp;
-    sp = -1.0 / 5040.0 + t2 * sp;
-    sp = 1.0 / 120.0 + t2 * sp;
-    sp = -1.0 / 6.0 + t2 * sp;
-    sp = 1.0 + t2 * sp;
-    double cp = -1.0 / 6402373705728000.0;                   /* -1/18! */
-    cp = 1.0 / 20922789888000.0 + t2 * cp;
-    cp = -1.0 / 87178291200.0 + t2 * cp;
-    cp = 1.0 / 479001600.0 + t2 * cp;
-    cp = -1.0 / 3628800.0 + t2 * cp;
-    cp = 1.0 / 40320.0 + t2 * cp;
-    cp = -1.0 / 720.0 + t2 * cp;
-    cp = 1.0 / 24.0 + t2 * cp;
-    cp = -0.5 + t2 * cp;
-    cp = 1.0 + t2 * cp;
-    double sn = th * sp;
-    double cc = (q & 1) ? sn : cp, ss = (q & 1) ? cp : sn;
-    *c = ((q + 1) & 2) ? -cc : cc;
-    *s = (q & 2) ? -ss : ss;
-}
-
-/* 32-bit word -> float in [0, 1) with `bits` significant bits */
-EM_INLINE float u01f(uint32_t w, int bits, float scale) {
-    return (float)(int32_t)(w >> (32 - bits)) * scale;
-}
-/* 32-bit word -> float in (0, 1) (never 0 or 1) */
-EM_INLINE float u01f_open(uint32_t w) {
-    return ((float)(int32_t)(w >> 8) + 0.5f) * 0x1p-24f;
-}
-/* two words -> the 53-bit integer hi:lo, as an exact double */
-EM_INLINE double w53(uint32_t hi, uint32_t lo) {
-    return (double)(int32_t)(hi >> 11) * 4294967296.0 +
-           ((double)(int32_t)(lo ^ 0x80000000u) + 2147483648.0);
-}
+/* the scalar transforms live in ember_philox.h, shared with the CUDA kernels */
+#define u01f em_u01f
+#define u01f_open em_u01f_open
+#define w53 em_w53
 
 /* ---- stores: a batch of values into any dtype ---------------------------- */
 
@@ -299,12 +197,7 @@ void em_rand_int(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset
         run_batches(t->i64, &c, n, 2 * PB, nthreads);
 }
 
-static uint64_t prob_threshold(double p) {
-    /* P(w < thresh) = thresh / 2^32 for a uniform 32-bit word w */
-    if (!(p > 0)) return 0;
-    if (p >= 1) return (uint64_t)1 << 32;
-    return (uint64_t)(p * 4294967296.0 + 0.5);
-}
+#define prob_threshold em_prob_threshold
 
 void em_rand_bernoulli(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset, double p,
                        int nthreads) {

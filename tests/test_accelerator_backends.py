@@ -1,6 +1,7 @@
 """ember.accelerator, ember.backends, ember.cuda seeding, ember.mps/xpu and interop threads:
 the names PyTorch has on every machine, checked against torch where it is installed."""
 
+import os
 import subprocess
 import sys
 
@@ -109,7 +110,9 @@ def test_backends_defaults_like_torch():
     assert ember.backends.opt_einsum.is_available() is False
     assert ember.backends.opt_einsum.enabled is False
     assert ember.backends.openmp.is_available() is bool(ember.__config__.config()["openmp"])
-    assert ember.backends.cuda.is_built() is False
+    # built: the build found nvcc and made ember/lib/libember_cuda.so
+    lib = os.path.join(os.path.dirname(ember.__file__), "lib", "libember_cuda.so")
+    assert ember.backends.cuda.is_built() is os.path.isfile(lib)
 
 
 def test_cudnn_flags_checked_restored_and_independent_of_determinism(restore_switches):

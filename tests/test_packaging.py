@@ -21,6 +21,17 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _cuda_build():
+    """src_cuda/build.py as a module (its name would clash with PyPI's `build`)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ember_cuda_build",
+                                                  os.path.join(ROOT, "src_cuda", "build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _version():
     with open(os.path.join(ROOT, "ember", "_version.py")) as f:
         return re.search(r'__version__\s*=\s*["\']([^"\']+)["\']', f.read()).group(1)
@@ -128,6 +139,25 @@ def test_conda_recipe_shape():
         assert needle in recipe, f"conda/recipe/meta.yaml lacks {needle!r}"
 
 
+def test_conda_recipe_has_a_cuda_variant():
+    with open(os.path.join(ROOT, "conda", "recipe", "meta.yaml")) as f:
+        recipe = f.read()
+    for needle in ("{{ compiler('cuda') }}", "EMBER_BUILD_CUDA=1", "EMBER_BUILD_CUDA=0",
+                   "cuda-cudart-dev", 'cuda_compiler_version != "None"'):
+        assert needle in recipe, f"conda/recipe/meta.yaml lacks {needle!r}"
+    with open(os.path.join(ROOT, "conda", "recipe", "conda_build_config.yaml")) as f:
+        variants = f.read()
+    assert "cuda_compiler_version:" in variants and "None" in variants and '"13.0"' in variants
+
+
+def test_cuda_extra_and_dev_requirements_name_the_runtime_wheel():
+    with open(os.path.join(ROOT, "pyproject.toml")) as f:
+        pyproject = f.read()
+    assert 'cuda = ["nvidia-cuda-runtime>=13.0,<14"]' in pyproject
+    with open(os.path.join(ROOT, "requirements-dev.txt")) as f:
+        assert "nvidia-cuda-runtime>=13.0,<14" in f.read()
+
+
 def test_package_data_covers_data_and_cuda_library():
     with open(os.path.join(ROOT, "pyproject.toml")) as f:
         pyproject = f.read()
@@ -155,6 +185,9 @@ def test_wheel_contents(tmp_path):
         assert any(re.match(rf"ember/_C/{mod}\..*(so|pyd)$", n) for n in names), mod
     for data in glob.glob(os.path.join(ROOT, "ember", "datasets", "data", "*")):
         assert "ember/datasets/data/" + os.path.basename(data) in names
+    cuda_build = _cuda_build()
+    if cuda_build.find_nvcc() is not None and os.environ.get("EMBER_BUILD_CUDA") != "0":
+        assert "ember/lib/libember_cuda.so" in names
     # sources of the extensions (.pyx/.pxd) may ship; build products must not
     assert not [n for n in names if n.startswith(("build/", "src_c/", "tests/"))
                 or n.endswith((".c", ".o"))]

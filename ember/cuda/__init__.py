@@ -17,7 +17,12 @@ from ember import _dll
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
            "get_device_name", "unavailable_reason", "is_initialized", "init", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-           "get_rng_state_all", "set_rng_state", "set_rng_state_all"]
+           "get_rng_state_all", "set_rng_state", "set_rng_state_all", "device",
+           "get_device_properties", "get_device_capability", "is_bf16_supported",
+           "Stream", "Event", "StreamContext", "stream", "current_stream", "default_stream",
+           "set_stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "memory_stats",
+           "memory_summary", "mem_get_info"]
 
 
 def is_available() -> bool:
@@ -114,6 +119,83 @@ def get_device_name(device: Any = None) -> str:
     """The name of ``device`` (default: the current one), e.g. ``"NVIDIA H100"``."""
     st = _require()
     return st.device_names[_index(device)]
+
+
+class device:
+    """Context manager that makes ``device`` the current CUDA device for a block.
+
+    ``device`` is an index, ``"cuda:N"``, an ``ember.device`` or None / -1 (do
+    nothing), as ``torch.cuda.device``.
+    """
+
+    def __init__(self, device: Any) -> None:
+        self.idx = -1 if device is None else device
+
+    def __enter__(self) -> None:
+        if self.idx == -1:
+            self.prev = -1
+            return
+        _require()
+        self.idx = _index(self.idx)
+        self.prev = current_device()
+        if self.prev != self.idx:
+            _rt_call("cudaSetDevice", self.idx)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.prev != -1 and self.prev != self.idx:
+            _rt_call("cudaSetDevice", self.prev)
+
+
+# cudaDeviceGetAttribute codes
+_ATTR = {"major": 75, "minor": 76, "multi_processor_count": 16, "L2_cache_size": 89,
+         "max_threads_per_multi_processor": 39, "warp_size": 10}
+
+
+class _DeviceProperties:
+    """What :func:`get_device_properties` returns (the fields of PyTorch's)."""
+
+    def __init__(self, name: str, total_memory: int, attrs: dict) -> None:
+        self.name = name
+        self.total_memory = total_memory
+        for k, v in attrs.items():
+            setattr(self, k, v)
+        self.is_integrated = False
+
+    def __repr__(self) -> str:
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // (1 << 20)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device: Any = None) -> _DeviceProperties:
+    """Name, compute capability, memory and SM count of ``device``."""
+    st = _require()
+    idx = _index(device)
+    attrs = {}
+    for k, code in _ATTR.items():
+        v = ctypes.c_int(0)
+        _rt_call("cudaDeviceGetAttribute", ctypes.byref(v), code, idx)
+        attrs[k] = v.value
+    total = ctypes.c_size_t(0)
+    drv = _dll._cuda_handle("driver")
+    dev = ctypes.c_int(0)
+    if drv.cuDeviceGet(ctypes.byref(dev), idx) == 0:
+        drv.cuDeviceTotalMem_v2(ctypes.byref(total), dev)
+    return _DeviceProperties(st.device_names[idx], total.value, attrs)
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """The (major, minor) compute capability of ``device``."""
+    p = get_device_properties(device)
+    return p.major, p.minor
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether bfloat16 kernels run on the current device (False without CUDA, as in
+    PyTorch): natively from compute capability 8.0."""
+    if not is_available():
+        return False
+    return including_emulation or get_device_capability()[0] >= 8
 
 
 # ---------------------------------------------------------------------------
@@ -245,3 +327,25 @@ def set_rng_state_all(new_states: Any) -> None:
     """Restore the states of devices 0, 1, ... from a sequence of states."""
     for i, state in enumerate(new_states):
         set_rng_state(state, i)
+
+
+from ember.cuda.memory import (  # noqa: E402
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_peak_memory_stats,
+)
+from ember.cuda.streams import (  # noqa: E402
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)

@@ -1,15 +1,31 @@
 /* Scalar math shared by the kernel families, written once.  Functions are
    always_inline so each ISA copy of a loop (compiled under its own
-   `#pragma GCC target`) vectorises them with its own instructions. */
+   `#pragma GCC target`) vectorises them with its own instructions; they are
+   host/device functions under nvcc (EMBER_HD below), so src_cuda runs the same
+   formulas. */
 #ifndef EMBER_MATH_H
 #define EMBER_MATH_H
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+/* Host/device qualifiers: under nvcc these functions compile for both sides;
+   under a plain C compiler they are what the CPU kernels always used.  Kept in
+   this header (not a separate one) because ember.compile's generated C
+   includes this file on its own. */
+#ifndef EMBER_HD
+#if defined(__CUDACC__)
+#define EMBER_HD __host__ __device__
+#define EM_HD_INLINE static __forceinline__ __host__ __device__
+#else
+#define EMBER_HD
+#define EM_HD_INLINE static inline __attribute__((always_inline))
+#endif
+#endif
+
 /* exp for float32 that vectorises (Cephes-style range reduction + degree-6
    polynomial, ~1 ulp); glibc's expf is a scalar call. */
-static inline __attribute__((always_inline)) float em_expf(float x) {
+EM_HD_INLINE float em_expf(float x) {
     float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972077f ? -103.972077f : x);
     float fx = floorf(xc * 1.44269504088896341f + 0.5f);
     float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
@@ -32,12 +48,12 @@ static inline __attribute__((always_inline)) float em_expf(float x) {
     return x != x ? x : res;
 }
 
-static inline __attribute__((always_inline)) float em_f32_from_bits(int32_t i) {
+EM_HD_INLINE float em_f32_from_bits(int32_t i) {
     float f;
     memcpy(&f, &i, 4);
     return f;
 }
-static inline __attribute__((always_inline)) int32_t em_f32_bits(float f) {
+EM_HD_INLINE int32_t em_f32_bits(float f) {
     int32_t i;
     memcpy(&i, &f, 4);
     return i;
@@ -48,7 +64,7 @@ static inline __attribute__((always_inline)) int32_t em_f32_bits(float f) {
    fits (mpmath) of the smooth part each range leaves over. */
 
 /* log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 g(f) */
-static inline __attribute__((always_inline)) float em_logf(float x) {
+EM_HD_INLINE float em_logf(float x) {
     int tiny = x < 1.17549435e-38f;
     float xs = tiny ? x * 8388608.0f : x;           /* subnormals: scale by 2^23 */
     int32_t ix = em_f32_bits(xs);
@@ -80,7 +96,7 @@ static inline __attribute__((always_inline)) float em_logf(float x) {
 }
 
 /* log1p via log(1 + x) plus the rounding error of 1 + x, divided by 1 + x */
-static inline __attribute__((always_inline)) float em_log1pf(float x) {
+EM_HD_INLINE float em_log1pf(float x) {
     float u = 1.0f + x;
     float d = u - 1.0f;
     float c = (x - d) / (u == 0.0f ? 1.0f : u);      /* u = 0 only when x = -1 */
@@ -90,7 +106,7 @@ static inline __attribute__((always_inline)) float em_log1pf(float x) {
 }
 
 /* expm1: a polynomial for |x| < 1/2 (no cancellation), exp(x) - 1 beyond */
-static inline __attribute__((always_inline)) float em_expm1f(float x) {
+EM_HD_INLINE float em_expm1f(float x) {
     float h = 2.4905147741588965e-5f;
     h = h * x + 0.0001994487444158959f;
     h = h * x + 0.0013888791742246793f;
@@ -106,7 +122,7 @@ static inline __attribute__((always_inline)) float em_expm1f(float x) {
 /* erfc on a >= 1/2 (NaN passes through); *ex gets exp(-a^2) for the callers that
    need the Gaussian too (gelu's backward). exp(-a^2) is formed from a^2 split
    in hi + lo so its error does not grow with a. */
-static inline __attribute__((always_inline)) float em_erfc_big(float a, float *ex) {
+EM_HD_INLINE float em_erfc_big(float a, float *ex) {
     float ac = a > 10.1f ? 10.1f : (a < 0.5f ? 0.5f : a);
     float hi = ac * ac, lo = fmaf(ac, ac, -hi);
     float e = em_expf(-hi) * (1.0f - lo);
@@ -140,7 +156,7 @@ static inline __attribute__((always_inline)) float em_erfc_big(float a, float *e
 }
 
 /* erf(x) / x on |x| < 1 as a polynomial in x^2 */
-static inline __attribute__((always_inline)) float em_erf_small(float x) {
+EM_HD_INLINE float em_erf_small(float x) {
     float u = x * x;
     float p = 7.8758750626854883e-5f;
     p = p * u - 0.00080168642871658695f;
@@ -152,33 +168,33 @@ static inline __attribute__((always_inline)) float em_erf_small(float x) {
     return x * p;
 }
 
-static inline __attribute__((always_inline)) float em_erff(float x) {
+EM_HD_INLINE float em_erff(float x) {
     float ax = fabsf(x), ex;
     float big = copysignf(1.0f - em_erfc_big(ax, &ex), x);
     return ax < 1.0f ? em_erf_small(x) : big;
 }
 
 /* erfc(x); *ex = exp(-x^2) when |x| >= 1/2 */
-static inline __attribute__((always_inline)) float em_erfc2f(float x, float *ex) {
+EM_HD_INLINE float em_erfc2f(float x, float *ex) {
     float ax = fabsf(x);
     float c = em_erfc_big(ax, ex);
     float big = x < 0.0f ? 2.0f - c : c;
     return ax < 0.5f ? 1.0f - em_erf_small(x) : big;
 }
 
-static inline __attribute__((always_inline)) float em_erfcf(float x) {
+EM_HD_INLINE float em_erfcf(float x) {
     float ex;
     return em_erfc2f(x, &ex);
 }
 
 /* exact gelu as x/2 * erfc(-x/sqrt(2)): no cancellation for large negative x */
-static inline __attribute__((always_inline)) float em_geluf(float x) {
+EM_HD_INLINE float em_geluf(float x) {
     return 0.5f * x * em_erfcf(-0.70710678118654752f * x);
 }
 
 /* d gelu / dx = Phi(x) + x phi(x); exp(-x^2/2) comes from the erfc above when
    |x| >= 1/sqrt(2) and is computed directly (small argument) otherwise */
-static inline __attribute__((always_inline)) float em_gelu_gradf(float x) {
+EM_HD_INLINE float em_gelu_gradf(float x) {
     float z = -0.70710678118654752f * x, ex;
     float cdf = 0.5f * em_erfc2f(z, &ex);
     float g = fabsf(z) < 0.5f ? em_expf(-0.5f * x * x) : ex;
@@ -187,7 +203,7 @@ static inline __attribute__((always_inline)) float em_gelu_gradf(float x) {
 
 /* sin and cos share one reduction: n = round(x * 2/pi), r = x - n pi/2 in three
    parts (exact for |x| < 8192; callers fall back to libm above that) */
-static inline __attribute__((always_inline)) void em_sincosf_red(float x, float *sr, float *cr, int32_t *q) {
+EM_HD_INLINE void em_sincosf_red(float x, float *sr, float *cr, int32_t *q) {
     float n = rintf(x * 0.63661977236758134f);
     float r = x - n * 1.5703125f;
     r = r - n * 4.837512969970703125e-4f;
@@ -206,7 +222,7 @@ static inline __attribute__((always_inline)) void em_sincosf_red(float x, float 
     *q = (int32_t)n;
 }
 
-static inline __attribute__((always_inline)) float em_sinf(float x) {
+EM_HD_INLINE float em_sinf(float x) {
     float s, c;
     int32_t q;
     em_sincosf_red(x, &s, &c, &q);
@@ -215,7 +231,7 @@ static inline __attribute__((always_inline)) float em_sinf(float x) {
     return x == 0.0f ? x : r;
 }
 
-static inline __attribute__((always_inline)) float em_cosf(float x) {
+EM_HD_INLINE float em_cosf(float x) {
     float s, c;
     int32_t q;
     em_sincosf_red(x, &s, &c, &q);
@@ -223,7 +239,7 @@ static inline __attribute__((always_inline)) float em_cosf(float x) {
     return (q & 2) ? -r : r;
 }
 
-static inline __attribute__((always_inline)) float em_tanf(float x) {
+EM_HD_INLINE float em_tanf(float x) {
     float s, c;
     int32_t q;
     em_sincosf_red(x, &s, &c, &q);
@@ -233,7 +249,7 @@ static inline __attribute__((always_inline)) float em_tanf(float x) {
 
 /* atan: reduce to |x| <= tan(pi/8) with atan(x) = pi/2 - atan(1/x) and
    pi/4 + atan((x-1)/(x+1)) */
-static inline __attribute__((always_inline)) float em_atanf(float x) {
+EM_HD_INLINE float em_atanf(float x) {
     float a = fabsf(x);
     int big = a > 2.414213562373095f, mid = a > 0.4142135623730950f;
     float y0 = big ? 1.5707963267948966f : (mid ? 0.7853981633974483f : 0.0f);
@@ -248,7 +264,7 @@ static inline __attribute__((always_inline)) float em_atanf(float x) {
 }
 
 /* asin on |x| <= 1/2 */
-static inline __attribute__((always_inline)) float em_asin_small(float x) {
+EM_HD_INLINE float em_asin_small(float x) {
     float z = x * x;
     float p = 4.2163199048e-2f;
     p = p * z + 2.4181311049e-2f;
@@ -258,7 +274,7 @@ static inline __attribute__((always_inline)) float em_asin_small(float x) {
     return p * z * x + x;
 }
 
-static inline __attribute__((always_inline)) float em_asinf(float x) {
+EM_HD_INLINE float em_asinf(float x) {
     float a = fabsf(x);
     float w = sqrtf(0.5f * (1.0f - (a > 1.0f ? 1.0f : a)));
     float big = 1.5707963267948966f - 2.0f * em_asin_small(w);
@@ -266,7 +282,7 @@ static inline __attribute__((always_inline)) float em_asinf(float x) {
     return (a > 1.0f || x != x) ? NAN : r;
 }
 
-static inline __attribute__((always_inline)) float em_acosf(float x) {
+EM_HD_INLINE float em_acosf(float x) {
     float a = fabsf(x);
     float w = sqrtf(0.5f * (1.0f - (a > 1.0f ? 1.0f : a)));
     float sw = 2.0f * em_asin_small(w);
@@ -276,20 +292,20 @@ static inline __attribute__((always_inline)) float em_acosf(float x) {
 }
 
 /* exp(a)/2 for a >= 0 without overflow up to where cosh itself overflows */
-static inline __attribute__((always_inline)) float em_half_expf(float a) {
+EM_HD_INLINE float em_half_expf(float a) {
     float h = em_expf(0.5f * (a > 90.0f ? 90.0f : a));
     float r = a > 88.0f ? (0.5f * h) * h : 0.5f * em_expf(a);
     return a > 90.0f ? INFINITY : r;
 }
 
-static inline __attribute__((always_inline)) float em_coshf(float x) {
+EM_HD_INLINE float em_coshf(float x) {
     float a = fabsf(x);
     float e = em_expf(a > 20.0f ? 20.0f : a);
     float r = a > 20.0f ? em_half_expf(a) : 0.5f * e + 0.5f / e;
     return x != x ? x : r;
 }
 
-static inline __attribute__((always_inline)) float em_sinhf(float x) {
+EM_HD_INLINE float em_sinhf(float x) {
     float a = fabsf(x), z = x * x;
     float p = 2.03721912945e-4f;
     p = p * z + 8.33028376239e-3f;

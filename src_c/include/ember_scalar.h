@@ -1,0 +1,103 @@
+/* The scalar formulas of the elementwise ops, written once for the CPU loops
+   (src_c/ew_impl.h) and the CUDA kernels (src_cuda/elementwise.cu): both
+   compile this header, so the CPU tests check the formulas the GPU runs.
+   float32 versions use ember_math.h's polynomials; float64 ones use libm (on
+   the device, CUDA's libm). */
+#ifndef EMBER_SCALAR_H
+#define EMBER_SCALAR_H
+#include "ember_math.h"
+
+EM_HD_INLINE float em_sigmoidf(float x) { return 1.0f / (1.0f + em_expf(-x)); }
+EM_HD_INLINE double em_sigmoidd(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* Cephes tanhf: an odd polynomial for |x| < 0.625, 1 - 2/(e^2x + 1) beyond;
+   both computed and selected so the CPU loop vectorises */
+EM_HD_INLINE float em_tanhf(float x) {
+    float ax = fabsf(x), z = x * x;
+    float p = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
+                + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+    float e = em_expf(2.0f * (ax > 10.0f ? 10.0f : ax));   /* |x| > 9.01 gives +-1 */
+    float q = copysignf(1.0f - 2.0f / (e + 1.0f), x);
+    return ax < 0.625f ? p : q;
+}
+
+/* integer power; negative exponents give 0 except for bases 1 and -1 */
+EM_HD_INLINE int64_t em_ipow64(int64_t a, int64_t b) {
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    uint64_t r = 1, base = (uint64_t)a;
+    while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
+    return (int64_t)r;
+}
+
+/* Python's floor division and remainder (sign of the divisor) */
+EM_HD_INLINE double em_floordiv(double a, double b) {
+    double m = fmod(a, b), d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+    double f = floor(d);
+    if (d - f > 0.5) f += 1;
+    return (b == 0) ? a / b : (d == 0 ? copysign(0.0, a / b) : f);
+}
+EM_HD_INLINE float em_floordivf(float a, float b) {
+    float m = (float)fmod(a, b), d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+    float f = (float)floor(d);
+    if (d - f > 0.5) f += 1;
+    return (b == 0) ? a / b : (d == 0 ? copysignf(0.0f, a / b) : f);
+}
+EM_HD_INLINE double em_remainder(double a, double b) {
+    double r = fmod(a, b);
+    return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
+}
+EM_HD_INLINE float em_remainderf(float a, float b) {
+    float r = (float)fmod(a, b);
+    return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
+}
+
+EM_HD_INLINE double em_xlogy(double a, double b) { return (b != b) ? b : (a == 0 ? 0 : a * log(b)); }
+EM_HD_INLINE float em_xlogyf(float a, float b) { return (b != b) ? b : (a == 0 ? 0 : a * (float)log((double)b)); }
+EM_HD_INLINE double em_logaddexp(double a, double b) {
+    double m = a > b ? a : b;
+    return (m == -INFINITY || m == INFINITY) && a == b ? a : m + log1p(exp(-fabs(a - b)));
+}
+EM_HD_INLINE float em_logaddexpf(float a, float b) {
+    float m = a > b ? a : b;
+    return (m == -INFINITY || m == INFINITY) && a == b ? a
+           : m + (float)log1p(exp(-fabs((double)(a - b))));
+}
+
+/* gelu with the tanh approximation, and its derivative */
+EM_HD_INLINE float em_gelu_tanhf(float x) {
+    return 0.5f * x * (1 + em_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+}
+EM_HD_INLINE double em_gelu_tanh(double x) {
+    return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+EM_HD_INLINE float em_gelu_tanh_gradf(float b) {
+    float u = 0.79788456080286535588f * (b + 0.044715f * b * b * b);
+    float t = em_tanhf(u);
+    return 0.5f * (1 + t) + 0.5f * b * (1 - t * t) * 0.79788456080286535588f *
+           (1 + 3 * 0.044715f * b * b);
+}
+EM_HD_INLINE double em_gelu_tanh_grad(double x) {
+    double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+    double t = tanh(u);
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.79788456080286535588 *
+           (1 + 3 * 0.044715 * x * x);
+}
+EM_HD_INLINE double em_gelu(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }
+EM_HD_INLINE double em_gelu_grad(double b) {
+    return 0.5 * erfc(-b * 0.70710678118654752440) + b * 0.3989422804014327 * exp(-0.5 * b * b);
+}
+/* grad * silu'(x) */
+EM_HD_INLINE float em_silu_bwf(float g, float x) { float s = em_sigmoidf(x); return g * s * (1 + x * (1 - s)); }
+EM_HD_INLINE double em_silu_bw(double g, double x) { double s = em_sigmoidd(x); return g * s * (1 + x * (1 - s)); }
+EM_HD_INLINE float em_mishf(float x) { return x * em_tanhf(x > 20 ? x : em_log1pf(em_expf(x))); }
+EM_HD_INLINE double em_mish(double x) { return x * tanh(x > 20 ? x : log1p(exp(x))); }
+/* softplus(x) = log(1 + exp(beta x)) / beta, linear above the threshold */
+EM_HD_INLINE float em_softplusf(float x, float beta, float thr) {
+    return (x * beta > thr) ? x : em_log1pf(em_expf(x * beta)) / beta;
+}
+EM_HD_INLINE double em_softplus(double x, double beta, double thr) {
+    return (x * beta > thr) ? x : log1p(exp(x * beta)) / beta;
+}
+#endif

@@ -1,0 +1,185 @@
+/* ember's CUDA kernels: the plain C ABI of libember_cuda.so.
+
+   Mirrors src_c/include: dtype codes (EM_F32, ...) and op codes (EW_ADD,
+   RD_SUM, EM_RD_NORMAL, ...) are the CPU's.  Every entry point returns 0 or an
+   error code (a cudaError_t value, or one of EMC_E_* below); emc_error_string()
+   names it and emc_last_error() gives the message of the last failure on the
+   calling thread.  Pointers named like data are device pointers; `stream` is a
+   cudaStream_t (NULL: the legacy default stream).  Nothing here knows about
+   Python or C++. */
+#ifndef EMBER_CUDA_H
+#define EMBER_CUDA_H
+#include <stddef.h>
+#include <stdint.h>
+#include "ember.h"
+
+#ifdef __cplusplus
+#define EMC_API extern "C" __attribute__((visibility("default")))
+#else
+#define EMC_API __attribute__((visibility("default")))
+#endif
+
+/* errors of our own, above every cudaError_t value */
+enum {
+    EMC_OK = 0,
+    EMC_E_DTYPE = 10001,    /* (op, dtype) has no kernel */
+    EMC_E_OP = 10002,       /* unknown op code */
+    EMC_E_ARG = 10003,      /* bad size, rank or argument */
+    EMC_E_INDEX = 10004,    /* an index out of range (index kernels) */
+    EMC_E_NOMEM = 10005     /* host allocation failed */
+};
+
+#define EMC_MAX_DIMS 16
+#define EMC_MAX_ARGS 4
+
+/* The iteration space of an elementwise kernel: `ndim` dims (innermost last),
+   and per operand (0 = output, then the inputs) its strides in ELEMENTS.  A
+   broadcast operand has stride 0 along the broadcast dims.  Callers coalesce
+   dims first; ndim == 0 is a single element. */
+typedef struct {
+    int32_t ndim;
+    int32_t nargs;
+    int64_t shape[EMC_MAX_DIMS];
+    int64_t strides[EMC_MAX_ARGS][EMC_MAX_DIMS];
+} emc_nd;
+
+/* --- library ---------------------------------------------------------------- */
+EMC_API int emc_abi_version(void);
+/* CUDA_VERSION the library was compiled with (e.g. 13000) */
+EMC_API int emc_built_cuda_version(void);
+EMC_API const char *emc_error_string(int code);
+EMC_API const char *emc_last_error(void);
+
+/* --- caching allocator (alloc.cu over pool.c) ------------------------------- */
+EMC_API int emc_malloc(void **ptr, size_t nbytes, void *stream);
+EMC_API int emc_free(void *ptr);
+/* stats[8]: allocated, max allocated, reserved, max reserved, segments, blocks,
+   alloc calls, cache hits (bytes or counts) */
+EMC_API void emc_memory_stats(int64_t stats[8]);
+EMC_API void emc_reset_peak_memory_stats(void);
+EMC_API int emc_empty_cache(void);
+
+/* --- copies, casts, fills (copy.cu) ----------------------------------------- */
+/* out (dst dtype, strides[0]) = (dst dtype) in (src dtype, strides[1]); C conversion
+   semantics as em_cast_loop (float -> int truncates, -> bool is != 0). */
+EMC_API int emc_copy(int dst_dtype, void *dst, int src_dtype, const void *src, const emc_nd *nd,
+                     void *stream);
+/* fill (strides[0]) with the value at `value` (host memory, dst dtype) */
+EMC_API int emc_fill(int dtype, void *dst, const emc_nd *nd, const void *value, void *stream);
+/* cat of `n` contiguous inputs along a dim: input i is [outer, sizes[i] * inner],
+   out is [outer, sum(sizes) * inner]; srcs is a host array of device pointers. */
+EMC_API int emc_cat(int dtype, void *out, int n, const void *const *srcs, const int64_t *sizes,
+                    int64_t outer, int64_t inner, void *stream);
+
+/* --- elementwise (elementwise.cu); op codes of ember_ew.h ------------------- */
+/* out = op(a, b): EW_* binary (out dtype == dtype) */
+EMC_API int emc_ew_binary(int op, int dtype, void *out, const void *a, const void *b,
+                          const emc_nd *nd, const double *aux, void *stream);
+/* bool out = op(a, b): EW_EQ ... EW_LXOR */
+EMC_API int emc_ew_compare(int op, int dtype, void *out, const void *a, const void *b,
+                           const emc_nd *nd, void *stream);
+/* out = op(x): EW_* unary; aux = the op's parameters (softplus, elu, leaky_relu,
+   clamp: {lo, hi, flags}) as doubles */
+EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_nd *nd,
+                         const double *aux, void *stream);
+/* bool out = pred(x): EW_ISNAN ... EW_SIGNBIT */
+EMC_API int emc_ew_predicate(int op, int dtype, void *out, const void *x, const emc_nd *nd,
+                             void *stream);
+/* out = cond ? a : b (4 operands: out, cond (bool), a, b) */
+EMC_API int emc_ew_where(int dtype, void *out, const void *cond, const void *a, const void *b,
+                         const emc_nd *nd, void *stream);
+
+/* the kernels' element functions on the host (contiguous host arrays, not
+   float16/bfloat16): family 0 unary, 1 binary, 2 compare, 3 predicate.  For
+   the CPU tests of the op table. */
+EMC_API int emc_ew_host(int family, int op, int dtype, void *out, const void *a, const void *b,
+                        int64_t n, const double *aux);
+
+/* --- reductions (reduce.cu): contiguous [O, K, I] reduced over K ------------- */
+/* op RD_SUM, RD_PROD, RD_MAX, RD_MIN, RD_ASUM, RD_SSQ (about the mean: variance
+   numerator, see emc_var), RD_AMAX; out [O, I] of dtype (float accumulators for
+   f16/bf16, written back in dtype).  mean = RD_SUM then scale 1/K: `scale` is
+   applied to every output (1.0 for none). */
+EMC_API int emc_reduce(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                       void *out, double scale, void *stream);
+/* variance over K with `correction` (Bessel), Welford per thread and Chan's
+   combination in a fixed order; mean may be NULL. */
+EMC_API int emc_var(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
+                    void *var, void *mean, void *stream);
+/* values (may be NULL) and int64 indices of the max (RD_MAX) / min (RD_MIN) over
+   K; NaN wins, ties keep the first index. */
+EMC_API int emc_argreduce(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                          void *vals, int64_t *idx, void *stream);
+
+/* --- softmax, cross-entropy, layer_norm (norm.cu) --------------------------- */
+EMC_API int emc_softmax(int log, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                        void *out, void *stream);
+/* gin = softmax' (log = 0: y * (g - sum(g y))) or log_softmax' (g - exp(y) sum(g)),
+   y the forward output */
+EMC_API int emc_softmax_bwd(int log, int dtype, const void *g, const void *y, int64_t O,
+                            int64_t K, int64_t I, void *gin, void *stream);
+/* per-row loss[r] = -log_softmax(x[r])[t[r]] (0 where t[r] == ignore_index);
+   x [R, C] contiguous, t int64 [R]; lse (float [R], may be NULL) keeps
+   logsumexp for the backward.  Bad targets raise EMC_E_INDEX at the next
+   emc_check_index_error. */
+EMC_API int emc_cross_entropy_fwd(int dtype, const void *x, const int64_t *t, int64_t R,
+                                  int64_t C, int64_t ignore_index, double label_smoothing,
+                                  void *loss, float *lse, void *stream);
+/* gx[r] = gloss[r] * (softmax(x[r]) - target distribution) */
+EMC_API int emc_cross_entropy_bwd(int dtype, const void *x, const int64_t *t, const float *lse,
+                                  const void *gloss, int64_t R, int64_t C, int64_t ignore_index,
+                                  double label_smoothing, void *gx, void *stream);
+/* layer_norm over the last N elements of M contiguous rows (src_c/norm.c):
+   y = (x - mean) * rstd * w + b (w, b may be NULL); mean and rstd [M] are
+   float (double for EM_F64).  The backward gives dx per row and dw, db (may be
+   NULL) summed over fixed chunks of rows, then over the chunks in order. */
+EMC_API int emc_layer_norm_fwd(int dtype, const void *x, const void *w, const void *b, int64_t M,
+                               int64_t N, double eps, void *y, void *mean, void *rstd,
+                               void *stream);
+EMC_API int emc_layer_norm_bwd(int dtype, const void *dy, const void *x, const void *mean,
+                               const void *rstd, const void *w, int64_t M, int64_t N, void *dx,
+                               void *dw, void *db, void *stream);
+
+/* --- GEMM (gemm.cu) ----------------------------------------------------------- */
+/* C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] for b < batch, row-major with
+   leading dims (elements) and batch strides (elements; 0 broadcasts).  op = A^T
+   when ta.  f32 (exact SIMT, or TF32 tensor cores when allow_tf32), f64 (SIMT),
+   f16/bf16 (tensor cores, fp32 accumulation). */
+EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
+                     const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,
+                     int64_t sB, double beta, void *C, int64_t ldc, int64_t sC, int64_t batch,
+                     int allow_tf32, void *stream);
+
+/* --- random numbers (philox.cu): the CPU's streams (ember_random.h) --------- */
+EMC_API int emc_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t seed,
+                           uint64_t offset, double a, double b, void *stream);
+EMC_API int emc_rand_int(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
+                         int64_t lo, uint64_t range, void *stream);
+EMC_API int emc_rand_bernoulli(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
+                               double p, void *stream);
+EMC_API int emc_dropout(int dtype, const void *x, void *out, uint8_t *mask, int64_t n, double p,
+                        uint64_t seed, uint64_t offset, void *stream);
+/* the same streams computed on the host by the kernels' own per-block code
+   (host memory out): what the CPU tests compare with ember's CPU generator */
+EMC_API int emc_rand_float_host(int kind, int dtype, void *out, int64_t n, uint64_t seed,
+                                uint64_t offset, double a, double b);
+EMC_API int emc_rand_int_host(int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset,
+                              int64_t lo, uint64_t range);
+
+/* --- indexing (index.cu) ------------------------------------------------------ */
+/* out [O, n_idx, I] = src [O, S, I] at idx (int64, negative wraps) along the middle
+   dim: index_select, embedding (O = 1). */
+EMC_API int emc_index_select(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
+                             const int64_t *idx, int64_t n_idx, void *out, void *stream);
+/* out [O, S, I] += src [O, n_idx, I] at idx: index_add, embedding backward.
+   deterministic = 1 sums in index order (no atomics); floats only for 0. */
+EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
+                          const int64_t *idx, int64_t n_idx, const void *src, int deterministic,
+                          void *stream);
+/* gather along a dim: out [O, J, I] = src [O, S, I][o, idx[o, j, i], i] */
+EMC_API int emc_gather(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
+                       const int64_t *idx, int64_t J, void *out, void *stream);
+/* EMC_E_INDEX when an index kernel launched on `stream` since the last call saw an
+   out-of-range index (synchronises the stream), else 0; resets the flag. */
+EMC_API int emc_check_index_error(void *stream);
+#endif
