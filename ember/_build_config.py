@@ -6,4 +6,4 @@ cflags = (
 )
 openmp = True
 debug = False
-cuda_built = False
+cuda_built = True

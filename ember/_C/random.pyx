@@ -981,7 +981,7 @@ cdef TensorBase _f64(TensorBase t):
 cdef int _real_float(TensorBase t, str kernel) except -1:
     """The samplers take real floating parameters (torch has no complex kernels)."""
     if t._dtype < EM_F16 or t._dtype > EM_F64:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(t._dtype)}'")
     return 0
 
 
@@ -1016,8 +1016,8 @@ def poisson(input, generator=None):
     if n and bool(_ew.logical_not(_ew.ge(r, 0)).any()):    # NaN too, as torch
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *rp = <const double *>_data(r)
-    cdef double *op = <double *>_data(out)
+    cdef const double *rp = <const double *>data_ptr(r)
+    cdef double *op = <double *>data_ptr(out)
     cdef int nt = _sampler_threads(n)
     with nogil:
         em_sample_poisson(rp, op, n, seed, off, nt)
@@ -1048,10 +1048,10 @@ def binomial(count, prob, generator=None):
         return redispatch("binomial", binomial, (count, prob), _kw(generator=generator))
     if c._dtype < EM_F16 or c._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
-                         f"{_TYPE_NAMES[c._dtype]}")
+                         f"{torch_type_name(c._dtype)}")
     if p._dtype < EM_F16 or p._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for prob, got: "
-                         f"{_TYPE_NAMES[p._dtype]}")
+                         f"{torch_type_name(p._dtype)}")
     cdef int64_t shape[MAX_DIMS]
     cdef int nd = broadcast_shape(c._ndim, c._shape, p._ndim, p._shape, shape)
     sh = tuple([shape[i] for i in range(nd)])
@@ -1060,9 +1060,9 @@ def binomial(count, prob, generator=None):
     cdef TensorBase out = new_tensor(nd, shape, EM_F64, cpu_device())
     cdef int64_t n = numel_of(nd, shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *cp = <const double *>_data(cc)
-    cdef const double *pp = <const double *>_data(pc)
-    cdef double *op = <double *>_data(out)
+    cdef const double *cp = <const double *>data_ptr(cc)
+    cdef const double *pp = <const double *>data_ptr(pc)
+    cdef double *op = <double *>data_ptr(out)
     cdef int nt = _sampler_threads(n)
     with nogil:
         em_sample_binomial(cp, pp, op, n, seed, off, nt)
@@ -1086,8 +1086,8 @@ def _standard_gamma(input, generator=None):
     cdef TensorBase out = _empty_shape(x, EM_F64)
     cdef int64_t n = numel_of(x._ndim, x._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *ap = <const double *>_data(a)
-    cdef double *op = <double *>_data(out)
+    cdef const double *ap = <const double *>data_ptr(a)
+    cdef double *op = <double *>data_ptr(out)
     cdef int nt = _sampler_threads(n)
     with nogil:
         em_sample_gamma(ap, op, n, seed, off, nt)
@@ -1111,9 +1111,9 @@ def _standard_gamma_grad(input, output):
         a = a.expand(x.shape)
     cdef TensorBase ac = _f64(a), xc = _f64(x)
     cdef TensorBase out = _empty_shape(x, EM_F64)
-    cdef const double *ap = <const double *>_data(ac)
-    cdef const double *xp = <const double *>_data(xc)
-    cdef double *op = <double *>_data(out)
+    cdef const double *ap = <const double *>data_ptr(ac)
+    cdef const double *xp = <const double *>data_ptr(xc)
+    cdef double *op = <double *>data_ptr(out)
     cdef int nt = _sampler_threads(n)
     with nogil:
         em_standard_gamma_grad(ap, xp, op, n, nt)
