@@ -181,6 +181,17 @@ class _JointTracer(_Capture):
                 return None
         return "the backward reads a tensor that no recorded op produced"
 
+    def _bind(self, t: Any, node: Node) -> None:
+        super()._bind(t, node)
+        # which buffer each value lives in: an in-place write through one view must
+        # order (and keep) the later reads of its other aliases (partition_joint)
+        node.meta["storage"] = t._storage_id()
+
+    def add_input(self, t: Any, name: str) -> Node:
+        node = super().add_input(t, name)
+        node.meta["storage"] = t._storage_id()
+        return node
+
     def graph_break(self, op: str, reason: str) -> None:
         e = JointTraceError(f"op {op!r}: {reason}")
         e.op = _failing_op()
@@ -308,7 +319,33 @@ def trace_joint(gm: GraphModule, example_inputs: list, islands: frozenset = froz
 # partitioning
 # ---------------------------------------------------------------------------
 
-def _ancestors(roots: list, stop: set) -> set:
+def _storage(n: Any) -> Any:
+    return n.meta.get("storage") if isinstance(n, Node) else None
+
+
+def _write_deps(graph: Graph) -> tuple[dict, dict]:
+    """(node -> the in-place writes it must follow though no edge says so, storage ->
+    its in-place writes).  A write through one view (``zeros(..).as_strided(..)
+    .add_(g)``) changes every alias of its buffer, and the graph links only the view
+    written to its later readers."""
+    writes: dict = {}       # storage -> in-place nodes so far
+    deps: dict = {}
+    for n in graph.nodes:
+        before = [w for a in n.all_input_nodes for w in writes.get(_storage(a), ())]
+        if before:
+            deps[n] = before
+        if _is_inplace(n) and n.args and _storage(n.args[0]) is not None:
+            writes.setdefault(_storage(n.args[0]), []).append(n)
+    return deps, writes
+
+
+def _with_writes(roots: list, writes: dict) -> list:
+    """A graph's results are read when it ends: after every write to their buffers
+    (``zeros(..)`` returned once ``.narrow(..).copy_(g)`` has filled it)."""
+    return list(roots) + [w for r in roots for w in writes.get(_storage(r), ())]
+
+
+def _ancestors(roots: list, stop: set, deps: dict | None = None) -> set:
     seen: set = set()
     stack = [r for r in roots if isinstance(r, Node)]
     while stack:
@@ -317,6 +354,8 @@ def _ancestors(roots: list, stop: set) -> set:
             continue
         seen.add(n)
         stack.extend(n.all_input_nodes)
+        if deps:
+            stack.extend(deps.get(n, ()))
     return seen
 
 
@@ -329,13 +368,15 @@ def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
     returns one gradient per primal that has one.  ``effects`` (the forward's
     in-place writes) run in the forward even though no output depends on them.
     """
-    fwd = _ancestors(list(out_nodes) + list(effects), set()) | set(p_nodes)
+    deps, writes = _write_deps(graph)
+    fwd = _ancestors(_with_writes(out_nodes, writes) + list(effects), set(), deps) | \
+        set(p_nodes)
     # getitems of forward nodes are computed with them (island state)
     for n in list(graph.nodes):
         if n.op == "call_function" and n.target is operator.getitem and \
                 n.args[0] in fwd:
             fwd.add(n)
-    bwd = _ancestors([g for g in g_nodes if g is not None], fwd)
+    bwd = _ancestors(_with_writes([g for g in g_nodes if g is not None], writes), fwd, deps)
     saved = [n for n in graph.nodes if n in fwd and any(u in bwd for u in n.users)]
     if any(t in fwd for t in t_nodes):
         raise JointTraceError("an output depends on a tangent")
@@ -343,6 +384,21 @@ def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
         if _is_inplace(n) and n.args and isinstance(n.args[0], Node) and \
                 any(u in bwd for u in n.args[0].users):
             raise JointTraceError("the forward writes in place a value the backward reads")
+    # the joint graph reads each buffer as it is at that point; split, the backward
+    # runs after the whole forward, so a backward node that read a buffer before a
+    # forward write to it would see the write, and a backward write to a saved buffer
+    # would be seen by a second backward
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    for w in graph.nodes:
+        sid = _storage(w.args[0]) if _is_inplace(w) and w.args else None
+        if sid is None:
+            continue
+        if w in fwd and any(order[n] < order[w] and any(_storage(a) == sid
+                                                         for a in n.all_input_nodes)
+                            for n in bwd):
+            raise JointTraceError("the forward writes in place a value the backward reads")
+        if w in bwd and any(_storage(s) == sid for s in saved):
+            raise JointTraceError("the backward writes in place a value saved by the forward")
     fg = Graph()
     fmap: dict = {}
     for n in graph.nodes:
