@@ -24,7 +24,7 @@ OPENMP = os.environ.get("EMBER_NO_OPENMP") != "1"
 
 # One line per extension module: the C sources it links.  Kernels carry no
 # Python; ISA variants are the same source compiled under `#pragma GCC target`.
-EW = ["src_c/ew_generic.c", "src_c/ew_avx2.c", "src_c/ew_avx512.c"]
+EW = ["src_c/ew_generic.c", "src_c/ew_avx2.c", "src_c/ew_avx512.c", "src_c/complex.c"]
 GEMM = ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c", "src_c/gemm_avx512.c"]
 COMMON = ["src_c/nd.c", "src_c/cpu.c"]
 MODULES = {
@@ -36,6 +36,8 @@ MODULES = {
     "index": ["src_c/index.c"] + COMMON,
     "random": ["src_c/philox.c"] + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
+    "cplx": COMMON,
+    "fft": ["src_c/fft.c"] + COMMON,
     "matmul": GEMM + COMMON,
     "conv": ["src_c/conv.c", "src_c/pool.c"] + GEMM + COMMON,   # convolution lowers to GEMM
 }

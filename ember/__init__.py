@@ -112,7 +112,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
 _LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export", "distributed",
                               "cuda", "cpu", "autograd", "__config__", "library", "datasets",
                               "linalg", "distributions", "accelerator", "backends", "mps",
-                              "xpu", "testing", "func", "profiler", "onnx"))
+                              "xpu", "testing", "func", "profiler", "onnx", "fft"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",

@@ -140,11 +140,6 @@ def isneginf(input, *, out=None):
     return _finish(r, out, "isneginf", (input,), exact=True)
 
 
-def isreal(input):
-    """True where ``input`` has no imaginary part (every element of a real tensor)."""
-    return core.ones_like(_tensor_arg(input, "isreal"), dtype=core.bool_)
-
-
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Replace nan, +inf and -inf by ``nan``, ``posinf`` and ``neginf`` (by default the
     dtype's largest and lowest finite values)."""
@@ -808,39 +803,12 @@ def adjoint(input):
     if input.dim() < 2:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.dim()}-D tensor.")
-    return input.transpose(-2, -1)
-
-
-# ember has no complex dtypes yet: conjugation is the identity, as torch's is on real input
-def conj(input):
-    """The complex conjugate: ``input`` itself for a real tensor."""
-    return _tensor_arg(input, "conj")
-
-
-def conj_physical(input, *, out=None):
-    """The materialised complex conjugate: ``input`` itself for a real tensor."""
-    return _finish(_tensor_arg(input, "conj_physical"), out, "conj_physical", (input,), exact=True)
-
-
-def conj_physical_(input):
-    """In-place conjugation: nothing to do for a real tensor."""
-    return _tensor_arg(input, "conj_physical_")
-
-
-def resolve_conj(input):
-    """``input`` with its conjugate bit resolved: itself when it has none."""
-    return _tensor_arg(input, "resolve_conj")
+    return input.transpose(-2, -1).conj()
 
 
 def resolve_neg(input):
     """``input`` with its negative bit resolved: itself when it has none."""
     return _tensor_arg(input, "resolve_neg")
-
-
-def is_conj(input) -> bool:
-    """Whether ``input`` carries a lazy conjugate bit (never, for a real tensor)."""
-    _tensor_arg(input, "is_conj")
-    return False
 
 
 def is_neg(input) -> bool:

@@ -20,6 +20,8 @@ class finfo:
     def __init__(self, type=None):
         d = _core._get_default_dtype() if type is None else type
         name = getattr(d, "_name", None)
+        # a complex dtype reports the limits of its real part, as torch does
+        name = {"complex64": "float32", "complex128": "float64"}.get(name, name)
         if name not in _FLOAT:
             raise TypeError("ember.finfo() requires a floating point input type. Use "
                             "ember.iinfo to handle 'ember.finfo'")

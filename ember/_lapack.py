@@ -32,7 +32,7 @@ def _fn(dtype, name: str):
     key = (dtype, name)
     f = _funcs.get(key)
     if f is None:
-        prefix = "d" if dtype == core.float64 else "s"
+        prefix = {core.float64: "d", core.complex64: "c", core.complex128: "z"}.get(dtype, "s")
         f = getattr(_dll.lapack(), f"scipy_{prefix}{name}_")
         f.restype = None
         _funcs[key] = f
@@ -81,7 +81,8 @@ def _work(dtype, query) -> tuple:
     """Run a workspace query ``query(work_ptr)``; return an ember work buffer and its size."""
     w = core.empty(1, dtype=dtype)
     query(_vp(w.data_ptr()))
-    n = max(1, int(w.item()))
+    v = w.item()
+    n = max(1, int(v.real if isinstance(v, complex) else v))
     return core.empty(n, dtype=dtype), n
 
 
@@ -325,5 +326,50 @@ def sytrs(a, piv, b, uplo: str = "L") -> list:
     for p, pp, q in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):
         info = _c_int(0)
         f(_ch(uplo), _i(n), _i(k), p, _i(max(1, n)), pp, q, _i(max(1, n)), _byref(info), _ONE)
+        infos.append(info.value)
+    return infos
+
+
+def geev(a, w, v) -> list:
+    """Eigenvalues of a general ``a`` (B, n, n) (destroyed) into complex ``w`` (B, n) and,
+    when ``v`` is a Fortran buffer, the right eigenvectors: complex ``v`` for complex ``a``;
+    for real ``a``, LAPACK's real packing of conjugate pairs (the caller unpacks)."""
+    f = _fn(a.dtype, "geev")
+    n = a.shape[1]
+    jobvr = "V" if v is not None else "N"
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return []
+    ldv = max(1, n)
+    pv = _ptrs(v) if v is not None else [_vp(0)] * len(pa)
+    one = core.empty(1, dtype=a.dtype)
+    null = _vp(one.data_ptr())
+    cplx = a.dtype.is_complex
+    if cplx:
+        rwork = core.empty(max(1, 2 * n), dtype=a.dtype.to_real())
+        pw = _ptrs(w)
+
+        def call(p, wp, vp, work, lw):
+            f(_ch("N"), _ch(jobvr), _i(n), p, _i(max(1, n)), wp, null, _i(1), vp, _i(ldv),
+              work, _i(lw), _vp(rwork.data_ptr()), _byref(info), _ONE, _ONE)
+        work, lw = _work(a.dtype, lambda wk: call(pa[0], pw[0], pv[0], wk, -1))
+        infos = []
+        for p, wp, vp in zip(pa, pw, pv):
+            call(p, wp, vp, _vp(work.data_ptr()), lw)
+            infos.append(info.value)
+        return infos
+    # real: wr and wi in a (B, 2, n) buffer, copied into w by the caller
+    wri = w
+    pw = _ptrs(wri)
+    step = n * wri.element_size()
+
+    def rcall(p, wp, vp, work, lw):
+        f(_ch("N"), _ch(jobvr), _i(n), p, _i(max(1, n)), wp, _vp(wp.value + step), null, _i(1),
+          vp, _i(ldv), work, _i(lw), _byref(info), _ONE, _ONE)
+    work, lw = _work(a.dtype, lambda wk: rcall(pa[0], pw[0], pv[0], wk, -1))
+    infos = []
+    for p, wp, vp in zip(pa, pw, pv):
+        rcall(p, wp, vp, _vp(work.data_ptr()), lw)
         infos.append(info.value)
     return infos

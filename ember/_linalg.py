@@ -1134,7 +1134,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     """Vector ``ord``-norm over ``dim`` (all elements when None)."""
     op = "linalg.vector_norm"
     _tensor(x, op, "x")
-    if not (x.is_floating_point() or dtype is not None):
+    if not (x.is_floating_point() or x.is_complex() or dtype is not None):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_scalar_name(x.dtype)}")
     return _reduce.vector_norm(x, ord, dim, keepdim, dtype=dtype, out=out)

@@ -37,6 +37,7 @@ allclose                  fm
 amax                      fm
 amin                      fm
 aminmax                   fm
+angle                     fm
 any                       fm
 arange                    f
 argmax                    fm
@@ -85,8 +86,9 @@ clamp_min                 fmiI
 clone                     fm
 column_stack              f
 combinations              f
+complex                   f
 conj                      fm
-conj_physical             fmI
+conj_physical             fmiI
 conv1d                    f
 conv2d                    f
 conv_transpose1d          f
@@ -161,6 +163,7 @@ histogram                 fm
 hsplit                    fm
 hstack                    f
 hypot                     fmi
+imag                      f
 index_add                 fmi
 index_copy                fmi
 index_fill                fmi
@@ -183,6 +186,7 @@ isnan                     fm
 isneginf                  fm
 isposinf                  fm
 isreal                    fm
+istft                     fm
 kron                      fm
 kthvalue                  fm
 lcm                       fmiI
@@ -253,6 +257,7 @@ ormqr                     fm
 outer                     fm
 permute                   fm
 pinverse                  fm
+polar                     f
 positive                  fm
 pow                       fmi
 prod                      fm
@@ -270,6 +275,7 @@ random                    i
 randperm                  f
 range                     f
 ravel                     fm
+real                      f
 reciprocal                fmiI
 relu                      fmiI
 remainder                 fmi
@@ -291,8 +297,9 @@ scatter_reduce            fmi
 searchsorted              f
 select                    fm
 select_scatter            fm
+sgn                       fmi
 sigmoid                   fmiI
-sign                      fmi       sgn
+sign                      fmi
 signbit                   fm
 silu                      fmi
 sin                       fmiI
@@ -311,6 +318,7 @@ squeeze                   fmi
 stack                     f
 std                       fm
 std_mean                  f
+stft                      fm
 sub                       fmi       subtract
 sum                       fm
 svd                       fm
@@ -345,6 +353,8 @@ vander                    f
 var                       fm
 var_mean                  f
 vdot                      fm
+view_as_complex           f
+view_as_real              f
 vsplit                    fm
 vstack                    f         row_stack
 where                     fm
@@ -376,7 +386,7 @@ OPS = _parse(_TABLE)
 # where implementations are looked up, in order (the Tensor class comes last)
 _IMPL_MODULES = ("ember._C.elementwise", "ember._C.matmul", "ember._C.conv",
                  "ember._C.index", "ember._C.reduce", "ember._C.random", "ember._C.creation",
-                 "ember._linalg_legacy", "ember._composite")
+                 "ember._C.cplx", "ember._linalg_legacy", "ember._spectral", "ember._composite")
 
 def _composed_inplace(fn, name: str):
     """``Tensor.name_`` from the out-of-place op: self may not overlap its operands, the

@@ -472,6 +472,7 @@ _TENSOR_TYPE_NAMES = {
     "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
     "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
     "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+    "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor",
 }
 
 

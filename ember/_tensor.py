@@ -68,6 +68,28 @@ class Tensor(core.TensorBase):
     def data(self):
         return self.detach()
 
+    @property
+    def real(self):
+        """The real part (a view for a complex tensor; ``self`` for a real one)."""
+        from ember._C import cplx
+        return cplx.real(self)
+
+    @real.setter
+    def real(self, value):
+        from ember._C import cplx
+        cplx.real(self).copy_(value)
+
+    @property
+    def imag(self):
+        """The imaginary part of a complex tensor (a view)."""
+        from ember._C import cplx
+        return cplx.imag(self)
+
+    @imag.setter
+    def imag(self, value):
+        from ember._C import cplx
+        cplx.imag(self).copy_(value)
+
     @data.setter
     def data(self, value):
         self.copy_(value) if tuple(value.shape) == tuple(self.shape) and \

@@ -45,6 +45,8 @@ uint8, int8, int16, int32, int64 = _core.uint8, _core.int8, _core.int16, _core.i
 float16, bfloat16, float32, float64 = (_core.float16, _core.bfloat16, _core.float32,
                                        _core.float64)
 half, float, double = float16, float32, float64  # noqa: A001
+complex64, complex128 = _core.complex64, _core.complex128
+cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64  # noqa: A001
 
 # every declared op's function forms and aliases (ember/_ops.py); the determinism
@@ -63,6 +65,7 @@ for _n, _f in _tensor.FUNCTIONS.items():
 
 __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16", "int32",
             "int64", "float16", "bfloat16", "float32", "float64", "half", "float", "double",
+            "complex64", "complex128", "cfloat", "cdouble",
             "short", "int", "long", "tensor", "as_tensor", "from_numpy", "from_dlpack",
             "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
             "full_like", "broadcast_shapes", "result_type", "promote_types", "can_cast",

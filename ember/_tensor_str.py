@@ -88,6 +88,24 @@ class _Formatter:
         return self._fmt(v).rjust(self.width)
 
 
+class _ComplexFormatter:
+    """torch's complex layout: the real and imaginary parts are formatted apart (each with
+    its own int/sci mode), the real part right-aligned, the imaginary part signed."""
+
+    def __init__(self, values):
+        self.real = _Formatter([v.real for v in values], True, False)
+        self.imag = _Formatter([v.imag for v in values], True, False)
+        self.width = 1
+        self.width = max([len(self._fmt(v)) for v in values] or [1])
+
+    def _fmt(self, v):
+        im = self.imag._fmt(v.imag) + "j"
+        return self.real.format(v.real) + (im if im[0] in "+-" else "+" + im)
+
+    def format(self, v):
+        return self._fmt(v).rjust(self.width)
+
+
 def _render(v, fmt, indent, ndim):
     if ndim == 0:
         return fmt.format(v)
@@ -126,11 +144,13 @@ def tensor_str(t) -> str:
         nested = _summarized(nested, shape, summarize)
         flat = []
         _flat(nested, flat)
-        fmt = _Formatter(flat, dtype.is_floating_point, dtype is core.bool_)
+        fmt = _ComplexFormatter(flat) if dtype.is_complex else \
+            _Formatter(flat, dtype.is_floating_point, dtype is core.bool_)
         body = _render(nested, fmt, len("tensor("), len(shape))
     if numel == 0 and len(shape) != 1:
         suffixes.append(f"size={tuple(shape)}")
-    if dtype not in (core._get_default_dtype(), core.int64, core.bool_):
+    if dtype not in (core._get_default_dtype(), core.int64, core.bool_,
+                     core._get_default_dtype().to_complex()):
         suffixes.append(f"dtype={dtype!r}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>" if not hasattr(

@@ -58,11 +58,54 @@ typedef uint16_t em_bf16;
 CAST_ROW(bool) CAST_ROW(u8) CAST_ROW(i8) CAST_ROW(i16) CAST_ROW(i32)
 CAST_ROW(i64) CAST_ROW(f16) CAST_ROW(bf16) CAST_ROW(f32) CAST_ROW(f64)
 
+/* complex casts: a real source gets a zero imaginary part; a real destination
+   takes the real part (torch drops the imaginary part, warning in Python). */
+#define T_c64 float
+#define T_c128 double
+#define CAST_TO_C(d, s)                                                               \
+    static void cast_##d##_##s(char **p, const int64_t *st, int64_t n, const void *aux) { \
+        (void)aux;                                                                    \
+        char *o = p[0]; const char *i = p[1];                                         \
+        for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) {                     \
+            ((T_##d *)o)[0] = (T_##d)LD_##s(*(const T_##s *)i);                       \
+            ((T_##d *)o)[1] = 0;                                                      \
+        }                                                                             \
+    }
+#define CAST_FROM_C(d, s)                                                             \
+    static void cast_##d##_##s(char **p, const int64_t *st, int64_t n, const void *aux) { \
+        (void)aux;                                                                    \
+        char *o = p[0]; const char *i = p[1];                                         \
+        for (int64_t k = 0; k < n; k++, o += st[0], i += st[1])                       \
+            *(T_##d *)o = ST_##d(((const T_##s *)i)[0]);                              \
+    }
+#define CAST_C_C(d, s)                                                                \
+    static void cast_##d##_##s(char **p, const int64_t *st, int64_t n, const void *aux) { \
+        (void)aux;                                                                    \
+        char *o = p[0]; const char *i = p[1];                                         \
+        for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) {                     \
+            ((T_##d *)o)[0] = (T_##d)((const T_##s *)i)[0];                           \
+            ((T_##d *)o)[1] = (T_##d)((const T_##s *)i)[1];                           \
+        }                                                                             \
+    }
+#define CAST_C_ROW(d) CAST_TO_C(d, bool) CAST_TO_C(d, u8) CAST_TO_C(d, i8) CAST_TO_C(d, i16) \
+    CAST_TO_C(d, i32) CAST_TO_C(d, i64) CAST_TO_C(d, f16) CAST_TO_C(d, bf16) CAST_TO_C(d, f32) \
+    CAST_TO_C(d, f64)
+#define CAST_FROM_C_COL(s) CAST_FROM_C(bool, s) CAST_FROM_C(u8, s) CAST_FROM_C(i8, s)     \
+    CAST_FROM_C(i16, s) CAST_FROM_C(i32, s) CAST_FROM_C(i64, s) CAST_FROM_C(f16, s)         \
+    CAST_FROM_C(bf16, s) CAST_FROM_C(f32, s) CAST_FROM_C(f64, s)
+CAST_C_ROW(c64) CAST_C_ROW(c128) CAST_FROM_C_COL(c64) CAST_FROM_C_COL(c128)
+CAST_C_C(c64, c128) CAST_C_C(c128, c64)
+
 #define ROW(d) { cast_##d##_bool, cast_##d##_u8, cast_##d##_i8, cast_##d##_i16, cast_##d##_i32, \
-    cast_##d##_i64, cast_##d##_f16, cast_##d##_bf16, cast_##d##_f32, cast_##d##_f64 }
+    cast_##d##_i64, cast_##d##_f16, cast_##d##_bf16, cast_##d##_f32, cast_##d##_f64,         \
+    cast_##d##_c64, cast_##d##_c128 }
+static void cast_c64_c64(char **p, const int64_t *st, int64_t n, const void *aux);
+static void cast_c128_c128(char **p, const int64_t *st, int64_t n, const void *aux);
 static const em_loop cast_table[EM_NDTYPES][EM_NDTYPES] = {
-    ROW(bool), ROW(u8), ROW(i8), ROW(i16), ROW(i32), ROW(i64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64)
+    ROW(bool), ROW(u8), ROW(i8), ROW(i16), ROW(i32), ROW(i64), ROW(f16), ROW(bf16), ROW(f32),
+    ROW(f64), ROW(c64), ROW(c128)
 };
+CAST_C_C(c64, c64) CAST_C_C(c128, c128)
 
 /* Same-size casts are plain copies: memcpy is faster for contiguous rows. */
 static void copy_bytes(char **p, const int64_t *st, int64_t n, const void *aux) {
@@ -73,7 +116,8 @@ static void copy_bytes(char **p, const int64_t *st, int64_t n, const void *aux) 
     case 1: for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) *(uint8_t *)o = *(const uint8_t *)i; break;
     case 2: for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) *(uint16_t *)o = *(const uint16_t *)i; break;
     case 4: for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) *(uint32_t *)o = *(const uint32_t *)i; break;
-    default: for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) *(uint64_t *)o = *(const uint64_t *)i; break;
+    case 8: for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) *(uint64_t *)o = *(const uint64_t *)i; break;
+    default: for (int64_t k = 0; k < n; k++, o += st[0], i += st[1]) *(em_b16 *)o = *(const em_b16 *)i; break;
     }
 }
 
@@ -83,8 +127,7 @@ em_loop em_cast_loop(int d, int s) {
 }
 
 void em_fill(int dtype, char *dst, int64_t stride, int64_t n, const void *value, int nthreads) {
-    static const int sz[EM_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
-    int isz = sz[dtype];
+    int isz = em_itemsize[dtype];
     (void)nthreads;
     if (stride == isz) {
         int allzero = 1;
@@ -106,10 +149,15 @@ void em_fill(int dtype, char *dst, int64_t stride, int64_t n, const void *value,
         #pragma omp parallel for num_threads(nthreads) schedule(static) if (n > (1 << 20))
         for (int64_t k = 0; k < n; k++) *(uint32_t *)(dst + k * stride) = v;
     } break;
-    default: {
+    case 8: {
         uint64_t v = *(const uint64_t *)value;
         #pragma omp parallel for num_threads(nthreads) schedule(static) if (n > (1 << 19))
         for (int64_t k = 0; k < n; k++) *(uint64_t *)(dst + k * stride) = v;
+    } break;
+    default: {
+        em_b16 v = *(const em_b16 *)value;
+        #pragma omp parallel for num_threads(nthreads) schedule(static) if (n > (1 << 19))
+        for (int64_t k = 0; k < n; k++) *(em_b16 *)(dst + k * stride) = v;
     } break;
     }
 }

@@ -6,8 +6,10 @@ const em_ew_table *em_ew_get(void) {
     static const em_ew_table *chosen = NULL;
     if (!chosen) {
         int isa = ember_cpu_isa();
-        chosen = isa == 2 ? em_ew_table_avx512() : isa == 1 ? em_ew_table_avx2()
-                                                           : em_ew_table_generic();
+        const em_ew_table *t = isa == 2 ? em_ew_table_avx512() : isa == 1 ? em_ew_table_avx2()
+                                                                       : em_ew_table_generic();
+        em_ew_add_complex((em_ew_table *)t);
+        chosen = t;
     }
     return chosen;
 }

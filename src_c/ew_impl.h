@@ -404,6 +404,7 @@ WHERE_LOOP(where_1, uint8_t)
 WHERE_LOOP(where_2, uint16_t)
 WHERE_LOOP(where_4, uint32_t)
 WHERE_LOOP(where_8, uint64_t)
+WHERE_LOOP(where_16, em_b16)
 LERP_LOOP(lerp_f32, float)
 LERP_LOOP(lerp_f64, double)
 
@@ -490,7 +491,7 @@ const em_ew_table *EW_TABLE_FN(void) {
 
     for (int d = 0; d < EM_NDTYPES; d++) {
         int sz = em_itemsize[d];
-        tab.where[d] = sz == 1 ? where_1 : sz == 2 ? where_2 : sz == 4 ? where_4 : where_8;
+        tab.where[d] = sz == 1 ? where_1 : sz == 2 ? where_2 : sz == 4 ? where_4 : sz == 8 ? where_8 : where_16;
     }
     tab.lerp[EM_F32] = lerp_f32;
     tab.lerp[EM_F64] = lerp_f64;

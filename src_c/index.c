@@ -98,13 +98,35 @@ typedef uint16_t em_bf16;
 DEF_TYPED(bool) DEF_TYPED(u8) DEF_TYPED(i8) DEF_TYPED(i16) DEF_TYPED(i32) DEF_TYPED(i64)
 DEF_TYPED(f16) DEF_TYPED(bf16) DEF_TYPED(f32) DEF_TYPED(f64)
 
+/* complex: sum, product and plain set (torch has no max/min for complex) */
+#define CAPPLY(op, R, dst, src)                                                           \
+    do {                                                                                  \
+        R *x_ = (R *)(dst); const R *y_ = (const R *)(src);                               \
+        if (op == EM_RED_ADD) { x_[0] += y_[0]; x_[1] += y_[1]; }                         \
+        else if (op == EM_RED_MUL) {                                                      \
+            R re = x_[0] * y_[0] - x_[1] * y_[1], im = x_[0] * y_[1] + x_[1] * y_[0];     \
+            x_[0] = re; x_[1] = im;                                                       \
+        } else { x_[0] = y_[0]; x_[1] = y_[1]; }                                          \
+    } while (0)
+#define DEF_CPLX(s, R)                                                                    \
+    static void acc_##s(int op, char *a, int64_t sa, const char *b, int64_t sb, int64_t n) { \
+        for (int64_t i = 0; i < n; i++, a += sa, b += sb) CAPPLY(op, R, a, b);            \
+    }                                                                                     \
+    static void scat_##s(int op, char *d, int64_t sd, const char *src, int64_t ss,        \
+                         const char *idx, int64_t si, int64_t ds, int64_t n) {            \
+        for (int64_t i = 0; i < n; i++, d += sd, src += ss, idx += si)                    \
+            CAPPLY(op, R, d + *(const int64_t *)idx * ds, src);                           \
+    }
+DEF_CPLX(c64, float) DEF_CPLX(c128, double)
+
 typedef void (*acc_fn)(int, char *, int64_t, const char *, int64_t, int64_t);
 typedef void (*scat_fn)(int, char *, int64_t, const char *, int64_t, const char *, int64_t,
                         int64_t, int64_t);
 static const acc_fn ACC[EM_NDTYPES] = {acc_bool, acc_u8, acc_i8, acc_i16, acc_i32, acc_i64,
-                                       acc_f16, acc_bf16, acc_f32, acc_f64};
+                                       acc_f16, acc_bf16, acc_f32, acc_f64, acc_c64, acc_c128};
 static const scat_fn SCAT[EM_NDTYPES] = {scat_bool, scat_u8, scat_i8, scat_i16, scat_i32,
-                                         scat_i64, scat_f16, scat_bf16, scat_f32, scat_f64};
+                                         scat_i64, scat_f16, scat_bf16, scat_f32, scat_f64,
+                                         scat_c64, scat_c128};
 
 /* dst[i] = src[i] for a strided run of n elements of itemsize isz */
 static inline void copy_run(char *d, int64_t sd, const char *s, int64_t ss, int64_t n, int isz) {
@@ -119,16 +141,19 @@ static inline void copy_run(char *d, int64_t sd, const char *s, int64_t ss, int6
         case 4: { uint32_t v = *(const uint32_t *)s;
                   if (sd == 4) { uint32_t *q = (uint32_t *)d; for (int64_t i = 0; i < n; i++) q[i] = v; return; }
                   for (int64_t i = 0; i < n; i++, d += sd) *(uint32_t *)d = v; } return;
-        default: { uint64_t v = *(const uint64_t *)s;
-                   if (sd == 8) { uint64_t *q = (uint64_t *)d; for (int64_t i = 0; i < n; i++) q[i] = v; return; }
-                   for (int64_t i = 0; i < n; i++, d += sd) *(uint64_t *)d = v; } return;
+        case 8: { uint64_t v = *(const uint64_t *)s;
+                  if (sd == 8) { uint64_t *q = (uint64_t *)d; for (int64_t i = 0; i < n; i++) q[i] = v; return; }
+                  for (int64_t i = 0; i < n; i++, d += sd) *(uint64_t *)d = v; } return;
+        default: { em_b16 v = *(const em_b16 *)s;
+                   for (int64_t i = 0; i < n; i++, d += sd) *(em_b16 *)d = v; } return;
         }
     }
     switch (isz) {
     case 1: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint8_t *)d = *(const uint8_t *)s; break;
     case 2: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint16_t *)d = *(const uint16_t *)s; break;
     case 4: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint32_t *)d = *(const uint32_t *)s; break;
-    default: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint64_t *)d = *(const uint64_t *)s; break;
+    case 8: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(uint64_t *)d = *(const uint64_t *)s; break;
+    default: for (int64_t i = 0; i < n; i++, d += sd, s += ss) *(em_b16 *)d = *(const em_b16 *)s; break;
     }
 }
 
@@ -215,7 +240,8 @@ static void ix_rows(const em_ix_plan *p, int64_t r0, int64_t r1) {
             case 1: *(uint8_t *)x = *(const uint8_t *)y; break;
             case 2: *(uint16_t *)x = *(const uint16_t *)y; break;
             case 4: *(uint32_t *)x = *(const uint32_t *)y; break;
-            default: *(uint64_t *)x = *(const uint64_t *)y; break;
+            case 8: *(uint64_t *)x = *(const uint64_t *)y; break;
+            default: *(em_b16 *)x = *(const em_b16 *)y; break;
             }
         } else {
             ix_row(p, a + p->off[j], b + j * p->sb_b, 0, hi);
@@ -316,7 +342,8 @@ void em_gather_loop(char **p, const int64_t *st, int64_t n, const void *aux) {
     case 1: for (int64_t i = 0; i < n; i++, o += so, s += ss, ix += si) *(uint8_t *)o = *(const uint8_t *)(s + *(const int64_t *)ix * ds); break;
     case 2: for (int64_t i = 0; i < n; i++, o += so, s += ss, ix += si) *(uint16_t *)o = *(const uint16_t *)(s + *(const int64_t *)ix * ds); break;
     case 4: for (int64_t i = 0; i < n; i++, o += so, s += ss, ix += si) *(uint32_t *)o = *(const uint32_t *)(s + *(const int64_t *)ix * ds); break;
-    default: for (int64_t i = 0; i < n; i++, o += so, s += ss, ix += si) *(uint64_t *)o = *(const uint64_t *)(s + *(const int64_t *)ix * ds); break;
+    case 8: for (int64_t i = 0; i < n; i++, o += so, s += ss, ix += si) *(uint64_t *)o = *(const uint64_t *)(s + *(const int64_t *)ix * ds); break;
+    default: for (int64_t i = 0; i < n; i++, o += so, s += ss, ix += si) *(em_b16 *)o = *(const em_b16 *)(s + *(const int64_t *)ix * ds); break;
     }
 }
 
@@ -343,7 +370,8 @@ void em_masked_fill_loop(char **p, const int64_t *st, int64_t n, const void *aux
     case 1: { uint8_t v = (uint8_t)x->value; for (int64_t i = 0; i < n; i++, d += sd, m += sm) if (*m) *(uint8_t *)d = v; } break;
     case 2: { uint16_t v = (uint16_t)x->value; for (int64_t i = 0; i < n; i++, d += sd, m += sm) if (*m) *(uint16_t *)d = v; } break;
     case 4: { uint32_t v = (uint32_t)x->value; for (int64_t i = 0; i < n; i++, d += sd, m += sm) if (*m) *(uint32_t *)d = v; } break;
-    default: { uint64_t v = x->value; for (int64_t i = 0; i < n; i++, d += sd, m += sm) if (*m) *(uint64_t *)d = v; } break;
+    case 8: { uint64_t v = x->value; for (int64_t i = 0; i < n; i++, d += sd, m += sm) if (*m) *(uint64_t *)d = v; } break;
+    default: { em_b16 v = {x->value, x->value_hi}; for (int64_t i = 0; i < n; i++, d += sd, m += sm) if (*m) *(em_b16 *)d = v; } break;
     }
 }
 
@@ -376,7 +404,8 @@ void em_masked_select(char *out, const char *src, const uint8_t *m, int64_t n, i
     case 1: for (int64_t i = 0; i < n; i++) if (m[i]) { *(uint8_t *)out = ((const uint8_t *)src)[i]; out += 1; } break;
     case 2: for (int64_t i = 0; i < n; i++) if (m[i]) { *(uint16_t *)out = ((const uint16_t *)src)[i]; out += 2; } break;
     case 4: for (int64_t i = 0; i < n; i++) if (m[i]) { *(uint32_t *)out = ((const uint32_t *)src)[i]; out += 4; } break;
-    default: for (int64_t i = 0; i < n; i++) if (m[i]) { *(uint64_t *)out = ((const uint64_t *)src)[i]; out += 8; } break;
+    case 8: for (int64_t i = 0; i < n; i++) if (m[i]) { *(uint64_t *)out = ((const uint64_t *)src)[i]; out += 8; } break;
+    default: for (int64_t i = 0; i < n; i++) if (m[i]) { *(em_b16 *)out = ((const em_b16 *)src)[i]; out += 16; } break;
     }
 }
 
@@ -385,7 +414,8 @@ void em_masked_scatter(char *dst, const char *src, const uint8_t *m, int64_t n, 
     case 1: for (int64_t i = 0; i < n; i++) if (m[i]) { ((uint8_t *)dst)[i] = *(const uint8_t *)src; src += 1; } break;
     case 2: for (int64_t i = 0; i < n; i++) if (m[i]) { ((uint16_t *)dst)[i] = *(const uint16_t *)src; src += 2; } break;
     case 4: for (int64_t i = 0; i < n; i++) if (m[i]) { ((uint32_t *)dst)[i] = *(const uint32_t *)src; src += 4; } break;
-    default: for (int64_t i = 0; i < n; i++) if (m[i]) { ((uint64_t *)dst)[i] = *(const uint64_t *)src; src += 8; } break;
+    case 8: for (int64_t i = 0; i < n; i++) if (m[i]) { ((uint64_t *)dst)[i] = *(const uint64_t *)src; src += 8; } break;
+    default: for (int64_t i = 0; i < n; i++) if (m[i]) { ((em_b16 *)dst)[i] = *(const em_b16 *)src; src += 16; } break;
     }
 }
 

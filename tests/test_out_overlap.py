@@ -34,13 +34,13 @@ UNARY = ("abs absolute acos acosh asin asinh atan atanh arccos arcsin arctan bit
          "negative reciprocal round rsqrt sigmoid sign signbit sin sinh sqrt square tan tanh "
          "trunc isfinite isinf isnan logical_not msort relu silu mish gelu arccosh arcsinh "
          "arctanh conj_physical deg2rad rad2deg sgn sinc logit nan_to_num isposinf "
-         "isneginf").split()
+         "isneginf angle").split()
 BINARY = ("add sub subtract mul multiply div divide true_divide floor_divide remainder fmod "
           "pow float_power maximum minimum fmax fmin atan2 arctan2 hypot copysign xlogy "
           "logaddexp eq ne lt le gt ge greater greater_equal less less_equal not_equal "
           "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor "
           "bitwise_left_shift bitwise_right_shift logaddexp2 heaviside inner kron nextafter"
-          ).split()
+          " complex polar").split()
 DIM_REDUCE = ("all any amax amin cumprod cumsum logcumsumexp logsumexp mean nanmean nansum "
               "prod std sum var").split()
 
@@ -147,7 +147,7 @@ INPLACE_UNARY = ("abs absolute acos acosh asin asinh atan atanh bitwise_not ceil
                  "reciprocal relu round rsqrt sigmoid sign silu sin sinh sqrt square tan tanh "
                  "trunc tril triu zero cauchy exponential log_normal normal uniform arccos "
                  "arccosh arcsin arcsinh arctan arctanh deg2rad rad2deg fix sgn sinc logit "
-                 "nan_to_num lgamma mish t").split()
+                 "nan_to_num lgamma mish t conj_physical").split()
 INPLACE_BINARY = ("add sub subtract mul multiply div divide floor_divide remainder fmod pow "
                   "maximum minimum atan2 bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
                   "bitwise_right_shift logical_and logical_or eq ne lt le gt ge copy arctan2 "

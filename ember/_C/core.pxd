@@ -15,6 +15,8 @@ cdef extern from "ember.h" nogil:
         EM_BF16
         EM_F32
         EM_F64
+        EM_C64
+        EM_C128
         EM_NDTYPES
     const int em_itemsize[]
     ctypedef void (*em_loop)(char **ptrs, const int64_t *strides, int64_t n,
@@ -98,6 +100,8 @@ cdef int default_dtype() noexcept
 cdef object default_device()
 cdef int promote(int a, int b) noexcept
 cdef int category(int d) noexcept
+cdef int real_of(int d) noexcept
+cdef int complex_of(int d) noexcept
 cdef int scalar_category(object v) noexcept      # -1 when v is not a Python number
 cdef int result_type2(object a, object b) except -1
 

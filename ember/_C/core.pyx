@@ -47,9 +47,9 @@ include "dlpack.pxi"
 # dtypes
 
 _NAMES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-          "float32", "float64")
+          "float32", "float64", "complex64", "complex128")
 # the buffer-protocol / __array_interface__ type strings (bfloat16 has none)
-_TYPESTR = ("|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", None, "<f4", "<f8")
+_TYPESTR = ("|b1", "|u1", "|i1", "<i2", "<i4", "<i8", "<f2", None, "<f4", "<f8", "<c8", "<c16")
 cdef list _dtypes = [None] * EM_NDTYPES
 
 
@@ -63,10 +63,12 @@ cdef class DType:
         return (_dtype_by_name, (self._name,))
 
     def to_real(self):
-        return self
+        return _dtypes[real_of(self.code)]
 
     def to_complex(self):
-        raise TypeError(f"to_complex: ember has no complex dtypes (got {self!r})")
+        if self.code in (EM_F16, EM_BF16) or not (self.is_floating_point or self.is_complex):
+            raise RuntimeError(f"to_complex: no complex counterpart of {self!r}")
+        return _dtypes[complex_of(self.code)]
 
 
 def _dtype_by_name(str name):
@@ -78,7 +80,8 @@ cdef DType _make_dtype(int i):
     d.code = i
     d.itemsize = em_itemsize[i]
     d._name = _NAMES[i]
-    d.is_floating_point = i >= EM_F16
+    d.is_floating_point = EM_F16 <= i <= EM_F64
+    d.is_complex = i == EM_C64 or i == EM_C128
     d.is_signed = i != EM_BOOL and i != EM_U8
     return d
 
@@ -96,6 +99,8 @@ float16 = _dtypes[EM_F16]
 bfloat16 = _dtypes[EM_BF16]
 float32 = _dtypes[EM_F32]
 float64 = _dtypes[EM_F64]
+complex64 = _dtypes[EM_C64]
+complex128 = _dtypes[EM_C128]
 
 cdef int _default_dtype = EM_F32
 
@@ -115,6 +120,8 @@ cdef int dtype_code(object d) except -2:
         return EM_I64
     if d is bool:
         return EM_BOOL
+    if d is complex:
+        return EM_C128
     if isinstance(d, str) and d in _NAMES:
         return _NAMES.index(d)
     npname = getattr(d, "name", None) if not isinstance(d, str) else None
@@ -144,7 +151,8 @@ def _dtype_from_typestr(str ts):
     """Map an __array_interface__ type string to an ember dtype (or None)."""
     key = ts[1:]
     table = {"b1": EM_BOOL, "u1": EM_U8, "i1": EM_I8, "i2": EM_I16,
-             "i4": EM_I32, "i8": EM_I64, "f2": EM_F16, "f4": EM_F32, "f8": EM_F64}
+             "i4": EM_I32, "i8": EM_I64, "f2": EM_F16, "f4": EM_F32, "f8": EM_F64,
+             "c8": EM_C64, "c16": EM_C128}
     if ts[0] == ">" and key not in ("b1", "u1", "i1"):
         return None
     c = table.get(key)
@@ -152,7 +160,17 @@ def _dtype_from_typestr(str ts):
 
 
 cdef int category(int d) noexcept:
-    return 0 if d == EM_BOOL else (2 if d >= EM_F16 else 1)
+    return 0 if d == EM_BOOL else (1 if d < EM_F16 else (2 if d <= EM_F64 else 3))
+
+
+cdef int real_of(int d) noexcept:
+    """The real dtype of a complex one (others map to themselves)."""
+    return EM_F32 if d == EM_C64 else (EM_F64 if d == EM_C128 else d)
+
+
+cdef int complex_of(int d) noexcept:
+    """The complex dtype holding a real one: float64 -> complex128, else complex64."""
+    return EM_C128 if (d == EM_F64 or d == EM_C128) else EM_C64
 
 
 cdef int promote(int a, int b) noexcept:
@@ -164,6 +182,10 @@ cdef int promote(int a, int b) noexcept:
     if b == EM_BOOL:
         return a
     cdef int ca = category(a), cb = category(b)
+    if ca == 3 or cb == 3:
+        # complex wins; its width is the wider of the two (float64 widens complex64)
+        return EM_C128 if (a == EM_C128 or b == EM_C128 or a == EM_F64 or b == EM_F64) \
+            else EM_C64
     if ca == 2 and cb == 2:
         if (a == EM_F16 and b == EM_BF16) or (a == EM_BF16 and b == EM_F16):
             return EM_F32
@@ -188,20 +210,28 @@ cdef int scalar_category(object v) noexcept:
         return 1
     if t is bool:
         return 0
+    if t is complex:
+        return 3
     if isinstance(v, bool):
         return 0
     if isinstance(v, int):
         return 1
     if isinstance(v, float):
         return 2
+    if isinstance(v, complex):
+        return 3
     if hasattr(v, "__index__") and not hasattr(v, "_ndim"):
         return 1
     if hasattr(v, "__float__") and not isinstance(v, TensorBase) and not isinstance(v, (str, bytes)):
         return 2
+    if hasattr(v, "__complex__") and not isinstance(v, TensorBase) and not isinstance(v, (str, bytes)):
+        return 3
     return -1
 
 
 cdef int _wrapped_dtype(int cat) noexcept:
+    if cat == 3:
+        return complex_of(_default_dtype)
     return EM_BOOL if cat == 0 else (EM_I64 if cat == 1 else _default_dtype)
 
 
@@ -223,17 +253,25 @@ cdef int result_type2(object a, object b) except -1:
                 raise TypeError(f"unsupported operand type: {type(x).__name__}")
             c = _wrapped_dtype(c)
             wrap_r = c if wrap_r < 0 else promote(wrap_r, c)
-    r = dim_r
-    if zero_r >= 0:
-        if r < 0 or category(zero_r) > category(r):
-            r = zero_r if r < 0 else promote(r, zero_r)
-    if wrap_r >= 0:
-        if r < 0:
-            r = wrap_r
-        elif category(wrap_r) > category(r):
-            r = promote(r, wrap_r) if category(wrap_r) < 2 else (
-                _default_dtype if category(r) < 2 else r)
-    return r
+    return _combine(dim_r, _combine(zero_r, wrap_r))
+
+
+cdef int _combine(int higher, int lower) noexcept:
+    """torch's combine_categories: a lower-priority operand only matters when it is
+    of a higher category (complex beats floating beats integral beats bool)."""
+    if higher < 0:
+        return lower
+    if lower < 0:
+        return higher
+    if category(higher) == 3:
+        return higher
+    if category(lower) == 3:
+        return complex_of(higher) if category(higher) == 2 else lower
+    if category(higher) == 2:
+        return higher
+    if higher == EM_BOOL or category(lower) == 2:
+        return promote(higher, lower)
+    return higher
 
 
 def result_type(a, b):
@@ -969,6 +1007,20 @@ cdef int scalar_to_buf(object v, int dtype, void *buf) except -1:
     cdef int64_t i
     if isinstance(v, TensorBase):
         v = (<TensorBase>v).item()
+    if dtype == EM_C64 or dtype == EM_C128:
+        z = complex(v)
+        if dtype == EM_C64:
+            (<float *>buf)[0] = <float>z.real
+            (<float *>buf)[1] = <float>z.imag
+        else:
+            (<double *>buf)[0] = z.real
+            (<double *>buf)[1] = z.imag
+        return 0
+    if isinstance(v, complex):
+        if v.imag != 0 or dtype < EM_F16:
+            raise RuntimeError(f"value cannot be converted to type {_NAMES[dtype]} without "
+                               f"overflow")
+        v = v.real
     if dtype >= EM_F16:
         d = float(v)
         if dtype == EM_F32:
@@ -1008,6 +1060,10 @@ cdef int scalar_to_buf(object v, int dtype, void *buf) except -1:
 
 
 cdef object buf_to_scalar(const void *buf, int dtype):
+    if dtype == EM_C64:
+        return complex((<const float *>buf)[0], (<const float *>buf)[1])
+    if dtype == EM_C128:
+        return complex((<const double *>buf)[0], (<const double *>buf)[1])
     if dtype == EM_F32:
         return <double>(<const float *>buf)[0]
     if dtype == EM_F64:
@@ -1069,13 +1125,15 @@ cdef TensorBase cast(TensorBase t, int dtype):
 
 
 cdef int fill_scalar(TensorBase dst, object v) except -1:
-    cdef uint64_t buf = 0
+    cdef uint64_t buf[2]
+    buf[0] = 0
+    buf[1] = 0
     cdef NdIter it
-    scalar_to_buf(v, dst._dtype, &buf)
+    scalar_to_buf(v, dst._dtype, buf)
     if is_contig(dst):
         with nogil:
             em_fill(dst._dtype, _ptr(dst), em_itemsize[dst._dtype], numel_of(dst._ndim, dst._shape),
-                    &buf, nthreads_for(numel_of(dst._ndim, dst._shape)))
+                    buf, nthreads_for(numel_of(dst._ndim, dst._shape)))
         return 0
     cdef TensorBase s = wrap_scalar(v, dst._dtype)
     copy_into(dst, s)
@@ -1226,10 +1284,10 @@ cdef class TensorBase:
         return is_contig(self)
 
     def is_floating_point(self):
-        return self._dtype >= EM_F16
+        return EM_F16 <= self._dtype <= EM_F64
 
     def is_complex(self):
-        return False
+        return self._dtype == EM_C64 or self._dtype == EM_C128
 
     def is_signed(self):
         return self._dtype not in (EM_BOOL, EM_U8)
@@ -1436,11 +1494,11 @@ cdef class TensorBase:
 
     @property
     def H(self):
-        return self.T
+        return self.T.conj() if category(self._dtype) == 3 else self.T
 
     @property
     def mH(self):
-        return self.mT
+        return self.mT.conj() if category(self._dtype) == 3 else self.mT
 
     def unsqueeze(self, dim):
         if _slow:
@@ -1704,6 +1762,10 @@ cdef class TensorBase:
             return redispatch("to", TensorBase.to, (self, _dtypes[dt]), None)
         if dt == self._dtype:
             return self
+        if category(self._dtype) == 3 and category(dt) < 3:
+            import warnings
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          UserWarning, stacklevel=2)
         cdef TensorBase r = new_like(self, dt)
         copy_into(r, self)
         if em_grad_on and self._requires_grad and dt >= EM_F16:
@@ -1716,7 +1778,9 @@ cdef class TensorBase:
                     EM_I64: "ember.LongTensor", EM_I32: "ember.IntTensor",
                     EM_BOOL: "ember.BoolTensor", EM_U8: "ember.ByteTensor",
                     EM_I8: "ember.CharTensor", EM_I16: "ember.ShortTensor",
-                    EM_F16: "ember.HalfTensor", EM_BF16: "ember.BFloat16Tensor"}[self._dtype]
+                    EM_F16: "ember.HalfTensor", EM_BF16: "ember.BFloat16Tensor",
+                    EM_C64: "ember.ComplexFloatTensor",
+                    EM_C128: "ember.ComplexDoubleTensor"}[self._dtype]
         return self._cast(dtype_code(dtype))
 
     def type_as(self, other):
@@ -1793,6 +1857,9 @@ cdef class TensorBase:
 
     def __int__(self):
         return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
 
     def __index__(self):
         if self._dtype >= EM_F16 or numel_of(self._ndim, self._shape) != 1:

@@ -33,7 +33,7 @@ cdef extern from *:
                      int nthreads) nogil
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 _CTYPE = ("bool", "uint8_t", "int8_t", "int16_t", "int32_t", "int64_t", "c10::Half",
           "c10::BFloat16", "float", "double")
 _INT_RANGE = {EM_BOOL: (0, 1), EM_U8: (0, 255), EM_I8: (-128, 127), EM_I16: (-32768, 32767),
@@ -170,6 +170,7 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
     cdef int64_t is_ = xs if is_int else 0, istep = xst if is_int else 0
     cdef char *p = _data(t)
     cdef int nt = nthreads_for(n)
+    _real_kernel(dt, "arange_cpu")
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nt)
     return finish_out(t, out, requires_grad, "arange")
@@ -209,6 +210,7 @@ def _range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     cdef int64_t is_ = int(s) if dt < EM_F16 else 0, istep = int(st) if dt < EM_F16 else 0
     cdef double ds = s, dstep = st
     cdef char *p = _data(t)
+    _real_kernel(dt, "arange_cpu")
     with nogil:
         em_arange(dt, p, n, ds, dstep, is_, istep, nthreads_for(n))
     return finish_out(t, out, requires_grad, "range")
@@ -226,6 +228,13 @@ cdef int64_t _steps(object steps, str op) except -1:
     if n < 0:
         raise RuntimeError("number of steps must be non-negative")
     return n
+
+
+cdef int _real_kernel(int dt, str op) except -1:
+    """The range kernels fill real values only."""
+    if category(dt) == 3:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_TYPE_NAMES[dt]}'")
+    return 0
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
@@ -252,6 +261,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         ds, de = float(s), float(e)
     cdef TensorBase t = _new1(n, dt)
     cdef char *p = _data(t)
+    _real_kernel(dt, "linspace_cpu")
     with nogil:
         em_linspace(dt, p, n, ds, de, nthreads_for(n))
     return finish_out(t, out, requires_grad, "linspace")
@@ -280,6 +290,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     cdef TensorBase t = _new1(n, dt)
     cdef char *p = _data(t)
     cdef double ds = s, de = e
+    _real_kernel(dt, "logspace_cpu")
     with nogil:
         em_logspace(dt, p, n, ds, de, b, nthreads_for(n))
     return finish_out(t, out, requires_grad, "logspace")
@@ -319,7 +330,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
         dt = default_dtype()
     cdef TensorBase t = new_tensor(2, shp, dt, cpu_device())
     fill_scalar(t, 0)
-    cdef char one[8]
+    cdef char one[16]
     scalar_to_buf(1, dt, one)
     cdef int64_t i, k = shp[0] if shp[0] < shp[1] else shp[1]
     cdef int isz = em_itemsize[dt]
@@ -372,7 +383,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 
 _TYPE_NAMES_LOWER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                     "float32", "float64")
+                     "float32", "float64", "complex64", "complex128")
 
 
 cdef object _clamped_sum(object a, object b, object c):

@@ -4,7 +4,7 @@ cdef extern from *:
     """
     #include <stdint.h>
     typedef enum { kDLCPU = 1, kDLCUDA = 2 } DLDeviceType;
-    typedef enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 } DLDataTypeCode;
+    typedef enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 } DLDataTypeCode;
     typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
     typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
     typedef struct {
@@ -28,6 +28,7 @@ cdef extern from *:
         kDLUInt
         kDLFloat
         kDLBfloat
+        kDLComplex
         kDLBool
     ctypedef struct DLDevice:
         int32_t device_type
@@ -122,6 +123,8 @@ cdef DLDataType _dl_dtype(int dt):
         r.code = kDLInt
     elif dt == EM_BF16:
         r.code = kDLBfloat
+    elif dt == EM_C64 or dt == EM_C128:
+        r.code = kDLComplex
     else:
         r.code = kDLFloat
     return r
@@ -212,6 +215,8 @@ def from_dlpack(ext):
         dt = {16: EM_F16, 32: EM_F32, 64: EM_F64}.get(bits, -1)
     elif code == kDLBfloat and bits == 16:
         dt = EM_BF16
+    elif code == kDLComplex:
+        dt = {64: EM_C64, 128: EM_C128}.get(bits, -1)
     if dt < 0:
         raise BufferError(f"from_dlpack: unsupported DLPack dtype (code {code}, bits {bits})")
     cdef int nd = dl.ndim, i

@@ -46,7 +46,7 @@ cdef enum:
 
 cdef dict _PUBLIC = {}     # op name -> public function, for re-dispatch
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 
 
 cdef inline bint _is_t(object x):
@@ -65,8 +65,8 @@ cdef TensorBase _operand(object x, int cd):
 
 # out= dtypes that torch requires to equal the result's (the others take any dtype
 # the result can be cast to)
-cdef frozenset _EXACT_OUT = frozenset(["abs", "neg", "sign", "ceil", "floor", "round", "trunc",
-                                       "frac", "clamp", "signbit", "where"])
+cdef frozenset _EXACT_OUT = frozenset(["abs", "neg", "sign", "sgn", "ceil", "floor", "round",
+                                       "trunc", "frac", "clamp", "signbit", "where"])
 
 
 cdef object _assign(TensorBase self, TensorBase r, object inputs, str name):
@@ -181,7 +181,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     cdef int64_t shape[MAX_DIMS]
     cdef int nd, rd, cd, odt
     cdef int flag = 0
-    cdef uint64_t xbuf = 0, ybuf = 0
+    cdef uint64_t xbuf[2]
+    cdef uint64_t ybuf[2]
     cdef em_loop fn
     if not ta and not tb:
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
@@ -203,7 +204,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     if kind == K_DIV or kind == K_FLOAT:
         if category(rd) < 2:
             rd = default_dtype()
-    elif kind == K_INT and category(rd) == 2:
+    elif kind == K_INT and category(rd) >= 2:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
     if op == EW_SUB and kind == K_ARITH and rd == EM_BOOL:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
@@ -217,11 +218,11 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     if ta:
         x = cast(<TensorBase>a, cd)
     else:
-        scalar_to_buf(a, cd, &xbuf)
+        scalar_to_buf(a, cd, xbuf)
     if tb:
         y = cast(<TensorBase>b, cd)
     else:
-        scalar_to_buf(b, cd, &ybuf)
+        scalar_to_buf(b, cd, ybuf)
     nd = broadcast_shape(x._ndim if ta else 0, x._shape if ta else NULL,
                          y._ndim if tb else 0, y._shape if tb else NULL, shape)
     if inplace:
@@ -250,7 +251,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
     else:
         r = new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd,
                        x._device if ta else y._device)
-    _run_bin(fn, r, x, <char *>&xbuf, y, <char *>&ybuf, <void *>alpha if alpha != NULL else &flag)
+    _run_bin(fn, r, x, <char *>xbuf, y, <char *>ybuf, <void *>alpha if alpha != NULL else &flag)
     if flag:
         raise RuntimeError("ZeroDivisionError")
     if out is not None:
@@ -339,8 +340,13 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
                                   f"implemented for '{_TYPE_NAMES[rd]}'")
     if kind == K_FLOAT and category(rd) < 2:
         rd = default_dtype()
+    if category(rd) == 3 and op == EW_SIGN and kind != K_CMP and name == "sign":
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                           "Please use torch.sgn instead.")
     cd = _compute_dtype(rd)
     fn = TAB.pred[op][cd] if kind == K_CMP else TAB.un[op][cd]
+    if category(rd) == 3 and op == EW_ABS and kind != K_CMP:
+        return _abs_complex(fn, t, out)
     if fn == NULL:
         if op == EW_NEG and rd == EM_BOOL:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
@@ -377,9 +383,25 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     return r
 
 
+cdef object _abs_complex(em_loop fn, TensorBase t, object out):
+    """abs of a complex tensor: a real tensor of the matching precision."""
+    cdef TensorBase r = new_tensor(t._ndim, t._shape, real_of(t._dtype), t._device)
+    _run(fn, [r, t], t._ndim, t._shape, NULL)
+    if out is not None:
+        check_out_dtype(r._dtype, (<TensorBase?>out)._dtype, OUT_EXACT, "abs")
+        copy_into(<TensorBase>out, r)
+        bump_version(<TensorBase>out)
+        return out
+    if grad_on() and t._requires_grad:
+        record("abs", (t,), r, None)
+    return r
+
+
 cdef object _inplace_unary(int op, str name, TensorBase a, int kind, const void *aux,
                            object attrs=None):
     cdef TensorBase old, r
+    if op == EW_ABS and category(a._dtype) == 3:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
     if slow_path() or a._device.kind:
         return redispatch(name + "_", _PUBLIC[name + "_"], (a,), {})
     if grad_on() and a._requires_grad:
@@ -734,6 +756,7 @@ def ge_(TensorBase self not None, other):
 
 cdef dict _UNARY = {
     "neg": (EW_NEG, K_ARITH), "abs": (EW_ABS, K_ARITH), "sign": (EW_SIGN, K_ARITH),
+    "sgn": (EW_SIGN, K_ARITH),
     "exp": (EW_EXP, K_FLOAT), "exp2": (EW_EXP2, K_FLOAT), "expm1": (EW_EXPM1, K_FLOAT),
     "log": (EW_LOG, K_FLOAT), "log2": (EW_LOG2, K_FLOAT), "log10": (EW_LOG10, K_FLOAT),
     "log1p": (EW_LOG1P, K_FLOAT), "sqrt": (EW_SQRT, K_FLOAT), "rsqrt": (EW_RSQRT, K_FLOAT),

@@ -12,7 +12,7 @@ cdef object _infer_nested(object data, list shape, int depth, list path):
         for i in range(t._ndim):
             if depth + i >= len(shape):
                 shape.append(t._shape[i])
-        return 3 + t._dtype
+        return 16 + t._dtype
     if isinstance(data, (list, tuple)):
         if depth >= MAX_DIMS:
             ids = set()
@@ -75,7 +75,8 @@ cdef TensorBase _tensor_from_data(object data, int dt, object device):
     check_ndim(len(shape), "tensor")
     if dt < 0:
         # no elements -> the default dtype; tensors nested in lists keep theirs
-        dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (c - 3 if c >= 3 else _default_dtype))
+        dt = EM_BOOL if c == 0 else (EM_I64 if c == 1 else (
+            c - 16 if c >= 16 else (complex_of(_default_dtype) if c == 3 else _default_dtype)))
     for i in range(len(shape)):
         shp[i] = shape[i]
     t = new_tensor(len(shape), shp, dt, _cpu)

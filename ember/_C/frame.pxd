@@ -19,13 +19,14 @@ cdef inline int max_threads() noexcept nogil:
 cdef inline str torch_type_name(int dt):
     """torch's scalar-type name of an ember dtype code ('Float', 'Long', ...)"""
     return ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-            "Double")[dt]
+            "Double", "ComplexFloat", "ComplexDouble")[dt]
 
 
 cdef inline str c_type_name(int dt):
     """the C++ type name torch prints for an ember dtype code ('float', 'long int', ...)"""
     return ("bool", "unsigned char", "signed char", "short int", "int", "long int",
-            "c10::Half", "c10::BFloat16", "float", "double")[dt]
+            "c10::Half", "c10::BFloat16", "float", "double", "c10::complex<float>",
+            "c10::complex<double>")[dt]
 
 
 cdef inline str shape_list(TensorBase t):

@@ -47,6 +47,7 @@ cdef extern from "ember_index.h" nogil:
     ctypedef struct em_fill_aux:
         int itemsize
         uint64_t value
+        uint64_t value_hi
     int em_ix_offsets(int k, const int64_t *const *idx, const int64_t *sizes,
                       const int64_t *strides, int64_t n, int64_t *off, int64_t *bad)
     int64_t em_check_bounds(const int64_t *idx, int64_t n, int64_t lo, int64_t size)
@@ -64,7 +65,7 @@ cdef extern from "ember_index.h" nogil:
                 int isz, int nthreads)
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 _LOWER_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "half",
                 "bfloat16", "float", "double")
 
@@ -1099,6 +1100,9 @@ def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, includ
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
+    if category(input._dtype) == 3 and reduce in ("amax", "amin"):
+        raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not "
+                                  f"implemented for '{_TYPE_NAMES[input._dtype]}'")
     cdef int d = wrap_dim(dim, input._ndim, "scatter_reduce")
     src = _scatter_src(input, _as_tensor(src, "scatter_reduce", "src"), None, "scatter_reduce")
     cdef TensorBase ix = _gs_index(input, d, index, "scatter_reduce", src)
@@ -1264,6 +1268,7 @@ cdef int _masked_fill_impl(TensorBase self, TensorBase mask, object value) excep
     cdef TensorBase m = mask
     aux.itemsize = em_itemsize[self._dtype]
     aux.value = 0
+    aux.value_hi = 0
     scalar_to_buf(value, self._dtype, &aux.value)
     if numel_of(self._ndim, self._shape) == 0:
         return 0

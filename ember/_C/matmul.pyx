@@ -13,7 +13,7 @@ from collections.abc import Iterable as _Iterable
 
 from ember._C.core cimport (
     EM_BOOL, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
-    MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
+    EM_C64, EM_C128, category, MAX_DIMS, DEV_CPU, em_itemsize, TensorBase, Device, dtype_obj, new_tensor, make_view,
     numel_of, is_contig, contig, cast, copy_into, fill_scalar, shape_tuple, broadcast_shape,
     nthreads_for, grad_on, slow_path, record, redispatch, check_same_device, wrap_dim,
     check_written, write_out, OUT_CAST, OUT_EXACT, check_ndim, seq_to_dims)
@@ -66,7 +66,17 @@ cdef int _compute_dtype(int dt, str op) except -1:
         return EM_F64
     if dt == EM_BOOL:
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    if dt == EM_C64 or dt == EM_C128:
+        # only matmul/mm/bmm/dot/vdot/outer have a complex path (cplx.matmul): never drop
+        # imaginary parts
+        raise NotImplementedError(f"\"{op}\" not implemented for '{torch_type_name(dt)}'")
     return EM_I64
+
+
+cdef object _complex_product(TensorBase a, TensorBase b, object out, str op):
+    from ember._C import cplx
+    r = cplx.matmul(a, b)
+    return r if out is None else write_out(out, <TensorBase>r, OUT_EXACT, (a, b), op)
 
 
 # ----------------------------------------------------------------------------
@@ -258,6 +268,8 @@ def mm(input, mat2, *, out=None):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a)} and "
                            f"{_shape_str(b)})")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "mm")
     cdef int64_t shp[2]
     shp[0] = a._shape[0]
     shp[1] = b._shape[1]
@@ -302,6 +314,8 @@ def bmm(input, mat2, *, out=None):
                            f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
                            f"{b._shape[1]}].")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "bmm")
     cdef int64_t shp[3]
     shp[0] = a._shape[0]
     shp[1] = a._shape[1]
@@ -327,6 +341,8 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{da}D and {db}D")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "matmul")
     if da == 1 and db == 1:
         _check_dot_sizes(a, b)
     elif da == 2 and db == 1:
@@ -407,6 +423,8 @@ def dot(input, tensor, *, out=None):
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{torch_type_name(a._dtype)} and {torch_type_name(b._dtype)}")
     _check_dot_sizes(a, b)
+    if category(a._dtype) == 3:
+        return _complex_product(a, b, out, "dot")
     cdef TensorBase c = new_tensor(0, NULL, a._dtype, a._device)
     cdef int64_t one2[2]
     one2[0] = one2[1] = 1
@@ -420,7 +438,7 @@ def dot(input, tensor, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """Like dot (ember has no complex dtypes, so there is nothing to conjugate)."""
+    """dot(conj(input), other)."""
     cdef TensorBase a = _as_tensor(input, "vdot", "input")
     cdef TensorBase b = _as_tensor(other, "vdot", "other")
     if a._ndim != 1 or b._ndim != 1:
@@ -428,7 +446,7 @@ def vdot(input, other, *, out=None):
     if a._dtype != b._dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found "
                            f"{torch_type_name(a._dtype)} and {torch_type_name(b._dtype)}")
-    return dot(a, b, out=out)
+    return dot(a.conj() if category(a._dtype) == 3 else a, b, out=out)
 
 
 def mv(input, vec, *, out=None):
@@ -464,6 +482,8 @@ def outer(input, vec2, *, out=None):
     if b._ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b._ndim}-D")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a.unsqueeze(1), b.unsqueeze(0), out, "outer")
     cdef int64_t shp[2]
     shp[0] = a._shape[0]
     shp[1] = b._shape[0]

@@ -47,7 +47,7 @@ cdef extern from "ember_random.h" nogil:
     int em_random_isa()
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 _C_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "c10::Half",
             "c10::BFloat16", "float", "double")
 # the integer range of each integer dtype, and 2^digits of each float dtype
@@ -301,7 +301,7 @@ cdef int _float_dtype(object dtype, str kernel) except -1:
 
 
 cdef int _require_float(TensorBase t, str kernel) except -1:
-    if t._dtype < EM_F16:
+    if t._dtype < EM_F16 or category(t._dtype) == 3:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_TYPE_NAMES[t._dtype]}'")
     return 0
 
@@ -345,7 +345,13 @@ cdef int _fill_float(TensorBase t, int kind, double a, double b, Generator g) ex
     cdef int64_t n = numel_of(d._ndim, d._shape)
     cdef uint64_t seed = g._seed, off = g._next()
     cdef char *p = _data(d)
-    cdef int dt = d._dtype, nt = _nthreads(n)
+    cdef int dt = d._dtype, nt
+    if category(dt) == 3:
+        # complex: the (re, im) pairs are 2n reals drawn alike (torch's complex randn
+        # draws each part with variance 1/2, passed in as b)
+        dt = real_of(dt)
+        n *= 2
+    nt = _nthreads(n)
     with nogil:
         em_rand_float(kind, dt, p, n, seed, off, a, b, nt)
     if d is not t:
@@ -456,7 +462,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
         _out_dtype(dtype, out), "normal_kernel_cpu"), "randn")
     if kwargs:
         raise TypeError(f"randn() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _fill_float(t, EM_RD_NORMAL, 0.0, 1.0, g)
+    _fill_float(t, EM_RD_NORMAL, 0.0, 0.7071067811865476 if category(t._dtype) == 3 else 1.0, g)
     return finish_out(t, out, requires_grad, "randn")
 
 

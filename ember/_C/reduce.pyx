@@ -57,7 +57,7 @@ cdef extern from "ember_reduce.h" nogil:
                 int descending, int nthreads)
 
 _TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double")
+               "Double", "ComplexFloat", "ComplexDouble")
 cdef dict _PUBLIC = {}
 
 
@@ -99,7 +99,18 @@ cdef inline TensorBase _as_t(object x, str op):
     if not isinstance(x, TensorBase):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
+    if category((<TensorBase>x)._dtype) == 3 and op in ("any", "all", "count_nonzero"):
+        return <TensorBase>_ew.ne(x, 0)       # truth of a complex value: nonzero
+    if category((<TensorBase>x)._dtype) == 3 and op not in ("sum", "mean", "prod"):
+        # the kernels here are real-only: never let a complex input lose its imaginary part
+        raise RuntimeError(f"\"{op}_cpu\" not implemented for "
+                           f"'{_TYPE_NAMES[(<TensorBase>x)._dtype]}'")
     return <TensorBase>x
+
+
+cdef object _complex_reduce(str op, TensorBase t, dim, keepdim, dtype, out):
+    from ember._C import cplx
+    return cplx.reduce(op, t, dim, keepdim, dtype, out)
 
 
 cdef inline bint _needs_slow(TensorBase t):
@@ -371,6 +382,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     cdef bint red[MAX_DIMS]
     if _needs_slow(t):
         return redispatch("sum", sum, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
+    if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
+        return _complex_reduce("sum", t, dim, keepdim, dtype, out)
     if isinstance(dim, DType) and dtype is None:
         dtype, dim = dim, None
     _dim_mask(dim, t._ndim, "sum", red)
@@ -420,6 +433,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     cdef bint red[MAX_DIMS]
     if _needs_slow(t):
         return redispatch("mean", mean, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
+    if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
+        return _complex_reduce("mean", t, dim, keepdim, dtype, out)
     _dim_mask(dim, t._ndim, "mean", red)
     cdef int rdt = dtype_code(_out_dtype(dtype, out))
     if rdt < 0:
@@ -465,6 +480,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     cdef bint red[MAX_DIMS]
     if _needs_slow(t):
         return redispatch("prod", prod, (input,), {"dim": dim, "keepdim": keepdim, "dtype": dtype})
+    if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
+        return _complex_reduce("prod", t, dim, keepdim, dtype, out)
     if isinstance(dim, DType) and dtype is None:
         dtype, dim = dim, None
     _dim_mask(dim, t._ndim, "prod", red)
@@ -725,6 +742,9 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The vector ``ord``-norm over ``dim`` (all elements when None), as
     ``linalg.vector_norm``: ord 2 (default), 1, inf, -inf, 0 or any real p."""
+    if isinstance(x, TensorBase) and category((<TensorBase>x)._dtype) == 3:
+        # the norm of complex values is that of their moduli
+        return vector_norm(_ew.abs(x), ord, dim, keepdim, dtype=dtype, out=out)
     cdef TensorBase t = _as_t(x, "linalg.vector_norm")
     cdef bint red[MAX_DIMS]
     cdef int op, post = RP_NONE

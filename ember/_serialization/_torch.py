@@ -26,13 +26,15 @@ _STORAGE_DTYPES = {
     "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
     "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
     "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
-    "BoolStorage": "bool", "UntypedStorage": "uint8",
+    "BoolStorage": "bool", "UntypedStorage": "uint8", "ComplexFloatStorage": "complex64",
+    "ComplexDoubleStorage": "complex128",
 }
 _DTYPES = {
     "float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
     "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64",
     "long": "int64", "int32": "int32", "int": "int32", "int16": "int16", "short": "int16",
-    "int8": "int8", "uint8": "uint8", "bool": "bool",
+    "int8": "int8", "uint8": "uint8", "bool": "bool", "complex64": "complex64",
+    "cfloat": "complex64", "complex128": "complex128", "cdouble": "complex128",
 }
 
 
@@ -271,7 +273,8 @@ PREFIX = "archive"
 _TORCH_STORAGE = {"float32": "FloatStorage", "float64": "DoubleStorage",
                   "float16": "HalfStorage", "bfloat16": "BFloat16Storage",
                   "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
-                  "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+                  "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                  "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
 _NAMES = {}
 
 

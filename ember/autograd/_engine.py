@@ -466,6 +466,8 @@ def _fix_grad(g, x):
                                                        tuple(g.shape) != tuple(x.shape)):
         g = _sum_to(g, x.shape)
     if g.dtype is not x.dtype:
+        if g.dtype.is_complex and not x.dtype.is_complex:
+            g = g.real        # a real input's gradient is the real part, as torch's
         g = g.to(x.dtype)
     return g
 

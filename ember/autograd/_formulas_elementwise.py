@@ -280,7 +280,7 @@ def _zero_grad(ctx, g):
     return (_zeros(g),)
 
 
-for _n in ("sign", "floor", "ceil", "round", "trunc"):
+for _n in ("sign", "sgn", "floor", "ceil", "round", "trunc"):
     formula(_n, exact=True, saves=False)(_zero_grad)
 
 

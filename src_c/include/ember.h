@@ -7,10 +7,14 @@
 
 enum {
     EM_BOOL = 0, EM_U8, EM_I8, EM_I16, EM_I32, EM_I64, EM_F16, EM_BF16, EM_F32, EM_F64,
+    EM_C64, EM_C128, /* complex: interleaved (re, im) pairs of float32 / float64 */
     EM_NDTYPES
 };
 
-static const int em_itemsize[EM_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+static const int em_itemsize[EM_NDTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+
+/* a 16-byte element moved as one unit (complex128) */
+typedef struct { uint64_t lo, hi; } em_b16;
 
 /* NumPy-ufunc-style inner loop: ptrs[0] is the output, ptrs[1..] the inputs,
    strides in bytes, n elements, aux an op-specific constant block. */

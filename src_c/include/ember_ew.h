@@ -44,4 +44,6 @@ const em_ew_table *em_ew_get(void);
 const em_ew_table *em_ew_table_generic(void);
 const em_ew_table *em_ew_table_avx2(void);
 const em_ew_table *em_ew_table_avx512(void);
+/* fill the complex64/complex128 slots of a table (src_c/complex.c) */
+void em_ew_add_complex(em_ew_table *t);
 #endif

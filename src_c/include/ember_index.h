@@ -42,7 +42,7 @@ void em_ix_run(const em_ix_plan *p, int nthreads);
    masked fill: ptrs [dst, mask(bool)]                   aux = em_fill_aux */
 enum { EM_RED_SET = 0, EM_RED_ADD, EM_RED_MUL, EM_RED_MAX, EM_RED_MIN };
 typedef struct { int dtype, op; int64_t dim_stride; } em_dim_aux;
-typedef struct { int itemsize; uint64_t value; } em_fill_aux;
+typedef struct { int itemsize; uint64_t value; uint64_t value_hi; } em_fill_aux; /* value_hi: 16-byte items */
 void em_gather_loop(char **p, const int64_t *st, int64_t n, const void *aux);
 void em_scatter_loop(char **p, const int64_t *st, int64_t n, const void *aux);
 void em_masked_fill_loop(char **p, const int64_t *st, int64_t n, const void *aux);
