@@ -1801,3 +1801,4 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 for _name, _fn in list(globals().items()):
     if callable(_fn) and not _name.startswith("_"):
         _PUBLIC[_name] = _fn
+include "loss.pxi"

@@ -7,6 +7,7 @@ import math
 import warnings
 
 import ember
+from ember._C import reduce as _C_reduce
 from ember.nn.functional import _LazyFn, logsigmoid, pairwise_distance
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
@@ -129,10 +130,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cdim = 0 if input.dim() == 1 else 1
     C = input.shape[cdim]
-    if (input.dim() == 2 and weight is None and label_smoothing <= 0 and
-            not target.is_floating_point() and reduction in ("mean", "sum", "none") and
-            input.requires_grad and ember.is_grad_enabled() and _FUSED_CE):
-        return _CrossEntropy.apply(input, target, ignore_index, reduction)
+    if (input.dim() == 2 and input.dtype in (ember.float32, ember.float64) and
+            target.dtype == ember.int64 and reduction in ("mean", "sum", "none") and
+            0.0 <= label_smoothing <= 1.0 and input.device.type == "cpu" and _FUSED_CE and
+            (weight is None or (weight.dim() == 1 and weight.dtype == input.dtype))):
+        if (input.requires_grad or (weight is not None and weight.requires_grad)) and \
+                ember.is_grad_enabled():
+            if weight is None or not weight.requires_grad:
+                return _CrossEntropy.apply(input, target, weight, ignore_index,
+                                           label_smoothing, reduction)
+        else:
+            return _C_reduce.cross_entropy_fused(input, target, weight, ignore_index,
+                                                 label_smoothing, reduction)[0]
     logp = ember.log_softmax(input, cdim)
     if target.is_floating_point():  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
@@ -177,56 +186,50 @@ def _cross_entropy_function():
     from ember.autograd import Function
 
     class _CrossEntropyIdx(Function):
-        """Cross-entropy of (N, C) logits with class indices as one graph node:
-        forward log_softmax + gather, backward softmax - one_hot (scaled)."""
+        """Cross-entropy of (N, C) logits with class indices as one graph node over
+        the fused kernels: forward saves each row's log-sum-exp, backward forms
+        softmax - one_hot (with smoothing and class weights) in one pass."""
 
         @staticmethod
-        def forward(ctx, input, target, ignore_index, reduction):
-            N, C = input.shape
-            if target.dim() != 1 or target.shape[0] != N:
-                raise ValueError(f"Expected input batch_size ({N}) to match target "
-                                 f"batch_size ({target.shape[0] if target.dim() else 0}).")
-            logp = ember.log_softmax(input, 1)
-            valid = None
-            tsafe = target
-            if N and (ignore_index >= 0 or int(target.min().item()) < 0):
-                valid = target != ignore_index
-                tsafe = ember.where(valid, target, ember.zeros((), dtype=target.dtype))
-            if N and int(tsafe.max().item()) >= C:
-                raise IndexError(f"Target {int(tsafe.max().item())} is out of bounds.")
-            idx = tsafe.unsqueeze(1)
-            losses = logp.gather(1, idx).squeeze(1).neg_()
-            vf = None
-            if valid is not None:
-                vf = valid.to(input.dtype)
-                losses.mul_(vf)
-            if reduction == "mean":
-                denom = float(vf.sum().item()) if vf is not None else float(N)
-                out = losses.sum() / denom
-            elif reduction == "sum":
-                denom = 1.0
-                out = losses.sum()
-            else:
-                denom = None
-                out = losses
-            ctx.save_for_backward(logp, idx, vf)
-            ctx.denom = denom
+        def forward(ctx, input, target, weight, ignore_index, label_smoothing, reduction):
+            out, lse, denom = _C_reduce.cross_entropy_fused(
+                input, target, weight, ignore_index, label_smoothing, reduction)
+            ctx.save_for_backward(input, target, weight, lse)
+            ctx.args = (ignore_index, label_smoothing, reduction, denom)
             return out
 
         @staticmethod
         def backward(ctx, grad):
-            logp, idx, vf = ctx.saved_tensors
-            g = logp.exp()
-            g.scatter_add_(1, idx, ember.full(tuple(idx.shape), -1.0, dtype=g.dtype))
-            if ctx.denom is None:
-                g.mul_(grad.unsqueeze(1))
-            else:
-                g.mul_(grad / ctx.denom if ctx.denom != 1.0 else grad)
-            if vf is not None:
-                g.mul_(vf.unsqueeze(1))
-            return g, None, None, None
+            input, target, weight, lse = ctx.saved_tensors
+            ignore_index, eps, reduction, denom = ctx.args
+            if ember.is_grad_enabled():  # create_graph: a differentiable formula
+                return _cross_entropy_grad_composite(grad, input, target, weight,
+                                                     ignore_index, eps, reduction,
+                                                     denom), None, None, None, None, None
+            gx = _C_reduce.cross_entropy_fused_backward(
+                grad, input.detach(), target, weight, lse, ignore_index, eps, reduction, denom)
+            return gx, None, None, None, None, None
 
     return _CrossEntropyIdx
+
+
+def _cross_entropy_grad_composite(grad, input, target, weight, ignore_index, eps,
+                                  reduction, denom):
+    """The fused backward written in public ops, for graphs of the gradient."""
+    N, C = input.shape
+    keep = target != ignore_index
+    tsafe = ember.where(keep, target, ember.zeros((), dtype=target.dtype))
+    p = ember.softmax(input, 1)
+    onehot = ember.nn.functional.one_hot(tsafe, C).to(input.dtype)
+    if weight is None:
+        wt = ember.ones(N, dtype=input.dtype)
+        wsum, wrow = float(C), 1.0
+    else:
+        wt = weight.index_select(0, tsafe)
+        wsum, wrow = weight.sum(), weight.unsqueeze(0)
+    d = (1 - eps) * wt.unsqueeze(1) * (p - onehot) + (eps / C) * (wsum * p - wrow)
+    g = (grad / denom if reduction == "mean" else grad) * keep.to(input.dtype)
+    return d * g.unsqueeze(1)
 
 
 _CrossEntropy = _LazyFn(_cross_entropy_function)

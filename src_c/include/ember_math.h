@@ -23,10 +23,10 @@
 #endif
 #endif
 
-/* exp for float32 that vectorises (Cephes-style range reduction + degree-6
-   polynomial, ~1 ulp); glibc's expf is a scalar call. */
-EM_HD_INLINE float em_expf(float x) {
-    float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972077f ? -103.972077f : x);
+/* exp(r) * 2^n for |r| <= ln2/2 after the reduction below: the Cephes
+   polynomial, and 2^n as two factors so n in [-150, 129] never leaves the
+   exponent range */
+EM_HD_INLINE float em_exp_reduced(float xc, int32_t k) {
     float fx = floorf(xc * 1.44269504088896341f + 0.5f);
     float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
     float y = 1.9875691500E-4f;
@@ -36,13 +36,19 @@ EM_HD_INLINE float em_expf(float x) {
     y = y * r + 1.6666665459E-1f;
     y = y * r + 5.0000001201E-1f;
     y = y * r * r + r + 1.0f;
-    /* 2^n as two factors so n in [-150, 128] never leaves the exponent range */
-    int32_t n = (int32_t)fx, n1 = n >> 1, n2 = n - n1;
+    int32_t n = (int32_t)fx + k, n1 = n >> 1, n2 = n - n1;
     int32_t e1 = (n1 + 127) << 23, e2 = (n2 + 127) << 23;
     float s1, s2;
     memcpy(&s1, &e1, 4);
     memcpy(&s2, &e2, 4);
-    float res = y * s1 * s2;
+    return y * s1 * s2;
+}
+
+/* exp for float32 that vectorises (Cephes-style range reduction + degree-6
+   polynomial, ~1 ulp); glibc's expf is a scalar call. */
+EM_HD_INLINE float em_expf(float x) {
+    float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972077f ? -103.972077f : x);
+    float res = em_exp_reduced(xc, 0);
     res = x > 88.72283935546875f ? INFINITY : res;
     res = x < -103.972077083991796f ? 0.0f : res;
     return x != x ? x : res;
@@ -140,7 +146,7 @@ EM_HD_INLINE float em_erfc_big(float a, float *ex) {
     rm = rm * s + 0.076151039177593186f;
     rm = rm * s - 0.16362291529234865f;
     rm = rm * s + 0.3215854164543175f;
-    float t = 1.0f / hi;                             /* the tail in t = 1 / a^2 */
+    float inv = 1.0f / ac, t = inv * inv;            /* the tail in t = 1 / a^2 */
     float rt = -25.099417023319997f;
     rt = rt * t + 22.589238035063871f;
     rt = rt * t - 10.016113139993674f;
@@ -149,7 +155,7 @@ EM_HD_INLINE float em_erfc_big(float a, float *ex) {
     rt = rt * t + 0.42265506514062485f;
     rt = rt * t - 0.28208854254708145f;
     rt = rt * t + 0.56418955349969228f;
-    float r = ac < 2.5f ? rm : rt / ac;
+    float r = ac < 2.5f ? rm : rt * inv;
     *ex = a > 10.1f ? 0.0f : e;
     r = a > 10.1f ? 0.0f : e * r;
     return a != a ? a : r;
@@ -291,17 +297,16 @@ EM_HD_INLINE float em_acosf(float x) {
     return (a > 1.0f || x != x) ? NAN : r;
 }
 
-/* exp(a)/2 for a >= 0 without overflow up to where cosh itself overflows */
+/* exp(a)/2 for a >= 0 with one exp: the halving goes into the exponent, so it
+   stays finite up to where cosh itself overflows */
 EM_HD_INLINE float em_half_expf(float a) {
-    float h = em_expf(0.5f * (a > 90.0f ? 90.0f : a));
-    float r = a > 88.0f ? (0.5f * h) * h : 0.5f * em_expf(a);
-    return a > 90.0f ? INFINITY : r;
+    float r = em_exp_reduced(a > 89.41598f ? 89.41598f : a, -1);
+    return a > 89.41598f ? INFINITY : r;
 }
 
 EM_HD_INLINE float em_coshf(float x) {
-    float a = fabsf(x);
-    float e = em_expf(a > 20.0f ? 20.0f : a);
-    float r = a > 20.0f ? em_half_expf(a) : 0.5f * e + 0.5f / e;
+    float h = em_half_expf(fabsf(x));
+    float r = h + 0.25f / h;
     return x != x ? x : r;
 }
 
@@ -311,8 +316,8 @@ EM_HD_INLINE float em_sinhf(float x) {
     p = p * z + 8.33028376239e-3f;
     p = p * z + 1.66667160211e-1f;
     float small = p * z * x + x;
-    float e = em_expf(a > 20.0f ? 20.0f : a);
-    float big = a > 20.0f ? em_half_expf(a) : 0.5f * e - 0.5f / e;
+    float h = em_half_expf(a);
+    float big = h - 0.25f / h;
     return a < 1.0f ? small : (x != x ? x : copysignf(big, x));
 }
 

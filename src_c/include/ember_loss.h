@@ -1,0 +1,23 @@
+/* Fused cross-entropy over N contiguous rows of C logits with int64 class-index
+   targets: ember's C ABI for ember._C.reduce.  Each row is handled by one
+   thread in a fixed order and the reductions over rows run in row order, so
+   results are bit-identical whatever the thread count. */
+#ifndef EMBER_LOSS_H
+#define EMBER_LOSS_H
+#include <stdint.h>
+
+/* Per-row loss (1-eps) * w[t] * (lse - x[t]) + eps/C * (W * lse - sum_c w[c] x[c])
+   (W = sum_c w[c]; w NULL means all ones; 0 for rows whose target is
+   ignore_index) into loss[N], each row's log-sum-exp into lse[N], and in red[0],
+   red[1] the row-order sums of the losses and of w[t] over the kept rows.
+   Targets must already be checked to lie in [0, C) or equal ignore_index.
+   dtype EM_F32/EM_F64; -1 otherwise. */
+int em_cross_entropy_fwd(int dtype, const char *x, const int64_t *t, const char *w, int64_t N,
+                         int64_t C, int64_t ignore_index, double eps, char *loss, char *lse,
+                         double *red, int nthreads);
+/* dx = g_i * ((1-eps) w[t] (softmax - onehot(t)) + eps/C (W softmax - w)) with
+   g_i = g[i * gstride] * gscale (gstride 0: one scalar gradient); ignored rows 0. */
+int em_cross_entropy_bwd(int dtype, const char *x, const int64_t *t, const char *w,
+                         const char *lse, int64_t N, int64_t C, int64_t ignore_index, double eps,
+                         const char *g, int64_t gstride, double gscale, char *dx, int nthreads);
+#endif

@@ -1,0 +1,56 @@
+/* Loss kernels (fused cross-entropy): the generic and AVX2+FMA copies of
+   loss_impl.h and the run-time choice between them. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "ember.h"
+#include "ember_math.h"
+#include "ember_loss.h"
+
+#define LSFX(name) ls_gen_##name
+#include "loss_impl.h"
+#undef LSFX
+#undef DEF_CROSS_ENTROPY
+#undef LS_ACC
+
+#if defined(__x86_64__) || defined(__i386__)
+#define EM_HAVE_AVX2 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define LSFX(name) ls_avx2_##name
+#include "loss_impl.h"
+#undef LSFX
+#pragma GCC pop_options
+#else
+#define EM_HAVE_AVX2 0
+#endif
+
+static int use_avx2(void) {
+    static int v = -1;
+    if (v < 0) v = EM_HAVE_AVX2 && ember_cpu_isa() >= 1;
+    return v;
+}
+
+int em_cross_entropy_fwd(int dtype, const char *x, const int64_t *t, const char *w, int64_t N,
+                         int64_t C, int64_t ignore_index, double eps, char *loss, char *lse,
+                         double *red, int nthreads) {
+#if EM_HAVE_AVX2
+    if (use_avx2())
+        return ls_avx2_cross_entropy_fwd(dtype, x, t, w, N, C, ignore_index, eps, loss, lse,
+                                         red, nthreads);
+#endif
+    return ls_gen_cross_entropy_fwd(dtype, x, t, w, N, C, ignore_index, eps, loss, lse, red,
+                                    nthreads);
+}
+
+int em_cross_entropy_bwd(int dtype, const char *x, const int64_t *t, const char *w,
+                         const char *lse, int64_t N, int64_t C, int64_t ignore_index, double eps,
+                         const char *g, int64_t gstride, double gscale, char *dx, int nthreads) {
+#if EM_HAVE_AVX2
+    if (use_avx2())
+        return ls_avx2_cross_entropy_bwd(dtype, x, t, w, lse, N, C, ignore_index, eps, g,
+                                         gstride, gscale, dx, nthreads);
+#endif
+    return ls_gen_cross_entropy_bwd(dtype, x, t, w, lse, N, C, ignore_index, eps, g, gstride,
+                                    gscale, dx, nthreads);
+}

@@ -1,0 +1,122 @@
+"""Fused cross-entropy kernel and deterministic embedding backward: parity with
+PyTorch (values and gradients) and bit-identical results across thread counts."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def _threads(n):
+    class _Ctx:
+        def __enter__(self):
+            self.before = ember.get_num_threads()
+            ember.set_num_threads(n)
+
+        def __exit__(self, *exc):
+            ember.set_num_threads(self.before)
+    return _Ctx()
+
+
+def _case(N, C, dtype, ignore=False, seed=0):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((N, C)) * 3).astype(dtype)
+    t = rng.integers(0, C, N).astype(np.int64)
+    if ignore:
+        t[::3] = -100
+    w = rng.uniform(0.2, 2.0, C).astype(dtype)
+    return x, t, w
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore", [False, True])
+def test_cross_entropy_fused_matches_torch(dtype, reduction, smoothing, weighted, ignore):
+    x, t, w = _case(37, 23, dtype, ignore)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-11, atol=1e-12)
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    ew = ember.tensor(w) if weighted else None
+    tw = torch.tensor(w) if weighted else None
+    kw = dict(reduction=reduction, label_smoothing=smoothing)
+    el = F.cross_entropy(ex, ember.tensor(t), weight=ew, **kw)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t), weight=tw, **kw)
+    np.testing.assert_allclose(el.detach().numpy(), tl.detach().numpy(), **tol)
+    g = np.random.default_rng(1).standard_normal(tuple(tl.shape)).astype(dtype)
+    el.backward(ember.tensor(g))
+    tl.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), **tol)
+    with ember.no_grad():  # the forward-only path
+        nl = F.cross_entropy(ex, ember.tensor(t), weight=ew, **kw)
+    np.testing.assert_array_equal(nl.numpy(), el.detach().numpy())
+
+
+def test_cross_entropy_fused_double_backward_matches_torch():
+    x, t, _ = _case(6, 5, "float64", ignore=True)
+    ex = ember.tensor(x, requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    (eg,) = ember.autograd.grad(F.cross_entropy(ex, ember.tensor(t), label_smoothing=0.2), ex,
+                                create_graph=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.cross_entropy(
+        tx, torch.tensor(t), label_smoothing=0.2), tx, create_graph=True)
+    (eg * eg).sum().backward()
+    (tg * tg).sum().backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cross_entropy_fused_edge_cases():
+    x, t, _ = _case(4, 3, "float32")
+    t_all = np.full(4, -100, np.int64)
+    e = F.cross_entropy(ember.tensor(x), ember.tensor(t_all))
+    assert np.isnan(e.item())
+    assert np.isnan(torch.nn.functional.cross_entropy(torch.tensor(x),
+                                                      torch.tensor(t_all)).item())
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(ember.tensor(x, requires_grad=True), ember.tensor([0, 1, 3, 0]))
+    with pytest.raises(ValueError, match="batch_size"):
+        F.cross_entropy(ember.tensor(x), ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="weight tensor should be defined"):
+        F.cross_entropy(ember.tensor(x), ember.tensor(t), weight=ember.ones(2))
+    # an ignore_index inside [0, C): the rows of that class are skipped
+    el = F.cross_entropy(ember.tensor(x), ember.tensor(t), ignore_index=1, reduction="none")
+    tl = torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(t), ignore_index=1,
+                                           reduction="none")
+    np.testing.assert_allclose(el.numpy(), tl.numpy(), rtol=1e-6)
+
+
+def test_cross_entropy_fused_thread_count_independent():
+    x, t, w = _case(300, 1000, "float32", ignore=True)
+    outs = []
+    for n in (1, 2):
+        with _threads(n):
+            ex = ember.tensor(x, requires_grad=True)
+            loss = F.cross_entropy(ex, ember.tensor(t), weight=ember.tensor(w),
+                                   label_smoothing=0.1)
+            loss.backward()
+            outs.append((loss.item(), ex.grad.numpy().copy()))
+    assert outs[0][0] == outs[1][0]
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_backward_deterministic_and_matches_torch(padding_idx):
+    rng = np.random.default_rng(3)
+    wt = rng.standard_normal((50, 64)).astype(np.float32)
+    idx = rng.integers(0, 50, (40, 30)).astype(np.int64)  # many repeated rows
+    g = rng.standard_normal((40, 30, 64)).astype(np.float32)
+    grads = []
+    for n in (1, 2):
+        with _threads(n):
+            ew = ember.tensor(wt, requires_grad=True)
+            F.embedding(ember.tensor(idx), ew, padding_idx=padding_idx).backward(
+                ember.tensor(g))
+            grads.append(ew.grad.numpy().copy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    tw = torch.tensor(wt, requires_grad=True)
+    torch.nn.functional.embedding(torch.tensor(idx), tw, padding_idx=padding_idx).backward(
+        torch.tensor(g))
+    np.testing.assert_allclose(grads[0], tw.grad.numpy(), rtol=1e-5, atol=1e-5)
