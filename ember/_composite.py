@@ -1012,7 +1012,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     _tensor_arg(input, "histogramdd")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{_red._TYPE_NAMES[input.dtype.code]}'")
+                                  f"'{core._SCALAR_NAMES[input.dtype.code]}'")
     if input.dim() < 2:
         raise RuntimeError(f"torch.histogramdd: input tensor should have at least 2 "
                            f"dimensions, but got {input.dim()}")

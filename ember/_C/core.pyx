@@ -2181,7 +2181,7 @@ def _fill(TensorBase t not None, value):
 # Each check is O(ndim) on the tensors' C fields.
 
 _SCALAR_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-                 "Double")
+                 "Double", "ComplexFloat", "ComplexDouble")
 
 
 cdef bint castable(int src, int dst) noexcept:
