@@ -158,6 +158,7 @@ cdef object factory_slow(str name, object fn, tuple args, dict kwargs, Device de
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1
 cdef void bump_version(TensorBase t) noexcept
 cdef int check_inplace(TensorBase t, str op) except -1
+cdef int view_written(TensorBase t) except -1
 
 # Written-to tensors (out= and in-place): castability and memory overlap, as torch checks.
 cdef enum:

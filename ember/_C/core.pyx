@@ -602,6 +602,35 @@ cdef int check_inplace(TensorBase t, str op) except -1:
     if em_grad_on and t._requires_grad and t._grad_fn is None:
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                            f"in-place operation.")
+    if em_grad_on and _view_hook is not None:
+        base = _view_base(t)
+        if base is not None and (<TensorBase>base)._requires_grad and \
+                (<TensorBase>base)._grad_fn is None:
+            raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being "
+                               f"used in an in-place operation.")
+    return 0
+
+
+# Autograd's view tracking: a view recorded under grad mode keeps its base in its
+# instance dict (`_ag_base`); an in-place write through the view must then become
+# part of the base's graph, which the engine's hook records.
+cdef object _view_hook = None
+
+
+def _set_view_hook(fn):
+    global _view_hook
+    _view_hook = fn
+
+
+cdef inline object _view_base(TensorBase t):
+    d = getattr(t, "__dict__", None)
+    return None if d is None else d.get("_ag_base")
+
+
+cdef int view_written(TensorBase t) except -1:
+    """t was written in place with its new graph node set: rebase its view base"""
+    if em_grad_on and _view_hook is not None and _view_base(t) is not None:
+        _view_hook(t)
     return 0
 
 
@@ -1754,6 +1783,7 @@ cdef class TensorBase:
             copy_into(self, s)
             self._storage.version += 1
             record("copy_", (old, s), self, None)
+            view_written(self)
             return self
         copy_into(self, s)
         self._storage.version += 1

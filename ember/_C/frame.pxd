@@ -13,7 +13,7 @@ from libc.stdint cimport int64_t
 
 from ember._C.core cimport (TensorBase, DEV_CPU, em_itemsize, make_view, nthreads_for,
                             grad_on, slow_path, record, write_out, copy_into, bump_version,
-                            check_inplace, OUT_CAST)
+                            check_inplace, view_written, OUT_CAST)
 
 
 cdef inline char *data_ptr(TensorBase t) noexcept nogil:
@@ -132,6 +132,7 @@ cdef inline TensorBase commit_inplace(TensorBase self, TensorBase r):
     bump_version(self)
     self._grad_fn = r._grad_fn
     self._requires_grad = self._requires_grad or r._requires_grad
+    view_written(self)
     return self
 
 

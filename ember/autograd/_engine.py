@@ -454,7 +454,61 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
     if _anomaly[0]:
         import traceback
         node._ext()["traceback_"] = traceback.format_stack()[:-1]
+    if name in _VIEW_OPS:
+        _note_view(inputs[0], output)
     return output
+
+
+# ---- views written in place --------------------------------------------------
+# A view recorded here remembers its base (the tensor that owns the memory, through
+# views of views).  When the view is later written in place, the core calls
+# _view_written, which makes the base the output of a "view_write" node: the old
+# base outside the view's elements, the view's new value inside them.
+_VIEW_OPS = frozenset(("view", "as_strided", "diagonal", "expand", "permute", "select",
+                       "narrow", "transpose", "view_as_real", "view_as_complex"))
+
+
+def _note_view(src, out):
+    for o in (out if type(out) is tuple else (out,)):
+        d = getattr(o, "__dict__", None)
+        if d is None or o is src or (
+                o.untyped_storage().data_ptr() != src.untyped_storage().data_ptr()):
+            continue
+        sd = getattr(src, "__dict__", None)
+        base = sd.get("_ag_base") if sd else None
+        d["_ag_base"] = src if base is None else base
+
+
+def _view_written(view):
+    from ember._C import creation as _cr
+    base = view.__dict__["_ag_base"]
+    if base.dtype != view.dtype or base.untyped_storage().data_ptr() != \
+            view.untyped_storage().data_ptr():
+        raise RuntimeError("an in-place write through a view that reinterprets its base's "
+                           "dtype is not supported by autograd; write into a clone instead")
+    prev = is_grad_enabled()
+    _set_grad_enabled(False)
+    try:
+        # the positions of the view's elements in the base's own element order
+        slots = base.untyped_storage().nbytes() // base.element_size()
+        where = _core.full((slots,), -1, dtype=_core.int64)
+        where.as_strided(base.shape, base.stride(), base.storage_offset()).copy_(
+            _cr.arange(base.numel(), dtype=_core.int64).reshape(base.shape))
+        pos = where.as_strided(view.shape, view.stride(), view.storage_offset()).clone()
+        if bool((pos < 0).any()):
+            raise RuntimeError("an in-place write through a view reaches memory outside "
+                               "its base; autograd cannot track it")
+        old = base.detach()
+    finally:
+        _set_grad_enabled(prev)
+    old._requires_grad = base._requires_grad
+    old._grad_fn = base._grad_fn
+    old._ag_nr = base._ag_nr
+    _record("view_write", (old, view), base, (pos,))
+    base._ag_nr = None
+
+
+_core._set_view_hook(_view_written)
 
 
 # The hook the native core calls when it is not ``_record`` itself (forward-mode AD wraps

@@ -35,6 +35,18 @@ def _expand(ctx, g):
     return (g,)       # the engine sums the gradient back to the input's shape
 
 
+@formula("view_write", node_name="CopySlices", saves=False)
+def _view_write(ctx, g):
+    # the base outside the written view keeps its old gradient path; the view's
+    # elements (at flat positions pos of the base) take the view's
+    (pos,) = ctx._attrs
+    idx = pos.reshape(-1)
+    flat = g.reshape(-1)
+    gb = flat.index_fill(0, idx, 0).reshape(g.shape) if ctx.needs(0) else None
+    gv = flat.index_select(0, idx).reshape(pos.shape) if ctx.needs(1) else None
+    return (gb, gv)
+
+
 @formula("clone", exact=True, saves=False)
 def _clone(ctx, g):
     return (g,)
