@@ -195,6 +195,7 @@ isneginf                  fm
 isposinf                  fm
 isreal                    fm
 istft                     fm
+kaiser_window             f
 kron                      fm
 kthvalue                  fm
 lcm                       fmiI

@@ -269,6 +269,9 @@ OPS = [
                                                for p in (True, False)], grad=False),
     OpInfo("bartlett_window", lambda rng, dt: [Sample((), args=(n, p)) for n in (1, 6, 9)
                                                for p in (True, False)], grad=False),
+    OpInfo("kaiser_window", lambda rng, dt: [Sample((), args=(n, p, b)) for n in (0, 1, 6, 9)
+                                             for p in (True, False) for b in (12.0, 3.5)],
+           grad=False),
     OpInfo("scalar_tensor", lambda rng, dt: [Sample((), args=(2.5,)), Sample((), args=(3,))],
            grad=False),
     # -- more structure
