@@ -20,10 +20,12 @@ from ember import fx as fx
 from ember import library as library
 from ember import linalg as linalg
 from ember import mps as mps
+from ember import multiprocessing as multiprocessing
 from ember import nn as nn
 from ember import onnx as onnx
 from ember import optim as optim
 from ember import profiler as profiler
+from ember import random as random
 from ember import special as special
 from ember import testing as testing
 from ember import utils as utils
