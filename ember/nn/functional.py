@@ -1010,9 +1010,10 @@ from ember.nn._activations import *  # noqa: E402, F403
 from ember.nn._losses import *  # noqa: E402, F403
 
 __all__ += [*_activations.__all__, *_losses.__all__]
+from ember.nn._grouped_mm import grouped_mm  # noqa: E402
 from ember.nn._sparse import embedding_bag  # noqa: E402
 
-__all__ += ["embedding_bag"]
+__all__ += ["embedding_bag", "grouped_mm"]
 from ember.nn._script_helpers import assert_int_or_pair, boolean_dispatch  # noqa: E402
 
 __all__ += ["assert_int_or_pair", "boolean_dispatch"]
