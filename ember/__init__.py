@@ -118,7 +118,8 @@ _LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export"
                               "cuda", "cpu", "autograd", "__config__", "library", "datasets",
                               "linalg", "distributions", "accelerator", "backends", "mps",
                               "xpu", "testing", "func", "profiler", "onnx", "fft", "amp",
-                              "special", "random", "multiprocessing", "signal"))
+                              "special", "random", "multiprocessing", "signal",
+                              "return_types"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",

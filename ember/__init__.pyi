@@ -26,6 +26,7 @@ from ember import onnx as onnx
 from ember import optim as optim
 from ember import profiler as profiler
 from ember import random as random
+from ember import return_types as return_types
 from ember import signal as signal
 from ember import special as special
 from ember import testing as testing
