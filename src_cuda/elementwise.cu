@@ -261,6 +261,24 @@ template <typename T> __host__ __device__ __forceinline__ T of_acc(typename Acc<
     if constexpr (sizeof(T) == 2 && IsFloat<T>::value) return from_f<T>(v); else return (T)v;
 }
 
+/* The hot arithmetic ops with the op fixed at compile time: the vector loop then
+   unrolls fully and the vectors stay in registers (a run-time op switch keeps the
+   loop rolled, which puts them in local memory and costs a third of the bandwidth). */
+template <typename T, int OP> struct BinFast {
+    double prm;
+    __host__ __device__ __forceinline__ T operator()(T a, T b) const {
+        typedef typename Acc<T>::type A;
+        const A x = acc_of(a), y = acc_of(b);
+        if constexpr (OP == EW_ADD) return of_acc<T>(x + y);
+        else if constexpr (OP == EW_SUB) return of_acc<T>(x - y);
+        else if constexpr (OP == EW_MUL) return of_acc<T>(x * y);
+        else if constexpr (OP == EW_DIV) return of_acc<T>(x / y);
+        else return of_acc<T>(x + (A)prm * y);   /* EW_ADDA */
+    }
+};
+template <typename F> struct Unrolled { static const bool value = false; };
+template <typename T, int OP> struct Unrolled<BinFast<T, OP>> { static const bool value = true; };
+
 template <typename T> struct BinF {
     int op; double prm;
     __host__ __device__ T operator()(T a, T b) const {
@@ -363,14 +381,15 @@ __global__ void bin_contig(int64_t n, O *out, const T *a, const T *b, F f, bool 
         const T bs = b_scalar ? b[0] : T();
         for (int64_t i = tid; i < nv; i += step) {
             Vec<T> x = reinterpret_cast<const Vec<T> *>(a)[i];
+            Vec<T> y;
+            if (!b_scalar) y = reinterpret_cast<const Vec<T> *>(b)[i];
             Vec<O> r;
-            if (b_scalar) {
-#pragma unroll 1
-                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], bs);
+            if constexpr (Unrolled<F>::value) {
+#pragma unroll
+                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], b_scalar ? bs : y.v[k]);
             } else {
-                Vec<T> y = reinterpret_cast<const Vec<T> *>(b)[i];
 #pragma unroll 1
-                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], y.v[k]);
+                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], b_scalar ? bs : y.v[k]);
             }
             reinterpret_cast<Vec<O> *>(out)[i] = r;
         }
@@ -448,6 +467,20 @@ static int launch_bin(const emc_nd *nd, O *out, const T *a, const T *b, F f, cud
 
 static bool is_float_dt(int dt) { return dt == EM_F16 || dt == EM_BF16 || dt == EM_F32 || dt == EM_F64; }
 
+template <typename T>
+static int launch_bin_float(int op, double prm, const emc_nd *nd, T *out, const T *a,
+                            const T *b, cudaStream_t s) {
+    const char *w = "emc_ew_binary";
+    switch (op) {
+    case EW_ADD: return launch_bin(nd, out, a, b, BinFast<T, EW_ADD>{prm}, s, w);
+    case EW_SUB: return launch_bin(nd, out, a, b, BinFast<T, EW_SUB>{prm}, s, w);
+    case EW_MUL: return launch_bin(nd, out, a, b, BinFast<T, EW_MUL>{prm}, s, w);
+    case EW_DIV: return launch_bin(nd, out, a, b, BinFast<T, EW_DIV>{prm}, s, w);
+    case EW_ADDA: return launch_bin(nd, out, a, b, BinFast<T, EW_ADDA>{prm}, s, w);
+    default: return launch_bin(nd, out, a, b, BinF<T>{op, prm}, s, w);
+    }
+}
+
 EMC_API int emc_ew_binary(int op, int dtype, void *out, const void *a, const void *b,
                           const emc_nd *nd, const double *aux, void *stream) {
     bool ok = dtype == EM_BOOL ? bin_bool_ok(op) : is_float_dt(dtype) ? bin_float_ok(op)
@@ -462,6 +495,8 @@ EMC_API int emc_ew_binary(int op, int dtype, void *out, const void *a, const voi
                           "emc_ew_binary");
     }
     EMC_ALL_TYPES(dtype, {
+        if constexpr (IsFloat<T>::value)
+            return launch_bin_float(op, prm, nd, (T *)out, (const T *)a, (const T *)b, s);
         BinF<T> f{op, prm};
         return launch_bin(nd, (T *)out, (const T *)a, (const T *)b, f, s, "emc_ew_binary");
     })
