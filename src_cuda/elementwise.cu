@@ -276,8 +276,17 @@ template <typename T, int OP> struct BinFast {
         else return of_acc<T>(x + (A)prm * y);   /* EW_ADDA */
     }
 };
+/* the common activations likewise: a constant op folds the switch away */
+template <typename T, int OP> struct UnFast {
+    double prm[3];
+    __host__ __device__ __forceinline__ T operator()(T x) const {
+        typedef typename Acc<T>::type A;
+        return of_acc<T>(un_float<A>(OP, acc_of(x), prm));
+    }
+};
 template <typename F> struct Unrolled { static const bool value = false; };
 template <typename T, int OP> struct Unrolled<BinFast<T, OP>> { static const bool value = true; };
+template <typename T, int OP> struct Unrolled<UnFast<T, OP>> { static const bool value = true; };
 
 template <typename T> struct BinF {
     int op; double prm;
@@ -349,8 +358,13 @@ __global__ void un_contig(int64_t n, O *out, const T *x, F f, bool vec) {
         for (int64_t i = tid; i < nv; i += step) {
             Vec<T> a = reinterpret_cast<const Vec<T> *>(x)[i];
             Vec<O> r;
+            if constexpr (Unrolled<F>::value) {
+#pragma unroll
+                for (int k = 0; k < V; k++) r.v[k] = f(a.v[k]);
+            } else {
 #pragma unroll 1
-            for (int k = 0; k < V; k++) r.v[k] = f(a.v[k]);
+                for (int k = 0; k < V; k++) r.v[k] = f(a.v[k]);
+            }
             reinterpret_cast<Vec<O> *>(out)[i] = r;
         }
         start = nv * V;
@@ -515,6 +529,20 @@ EMC_API int emc_ew_compare(int op, int dtype, void *out, const void *a, const vo
     return 0;
 }
 
+template <typename T>
+static int launch_un_float(int op, const double *prm, const emc_nd *nd, T *out, const T *x,
+                           cudaStream_t s) {
+    const char *w = "emc_ew_unary";
+#define EMC_UN_FAST(OP) \
+    case OP: return launch_un(nd, out, x, UnFast<T, OP>{{prm[0], prm[1], prm[2]}}, s, w);
+    switch (op) {
+    EMC_UN_FAST(EW_NEG) EMC_UN_FAST(EW_ABS) EMC_UN_FAST(EW_RELU) EMC_UN_FAST(EW_SQUARE)
+    EMC_UN_FAST(EW_EXP) EMC_UN_FAST(EW_SIGMOID) EMC_UN_FAST(EW_TANH)
+    default: return launch_un(nd, out, x, UnF<T>{op, {prm[0], prm[1], prm[2]}, false}, s, w);
+    }
+#undef EMC_UN_FAST
+}
+
 EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_nd *nd,
                          const double *aux, void *stream) {
     bool ok = dtype == EM_BOOL ? un_bool_ok(op) : is_float_dt(dtype) ? un_float_ok(op)
@@ -528,6 +556,8 @@ EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_
         for (int i = 0; i < np; i++) prm[i] = aux[i];
     }
     EMC_ALL_TYPES(dtype, {
+        if constexpr (IsFloat<T>::value)
+            return launch_un_float(op, prm, nd, (T *)out, (const T *)x, s);
         UnF<T> f{op, {prm[0], prm[1], prm[2]}, dtype == EM_BOOL};
         return launch_un(nd, (T *)out, (const T *)x, f, s, "emc_ew_unary");
     })
