@@ -119,7 +119,7 @@ _LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export"
                               "linalg", "distributions", "accelerator", "backends", "mps",
                               "xpu", "testing", "func", "profiler", "onnx", "fft", "amp",
                               "special", "random", "multiprocessing", "signal",
-                              "return_types"))
+                              "return_types", "hub"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",

@@ -17,6 +17,7 @@ from ember import export as export
 from ember import fft as fft
 from ember import func as func
 from ember import fx as fx
+from ember import hub as hub
 from ember import library as library
 from ember import linalg as linalg
 from ember import mps as mps
