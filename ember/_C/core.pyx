@@ -821,9 +821,22 @@ cdef object _memfmt():
     return _memfmt_mod
 
 
-cdef inline bint _maybe_channels_last(TensorBase t) noexcept:
-    # only a non-contiguous 4-D or 5-D tensor can be laid out channels-last
-    return (t._ndim == 4 or t._ndim == 5) and not is_contig(t)
+cdef bint _maybe_channels_last(TensorBase t) noexcept:
+    """Whether t is a non-contiguous 4-D or 5-D tensor whose strides run channels
+    innermost, then the spatial dimensions, then the batch (torch's
+    is_channels_last_strides_2d/3d): the layout ``preserve_format`` keeps."""
+    cdef int64_t low = 0
+    cdef int k, d, n = t._ndim
+    if (n != 4 and n != 5) or is_contig(t) or t._strides[1] == 0:
+        return False
+    for k in range(n):
+        d = 1 if k == 0 else (0 if k == n - 1 else n - k)
+        if t._shape[d] == 0 or t._strides[d] < low:
+            return False
+        if d == 0 and low == t._strides[1]:
+            return False        # N111-like: ambiguous, row-major wins
+        low = t._strides[d] * (t._shape[d] if t._shape[d] > 1 else 1)
+    return True
 
 
 cdef bint is_contig(TensorBase t) noexcept nogil:
