@@ -1,0 +1,234 @@
+"""Complex paths of scans, variance, scaled products, linear/conv layers and ranges, each
+against torch (values and gradients in torch's conjugate Wirtinger convention)."""
+import numpy as np
+import pytest
+
+import ember
+from tests.test_complex import _c, _close, _grad_parity
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(a):
+    return ember.tensor(a), torch.tensor(a)
+
+
+# --- cumsum / cumprod ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_scans(op, dt):
+    rng = np.random.default_rng(1)
+    e, t = _pair(_c(rng, 3, 4, 5, dtype=dt))
+    for d in (0, 1, -1):
+        _close(getattr(ember, op)(e, d), getattr(torch, op)(t, d), rtol=1e-4, atol=1e-5)
+    _close(getattr(e, op)(1), getattr(t, op)(1), rtol=1e-4, atol=1e-5)
+    # a strided input and a 0-d one
+    _close(getattr(ember, op)(e.transpose(0, 2), 1), getattr(torch, op)(t.transpose(0, 2), 1),
+           rtol=1e-4, atol=1e-5)
+    _close(getattr(ember, op)(ember.tensor(1 - 2j), 0), getattr(torch, op)(torch.tensor(1 - 2j), 0))
+
+
+def test_scans_dtype_and_out():
+    x = np.array([1, 2, 3])
+    for op in ("cumsum", "cumprod"):
+        _close(getattr(ember, op)(ember.tensor(x), 0, dtype=ember.complex128),
+               getattr(torch, op)(torch.tensor(x), 0, dtype=torch.complex128))
+    rng = np.random.default_rng(2)
+    e, t = _pair(_c(rng, 4))
+    oe, ot = ember.empty(4, dtype=ember.complex64), torch.empty(4, dtype=torch.complex64)
+    ember.cumsum(e, 0, out=oe)
+    torch.cumsum(t, 0, out=ot)
+    _close(oe, ot)
+    ie, it = e.clone(), t.clone()
+    ie.cumsum_(0)
+    it.cumsum_(0)
+    _close(ie, it)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scan_gradients(op):
+    rng = np.random.default_rng(3)
+    _grad_parity(lambda x: getattr(ember, op)(x, 1), lambda x: getattr(torch, op)(x, 1),
+                 _c(rng, 3, 4, dtype=np.complex128))
+
+
+# --- var / std --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_var_std(op, dt):
+    rng = np.random.default_rng(4)
+    e, t = _pair(_c(rng, 3, 4, 5, dtype=dt) + 1)
+    _close(getattr(ember, op)(e), getattr(torch, op)(t), rtol=1e-5)
+    for dim in (0, (0, 2), -1):
+        for keep in (False, True):
+            _close(getattr(ember, op)(e, dim, keepdim=keep), getattr(torch, op)(t, dim, keepdim=keep),
+                   rtol=1e-5)
+    _close(getattr(ember, op)(e, 1, correction=0), getattr(torch, op)(t, 1, correction=0),
+           rtol=1e-5)
+    _close(getattr(ember, op)(e, 1, unbiased=False), getattr(torch, op)(t, 1, unbiased=False),
+           rtol=1e-5)
+    _close(getattr(e, op)(1), getattr(t, op)(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["var_mean", "std_mean"])
+def test_var_std_mean(op):
+    rng = np.random.default_rng(5)
+    e, t = _pair(_c(rng, 4, 3))
+    for (re, me), (rt, mt) in ((getattr(ember, op)(e, 0), getattr(torch, op)(t, 0)),
+                               (getattr(ember, op)(e), getattr(torch, op)(t))):
+        _close(re, rt, rtol=1e-5)
+        _close(me, mt, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_var_std_gradients(op):
+    rng = np.random.default_rng(6)
+    _grad_parity(lambda x: getattr(ember, op)(x, 1), lambda x: getattr(torch, op)(x, 1),
+                 _c(rng, 3, 4, dtype=np.complex128))
+
+
+# --- addmm / baddbmm / addmv / mv / linear / einsum ----------------------------------------
+
+def test_scaled_products():
+    rng = np.random.default_rng(7)
+    i, a, b = _c(rng, 3, 5), _c(rng, 3, 4), _c(rng, 4, 5)
+    (ie, it), (ae, at), (be, bt) = _pair(i), _pair(a), _pair(b)
+    _close(ember.addmm(ie, ae, be), torch.addmm(it, at, bt), rtol=1e-4, atol=1e-5)
+    _close(ember.addmm(ie, ae, be, beta=1j, alpha=2 - 1j),
+           torch.addmm(it, at, bt, beta=1j, alpha=2 - 1j), rtol=1e-4, atol=1e-5)
+    _close(ie.addmm(ae, be, alpha=0.5), it.addmm(at, bt, alpha=0.5), rtol=1e-4, atol=1e-5)
+    # beta = 0 never reads the input
+    nan = ember.full((3, 5), float("nan"), dtype=ember.complex64)
+    _close(ember.addmm(nan, ae, be, beta=0), torch.mm(at, bt), rtol=1e-4, atol=1e-5)
+    _close(ember.addmm(ie[0], ae, be), torch.addmm(it[0], at, bt), rtol=1e-4, atol=1e-5)
+    b3, c3, d3 = _c(rng, 2, 3, 5), _c(rng, 2, 3, 4), _c(rng, 2, 4, 5)
+    _close(ember.baddbmm(*map(ember.tensor, (b3, c3, d3)), alpha=2),
+           torch.baddbmm(*map(torch.tensor, (b3, c3, d3)), alpha=2), rtol=1e-4, atol=1e-5)
+    v, w = _c(rng, 4), _c(rng, 3)
+    _close(ember.mv(ae, ember.tensor(v)), torch.mv(at, torch.tensor(v)), rtol=1e-4, atol=1e-5)
+    _close(ember.addmv(ember.tensor(w), ae, ember.tensor(v), beta=2),
+           torch.addmv(torch.tensor(w), at, torch.tensor(v), beta=2), rtol=1e-4, atol=1e-5)
+    _close(ember.einsum("ij,jk->ik", ae, be), torch.einsum("ij,jk->ik", at, bt), rtol=1e-4,
+           atol=1e-5)
+    _close(ember.einsum("ij,ij->i", ae, ae.conj()), torch.einsum("ij,ij->i", at, at.conj()),
+           rtol=1e-4, atol=1e-5)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        ember.addmm(ie, ae, be.to(ember.complex128))
+
+
+def test_linear():
+    rng = np.random.default_rng(8)
+    x, w, b = _c(rng, 2, 3, 4), _c(rng, 5, 4), _c(rng, 5)
+    F, TF = ember.nn.functional, torch.nn.functional
+    _close(F.linear(*map(ember.tensor, (x, w, b))), TF.linear(*map(torch.tensor, (x, w, b))),
+           rtol=1e-4, atol=1e-5)
+    _close(F.linear(ember.tensor(x), ember.tensor(w)), TF.linear(torch.tensor(x), torch.tensor(w)),
+           rtol=1e-4, atol=1e-5)
+    _close(F.linear(ember.tensor(x), ember.tensor(w[0])),
+           TF.linear(torch.tensor(x), torch.tensor(w[0])), rtol=1e-4, atol=1e-5)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.linear(ember.tensor(x), ember.tensor(w), ember.tensor(b.real))
+
+
+@pytest.mark.parametrize("name", ["addmm", "addmv", "baddbmm", "linear", "einsum"])
+def test_product_gradients(name):
+    rng = np.random.default_rng(9)
+    cases = {
+        "addmm": (lambda L: lambda i, a, b: L.addmm(i, a, b, beta=0.5, alpha=1j),
+                  [(3, 5), (3, 4), (4, 5)]),
+        "addmv": (lambda L: lambda i, a, v: L.addmv(i, a, v, alpha=2), [(3,), (3, 4), (4,)]),
+        "baddbmm": (lambda L: lambda i, a, b: L.baddbmm(i, a, b), [(2, 3, 5), (2, 3, 4),
+                                                                  (2, 4, 5)]),
+        "linear": (lambda L: lambda x, w, b: L.nn.functional.linear(x, w, b),
+                   [(2, 4), (3, 4), (3,)]),
+        "einsum": (lambda L: lambda a, b: L.einsum("bij,bjk->bik", a, b), [(2, 3, 4), (2, 4, 2)]),
+    }
+    make, shapes = cases[name]
+    _grad_parity(make(ember), make(torch), *[_c(rng, *s, dtype=np.complex128) for s in shapes])
+
+
+# --- convolution ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,xs,ws,kw", [
+    ("conv1d", (2, 3, 9), (4, 3, 3), {"padding": 1}),
+    ("conv1d", (3, 9), (4, 3, 2), {"stride": 2, "dilation": 2}),
+    ("conv2d", (2, 4, 6, 5), (6, 2, 3, 2), {"groups": 2, "padding": "same"}),
+    ("conv_transpose1d", (2, 3, 7), (3, 4, 3), {"stride": 2, "output_padding": 1}),
+    ("conv_transpose2d", (1, 2, 4, 4), (2, 3, 3, 3), {"padding": 1}),
+])
+def test_conv(op, xs, ws, kw):
+    rng = np.random.default_rng(10)
+    oc = ws[1] * kw.get("groups", 1) if "transpose" in op else ws[0]
+    x, w, b = _c(rng, *xs), _c(rng, *ws), _c(rng, oc)
+    fe, ft = getattr(ember.nn.functional, op), getattr(torch.nn.functional, op)
+    _close(fe(*map(ember.tensor, (x, w, b)), **kw), ft(*map(torch.tensor, (x, w, b)), **kw),
+           rtol=1e-4, atol=1e-4)
+    _close(fe(ember.tensor(x), ember.tensor(w), **kw), ft(torch.tensor(x), torch.tensor(w), **kw),
+           rtol=1e-4, atol=1e-4)
+
+
+def test_conv_gradients_and_module():
+    rng = np.random.default_rng(11)
+    x, w, b = _c(rng, 2, 3, 6, dtype=np.complex128), _c(rng, 4, 3, 3, dtype=np.complex128), \
+        _c(rng, 4, dtype=np.complex128)
+    _grad_parity(lambda *a: ember.nn.functional.conv1d(*a, padding=1),
+                 lambda *a: torch.nn.functional.conv1d(*a, padding=1), x, w, b)
+    x2, w2 = _c(rng, 1, 2, 5, 5, dtype=np.complex128), _c(rng, 3, 2, 2, 2, dtype=np.complex128)
+    _grad_parity(ember.nn.functional.conv2d, torch.nn.functional.conv2d, x2, w2)
+    m = ember.nn.Conv1d(3, 2, 3, dtype=ember.complex64)
+    assert m.weight.dtype is ember.complex64
+    assert m(ember.tensor(_c(rng, 1, 3, 5))).shape == (1, 2, 3)
+    with pytest.raises(RuntimeError, match="should be the same"):
+        ember.nn.functional.conv1d(ember.tensor(x), ember.tensor(w.real))
+
+
+# --- linspace / logspace --------------------------------------------------------------------
+
+def test_linspace_logspace_complex():
+    _close(ember.linspace(0, 1 + 1j, 5), torch.linspace(0, 1 + 1j, 5))
+    _close(ember.linspace(-2j, 3 + 1j, 7, dtype=ember.complex128),
+           torch.linspace(-2j, 3 + 1j, 7, dtype=torch.complex128))
+    _close(ember.linspace(0, 1, 5, dtype=ember.complex128),
+           torch.linspace(0, 1, 5, dtype=torch.complex128))
+    _close(ember.linspace(1j, 2, 1), torch.linspace(1j, 2, 1))
+    _close(ember.linspace(ember.tensor(1 + 1j), 0, 3), torch.linspace(torch.tensor(1 + 1j), 0, 3))
+    _close(ember.logspace(0, 1 + 1j, 4), torch.logspace(0, 1 + 1j, 4), rtol=1e-5)
+    _close(ember.logspace(-1j, 1 + 1j, 6, base=2, dtype=ember.complex128),
+           torch.logspace(-1j, 1 + 1j, 6, base=2, dtype=torch.complex128), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="can't be safely cast"):
+        torch.linspace(0, 1 + 1j, 5, dtype=torch.float32)
+    with pytest.raises(RuntimeError, match="can't be safely cast"):
+        ember.linspace(0, 1 + 1j, 5, dtype=ember.float32)
+
+
+def test_cov_corrcoef():
+    rng = np.random.default_rng(13)
+    e, t = _pair(_c(rng, 3, 6, dtype=np.complex128))
+    _close(ember.cov(e), torch.cov(t), rtol=1e-10)
+    _close(ember.cov(e, correction=0), torch.cov(t, correction=0), rtol=1e-10)
+    _close(ember.corrcoef(e), torch.corrcoef(t), rtol=1e-10)
+    _close(ember.cov(e[0]), torch.cov(t[0]), rtol=1e-10)
+
+
+# --- what torch refuses for complex, ember refuses the same way -----------------------------
+
+def test_logsumexp():
+    rng = np.random.default_rng(12)
+    e, t = _pair(_c(rng, 3, 4) * 30)
+    for dim in (0, (0, 1), -1):
+        _close(ember.logsumexp(e, dim), torch.logsumexp(t, dim), rtol=1e-5)
+    _close(ember.logsumexp(e, 1, keepdim=True), torch.logsumexp(t, 1, keepdim=True), rtol=1e-5)
+    _grad_parity(lambda x: ember.logsumexp(x, 1), lambda x: torch.logsumexp(x, 1),
+                 _c(rng, 3, 4, dtype=np.complex128))
+
+
+@pytest.mark.parametrize("op", ["amax", "argmax", "cummax", "max", "sort"])
+def test_real_only_ops_refuse_complex(op):
+    args = (0,) if op in ("cummax",) else ()
+    e, t = ember.tensor([1 + 1j, 2j]), torch.tensor([1 + 1j, 2j])
+    with pytest.raises(RuntimeError) as te:
+        getattr(torch, op)(t, *args)
+    with pytest.raises(type(te.value), match="ComplexFloat|complex"):
+        getattr(ember, op)(e, *args)
