@@ -53,6 +53,18 @@ def test_scan_gradients(op):
                  _c(rng, 3, 4, dtype=np.complex128))
 
 
+@pytest.mark.parametrize("zeros", [[(0, 1)], [(0, 1), (0, 3)], [(1, 2), (2, 0)]])
+def test_prod_gradient_at_zeros(zeros):
+    rng = np.random.default_rng(14)
+    a = _c(rng, 3, 4, dtype=np.complex128)
+    for i, j in zeros:
+        a[i, j] = 0
+    _grad_parity(lambda x: ember.prod(x, 1), lambda x: torch.prod(x, 1), a)
+    _grad_parity(lambda x: ember.prod(x, 0, keepdim=True),
+                 lambda x: torch.prod(x, 0, keepdim=True), a)
+    _grad_parity(lambda x: ember.prod(x), lambda x: torch.prod(x), a)
+
+
 # --- var / std --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["var", "std"])
@@ -63,8 +75,8 @@ def test_var_std(op, dt):
     _close(getattr(ember, op)(e), getattr(torch, op)(t), rtol=1e-5)
     for dim in (0, (0, 2), -1):
         for keep in (False, True):
-            _close(getattr(ember, op)(e, dim, keepdim=keep), getattr(torch, op)(t, dim, keepdim=keep),
-                   rtol=1e-5)
+            _close(getattr(ember, op)(e, dim, keepdim=keep),
+                   getattr(torch, op)(t, dim, keepdim=keep), rtol=1e-5)
     _close(getattr(ember, op)(e, 1, correction=0), getattr(torch, op)(t, 1, correction=0),
            rtol=1e-5)
     _close(getattr(ember, op)(e, 1, unbiased=False), getattr(torch, op)(t, 1, unbiased=False),
