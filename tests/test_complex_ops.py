@@ -244,3 +244,51 @@ def test_real_only_ops_refuse_complex(op):
         getattr(torch, op)(t, *args)
     with pytest.raises(type(te.value), match="ComplexFloat|complex"):
         getattr(ember, op)(e, *args)
+
+
+def test_zero_dim_reductions():
+    e, t = ember.tensor(1 + 2j), torch.tensor(1 + 2j)
+    for op in ("sum", "mean", "prod"):
+        _close(getattr(ember, op)(e), getattr(torch, op)(t))
+        _close(getattr(ember, op)(e, 0, keepdim=True), getattr(torch, op)(t, 0, keepdim=True))
+
+
+# --- forward-mode AD ----------------------------------------------------------------------
+
+_JVP = {
+    "mul": (lambda L: lambda a: a * a * (2 - 1j), (3, 3), True),
+    "exp_sin": (lambda L: lambda a: L.exp(a).sin(), (3, 3), True),
+    "abs_angle": (lambda L: lambda a: a.abs() + L.angle(a), (3, 3), True),
+    "view_as_real": (lambda L: lambda a: L.view_as_real(a) * 2, (3, 3), True),
+    "conj": (lambda L: lambda a: a.conj() * a, (3, 3), True),
+    "matmul": (lambda L: lambda a: a @ a, (3, 3), True),
+    "prod_sum": (lambda L: lambda a: a.prod(0) + a.sum(1), (3, 3), True),
+    "cumsum_var": (lambda L: lambda a: L.cumsum(a, 0).sum() + L.var(a, 0), (4, 3), True),
+    "complex": (lambda L: lambda a: L.complex(a, a * 2), (4,), False),
+    "fft": (lambda L: lambda a: L.fft.fft(a), (8,), True),
+    "fft2": (lambda L: lambda a: L.fft.fft2(a, norm="ortho"), (4, 4), True),
+    "rfft": (lambda L: lambda a: L.fft.rfft(a), (8,), False),
+    "irfft": (lambda L: lambda a: L.fft.irfft(a, 8), (5,), True),
+    "ihfft": (lambda L: lambda a: L.fft.ihfft(a), (6,), False),
+    "linalg_inv": (lambda L: lambda a: L.linalg.inv(a), (3, 3), True),
+    "linalg_svdvals": (lambda L: lambda a: L.linalg.svdvals(a), (3, 3), True),
+}
+
+
+@pytest.mark.parametrize("name", list(_JVP))
+def test_forward_ad(name):
+    import torch.autograd.forward_ad as ft
+
+    import ember.autograd.forward_ad as fe
+    make, shape, cplx = _JVP[name]
+    rng = np.random.default_rng(15)
+    x = _c(rng, *shape, dtype=np.complex128) if cplx else rng.standard_normal(shape)
+    t = _c(rng, *shape, dtype=np.complex128) if cplx else rng.standard_normal(shape)
+    with fe.dual_level():
+        de = fe.make_dual(ember.tensor(x), ember.tensor(t))
+        pe, te = fe.unpack_dual(make(ember)(de))
+    with ft.dual_level():
+        dt = ft.make_dual(torch.tensor(x), torch.tensor(t))
+        pt, tt = ft.unpack_dual(make(torch)(dt))
+    _close(pe, pt, rtol=1e-9, atol=1e-10)
+    _close(te, tt, rtol=1e-8, atol=1e-10)

@@ -304,6 +304,9 @@ def reduce(str op, TensorBase t, dim, keepdim, dtype, out):
         dim = (dim,)
     dims = tuple(range(t._ndim)) if dim is None or len(dim) == 0 else tuple(
         wrap_dim(d, t._ndim, op) for d in dim)
+    if t._ndim == 0:
+        # a 0-d tensor reduces over nothing (not over the (re, im) pair of its view)
+        t, dims, keepdim = t.reshape(1), (0,), False
     if op == "prod":
         r = _prod(t, dims, keepdim)
     else:
