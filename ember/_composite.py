@@ -84,7 +84,7 @@ def rad2deg(input, *, out=None):
 def sinc(input, *, out=None):
     """The normalised sinc, ``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
     x = _tensor_arg(input, "sinc")
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(core.float32)
     px = _ew.mul(x, math.pi)
     zero = _ew.eq(x, 0)

@@ -1352,10 +1352,10 @@ def _legacy_cross(input: Tensor, other: Tensor, dim: int | None = None, *,
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
-    """Dot product of vectors along ``dim`` (operands broadcast)."""
+    """Dot product of vectors along ``dim`` (operands broadcast): ``sum(conj(x) * y)``."""
     _tensor(x, "linalg.vecdot", "x")
     _tensor(y, "linalg.vecdot", "y")
-    return _out(out, (x * y).sum(dim))
+    return _out(out, ((x.conj() if x.is_complex() else x) * y).sum(dim))
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -246,6 +246,15 @@ def test_real_only_ops_refuse_complex(op):
         getattr(ember, op)(e, *args)
 
 
+def test_vecdot_and_sinc():
+    rng = np.random.default_rng(16)
+    a, b = _c(rng, 3, 4, dtype=np.complex128), _c(rng, 3, 4, dtype=np.complex128)
+    a[0, 0] = 0
+    _grad_parity(lambda x, y: ember.linalg.vecdot(x, y), lambda x, y: torch.linalg.vecdot(x, y),
+                 a, b)
+    _grad_parity(ember.sinc, torch.sinc, a)
+
+
 def test_zero_dim_reductions():
     e, t = ember.tensor(1 + 2j), torch.tensor(1 + 2j)
     for op in ("sum", "mean", "prod"):
