@@ -65,6 +65,16 @@ def test_prod_gradient_at_zeros(zeros):
     _grad_parity(lambda x: ember.prod(x), lambda x: torch.prod(x), a)
 
 
+@pytest.mark.parametrize("cplx", [False, True])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_gradient_at_zeros(cplx, dim):
+    rng = np.random.default_rng(17)
+    a = _c(rng, 3, 6, dtype=np.complex128) if cplx else rng.standard_normal((3, 6))
+    for i, j in ((0, 2), (1, 1), (1, 4), (2, 0)):
+        a[i, j] = 0
+    _grad_parity(lambda x: ember.cumprod(x, dim), lambda x: torch.cumprod(x, dim), a)
+
+
 # --- var / std --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["var", "std"])
