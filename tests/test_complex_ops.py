@@ -29,6 +29,20 @@ def test_scans(op, dt):
     _close(getattr(ember, op)(ember.tensor(1 - 2j), 0), getattr(torch, op)(torch.tensor(1 - 2j), 0))
 
 
+def test_logcumsumexp():
+    rng = np.random.default_rng(18)
+    e, t = _pair(_c(rng, 3, 5) * 20)
+    for d in (0, 1):
+        _close(ember.logcumsumexp(e, d), torch.logcumsumexp(t, d), rtol=1e-5, atol=1e-5)
+    inf, nan = float("inf"), float("nan")
+    special = [[1 + 1j, -inf + 0j, 2 - 3j, 1000 + 2j], [nan, 1j, 2, 3],
+               [-inf + 0j, -inf + 1j, 0j, 1], [inf + 0j, inf + 1j, 0j, 1]]
+    e, t = _pair(np.array(special, dtype=np.complex128))
+    _close(ember.logcumsumexp(e, 1), torch.logcumsumexp(t, 1), rtol=1e-12)
+    _grad_parity(lambda x: ember.logcumsumexp(x, 1), lambda x: torch.logcumsumexp(x, 1),
+                 _c(rng, 3, 4, dtype=np.complex128) * 3)
+
+
 def test_scans_dtype_and_out():
     x = np.array([1, 2, 3])
     for op in ("cumsum", "cumprod"):

@@ -45,7 +45,37 @@ cdef extern from *:
             for (int64_t j = 0; j < k; j++) { acc *= x[r * k + j]; o[r * k + j] = acc; }
         }
     }
+    /* log(exp(x) + exp(y)) shifted by the larger real part, with torch's NaN and
+       infinity rules */
+    static double complex em_clae(double complex x, double complex y) {
+        double a = creal(x), b = creal(y);
+        if (isnan(a) || isnan(b)) return CMPLX(NAN, NAN);
+        double lo = a < b ? a : b, hi = a < b ? b : a;
+        if (!isfinite(lo) && lo == hi) return lo < 0 ? x : clog(cexp(x) + cexp(y));
+        double complex mx = a < b ? y : x, mn = a < b ? x : y;
+        return mx + clog(1.0 + cexp(mn - mx));
+    }
+    static void em_clcse_f(const float complex *x, int64_t rows, int64_t k, float complex *o) {
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = k ? x[r * k] : 0;
+            for (int64_t j = 0; j < k; j++) {
+                if (j) acc = em_clae(acc, x[r * k + j]);
+                o[r * k + j] = (float complex)acc;
+            }
+        }
+    }
+    static void em_clcse_d(const double complex *x, int64_t rows, int64_t k, double complex *o) {
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = k ? x[r * k] : 0;
+            for (int64_t j = 0; j < k; j++) {
+                if (j) acc = em_clae(acc, x[r * k + j]);
+                o[r * k + j] = acc;
+            }
+        }
+    }
     """
+    void em_clcse_f(const void *x, int64_t rows, int64_t k, void *o) nogil
+    void em_clcse_d(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_cprod_f(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_cprod_d(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_ccumprod_f(const void *x, int64_t rows, int64_t k, void *o) nogil
@@ -357,7 +387,8 @@ def matmul(a, b):
 # scans, variance, products with a scaled addend, convolution, ranges
 
 def cum(str op, TensorBase t, dim, dtype, out):
-    """cumsum / cumprod of a complex tensor (or of any tensor into a complex ``dtype``)."""
+    """cumsum / cumprod / logcumsumexp of a complex tensor (or of any tensor into a complex
+    ``dtype``)."""
     E = _ember()
     if dtype is not None:
         t = t.to(dtype)
@@ -370,13 +401,15 @@ def cum(str op, TensorBase t, dim, dtype, out):
         # a running sum is real-linear: scan the (re, im) view along the same dim
         r = view_as_complex(E.cumsum(view_as_real(t), d))
     else:
-        r = _cumprod(t, d)
+        r = _scan(t, d, op == "cumprod")
     if out is not None:
-        return write_out(out, <TensorBase>r, OUT_CAST, (t,), op)
+        return write_out(out, <TensorBase>r, OUT_CAST if op != "logcumsumexp" else OUT_EXACT,
+                         (t,), op)
     return r
 
 
-cdef object _cumprod(TensorBase t, int d):
+cdef object _scan(TensorBase t, int d, bint prod):
+    """A running product (``prod``) or log-sum-exp along dim d, accumulated in double."""
     cdef TensorBase x = <TensorBase>(t.movedim(d, -1).contiguous())
     cdef TensorBase o = new_like(x, -1)
     cdef int64_t k = x._shape[x._ndim - 1]
@@ -384,13 +417,17 @@ cdef object _cumprod(TensorBase t, int d):
     cdef char *xp = x._storage.data + x._offset * em_itemsize[x._dtype]
     cdef char *op_ = o._storage.data + o._offset * em_itemsize[o._dtype]
     with nogil:
-        if x._dtype == EM_C64:
+        if prod and x._dtype == EM_C64:
             em_ccumprod_f(xp, rows, k, op_)
-        else:
+        elif prod:
             em_ccumprod_d(xp, rows, k, op_)
+        elif x._dtype == EM_C64:
+            em_clcse_f(xp, rows, k, op_)
+        else:
+            em_clcse_d(xp, rows, k, op_)
     r = o.movedim(-1, d)
     if grad_on() and t._requires_grad:
-        record("cumprod", (t,), r, {"dim": d})
+        record("cumprod" if prod else "logcumsumexp", (t,), r, {"dim": d})
     return r
 
 

@@ -67,7 +67,8 @@ cdef inline TensorBase _as_t(object x, str op):
     if category(t._dtype) == 3 and op in ("any", "all", "count_nonzero"):
         return <TensorBase>_ew.ne(t, 0)       # truth of a complex value: nonzero
     if category(t._dtype) == 3 and op not in ("sum", "mean", "prod", "cumsum", "cumprod", "var",
-                                              "std", "var_mean", "std_mean", "logsumexp"):
+                                              "std", "var_mean", "std_mean", "logsumexp",
+                                              "logcumsumexp"):
         # the kernels here are real-only: never let a complex input lose its imaginary part
         if op in ("argmax", "argmin"):
             raise RuntimeError(f"{op}(): does not support complex input")
@@ -916,6 +917,9 @@ def logcumsumexp(input, dim, *, out=None):
     cdef TensorBase t = _as_t(input, "logcumsumexp")
     if needs_slow1(t):
         return redispatch("logcumsumexp", logcumsumexp, (input, dim), {})
+    if category(t._dtype) == 3:
+        from ember._C import cplx
+        return cplx.cum("logcumsumexp", t, dim, None, out)
     if category(t._dtype) < 2:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{torch_type_name(t._dtype)}'")

@@ -18,7 +18,7 @@ from ember.autograd._table import _FLAGS, _OPTIONS, FORMULAS, formula
 _HOLOMORPHIC = ("add", "sub", "mul", "div", "pow", "neg", "exp", "exp2", "expm1", "log",
                 "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
                 "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sigmoid",
-                "reciprocal", "square", "cumprod")
+                "reciprocal", "square", "cumprod", "logcumsumexp")
 
 
 def _is_c(x):

@@ -311,8 +311,9 @@ def _logcumsumexp(ctx, g):
     x = ctx.input(0)
     d = ctx._attrs["dim"]
     out = ctx.output
-    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), shifted by the row max for stability
-    m = R.amax(out, d, True)
+    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), shifted by the row max for stability (of
+    # the real parts for complex input, whose formula is wrapped as a holomorphic one)
+    m = R.amax(out.real if out.is_complex() else out, d, True)
     w = E.mul(g, E.exp(E.sub(m, out)))
     return (E.mul(_rev_cumsum(w, d), E.exp(E.sub(x, m))),)
 
