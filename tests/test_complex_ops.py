@@ -260,6 +260,46 @@ def test_logsumexp():
                  _c(rng, 3, 4, dtype=np.complex128))
 
 
+_REFUSED = {
+    "batch_norm": lambda L, F, a: F.batch_norm(a, None, None, training=True),
+    "instance_norm": lambda L, F, a: F.instance_norm(a),
+    "group_norm": lambda L, F, a: F.group_norm(a, 1),
+    "max_pool2d": lambda L, F, a: F.max_pool2d(a, 2),
+    "max_pool1d": lambda L, F, a: F.max_pool1d(a[0], 2),
+    "adaptive_max_pool2d": lambda L, F, a: F.adaptive_max_pool2d(a, 2),
+    "interpolate": lambda L, F, a: F.interpolate(a, scale_factor=2),
+    "interpolate_bilinear": lambda L, F, a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+    "mse_loss": lambda L, F, a: F.mse_loss(a, a),
+    "smooth_l1_loss": lambda L, F, a: F.smooth_l1_loss(a, a),
+    "huber_loss": lambda L, F, a: F.huber_loss(a, a),
+    "glu": lambda L, F, a: F.glu(a),
+    "kthvalue": lambda L, F, a: a.kthvalue(1),
+    "median": lambda L, F, a: a.median(),
+    "topk": lambda L, F, a: a.topk(2),
+    "argmin": lambda L, F, a: a.argmin(),
+    "clamp": lambda L, F, a: a.clamp(0, 1),
+}
+
+
+@pytest.mark.parametrize("name", list(_REFUSED))
+def test_nn_and_ordering_ops_refuse_complex(name):
+    rng = np.random.default_rng(19)
+    a = _c(rng, 2, 3, 4, 4)
+    with pytest.raises(RuntimeError) as te:
+        _REFUSED[name](torch, torch.nn.functional, torch.tensor(a))
+    with pytest.raises(type(te.value), match="complex|Complex"):
+        _REFUSED[name](ember, ember.nn.functional, ember.tensor(a))
+
+
+def test_unfold_fold():
+    rng = np.random.default_rng(20)
+    a = _c(rng, 2, 3, 4, 4, dtype=np.complex128)
+    F, TF = ember.nn.functional, torch.nn.functional
+    _grad_parity(lambda x: F.unfold(x, 2, padding=1), lambda x: TF.unfold(x, 2, padding=1), a)
+    u = _c(rng, 2, 12, 9, dtype=np.complex128)
+    _grad_parity(lambda x: F.fold(x, (4, 4), 2), lambda x: TF.fold(x, (4, 4), 2), u)
+
+
 @pytest.mark.parametrize("op", ["amax", "argmax", "cummax", "max", "sort"])
 def test_real_only_ops_refuse_complex(op):
     args = (0,) if op in ("cummax",) else ()

@@ -72,7 +72,7 @@ cdef inline TensorBase _as_t(object x, str op):
         # the kernels here are real-only: never let a complex input lose its imaginary part
         if op in ("argmax", "argmin"):
             raise RuntimeError(f"{op}(): does not support complex input")
-        if op in ("sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian"):
+        if op in ("sort", "argsort", "msort", "topk"):
             raise RuntimeError(f"{op}: does not support complex dtypes on CPU")
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
                                   f"'{torch_type_name(t._dtype)}'")
