@@ -345,6 +345,13 @@ _JVP = {
     "ihfft": (lambda L: lambda a: L.fft.ihfft(a), (6,), False),
     "linalg_inv": (lambda L: lambda a: L.linalg.inv(a), (3, 3), True),
     "linalg_svdvals": (lambda L: lambda a: L.linalg.svdvals(a), (3, 3), True),
+    "linalg_det": (lambda L: lambda a: L.linalg.det(a), (3, 3), True),
+    "linalg_cholesky": (lambda L: lambda a: L.linalg.cholesky(a @ a.mH + 3 * L.eye(3)), (3, 3),
+                        True),
+    "linalg_qr": (lambda L: lambda a: L.linalg.qr(a).Q, (3, 3), True),
+    "linalg_eigvals": (lambda L: lambda a: L.linalg.eigvals(a), (3, 3), True),
+    "conv1d": (lambda L: lambda a: L.nn.functional.conv1d(a[None], a[:, :, None]), (3, 3), True),
+    "logcumsumexp": (lambda L: lambda a: L.logcumsumexp(a, 1), (3, 3), True),
 }
 
 
