@@ -57,7 +57,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``, elementwise with broadcasting."""
     _tensor_arg(input, "addcdiv")
-    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+    if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and not (
+            tensor2.dtype.is_floating_point or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 and "
                            "tensor2. The historic addcdiv behavior can be implemented as "

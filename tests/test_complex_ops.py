@@ -319,6 +319,58 @@ def test_vecdot_and_sinc():
     _grad_parity(ember.sinc, torch.sinc, a)
 
 
+def test_lerp_and_masked_fill():
+    rng = np.random.default_rng(21)
+    a, b = _c(rng, 3, 4, dtype=np.complex128), _c(rng, 3, 4, dtype=np.complex128)
+    for w in (0.3, 0.8, 0.25j):
+        _grad_parity(lambda x, y: ember.lerp(x, y, w), lambda x, y: torch.lerp(x, y, w), a, b)
+    w = _c(rng, 3, 4, dtype=np.complex128)
+    _grad_parity(ember.lerp, torch.lerp, a, b, w)
+    e, t = ember.tensor(a), torch.tensor(a)
+    ember.lerp(e, ember.tensor(b), 0.7, out=e)
+    _close(e, torch.lerp(t, torch.tensor(b), 0.7))
+    with pytest.raises(RuntimeError, match=r"boolean masks.*complex<float>"):
+        ember.zeros(2).masked_fill(ember.zeros(2, dtype=ember.complex64), 1)
+
+
+@pytest.mark.parametrize("opt,kw", [
+    ("Adam", {"lr": 0.1}), ("Adam", {"lr": 0.1, "amsgrad": True, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.1}), ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}), ("Adagrad", {"lr": 0.1}),
+    ("Adadelta", {}), ("Adamax", {}), ("NAdam", {}), ("RAdam", {}), ("ASGD", {}),
+    ("Rprop", {})])
+def test_optimizers_on_complex_parameters(opt, kw):
+    rng = np.random.default_rng(22)
+    w0, x = _c(rng, 3, 4), _c(rng, 5, 4)
+    results = []
+    for L in (ember, torch):
+        w = L.tensor(w0).requires_grad_(True)
+        o = getattr(L.optim, opt)([w], **kw)
+        for _ in range(3):
+            o.zero_grad()
+            (L.tensor(x) @ w.mT).abs().sum().backward()
+            o.step()
+        results.append(w)
+    _close(results[0], results[1], rtol=1e-4, atol=1e-5)
+
+
+def test_optimizer_state_of_complex_parameters_stays_complex():
+    w = ember.randn(3, 4, dtype=ember.complex64, requires_grad=True)
+    o = ember.optim.Adam([w], lr=0.1)
+    for _ in range(2):
+        o.zero_grad()
+        w.abs().sum().backward()
+        o.step()
+    st = o.state[w]
+    assert st["exp_avg"].dtype is ember.complex64 and st["exp_avg"].shape == w.shape
+    assert o.param_groups[0]["params"][0] is w
+    o2 = ember.optim.Adam([w], lr=0.1)
+    o2.load_state_dict(o.state_dict())
+    before = w.detach().clone()
+    o2.step()
+    assert not ember.equal(before, w.detach())
+
+
 def test_zero_dim_reductions():
     e, t = ember.tensor(1 + 2j), torch.tensor(1 + 2j)
     for op in ("sum", "mean", "prod"):
