@@ -12,6 +12,7 @@ Graphs whose inputs need gradients are compiled for training by :mod:`.aot`.
 from __future__ import annotations
 
 import ctypes
+import operator
 import threading
 import warnings
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Callable
 
 import ember
 from ember._C import cgrun as _cgrun
-from ember.fx import Node
+from ember.fx import Graph, GraphModule, Node
 from ember.fx.node import map_arg
 
 from .. import Backend, CompileMode
@@ -216,6 +217,24 @@ class CompiledGraph:
         return _cgrun.Plan(kernels, reads, writes, frees, len(self.placeholders), results,
                            buffers)
 
+    def _python_plan(self) -> Callable:
+        """Kernels and eager nodes as one generated Python function (``ember.fx``'s code
+        generation): each kernel is a call of its native entry point, each eager node
+        a direct call, and values are dropped after their last use."""
+        g = Graph()
+        env: dict = {}
+        for n in self.placeholders:
+            env[n] = g.node_copy(n, env.__getitem__)
+        for is_k, obj in self.steps:
+            if is_k:
+                call = g.call_function(obj.k.run, (tuple(env[n] for n in obj.ins),))
+                for j, o in enumerate(obj.outs):
+                    env[o] = g.call_function(operator.getitem, (call, j))
+            else:
+                env[obj] = g.node_copy(obj, env.__getitem__)
+        g.node_copy(self.output, env.__getitem__)
+        return GraphModule(self.gm, g).forward
+
     def __call__(self, *args: Any) -> Any:
         static, tuning = self.static, not self.tuned
         if not tuning:
@@ -240,7 +259,9 @@ class CompiledGraph:
                         r = self._run(args, True, False)
                 self.plan = self._native_plan(static)
                 if not static:
-                    return self.plan(*args) if self.plan else self._run(args, False, False)
+                    if self.plan is None:
+                        self.plan = self._python_plan()
+                    return self.plan(*args)
                 return r
             if static and self.lock.acquire(blocking=False):
                 try:
