@@ -613,10 +613,12 @@ class _Capture(DispatchMode):
             self.graph_break(name, bad)
             return run()
         seen = {id(t): t._version for _, t in self.env.values()}
-        snap = self.snap_args is not None
+        snap = self.snap_args is not None and hasattr(fn, "_ember_step_reason")
         if snap:
-            # Python state the step changes is changed again by every replay; what the
-            # traced code between steps changes is not (checked after the capture)
+            # Python state a training-loop step (backward, optimizer, scheduler) changes
+            # is changed again by every replay; what the traced code between steps
+            # changes is not (checked after the capture).  Other disable'd functions'
+            # changes count as the traced code's: later code may have baked them.
             owner = getattr(fn, "_ember_step_owner", None)
             if owner is not None and all(w is not owner for w in self.watched):
                 # values not watched before count from here (those the function reads

@@ -3,10 +3,11 @@
 The compiled callable runs the graph as a list of steps: eager nodes through
 the dispatcher (matmul, linear, convolution, views and every op the lowering
 table does not cover: their existing kernels) and fused kernels through one
-generated shared object, called with a per-kernel argument array built once
-(only the data pointers change between calls).  A graph made only of kernels
-runs through a precomputed plan; ``reduce-overhead`` fixes its buffers and
-``max-autotune`` picks each kernel's thread count (:class:`CompiledGraph`).
+generated shared object, each called through its native entry point
+(:class:`ember._C.cgrun.Kernel`).  A graph made only of kernels runs as one
+native plan, a mixed one as one generated Python function; ``reduce-overhead``
+fixes the kernels' buffers and ``max-autotune`` picks each kernel's thread
+count (:class:`CompiledGraph`).
 Graphs whose inputs need gradients are compiled for training by :mod:`.aot`.
 """
 from __future__ import annotations
