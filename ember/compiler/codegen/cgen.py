@@ -72,7 +72,7 @@ static inline float em_cg_sigmoid(float x) {
 /* One-thread parallel regions (small tensors, one thread) run their body
    directly: libgomp's team barrier costs a futex wake-up even for a team of one
    (the module is linked with --wrap=GOMP_parallel, as ember's own are). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(_OPENMP)
+#if defined(__linux__) && defined(_OPENMP)
 #include <omp.h>
 void __real_GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
 __attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
