@@ -190,3 +190,26 @@ def test_graph_with_eager_steps_runs_as_one_generated_function():
     assert cg.n_kernels == 2 and callable(cg.plan) and not isinstance(cg.plan, cgrun.Plan)
     code = cg.plan.__self__.code               # kernels called through their entry points
     assert code.count("run_") >= 2 and "matmul" in code
+
+
+def test_fused_relu_and_large_trig_arguments_after_a_nan():
+    def f(t):
+        return (t * 1.0).relu() + 0.0, t.sin() * 1.0
+
+    vals = np.zeros(1000, np.float32)
+    vals[:6] = [np.nan, -0.0, -np.inf, 2.0, -1.5, 0.25]
+    # |x| > 8192 sends the kernel to libm's sin: a NaN before or after it (in its
+    # vector lane too) must not hide it
+    vals[500], vals[516], vals[532] = 3e7, np.nan, 3.0
+    x = ember.from_numpy(vals)
+    cf, made = _compiled(f)
+    cf(x)
+    assert made[0].n_kernels == 1
+    for got, want in zip(cf(x), f(x)):
+        got, want = got.numpy(), want.numpy()
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=2e-6, atol=2e-6)
+    relu, sin = (t.numpy() for t in cf(x))
+    assert relu[1] == 0.0 and relu[2] == 0.0 and relu[3] == 2.0 and np.isnan(relu[0])
+    np.testing.assert_allclose(sin[500], np.sin(np.float64(3e7)), rtol=1e-6)

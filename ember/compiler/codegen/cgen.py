@@ -19,7 +19,8 @@ from .scheduler import Kernel, _dtype, _meta
 from .scheduler import _op_name as _name
 
 PRELUDE = r"""
-static inline float em_cg_relu(float x) { return (x != x) ? x : (x > 0 ? x : 0); }
+/* one max instruction: a NaN passes through (the comparison is false) */
+static inline float em_cg_relu(float x) { return 0.0f > x ? 0.0f : x; }
 static inline float em_cg_max(float a, float b) {
     return (a != a || b != b) ? a + b : (a > b ? a : b); }
 static inline float em_cg_min(float a, float b) {
@@ -167,7 +168,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     # the body is written twice: the fast variant flags arguments its vectorised
     # sin/cos cannot take, and then the exact one (libm) reruns the kernel
     lines = [f"static int {name}_VARIANT(void **a, int nt, int64_t n0) {{",
-             "    int big = 0; (void)n0;"]
+             "    float big = 0.0f; (void)n0;"]
     var: dict = {}
     for i, x in enumerate(k.inputs):
         ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
@@ -208,7 +209,9 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
 
     def trig_check(n: Node) -> str:
         if _name(n) in ("sin", "cos"):
-            return f" big |= fabsf({operand(k.prim[n][1][0])}) > EM_CG_TRIG_MAX;"
+            # the largest |argument| (one max per vector; a NaN never replaces it)
+            a = f"fabsf({operand(k.prim[n][1][0])})"
+            return f" big = {a} > big ? {a} : big;"
         return ""
 
     def v_stmt(n: Node) -> str:
@@ -236,7 +239,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
                     [f"{m} = {m} > {operand(x)} ? {m} : {operand(x)};",
                      f"{m}_nan |= {operand(x)} != {operand(x)};"],
                     f"#pragma omp simd reduction(max:{m}) reduction(|:{m}_nan) "
-                    f"reduction(|:big)")
+                    f"reduction(max:big)")
         out.append(f"{ind}if ({m}_nan) {m} = NAN;")
         return out
 
@@ -250,7 +253,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             # per thread, so results do not depend on the thread count)
             o = k.outputs.index(n)
             body += loop([ops[0]], [f"pk{o}[j] += (double){operand(ops[0])};"],
-                         "#pragma omp simd reduction(|:big)")
+                         "#pragma omp simd reduction(max:big)")
         elif isinstance(prim, L.Reduction):
             x, acc = ops[0], var[n] + "_acc"
             if prim.kind == "amax":
@@ -259,7 +262,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             else:
                 body.append(f"{ind}float {acc} = 0.0f;")
                 body += loop([x], [f"{acc} += {operand(x)};"],
-                             f"#pragma omp simd reduction(+:{acc}) reduction(|:big)")
+                             f"#pragma omp simd reduction(+:{acc}) reduction(max:big)")
                 div = f" / (float){C}" if prim.kind == "mean" else ""
                 body.append(f"{ind}const float {var[n]} = {acc}{div};")
         elif isinstance(prim, L.Row):
@@ -268,7 +271,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             body += max_loop(x, m)
             body.append(f"{ind}float {z} = 0.0f;")
             body += loop([x], [f"{z} += em_expf({operand(x)} - {m});"],
-                         f"#pragma omp simd reduction(+:{z}) reduction(|:big)")
+                         f"#pragma omp simd reduction(+:{z}) reduction(max:big)")
             if prim.kind == "log_softmax":
                 body.append(f"{ind}const float {var[n]}_lz = (float)log((double){z});")
     v_out = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "V"]
@@ -278,7 +281,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         for i, n in v_out:
             val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
             tail.append(f"out{i}[{idx}] = {val};")
-        body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
+        body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(max:big)")
     totals = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "T"]
     columns = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "K"]
     for i, n in enumerate(k.outputs):
@@ -290,9 +293,9 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             body.append(f"{ind}part{i}[r] = (double){var[n]};")
     for i, n in totals:
         lines.append(f"    double *part{i} = (double *)malloc(sizeof(double) * {Rs});")
-        lines.append(f"    if (!part{i}) {{ out{i}[0] = NAN; return big; }}")
+        lines.append(f"    if (!part{i}) {{ out{i}[0] = NAN; return 0; }}")
     par = (f"num_threads(nt) schedule(static) if({Rs} * {Cs} >= {par_min}LL) "
-           f"reduction(|:big)")
+           f"reduction(max:big)")
     if flat:
         body = [f"{ind}#pragma omp parallel for simd {par}"
                 if b.strip().startswith("#pragma omp simd") else b for b in body]
@@ -303,7 +306,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         for i, n in columns:
             lines.append(f"    double *part{i} = (double *)calloc(nb * {C}, sizeof(double));")
             lines.append(f"    if (!part{i}) {{ for (int64_t j = 0; j < {C}; j++) "
-                         f"out{i}[j] = NAN; return big; }}")
+                         f"out{i}[j] = NAN; return 0; }}")
         lines.append(f"    #pragma omp parallel for {par}")
         lines.append("    for (int64_t blk = 0; blk < nb; blk++) {")
         lines += [f"        double *pk{i} = part{i} + blk * {C}LL;" for i, _ in columns]
@@ -327,7 +330,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         div = f" / (double){Rs}" if k.prim[n][0].kind == "mean" else ""
         lines.append(f"    {{ double t = 0.0; for (int64_t r = 0; r < {Rs}; r++) t += part{i}[r];")
         lines.append(f"      out{i}[0] = (float)(t{div}); free(part{i}); }}")
-    lines.append("    return big;")
+    lines.append("    return big > EM_CG_TRIG_MAX;")
     lines.append("}")
     text = "\n".join(lines) + "\n"
     variants = []
