@@ -264,6 +264,11 @@ static int put_run(int dtype, void *out, const void *vals, int64_t *tgt, int64_t
     }
 }
 
+static bool addable(int dtype) {
+    return dtype == EM_F32 || dtype == EM_F64 || dtype == EM_F16 || dtype == EM_BF16 ||
+           dtype == EM_I32 || dtype == EM_I64;
+}
+
 /* the common tail: targets computed, run the writes, free the buffer */
 static int put_finish(int rc0, int dtype, void *out, const void *vals, int64_t *buf, int64_t n,
                       const emc_nd *slice, bool add, bool det, cudaStream_t s, const char *where) {
@@ -280,6 +285,7 @@ EMC_API int emc_scatter(int reduce, int dtype, void *out, int64_t dim_size, int6
                         void *stream) {
     if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_scatter");
     if (reduce != EMC_PUT_SET && reduce != EMC_PUT_ADD) return emc_set_error(EMC_E_OP, "emc_scatter");
+    if (reduce == EMC_PUT_ADD && !addable(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_scatter");
     if (nd->nargs < 3 || nd->ndim > EMC_MAX_DIMS) return emc_set_error(EMC_E_ARG, "emc_scatter");
     const int64_t n = emc_numel(nd);
     if (n == 0) return 0;
@@ -300,7 +306,8 @@ EMC_API int emc_index_put(int dtype, void *out, int k, const int64_t *const *idx
                           const int64_t *sizes, const int64_t *strides, int64_t n,
                           const void *values, int64_t vstride, const emc_nd *slice,
                           int accumulate, int deterministic, void *stream) {
-    if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_index_put");
+    if (dtype < 0 || dtype >= EM_NDTYPES || (accumulate && !addable(dtype)))
+        return emc_set_error(EMC_E_DTYPE, "emc_index_put");
     if (k < 1 || k > EMC_MAX_DIMS || n < 0 || slice->ndim > EMC_MAX_DIMS)
         return emc_set_error(EMC_E_ARG, "emc_index_put");
     if (n == 0) return 0;
