@@ -305,6 +305,8 @@ CUDA_SYMBOLS = {
     "emc_topk": ("i", "ipqqqippp"),
     "emc_randperm": ("i", "pqQQp"),
     "emc_multinomial": ("i", "ipqqqipQQpp"),
+    "emc_randperm_host": ("i", "pqQQ"),
+    "emc_multinomial_host": ("i", "pqqqipQQp"),
     "emc_pool_create": ("p", "ppp"),
     "emc_pool_destroy": ("v", "p"),
     "emc_pool_malloc": ("i", "pzQp"),

@@ -342,9 +342,9 @@ __device__ __forceinline__ int64_t bn_at(int64_t e, int64_t c, int64_t C, int64_
 }
 
 template <typename T>
-__global__ void bn_stats_partial(const T *x, int64_t C, int64_t HW, int64_t M, int64_t chunks,
-                                 Wf *part) {
-    const int64_t c = blockIdx.y, ch = blockIdx.x;
+__global__ void bn_stats_partial(const T *x, int64_t c0, int64_t C, int64_t HW, int64_t M,
+                                 int64_t chunks, Wf *part) {
+    const int64_t c = c0 + blockIdx.y, ch = blockIdx.x;
     const int64_t e0 = ch * BN_CHUNK, e1 = e0 + BN_CHUNK < M ? e0 + BN_CHUNK : M;
     Wf w = {0, 0, 0};
     for (int64_t e = e0 + threadIdx.x; e < e1; e += NB) w = wf_add(w, ld<T, double>(x + bn_at(e, c, C, HW)));
@@ -404,7 +404,7 @@ EMC_API int emc_batch_norm_fwd(int dtype, const void *x, const void *w, const vo
                                void *running_mean, void *running_var, int64_t N, int64_t C,
                                int64_t HW, int training, double momentum, double eps, void *y,
                                void *save_mean, void *save_invstd, void *stream) {
-    if (N < 0 || C < 0 || HW < 0 || C > 65535) return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd");
+    if (N < 0 || C < 0 || HW < 0) return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd");
     const int64_t M = N * HW, total = M * C;
     if (C == 0) return 0;
     if (training && M == 0) return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd (no values per channel)");
@@ -422,8 +422,9 @@ EMC_API int emc_batch_norm_fwd(int dtype, const void *x, const void *w, const vo
         if (training) {
             rc = emc_malloc((void **)&part, sizeof(Wf) * (size_t)(chunks * C), s);
             if (rc) { emc_free(stats); return rc; }
-            bn_stats_partial<T><<<dim3((unsigned)chunks, (unsigned)C), NB, 0, s>>>(
-                (const T *)x, C, HW, M, chunks, part);
+            for (int64_t c0 = 0; c0 < C; c0 += 65535)   /* channels on grid y */
+                bn_stats_partial<T><<<dim3((unsigned)chunks, (unsigned)(C - c0 < 65535 ? C - c0 : 65535)),
+                                      NB, 0, s>>>((const T *)x, c0, C, HW, M, chunks, part);
             bn_stats_final<T><<<emc_blocks(C), EMC_THREADS, 0, s>>>(
                 part, C, chunks, eps, momentum, stats, (A *)save_mean, (A *)save_invstd,
                 (T *)running_mean, (T *)running_var);
@@ -445,9 +446,10 @@ EMC_API int emc_batch_norm_fwd(int dtype, const void *x, const void *w, const vo
 
 /* per (channel, chunk): sum dy and sum dy * (x - mean), in a fixed order */
 template <typename T>
-__global__ void bn_bwd_partial(const T *dy, const T *x, const typename Acc<T>::type *sv, int64_t C,
-                               int64_t HW, int64_t M, int64_t chunks, double *part) {
-    const int64_t c = blockIdx.y, ch = blockIdx.x;
+__global__ void bn_bwd_partial(const T *dy, const T *x, const typename Acc<T>::type *sv,
+                               int64_t c0, int64_t C, int64_t HW, int64_t M, int64_t chunks,
+                               double *part) {
+    const int64_t c = c0 + blockIdx.y, ch = blockIdx.x;
     const int64_t e0 = ch * BN_CHUNK, e1 = e0 + BN_CHUNK < M ? e0 + BN_CHUNK : M;
     const double mean = (double)sv[c];
     double s1 = 0, s2 = 0;
@@ -508,7 +510,7 @@ EMC_API int emc_batch_norm_bwd(int dtype, const void *dy, const void *x, const v
                                const void *save_mean, const void *save_invstd, int64_t N,
                                int64_t C, int64_t HW, int training, double eps, void *dx,
                                void *dw, void *db, void *stream) {
-    if (N < 0 || C < 0 || HW < 0 || C > 65535) return emc_set_error(EMC_E_ARG, "emc_batch_norm_bwd");
+    if (N < 0 || C < 0 || HW < 0) return emc_set_error(EMC_E_ARG, "emc_batch_norm_bwd");
     const int64_t M = N * HW, total = M * C;
     if (C == 0) return 0;
     if (training ? (!save_mean || !save_invstd) : (!running_mean || !running_var))
@@ -534,8 +536,10 @@ EMC_API int emc_batch_norm_bwd(int dtype, const void *dy, const void *x, const v
         }
         if (dw || db || training) {
             if (M > 0)
-                bn_bwd_partial<T><<<dim3((unsigned)chunks, (unsigned)C), NB, 0, s>>>(
-                    (const T *)dy, (const T *)x, sv, C, HW, M, chunks, part);
+                for (int64_t c0 = 0; c0 < C; c0 += 65535)
+                    bn_bwd_partial<T><<<dim3((unsigned)chunks, (unsigned)(C - c0 < 65535 ? C - c0 : 65535)),
+                                        NB, 0, s>>>((const T *)dy, (const T *)x, sv, c0, C, HW, M,
+                                                    chunks, part);
             else
                 cudaMemsetAsync(part, 0, sizeof(double) * (size_t)(2 * chunks * C), s);
             bn_bwd_final<T><<<emc_blocks(C), EMC_THREADS, 0, s>>>(part, sv, C, chunks, sums,

@@ -158,7 +158,7 @@ EMC_API int emc_layer_norm_bwd(int dtype, const void *dy, const void *x, const v
    dtype, may be NULL).  training: batch statistics (biased variance for the
    normalisation), save_mean / save_invstd [C] (float; double for EM_F64; may be
    NULL) and, when given, running = (1 - momentum) running + momentum * batch
-   (unbiased variance).  eval: the running statistics normalise.  C <= 65535. */
+   (unbiased variance).  eval: the running statistics normalise. */
 EMC_API int emc_batch_norm_fwd(int dtype, const void *x, const void *w, const void *b,
                                void *running_mean, void *running_var, int64_t N, int64_t C,
                                int64_t HW, int training, double momentum, double eps, void *y,
@@ -235,6 +235,12 @@ EMC_API int emc_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset
 EMC_API int emc_multinomial(int dtype, const void *p, int64_t rows, int64_t ncat, int64_t nsamp,
                             int replacement, int64_t *out, uint64_t seed, uint64_t offset,
                             int *status, void *stream);
+/* randperm and multinomial (float64 p, status a host int) computed on the host
+   by the kernels' own per-element functions: for the CPU tests */
+EMC_API int emc_randperm_host(int64_t *out, int64_t n, uint64_t seed, uint64_t offset);
+EMC_API int emc_multinomial_host(const double *p, int64_t rows, int64_t ncat, int64_t nsamp,
+                                 int replacement, int64_t *out, uint64_t seed, uint64_t offset,
+                                 int *status);
 /* the same streams computed on the host by the kernels' own per-block code
    (host memory out): what the CPU tests compare with ember's CPU generator */
 EMC_API int emc_rand_float_host(int kind, int dtype, void *out, int64_t n, uint64_t seed,
