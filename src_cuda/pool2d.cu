@@ -4,6 +4,7 @@
    whose windows hold it in the CPU's order (output rows, then columns), so
    there are no atomics and float32/float64 results are the CPU's bits. */
 #include "common.cuh"
+#include "ember_pool.h"
 
 struct PoolGeom {
     int64_t planes, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo, divisor;
@@ -21,14 +22,6 @@ static bool pool_ok(const ember_pool2d_params *p) {
            p->sw > 0 && p->ph >= 0 && p->pw >= 0 && p->Ho >= 0 && p->Wo >= 0 && p->divisor >= 0;
 }
 
-/* taps i in [lo, hi) with 0 <= o0 + i * d < n, at most k */
-__device__ __forceinline__ int64_t tap_lo(int64_t o0, int64_t d) { return o0 >= 0 ? 0 : (-o0 + d - 1) / d; }
-__device__ __forceinline__ int64_t tap_hi(int64_t o0, int64_t d, int64_t n, int64_t k) {
-    if (o0 >= n) return 0;
-    int64_t h = (n - 1 - o0) / d + 1;
-    return h < k ? h : k;
-}
-
 /* NaN wins; among equals the first tap */
 template <typename T>
 __global__ void max_fwd(PoolGeom q, const T *x, T *y, int64_t *idx) {
@@ -42,10 +35,11 @@ __global__ void max_fwd(PoolGeom q, const T *x, T *y, int64_t *idx) {
         const T *xp = x + pl * q.H * q.W;
         A best = -(A)INFINITY;
         int64_t bi = -1;
-        const int64_t i1 = tap_hi(h0, q.dh, q.H, q.kh), j1 = tap_hi(w0, q.dw, q.W, q.kw);
-        for (int64_t i = tap_lo(h0, q.dh); i < i1; i++) {
+        const int64_t i1 = em_pool_tap_hi(h0, q.dh, q.H, q.kh),
+                      j1 = em_pool_tap_hi(w0, q.dw, q.W, q.kw);
+        for (int64_t i = em_pool_tap_lo(h0, q.dh); i < i1; i++) {
             const int64_t ih = h0 + i * q.dh;
-            for (int64_t j = tap_lo(w0, q.dw); j < j1; j++) {
+            for (int64_t j = em_pool_tap_lo(w0, q.dw); j < j1; j++) {
                 const int64_t iw = w0 + j * q.dw;
                 const A v = ld<T, A>(xp + ih * q.W + iw);
                 if (bi < 0 || v > best || v != v) {
@@ -88,23 +82,15 @@ __global__ void max_bwd(PoolGeom q, const T *dy, const int64_t *idx, T *dx) {
     }
 }
 
-/* PyTorch's avg_pool2d window: the pool size counts padding up to H + ph, then
-   the window is clipped to the plane (src_c/pool.c's pl_avg_div) */
+/* the shared window (ember_pool.h); empty0: a window with no element and no
+   divisor to count padding gives 0 */
 template <typename A>
 __device__ __forceinline__ A avg_window(const PoolGeom &q, int64_t oh, int64_t ow, int64_t &hs,
                                         int64_t &he, int64_t &ws, int64_t &we, bool &empty0) {
-    int64_t h0 = oh * q.sh - q.ph, w0 = ow * q.sw - q.pw;
-    int64_t h1 = h0 + q.kh < q.H + q.ph ? h0 + q.kh : q.H + q.ph;
-    int64_t w1 = w0 + q.kw < q.W + q.pw ? w0 + q.kw : q.W + q.pw;
-    const int64_t pool = (h1 - h0) * (w1 - w0);
-    hs = h0 > 0 ? h0 : 0;
-    ws = w0 > 0 ? w0 : 0;
-    he = h1 < q.H ? h1 : q.H;
-    we = w1 < q.W ? w1 : q.W;
+    const int64_t div = em_avg_window(q.H, q.W, q.kh, q.kw, q.sh, q.sw, q.ph, q.pw, q.divisor,
+                                      q.include_pad, oh, ow, &hs, &he, &ws, &we);
     empty0 = !((he > hs && we > ws) || q.divisor || q.include_pad);
-    if (q.divisor) return (A)q.divisor;
-    if (q.include_pad) return (A)pool;
-    return (A)((he - hs) * (we - ws));
+    return (A)div;
 }
 
 template <typename T>
