@@ -573,6 +573,14 @@ class Tensor(core.TensorBase):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
         ``.grad`` (see ``ember.autograd.backward``)."""
+        if core._mode_active() and _capturing():
+            # inside ember.compile: an eager step between the graphs (tensor args only)
+            from ember.compiler import _eager_step
+            kw = {k: v for k, v in (("gradient", gradient), ("retain_graph", retain_graph),
+                                    ("create_graph", create_graph), ("inputs", inputs))
+                  if v is not None and v is not False}
+            _eager_step("backward", Tensor.backward, self, **kw)
+            return
         if gradient is None and inputs is None and _fast_backward[0] is not None:
             _fast_backward[0](self, retain_graph, create_graph)
         else:
@@ -612,6 +620,13 @@ def _shape_of(other, op):
 def _no_grad():
     from ember.autograd.grad_mode import no_grad
     return no_grad()
+
+
+def _capturing():
+    """Whether ember.compile is capturing on this thread (never imports the compiler)."""
+    import sys
+    comp = sys.modules.get("ember.compiler")
+    return comp is not None and comp._capturing_here()
 
 
 _fast_backward = [None]   # set by ember.autograd: loss.backward() without arguments

@@ -783,6 +783,11 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if needs_slow1(t):
         return _method_slow("uniform_", uniform_, t, (from_, to), _kw(generator=generator))
+    if category(t._dtype) == 3:
+        # torch's complex uniform: the real and imaginary parts each in [from, to)
+        from ember._C import cplx
+        uniform_(cplx.view_as_real(t), from_, to, generator=generator)
+        return t
     _require_float(t, "check_uniform_bounds")
     a = float(_as_number(from_, "uniform_", "from"))
     b = float(_as_number(to, "uniform_", "to"))
@@ -797,6 +802,12 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     cdef TensorBase t = <TensorBase>self
     if needs_slow1(t):
         return _method_slow("normal_", normal_, t, (mean, std), _kw(generator=generator))
+    if category(t._dtype) == 3:
+        # torch's complex normal: variance std^2 split evenly between the two parts
+        from ember._C import cplx
+        s = float(_as_number(std, "normal_", "std"))
+        normal_(cplx.view_as_real(t), mean, s * 0.7071067811865476, generator=generator)
+        return t
     _require_float(t, "normal_kernel_cpu")
     m = float(_as_number(mean, "normal_", "mean"))
     s = float(_as_number(std, "normal_", "std"))

@@ -12,6 +12,7 @@ from ember._C import core as _core
 from ember._C import elementwise as _ew
 from ember._C import matmul as _mm
 from ember._C import reduce as _C_reduce
+from ember._check import _real_only
 
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
@@ -78,6 +79,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # ---- pooling ----------------------------------------------------------------
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    _real_only(input, "max_pool2d")
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         stride = kernel_size
     return _conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
@@ -89,6 +91,7 @@ max_pool2d_with_indices = max_pool2d
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    _real_only(input, "max_pool1d_impl")
     stride = kernel_size if stride is None else stride
     r = _conv.max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), (1, _single(stride)),
                         (0, _single(padding)), (1, _single(dilation)), ceil_mode,
@@ -123,6 +126,7 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
+    _real_only(input, "adaptive_max_pool2d")
     return _conv.adaptive_max_pool2d(input, output_size, return_indices)
 
 
@@ -221,6 +225,7 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def glu(input, dim=-1):
+    _real_only(input, "glu_cpu")
     a, b = input.chunk(2, dim)
     return a * ember.sigmoid(b)
 
@@ -306,6 +311,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Batch normalisation over all dims but 1; in training, updates the running stats
     (unbiased variance) in place."""
+    _real_only(input, "batch_norm")
     nd = input.dim()
     if nd < 2:
         raise ValueError(f"expected 2D or more input (got {nd}D input)")
@@ -340,6 +346,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
+    _real_only(input, "batch_norm")
     nd = input.dim()
     dims = tuple(range(2, nd))
     C = input.shape[1]
@@ -413,6 +420,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    _real_only(input, "GroupNormKernelImpl")
     N, C = input.shape[0], input.shape[1]
     if C % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
@@ -914,6 +922,8 @@ def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
+    if input.is_complex():
+        return _by_parts(unfold, input, kernel_size, dilation, padding, stride)
     return _conv.unfold(input, kernel_size, dilation, padding, stride)
 
 
@@ -959,7 +969,14 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
+    if input.is_complex():
+        return _by_parts(fold, input, output_size, kernel_size, dilation, padding, stride)
     return _conv.fold(input, output_size, kernel_size, dilation, padding, stride)
+
+
+def _by_parts(fn, x, *args):
+    """A real-linear op on a complex tensor: the op on its real and imaginary parts."""
+    return ember.complex(fn(x.real.contiguous(), *args), fn(x.imag.contiguous(), *args))
 
 
 # interpolation and the common losses live in their own modules (imported last:
