@@ -44,7 +44,12 @@ def _use_grad(step):
             with ember.autograd.enable_grad():
                 loss = closure()
         with ember.autograd.set_grad_enabled(bool(self.defaults.get("differentiable"))):
-            step(self)
+            swapped = _complex_as_real(self)
+            try:
+                step(self)
+            finally:
+                if swapped:
+                    _restore_complex(self, swapped)
         self._step_count = getattr(self, "_step_count", 0) + 1
         for h in list(self._step_post_hooks.values()):
             h(self, (), {})
@@ -53,6 +58,44 @@ def _use_grad(step):
     wrapper.__name__ = step.__name__
     wrapper.__doc__ = step.__doc__
     return wrapper
+
+
+def _complex_as_real(opt) -> list:
+    """Let every complex parameter stand in the groups as its real view (..., 2), with its
+    gradient and state viewed the same way, as torch's optimizers do: each real and
+    imaginary part is updated as a parameter of its own.  Returns what to restore."""
+    if opt.defaults.get("differentiable"):
+        return []
+    swapped = []
+    views = opt.__dict__.setdefault("_real_views", {})   # one stand-in per parameter
+    for group in opt.param_groups:
+        params = group["params"]
+        for i, p in enumerate(params):
+            if not p.is_complex():
+                continue
+            r = views.get(p)
+            if r is None or r.data_ptr() != p.data_ptr() or r.shape[:-1] != p.shape:
+                r = views[p] = ember.view_as_real(p.detach())
+            if p.grad is not None:
+                r.grad = ember.view_as_real(p.grad)
+            st = opt.state.pop(p, None)
+            if st:
+                opt.state[r] = {k: ember.view_as_real(v) if isinstance(v, ember.Tensor) and
+                                v.is_complex() and tuple(v.shape) == tuple(p.shape) else v
+                                for k, v in st.items()}
+            params[i] = r
+            swapped.append((group, i, p, r))
+    return swapped
+
+
+def _restore_complex(opt, swapped: list) -> None:
+    for group, i, p, r in swapped:
+        group["params"][i] = p
+        st = opt.state.pop(r, None)
+        if st:
+            opt.state[p] = {k: ember.view_as_complex(v) if isinstance(v, ember.Tensor) and
+                            tuple(v.shape) == tuple(r.shape) and v.is_floating_point() and
+                            v.stride(-1) == 1 else v for k, v in st.items()}
 
 
 class Optimizer:
