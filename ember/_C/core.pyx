@@ -1435,6 +1435,8 @@ cdef class TensorBase:
         if src._dtype != self._dtype or src._device is not self._device and \
                 src._device != self._device:
             raise RuntimeError("_adopt: the source must have the tensor's dtype and device")
+        if src._storage is not self._storage:
+            self._ag_base = None      # other memory: no longer a view of its old base
         self._storage = src._storage
         self._offset = src._offset
         self._ndim = src._ndim
