@@ -430,8 +430,8 @@ def div(input, other, *, rounding_mode=None, out=None):
         q = _binary(EW_FLOORDIV, "floor_divide", input, other, None, K_ARITH)
         # floor and trunc differ where the remainder is non-zero and signs differ
         rem = _binary(EW_FMOD, "fmod", input, other, None, K_ARITH)
-        ne, lt = _g["ne"], _g["lt"]
-        fix = _g["logical_and"](ne(rem, 0), ne(lt(rem, 0), lt(other, 0) if _is_t(other) else other < 0))
+        ne, lt, land = _g["ne"], _g["lt"], _g["logical_and"]
+        fix = land(ne(rem, 0), ne(lt(rem, 0), lt(other, 0) if _is_t(other) else other < 0))
         return add(q, fix, out=out)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
@@ -816,7 +816,7 @@ def lerp(input, end, weight, *, out=None):
             isinstance(weight, complex):
         # complex: torch's two-sided form from ops that have complex kernels
         if _is_t(weight):
-            small = lt(_g["abs"](weight), 0.5)
+            small = _g["lt"](_g["abs"](weight), 0.5)
             r = where(small, add(input, mul(weight, sub(end, input))),
                       sub(end, mul(sub(end, input), sub(1, weight))))
         elif _bi.abs(weight) < 0.5:
