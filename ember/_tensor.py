@@ -28,12 +28,6 @@ class Tensor(core.TensorBase):
 
     __module__ = "ember"
 
-    # autograd's state of a tensor beyond TensorBase's grad fields (ember.autograd)
-    _ag_nr = None             # (node, output_nr) for outputs of multi-output ops
-    _ag_acc = None            # weak reference to a leaf's AccumulateGrad node
-    _ag_hooks = None          # a leaf's tensor hooks {id: fn}
-    _ag_post_hooks = None     # a leaf's post-accumulate-grad hooks
-
     def __new__(cls, *args, device=None):
         # the legacy constructor: Tensor(2, 3) -> uninitialised float32, Tensor(data) -> copy
         if not args:

@@ -602,35 +602,39 @@ cdef int check_inplace(TensorBase t, str op) except -1:
     if em_grad_on and t._requires_grad and t._grad_fn is None:
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                            f"in-place operation.")
-    if em_grad_on and _view_hook is not None:
-        base = _view_base(t)
-        if base is not None and (<TensorBase>base)._requires_grad and \
-                (<TensorBase>base)._grad_fn is None:
+    if em_grad_on and _view_hook is not None and t._ag_base is not None:
+        base = <TensorBase>t._ag_base
+        if base._requires_grad and base._grad_fn is None:
             raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being "
                                f"used in an in-place operation.")
     return 0
 
 
-# Autograd's view tracking: a view recorded under grad mode keeps its base in its
-# instance dict (`_ag_base`); an in-place write through the view must then become
-# part of the base's graph, which the engine's hook records.
+# Autograd's view tracking: every view keeps its base (`_ag_base`, set by make_view).
+# An in-place write through a view under grad mode must become part of the base's
+# graph (the engine's hook records it); a view whose base was written since its
+# grad_fn was set gets a grad_fn rebuilt from the base's (torch's lazy regeneration).
 cdef object _view_hook = None
+cdef object _refresh_hook = None
 
 
-def _set_view_hook(fn):
-    global _view_hook
-    _view_hook = fn
-
-
-cdef inline object _view_base(TensorBase t):
-    d = getattr(t, "__dict__", None)
-    return None if d is None else d.get("_ag_base")
+def _set_view_hooks(written, refresh):
+    global _view_hook, _refresh_hook
+    _view_hook = written
+    _refresh_hook = refresh
 
 
 cdef int view_written(TensorBase t) except -1:
     """t was written in place with its new graph node set: rebase its view base"""
-    if em_grad_on and _view_hook is not None and _view_base(t) is not None:
+    if em_grad_on and _view_hook is not None and t._ag_base is not None:
         _view_hook(t)
+    return 0
+
+
+cdef int view_refresh(TensorBase t) except -1:
+    """t is a view whose base's memory changed since t's grad_fn was set"""
+    if _refresh_hook is not None:
+        _refresh_hook(t)
     return 0
 
 
@@ -965,6 +969,10 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
     t._device = base._device
     t._storage = base._storage
     t._inference = base._inference
+    # every view knows its base (through views of views, the one that owns the memory),
+    # so that an in-place write through it reaches the base's graph
+    t._ag_base = base if base._ag_base is None else base._ag_base
+    t._ag_ver = base._storage.version
     return t
 
 
@@ -1417,6 +1425,8 @@ cdef class TensorBase:
     # ---- autograd fields ----------------------------------------------------
     @property
     def requires_grad(self):
+        if self._ag_base is not None and self._ag_ver != self._storage.version:
+            view_refresh(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -1437,17 +1447,23 @@ cdef class TensorBase:
 
     @property
     def grad_fn(self):
+        if self._ag_base is not None and self._ag_ver != self._storage.version:
+            view_refresh(self)
         return self._grad_fn
 
     @property
     def is_leaf(self):
+        if self._ag_base is not None and self._ag_ver != self._storage.version:
+            view_refresh(self)
         return self._grad_fn is None
 
     def detach(self):
         """A view of the same storage that is cut off from the autograd graph."""
         if _slow:
             return redispatch("detach", TensorBase.detach, (self,), None)
-        return make_view(self, self._ndim, self._shape, self._strides, self._offset)
+        cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
+        r._ag_base = None       # not a view for autograd: writes to it stay out of the graph
+        return r
 
     def detach_(self):
         global _rg_writes
@@ -1467,6 +1483,8 @@ cdef class TensorBase:
         if src._dtype != self._dtype or src._device is not self._device and \
                 src._device != self._device:
             raise RuntimeError("_adopt: the source must have the tensor's dtype and device")
+        if src._storage is not self._storage:
+            self._ag_base = None      # other memory: no longer a view of its old base
         self._storage = src._storage
         self._offset = src._offset
         self._ndim = src._ndim
