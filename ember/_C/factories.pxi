@@ -306,9 +306,6 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
         if kern is None:
             raise NotImplementedError(f"{op}: no 'empty' kernel registered for '{dev.type}'")
         return kern(tuple([shp[i] for i in range(nd)]), _dtypes[dt], dev)
-    if dev.kind == DEV_CUDA:
-        raise RuntimeError(f"{op}: CUDA is not available in this build of ember "
-                           f"(see ember.cuda.unavailable_reason())")
     return new_tensor(nd, shp, dt, dev)
 
 

@@ -58,6 +58,11 @@ def _copy(ctx, g):
     return (None, g)
 
 
+@formula("to_device", saves=False, node_name="ToCopyBackward0")
+def _to_device(ctx, g):
+    return (g.to(ctx.inputs[0].device),)    # back to the input's device
+
+
 @formula("to_dtype", saves=False)
 def _to_dtype(ctx, g):
     return (g,)       # the engine casts to the input's dtype
@@ -66,19 +71,19 @@ def _to_dtype(ctx, g):
 # --- narrow / select / diagonal: scatter into zeros --------------------------
 
 def _narrow_bw(g, old_shape, dim, start, length):
-    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r = zeros(tuple(old_shape), dtype=g.dtype, device=g.device)
     r.narrow(dim, start, length).copy_(g)
     return r
 
 
 def _select_bw(g, old_shape, dim, index):
-    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r = zeros(tuple(old_shape), dtype=g.dtype, device=g.device)
     r.select(dim, index).copy_(g)
     return r
 
 
 def _diagonal_bw(g, old_shape, offset, d1, d2):
-    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r = zeros(tuple(old_shape), dtype=g.dtype, device=g.device)
     r.diagonal(offset, d1, d2).copy_(g)
     return r
 

@@ -261,7 +261,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input.mul_(0) if inplace else input * 0
-    mask = (ember.rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype)
+    mask = (ember.rand(*input.shape, dtype=input.dtype, device=input.device) >= p
+            ).to(input.dtype)
     mask = mask.mul_(1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
 
@@ -375,6 +376,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     dt = input.dtype
+    if input.device.type == "cuda":
+        from ember.cuda._nn_ops import layer_norm as _cuda_layer_norm
+        return _cuda_layer_norm(input, tuple(normalized_shape), weight, bias, eps)
     if (dt in (ember.float32, ember.float64) and input.device.type == "cpu"
             and all(p is None or (isinstance(p, ember.Tensor) and p.dtype == dt
                                   and p.device.type == "cpu") for p in (weight, bias))):
@@ -517,7 +521,8 @@ def _embedding_function():
         def backward(ctx, grad):
             (flat,) = ctx.saved_tensors
             keep = (flat != ctx.padding_idx).to(grad.dtype).unsqueeze(1)
-            gw = ember.zeros(ctx.num_weights, grad.shape[1], dtype=grad.dtype)
+            gw = ember.zeros(ctx.num_weights, grad.shape[1], dtype=grad.dtype,
+                             device=grad.device)
             gw.index_add_(0, flat, grad * keep)
             return gw, None, None
 
