@@ -986,6 +986,8 @@ def lerp(input, end, weight, *, out=None):
     cdef int64_t s1[MAX_DIMS]
     cdef int64_t s2[MAX_DIMS]
     cdef int nd, rd, cd
+    if needs_slow((input, end, weight)):
+        return redispatch("lerp", lerp, (input, end, weight), {} if out is None else {"out": out})
     rd = result_type2(input, end)
     if category(rd) < 2:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{torch_type_name(rd)}'")

@@ -84,10 +84,72 @@ def _nd(p):
     return shape, strides
 
 
+class _Arena:
+    """Fake device memory: one reserved range that the CPU cannot read or write
+    (PROT_NONE) except while a fake kernel or copy runs, so that a CPU kernel
+    handed a device pointer crashes the test instead of passing."""
+
+    SIZE = 1 << 32
+
+    def __init__(self):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.mmap.restype = ctypes.c_void_p
+        self.libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_int, ctypes.c_long]
+        self.libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self.libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        # PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+        self.base = self.libc.mmap(None, self.SIZE, 0, 0x02 | 0x20 | 0x4000, -1, 0)
+        assert self.base not in (None, ctypes.c_void_p(-1).value)
+        self.top = 0
+        self.open_depth = 0
+
+    def alloc(self, n):
+        n = (max(n, 1) + 511) // 512 * 512
+        if self.top + n > self.SIZE:
+            raise MemoryError("fake device arena exhausted")
+        p = self.base + self.top
+        self.top += n
+        return p
+
+    def contains(self, p):
+        return self.base <= p < self.base + self.SIZE
+
+    def unlock(self):
+        if self.open_depth == 0 and self.top:
+            self.libc.mprotect(self.base, self.top, 3)
+        self.open_depth += 1
+
+    def lock(self):
+        self.open_depth -= 1
+        if self.open_depth == 0 and self.top:
+            self.libc.mprotect(self.base, self.top, 0)
+
+
+
+_ARENA = None
+
+
+def _guarded(cls):
+    """Open the arena around every method of a fake library/runtime."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith(("emc_", "cuda")):
+            def wrap(self, *args, _fn=fn):
+                self.arena.unlock()
+                try:
+                    return _fn(self, *args)
+                finally:
+                    self.arena.lock()
+            setattr(cls, name, wrap)
+    return cls
+
+
+@_guarded
 class FakeRuntime:
     """cudaMemcpyAsync and friends over host memory."""
 
-    def __init__(self):
+    def __init__(self, arena):
+        self.arena = arena
         self.pinned = {}
 
     def cudaGetDevice(self, p):
@@ -120,10 +182,12 @@ class FakeRuntime:
         return 0
 
 
+@_guarded
 class FakeLib:
     """The C ABI of libember_cuda.so, on host memory."""
 
-    def __init__(self):
+    def __init__(self, arena):
+        self.arena = arena
         self.live = {}
         self.calls = []
         self.err = b""
@@ -142,9 +206,8 @@ class FakeLib:
         return self.err
 
     def emc_malloc(self, p, n, stream):
-        buf = ctypes.create_string_buffer(max(_v(n), 1) + 64)
-        addr = (ctypes.addressof(buf) + 63) // 64 * 64
-        self.live[addr] = buf
+        addr = self.arena.alloc(_v(n))
+        self.live[addr] = _v(n)
         _v(p).value = addr
         return 0
 
@@ -272,7 +335,7 @@ class FakeLib:
         v, tg, l_ = self._ce_rows(dt, x, t, R, C, ignore)
         logp = v - l_[:, None]
         eps = _v(smoothing)
-        nll = -logp[np.arange(R), tg]
+        nll = -logp[np.arange(R), np.where(tg == ignore, 0, tg)]
         row = (1 - eps) * nll - eps / C * logp.sum(axis=1)
         _store(view(_v(loss), dt, (R,)), np.where(tg == ignore, 0, row), dt)
         if _v(lse):
@@ -286,7 +349,7 @@ class FakeLib:
         eps = _v(smoothing)
         p = np.exp(v - l_[:, None])
         target = np.full((R, C), eps / C)
-        target[np.arange(R), tg] += 1 - eps
+        target[np.arange(R), np.where(tg == ignore, 0, tg)] += 1 - eps
         g = _vals(view(_v(gloss), dt, (R,)), dt).astype(np.float64)
         r = g[:, None] * (p - target)
         r[tg == ignore] = 0
@@ -403,7 +466,11 @@ class FakeDevice:
 
     def __enter__(self):
         from ember.cuda import _kernels
-        self.lib, self.rt = FakeLib(), FakeRuntime()
+        global _ARENA
+        if _ARENA is None:     # one for the process: tensors cached across tests stay valid
+            _ARENA = _Arena()
+        self.arena = _ARENA
+        self.lib, self.rt = FakeLib(self.arena), FakeRuntime(self.arena)
         self.prev = _kernels.install(self.lib, self.rt)
         return self
 
