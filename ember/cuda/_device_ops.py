@@ -10,9 +10,21 @@ from typing import Any
 
 import ember
 from ember.cuda import _kernels as K
-from ember.cuda._dispatch import (_FLOATS, _TORCH_NAMES, _binary, _empty, _inplace, _lib,
-                                  _not_implemented, _numel, _ptr, _record, _stream, _write_out,
-                                  kernel)
+from ember.cuda._dispatch import (
+    _FLOATS,
+    _TORCH_NAMES,
+    _binary,
+    _empty,
+    _inplace,
+    _lib,
+    _not_implemented,
+    _numel,
+    _ptr,
+    _record,
+    _stream,
+    _write_out,
+    kernel,
+)
 
 _I64 = ember.int64
 

@@ -130,11 +130,30 @@ class _Arena:
 _ARENA = None
 
 
+_CODES = {"i": ctypes.c_int, "q": ctypes.c_int64, "Q": ctypes.c_uint64, "z": ctypes.c_size_t,
+          "d": ctypes.c_double, "p": ctypes.c_void_p}
+
+
+def _check_abi(name, args):
+    """The arguments convert to the prototypes ember/_dll.py binds on the real library
+    (count and types), as ctypes would check them there."""
+    _, codes = _dll.CUDA_SYMBOLS[name]
+    assert len(args) == len(codes), f"{name}: {len(args)} arguments, the ABI has {len(codes)}"
+    for i, (a, c) in enumerate(zip(args, codes)):
+        try:
+            _CODES[c].from_param(a)
+        except TypeError as e:
+            raise AssertionError(f"{name}: argument {i} ({a!r}) does not convert to {c}: {e}")
+
+
 def _guarded(cls):
-    """Open the arena around every method of a fake library/runtime."""
+    """Open the arena around every method of a fake library/runtime (and check the
+    library's arguments against its C prototypes)."""
     for name, fn in list(vars(cls).items()):
         if name.startswith(("emc_", "cuda")):
-            def wrap(self, *args, _fn=fn):
+            def wrap(self, *args, _fn=fn, _name=name):
+                if _name in _dll.CUDA_SYMBOLS:
+                    _check_abi(_name, args)
                 self.arena.unlock()
                 try:
                     return _fn(self, *args)
