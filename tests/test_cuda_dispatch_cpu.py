@@ -99,3 +99,11 @@ def test_device_memory_goes_back_to_the_allocator():
         assert p in fd.lib.live              # a view keeps the storage alive
         del v
         assert p not in fd.lib.live
+
+
+def test_the_stand_in_checks_arguments_against_the_c_prototypes():
+    with FakeDevice() as fd:
+        with pytest.raises(AssertionError, match="emc_reduce: 2 arguments"):
+            fd.lib.emc_reduce(0, 8)
+        with pytest.raises(AssertionError, match="does not convert"):
+            fd.lib.emc_fill(8, None, None, 1.5, None)

@@ -528,6 +528,29 @@ def _softplus(input, beta=1.0, threshold=20.0):
                   (beta, threshold))
 
 
+@kernel("clamp", "clip")
+def _clamp(input, min=None, max=None, *, out=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    with ember.no_grad():
+        r = input.detach()
+        if min is not None:
+            r = _binary("maximum", r, min)
+        if max is not None:
+            r = _binary("minimum", r, max)
+    if out is not None:
+        return _write_out(out, r, "clamp")
+    if not isinstance(min, ember.Tensor) and not isinstance(max, ember.Tensor):
+        _record("clamp", (input,), r, (min, max))
+    elif _grad_on(input, min, max):
+        raise RuntimeError("clamp: tensor bounds on CUDA tensors have no derivative in ember")
+    return r
+
+
+_KERNELS["clamp_"] = _inplace("clamp_", _clamp)
+_KERNELS["clip_"] = _KERNELS["clamp_"]
+
+
 @kernel("where")
 def _where(condition, input, other, *, out=None):
     like = condition

@@ -748,7 +748,7 @@ def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                                "be set when is_causal=True")
-        causal = ember.ones(L, S, dtype=ember.bool).tril()
+        causal = ember.ones(L, S, dtype=ember.bool).tril().to(query.device)
         scores = scores.masked_fill(causal.logical_not(), float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == ember.bool:

@@ -256,6 +256,24 @@ def test_unary_in_place_predicates_where_masked_fill_lerp():
     close(ember.lerp(x.cuda(), y.cuda(), 0.3), ember.lerp(x, y, 0.3))
 
 
+def test_clamp_and_attention():
+    x = data(5, 6).requires_grad_(True)
+    d = x.detach().cuda().requires_grad_(True)
+    yc, yd = x.clamp(-0.5, 1.0), d.clamp(-0.5, 1.0)
+    close(yd, yc)
+    close(d.detach().clamp(min=0.0), x.detach().clamp(min=0.0))
+    close(F.hardtanh(d.detach()), F.hardtanh(x.detach()))
+    yc.sum().backward()
+    yd.sum().backward()
+    close(d.grad, x.grad)
+    q, k, v = data(2, 3, 5, 8, seed=4), data(2, 3, 7, 8, seed=5), data(2, 3, 7, 4, seed=6)
+    close(F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda()),
+          F.scaled_dot_product_attention(q, k, v), rtol=1e-5, atol=1e-6)
+    k2, v2 = data(2, 3, 5, 8, seed=7), data(2, 3, 5, 4, seed=8)
+    close(F.scaled_dot_product_attention(q.cuda(), k2.cuda(), v2.cuda(), is_causal=True),
+          F.scaled_dot_product_attention(q, k2, v2, is_causal=True), rtol=1e-5, atol=1e-6)
+
+
 # --- reductions ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), (2, False),
