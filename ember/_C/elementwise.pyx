@@ -1027,6 +1027,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 cdef bint _all_true(TensorBase c):
+    if c._device.kind != DEV_CPU:
+        c = <TensorBase>c.to("cpu")     # the answer is a host bool: copy the flags back
     cdef TensorBase t = contig(cast(c, EM_BOOL))
     cdef int64_t i, n = numel_of(t._ndim, t._shape)
     cdef const char *p = t._storage.data + t._offset

@@ -254,11 +254,16 @@ def dispatch(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
         dev = ember.device(kwargs.get("device", "cuda"))
     kern = _KERNELS.get(name)
     if kern is None:
-        raise RuntimeError(f"Could not run '{name}' with arguments from the 'CUDA' backend: "
-                           f"ember has no CUDA kernel for '{name}' (tensors on {dev}); move the "
-                           f"tensors to the CPU with .cpu() to run it there")
+        raise no_kernel(name, dev)
     with K.on_device(_index_of(dev)):
         return kern(*args, **kwargs)
+
+
+def no_kernel(name: str, dev: Any) -> RuntimeError:
+    """The error of an op that has no CUDA kernel."""
+    return RuntimeError(f"Could not run '{name}' with arguments from the 'CUDA' backend: "
+                        f"ember has no CUDA kernel for '{name}' (tensors on {dev}); move the "
+                        f"tensors to the CPU with .cpu() to run it there")
 
 
 def kernel(*names: str):

@@ -140,10 +140,17 @@ def current_device() -> int:
     return v.value
 
 
+_count: dict = {}
+
+
 def device_count() -> int:
-    v = ctypes.c_int(0)
-    backend().rt.cudaGetDeviceCount(ctypes.byref(v))
-    return v.value
+    b = backend()
+    n = _count.get(id(b))
+    if n is None:
+        v = ctypes.c_int(0)
+        b.rt.cudaGetDeviceCount(ctypes.byref(v))
+        n = _count[id(b)] = v.value
+    return n
 
 
 def stream_of(index: int) -> ctypes.c_void_p:

@@ -548,14 +548,13 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    out = ember.zeros(*tensor.shape, num_classes, dtype=ember.int64)
     if tensor.numel():
         if int(tensor.min().item()) < 0:
             raise RuntimeError("Class values must be non-negative.")
         if int(tensor.max().item()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-        out.scatter_(-1, tensor.unsqueeze(-1), 1)
-    return out
+    classes = ember.arange(num_classes, device=tensor.device)
+    return ember.eq(tensor.unsqueeze(-1), classes).to(ember.int64)
 
 
 # ---- padding and resizing -----------------------------------------------------

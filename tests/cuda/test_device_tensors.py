@@ -184,8 +184,9 @@ def test_binary_contiguous_broadcast_strided_scalar_empty(name):
     fn = getattr(ember, name)
     a, b = data(3, 4, 5), data(4, 1, seed=1) + 3.0
     close(fn(a.cuda(), b.cuda()), fn(a, b), rtol=2e-6)
-    at = data(5, 4, seed=2).t()                          # strided operand
-    close(fn(at.cuda(), b.t().cuda().t()), fn(at, b.t().t()), rtol=2e-6)
+    at = data(5, 4, seed=2)                              # strided operands
+    close(fn(at.cuda().t(), b.t().cuda().t()), fn(at.t(), b), rtol=2e-6)
+    close(fn(a.cuda()[:, ::2], b.cuda()[::2]), fn(a[:, ::2], b[::2]), rtol=2e-6)
     close(fn(a.cuda(), 1.5), fn(a, 1.5), rtol=2e-6)
     e = ember.empty(0, 5)
     close(fn(e.cuda(), data(5).cuda()), fn(e, data(5)))
@@ -286,8 +287,10 @@ def test_sum_mean_amax_amin(dim, keepdim):
     if dim is not None:
         close(x.cuda().amax(**kw), x.amax(**kw))
         close(x.cuda().amin(**kw), x.amin(**kw))
-    xt = x.transpose(0, 2)                                   # strided input
-    close(xt.cuda().sum(**kw), xt.sum(**kw), rtol=1e-5, atol=1e-5)
+    xt = x.cuda().transpose(0, 2)                            # strided input
+    close(xt.sum(**kw), x.transpose(0, 2).sum(**kw), rtol=1e-5, atol=1e-5)
+    close(xt.amax(**kw) if dim is not None else xt.max(), x.transpose(0, 2).amax(**kw)
+          if dim is not None else x.max())
 
 
 def test_reductions_ints_max_min_arg_empty():
