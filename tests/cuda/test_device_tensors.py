@@ -76,6 +76,9 @@ def test_random_factories_follow_the_cpu_streams():
     ember.cuda.manual_seed(11)
     close(ember.rand(100, device=DEV), a)
     close(ember.randn(100, device=DEV), b)
+    ember.manual_seed(4)                   # seeds the CUDA generators too, as torch
+    d = ember.rand(10, device=DEV)
+    close(d, ember.rand(10).to(DEV))       # the same seed, the same stream
     assert 0.0 <= float(a.min()) and float(a.max()) < 1.0
     u = ember.empty(500, device=DEV).uniform_(-2.0, 3.0, generator=ember.Generator().manual_seed(1))
     close(u, ember.empty(500).uniform_(-2.0, 3.0, generator=ember.Generator().manual_seed(1)))
