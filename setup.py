@@ -193,7 +193,8 @@ directives = {
 }
 
 setup(
-    ext_modules=cythonize(_extensions(), compiler_directives=directives, nthreads=2,
+    ext_modules=cythonize(_extensions(), compiler_directives=directives,
+                          nthreads=min(os.cpu_count() or 2, 16),
                           annotate=False),
     cmdclass={"build_ext": BuildExt},
 )

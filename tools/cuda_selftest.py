@@ -107,6 +107,21 @@ def speed_table():
         th = torch.full((M, M), 0.01, device="cuda", dtype=torch.float16)
         tms = _torch_timer(torch, lambda: th @ th, iters=5)
     rows.append(("gemm f16 8192^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
+    ms = _timer(lambda: lib.emc_gemm(EM["float16"], 0, 1, M, M, M, 1.0, ha, M, 0, ha, M, 0, 0.0,
+                                     hc, M, 0, 1, 0, None), iters=5)
+    tms = _torch_timer(torch, lambda: th @ th.t(), iters=5) if has_torch else None
+    rows.append(("gemm f16 8192^3 a@b.T", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
+    M = 4096
+    fa = dev.put(np.full((M, M), 0.01, np.float32))
+    fc = dev.alloc((M, M), np.float32)
+    ms = _timer(lambda: lib.emc_gemm(EM["float32"], 0, 0, M, M, M, 1.0, fa, M, 0, fa, M, 0, 0.0,
+                                     fc, M, 0, 1, 1, None), iters=5)
+    tms = None
+    if has_torch:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        tf = torch.full((M, M), 0.01, device="cuda")
+        tms = _torch_timer(torch, lambda: tf @ tf, iters=5)
+    rows.append(("gemm tf32 4096^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
     R, C = 4096, 4096
     x = dev.put(np.random.default_rng(0).standard_normal((R, C)).astype(np.float32))
     y = dev.alloc((R, C), np.float32)
@@ -127,9 +142,10 @@ def speed_table():
         if has_torch else None
     rows.append(("layer_norm 4096x4096", ms, tms, ""))
     dev.close()
-    print(f"\n{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
+    print("\nember/torch is the time ratio: below 1 means ember is faster")
+    print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
     for name, e, t, note in rows:
-        ratio = f"{t / e:.2f}x" if t else "-"
+        ratio = f"{e / t:.2f}x" if t else "-"
         print(f"{name:24s} {e:10.3f} {t if t else float('nan'):10.3f} {ratio:>12s}  {note}")
     if not has_torch:
         print("(torch with CUDA is not installed: no torch column)")
