@@ -107,3 +107,18 @@ def test_the_stand_in_checks_arguments_against_the_c_prototypes():
             fd.lib.emc_reduce(0, 8)
         with pytest.raises(AssertionError, match="does not convert"):
             fd.lib.emc_fill(8, None, None, 1.5, None)
+
+
+def test_data_loader_pins_batches_when_cuda_is_usable():
+    from ember.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(ember.arange(10.0), ember.arange(10))
+    with FakeDevice():
+        batches = list(DataLoader(ds, batch_size=4, pin_memory=True))
+        assert all(t.is_pinned() for b in batches for t in b)
+        np.testing.assert_array_equal(batches[1][0].numpy(), [4.0, 5.0, 6.0, 7.0])
+        np.testing.assert_array_equal(batches[2][1].numpy(), [8, 9])
+        assert not any(t.is_pinned() for b in DataLoader(ds, batch_size=4) for t in b)
+    if not ember.cuda.is_available():
+        assert not any(t.is_pinned() for b in DataLoader(ds, batch_size=4, pin_memory=True)
+                       for t in b)
