@@ -137,6 +137,71 @@ kernel("amax")(_amax_like("amax", "MAX"))
 kernel("amin")(_amax_like("amin", "MIN"))
 
 
+def _var_like(name: str, want_std: bool, want_mean: bool):
+    def run(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        if isinstance(dim, bool):
+            unbiased, dim = dim, None
+        if correction is not None and unbiased is not None:
+            raise RuntimeError(f"{name}: can't specify both the unbiased and correction "
+                               f"arguments")
+        corr = float(correction) if correction is not None else \
+            (0.0 if unbiased is False else 1.0)
+        if input.dtype not in _FLOATS:
+            raise RuntimeError("std and var only support floating point and complex dtypes")
+        red = _dims(dim, input.dim(), name)
+        x, O, Kn, In, out_shape, keep_shape = _okI(input.detach(), red)
+        if Kn - corr <= 0:
+            import warnings
+            warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+                          f"less than the reduction factor (input numel divided by output "
+                          f"numel).", UserWarning, stacklevel=3)
+        v = _empty((O * In,), x.dtype, input)
+        m = _empty((O * In,), x.dtype, input) if want_mean else None
+        if O * In:
+            if Kn == 0:
+                v.fill_(float("nan"))
+                if m is not None:
+                    m.fill_(float("nan"))
+            else:
+                K.check(_lib().emc_var(x.dtype.code, _ptr(x), O, Kn, In, ctypes.c_double(corr),
+                                       _ptr(v), _ptr(m) if m is not None else None,
+                                       _stream(v)), name)
+        shape = keep_shape if keepdim else out_shape
+        v = v.view(shape)
+        if want_std:
+            with ember.no_grad():
+                v = ember.sqrt(v)
+        res = (v, m.view(shape)) if want_mean else v
+        _record(name, (input,), res, {"dim": red, "keepdim": bool(keepdim), "correction": corr})
+        return res if out is None else _write_out(out, res, name)
+    return run
+
+
+kernel("var")(_var_like("var", False, False))
+kernel("std")(_var_like("std", True, False))
+kernel("var_mean")(_var_like("var_mean", False, True))
+kernel("std_mean")(_var_like("std_mean", True, True))
+
+
+def _all_any(name: str, op: str, empty: bool):
+    def run(input, dim=None, keepdim=False, *, out=None):
+        x = input.detach()
+        b = x if x.dtype == ember.bool else _binary("ne", x, 0)
+        red = _dims(dim, b.dim(), name)
+        if any(b.shape[d] == 0 for d in red):
+            shape = tuple(1 if d in red else s for d, s in enumerate(b.shape)) if keepdim \
+                else tuple(s for d, s in enumerate(b.shape) if d not in red)
+            r = ember.full(shape, empty, dtype=ember.bool, device=input.device)
+        else:
+            r, _ = _reduce(name, op, b, dim, keepdim, None)
+        return r if out is None else _write_out(out, r, name)
+    return run
+
+
+kernel("all")(_all_any("all", "MIN", True))
+kernel("any")(_all_any("any", "MAX", False))
+
+
 def _argreduce(name: str, op: str, input: Any, dim: Any, keepdim: bool, values: bool) -> tuple:
     x = input.detach()
     if dim is None:

@@ -318,6 +318,15 @@ class FakeLib:
         _store(view(_v(out), dt, (O, In)), r, dt)
         return 0
 
+    def emc_var(self, dt, x, O, Kn, In, corr, var, mean, stream):
+        self.calls.append("var")
+        v = _vals(view(_v(x), dt, (O, Kn, In)), dt).astype(np.float64)
+        with np.errstate(all="ignore"):
+            _store(view(_v(var), dt, (O, In)), v.var(axis=1) * Kn / (Kn - _v(corr)), dt)
+        if _v(mean):
+            _store(view(_v(mean), dt, (O, In)), v.mean(axis=1), dt)
+        return 0
+
     def emc_argreduce(self, op, dt, x, O, Kn, In, vals, idx, stream):
         self.calls.append(("argreduce", op, dt))
         v = _vals(view(_v(x), dt, (O, Kn, In)), dt).astype(np.float64)

@@ -296,6 +296,22 @@ def test_sum_mean_amax_amin(dim, keepdim):
           if dim is not None else x.max())
 
 
+@pytest.mark.parametrize("dim", [None, 1, (0, 2)])
+def test_var_std_and_their_grads(dim):
+    x = data(4, 5, 6, seed=3)
+    xc, xd = x.clone().requires_grad_(True), x.cuda().requires_grad_(True)
+    close(xd.var(dim), xc.var(dim), rtol=1e-5, atol=1e-6)
+    close(xd.std(dim, correction=0, keepdim=True), xc.std(dim, correction=0, keepdim=True),
+          rtol=1e-5, atol=1e-6)
+    vd, md = ember.var_mean(xd, dim)
+    vc, mc = ember.var_mean(xc, dim)
+    close(vd, vc, rtol=1e-5, atol=1e-6)
+    close(md, mc, rtol=1e-5, atol=1e-6)
+    (xc.std(dim).sum() + mc.sum()).backward()
+    (xd.std(dim).sum() + md.sum()).backward()
+    close(xd.grad, xc.grad, rtol=1e-4, atol=1e-6)
+
+
 def test_reductions_ints_max_min_arg_empty():
     x = data(4, 9, lo=-5, hi=5).round()
     i = x.long()
@@ -320,6 +336,15 @@ def test_reductions_ints_max_min_arg_empty():
     close(ember.zeros(3, 0, device=DEV).sum(1), ember.zeros(3))
     assert math.isnan(ember.zeros(0, device=DEV).mean().item())
     close(x.cuda().prod(1), x.prod(1), rtol=1e-5)
+    b = x > 0
+    close((x.cuda() > 0).all(), b.all())
+    close((x.cuda() > 0).any(1), b.any(1))
+    close(x.cuda().all(0, keepdim=True), x.all(0, keepdim=True))
+    close(i.cuda().any(), i.any())
+    close(ember.zeros(0, 2, device=DEV).all(0), ember.zeros(0, 2).all(0))
+    close(ember.zeros(0, 2, device=DEV).any(), ember.zeros(0, 2).any())
+    assert ember.equal(x.cuda(), x.cuda()) and not ember.equal(x.cuda(), x.cuda() + 1)
+    assert ember.allclose(x.cuda(), x.cuda() + 1e-9)
 
 
 # --- GEMM, softmax, losses, normalisation ----------------------------------------------
