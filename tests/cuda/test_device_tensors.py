@@ -510,7 +510,8 @@ def test_training_steps_match_cpu_losses(arch, opt):
         inputs = ember.tensor(rng.standard_normal((16, 12)).astype(np.float32))
 
         def model_fn():
-            return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+            return nn.Sequential(nn.Linear(12, 32), nn.BatchNorm1d(32), nn.ReLU(),
+                                 nn.Linear(32, 32), nn.Tanh(), nn.Dropout(0.0),
                                  nn.Linear(32, 5))
     else:
         inputs = ember.tensor(rng.integers(0, 17, (8, 6)))
@@ -526,9 +527,14 @@ def test_training_steps_match_cpu_losses(arch, opt):
     for (n, pc), (_, pd) in zip(cpu_model.named_parameters(), dev_model.named_parameters()):
         assert pd.device.type == "cuda", n
         # (Adam turns the rounding noise of a zero gradient, e.g. the key bias's under
-        # softmax, into full steps: parameters are compared after SGD only)
+        # softmax or a bias before batch norm, into full steps: parameters and buffers
+        # are compared after SGD only)
         if opt == "sgd":
             np.testing.assert_allclose(_np(pd), _np(pc), rtol=1e-3, atol=1e-4, err_msg=n)
+    for (n, bc), (_, bd) in zip(cpu_model.named_buffers(), dev_model.named_buffers()):
+        assert bd.device.type == "cuda", n
+        if opt == "sgd":
+            np.testing.assert_allclose(_np(bd), _np(bc), rtol=1e-4, atol=1e-5, err_msg=n)
     dev_model.cpu()
     assert all(p.device.type == "cpu" for p in dev_model.parameters())
 
