@@ -397,7 +397,7 @@ def _matmul(input, other, *, out=None):
     nb = _numel(batch)
     a3 = a2.expand(*batch, M, Ka).reshape(nb, M, Ka) if batch else a2.unsqueeze(0)
     b3 = b2.expand(*batch, Kb, N).reshape(nb, Kb, N) if batch else b2.unsqueeze(0)
-    r = _empty((max(nb, 1) if batch else 1, M, N), a.dtype, input)
+    r = _empty((nb if batch else 1, M, N), a.dtype, input)
     _gemm(a3, b3, r)
     shape = list(batch) + [M, N]
     if input.dim() == 1:

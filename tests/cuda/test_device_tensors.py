@@ -370,6 +370,7 @@ def test_mm_bmm_matmul_linear_layouts():
     close(ember.mm(a.double().cuda(), b.double().cuda()), a.double() @ b.double(), rtol=1e-12)
     close(ember.mm(ember.zeros(3, 0, device=DEV), ember.zeros(0, 4, device=DEV)),
           ember.zeros(3, 4))
+    close(ember.zeros(0, 2, 3, device=DEV) @ b.cuda()[:3], ember.zeros(0, 2, 3) @ b[:3])
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         ember.mm(a.cuda(), a.cuda())
 
