@@ -220,7 +220,8 @@ def as_tensor(data, dtype=None, device=None):
             t = _from_array_like(data, False)
         except TypeError:
             t = _tensor_from_data(data, -1, None)
-        return t._cast(dt) if dt >= 0 else t
+        t = t._cast(dt) if dt >= 0 else t
+        return t.to(device) if device is not None else t
     return tensor(data, dtype=dtype, device=device)
 
 

@@ -53,6 +53,8 @@ def test_factories_on_cuda():
     close(ember.linspace(0, 1, 5, device=DEV), ember.linspace(0, 1, 5))
     close(ember.eye(3, device=DEV), ember.eye(3))
     close(ember.tensor([[1, 2], [3, 4]], device=DEV), ember.tensor([[1, 2], [3, 4]]))
+    close(ember.as_tensor(np.arange(4.0), device=DEV), ember.arange(4.0, dtype=ember.float64))
+    close(ember.as_tensor(np.arange(4), dtype=ember.float32, device=DEV), ember.arange(4.0))
     x = ember.tensor([1.0, 2.0], device=DEV, requires_grad=True)
     assert x.requires_grad and x.is_leaf
     e = ember.empty(3, 4, device=DEV)
