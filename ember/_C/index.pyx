@@ -1347,6 +1347,9 @@ def cat(tensors, dim=0, *, out=None, axis=None):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t in ts:
         if t._device.kind != DEV_CPU or slow_path():
+            if not slow_path():      # mixed devices fail here, naming both
+                for i in range(1, len(ts)):
+                    check_same_device(<TensorBase>ts[0], <TensorBase>ts[i], "cat", "tensors")
             return redispatch("cat", cat, (tensors,), {"dim": dim})
     for i in range(len(ts)):
         t = <TensorBase>ts[i]

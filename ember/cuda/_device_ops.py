@@ -25,6 +25,7 @@ from ember.cuda._dispatch import (
     _write_out,
     kernel,
 )
+from ember.cuda._dispatch import _where as _where_kernel
 
 _I64 = ember.int64
 
@@ -181,6 +182,82 @@ kernel("var")(_var_like("var", False, False))
 kernel("std")(_var_like("std", True, False))
 kernel("var_mean")(_var_like("var_mean", False, True))
 kernel("std_mean")(_var_like("std_mean", True, True))
+
+
+@kernel("vector_norm")
+def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``linalg.vector_norm`` from the elementwise and reduction kernels."""
+    if isinstance(ord, (str, bool)):
+        raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
+                        f"{type(ord).__name__}")
+    p = float(ord)
+    rdt = x.dtype if dtype is None else dtype
+    if rdt not in _FLOATS:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_TORCH_NAMES[rdt]}")
+    dims = None if dim is None else dim
+    with ember.no_grad():
+        a = ember.abs(x.detach().to(rdt))
+        if p == float("inf"):
+            r = _reduce("vector_norm", "MAX", a, dims, keepdim, None)[0]
+        elif p == float("-inf"):
+            r = _reduce("vector_norm", "MIN", a, dims, keepdim, None)[0]
+        elif p == 0:
+            r = _reduce("vector_norm", "SUM", _binary("ne", a, 0).to(rdt), dims, keepdim,
+                        None)[0]
+        elif p == 1:
+            r = _reduce("vector_norm", "SUM", a, dims, keepdim, None)[0]
+        elif p == 2:
+            r = ember.sqrt(_reduce("vector_norm", "SUM", _binary("mul", a, a), dims, keepdim,
+                                   None)[0])
+        else:
+            r = _binary("pow", _reduce("vector_norm", "SUM", _binary("pow", a, p), dims,
+                                       keepdim, None)[0], 1.0 / p)
+    if out is not None:
+        return _write_out(out, r, "linalg.vector_norm")
+    _record("vector_norm", (x,), r, {"ord": p, "dim": _dims(dim, x.dim(), "vector_norm"),
+                                     "keepdim": bool(keepdim)})
+    return r
+
+
+@kernel("logsumexp")
+def _logsumexp(input, dim=None, keepdim=False, *, out=None):
+    rdt = input.dtype if input.dtype in _FLOATS else ember.get_default_dtype()
+    with ember.no_grad():
+        x = input.detach().to(rdt)
+        m = _reduce("logsumexp", "MAX", x, dim, True, None)[0]
+        m = ember.where(ember.isinf(m), 0.0, m)          # all -inf (or inf) rows
+        s = _reduce("logsumexp", "SUM", ember.exp(x - m), dim, True, None)[0]
+        r = ember.log(s) + m
+        if not keepdim:
+            red = _dims(dim, input.dim(), "logsumexp")
+            r = r.view(tuple(n for d, n in enumerate(r.shape) if d not in red))
+    if out is not None:
+        return _write_out(out, r, "logsumexp")
+    _record("logsumexp", (input,), r, {"dim": _dims(dim, input.dim(), "logsumexp"),
+                                       "keepdim": bool(keepdim)})
+    return r
+
+
+def _tri(name: str, upper: bool):
+    def run(input, diagonal=0, *, out=None):
+        if input.dim() < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        R, C = input.shape[-2], input.shape[-1]
+        with ember.no_grad():
+            rows = ember.arange(R, device=input.device).view(R, 1)
+            cols = ember.arange(C, device=input.device)
+            keep = _binary("ge" if upper else "le", _binary("sub", cols, rows), int(diagonal))
+            r = _where_kernel(keep, input.detach(), _binary("mul", input.detach(), 0))
+        if out is not None:
+            return _write_out(out, r, name)
+        _record(name, (input,), r, (int(diagonal),))
+        return r
+    return run
+
+
+kernel("tril")(_tri("tril", False))
+kernel("triu")(_tri("triu", True))
 
 
 def _all_any(name: str, op: str, empty: bool):

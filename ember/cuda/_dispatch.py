@@ -527,6 +527,12 @@ def _leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace("leaky_relu_", f)(input) if inplace else f(input)
 
 
+@kernel("elu")
+def _elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    prm = (float(alpha), float(scale), float(input_scale))
+    return _unary("elu", "ELU", _FLOAT, input, None, prm, prm)
+
+
 @kernel("softplus")
 def _softplus(input, beta=1.0, threshold=20.0):
     return _unary("softplus", "SOFTPLUS", _FLOAT, input, None, (beta, threshold),

@@ -677,12 +677,12 @@ def pad(input: ember.Tensor, pad, mode: str = "constant",
         if before:
             s = list(out.shape)
             s[dim] = before
-            parts.append(ember.full(s, v, dtype=out.dtype))
+            parts.append(ember.full(s, v, dtype=out.dtype, device=out.device))
         parts.append(out)
         if after:
             s = list(out.shape)
             s[dim] = after
-            parts.append(ember.full(s, v, dtype=out.dtype))
+            parts.append(ember.full(s, v, dtype=out.dtype, device=out.device))
         out = ember.cat(parts, dim)
     return out
 

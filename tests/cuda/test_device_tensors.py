@@ -262,6 +262,34 @@ def test_unary_in_place_predicates_where_masked_fill_lerp():
     close(ember.lerp(x.cuda(), y.cuda(), 0.3), ember.lerp(x, y, 0.3))
 
 
+def test_norms_logsumexp_tril_elu_pad():
+    x = data(4, 6, seed=9)
+    for ord in (2, 1, 3.0, float("inf"), float("-inf"), 0):
+        close(ember.linalg.vector_norm(x.cuda(), ord), ember.linalg.vector_norm(x, ord),
+              rtol=1e-5)
+        close(ember.linalg.vector_norm(x.cuda(), ord, dim=1, keepdim=True),
+              ember.linalg.vector_norm(x, ord, dim=1, keepdim=True), rtol=1e-5)
+    close(F.normalize(x.cuda(), dim=1), F.normalize(x, dim=1), rtol=1e-5)
+    close(ember.logsumexp(x.cuda(), 1), ember.logsumexp(x, 1), rtol=1e-5)
+    close(ember.logsumexp(x.cuda(), (0, 1), keepdim=True), ember.logsumexp(x, (0, 1),
+                                                                         keepdim=True), rtol=1e-5)
+    close(ember.tril(x.cuda()), ember.tril(x))
+    close(ember.triu(x.cuda(), 1), ember.triu(x, 1))
+    close(ember.tril(x.cuda(), -2), ember.tril(x, -2))
+    close(F.elu(x.cuda(), 0.5), F.elu(x, 0.5), rtol=2e-6)
+    close(F.selu(x.cuda()), F.selu(x), rtol=2e-6)
+    close(F.pad(x.cuda(), (1, 2)), F.pad(x, (1, 2)))
+    xc, xd = x.clone().requires_grad_(True), x.cuda().requires_grad_(True)
+    (xc.norm() + ember.logsumexp(xc, 1).sum() + ember.tril(xc).sum()).backward()
+    (xd.norm() + ember.logsumexp(xd, 1).sum() + ember.tril(xd).sum()).backward()
+    close(xd.grad, xc.grad, rtol=1e-5)
+    p = [nn.Parameter(x.cuda() * 10)]
+    p[0].grad = x.cuda()
+    total = nn.utils.clip_grad_norm_(p, 1.0)
+    np.testing.assert_allclose(float(total), float(x.norm()), rtol=1e-5)
+    np.testing.assert_allclose(float(p[0].grad.norm()), 1.0, rtol=1e-4)
+
+
 def test_clamp_and_attention():
     x = data(5, 6).requires_grad_(True)
     d = x.detach().cuda().requires_grad_(True)
@@ -561,6 +589,10 @@ def test_mixed_devices_and_ops_without_a_kernel_raise():
         ember.mm(a.view(3, 1), c.view(1, 3))
     with pytest.raises(RuntimeError, match=r"same device"):
         F.cross_entropy(ember.zeros(2, 3, device=DEV), ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match=r"same device.*cpu.*cuda"):
+        ember.cat([c, a])
+    with pytest.raises(RuntimeError, match=r"same device.*cuda.*cpu"):
+        ember.cat([a, c])
     with pytest.raises(RuntimeError, match=r"'cumsum'.*CUDA"):
         ember.cumsum(a, 0)
     with pytest.raises(RuntimeError, match=r"'sort'.*CUDA"):
