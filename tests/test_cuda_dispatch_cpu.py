@@ -122,3 +122,18 @@ def test_data_loader_pins_batches_when_cuda_is_usable():
     if not ember.cuda.is_available():
         assert not any(t.is_pinned() for b in DataLoader(ds, batch_size=4, pin_memory=True)
                        for t in b)
+
+
+def test_device_index_and_placement():
+    with FakeDevice():             # the stand-in has one device
+        t = ember.zeros(2, device="cuda")
+        assert t.device.index == 0 and t.get_device() == 0
+        assert ember.zeros(2, device="cuda:0").device == t.device
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            ember.zeros(2, device="cuda:1")
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            t.to("cuda:1")
+        assert t.cuda() is t and t.cuda(0) is t
+        assert t.to("cuda", ember.float64).dtype == ember.float64
+        with pytest.raises(RuntimeError, match="Could not run 'sort'.*CUDA"):
+            ember.sort(t)
