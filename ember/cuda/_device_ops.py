@@ -260,6 +260,64 @@ kernel("tril")(_tri("tril", False))
 kernel("triu")(_tri("triu", True))
 
 
+def _sorted_rows(name: str, input: Any, dim: Any, k: int | None, flag: bool,
+                 want_vals: bool) -> tuple:
+    """emc_sort (k None) or emc_topk over ``dim`` moved last: (values, indices) laid out
+    like ``input`` (values None when not wanted)."""
+    if input.dtype not in _FLOATS + _INTS + (_I64,) or input.dtype == ember.bool:
+        raise _not_implemented(name, input.dtype)
+    x = input.detach()
+    x = x.reshape(1) if x.dim() == 0 else x
+    d = _wrap(dim, x.dim(), name)
+    xm = x.transpose(d, -1).contiguous()
+    n = xm.shape[-1]
+    rows = xm.numel() // n if n else 0
+    m = n if k is None else k
+    shape = tuple(xm.shape[:-1]) + (m,)
+    v = _empty(shape, x.dtype, input) if want_vals else None
+    i = _empty(shape, _I64, input)
+    if rows * n:
+        vp = _ptr(v) if want_vals else None
+        if k is None:
+            rc = _lib().emc_sort(x.dtype.code, _ptr(xm), rows, n, int(flag), vp, _ptr(i),
+                                 _stream(i))
+        else:
+            rc = _lib().emc_topk(x.dtype.code, _ptr(xm), rows, n, int(k), int(flag), vp,
+                                 _ptr(i), _stream(i))
+        if rc == 10001:
+            raise _not_implemented(name, x.dtype)
+        K.check(rc, name)
+
+    def back(t):
+        t = t.transpose(d, -1).contiguous()
+        return t.reshape(()) if input.dim() == 0 else t
+    return (back(v) if want_vals else None), back(i), d
+
+
+@kernel("sort")
+def _sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    v, i, d = _sorted_rows("sort", input, dim, None, descending, True)
+    _record("sort", (input,), (v, i), {"dim": d})
+    from ember._C.reduce import return_types
+    return return_types.sort(v, i)
+
+
+@kernel("argsort")
+def _argsort(input, dim=-1, descending=False, stable=False):
+    return _sorted_rows("argsort", input, dim, None, descending, False)[1]
+
+
+@kernel("topk")
+def _topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    n = input.shape[_wrap(dim, input.dim(), "topk")] if input.dim() else 1
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    v, i, d = _sorted_rows("topk", input, dim, int(k), largest, True)
+    _record("topk", (input,), (v, i), {"dim": d, "k": int(k)})
+    from ember._C.reduce import return_types
+    return return_types.topk(v, i)
+
+
 def _all_any(name: str, op: str, empty: bool):
     def run(input, dim=None, keepdim=False, *, out=None):
         x = input.detach()
@@ -647,6 +705,42 @@ def _scatter_add(input, dim, index, src):
     return r
 
 
+@kernel("scatter")
+def _scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
+    """input with src (a tensor, or a number) written at index along dim; where an index
+    repeats, the last write in index order wins (emc_scatter's deterministic mode)."""
+    if reduce is not None:
+        raise RuntimeError("scatter: reduce= has no CUDA kernel in ember")
+    d = _wrap(dim, input.dim(), "scatter")
+    src = value if src is None else src
+    if src is None:
+        raise TypeError("scatter(): expected a src tensor or a value")
+    idx = _index_arg(index, "scatter")
+    if idx.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    from ember.cuda._dispatch import _operand, copy_into
+    r = _empty(tuple(input.shape), input.dtype, input)
+    copy_into(r, input)
+    sv = _operand(src, input.dtype, input)
+    shape = tuple(idx.shape)
+    if sv.dim() and (sv.dim() != len(shape) or any(a < b for a, b in zip(sv.shape, shape))):
+        raise RuntimeError(f"scatter(): src of shape {list(sv.shape)} is smaller than the "
+                           f"index's {list(shape)}")
+    if idx.numel() and r.numel():
+        st0 = list(r.stride())
+        st0[d] = 0
+        sst = tuple(sv.stride()) if sv.dim() else (0,) * len(shape)
+        nd = K.make_nd(shape, tuple(st0), tuple(idx.stride()), sst)
+        s = _stream(r)
+        K.check(_lib().emc_scatter(0, input.dtype.code, _ptr(r), r.shape[d], r.stride()[d],
+                                   _ptr(idx), _ptr(sv), ctypes.byref(nd), 1, s), "scatter")
+        K.check_index("scatter", s)
+    if out is not None:
+        return _write_out(out, r, "scatter")
+    _record("scatter", (input, index, src), r, (d, reduce))
+    return r
+
+
 @kernel("cat", "concat", "concatenate")
 def _cat(tensors, dim=0, *, out=None):
     ts = list(tensors)
@@ -885,6 +979,7 @@ def _register_inplace() -> None:
     from ember.cuda._dispatch import _KERNELS
     _KERNELS.update(_KERNELS_INPLACE)
     _KERNELS["scatter_add_"] = _inplace("scatter_add_", _scatter_add)
+    _KERNELS["scatter_"] = _inplace("scatter_", _scatter)
 
 
 _register_inplace()

@@ -339,6 +339,29 @@ class FakeLib:
                    dt)
         return 0
 
+    # -- sort
+    def _order(self, dt, x, rows, n, descending):
+        v = _vals(view(_v(x), dt, (rows, n)), dt).astype(np.float64)
+        return np.argsort(-v if descending else v, axis=1, kind="stable"), v
+
+    def emc_sort(self, dt, x, rows, n, descending, vals, idx, stream):
+        self.calls.append("sort")
+        o, v = self._order(dt, x, rows, n, descending)
+        view(_v(idx), 5, (rows, n))[...] = o
+        if _v(vals):
+            _store(view(_v(vals), dt, (rows, n)), np.take_along_axis(v, o, 1), dt)
+        return 0
+
+    def emc_topk(self, dt, x, rows, n, k, largest, vals, idx, stream):
+        self.calls.append("topk")
+        o, v = self._order(dt, x, rows, n, largest)
+        o = o[:, :k]
+        if _v(idx):
+            view(_v(idx), 5, (rows, k))[...] = o
+        if _v(vals):
+            _store(view(_v(vals), dt, (rows, k)), np.take_along_axis(v, o, 1), dt)
+        return 0
+
     # -- softmax, cross-entropy, layer_norm
     def emc_softmax(self, log, dt, x, O, Kn, In, out, stream):
         self.calls.append("softmax")
@@ -475,6 +498,29 @@ class FakeLib:
         acc = _vals(o, dt).astype(np.float64 if dt >= 6 else np.int64)
         np.add.at(acc, (slice(None), i, slice(None)),
                   _vals(view(_v(src), dt, (O, n, In)), dt))
+        _store(o, acc, dt)
+        return 0
+
+    def emc_scatter(self, reduce, dt, out, dim_size, dim_stride, idx, src, nd, det, stream):
+        self.calls.append(("scatter", reduce))
+        shape, (so, si, ss) = _nd(nd)
+        pos = np.indices(shape).reshape(len(shape), -1) if shape else np.zeros((0, 1), int)
+        off = [np.asarray(st, np.int64) @ pos if shape else np.zeros(1, np.int64)
+               for st in (so, si, ss)]
+        j = view(_v(idx), 5, (int(off[1].max()) + 1,))[off[1]]
+        if ((j < -dim_size) | (j >= dim_size)).any():
+            self.index_error = True
+            return 0
+        j = j % dim_size
+        tgt = off[0] + j * dim_stride
+        n_out = int(tgt.max()) + 1
+        o = view(_v(out), dt, (n_out,))
+        vals = _vals(view(_v(src), dt, (int(off[2].max()) + 1,)), dt)[off[2]]
+        acc = _vals(o, dt).copy()
+        if reduce == 1:
+            np.add.at(acc, tgt, vals)
+        else:
+            acc[tgt] = vals
         _store(o, acc, dt)
         return 0
 

@@ -290,6 +290,46 @@ def test_norms_logsumexp_tril_elu_pad():
     np.testing.assert_allclose(float(p[0].grad.norm()), 1.0, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_sort_argsort_topk(dim):
+    x = data(6, 9, seed=12, lo=-5, hi=5).round()          # ties: stable order
+    for desc in (False, True):
+        v, i = ember.sort(x.cuda(), dim, descending=desc)
+        rv, ri = ember.sort(x, dim, descending=desc, stable=True)
+        close(v, rv)
+        close(i, ri)
+        close(ember.argsort(x.cuda(), dim, descending=desc), ember.argsort(x, dim,
+                                                                         descending=desc,
+                                                                         stable=True))
+    v, i = ember.topk(x.cuda() + ember.arange(9.0, device=DEV) * 1e-3, 3, dim)
+    rv, ri = ember.topk(x + ember.arange(9.0) * 1e-3, 3, dim)
+    close(v, rv)
+    close(i, ri)
+    close(ember.topk(x.long().cuda(), 2, dim, largest=False).values,
+          ember.topk(x.long(), 2, dim, largest=False).values)
+    xc, xd = x.clone().requires_grad_(True), x.cuda().requires_grad_(True)
+    (ember.sort(xc, dim).values * ember.arange(9.0 if dim else 6.0).view(
+        (1, -1) if dim else (-1, 1))).sum().backward()
+    (ember.sort(xd, dim).values * ember.arange(9.0 if dim else 6.0, device=DEV).view(
+        (1, -1) if dim else (-1, 1))).sum().backward()
+    close(xd.grad, xc.grad)
+
+
+def test_scatter():
+    x = data(4, 5, seed=13)
+    idx = ember.tensor([[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    src = data(3, 5, seed=14)
+    close(ember.scatter(x.cuda(), 0, idx[:, :4].t().contiguous().cuda() % 4,
+                        src[:, :4].t().contiguous().cuda()),
+          ember.scatter(x, 0, idx[:, :4].t().contiguous() % 4, src[:, :4].t().contiguous()))
+    close(ember.scatter(x.cuda(), 1, idx[:2].cuda(), src.cuda()),
+          ember.scatter(x, 1, idx[:2], src))
+    close(x.cuda().scatter(1, idx[:2].cuda(), 7.0), x.scatter(1, idx[:2], 7.0))
+    d = x.cuda()
+    d.scatter_(1, idx[:1].cuda(), -1.0)
+    close(d, x.clone().scatter_(1, idx[:1], -1.0))
+
+
 def test_clamp_and_attention():
     x = data(5, 6).requires_grad_(True)
     d = x.detach().cuda().requires_grad_(True)
@@ -595,5 +635,5 @@ def test_mixed_devices_and_ops_without_a_kernel_raise():
         ember.cat([a, c])
     with pytest.raises(RuntimeError, match=r"'cumsum'.*CUDA"):
         ember.cumsum(a, 0)
-    with pytest.raises(RuntimeError, match=r"'sort'.*CUDA"):
-        ember.sort(a)
+    with pytest.raises(RuntimeError, match=r"'nonzero'.*CUDA"):
+        ember.nonzero(a)
