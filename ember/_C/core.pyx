@@ -579,8 +579,7 @@ cdef object redispatch(str name, object fn, tuple args, dict kwargs):
                                       f"'{dev.type}' backend: no kernel registered")
         return kern(*args, **kwargs)
     if dev.kind == DEV_CUDA:
-        raise RuntimeError(f"{name}: CUDA is not available in this build of ember "
-                           f"(see ember.cuda.unavailable_reason())")
+        return _cuda_backend().dispatch(name, fn, args, kwargs)
     if dev.kind == DEV_META:
         raise NotImplementedError(f"{name}: the meta device has no kernels")
     return fn(*args, **kwargs)
@@ -636,6 +635,39 @@ cdef int view_refresh(TensorBase t) except -1:
     if _refresh_hook is not None:
         _refresh_hook(t)
     return 0
+
+
+# The CUDA backend (ember.cuda._dispatch) is imported on the first CUDA tensor: it
+# allocates device storage, copies and runs the CUDA kernels of ops that redispatch.
+cdef object _cuda_mod = None
+
+
+cdef object _cuda_backend():
+    global _cuda_mod
+    if _cuda_mod is None:
+        import ember.cuda._dispatch as m
+        _cuda_mod = m
+    return _cuda_mod
+
+
+def _record_op(str name, tuple inputs, out, attrs):
+    """Record an op computed outside the core (device backends) for autograd."""
+    return record(name, inputs, out, attrs)
+
+
+def _check_inplace(TensorBase t, str op):
+    check_inplace(t, op)
+
+
+def _commit_inplace(TensorBase self, TensorBase r):
+    """Write r into self in place; self becomes the output of r's graph node."""
+    copy_into(self, r)
+    bump_version(self)
+    if r._grad_fn is not None:
+        self._grad_fn = r._grad_fn
+        self._requires_grad = self._requires_grad or r._requires_grad
+        view_written(self)
+    return self
 
 
 # ----------------------------------------------------------------------------
@@ -722,6 +754,10 @@ cdef Storage _alloc_storage(int64_t nbytes, Device device):
         raise RuntimeError(f"device '{device}': ember has no '{device.type}' backend (it runs "
                            f"on cpu, cuda when available, meta, and device types that a "
                            f"plugin registers)")
+    if device.kind == DEV_CUDA:
+        ptr, s.owner, s.device = _cuda_backend().alloc(nbytes, device)
+        s.data = <char *><size_t>ptr
+        return s
     if device.kind != DEV_CPU and device.kind != DEV_META:
         raise RuntimeError(f"cannot allocate native storage on device '{device}'")
     if device.kind == DEV_META:
@@ -797,7 +833,7 @@ cdef int64_t numel_of(int ndim, const int64_t *shape) noexcept nogil:
     return n
 
 
-cdef object _to_plain(TensorBase self, dtype, device, bint copy):
+cdef object _to_plain(TensorBase self, dtype, device, bint copy, bint non_blocking=False):
     cdef Device dev = self._device if device is None else as_device(device)
     cdef int dt = self._dtype if dtype is None else dtype_code(dtype)
     if dev == self._device and dt == self._dtype:
@@ -809,8 +845,7 @@ cdef object _to_plain(TensorBase self, dtype, device, bint copy):
             if kern is None:
                 raise NotImplementedError(f"to: no kernel registered for '{devtype}'")
             return kern(self, dev, _dtypes[dt])
-        raise RuntimeError(f"to: cannot move a tensor to {dev}: CUDA is not available in "
-                           f"this build of ember")
+        return _cuda_backend().to(self, dev, dt, non_blocking)
     return self._cast(dt)
 
 
@@ -941,8 +976,8 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
-    t._device = device
     t._storage = _alloc_storage(n, device)
+    t._device = t._storage.device    # a CUDA device gets its index
     t._inference = em_inference_on != 0
     return t
 
@@ -1215,6 +1250,9 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     if nd != dst._ndim or any([bshape[i] != dst._shape[i] for i in range(nd)]):
         raise RuntimeError(f"output with shape {list(shape_tuple(dst))} doesn't match the "
                            f"broadcast shape {[bshape[i] for i in range(nd)]}")
+    if dst._device.kind == DEV_CUDA or src._device.kind == DEV_CUDA:
+        _cuda_backend().copy_into(dst, src)
+        return 0
     if dst._device.kind != DEV_CPU or src._device.kind != DEV_CPU:
         raise RuntimeError(f"copy_: cannot copy between {src._device} and {dst._device} natively")
     iter_init(&it, [dst, src], dst._ndim, dst._shape)
@@ -1248,6 +1286,9 @@ cdef int fill_scalar(TensorBase dst, object v) except -1:
     buf[1] = 0
     cdef NdIter it
     scalar_to_buf(v, dst._dtype, buf)
+    if dst._device.kind == DEV_CUDA:
+        _cuda_backend().fill(dst, (<char *>buf)[:em_itemsize[dst._dtype]])
+        return 0
     if is_contig(dst):
         with nogil:
             em_fill(dst._dtype, _ptr(dst), em_itemsize[dst._dtype], numel_of(dst._ndim, dst._shape),
@@ -1881,10 +1922,11 @@ cdef class TensorBase:
                 copy = a
             elif a is not None:
                 raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        nb = bool(kwargs.get("non_blocking", False))
         fmt = kwargs.get("memory_format")
         if fmt is not None or _maybe_channels_last(self):
-            return _memfmt().to(self, _to_plain(self, dtype, device, copy), fmt)
-        return _to_plain(self, dtype, device, copy)
+            return _memfmt().to(self, _to_plain(self, dtype, device, copy, nb), fmt)
+        return _to_plain(self, dtype, device, copy, nb)
 
     def _cast(self, int dt):
         if _slow and dt != self._dtype:
@@ -1949,7 +1991,9 @@ cdef class TensorBase:
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
-        return self.to("cuda" if device is None else device)
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = Device("cuda", device)
+        return self.to("cuda" if device is None else device, non_blocking=non_blocking)
 
     # ---- Python values ------------------------------------------------------
     def item(self):

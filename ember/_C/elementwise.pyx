@@ -809,6 +809,8 @@ def lerp(input, end, weight, *, out=None):
     cdef int64_t s1[MAX_DIMS]
     cdef int64_t s2[MAX_DIMS]
     cdef int nd, rd, cd
+    if needs_slow((input, end, weight)):
+        return redispatch("lerp", lerp, (input, end, weight), {} if out is None else {"out": out})
     rd = result_type2(input, end)
     if category(rd) < 2:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{torch_type_name(rd)}'")
@@ -860,6 +862,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 cdef bint _all_true(TensorBase c):
+    if c._device.kind != DEV_CPU:
+        c = <TensorBase>c.to("cpu")     # the answer is a host bool: copy the flags back
     cdef TensorBase t = contig(cast(c, EM_BOOL))
     cdef int64_t i, n = numel_of(t._ndim, t._shape)
     cdef const char *p = t._storage.data + t._offset
