@@ -24,6 +24,7 @@ struct F(plan_s) {
     CT *grootsc[64];
     CT *twv[64];         /* vector passes (radix 2, 4): (ip-1) * ido twiddles, i == 0 included */
     CT *twvc[64];
+    CT *rw;              /* e^{+2 pi i k / 2n}, k <= n: real transforms of length 2n */
     int allv;            /* every pass has full vector tables (multi-column transforms) */
     /* Bluestein: the chirp, the transformed kernel (/m) and the fast-length plan */
     int64_t m;
@@ -353,6 +354,19 @@ static const F(plan) *F(get_plan)(int64_t n) {
     return p;
 }
 
+/* the post/pre-processing twiddles of the real transforms of length 2 p->n */
+static const CT *F(real_twiddles)(const F(plan) *cp) {
+    F(plan) *p = (F(plan) *)cp;
+    em_fft_lock();
+    if (!p->rw) {
+        CT *w = (CT *)malloc(sizeof(CT) * (p->n + 1));
+        if (w) F(twiddles)(w, p->n + 1, 1, 2 * p->n);
+        p->rw = w;
+    }
+    em_fft_unlock();
+    return p->rw;
+}
+
 /* c2c over `howmany` rows: row r of the input starts at in + r * idist (complex
    elements) with element stride istride; the same for the output. */
 static int F(c2c)(const CT *in, int64_t istride, int64_t idist, CT *out, int64_t ostride,
@@ -447,12 +461,8 @@ static int F(r2c)(const T *in, int64_t istride, int64_t idist, CT *out, int64_t 
     int64_t h = even ? n / 2 : n, nh = n / 2 + 1;
     const F(plan) *p = F(get_plan)(h);
     if (!p) return 1;
-    CT *w = NULL;
-    if (even) {
-        w = (CT *)malloc(sizeof(CT) * (h + 1));
-        if (!w) return 1;
-        F(twiddles)(w, h + 1, 1, n);
-    }
+    const CT *w = NULL;
+    if (even && !(w = F(real_twiddles)(p))) return 1;
     int64_t sl = F(scratch_len)(p);
     int fail = 0;
     #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && howmany > 1)
@@ -488,7 +498,6 @@ static int F(r2c)(const T *in, int64_t istride, int64_t idist, CT *out, int64_t 
             free(buf);
         }
     }
-    free(w);
     return fail;
 }
 
@@ -500,12 +509,8 @@ static int F(c2r)(const CT *in, int64_t istride, int64_t idist, T *out, int64_t 
     int64_t h = even ? n / 2 : n, nh = n / 2 + 1;
     const F(plan) *p = F(get_plan)(h);
     if (!p) return 1;
-    CT *w = NULL;
-    if (even) {
-        w = (CT *)malloc(sizeof(CT) * (h + 1));
-        if (!w) return 1;
-        F(twiddles)(w, h + 1, 1, n);
-    }
+    const CT *w = NULL;
+    if (even && !(w = F(real_twiddles)(p))) return 1;
     int64_t sl = F(scratch_len)(p);
     int fail = 0;
     #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && howmany > 1)
@@ -545,7 +550,6 @@ static int F(c2r)(const CT *in, int64_t istride, int64_t idist, T *out, int64_t 
             free(buf);
         }
     }
-    free(w);
     return fail;
 }
 
