@@ -332,7 +332,14 @@ FOR_FLOATS(MK_UN, recip, (T)(1 / x))
 FOR_NUM(MK_UN, square, (T)(x * x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
-FOR_FLOATS(MK_UN, lgamma, (T)lgamma(x))
+/* float32 lgamma vectorised in double (ember_math.h); x <= 0, inf and NaN take libm.
+   EW_WIDE: the ISA file's choice of vector width for such double-heavy loops */
+#ifndef EW_WIDE
+#define EW_WIDE
+#endif
+EW_WIDE UNFIX_LOOP(un_lgamma_f32, float, em_lgammaf_pos(x), (!(x > 0.0f)) | (x == INFINITY),
+           (float)lgamma((double)x))
+UN_LOOP(un_lgamma_f64, double, double, lgamma(x))
 /* softplus: prm = {beta, threshold} */
 UN_LOOP(un_softplus_f32, float, float, em_softplusf(x, (float)prm[0], (float)prm[1]))
 UN_LOOP(un_softplus_f64, double, double, em_softplus(x, prm[0], prm[1]))
