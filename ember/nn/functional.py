@@ -922,7 +922,7 @@ def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    if input.is_complex():
+    if isinstance(input, ember.Tensor) and input.is_complex():
         return _by_parts(unfold, input, kernel_size, dilation, padding, stride)
     return _conv.unfold(input, kernel_size, dilation, padding, stride)
 
@@ -969,7 +969,7 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    if input.is_complex():
+    if isinstance(input, ember.Tensor) and input.is_complex():
         return _by_parts(fold, input, output_size, kernel_size, dilation, padding, stride)
     return _conv.fold(input, output_size, kernel_size, dilation, padding, stride)
 
