@@ -256,6 +256,14 @@ UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < 8192.0f)) & (x == x), ta
 UN_LOOP(un_tan_f64, double, double, tan(x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
+/* float32 lgamma vectorised in double (ember_math.h); x <= 0, inf and NaN take libm.
+   EW_WIDE: the ISA file's choice of vector width for such double-heavy loops */
+#ifndef EW_WIDE
+#define EW_WIDE
+#endif
+EW_WIDE UNFIX_LOOP(un_lgamma_f32, float, em_lgammaf_pos(x), (!(x > 0.0f)) | (x == INFINITY),
+           (float)lgamma((double)x))
+UN_LOOP(un_lgamma_f64, double, double, lgamma(x))
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {

@@ -109,7 +109,7 @@
     X(RECIP, recip, "reciprocal", FLOAT, FLOATS, ALL, (T)(1 / x), _) \
     X(SQUARE, square, "square", ARITH, NUM, ALL, (T)(x * x), _) \
     X(BNOT, bnot, "bitwise_not", ARITH, INTS_B, OWN, _, _) \
-    X(LGAMMA, lgamma, "lgamma", FLOAT, FLOATS, ALL, (T)lgamma(x), _) \
+    X(LGAMMA, lgamma, "lgamma", FLOAT, FLOATS, OWN, _, _) \
     /* parametric (prm): softplus {beta, threshold}, leaky_relu {slope}, \
        elu {alpha, scale, input_scale}; clamp reads its own aux block */ \
     X(SOFTPLUS, softplus, "", FLOAT, FLOATS, F2, \
