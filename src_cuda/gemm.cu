@@ -76,6 +76,93 @@ __global__ void __launch_bounds__(256) gemm_simt(bool ta, bool tb, int64_t M, in
     }
 }
 
+/* float32 SIMT for whole tiles: 128x128x8 block tile, 8x8 outputs per thread as two
+   4x4 quadrants (so the shared-memory reads are float4s), the next k-slab loaded
+   into registers while the current one is multiplied (double-buffered shared
+   memory, one barrier per slab).  Other shapes take gemm_simt. */
+#define QM 128
+#define QN 128
+#define QK 8
+
+template <bool TA, bool TB>
+__global__ void __launch_bounds__(256) sgemm_tiles(int64_t K, float alpha, const float *A,
+                                                   int64_t lda, int64_t sA, const float *B,
+                                                   int64_t ldb, int64_t sB, float beta, float *C,
+                                                   int64_t ldc, int64_t sC, int64_t batch) {
+    __shared__ __align__(16) float As[2][QK][QM];
+    __shared__ __align__(16) float Bs[2][QK][QN];
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const int64_t m0 = (int64_t)blockIdx.y * QM, n0 = (int64_t)blockIdx.x * QN;
+    /* each thread moves one float4 of each operand per slab */
+    const int ar = TA ? tid / 32 : tid / 2, ac = TA ? (tid % 32) * 4 : (tid % 2) * 4;
+    const int br = TB ? tid / 2 : tid / 32, bc = TB ? (tid % 2) * 4 : (tid % 32) * 4;
+    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+        const float *Az = A + z * sA, *Bz = B + z * sB;
+        float *Cz = C + z * sC;
+        /* A: !TA rows m (ar) x k (ac..ac+3); TA rows k (ar) x m (ac..). B alike. */
+        const float *ap = TA ? Az + ar * lda + m0 + ac : Az + (m0 + ar) * lda + ac;
+        const float *bp = TB ? Bz + (n0 + br) * ldb + bc : Bz + br * ldb + n0 + bc;
+        const int64_t astep = TA ? QK * lda : QK, bstep = TB ? QK : QK * ldb;
+        auto stash = [&](int buf, float4 a, float4 b) {
+            if (TA) {
+                *reinterpret_cast<float4 *>(&As[buf][ar][ac]) = a;
+            } else {
+                As[buf][ac][ar] = a.x; As[buf][ac + 1][ar] = a.y;
+                As[buf][ac + 2][ar] = a.z; As[buf][ac + 3][ar] = a.w;
+            }
+            if (TB) {
+                Bs[buf][bc][br] = b.x; Bs[buf][bc + 1][br] = b.y;
+                Bs[buf][bc + 2][br] = b.z; Bs[buf][bc + 3][br] = b.w;
+            } else {
+                *reinterpret_cast<float4 *>(&Bs[buf][br][bc]) = b;
+            }
+        };
+        float acc[8][8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+        stash(0, *reinterpret_cast<const float4 *>(ap), *reinterpret_cast<const float4 *>(bp));
+        __syncthreads();
+        const int64_t slabs = K / QK;
+        for (int64_t t = 0; t < slabs; t++) {
+            const int cur = (int)(t & 1);
+            float4 na, nb;
+            if (t + 1 < slabs) {
+                na = *reinterpret_cast<const float4 *>(ap + (t + 1) * astep);
+                nb = *reinterpret_cast<const float4 *>(bp + (t + 1) * bstep);
+            }
+#pragma unroll
+            for (int k = 0; k < QK; k++) {
+                float a[8], b[8];
+                *reinterpret_cast<float4 *>(a) = *reinterpret_cast<const float4 *>(&As[cur][k][ty * 4]);
+                *reinterpret_cast<float4 *>(a + 4) =
+                    *reinterpret_cast<const float4 *>(&As[cur][k][64 + ty * 4]);
+                *reinterpret_cast<float4 *>(b) = *reinterpret_cast<const float4 *>(&Bs[cur][k][tx * 4]);
+                *reinterpret_cast<float4 *>(b + 4) =
+                    *reinterpret_cast<const float4 *>(&Bs[cur][k][64 + tx * 4]);
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+            if (t + 1 < slabs) stash(cur ^ 1, na, nb);
+            __syncthreads();
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int64_t m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int64_t n = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+                float *c = Cz + m * ldc + n;
+                *c = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * *c;
+            }
+        }
+        __syncthreads();   /* the next batch reuses buffer 0 */
+    }
+}
+
 #define TM 128
 #define TN 128
 #define TK 32
@@ -388,6 +475,25 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
         gemm_wmma<float><<<dim3((unsigned)gx, (unsigned)gy, gz), 256, 0, s>>>(
             ta, tb, M, N, K, (float)alpha, (const float *)A, lda, sA, (const float *)B, ldb, sB,
             (float)beta, (float *)C, ldc, sC, batch);
+    } else if (dtype == EM_F32 && M % QM == 0 && N % QN == 0 && K % QK == 0 && K > 0 &&
+               M / QM <= 65535 && lda % 4 == 0 && ldb % 4 == 0 &&
+               (batch == 1 || (sA % 4 == 0 && sB % 4 == 0)) && ((uintptr_t)A & 15) == 0 &&
+               ((uintptr_t)B & 15) == 0) {
+        dim3 grid((unsigned)(N / QN), (unsigned)(M / QM), gz);
+        const float *fa = (const float *)A, *fb = (const float *)B;
+        float fal = (float)alpha, fbe = (float)beta, *fc = (float *)C;
+        if (!ta && !tb)
+            sgemm_tiles<false, false><<<grid, 256, 0, s>>>(K, fal, fa, lda, sA, fb, ldb, sB, fbe,
+                                                           fc, ldc, sC, batch);
+        else if (ta && !tb)
+            sgemm_tiles<true, false><<<grid, 256, 0, s>>>(K, fal, fa, lda, sA, fb, ldb, sB, fbe,
+                                                          fc, ldc, sC, batch);
+        else if (!ta && tb)
+            sgemm_tiles<false, true><<<grid, 256, 0, s>>>(K, fal, fa, lda, sA, fb, ldb, sB, fbe,
+                                                          fc, ldc, sC, batch);
+        else
+            sgemm_tiles<true, true><<<grid, 256, 0, s>>>(K, fal, fa, lda, sA, fb, ldb, sB, fbe,
+                                                         fc, ldc, sC, batch);
     } else if (dtype == EM_F32 || dtype == EM_F64) {
         int64_t gx = (N + SB_N - 1) / SB_N, gy = (M + SB_M - 1) / SB_M;
         if (gy > 65535) return emc_set_error(EMC_E_ARG, "emc_gemm (M too large)");

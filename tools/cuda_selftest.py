@@ -122,6 +122,13 @@ def speed_table():
         tf = torch.full((M, M), 0.01, device="cuda")
         tms = _torch_timer(torch, lambda: tf @ tf, iters=5)
     rows.append(("gemm tf32 4096^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
+    ms = _timer(lambda: lib.emc_gemm(EM["float32"], 0, 0, M, M, M, 1.0, fa, M, 0, fa, M, 0, 0.0,
+                                     fc, M, 0, 1, 0, None), iters=5)
+    tms = None
+    if has_torch:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        tms = _torch_timer(torch, lambda: tf @ tf, iters=5)
+    rows.append(("gemm f32 4096^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
     R, C = 4096, 4096
     x = dev.put(np.random.default_rng(0).standard_normal((R, C)).astype(np.float32))
     y = dev.alloc((R, C), np.float32)

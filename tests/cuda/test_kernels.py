@@ -356,6 +356,23 @@ def test_gemm_tensor_cores_fp32_accumulation(dev, dtype, M, N, K):
     np.testing.assert_allclose(got, va.astype(np.float64) @ vb, rtol=1e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("ta,tb", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_float32_whole_simt_tiles(dev, ta, tb):
+    # 256 x 384 x 72 in batches of 2: whole 128 x 128 x 8 tiles of the float32 SIMT kernel
+    B, M, N, K = 2, 256, 384, 72
+    a = _data("float32", (B, K, M) if ta else (B, M, K))
+    b = _data("float32", (B, N, K) if tb else (B, K, N), seed=2)
+    c = _data("float32", (B, M, N), seed=3)
+    op_a = a.transpose(0, 2, 1) if ta else a
+    op_b = b.transpose(0, 2, 1) if tb else b
+    ref = 1.5 * (op_a.astype(np.float64) @ op_b) + 0.5 * c
+    pc = dev.put(c)
+    dev.check(dev.lib.emc_gemm(EM["float32"], ta, tb, M, N, K, 1.5, dev.put(a), a.shape[2],
+                               a.shape[1] * a.shape[2], dev.put(b), b.shape[2],
+                               b.shape[1] * b.shape[2], 0.5, pc, N, M * N, B, 0, None))
+    np.testing.assert_allclose(dev.get(pc), ref, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "tf32"])
 @pytest.mark.parametrize("ta,tb", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_gemm_pipelined_whole_tiles(dev, dtype, ta, tb):
