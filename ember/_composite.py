@@ -719,6 +719,22 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     return r.requires_grad_(requires_grad)
 
 
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, requires_grad=False):
+    """The Kaiser window, ``I0(beta sqrt(1 - ((n - N/2) / (N/2))^2)) / I0(beta)``."""
+    from ember._C import special as _sp
+
+    t, denom = _window(window_length, periodic, dtype, "kaiser_window", device=device,
+                       requires_grad=requires_grad)
+    if denom is None:
+        return t
+    half = denom / 2.0
+    u = _ew.div(_ew.sub(t, half), half)
+    arg = _ew.mul(_ew.sqrt(_ew.rsub(_ew.mul(u, u), 1.0)), float(beta))
+    r = _ew.div(_sp.i0(arg), _sp.i0(core.full((), float(beta), dtype=t.dtype)))
+    return r.requires_grad_(requires_grad)
+
 # -- creation -----------------------------------------------------------------
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False,

@@ -35,6 +35,17 @@ def test_dtype_objects_and_aliases():
     assert ember.finfo(ember.complex64).eps == torch.finfo(torch.complex64).eps
 
 
+@pytest.mark.parametrize("method", ["cfloat", "cdouble"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.complex64])
+def test_cfloat_cdouble_methods(method, dtype):
+    a = np.random.default_rng(0).standard_normal((2, 3))
+    a = (a + 1j * a[::-1]).astype(dtype) if dtype is np.complex64 else (a * 3).astype(dtype)
+    _close(getattr(ember.tensor(a), method)(), getattr(torch.tensor(a), method)())
+    x = ember.tensor(a.real.astype(np.float64), requires_grad=True)
+    getattr(x, method)().real.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+
+
 @pytest.mark.parametrize("data", [[1 + 2j, 3 - 1j], [[1, 2j], [3.5, -4]], 2j, [1.0, 1j, True]])
 def test_tensor_from_python_complex(data):
     _close(ember.tensor(data), torch.tensor(data))

@@ -442,21 +442,31 @@ cdef tuple _like(TensorBase input, dtype, device):
 
 
 cdef object _sample_like(object fn, str name, object input, dtype, device, requires_grad,
-                         generator):
+                         generator, memory_format):
     cdef TensorBase t = as_tensor(input, name, "input")
     d, dev = _like(t, dtype, device)
-    return fn(shape_tuple(t), dtype=d, device=dev, requires_grad=requires_grad,
-              generator=generator)
+    return _in_format(t, fn(shape_tuple(t), dtype=d, device=dev, requires_grad=requires_grad,
+                            generator=generator), memory_format, name)
+
+
+cdef object _in_format(TensorBase t, r, memory_format, str name):
+    # a channels-last input (or a named memory format) gives a result laid out so
+    if memory_format is None and not ((t._ndim == 4 or t._ndim == 5) and not is_contig(t)):
+        return r
+    from ember import _memory_format
+    return _memory_format.relayout_like(t, r, memory_format, name)
 
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, generator=None):
-    return _sample_like(rand, "rand_like", input, dtype, device, requires_grad, generator)
+    return _sample_like(rand, "rand_like", input, dtype, device, requires_grad, generator,
+                        memory_format)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, generator=None):
-    return _sample_like(randn, "randn_like", input, dtype, device, requires_grad, generator)
+    return _sample_like(randn, "randn_like", input, dtype, device, requires_grad, generator,
+                        memory_format)
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
@@ -508,8 +518,11 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     if high is None:
         low, high = 0, low
     d, dev = _like(<TensorBase>input, dtype, device)
-    return randint(low, high, shape_tuple(<TensorBase>input), dtype=d, device=dev,
-                   requires_grad=requires_grad, generator=generator)
+    return _in_format(<TensorBase>input, randint(low, high, shape_tuple(<TensorBase>input),
+                                                 dtype=d, device=dev,
+                                                 requires_grad=requires_grad,
+                                                 generator=generator),
+                      memory_format, "randint_like")
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,

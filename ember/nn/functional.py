@@ -495,7 +495,8 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` picked by the integer ``input``; the row ``padding_idx`` gets
-    no gradient."""
+    no gradient, and with ``scale_grad_by_freq`` each row's gradient is divided by how
+    often ``input`` picks it."""
     if input.is_floating_point():
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got a floating tensor")
@@ -504,8 +505,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         _embedding_renorm(weight, input, max_norm, norm_type)
     flat = input.reshape(-1)
-    if padding_idx is not None and weight.requires_grad and ember.is_grad_enabled():
-        out = _Embedding.apply(weight, flat, padding_idx)
+    if (padding_idx is not None or scale_grad_by_freq) and weight.requires_grad and \
+            ember.is_grad_enabled():
+        out = _Embedding.apply(weight, flat, padding_idx, bool(scale_grad_by_freq))
     else:
         out = weight.index_select(0, flat)
     return out.reshape(*input.shape, weight.shape[1])
@@ -514,23 +516,31 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 def _embedding_function():
     from ember.autograd import Function
 
-    class _EmbeddingPad(Function):
+    class _EmbeddingGrad(Function):
+        """Rows of weight whose gradient leaves out ``padding_idx`` and, with
+        ``scale_grad_by_freq``, is divided by how often each row was picked."""
+
         @staticmethod
-        def forward(ctx, weight, flat, padding_idx):
+        def forward(ctx, weight, flat, padding_idx, scale_grad_by_freq):
             ctx.save_for_backward(flat)
             ctx.num_weights = weight.shape[0]
             ctx.padding_idx = padding_idx
+            ctx.scale = scale_grad_by_freq
             return weight.detach().index_select(0, flat)
 
         @staticmethod
         def backward(ctx, grad):
             (flat,) = ctx.saved_tensors
-            keep = (flat != ctx.padding_idx).to(grad.dtype).unsqueeze(1)
+            if ctx.padding_idx is not None:
+                grad = grad * (flat != ctx.padding_idx).to(grad.dtype).unsqueeze(1)
+            if ctx.scale:
+                counts = ember.bincount(flat, minlength=ctx.num_weights).to(grad.dtype)
+                grad = grad / counts.index_select(0, flat).unsqueeze(1)
             gw = ember.zeros(ctx.num_weights, grad.shape[1], dtype=grad.dtype)
-            gw.index_add_(0, flat, grad * keep)
-            return gw, None, None
+            gw.index_add_(0, flat, grad)
+            return gw, None, None, None
 
-    return _EmbeddingPad
+    return _EmbeddingGrad
 
 
 class _LazyFn:
@@ -1018,9 +1028,10 @@ from ember.nn._activations import *  # noqa: E402, F403
 from ember.nn._losses import *  # noqa: E402, F403
 
 __all__ += [*_activations.__all__, *_losses.__all__]
+from ember.nn._grouped_mm import grouped_mm  # noqa: E402
 from ember.nn._sparse import embedding_bag  # noqa: E402
 
-__all__ += ["embedding_bag"]
+__all__ += ["embedding_bag", "grouped_mm"]
 from ember.nn._script_helpers import assert_int_or_pair, boolean_dispatch  # noqa: E402
 
 __all__ += ["assert_int_or_pair", "boolean_dispatch"]

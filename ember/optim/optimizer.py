@@ -7,10 +7,12 @@ group in one multi-tensor C call (``ember._C.foreach``) unless ``foreach=False``
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections import OrderedDict, defaultdict
 
 import ember
+from ember._tensor import _capturing
 from ember.autograd._hooks import add_hook
 
 __all__ = ["Optimizer", "required"]
@@ -28,6 +30,13 @@ def _use_grad(step):
     """Run ``step`` under no_grad, or with grad enabled for ``differentiable=True`` so the
     update can be differentiated (the closure, if any, runs with grad enabled)."""
     def wrapper(self, closure=None):
+        if closure is None and _capturing():
+            # inside ember.compile: the update runs as an eager step between the graphs
+            from ember.compiler import _eager_step
+            return _eager_step("step", functools.partial(run, self), owner=self)
+        return run(self, closure)
+
+    def run(self, closure=None):
         for h in list(self._step_pre_hooks.values()):
             h(self, (), {})
         loss = None
@@ -180,6 +189,11 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of every parameter (to None by default)."""
+        if _capturing():
+            # inside ember.compile: an eager step, so every call resets the gradients
+            from ember.compiler import _eager_step
+            return _eager_step("zero_grad", functools.partial(type(self).zero_grad, self,
+                                                             bool(set_to_none)), owner=self)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
