@@ -168,7 +168,8 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     # complex: x / (1 + exp(-x)), as torch (ember's fused kernel is real)
-    r = input * ember.sigmoid(input) if input.is_complex() else ember.silu(input)
+    r = input * ember.sigmoid(input) if isinstance(input, ember.Tensor) and \
+        input.is_complex() else ember.silu(input)
     return input.copy_(r) if inplace else r
 
 
@@ -923,7 +924,7 @@ def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    if input.is_complex():
+    if isinstance(input, ember.Tensor) and input.is_complex():
         return _by_parts(unfold, input, kernel_size, dilation, padding, stride)
     return _conv.unfold(input, kernel_size, dilation, padding, stride)
 
@@ -970,7 +971,7 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    if input.is_complex():
+    if isinstance(input, ember.Tensor) and input.is_complex():
         return _by_parts(fold, input, output_size, kernel_size, dilation, padding, stride)
     return _conv.fold(input, output_size, kernel_size, dilation, padding, stride)
 
