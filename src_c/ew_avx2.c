@@ -4,4 +4,6 @@
 #include <string.h>
 #pragma GCC target("avx2,fma")
 #define EW_TABLE_FN em_ew_table_avx2
+/* the double-precision float32 kernels (lgamma): FMA contraction, off under -std=c11 */
+#define EW_WIDE __attribute__((optimize("fp-contract=fast")))
 #include "ew_impl.h"

@@ -4,4 +4,7 @@
 #include <string.h>
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 #define EW_TABLE_FN em_ew_table_avx512
+/* the double-precision float32 kernels (lgamma): 512-bit vectors (~1.5x faster) and
+   FMA contraction, which -std=c11 turns off (~1.3x) */
+#define EW_WIDE __attribute__((target("prefer-vector-width=512"), optimize("fp-contract=fast")))
 #include "ew_impl.h"

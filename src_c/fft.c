@@ -17,6 +17,19 @@ static pthread_mutex_t em_fft_mutex = PTHREAD_MUTEX_INITIALIZER;
 static void em_fft_lock(void) { pthread_mutex_lock(&em_fft_mutex); }
 static void em_fft_unlock(void) { pthread_mutex_unlock(&em_fft_mutex); }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* the float passes have AVX2 forms (fft_avx2.h), used when the CPU has AVX2+FMA */
+#include "fft_avx2.h"
+#define FFT_SIMD 1
+static int use_simd_f(void) {
+    static int v = -1;
+    if (v < 0) v = ember_cpu_isa() >= 1;
+    return v;
+}
+#define simd_pass_f simdf_pass
+#define simd_multi_f simdf_multi
+#endif
+
 #define T float
 #define CT float complex
 #define SFX _f
@@ -32,6 +45,7 @@ static void em_fft_unlock(void) { pthread_mutex_unlock(&em_fft_mutex); }
 #undef CREAL
 #undef CIMAG
 #undef CONJ
+#undef FFT_SIMD
 
 #define T double
 #define CT double complex

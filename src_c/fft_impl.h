@@ -22,6 +22,10 @@ struct F(plan_s) {
     CT *roots;           /* generic radices: e^{+2 pi i k / ip}, k < ip, per pass */
     CT *groots[64];
     CT *grootsc[64];
+    CT *twv[64];         /* vector passes (radix 2, 4): (ip-1) * ido twiddles, i == 0 included */
+    CT *twvc[64];
+    CT *rw;              /* e^{+2 pi i k / 2n}, k <= n: real transforms of length 2n */
+    int allv;            /* every pass has full vector tables (multi-column transforms) */
     /* Bluestein: the chirp, the transformed kernel (/m) and the fast-length plan */
     int64_t m;
     CT *chirp;           /* e^{+pi i k^2 / n} */
@@ -155,8 +159,9 @@ static void F(exec)(const F(plan) *p, CT *buf, CT *scratch, int s);
 static void F(plan_factor)(F(plan) *p) {
     int64_t n = p->n;
     p->nfct = 0;
+    /* a lone 2 goes first, so the last radix-4 pass has ido == 1 */
+    if (__builtin_ctzll((unsigned long long)n) % 2) { p->fct[p->nfct++] = 2; n /= 2; }
     while (n % 4 == 0) { p->fct[p->nfct++] = 4; n /= 4; }
-    if (n % 2 == 0) { p->fct[p->nfct++] = 2; n /= 2; }
     for (int64_t d = 3; d * d <= n; d += 2)
         while (n % d == 0) { p->fct[p->nfct++] = (int)d; n /= d; }
     if (n > 1) p->fct[p->nfct++] = (int)(n > 0x7fffffff ? 0x7fffffff : n);
@@ -232,6 +237,20 @@ static F(plan) *F(plan_build)(int64_t n) {
                 p->tw[k][(j - 1) * (ido - 1) + i - 1] = MKC((T)cos(a), (T)sin(a));
                 p->twc[k][(j - 1) * (ido - 1) + i - 1] = MKC((T)cos(a), -(T)sin(a));
             }
+#ifdef FFT_SIMD
+        if (F(use_simd)() && (ip == 2 || ip == 4)) {
+            p->twv[k] = (CT *)malloc(sizeof(CT) * (ip - 1) * ido);
+            p->twvc[k] = (CT *)malloc(sizeof(CT) * (ip - 1) * ido);
+            if (!p->twv[k] || !p->twvc[k]) return NULL;
+            for (int64_t j = 1; j < ip; j++)
+                for (int64_t i = 0; i < ido; i++) {
+                    int64_t e = (int64_t)(((__int128)j * l1 * i) % n);
+                    double a = 2.0 * 3.14159265358979323846 * (double)e / (double)n;
+                    p->twv[k][(j - 1) * ido + i] = MKC((T)cos(a), (T)sin(a));
+                    p->twvc[k][(j - 1) * ido + i] = MKC((T)cos(a), -(T)sin(a));
+                }
+        }
+#endif
         if (ip > 5) {
             p->groots[k] = (CT *)malloc(sizeof(CT) * ip);
             p->grootsc[k] = (CT *)malloc(sizeof(CT) * ip);
@@ -241,6 +260,8 @@ static F(plan) *F(plan_build)(int64_t n) {
         }
         l1 *= ip;
     }
+    p->allv = p->nfct > 0;
+    for (int k = 0; k < p->nfct; k++) p->allv &= p->twv[k] != NULL;
     return p;
 }
 
@@ -269,6 +290,13 @@ static void F(exec)(const F(plan) *p, CT *buf, CT *scratch, int s) {
     for (int k = 0; k < p->nfct; k++) {
         int64_t ip = p->fct[k], ido = n / (l1 * ip);
         const CT *tw = s > 0 ? p->tw[k] : p->twc[k];
+#ifdef FFT_SIMD
+        if (F(simd_pass)(ip, ido, l1, p1, p2, s > 0 ? p->twv[k] : p->twvc[k], s)) {
+            CT *t = p1; p1 = p2; p2 = t;
+            l1 *= ip;
+            continue;
+        }
+#endif
         /* the sign as a literal: the inlined butterflies lose their sign branches */
         switch (ip) {
         case 4: if (s > 0) F(pass4)(ido, l1, p1, p2, tw, 1);
@@ -290,6 +318,22 @@ static void F(exec)(const F(plan) *p, CT *buf, CT *scratch, int s) {
     if (p1 != buf) memcpy(buf, p1, sizeof(CT) * n);
 }
 
+#ifdef FFT_SIMD
+/* V adjacent columns at once (p->allv): buf holds element e of column v at e * V + v;
+   returns the buffer (buf or scratch, each n * V long) that holds the result */
+static CT *F(exec_multi)(const F(plan) *p, CT *buf, CT *scratch, int64_t V, int s) {
+    CT *p1 = buf, *p2 = scratch;
+    int64_t l1 = 1, n = p->n;
+    for (int k = 0; k < p->nfct; k++) {
+        int64_t ip = p->fct[k], ido = n / (l1 * ip);
+        F(simd_multi)((int)ip, ido, l1, V, p1, p2, s > 0 ? p->twv[k] : p->twvc[k], s);
+        CT *t = p1; p1 = p2; p2 = t;
+        l1 *= ip;
+    }
+    return p1;
+}
+#endif
+
 /* scratch a transform of length n needs (in CT units) */
 static int64_t F(scratch_len)(const F(plan) *p) {
     return p->sub ? p->m + p->m + F(scratch_len)(p->sub) : p->n;
@@ -310,6 +354,19 @@ static const F(plan) *F(get_plan)(int64_t n) {
     return p;
 }
 
+/* the post/pre-processing twiddles of the real transforms of length 2 p->n */
+static const CT *F(real_twiddles)(const F(plan) *cp) {
+    F(plan) *p = (F(plan) *)cp;
+    em_fft_lock();
+    if (!p->rw) {
+        CT *w = (CT *)malloc(sizeof(CT) * (p->n + 1));
+        if (w) F(twiddles)(w, p->n + 1, 1, 2 * p->n);
+        p->rw = w;
+    }
+    em_fft_unlock();
+    return p->rw;
+}
+
 /* c2c over `howmany` rows: row r of the input starts at in + r * idist (complex
    elements) with element stride istride; the same for the output. */
 static int F(c2c)(const CT *in, int64_t istride, int64_t idist, CT *out, int64_t ostride,
@@ -322,6 +379,36 @@ static int F(c2c)(const CT *in, int64_t istride, int64_t idist, CT *out, int64_t
         /* rows are adjacent columns (a transform over a non-last dim): move FFT_BLOCK of
            them at a time, so each gather/scatter touches whole cache lines */
         int64_t nblk = (howmany + FFT_BLOCK - 1) / FFT_BLOCK;
+#ifdef FFT_SIMD
+        if (p->allv && n > 1 && howmany % 4 == 0) {
+            /* whole blocks of columns through the vector passes, no transposes */
+            #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && nblk > 1)
+            {
+                CT *buf = (CT *)malloc(sizeof(CT) * 2 * FFT_BLOCK * n);
+                if (!buf) {
+                    #pragma omp atomic write
+                    fail = 1;
+                } else {
+                    #pragma omp for schedule(static)
+                    for (int64_t b = 0; b < nblk; b++) {
+                        int64_t r0 = b * FFT_BLOCK;
+                        int64_t nv = howmany - r0 < FFT_BLOCK ? howmany - r0 : FFT_BLOCK;
+                        for (int64_t j = 0; j < n; j++)
+                            memcpy(buf + j * nv, in + r0 + j * istride, sizeof(CT) * nv);
+                        CT *res = F(exec_multi)(p, buf, buf + FFT_BLOCK * n, nv, s);
+                        for (int64_t j = 0; j < n; j++) {
+                            CT *y = out + r0 + j * ostride;
+                            const CT *x = res + j * nv;
+                            if (scale != 1) for (int64_t v = 0; v < nv; v++) y[v] = x[v] * scale;
+                            else memcpy(y, x, sizeof(CT) * nv);
+                        }
+                    }
+                    free(buf);
+                }
+            }
+            return fail;
+        }
+#endif
         #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && nblk > 1)
         {
             CT *buf = (CT *)malloc(sizeof(CT) * (FFT_BLOCK * n + sl));
@@ -374,12 +461,8 @@ static int F(r2c)(const T *in, int64_t istride, int64_t idist, CT *out, int64_t 
     int64_t h = even ? n / 2 : n, nh = n / 2 + 1;
     const F(plan) *p = F(get_plan)(h);
     if (!p) return 1;
-    CT *w = NULL;
-    if (even) {
-        w = (CT *)malloc(sizeof(CT) * (h + 1));
-        if (!w) return 1;
-        F(twiddles)(w, h + 1, 1, n);
-    }
+    const CT *w = NULL;
+    if (even && !(w = F(real_twiddles)(p))) return 1;
     int64_t sl = F(scratch_len)(p);
     int fail = 0;
     #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && howmany > 1)
@@ -415,7 +498,6 @@ static int F(r2c)(const T *in, int64_t istride, int64_t idist, CT *out, int64_t 
             free(buf);
         }
     }
-    free(w);
     return fail;
 }
 
@@ -427,12 +509,8 @@ static int F(c2r)(const CT *in, int64_t istride, int64_t idist, T *out, int64_t 
     int64_t h = even ? n / 2 : n, nh = n / 2 + 1;
     const F(plan) *p = F(get_plan)(h);
     if (!p) return 1;
-    CT *w = NULL;
-    if (even) {
-        w = (CT *)malloc(sizeof(CT) * (h + 1));
-        if (!w) return 1;
-        F(twiddles)(w, h + 1, 1, n);
-    }
+    const CT *w = NULL;
+    if (even && !(w = F(real_twiddles)(p))) return 1;
     int64_t sl = F(scratch_len)(p);
     int fail = 0;
     #pragma omp parallel num_threads(nthreads) if (nthreads > 1 && howmany > 1)
@@ -472,7 +550,6 @@ static int F(c2r)(const CT *in, int64_t istride, int64_t idist, T *out, int64_t 
             free(buf);
         }
     }
-    free(w);
     return fail;
 }
 

@@ -26,7 +26,7 @@ typedef struct {
     uint32_t ctr[4], key[2], buf[4];
     int pos;
     int has_spare;
-    double spare;
+    double spare_r, spare_t;
 } stream;
 
 static void stream_init(stream *s, uint64_t seed, uint64_t offset, int64_t i) {
@@ -55,14 +55,16 @@ static double uniform(stream *s) {
     return ((double)(a * 67108864u + b) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
-/* standard normal (Box-Muller; the second value of a pair is kept for the next call) */
+/* standard normal (Box-Muller; the second value of a pair is kept for the next call,
+   its sine computed only if that call comes: most draws need one normal) */
 static double normal(stream *s) {
     if (s->has_spare) {
         s->has_spare = 0;
-        return s->spare;
+        return s->spare_r * sin(s->spare_t);
     }
     double r = sqrt(-2.0 * log(uniform(s))), t = 6.283185307179586 * uniform(s);
-    s->spare = r * sin(t);
+    s->spare_r = r;
+    s->spare_t = t;
     s->has_spare = 1;
     return r * cos(t);
 }

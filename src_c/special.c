@@ -17,7 +17,7 @@
      Maddock 2006, Boost Software License 1.0).
    - erfcx: Steven G. Johnson's Faddeeva package, Copyright (c) 2012
      Massachusetts Institute of Technology, MIT licence.
-   - erfinv: Gary L. Pavlis' rational approximation with two Newton steps,
+   - erfinv (float64): Gary L. Pavlis' rational approximation with Newton steps,
      Copyright (c) 2014 Indiana University, New BSD licence. */
 #include <float.h>
 #include <math.h>
@@ -26,6 +26,7 @@
 
 #include "ember.h"
 #include "ember_special.h"
+#include "ember_math.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -3211,11 +3212,10 @@ static double sp_spherical_bessel_j0(double x) {
 }
 
 
-/* erfinv: a rational first guess refined by two Newton steps on erf.  `tail`
-   refines |y| > 0.5 on log(erfc) instead, which keeps full double precision as
-   |y| -> 1; a float32 result needs neither: one Halley step on erf in double is
-   far below its half ulp (1 - |y| >= 2^-24 keeps the residual meaningful). */
-static double erfinv_impl(double y, int tail) {
+/* erfinv (float64; float32 is em_erfinvf in ember_math.h): a rational first guess
+   refined by two Newton steps on erf, or for |y| > 0.5 on log(erfc), which keeps
+   full double precision as |y| -> 1. */
+static double sp_erfinv(double y) {
     static const double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
     static const double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
     static const double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
@@ -3234,11 +3234,6 @@ static double erfinv_impl(double y, int tail) {
         dem = (d[1] * z + d[0]) * z + 1.0;
         x = copysign(num, y) / dem;
     }
-    if (!tail) {
-        /* one Halley step (erf'' = -2x erf'): cubic convergence from the ~1e-6 guess */
-        double r = (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
-        return x - r / (1.0 + x * r);
-    }
     if (ay <= 0.5) {
         x = x - (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
         x = x - (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
@@ -3253,8 +3248,6 @@ static double erfinv_impl(double y, int tail) {
     return copysign(xa, y);
 }
 
-static double sp_erfinv(double y) { return erfinv_impl(y, 1); }
-static double sp_erfinv_f32(double y) { return erfinv_impl(y, 0); }
 
 static double sp_i0e(double x) {
     x = fabs(x);
@@ -3344,8 +3337,7 @@ static double sp_d_polygamma(double x, const void *aux) {
 
 UNARY(digamma, sp_digamma(x))
 UNARY(polygamma, sp_d_polygamma(x, aux))
-/* float32 inputs skip erfinv's double-precision tail refinement */
-UNARY2(erfinv, sp_erfinv(x), sp_erfinv_f32(x))
+UNARY(erfinv, sp_erfinv(x))
 UNARY(erfcx, sp_erfcx(x))
 UNARY(ndtr, sp_ndtr(x))
 UNARY(ndtri, sp_ndtri(x))
@@ -3398,10 +3390,65 @@ BINARY(laguerre, sp_laguerre_polynomial_l(x, sp_degree(y)),
 BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
        sp_legendre_polynomial_p(x, sp_degree(y)))
 
+/* float32 erfinv vectorised in double (ember_math.h), one copy per ISA: blocks of
+   512 run the |y| <= 0.999 formula, then the block's rare other inputs (tail,
+   +-1, NaN, |y| > 1) are redone with the full one; the per-block check is an
+   OR-reduction that vectorises too */
+#define ERFINV_F32_LOOP(ATTR, NAME)                                                    \
+    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
+        (void)aux;                                                                     \
+        if (s[0] == 4 && s[1] == 4) {                                                  \
+            float *o = (float *)p[0];                                                  \
+            const float *a = (const float *)p[1];                                      \
+            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
+                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
+                int bad = 0;                                                           \
+                for (int64_t i = b0; i < b1; i++) {                                    \
+                    o[i] = em_erfinvf_mid(a[i]);                                       \
+                    bad |= !(fabsf(a[i]) <= 0.999f);                                   \
+                }                                                                      \
+                if (bad)                                                               \
+                    for (int64_t i = b0; i < b1; i++)                                  \
+                        if (!(fabsf(a[i]) <= 0.999f)) o[i] = em_erfinvf(a[i]);         \
+            }                                                                          \
+        } else {                                                                       \
+            char *o = p[0];                                                            \
+            const char *a = p[1];                                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1])                      \
+                *(float *)o = em_erfinvf(*(const float *)a);                           \
+        }                                                                              \
+    }
+ERFINV_F32_LOOP(, erfinv_vec_f32)
+#if defined(__x86_64__) || defined(__i386__)
+#define SP_HAVE_ISA 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* FMA contraction (off under -std=c11) makes the double polynomials 1.6x faster */
+ERFINV_F32_LOOP(__attribute__((optimize("fp-contract=fast"))), erfinv_vec_f32_avx2)
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+/* and 512-bit vectors: this double-precision loop runs about 1.5x faster with them */
+ERFINV_F32_LOOP(__attribute__((target("prefer-vector-width=512"), optimize("fp-contract=fast"))),
+                erfinv_vec_f32_avx512)
+#pragma GCC pop_options
+#else
+#define SP_HAVE_ISA 0
+#endif
+
+static em_loop erfinv_f32_loop(void) {
+#if SP_HAVE_ISA
+    int isa = ember_cpu_isa();
+    if (isa >= 2) return erfinv_vec_f32_avx512;
+    if (isa == 1) return erfinv_vec_f32_avx2;
+#endif
+    return erfinv_vec_f32;
+}
+
 #define PAIR(NAME) {NAME##_f32, NAME##_f64}
 
 static const em_loop UNARY_LOOPS[EM_SP_NUNARY][2] = {
-    PAIR(digamma), PAIR(polygamma), PAIR(erfinv), PAIR(erfcx), PAIR(ndtr),
+    PAIR(digamma), PAIR(polygamma), {erfinv_vec_f32, erfinv_f64}, PAIR(erfcx), PAIR(ndtr),
     PAIR(ndtri), PAIR(log_ndtr), PAIR(i0), PAIR(i0e), PAIR(i1), PAIR(i1e), PAIR(mi0),
     PAIR(mi1), PAIR(k0), PAIR(k1), PAIR(k0e), PAIR(k1e), PAIR(j0), PAIR(j1), PAIR(y0),
     PAIR(y1), PAIR(sph_j0), PAIR(airy_ai), PAIR(entr),
@@ -3419,6 +3466,7 @@ double em_digamma(double x) {
 
 em_loop em_special_unary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NUNARY) return NULL;
+    if (op == EM_SP_ERFINV && dtype == EM_F32) return erfinv_f32_loop();
     return dtype == EM_F32 ? UNARY_LOOPS[op][0] : dtype == EM_F64 ? UNARY_LOOPS[op][1] : NULL;
 }
 

@@ -17,6 +17,11 @@ static PoolGeom pgeom(const ember_pool2d_params *p) {
     return g;
 }
 
+/* checked before the empty-problem return: an empty call with a bad dtype still fails */
+static bool float_dtype(int dt) {
+    return dt == EM_F32 || dt == EM_F64 || dt == EM_F16 || dt == EM_BF16;
+}
+
 static bool pool_ok(const ember_pool2d_params *p) {
     return p->planes >= 0 && p->H >= 0 && p->W >= 0 && p->kh > 0 && p->kw > 0 && p->sh > 0 &&
            p->sw > 0 && p->ph >= 0 && p->pw >= 0 && p->Ho >= 0 && p->Wo >= 0 && p->divisor >= 0;
@@ -141,6 +146,7 @@ __global__ void avg_bwd(PoolGeom q, const T *dy, T *dx) {
 
 EMC_API int emc_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x, void *y,
                                int64_t *idx, void *stream) {
+    if (!float_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_max_pool2d_fwd");
     if (!pool_ok(p) || p->dh <= 0 || p->dw <= 0) return emc_set_error(EMC_E_ARG, "emc_max_pool2d_fwd");
     const int64_t total = p->planes * p->Ho * p->Wo;
     if (total == 0) return 0;
@@ -154,6 +160,7 @@ EMC_API int emc_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const vo
 
 EMC_API int emc_max_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy,
                                const int64_t *idx, void *dx, void *stream) {
+    if (!float_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_max_pool2d_bwd");
     if (!pool_ok(p) || p->dh <= 0 || p->dw <= 0 || !idx)
         return emc_set_error(EMC_E_ARG, "emc_max_pool2d_bwd");
     const int64_t total = p->planes * p->H * p->W;
@@ -168,6 +175,7 @@ EMC_API int emc_max_pool2d_bwd(int dtype, const ember_pool2d_params *p, const vo
 
 EMC_API int emc_avg_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x, void *y,
                                void *stream) {
+    if (!float_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_avg_pool2d_fwd");
     if (!pool_ok(p)) return emc_set_error(EMC_E_ARG, "emc_avg_pool2d_fwd");
     const int64_t total = p->planes * p->Ho * p->Wo;
     if (total == 0) return 0;
@@ -181,6 +189,7 @@ EMC_API int emc_avg_pool2d_fwd(int dtype, const ember_pool2d_params *p, const vo
 
 EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy, void *dx,
                                void *stream) {
+    if (!float_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_avg_pool2d_bwd");
     if (!pool_ok(p)) return emc_set_error(EMC_E_ARG, "emc_avg_pool2d_bwd");
     const int64_t total = p->planes * p->H * p->W;
     if (total == 0) return 0;

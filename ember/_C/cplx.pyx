@@ -15,15 +15,20 @@ from ember._C.core cimport *
 cdef extern from *:
     """
     #include <complex.h>
+    /* the Cython side passes untyped data pointers */
     /* rows of k complex values -> their products (float and double) */
-    static void em_cprod_f(const float complex *x, int64_t rows, int64_t k, float complex *o) {
+    static void em_cprod_f(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const float complex *x = xv;
+        float complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = 1;
             for (int64_t j = 0; j < k; j++) acc *= x[r * k + j];
             o[r] = (float complex)acc;
         }
     }
-    static void em_cprod_d(const double complex *x, int64_t rows, int64_t k, double complex *o) {
+    static void em_cprod_d(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const double complex *x = xv;
+        double complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = 1;
             for (int64_t j = 0; j < k; j++) acc *= x[r * k + j];
@@ -31,15 +36,17 @@ cdef extern from *:
         }
     }
     /* rows of k complex values -> their running products, accumulated in double */
-    static void em_ccumprod_f(const float complex *x, int64_t rows, int64_t k,
-                              float complex *o) {
+    static void em_ccumprod_f(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const float complex *x = xv;
+        float complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = 1;
             for (int64_t j = 0; j < k; j++) { acc *= x[r * k + j]; o[r * k + j] = (float complex)acc; }
         }
     }
-    static void em_ccumprod_d(const double complex *x, int64_t rows, int64_t k,
-                              double complex *o) {
+    static void em_ccumprod_d(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const double complex *x = xv;
+        double complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = 1;
             for (int64_t j = 0; j < k; j++) { acc *= x[r * k + j]; o[r * k + j] = acc; }
@@ -55,7 +62,9 @@ cdef extern from *:
         double complex mx = a < b ? y : x, mn = a < b ? x : y;
         return mx + clog(1.0 + cexp(mn - mx));
     }
-    static void em_clcse_f(const float complex *x, int64_t rows, int64_t k, float complex *o) {
+    static void em_clcse_f(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const float complex *x = xv;
+        float complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = k ? x[r * k] : 0;
             for (int64_t j = 0; j < k; j++) {
@@ -64,7 +73,9 @@ cdef extern from *:
             }
         }
     }
-    static void em_clcse_d(const double complex *x, int64_t rows, int64_t k, double complex *o) {
+    static void em_clcse_d(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const double complex *x = xv;
+        double complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = k ? x[r * k] : 0;
             for (int64_t j = 0; j < k; j++) {

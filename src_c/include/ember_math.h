@@ -321,4 +321,151 @@ EM_HD_INLINE float em_sinhf(float x) {
     return a < 1.0f ? small : (x != x ? x : copysignf(big, x));
 }
 
+/* ---- float32 special functions evaluated in double, rounded once ------------
+   Branch-free so their loops vectorise in double; the error before the final
+   rounding is ~1e-15 relative, so the float32 result is the correctly rounded
+   one except in near-ties. */
+
+EM_HD_INLINE double em_f64_from_bits(int64_t i) {
+    double d;
+    memcpy(&d, &i, 8);
+    return d;
+}
+EM_HD_INLINE int64_t em_f64_bits(double d) {
+    int64_t i;
+    memcpy(&i, &d, 8);
+    return i;
+}
+
+/* log of a positive, finite, normal double (callers guarantee it): x = 2^e m with
+   m in [sqrt(1/2), sqrt(2)) and fdlibm's log(1 + f) polynomial in s = f / (2 + f).
+   e becomes a double through the 2^52 bias, which needs no int64 conversion. */
+EM_HD_INLINE double em_log_posd(double x) {
+    const int64_t c = 0x3fe6a09e667f3bcdLL;                 /* bits of sqrt(1/2) */
+    int64_t ix = em_f64_bits(x) + (0x3ff0000000000000LL - c);
+    double e = em_f64_from_bits(0x4330000000000000LL | (int64_t)((uint64_t)ix >> 52)) -
+               (4503599627370496.0 + 1023.0);
+    double f = em_f64_from_bits((ix & 0x000fffffffffffffLL) + c) - 1.0;
+    double s = f / (2.0 + f), z = s * s, w = z * z;
+    double t1 = w * (3.999999999940941908e-01 +
+                     w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
+    double t2 = z * (6.666666666666735130e-01 +
+                     w * (2.857142874366239149e-01 +
+                          w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    double hfsq = 0.5 * f * f;
+    return e * 6.93147180369123816490e-01 -
+           ((hfsq - (s * (hfsq + t1 + t2) + e * 1.90821492927058770002e-10)) - f);
+}
+
+/* erfinv of a float32: M. Giles' double-precision approximation ("Approximating
+   the erfinv function", GPU Computing Gems Jade, 2011).  For float32 input
+   w = -log(1 - y^2) < 16, so his first two ranges cover every y with |y| < 1:
+   w < 6.25 (|y| < 0.99903) and the tail. */
+EM_HD_INLINE double em_erfinv_w(double y) {
+    double t = (1.0 - y) * (1.0 + y);                       /* exact for float y */
+    return -em_log_posd(t > 0.0 ? t : 1.0);
+}
+EM_HD_INLINE double em_erfinv_mid(double w) {
+    double a = w - 3.125, p = -3.6444120640178196996e-21;
+    p = p * a - 1.685059138182016589e-19;
+    p = p * a + 1.2858480715256400167e-18;
+    p = p * a + 1.115787767802518096e-17;
+    p = p * a - 1.333171662854620906e-16;
+    p = p * a + 2.0972767875968561637e-17;
+    p = p * a + 6.6376381343583238325e-15;
+    p = p * a - 4.0545662729752068639e-14;
+    p = p * a - 8.1519341976054721522e-14;
+    p = p * a + 2.6335093153082322977e-12;
+    p = p * a - 1.2975133253453532498e-11;
+    p = p * a - 5.4154120542946279317e-11;
+    p = p * a + 1.051212273321532285e-09;
+    p = p * a - 4.1126339803469836976e-09;
+    p = p * a - 2.9070369957882005086e-08;
+    p = p * a + 4.2347877827932403518e-07;
+    p = p * a - 1.3654692000834678645e-06;
+    p = p * a - 1.3882523362786468719e-05;
+    p = p * a + 0.0001867342080340571352;
+    p = p * a - 0.00074070253416626697512;
+    p = p * a - 0.0060336708714301490533;
+    p = p * a + 0.24015818242558961693;
+    p = p * a + 1.6536545626831027356;
+    return p;
+}
+EM_HD_INLINE double em_erfinv_tail(double w) {
+    double b = sqrt(w) - 3.25, q = 2.2137376921775787049e-09;
+    q = q * b + 9.0756561938885390979e-08;
+    q = q * b - 2.7517406297064545428e-07;
+    q = q * b + 1.8239629214389227755e-08;
+    q = q * b + 1.5027403968909827627e-06;
+    q = q * b - 4.013867526981545969e-06;
+    q = q * b + 2.9234449089955446044e-06;
+    q = q * b + 1.2475304481671778723e-05;
+    q = q * b - 4.7318229009055733981e-05;
+    q = q * b + 6.8284851459573175448e-05;
+    q = q * b + 2.4031110387097893999e-05;
+    q = q * b - 0.0003550375203628474796;
+    q = q * b + 0.00095328937973738049703;
+    q = q * b - 0.0016882755560235047313;
+    q = q * b + 0.0024914420961078508066;
+    q = q * b - 0.0037512085075692412107;
+    q = q * b + 0.005370914553590063617;
+    q = q * b + 1.0052589676941592334;
+    q = q * b + 3.0838856104922207635;
+    return q;
+}
+/* |y| <= 0.999 only (a vector loop's common case; em_erfinvf covers the rest) */
+EM_HD_INLINE float em_erfinvf_mid(float yf) {
+    double y = yf;
+    return (float)(em_erfinv_mid(em_erfinv_w(y)) * y);
+}
+EM_HD_INLINE float em_erfinvf(float yf) {
+    double y = yf, w = em_erfinv_w(y);
+    double r = (w < 6.25 ? em_erfinv_mid(w) : em_erfinv_tail(w)) * y;
+    double ay = fabs(y);
+    r = ay == 1.0 ? copysign((double)INFINITY, y) : r;
+    return (float)(ay > 1.0 || y != y ? (double)NAN : r);
+}
+
+/* lgamma of a float32 in (0, inf) (other inputs: the caller's slow path).
+   Near the zeros at 1 and 2 the Taylor series of lgamma(2 + z), |z| <= 0.3
+   (coefficients (-1)^k (zeta(k) - 1) / k), with lgamma(x) = lgamma(x + 1) - log(x)
+   near 1; elsewhere an argument below 10 is raised by 10 through the recurrence
+   (one product, one log) and Stirling's series takes over. */
+EM_HD_INLINE float em_lgammaf_pos(float xf) {
+    double x = xf, lo = x < 10.0;
+    double pr = x * (x + 1.0) * (x + 2.0) * (x + 3.0) * (x + 4.0) * (x + 5.0) * (x + 6.0) *
+                (x + 7.0) * (x + 8.0) * (x + 9.0);
+    double xs = lo ? x + 10.0 : x;
+    pr = lo ? pr : 1.0;
+    double r = 1.0 / xs, r2 = r * r;
+    double st = r * (1.0 / 12 + r2 * (-1.0 / 360 + r2 * (1.0 / 1260 + r2 * (-1.0 / 1680 +
+                r2 * (1.0 / 1188 + r2 * (-691.0 / 360360 + r2 * (1.0 / 156)))))));
+    /* one log serves both ranges: of the product, or of x near 1 */
+    int near1 = fabs(x - 1.0) <= 0.3;
+    double lp = em_log_posd(near1 ? x : pr);
+    double big = (xs - 0.5) * em_log_posd(xs) - xs + 0.91893853320467274178 + st - lp;
+    double z = near1 ? x - 1.0 : x - 2.0, c = 4.76981016936398056576e-8;
+    c = c * z - 1.00432248239680996087e-7;
+    c = c * z + 2.12071848055546658692e-7;
+    c = c * z - 4.49246919876456604329e-7;
+    c = c * z + 9.55141213040741983286e-7;
+    c = c * z - 2.03921575380136623678e-6;
+    c = c * z + 4.37486678990748780418e-6;
+    c = c * z - 9.43948827526839590399e-6;
+    c = c * z + 2.05072127756706915532e-5;
+    c = c * z - 4.49262367381331417002e-5;
+    c = c * z + 9.94575127818085337146e-5;
+    c = c * z - 2.23154758453579379761e-4;
+    c = c * z + 5.09669524743042422336e-4;
+    c = c * z - 1.19275391170326097711e-3;
+    c = c * z + 2.89051033074152328575e-3;
+    c = c * z - 7.38555102867398526627e-3;
+    c = c * z + 2.0580808427784547879e-2;
+    c = c * z - 6.73523010531980951332e-2;
+    c = c * z + 3.22467033424113218236e-1;
+    c = c * z + 4.22784335098467139393e-1;
+    double ser = c * z - (near1 ? lp : 0.0);
+    return (float)(near1 || fabs(x - 2.0) <= 0.3 ? ser : big);
+}
+
 #endif
