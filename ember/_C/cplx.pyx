@@ -84,13 +84,17 @@ cdef extern from *:
             }
         }
     }
-    static void em_ccumsum_f(const float complex *x, int64_t rows, int64_t k, float complex *o) {
+    static void em_ccumsum_f(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const float complex *x = xv;
+        float complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = 0;
             for (int64_t j = 0; j < k; j++) { acc += x[r * k + j]; o[r * k + j] = (float complex)acc; }
         }
     }
-    static void em_ccumsum_d(const double complex *x, int64_t rows, int64_t k, double complex *o) {
+    static void em_ccumsum_d(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const double complex *x = xv;
+        double complex *o = ov;
         for (int64_t r = 0; r < rows; r++) {
             double complex acc = 0;
             for (int64_t j = 0; j < k; j++) { acc += x[r * k + j]; o[r * k + j] = acc; }
