@@ -15,6 +15,7 @@ from ember._C import elementwise as _ew
 from ember._C import index as _ix
 from ember._C import matmul as _la
 from ember._C import reduce as _red
+from ember._check import _real_only
 
 TensorBase = core.TensorBase
 
@@ -72,13 +73,17 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
 
 def deg2rad(input, *, out=None):
     """Degrees to radians."""
-    r = _ew.mul(_tensor_arg(input, "deg2rad"), math.pi / 180.0)
+    if _tensor_arg(input, "deg2rad").is_complex():
+        raise RuntimeError("deg2rad is not supported for complex tensors.")
+    r = _ew.mul(input, math.pi / 180.0)
     return _finish(r, out, "deg2rad", (input,))
 
 
 def rad2deg(input, *, out=None):
     """Radians to degrees."""
-    r = _ew.mul(_tensor_arg(input, "rad2deg"), 180.0 / math.pi)
+    if _tensor_arg(input, "rad2deg").is_complex():
+        raise RuntimeError("rad2deg is not supported for complex tensors.")
+    r = _ew.mul(input, 180.0 / math.pi)
     return _finish(r, out, "rad2deg", (input,))
 
 
@@ -97,6 +102,7 @@ def sinc(input, *, out=None):
 def logit(input, eps=None, *, out=None):
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when eps is given."""
     x = _tensor_arg(input, "logit")
+    _real_only(x, "logit_cpu")
     if eps is not None:
         x = _ew.clamp(x, eps, 1.0 - eps)
     return _finish(_ew.log(_ew.div(x, _ew.rsub(x, 1))), out, "logit", (input,))
@@ -998,6 +1004,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     gives; returns ``(hist, bin_edges)``."""
     return_types = _red.return_types
     _tensor_arg(input, "histogram")
+    _real_only(input, "histogramdd")
     if input.device.type == "cuda":
         from ember.cuda._dispatch import no_kernel
         raise no_kernel("histogram", input.device)
@@ -1214,7 +1221,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least "
                                "edge_order+1")
-    f = input if input.dtype.is_floating_point else input.to(core._get_default_dtype())
+    f = input if input.dtype.is_floating_point or input.dtype.is_complex else \
+        input.to(core._get_default_dtype())
     out = []
     for d, h in zip(dims, steps):
         if isinstance(h, TensorBase) and h.dim() == 0:

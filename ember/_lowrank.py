@@ -14,7 +14,7 @@ def _basis(A, q, niter, M):
     X = A @ R if M is None else A @ R - M @ R
     Q = ember.linalg.qr(X).Q
     for _ in range(niter):
-        AhQ = A.mT @ Q if M is None else A.mT @ Q - M.mT @ Q
+        AhQ = A.mH @ Q if M is None else A.mH @ Q - M.mH @ Q
         Q = ember.linalg.qr(AhQ).Q
         X = A @ Q if M is None else A @ Q - M @ Q
         Q = ember.linalg.qr(X).Q
@@ -37,7 +37,7 @@ def svd_lowrank(A, q: int | None = 6, niter: int = 2, M=None):
     """
     if not isinstance(A, ember.Tensor) or A.dim() < 2:
         raise RuntimeError("svd_lowrank: expected A to be a tensor of at least 2 dimensions")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"svd_lowrank: expected a floating point tensor, got {A.dtype}")
     m, n = A.shape[-2], A.shape[-1]
     q = 6 if q is None else q
@@ -49,12 +49,12 @@ def svd_lowrank(A, q: int | None = 6, niter: int = 2, M=None):
     if M is not None:
         M = M.broadcast_to(A.shape)
     if m < n:       # work on the tall transpose
-        V, S, U = svd_lowrank(A.mT, q, niter, None if M is None else M.mT)
+        V, S, U = svd_lowrank(A.mH, q, niter, None if M is None else M.mH)
         return U, S, V
     Q = _basis(A, q, niter, M)
-    B = Q.mT @ (A if M is None else A - M)
+    B = Q.mH @ (A if M is None else A - M)
     U, S, Vh = ember.linalg.svd(B, full_matrices=False)
-    return Q @ U, S, Vh.mT
+    return Q @ U, S, Vh.mH
 
 
 def pca_lowrank(A, q: int | None = None, center: bool = True, niter: int = 2):

@@ -278,6 +278,15 @@ _REFUSED = {
     "topk": lambda L, F, a: a.topk(2),
     "argmin": lambda L, F, a: a.argmin(),
     "clamp": lambda L, F, a: a.clamp(0, 1),
+    "deg2rad": lambda L, F, a: L.deg2rad(a),
+    "rad2deg": lambda L, F, a: L.rad2deg(a),
+    "logit": lambda L, F, a: L.logit(a),
+    "histogram": lambda L, F, a: L.histogram(a),
+    "hardshrink": lambda L, F, a: F.hardshrink(a),
+    "pdist": lambda L, F, a: F.pdist(a[0, 0]),
+    "sign": lambda L, F, a: a.sign(),
+    "softplus": lambda L, F, a: F.softplus(a),
+    "gelu": lambda L, F, a: F.gelu(a),
 }
 
 
@@ -287,8 +296,26 @@ def test_nn_and_ordering_ops_refuse_complex(name):
     a = _c(rng, 2, 3, 4, 4)
     with pytest.raises(RuntimeError) as te:
         _REFUSED[name](torch, torch.nn.functional, torch.tensor(a))
-    with pytest.raises(type(te.value), match="complex|Complex"):
+    with pytest.raises(type(te.value), match="complex|Complex|floating-point"):
         _REFUSED[name](ember, ember.nn.functional, ember.tensor(a))
+
+
+def test_gradient_silu_lowrank():
+    rng = np.random.default_rng(23)
+    a = _c(rng, 4, 5, dtype=np.complex128)
+    for ge, gt in zip(ember.gradient(ember.tensor(a)), torch.gradient(torch.tensor(a))):
+        _close(ge, gt, rtol=1e-12)
+    _close(ember.nn.functional.silu(ember.tensor(a)), torch.nn.functional.silu(torch.tensor(a)),
+           rtol=1e-12)
+    # a rank-2 matrix: the low-rank SVD recovers it exactly
+    lr = _c(rng, 6, 2, dtype=np.complex128) @ _c(rng, 2, 5, dtype=np.complex128)
+    for A in (lr, lr.T):
+        U, S, V = ember.svd_lowrank(ember.tensor(A), q=2)
+        _close(S, torch.linalg.svdvals(torch.tensor(A))[:2], rtol=1e-9)
+        _close((U * S.to(U.dtype).unsqueeze(-2)) @ V.mH, torch.tensor(A), rtol=1e-9, atol=1e-9)
+    U, S, V = ember.pca_lowrank(ember.tensor(lr), q=2)
+    c = lr - lr.mean(0, keepdims=True)
+    _close((U * S.to(U.dtype).unsqueeze(-2)) @ V.mH, torch.tensor(c), rtol=1e-9, atol=1e-9)
 
 
 def test_unfold_fold():

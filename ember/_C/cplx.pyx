@@ -84,7 +84,25 @@ cdef extern from *:
             }
         }
     }
+    static void em_ccumsum_f(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const float complex *x = xv;
+        float complex *o = ov;
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = 0;
+            for (int64_t j = 0; j < k; j++) { acc += x[r * k + j]; o[r * k + j] = (float complex)acc; }
+        }
+    }
+    static void em_ccumsum_d(const void *xv, int64_t rows, int64_t k, void *ov) {
+        const double complex *x = xv;
+        double complex *o = ov;
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = 0;
+            for (int64_t j = 0; j < k; j++) { acc += x[r * k + j]; o[r * k + j] = acc; }
+        }
+    }
     """
+    void em_ccumsum_f(const void *x, int64_t rows, int64_t k, void *o) nogil
+    void em_ccumsum_d(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_clcse_f(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_clcse_d(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_cprod_f(const void *x, int64_t rows, int64_t k, void *o) nogil
@@ -408,37 +426,43 @@ def cum(str op, TensorBase t, dim, dtype, out):
     cdef int d = wrap_dim(dim, t._ndim if t._ndim else 1, op)
     if t._ndim == 0:
         r = getattr(E, op)(t.reshape(1), 0).reshape(())
-    elif op == "cumsum":
-        # a running sum is real-linear: scan the (re, im) view along the same dim
-        r = view_as_complex(E.cumsum(view_as_real(t), d))
     else:
-        r = _scan(t, d, op == "cumprod")
+        r = _scan(t, d, 0 if op == "cumsum" else 1 if op == "cumprod" else 2)
     if out is not None:
         return write_out(out, <TensorBase>r, OUT_CAST if op != "logcumsumexp" else OUT_EXACT,
                          (t,), op)
     return r
 
 
-cdef object _scan(TensorBase t, int d, bint prod):
-    """A running product (``prod``) or log-sum-exp along dim d, accumulated in double."""
+_SCANS = ("cumsum", "cumprod", "logcumsumexp")
+
+
+cdef object _scan(TensorBase t, int d, int kind):
+    """A running sum (kind 0), product (1) or log-sum-exp (2) along dim d, accumulated in
+    double."""
     cdef TensorBase x = <TensorBase>(t.movedim(d, -1).contiguous())
     cdef TensorBase o = new_like(x, -1)
     cdef int64_t k = x._shape[x._ndim - 1]
     cdef int64_t rows = x.numel() // k if k else 0
     cdef char *xp = x._storage.data + x._offset * em_itemsize[x._dtype]
     cdef char *op_ = o._storage.data + o._offset * em_itemsize[o._dtype]
+    cdef bint f = x._dtype == EM_C64
     with nogil:
-        if prod and x._dtype == EM_C64:
+        if kind == 0 and f:
+            em_ccumsum_f(xp, rows, k, op_)
+        elif kind == 0:
+            em_ccumsum_d(xp, rows, k, op_)
+        elif kind == 1 and f:
             em_ccumprod_f(xp, rows, k, op_)
-        elif prod:
+        elif kind == 1:
             em_ccumprod_d(xp, rows, k, op_)
-        elif x._dtype == EM_C64:
+        elif f:
             em_clcse_f(xp, rows, k, op_)
         else:
             em_clcse_d(xp, rows, k, op_)
     r = o.movedim(-1, d)
     if grad_on() and t._requires_grad:
-        record("cumprod" if prod else "logcumsumexp", (t,), r, {"dim": d})
+        record(_SCANS[kind], (t,), r, {"dim": d})
     return r
 
 

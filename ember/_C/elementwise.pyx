@@ -296,8 +296,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if kind == K_FLOAT and category(rd) < 2:
         rd = default_dtype()
     if category(rd) == 3 and op == EW_SIGN and kind != K_CMP and name == "sign":
-        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
-                           "Please use torch.sgn instead.")
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead.")
     cd = _compute_dtype(rd)
     fn = TAB.pred[op][cd] if kind == K_CMP else TAB.un[op][cd]
     if category(rd) == 3 and op == EW_ABS and kind != K_CMP:

@@ -4,7 +4,7 @@ Gumbel-softmax and ``pdist``; composed from ember's public tensor ops."""
 from __future__ import annotations
 
 import ember
-from ember._check import _check, _check_value
+from ember._check import _check, _check_value, _real_only
 
 __all__ = ["hardshrink", "softshrink", "rrelu", "rrelu_", "prelu", "elu_", "celu_", "selu_",
            "leaky_relu_", "threshold_", "feature_alpha_dropout", "gumbel_softmax", "pdist"]
@@ -16,6 +16,7 @@ def _F():
 
 def hardshrink(input: ember.Tensor, lambd: float = 0.5) -> ember.Tensor:
     """``x`` where ``|x| > lambd``, else 0."""
+    _real_only(input, "hardshrink_cpu")
     return ember.where(input.abs() > lambd, input, ember.zeros_like(input))
 
 
@@ -132,6 +133,7 @@ def pdist(input: ember.Tensor, p: float = 2.0) -> ember.Tensor:
     """The p-norm distances between every pair of rows ``i < j`` of an ``(N, M)`` input,
     in row-major order (``N * (N - 1) / 2`` values)."""
     _check(input.dim() == 2, lambda: f"pdist only supports 2D tensors, got: {input.dim()}D")
+    _check(input.is_floating_point(), "pdist only supports floating-point dtypes")
     _check(p >= 0, "pdist only supports non-negative p values")
     n = input.shape[0]
     rows = [i for i in range(n) for _ in range(i + 1, n)]

@@ -167,7 +167,9 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    r = ember.silu(input)
+    # complex: x / (1 + exp(-x)), as torch (ember's fused kernel is real)
+    r = input * ember.sigmoid(input) if isinstance(input, ember.Tensor) and \
+        input.is_complex() else ember.silu(input)
     return input.copy_(r) if inplace else r
 
 
