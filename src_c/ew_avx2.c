@@ -3,5 +3,6 @@
 #include <stdint.h>
 #include <string.h>
 #pragma GCC target("avx2,fma")
+#define EM_FMA_OK 1   /* the target has FMA: the math header uses it */
 #define EW_TABLE_FN em_ew_table_avx2
 #include "ew_impl.h"

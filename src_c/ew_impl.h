@@ -125,6 +125,28 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
+/* UNFIX_LOOP for binary ops whose BAD / SLOW depend on b (backward helpers:
+   a = incoming grad, b = saved input) */
+#define BINFIX_LOOP(name, TY, EXPR, BAD, SLOW)                                          \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        (void)aux;                                                                      \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {              \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                   \
+                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                               \
+                int bad = 0;                                                            \
+                for (int64_t i = b0; i < b1; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); bad |= (BAD); } \
+                if (bad)                                                                \
+                    for (int64_t i = b0; i < b1; i++) { T a = x[i], b = y[i]; if (BAD) o[i] = (SLOW); } \
+            }                                                                           \
+        } else {                                                                        \
+            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
+                T a = *(const T *)x, b = *(const T *)y; *(T *)o = (BAD) ? (SLOW) : (EXPR); \
+            }                                                                           \
+        }                                                                               \
+    }
+
 /* clamp: aux = {T lo (8-byte slot), T hi (8-byte slot), int flags}; NaN propagates */
 #define CLAMP_LOOP(name, TY)                                                             \
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
@@ -210,7 +232,10 @@ BIN_LOOP(bin_rem_f64, double, em_remainder(a, b))
 FOR_INTS(MK_IDIV, rem, (b == -1 ? 0 : ({ T r_ = a % b; (T)((r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_); })))
 FOR_FLOATS(MK_BIN, fmod, (T)fmod(a, b))
 FOR_INTS(MK_IDIV, fmod, (b == -1 ? 0 : a % b))
-BIN_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : powf(a, b)))
+/* float pow: exp(b log a) in double for a > 0 and finite b (one rounding);
+   zero, negative and non-finite operands go to libm */
+BINFIX_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : em_pow_posf(a, b)),
+            (b != 2.0f) & ((!(a > 0.0f)) | (!(a < INFINITY)) | (!(fabsf(b) < INFINITY))), powf(a, b))
 BIN_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : pow(a, b)))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN; fmax/fmin ignore it */
@@ -241,7 +266,8 @@ BIN_LOOP(bin_logaddexp_f64, double, em_logaddexp(a, b))
 FOR_FLOATS(MK_BIN, relu_bw, b > 0 ? a : 0)
 FOR_FLOATS(MK_BIN, sigmoid_bw, a * b * (1 - b))
 FOR_FLOATS(MK_BIN, tanh_bw, a * (1 - b * b))
-BIN_LOOP(bin_gelu_bw_f32, float, a * em_gelu_gradf(b))
+BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_fastf(b), b < EM_GELU_FAST_MIN,
+            a * em_gelu_grad_slowf(b))
 BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad(b))
 BIN_LOOP(bin_gelu_tanh_bw_f32, float, a * em_gelu_tanh_gradf(b))
 BIN_LOOP(bin_gelu_tanh_bw_f64, double, a * em_gelu_tanh_grad(b))
@@ -271,27 +297,28 @@ FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
 UN_LOOP(un_exp_f32, float, float, em_expf(x))
-FOR_FLOATS(MK_UN, exp2, (T)exp2(x))
-UN_LOOP(un_exp_f64, double, double, exp(x))
+UN_LOOP(un_exp2_f32, float, float, (float)em_exp_d((double)x * 0.6931471805599453))
+UN_LOOP(un_exp2_f64, double, double, exp2(x))
+UN_LOOP(un_exp_f64, double, double, em_exp_d(x))
 UN_LOOP(un_expm1_f32, float, float, em_expm1f(x))
 UN_LOOP(un_expm1_f64, double, double, (T)expm1(x))
 UN_LOOP(un_log_f32, float, float, em_logf(x))
-UN_LOOP(un_log_f64, double, double, (T)log(x))
+UN_LOOP(un_log_f64, double, double, em_log_d(x))
 UN_LOOP(un_log2_f32, float, float, em_logf(x) * 1.44269504088896341f)
-UN_LOOP(un_log2_f64, double, double, (T)log2(x))
+UN_LOOP(un_log2_f64, double, double, em_log2_d(x))
 UN_LOOP(un_log10_f32, float, float, em_logf(x) * 0.434294481903251828f)
 UN_LOOP(un_log10_f64, double, double, (T)log10(x))
 UN_LOOP(un_log1p_f32, float, float, em_log1pf(x))
-UN_LOOP(un_log1p_f64, double, double, (T)log1p(x))
+UN_LOOP(un_log1p_f64, double, double, em_log1p_d(x))
 UN_LOOP(un_sqrt_f32, float, float, sqrtf(x))
 UN_LOOP(un_sqrt_f64, double, double, sqrt(x))
 UN_LOOP(un_rsqrt_f32, float, float, 1.0f / sqrtf(x))
 UN_LOOP(un_rsqrt_f64, double, double, 1.0 / sqrt(x))
-UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < 8192.0f)) & (x == x), sinf(x))
+UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), sinf(x))
 UN_LOOP(un_sin_f64, double, double, sin(x))
-UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < 8192.0f)) & (x == x), cosf(x))
+UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), cosf(x))
 UN_LOOP(un_cos_f64, double, double, cos(x))
-UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < 8192.0f)) & (x == x), tanf(x))
+UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), tanf(x))
 UN_LOOP(un_tan_f64, double, double, tan(x))
 UN_LOOP(un_asin_f32, float, float, em_asinf(x))
 UN_LOOP(un_asin_f64, double, double, (T)asin(x))
@@ -305,17 +332,20 @@ UN_LOOP(un_cosh_f32, float, float, em_coshf(x))
 UN_LOOP(un_cosh_f64, double, double, (T)cosh(x))
 UN_LOOP(un_tanh_f32, float, float, ew_tanhf(x))
 UN_LOOP(un_tanh_f64, double, double, tanh(x))
-FOR_FLOATS(MK_UN, asinh, (T)asinh(x))
-FOR_FLOATS(MK_UN, acosh, (T)acosh(x))
-FOR_FLOATS(MK_UN, atanh, (T)atanh(x))
+UN_LOOP(un_asinh_f32, float, float, em_asinhf(x))
+UN_LOOP(un_asinh_f64, double, double, em_asinh_d(x))
+UN_LOOP(un_acosh_f32, float, float, em_acoshf(x))
+UN_LOOP(un_acosh_f64, double, double, em_acosh_d(x))
+UN_LOOP(un_atanh_f32, float, float, em_atanhf(x))
+UN_LOOP(un_atanh_f64, double, double, em_atanh_d(x))
 UN_LOOP(un_sigmoid_f32, float, float, ew_sigmoidf(x))
 UN_LOOP(un_sigmoid_f64, double, double, ew_sigmoidd(x))
 FOR_NUM(MK_UN, relu, (x != x) ? x : (x > 0 ? x : 0))
-UN_LOOP(un_gelu_f32, float, float, em_geluf(x))
+UNFIX_LOOP(un_gelu_f32, float, em_gelu_fastf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
 UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
 UN_LOOP(un_gelu_tanh_f32, float, float, em_gelu_tanhf(x))
 UN_LOOP(un_gelu_tanh_f64, double, double, em_gelu_tanh(x))
-UN_LOOP(un_silu_f32, float, float, x * ew_sigmoidf(x))
+UN_LOOP(un_silu_f32, float, float, em_siluf(x))
 UN_LOOP(un_silu_f64, double, double, x * ew_sigmoidd(x))
 UN_LOOP(un_mish_f32, float, float, em_mishf(x))
 UN_LOOP(un_mish_f64, double, double, em_mish(x))
