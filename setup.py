@@ -47,6 +47,7 @@ MODULES = {
     "conv": ["src_c/conv.c", "src_c/pool.c"] + GEMM + COMMON,   # convolution lowers to GEMM
     "special": ["src_c/special.c"] + COMMON,
     "lapack_batch": ["src_c/lapack_batch.c"],
+    "cgrun": COMMON,            # calls ember.compile's generated kernels
 }
 
 cflags = ["-std=c11", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",
@@ -193,7 +194,8 @@ directives = {
 }
 
 setup(
-    ext_modules=cythonize(_extensions(), compiler_directives=directives, nthreads=2,
+    ext_modules=cythonize(_extensions(), compiler_directives=directives,
+                          nthreads=min(os.cpu_count() or 2, 16),
                           annotate=False),
     cmdclass={"build_ext": BuildExt},
 )

@@ -118,7 +118,8 @@ _LAZY_SUBMODULES = frozenset(("nn", "optim", "utils", "compiler", "fx", "export"
                               "cuda", "cpu", "autograd", "__config__", "library", "datasets",
                               "linalg", "distributions", "accelerator", "backends", "mps",
                               "xpu", "testing", "func", "profiler", "onnx", "fft", "amp",
-                              "special"))
+                              "special", "random", "multiprocessing", "signal",
+                              "return_types", "hub"))
 _LAZY_ATTRS = {
     "SymInt": "ember._sym", "SymFloat": "ember._sym", "SymBool": "ember._sym",
     "sym_int": "ember._sym", "sym_float": "ember._sym", "sym_max": "ember._sym",
@@ -129,6 +130,10 @@ _AUTOCAST_NAMES = ("autocast", "is_autocast_enabled", "set_autocast_enabled",
                    "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled",
                    "set_autocast_cache_enabled", "clear_autocast_cache")
 _LAZY_ATTRS.update(dict.fromkeys(_AUTOCAST_NAMES, "ember.amp"))
+_LAZY_ATTRS.update(dict.fromkeys((  # torch's per-device spellings, at ember.* only
+    "autocast_increment_nesting", "autocast_decrement_nesting", "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype", "set_autocast_gpu_dtype"), "ember.amp.autocast_mode"))
 _LAZY_ATTRS.update(dict.fromkeys(_ops.FUNCTIONAL_AT_TOP, "ember.nn.functional"))
 _LAZY_ATTRS.update(dict.fromkeys(_ops.ATEN_NN_AT_TOP, "ember._nn_ops"))
 _LAZY_ATTRS.update(dict.fromkeys((

@@ -136,6 +136,23 @@ def _check_not_implemented(cond: Any, message: Message = None) -> None:
     _check_with(NotImplementedError, cond, message)
 
 
+def _real_only(x: Any, kernel: str) -> None:
+    """Raise torch's ``NotImplementedError`` when complex ``x`` reaches a real-only kernel
+    (so a composition never silently drops or misreads the imaginary part).
+
+    Parameters
+    ----------
+    x : object
+        The input; anything but a complex tensor passes.
+    kernel : str
+        torch's kernel name for the message, e.g. ``"batch_norm"``.
+    """
+    is_c = getattr(x, "is_complex", None)
+    if is_c is not None and is_c():
+        name = "ComplexDouble" if x.element_size() == 16 else "ComplexFloat"
+        _fail(NotImplementedError, f'"{kernel}" not implemented for \'{name}\'')
+
+
 def _expected(op: str, arg: str, expected: str, got: Any) -> str:
     """Format the standard message: op, argument, what was expected, what was given.
 

@@ -57,7 +57,8 @@ def addcmul(input, tensor1, tensor2, *, value=1, out=None):
 def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 / tensor2``, elementwise with broadcasting."""
     _tensor_arg(input, "addcdiv")
-    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+    if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and not (
+            tensor2.dtype.is_floating_point or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 and "
                            "tensor2. The historic addcdiv behavior can be implemented as "
@@ -84,7 +85,7 @@ def rad2deg(input, *, out=None):
 def sinc(input, *, out=None):
     """The normalised sinc, ``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
     x = _tensor_arg(input, "sinc")
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(core.float32)
     px = _ew.mul(x, math.pi)
     zero = _ew.eq(x, 0)
@@ -311,7 +312,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(core._get_default_dtype())
     n_obs = x.shape[1]
     w = None
@@ -354,7 +355,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = _ew.clamp_min(norm, 0) if isinstance(norm, TensorBase) else 0.0
     xm = _ew.sub(x, avg.unsqueeze(1))
     xw = xm if w is None else _ew.mul(xm, w)
-    c = _ew.div(_la.matmul(xw, xm.t()), norm)
+    c = _ew.div(_la.matmul(xw, xm.t().conj() if xm.is_complex() else xm.t()), norm)
     return c.squeeze() if input.dim() < 2 else c
 
 
@@ -363,8 +364,12 @@ def corrcoef(input):
     c = cov(input)
     if c.dim() == 0:
         return _ew.div(c, c)
-    std = _ew.sqrt(c.diagonal())
+    d = c.diagonal()
+    std = _ew.sqrt(d.real if d.is_complex() else d)
     c = _ew.div(_ew.div(c, std.unsqueeze(1)), std.unsqueeze(0))
+    if c.is_complex():
+        from ember._C import cplx
+        return cplx.complex(_ew.clamp(c.real, -1, 1), _ew.clamp(c.imag, -1, 1))
     return _ew.clamp(c, -1, 1)
 
 
@@ -707,6 +712,22 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     r = _ew.rsub(_ew.abs(_ew.sub(_ew.mul(t, 2.0 / denom), 1.0)), 1.0)
     return r.requires_grad_(requires_grad)
 
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, requires_grad=False):
+    """The Kaiser window, ``I0(beta sqrt(1 - ((n - N/2) / (N/2))^2)) / I0(beta)``."""
+    from ember._C import special as _sp
+
+    t, denom = _window(window_length, periodic, dtype, "kaiser_window", device=device,
+                       requires_grad=requires_grad)
+    if denom is None:
+        return t
+    half = denom / 2.0
+    u = _ew.div(_ew.sub(t, half), half)
+    arg = _ew.mul(_ew.sqrt(_ew.rsub(_ew.mul(u, u), 1.0)), float(beta))
+    r = _ew.div(_sp.i0(arg), _sp.i0(core.full((), float(beta), dtype=t.dtype)))
+    return r.requires_grad_(requires_grad)
 
 # -- creation -----------------------------------------------------------------
 

@@ -44,8 +44,17 @@ def _i(v: int):
     return _byref(_c_int(v))
 
 
+def _double(dtype) -> bool:
+    return dtype in (core.float64, core.complex128)
+
+
 def _real(dtype, v: float):
-    return _byref(ctypes.c_double(v) if dtype == core.float64 else ctypes.c_float(v))
+    return _byref(ctypes.c_double(v) if _double(dtype) else ctypes.c_float(v))
+
+
+def _rwork(dtype, n: int):
+    """A real workspace of ``n`` items for the complex routines (which take one more)."""
+    return core.empty(max(1, n), dtype=dtype.to_real())
 
 
 def _ch(c: str):
@@ -163,7 +172,7 @@ def geqrf(a, tau) -> None:
 
 def orgqr(a, tau) -> None:
     """Form Q (m x n, the first n columns) from the reflectors in ``a`` and ``tau`` (B, k)."""
-    f = _fn(a.dtype, "orgqr")
+    f = _fn(a.dtype, "ungqr" if a.dtype.is_complex else "orgqr")
     n, m, k = a.shape[1], a.shape[2], tau.shape[1]
     lda = max(1, m)
     info = _c_int(0)
@@ -177,8 +186,11 @@ def orgqr(a, tau) -> None:
 
 
 def ormqr(a, tau, c, side: str, trans: str) -> None:
-    """``c <- op(Q) c`` (side "L") or ``c op(Q)``; Q from the reflectors in ``a``, ``tau``."""
-    f = _fn(a.dtype, "ormqr")
+    """``c <- op(Q) c`` (side "L") or ``c op(Q)``; Q from the reflectors in ``a``, ``tau``;
+    ``trans`` "T" is the conjugate transpose for complex ``a``."""
+    f = _fn(a.dtype, "unmqr" if a.dtype.is_complex else "ormqr")
+    if a.dtype.is_complex and trans == "T":
+        trans = "C"
     mc, nc = c.shape[2], c.shape[1]
     k = tau.shape[1]
     lda = max(1, a.shape[2])
@@ -195,7 +207,10 @@ def ormqr(a, tau, c, side: str, trans: str) -> None:
 
 
 def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
-    """Eigen-decomposition of symmetric ``a`` (B, n, n): values into ``w``, vectors into ``a``."""
+    """Eigen-decomposition of symmetric ``a`` (B, n, n): values into ``w``, vectors into ``a``
+    (heevd for Hermitian complex ``a``; ``w`` is real)."""
+    if a.dtype.is_complex:
+        return _heevd(a, w, vectors, uplo)
     f = _fn(a.dtype, "syevd")
     n = a.shape[1]
     jobz = "V" if vectors else "N"
@@ -217,6 +232,32 @@ def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
     return infos
 
 
+def _heevd(a, w, vectors: bool, uplo: str) -> list:
+    f = _fn(a.dtype, "heevd")
+    n = a.shape[1]
+    jobz = "V" if vectors else "N"
+    info = _c_int(0)
+    pa = _ptrs(a)
+    if not pa:
+        return []
+    iw = _c_int(0)
+    rw = core.empty(1, dtype=w.dtype)
+    work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), pa[0], _i(max(1, n)),
+                                           _vp(w.data_ptr()), wk, _i(-1), _vp(rw.data_ptr()),
+                                           _i(-1), _byref(iw), _i(-1), _byref(info), _ONE, _ONE))
+    lrw = max(1, int(rw.item()))
+    rwork = _rwork(a.dtype, lrw)
+    liw = max(1, iw.value)
+    iwork = core.empty(liw, dtype=core.int32)
+    infos = []
+    for p, pw in zip(pa, _ptrs(w)):
+        f(_ch(jobz), _ch(uplo), _i(n), p, _i(max(1, n)), pw, _vp(work.data_ptr()), _i(lw),
+          _vp(rwork.data_ptr()), _i(lrw), _vp(iwork.data_ptr()), _i(liw), _byref(info),
+          _ONE, _ONE)
+        infos.append(info.value)
+    return infos
+
+
 def gesdd(a, s, u, vt, jobz: str) -> list:
     """SVD of ``a`` (B, n, m) (destroyed): ``s`` (B, k); ``u``/``vt`` Fortran buffers or None."""
     f = _fn(a.dtype, "gesdd")
@@ -231,14 +272,21 @@ def gesdd(a, s, u, vt, jobz: str) -> list:
     pu = _ptrs(u) if u is not None else [None] * len(pa)
     pv = _ptrs(vt) if vt is not None else [None] * len(pa)
     iwork = core.empty(max(1, 8 * k), dtype=core.int32)
+    rw = ()
+    if a.dtype.is_complex:
+        # LAPACK's bound on the real workspace of ?gesdd (7 k for jobz "N")
+        big = max(m, n)
+        rwork = _rwork(a.dtype, 7 * k if jobz == "N" else
+                       k * max(5 * k + 7, 2 * big + 2 * k + 1))
+        rw = (_vp(rwork.data_ptr()),)
     work, lw = _work(a.dtype, lambda w: f(_ch(jobz), _i(m), _i(n), pa[0], _i(max(1, m)),
                                           _vp(s.data_ptr()), pu[0], _i(ldu), pv[0], _i(ldvt),
-                                          w, _i(-1), _vp(iwork.data_ptr()), _byref(info),
+                                          w, _i(-1), *rw, _vp(iwork.data_ptr()), _byref(info),
                                           _ONE))
     infos = []
     for p, ps, q, r in zip(pa, _ptrs(s), pu, pv):
         f(_ch(jobz), _i(m), _i(n), p, _i(max(1, m)), ps, q, _i(ldu), r, _i(ldvt),
-          _vp(work.data_ptr()), _i(lw), _vp(iwork.data_ptr()), _byref(info), _ONE)
+          _vp(work.data_ptr()), _i(lw), *rw, _vp(iwork.data_ptr()), _byref(info), _ONE)
         infos.append(info.value)
     return infos
 
@@ -273,14 +321,16 @@ def gelsy(a, b, rcond: float, rank) -> list:
     if not pa:
         return []
     jpvt = core.zeros(max(1, n), dtype=core.int32)
+    rwork = _rwork(a.dtype, 2 * n) if a.dtype.is_complex else None
+    rw = (_vp(rwork.data_ptr()),) if rwork is not None else ()
     work, lw = _work(a.dtype, lambda w: f(_i(m), _i(n), _i(k), pa[0], _i(max(1, m)), pb[0],
                                           _i(ldb), _vp(jpvt.data_ptr()), _real(a.dtype, rcond),
-                                          _byref(r), w, _i(-1), _byref(info)))
+                                          _byref(r), w, _i(-1), *rw, _byref(info)))
     infos = []
     for i, (p, q) in enumerate(zip(pa, pb)):
         jpvt.zero_()
         f(_i(m), _i(n), _i(k), p, _i(max(1, m)), q, _i(ldb), _vp(jpvt.data_ptr()),
-          _real(a.dtype, rcond), _byref(r), _vp(work.data_ptr()), _i(lw), _byref(info))
+          _real(a.dtype, rcond), _byref(r), _vp(work.data_ptr()), _i(lw), *rw, _byref(info))
         rank[i] = r.value
         infos.append(info.value)
     return infos
@@ -297,12 +347,20 @@ def gelsd(a, b, rcond: float, rank, s, driver: str = "gelsd") -> list:
     if not pa:
         return []
     iw = _c_int(0)
-    extra = (_byref(iw),) if driver == "gelsd" else ()
+    cplx = a.dtype.is_complex
+    rq = core.empty(1, dtype=s.dtype)
+    extra = ((_vp(rq.data_ptr()),) if cplx else ()) + ((_byref(iw),) if driver == "gelsd"
+                                                       else ())
     work, lw = _work(a.dtype, lambda w: f(_i(m), _i(n), _i(k), pa[0], _i(max(1, m)), pb[0],
                                           _i(ldb), _vp(s.data_ptr()), _real(a.dtype, rcond),
                                           _byref(r), w, _i(-1), *extra, _byref(info)))
     iwork = core.empty(max(1, iw.value), dtype=core.int32)
-    extra = (_vp(iwork.data_ptr()),) if driver == "gelsd" else ()
+    rwork = None
+    if cplx:      # gelss needs 5 min(m, n); gelsd reports its size on the query
+        rwork = _rwork(a.dtype, max(int(rq.item()), 5 * min(m, n)) if driver == "gelsd"
+                       else 5 * min(m, n))
+    extra = ((_vp(rwork.data_ptr()),) if cplx else ()) + (
+        (_vp(iwork.data_ptr()),) if driver == "gelsd" else ())
     infos = []
     for i, (p, q, ps) in enumerate(zip(pa, pb, _ptrs(s))):
         f(_i(m), _i(n), _i(k), p, _i(max(1, m)), q, _i(ldb), ps, _real(a.dtype, rcond),
@@ -312,9 +370,10 @@ def gelsd(a, b, rcond: float, rank, s, driver: str = "gelsd") -> list:
     return infos
 
 
-def sytrf(a, piv, uplo: str = "L") -> list:
-    """Bunch-Kaufman LDL^T of symmetric ``a`` (B, n, n) in place; ``piv`` int32 (B, n)."""
-    f = _fn(a.dtype, "sytrf")
+def sytrf(a, piv, uplo: str = "L", hermitian: bool = False) -> list:
+    """Bunch-Kaufman LDL^T of symmetric ``a`` (B, n, n) in place; ``piv`` int32 (B, n);
+    LDL^H (hetrf) for ``hermitian`` complex ``a``."""
+    f = _fn(a.dtype, "hetrf" if hermitian and a.dtype.is_complex else "sytrf")
     n = a.shape[1]
     info = _c_int(0)
     pa = _ptrs(a)
@@ -330,8 +389,8 @@ def sytrf(a, piv, uplo: str = "L") -> list:
     return infos
 
 
-def sytrs(a, piv, b, uplo: str = "L") -> list:
-    f = _fn(a.dtype, "sytrs")
+def sytrs(a, piv, b, uplo: str = "L", hermitian: bool = False) -> list:
+    f = _fn(a.dtype, "hetrs" if hermitian and a.dtype.is_complex else "sytrs")
     n, k = a.shape[1], b.shape[1]
     infos = []
     for p, pp, q in zip(_ptrs(a), _ptrs(piv), _ptrs(b)):

@@ -8,7 +8,8 @@ which is imported (and the library loaded) on the first factorization only.
 A factorization runs without recording and is recorded as one op (its name as
 in PyTorch: ``linalg_svd``, ``linalg_eigh`` ...) whose backward formula lives in
 ``ember/autograd/_formulas_linalg.py``; everything else is differentiable
-through the ops it is made of.  Only real dtypes (float32/float64) exist.
+through the ops it is made of.  float32/float64 and complex64/complex128 (LAPACK's
+c/z routines; a Hermitian matrix where the real one is symmetric).
 """
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def _tensor(x: Any, op: str, arg: str) -> Tensor:
 
 
 def _floating(A: Tensor, op: str) -> None:
-    if A.dtype in (core.float32, core.float64):
+    if A.dtype in (core.float32, core.float64, core.complex64, core.complex128):
         return
     if A.dtype in (core.float16, core.bfloat16):
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
@@ -144,6 +145,11 @@ def _eye_like(n: int, A: Tensor) -> Tensor:
 
 def _mT(A: Tensor) -> Tensor:
     return A.transpose(-2, -1)
+
+
+def _mH(A: Tensor) -> Tensor:
+    """The conjugate transpose (the transpose of a real matrix)."""
+    return A.transpose(-2, -1).conj() if A.is_complex() else A.transpose(-2, -1)
 
 
 # ---------------------------------------------------------------------------
@@ -286,8 +292,8 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
 
 def _lu_solve_raw(LU: Tensor, piv: Tensor, B: Tensor, left: bool, adjoint: bool) -> Tensor:
     L = _lapack()
-    if not left:          # X A = B  <=>  A^T X^T = B^T
-        return _mT(_lu_solve_raw(LU, piv, _mT(B), True, not adjoint))
+    if not left:          # X A = B  <=>  A^H X^H = B^H
+        return _mH(_lu_solve_raw(LU, piv, _mH(B), True, not adjoint))
     LU, B, batch = _broadcast_batch(LU, B)
     piv = piv.expand(*batch, piv.shape[-1])
     a = L.fortran(LU)
@@ -295,7 +301,7 @@ def _lu_solve_raw(LU: Tensor, piv: Tensor, B: Tensor, left: bool, adjoint: bool)
     p = core.empty(*piv.shape, dtype=core.int32)
     p.copy_(piv)
     L.getrs(a, p.reshape(-1, piv.shape[-1]) if p.numel() else p.reshape(a.shape[0], 0), b,
-            "T" if adjoint else "N")
+            ("C" if LU.is_complex() else "T") if adjoint else "N")
     return L.matrix(b, batch)
 
 
@@ -312,7 +318,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     left : bool
         Solve ``A X = B`` (True) or ``X A = B``.
     adjoint : bool
-        Solve with ``A^T`` instead of ``A``.
+        Solve with ``A^H`` instead of ``A``.
     """
     op = "linalg.lu_solve"
     _matrix(LU, op, "LU", square=True)
@@ -340,7 +346,7 @@ def _lu_det_parts(A: Tensor) -> tuple:
     LU, piv, infos = _lu_raw(A)
     n = A.shape[-1]
     swaps = (piv != ember.arange(1, n + 1, dtype=core.int32)).sum(-1)
-    sign = 1 - 2 * (swaps % 2).to(A.dtype)
+    sign = (1 - 2 * (swaps % 2)).to(A.dtype)
     return sign, LU.diagonal(0, -2, -1), infos
 
 
@@ -370,7 +376,7 @@ def slogdet(A: Tensor, *, out: Any = None) -> tuple:
 
     def run(a):
         sign, d, _ = _lu_det_parts(a)
-        return sign * d.sign().prod(-1), d.abs().log().sum(-1)
+        return sign * (d.sgn() if d.is_complex() else d.sign()).prod(-1), d.abs().log().sum(-1)
 
     s, la = _recorded("linalg_slogdet", run, (A,))
     return _out(out, _result("linalg_slogdet", s, la))
@@ -382,7 +388,8 @@ def _legacy_slogdet(A: Tensor) -> tuple:
 
 
 def logdet(A: Tensor) -> Tensor:
-    """Log-determinant: ``nan`` for a negative determinant, ``-inf`` for zero."""
+    """Log-determinant: ``nan`` for a negative determinant, ``-inf`` for zero (complex
+    ``log(det)`` for complex ``A``)."""
     s, la = slogdet(A)
     return la + s.log()
 
@@ -579,7 +586,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
     def run(a):
         Lf, infos = _cholesky_raw(a)
         holder.append(infos)
-        return _mT(Lf).contiguous() if upper else Lf
+        return _mH(Lf).contiguous() if upper else Lf
 
     Lf = _recorded("linalg_cholesky_ex", run, (A,), {"upper": upper})
     if check_errors:
@@ -607,9 +614,9 @@ def _legacy_cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> 
 
 
 def _cholesky_solve_raw(B: Tensor, L: Tensor, upper: bool) -> Tensor:
-    Lo = _mT(L) if upper else L
+    Lo = _mH(L) if upper else L
     Y = _solve_triangular_raw(Lo, B, False, True, False)
-    return _solve_triangular_raw(_mT(Lo), Y, True, True, False)
+    return _solve_triangular_raw(_mH(Lo), Y, True, True, False)
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
@@ -663,7 +670,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     def run(a):
         buf = L.fortran(a)
         piv = core.empty(buf.shape[0], n, dtype=core.int32)
-        infos = L.sytrf(buf, piv, "L")
+        infos = L.sytrf(buf, piv, "L", hermitian)
         holder.append((piv.reshape(*batch, n), infos))
         return L.matrix(buf, batch).tril()
 
@@ -705,7 +712,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
     b = L.fortran(Bb)
     p = core.empty(*batch, n, dtype=core.int32)
     p.copy_(pivots.expand(*batch, n))
-    L.sytrs(a, p.reshape(a.shape[0], n), b, "L")
+    L.sytrs(a, p.reshape(a.shape[0], n), b, "L", hermitian)
     return _out(out, L.matrix(b, batch))
 
 
@@ -816,7 +823,7 @@ def _householder_composite(A: Tensor, tau: Tensor) -> Tensor:
     Q = ember.eye(m, dtype=A.dtype).expand(*A.shape[:-2], m, m)
     for i in range(tau.shape[-1]):
         v = V[..., :, i:i + 1]
-        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) * _mT(v)
+        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) * _mH(v)
     return Q[..., :, :n]
 
 
@@ -849,7 +856,7 @@ def _eigh_raw(A: Tensor, UPLO: str, vectors: bool) -> tuple:
     batch = tuple(A.shape[:-2])
     n = A.shape[-1]
     buf = L.fortran(A)
-    w = core.empty(buf.shape[0], n, dtype=A.dtype)
+    w = core.empty(buf.shape[0], n, dtype=A.dtype.to_real())
     infos = L.syevd(buf, w, vectors, UPLO)
     _raise_info("linalg.eigh", infos, len(batch) > 0,
                 lambda i: "The algorithm failed to converge because the input matrix is "
@@ -892,7 +899,7 @@ def _svd_raw(A: Tensor, full_matrices: bool, compute_uv: bool = True) -> tuple:
     k = min(m, n)
     buf = L.fortran(A)
     B = buf.shape[0]
-    s = core.empty(B, k, dtype=A.dtype)
+    s = core.empty(B, k, dtype=A.dtype.to_real())
     if not compute_uv:
         infos = L.gesdd(buf, s, None, None, "N")
         u = vt = None
@@ -957,7 +964,7 @@ def _legacy_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *,
         return _out(out, _result("svd", core.zeros(*b, m, m, dtype=input.dtype), S,
                                        core.zeros(*b, n, n, dtype=input.dtype)))
     U, S, Vh = svd(input, full_matrices=not some)
-    return _out(out, _result("svd", U, S, _mT(Vh)))
+    return _out(out, _result("svd", U, S, _mH(Vh)))
 
 
 # ---------------------------------------------------------------------------
@@ -1000,7 +1007,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if Bm.shape[-2] != m:
         raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
     if rcond is None:
-        rcond = ember.finfo(A.dtype).eps * max(m, n)
+        rcond = ember.finfo(A.dtype.to_real()).eps * max(m, n)
     holder = []
 
     def run(a, b):
@@ -1026,7 +1033,7 @@ def _lstsq_raw(A: Tensor, B: Tensor, rcond: float, driver: str) -> tuple:
     if m:
         b[:, :, :m] = L.fortran(B)
     rank = core.zeros(nb, dtype=core.int64)
-    sv = core.empty(0, dtype=A.dtype)
+    sv = core.empty(0, dtype=A.dtype.to_real())
     if driver == "gels":
         infos = L.gels(a, b)
         _raise_info("torch.linalg.lstsq", infos, len(batch) > 0,
@@ -1035,15 +1042,15 @@ def _lstsq_raw(A: Tensor, B: Tensor, rcond: float, driver: str) -> tuple:
     elif driver == "gelsy":
         L.gelsy(a, b, rcond, rank)
     else:
-        s = core.empty(nb, min(m, n), dtype=A.dtype)
+        s = core.empty(nb, min(m, n), dtype=A.dtype.to_real())
         L.gelsd(a, b, rcond, rank, s, driver)
         sv = s.reshape(*batch, min(m, n))
     full = L.matrix(b, batch)
     sol = full[..., :n, :]
-    residuals = core.empty(0, dtype=A.dtype)
+    residuals = core.empty(0, dtype=A.dtype.to_real())
     if m > n and driver != "gelsy":
         if driver == "gels" or bool((rank == n).all()):
-            residuals = (full[..., n:, :] ** 2).sum(-2)
+            residuals = (full[..., n:, :].abs() ** 2).sum(-2)
     rank = rank.reshape(batch) if driver != "gels" else core.empty(0, dtype=core.int64)
     return sol, (residuals, rank, sv)
 
@@ -1081,12 +1088,12 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
             tol = _tolerances(w.abs(), m, n, atol, rtol, "linalg.pinv")
             keep = w.abs() > tol
             winv = ember.where(keep, 1.0 / ember.where(keep, w, 1.0), 0.0)
-            return (V * winv.unsqueeze(-2)) @ _mT(V)
+            return (V * winv.unsqueeze(-2)) @ _mH(V)
         U, S, Vh = _svd_raw(a, False)
         tol = _tolerances(S, m, n, atol, rtol, "linalg.pinv")
         keep = S > tol
         sinv = ember.where(keep, 1.0 / ember.where(keep, S, 1.0), 0.0)
-        return (_mT(Vh) * sinv.unsqueeze(-2)) @ _mT(U)
+        return (_mH(Vh) * sinv.unsqueeze(-2)) @ _mH(U)
 
     return _out(out, _recorded("linalg_pinv", run, (A,)))
 
@@ -1345,10 +1352,10 @@ def _legacy_cross(input: Tensor, other: Tensor, dim: int | None = None, *,
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
-    """Dot product of vectors along ``dim`` (operands broadcast)."""
+    """Dot product of vectors along ``dim`` (operands broadcast): ``sum(conj(x) * y)``."""
     _tensor(x, "linalg.vecdot", "x")
     _tensor(y, "linalg.vecdot", "y")
-    return _out(out, (x * y).sum(dim))
+    return _out(out, ((x.conj() if x.is_complex() else x) * y).sum(dim))
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

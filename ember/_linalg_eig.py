@@ -2,13 +2,23 @@
 matrices through LAPACK's geev (``scipy-openblas32``, loaded on first use).
 
 Real input gives complex results, as in torch: LAPACK packs a conjugate pair of
-eigenvectors into two real columns, unpacked here."""
+eigenvectors into two real columns, unpacked here.  Differentiable as ``linalg_eig``
+(torch's formula, ember/autograd/_formulas_linalg.py)."""
 from __future__ import annotations
 
 from typing import Any
 
 from ember._C import core
-from ember._linalg import _RESULT_FIELDS, LinAlgError, _out, _raise_info, _result, _scalar_name
+from ember._linalg import (
+    _RESULT_FIELDS,
+    LinAlgError,
+    _needs_grad,
+    _out,
+    _raise_info,
+    _recorded,
+    _result,
+    _scalar_name,
+)
 
 _RESULT_FIELDS.setdefault("linalg_eig", ("eigenvalues", "eigenvectors"))
 
@@ -24,9 +34,6 @@ def _check(A: Any, op: str):
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    if core.is_grad_enabled() and A.requires_grad:
-        raise RuntimeError(f"{op}: ember does not differentiate the general eigen-decomposition "
-                           f"(use linalg.eigh for symmetric input); detach A first")
 
 
 def _geev(A, vectors: bool, op: str):
@@ -76,13 +83,15 @@ def eig(A, *, out: Any = None) -> tuple:
         eigenvector has unit norm, as LAPACK returns them.
     """
     _check(A, "linalg.eig")
-    w, V = _geev(A, True, "linalg.eig")
+    w, V = _recorded("linalg_eig", lambda a: _geev(a, True, "linalg.eig"), (A,))
     return _out(out, _result("linalg_eig", w, V))
 
 
 def eigvals(A, *, out: Any = None):
     """Eigenvalues of square matrices (complex), see :func:`eig`."""
     _check(A, "linalg.eigvals")
+    if _needs_grad(A):
+        return _out(out, eig(A).eigenvalues)
     return _out(out, _geev(A, False, "linalg.eigvals")[0])
 
 

@@ -13,7 +13,7 @@ __all__ = [
     "adaptive_max_pool1d", "affine_grid_generator", "alpha_dropout", "alpha_dropout_",
     "batch_norm", "binary_cross_entropy_with_logits", "celu_", "chain_matmul",
     "constant_pad_nd", "convolution", "cosine_embedding_loss", "ctc_loss", "dropout",
-    "dropout_", "embedding", "embedding_renorm_", "feature_alpha_dropout",
+    "dropout_", "embedding", "embedding_bag", "embedding_renorm_", "feature_alpha_dropout",
     "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "frobenius_norm",
     "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "group_norm", "gru", "gru_cell",
     "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm", "lstm", "lstm_cell",
@@ -118,6 +118,98 @@ def embedding(weight, indices, padding_idx: int = -1, scale_grad_by_freq: bool =
     ``padding_idx`` names the row that gets no gradient (ATen's -1: none)."""
     return F.embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mode: int = 0,
+                  sparse: bool = False, per_sample_weights=None,
+                  include_last_offset: bool = False, padding_idx=None):
+    """``torch.embedding_bag``: :func:`ember.nn.functional.embedding_bag` in ATen's form
+    (``mode`` 0 sum, 1 mean, 2 max; 1-D ``indices`` cut into bags by ``offsets``).
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(output, offset2bag, bag_size, max_indices)``: the reduced bags; the bag of
+        each index; for ``mean``/``max``, the non-padding indices in each bag; for
+        ``max``, the row of ``weight`` each maximum came from (``mean`` repeats
+        ``bag_size`` there, as ATen does; ``sum`` gives zeros for both). The integer
+        results have ``indices``' dtype; ``offset2bag`` is empty where ATen's fast sum
+        path leaves it so (float32 ``sum`` without ``padding_idx``).
+    """
+    for name, v in (("indices", indices), ("offsets", offsets)):
+        if not isinstance(v, ember.Tensor):
+            raise TypeError(f"embedding_bag(): argument '{name}' must be Tensor, not "
+                            f"{type(v).__name__}")
+    if isinstance(mode, bool) or not isinstance(mode, int):
+        raise TypeError(f"embedding_bag(): argument 'mode' (position 5) must be int, not "
+                        f"{type(mode).__name__}")
+    if not 0 <= mode <= 2:
+        raise RuntimeError("`mode` must be sum, mean, or max.")
+    if indices.dtype not in (ember.int64, ember.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {indices.dtype} "
+                           f"instead (while checking arguments for embedding_bag)")
+    if indices.dim() != 1 or offsets.dim() != 1:
+        raise RuntimeError(f"embedding_bag(): expected 1-D indices and offsets, got "
+                           f"{indices.dim()}-D and {offsets.dim()}-D")
+    n, noff = indices.numel(), offsets.numel()
+    if noff and int(offsets[0]) != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                           f"mini-batch has to start from position 0. However, got "
+                           f"{int(offsets[0])}")
+    if noff and int(offsets[-1]) > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {int(offsets[-1])}")
+    output = F.embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq,
+                             mode=_BAG_MODES[mode], sparse=sparse,
+                             per_sample_weights=per_sample_weights,
+                             include_last_offset=include_last_offset, padding_idx=padding_idx)
+    itype = indices.dtype
+    starts = offsets[:-1] if include_last_offset else offsets
+    nbags = starts.numel()
+    if mode == 0:
+        # ATen's forward-only path (weight not requiring grad) sizes these by offsets
+        zeros = ember.zeros(nbags if weight.requires_grad else noff, dtype=itype)
+        # ATen's fast sum path (reduced-precision floats, unit row stride, no padding)
+        # leaves offset2bag empty
+        fast = weight.dtype in (ember.float32, ember.float16, ember.bfloat16) and \
+            padding_idx is None and weight.stride(1) == 1
+        o2b = ember.zeros(0, dtype=itype) if fast else _offset2bag(starts, n, itype)
+        return output, o2b, zeros, zeros.clone()
+    idx = indices.to(ember.int64)
+    bag = _offset2bag(starts, n, ember.int64)
+    keep = ember.ones(n, dtype=ember.bool)
+    if padding_idx is not None:
+        keep = idx != (padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx)
+    bag_size = ember.zeros(nbags, dtype=ember.int64).index_add(0, bag, keep.to(ember.int64))
+    if mode == 1:
+        return output, bag.to(itype), bag_size.to(itype), bag_size.to(itype)
+    # the first index in each bag whose row holds the bag's maximum, per column
+    dim = weight.shape[1]
+    with ember.no_grad():
+        rows = weight.index_select(0, idx)
+        best = output.index_select(0, bag) if n else rows
+        pos = ember.arange(n, dtype=ember.int64).unsqueeze(1).expand(n, dim)
+        hit = (rows == best) & keep.unsqueeze(1)
+        first = ember.full((nbags, dim), n, dtype=ember.int64).scatter_reduce(
+            0, bag.unsqueeze(1).expand(n, dim), ember.where(hit, pos, n), "amin")
+        found = first < n
+        max_indices = ember.where(found, idx.index_select(0, first.clamp_max(max(n - 1, 0))
+                                                          .reshape(-1)).reshape(nbags, dim)
+                                  if n else first, 0)
+    return output, bag.to(itype), bag_size.to(itype), max_indices.to(itype)
+
+
+def _offset2bag(starts, n: int, dtype):
+    """The bag of each of the ``n`` indices, bags starting at ``starts``."""
+    if n == 0:
+        return ember.zeros(0, dtype=dtype)
+    pos = ember.arange(n, dtype=ember.int64)
+    bag = ember.searchsorted(starts.to(ember.int64), pos, right=True) - 1
+    return bag.clamp_min(0).to(dtype)
 
 
 def embedding_renorm_(input, indices, max_norm: float, norm_type: float):

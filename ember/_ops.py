@@ -195,6 +195,7 @@ isneginf                  fm
 isposinf                  fm
 isreal                    fm
 istft                     fm
+kaiser_window             f
 kron                      fm
 kthvalue                  fm
 lcm                       fmiI
@@ -391,7 +392,7 @@ prelu rms_norm rrelu selu threshold
 ATEN_NN_AT_TOP = tuple("""
 adaptive_max_pool1d affine_grid_generator alpha_dropout alpha_dropout_ batch_norm
 binary_cross_entropy_with_logits celu_ chain_matmul constant_pad_nd convolution
-cosine_embedding_loss ctc_loss dropout dropout_ embedding embedding_renorm_
+cosine_embedding_loss ctc_loss dropout dropout_ embedding embedding_bag embedding_renorm_
 feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_
 frobenius_norm grid_sampler grid_sampler_2d grid_sampler_3d group_norm gru gru_cell
 hinge_embedding_loss instance_norm kl_div layer_norm lstm lstm_cell margin_ranking_loss

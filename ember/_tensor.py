@@ -11,6 +11,7 @@ from ember._C import elementwise as _ew
 from ember._C import matmul as _la
 from ember._C import special as _sp
 from ember._check import _check, _check_index
+from ember._memory_format import preserve_format, strided
 from ember._tensor_str import tensor_str
 
 # Tensor.polygamma_(n): the function's argument order is (n, input)
@@ -213,22 +214,41 @@ class Tensor(core.TensorBase):
         return self._view_(self.as_strided(size, stride, storage_offset), "as_strided_")
 
     def resize_(self, *sizes, memory_format=None):
-        """Give self the contiguous shape ``sizes``, keeping its storage when it is large
-        enough and otherwise moving its elements to a larger one (new elements are
-        uninitialised)."""
+        """Give self the shape ``sizes``, dense in ``memory_format`` (row-major by default),
+        keeping its storage when it is large enough and otherwise moving its elements to a
+        larger one (new elements are uninitialised)."""
         if self.requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
-        new = core.empty(*sizes, dtype=self.dtype, device=self.device)
+        if memory_format is preserve_format:
+            raise RuntimeError("Unsupported memory format Preserve")
+        new = core.empty(*sizes, dtype=self.dtype, device=self.device,
+                         memory_format=memory_format)
         n, off = new.numel(), self.storage_offset()
         avail = self.untyped_storage().nbytes() // self.element_size() - off
-        if n <= avail:      # the storage is large enough: a contiguous window of it
+        if n <= avail:      # the storage is large enough: a dense window of it
             return self._adopt(self.as_strided(tuple(new.shape), new.stride(), off))
         if avail > 0:       # move every element the storage held from the offset on
-            new.reshape(-1)[:avail].copy_(self.as_strided((avail,), (1,), off))
+            new.as_strided((avail,), (1,), 0).copy_(self.as_strided((avail,), (1,), off))
         return self._adopt(new)
 
     def resize_as_(self, the_template, memory_format=None):
-        return self.resize_(*the_template.shape)
+        if memory_format is preserve_format:
+            from ember._memory_format import suggest
+            memory_format = suggest(the_template)
+        return self.resize_(*the_template.shape, memory_format=memory_format)
+
+    @property
+    def layout(self):
+        """``ember.strided``: every ember tensor is strided."""
+        return strided
+
+    def cfloat(self):
+        """``self.to(ember.cfloat)``."""
+        return self.to(core.complex64)
+
+    def cdouble(self):
+        """``self.to(ember.cdouble)``."""
+        return self.to(core.complex128)
 
     def set_(self, source=None, storage_offset=0, size=None, stride=None):
         """Make self share ``source``'s memory (all of it, or the strided window
@@ -553,6 +573,14 @@ class Tensor(core.TensorBase):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor w.r.t. the graph leaves into their
         ``.grad`` (see ``ember.autograd.backward``)."""
+        if core._mode_active() and _capturing():
+            # inside ember.compile: an eager step between the graphs (tensor args only)
+            from ember.compiler import _eager_step
+            kw = {k: v for k, v in (("gradient", gradient), ("retain_graph", retain_graph),
+                                    ("create_graph", create_graph), ("inputs", inputs))
+                  if v is not None and v is not False}
+            _eager_step("backward", Tensor.backward, self, **kw)
+            return
         if gradient is None and inputs is None and _fast_backward[0] is not None:
             _fast_backward[0](self, retain_graph, create_graph)
         else:
@@ -592,6 +620,13 @@ def _shape_of(other, op):
 def _no_grad():
     from ember.autograd.grad_mode import no_grad
     return no_grad()
+
+
+def _capturing():
+    """Whether ember.compile is capturing on this thread (never imports the compiler)."""
+    import sys
+    comp = sys.modules.get("ember.compiler")
+    return comp is not None and comp._capturing_here()
 
 
 _fast_backward = [None]   # set by ember.autograd: loss.backward() without arguments

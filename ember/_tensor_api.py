@@ -35,6 +35,16 @@ from ember._C.random import (  # the random-state plumbing (not ops)
     set_rng_state,
 )
 from ember._dtype_info import finfo, iinfo
+from ember._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    legacy_contiguous_format,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from ember._tensor import Tensor
 from ember._tensor_str import set_printoptions
 
@@ -65,6 +75,8 @@ __all__ = (["Tensor", "Size", "dtype", "device", "bool", "uint8", "int8", "int16
             "full_like", "broadcast_shapes", "result_type", "promote_types", "can_cast",
             "get_num_threads", "set_num_threads", "is_grad_enabled", "set_printoptions",
             "finfo", "iinfo", "Generator", "default_generator", "get_rng_state",
-            "initial_seed", "manual_seed", "seed", "set_rng_state"] + _FUNCS)
+            "initial_seed", "manual_seed", "seed", "set_rng_state", "memory_format",
+            "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
+            "legacy_contiguous_format", "layout", "strided"] + _FUNCS)
 from ember.serialization import load, save; __all__ += ["save", "load"]  # noqa: E402,E702,I001
 from ember.autograd import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled; __all__ += ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_inference_mode_enabled"]  # noqa: E402,E501,E702,I001

@@ -328,7 +328,10 @@ static void multinomial_row(const double *p, int64_t ncat, int64_t nsamp, int re
     }
     /* without replacement: the k smallest of E_i / p_i (exponential race) */
     for (int64_t i = 0; i < ncat; i++) {
-        double u = (w53(ps_next(s), ps_next(s)) + 0.5) * 0x1p-53;
+        /* low word first (the order gcc gave the old unsequenced call; the CUDA
+           twin in src_cuda/philox.cu draws the same) */
+        uint32_t lo = ps_next(s), hi = ps_next(s);
+        double u = (w53(hi, lo) + 0.5) * 0x1p-53;
         keys[i].key = p[i] > 0 ? -em_log_pos(u) / p[i] : INFINITY;
         keys[i].idx = i;
     }

@@ -5,17 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ember_conv.h"
+#include "ember_pool.h"
 
-static inline int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
-/* taps i in [lo, hi) with 0 <= o0 + i*d < n, clipped to [0, k) (d > 0) */
-static inline int64_t pl_tap_lo(int64_t o0, int64_t d) {
-    return o0 >= 0 ? 0 : (-o0 + d - 1) / d;
-}
-static inline int64_t pl_tap_hi(int64_t o0, int64_t d, int64_t n, int64_t k) {
-    if (o0 >= n) return 0;
-    return pl_min(k, (n - 1 - o0) / d + 1);
-}
 static inline int pl_threads(const ember_pool2d_params *p, int64_t work, int nthreads) {
     return (p->planes < 2 || work < 32768 || nthreads < 1) ? 1 : nthreads;
 }
@@ -53,8 +44,10 @@ void F(ember_max_pool2d_fwd)(const ember_pool2d_params *p, const T *x, T *y, int
                 int64_t bi = -1;
                 /* only the taps inside the plane: a window far larger than the
                    input (huge kernel_size with padding) costs O(H*W), not O(kh*kw) */
-                const int64_t i0 = pl_tap_lo(h0, p->dh), i1 = pl_tap_hi(h0, p->dh, H, p->kh);
-                const int64_t j0 = pl_tap_lo(w0, p->dw), j1 = pl_tap_hi(w0, p->dw, W, p->kw);
+                const int64_t i0 = em_pool_tap_lo(h0, p->dh);
+                const int64_t i1 = em_pool_tap_hi(h0, p->dh, H, p->kh);
+                const int64_t j0 = em_pool_tap_lo(w0, p->dw);
+                const int64_t j1 = em_pool_tap_hi(w0, p->dw, W, p->kw);
                 for (int64_t i = i0; i < i1; i++) {
                     const int64_t ih = h0 + i * p->dh;
                     for (int64_t j = j0; j < j1; j++) {
@@ -87,18 +80,11 @@ void F(ember_max_pool2d_bwd)(const ember_pool2d_params *p, const T *dy, const in
     }
 }
 
-/* PyTorch's avg_pool2d window: pool_size counts padding up to H+ph, then clips */
+/* the shared window arithmetic (ember_pool.h), the divisor in T */
 static inline T F(pl_avg_div)(const ember_pool2d_params *p, int64_t oh, int64_t ow, int64_t *hs,
                               int64_t *he, int64_t *ws, int64_t *we) {
-    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;
-    int64_t h1 = pl_min(h0 + p->kh, p->H + p->ph), w1 = pl_min(w0 + p->kw, p->W + p->pw);
-    const int64_t pool = (h1 - h0) * (w1 - w0);
-    h0 = pl_max(h0, 0); w0 = pl_max(w0, 0);
-    h1 = pl_min(h1, p->H); w1 = pl_min(w1, p->W);
-    *hs = h0; *he = h1; *ws = w0; *we = w1;
-    if (p->divisor) return (T)p->divisor;
-    if (p->count_include_pad) return (T)pool;
-    return (T)((h1 - h0) * (w1 - w0));
+    return (T)em_avg_window(p->H, p->W, p->kh, p->kw, p->sh, p->sw, p->ph, p->pw, p->divisor,
+                            p->count_include_pad, oh, ow, hs, he, ws, we);
 }
 
 void F(ember_avg_pool2d_fwd)(const ember_pool2d_params *p, const T *x, T *y, int nthreads) {

@@ -145,6 +145,47 @@ template <typename A> __device__ A block_max(A v) {
     return r;
 }
 
+/* --- Welford accumulators: per thread, Chan's combination in a fixed order --- */
+struct Wf { double n, mean, m2; };
+
+__device__ __forceinline__ Wf wf_add(Wf a, double x) {
+    a.n += 1;
+    double d = x - a.mean;
+    a.mean += d / a.n;
+    a.m2 += d * (x - a.mean);
+    return a;
+}
+__device__ __forceinline__ Wf wf_merge(Wf a, Wf b) {
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    double n = a.n + b.n, d = b.mean - a.mean;
+    Wf r;
+    r.n = n;
+    r.mean = a.mean + d * (b.n / n);
+    r.m2 = a.m2 + b.m2 + d * d * (a.n * b.n / n);
+    return r;
+}
+
+/* merge one Welford state per thread over a block of `nthreads` (multiple of 32):
+   butterfly in the warp (each pair merged in lane order), then warps in order;
+   thread 0 gets the result */
+__device__ __forceinline__ Wf block_welford(Wf w) {
+    __shared__ Wf part[32];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        Wf v;
+        v.n = __shfl_xor_sync(0xffffffffu, w.n, off);
+        v.mean = __shfl_xor_sync(0xffffffffu, w.mean, off);
+        v.m2 = __shfl_xor_sync(0xffffffffu, w.m2, off);
+        w = (threadIdx.x & off) ? wf_merge(v, w) : wf_merge(w, v);
+    }
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = w;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (unsigned i = 1; i < blockDim.x / 32; i++) w = wf_merge(w, part[i]);
+    return w;
+}
+
 /* a device int that index kernels set on a bad index (runtime.cu) */
 int *emc_error_flag(void);
 

@@ -1,6 +1,7 @@
 /* Copies, dtype casts, fills and cat: the twin of src_c/copy.c.  Casts follow
    em_cast_loop: a value is read as double (floating sources) or int64, then
    converted as C does (float -> small int through int64, -> bool is != 0). */
+#include <stdlib.h>
 #include <string.h>
 #include "common.cuh"
 
@@ -201,4 +202,16 @@ EMC_API int emc_cat(int dtype, void *out, int n, const void *const *srcs, const 
         EMC_LAUNCHED("emc_cat");
     }
     return 0;
+}
+
+EMC_API int emc_stack(int dtype, void *out, int n, const void *const *srcs, int64_t outer,
+                      int64_t inner, void *stream) {
+    if (n < 0) return emc_set_error(EMC_E_ARG, "emc_stack");
+    if (n == 0) return 0;
+    int64_t *ones = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+    if (!ones) return emc_set_error(EMC_E_NOMEM, "emc_stack");
+    for (int k = 0; k < n; k++) ones[k] = 1;
+    int rc = emc_cat(dtype, out, n, srcs, ones, outer, inner, stream);
+    free(ones);
+    return rc;
 }

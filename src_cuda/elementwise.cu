@@ -261,6 +261,33 @@ template <typename T> __host__ __device__ __forceinline__ T of_acc(typename Acc<
     if constexpr (sizeof(T) == 2 && IsFloat<T>::value) return from_f<T>(v); else return (T)v;
 }
 
+/* The hot arithmetic ops with the op fixed at compile time: the vector loop then
+   unrolls fully and the vectors stay in registers (a run-time op switch keeps the
+   loop rolled, which puts them in local memory and costs a third of the bandwidth). */
+template <typename T, int OP> struct BinFast {
+    double prm;
+    __host__ __device__ __forceinline__ T operator()(T a, T b) const {
+        typedef typename Acc<T>::type A;
+        const A x = acc_of(a), y = acc_of(b);
+        if constexpr (OP == EW_ADD) return of_acc<T>(x + y);
+        else if constexpr (OP == EW_SUB) return of_acc<T>(x - y);
+        else if constexpr (OP == EW_MUL) return of_acc<T>(x * y);
+        else if constexpr (OP == EW_DIV) return of_acc<T>(x / y);
+        else return of_acc<T>(x + (A)prm * y);   /* EW_ADDA */
+    }
+};
+/* the common activations likewise: a constant op folds the switch away */
+template <typename T, int OP> struct UnFast {
+    double prm[3];
+    __host__ __device__ __forceinline__ T operator()(T x) const {
+        typedef typename Acc<T>::type A;
+        return of_acc<T>(un_float<A>(OP, acc_of(x), prm));
+    }
+};
+template <typename F> struct Unrolled { static const bool value = false; };
+template <typename T, int OP> struct Unrolled<BinFast<T, OP>> { static const bool value = true; };
+template <typename T, int OP> struct Unrolled<UnFast<T, OP>> { static const bool value = true; };
+
 template <typename T> struct BinF {
     int op; double prm;
     __host__ __device__ T operator()(T a, T b) const {
@@ -331,8 +358,13 @@ __global__ void un_contig(int64_t n, O *out, const T *x, F f, bool vec) {
         for (int64_t i = tid; i < nv; i += step) {
             Vec<T> a = reinterpret_cast<const Vec<T> *>(x)[i];
             Vec<O> r;
+            if constexpr (Unrolled<F>::value) {
+#pragma unroll
+                for (int k = 0; k < V; k++) r.v[k] = f(a.v[k]);
+            } else {
 #pragma unroll 1
-            for (int k = 0; k < V; k++) r.v[k] = f(a.v[k]);
+                for (int k = 0; k < V; k++) r.v[k] = f(a.v[k]);
+            }
             reinterpret_cast<Vec<O> *>(out)[i] = r;
         }
         start = nv * V;
@@ -363,14 +395,15 @@ __global__ void bin_contig(int64_t n, O *out, const T *a, const T *b, F f, bool 
         const T bs = b_scalar ? b[0] : T();
         for (int64_t i = tid; i < nv; i += step) {
             Vec<T> x = reinterpret_cast<const Vec<T> *>(a)[i];
+            Vec<T> y;
+            if (!b_scalar) y = reinterpret_cast<const Vec<T> *>(b)[i];
             Vec<O> r;
-            if (b_scalar) {
-#pragma unroll 1
-                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], bs);
+            if constexpr (Unrolled<F>::value) {
+#pragma unroll
+                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], b_scalar ? bs : y.v[k]);
             } else {
-                Vec<T> y = reinterpret_cast<const Vec<T> *>(b)[i];
 #pragma unroll 1
-                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], y.v[k]);
+                for (int k = 0; k < V; k++) r.v[k] = f(x.v[k], b_scalar ? bs : y.v[k]);
             }
             reinterpret_cast<Vec<O> *>(out)[i] = r;
         }
@@ -448,6 +481,20 @@ static int launch_bin(const emc_nd *nd, O *out, const T *a, const T *b, F f, cud
 
 static bool is_float_dt(int dt) { return dt == EM_F16 || dt == EM_BF16 || dt == EM_F32 || dt == EM_F64; }
 
+template <typename T>
+static int launch_bin_float(int op, double prm, const emc_nd *nd, T *out, const T *a,
+                            const T *b, cudaStream_t s) {
+    const char *w = "emc_ew_binary";
+    switch (op) {
+    case EW_ADD: return launch_bin(nd, out, a, b, BinFast<T, EW_ADD>{prm}, s, w);
+    case EW_SUB: return launch_bin(nd, out, a, b, BinFast<T, EW_SUB>{prm}, s, w);
+    case EW_MUL: return launch_bin(nd, out, a, b, BinFast<T, EW_MUL>{prm}, s, w);
+    case EW_DIV: return launch_bin(nd, out, a, b, BinFast<T, EW_DIV>{prm}, s, w);
+    case EW_ADDA: return launch_bin(nd, out, a, b, BinFast<T, EW_ADDA>{prm}, s, w);
+    default: return launch_bin(nd, out, a, b, BinF<T>{op, prm}, s, w);
+    }
+}
+
 EMC_API int emc_ew_binary(int op, int dtype, void *out, const void *a, const void *b,
                           const emc_nd *nd, const double *aux, void *stream) {
     bool ok = dtype == EM_BOOL ? bin_bool_ok(op) : is_float_dt(dtype) ? bin_float_ok(op)
@@ -462,6 +509,8 @@ EMC_API int emc_ew_binary(int op, int dtype, void *out, const void *a, const voi
                           "emc_ew_binary");
     }
     EMC_ALL_TYPES(dtype, {
+        if constexpr (IsFloat<T>::value)
+            return launch_bin_float(op, prm, nd, (T *)out, (const T *)a, (const T *)b, s);
         BinF<T> f{op, prm};
         return launch_bin(nd, (T *)out, (const T *)a, (const T *)b, f, s, "emc_ew_binary");
     })
@@ -480,6 +529,20 @@ EMC_API int emc_ew_compare(int op, int dtype, void *out, const void *a, const vo
     return 0;
 }
 
+template <typename T>
+static int launch_un_float(int op, const double *prm, const emc_nd *nd, T *out, const T *x,
+                           cudaStream_t s) {
+    const char *w = "emc_ew_unary";
+#define EMC_UN_FAST(OP) \
+    case OP: return launch_un(nd, out, x, UnFast<T, OP>{{prm[0], prm[1], prm[2]}}, s, w);
+    switch (op) {
+    EMC_UN_FAST(EW_NEG) EMC_UN_FAST(EW_ABS) EMC_UN_FAST(EW_RELU) EMC_UN_FAST(EW_SQUARE)
+    EMC_UN_FAST(EW_EXP) EMC_UN_FAST(EW_SIGMOID) EMC_UN_FAST(EW_TANH)
+    default: return launch_un(nd, out, x, UnF<T>{op, {prm[0], prm[1], prm[2]}, false}, s, w);
+    }
+#undef EMC_UN_FAST
+}
+
 EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_nd *nd,
                          const double *aux, void *stream) {
     bool ok = dtype == EM_BOOL ? un_bool_ok(op) : is_float_dt(dtype) ? un_float_ok(op)
@@ -493,6 +556,8 @@ EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_
         for (int i = 0; i < np; i++) prm[i] = aux[i];
     }
     EMC_ALL_TYPES(dtype, {
+        if constexpr (IsFloat<T>::value)
+            return launch_un_float(op, prm, nd, (T *)out, (const T *)x, s);
         UnF<T> f{op, {prm[0], prm[1], prm[2]}, dtype == EM_BOOL};
         return launch_un(nd, (T *)out, (const T *)x, f, s, "emc_ew_unary");
     })

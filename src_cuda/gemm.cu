@@ -5,6 +5,7 @@
    TF32, as torch.backends.cuda.matmul.allow_tf32 / "high" matmul precision).
    Row-major operands, transposes by index, batches on grid z. */
 #include <mma.h>
+#include <type_traits>
 #include "common.cuh"
 
 using namespace nvcuda;
@@ -189,6 +190,186 @@ __global__ void __launch_bounds__(256) gemm_wmma(bool ta, bool tb, int64_t M, in
     }
 }
 
+/* --- the pipelined tensor-core kernel for whole tiles -------------------------------
+   128x256x32 block tile, 8 warps of 64x64, operands streamed global->shared with
+   cp.async through PIPE_STAGES buffers so loads overlap the MMAs.  Transposed
+   operands stay transposed in shared memory and load as column-major fragments.
+   Used when the tile divides the problem and the 16-byte copies are aligned;
+   everything else runs gemm_wmma above. */
+#define PM 128
+#define PN 256
+#define PK 32
+#define PIPE_STAGES 3
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <typename T, bool TA, bool TB> struct PipeShape {
+    static const int PAD = Frag<T>::PAD;
+    static const int A_ROWS = TA ? PK : PM, A_LD = (TA ? PM : PK) + PAD;
+    static const int B_ROWS = TB ? PN : PK, B_LD = (TB ? PK : PN) + PAD;
+    static const int STAGE = A_ROWS * A_LD + B_ROWS * B_LD;   /* elements */
+    static const size_t BYTES = (size_t)PIPE_STAGES * STAGE * sizeof(T);
+};
+
+template <typename T, bool TA, bool TB>
+__global__ void __launch_bounds__(256) gemm_pipe(int64_t K, float alpha, const T *A, int64_t lda,
+                                                 int64_t sA, const T *B, int64_t ldb, int64_t sB,
+                                                 float beta, T *C, int64_t ldc, int64_t sC,
+                                                 int64_t batch) {
+    typedef PipeShape<T, TA, TB> S;
+    typedef typename Frag<T>::type FT;
+    typedef typename std::conditional<TA, wmma::col_major, wmma::row_major>::type LA;
+    typedef typename std::conditional<TB, wmma::col_major, wmma::row_major>::type LB;
+    constexpr int FK = Frag<T>::K, V = 16 / sizeof(T);
+    extern __shared__ __align__(128) unsigned char pipe_smem[];
+    T *smem = reinterpret_cast<T *>(pipe_smem);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / 4, wn = warp % 4;          /* 2 x 4 warps of 64 x 64 */
+    const int64_t m0 = (int64_t)blockIdx.y * PM, n0 = (int64_t)blockIdx.x * PN;
+    const int KT = (int)(K / PK);
+    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+        const T *Az = A + z * sA, *Bz = B + z * sB;
+        T *Cz = C + z * sC;
+        auto load = [&](int stage, int kt) {
+            T *as = smem + stage * S::STAGE, *bs = as + S::A_ROWS * S::A_LD;
+            const int64_t k0 = (int64_t)kt * PK;
+            constexpr int ACOLS = (S::A_LD - S::PAD) / V, BCOLS = (S::B_LD - S::PAD) / V;
+            for (int e = threadIdx.x; e < S::A_ROWS * ACOLS; e += 256) {
+                const int r = e / ACOLS, c = (e % ACOLS) * V;
+                cp_async16(as + r * S::A_LD + c,
+                           TA ? Az + (k0 + r) * lda + m0 + c : Az + (m0 + r) * lda + k0 + c);
+            }
+            for (int e = threadIdx.x; e < S::B_ROWS * BCOLS; e += 256) {
+                const int r = e / BCOLS, c = (e % BCOLS) * V;
+                cp_async16(bs + r * S::B_LD + c,
+                           TB ? Bz + (n0 + r) * ldb + k0 + c : Bz + (k0 + r) * ldb + n0 + c);
+            }
+        };
+        wmma::fragment<wmma::accumulator, 16, 16, FK, float> acc[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+#pragma unroll
+        for (int st = 0; st < PIPE_STAGES - 1; st++) {
+            if (st < KT) load(st, st);
+            cp_async_commit();
+        }
+        for (int kt = 0; kt < KT; kt++) {
+            cp_async_wait<PIPE_STAGES - 2>();
+            __syncthreads();   /* tile kt landed; everyone is done with tile kt-1's buffer */
+            const int next = kt + PIPE_STAGES - 1;
+            if (next < KT) load(next % PIPE_STAGES, next);
+            cp_async_commit();
+            const T *as = smem + (kt % PIPE_STAGES) * S::STAGE, *bs = as + S::A_ROWS * S::A_LD;
+#pragma unroll
+            for (int kk = 0; kk < PK; kk += FK) {
+                wmma::fragment<wmma::matrix_a, 16, 16, FK, FT, LA> fa[4];
+                wmma::fragment<wmma::matrix_b, 16, 16, FK, FT, LB> fb[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int m = wm * 64 + i * 16;
+                    wmma::load_matrix_sync(fa[i], TA ? as + kk * S::A_LD + m : as + m * S::A_LD + kk,
+                                           S::A_LD);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int n = wn * 64 + j * 16;
+                    wmma::load_matrix_sync(fb[j], TB ? bs + n * S::B_LD + kk : bs + kk * S::B_LD + n,
+                                           S::B_LD);
+                }
+                if constexpr (sizeof(T) == 4) {   /* float -> TF32 rounding */
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+#pragma unroll
+                        for (int t = 0; t < fa[i].num_elements; t++)
+                            fa[i].x[t] = wmma::__float_to_tf32(fa[i].x[t]);
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int t = 0; t < fb[j].num_elements; t++)
+                            fb[j].x[t] = wmma::__float_to_tf32(fb[j].x[t]);
+                }
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+            }
+        }
+        cp_async_wait<0>();
+        __syncthreads();
+        /* epilogue: each warp stages one 16x16 tile at a time through the (now free)
+           pipeline buffers; consecutive lanes write consecutive columns */
+        float *cs = reinterpret_cast<float *>(pipe_smem) + warp * 256;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                wmma::store_matrix_sync(cs, acc[i][j], 16, wmma::mem_row_major);
+                __syncwarp();
+                for (int e = lane; e < 256; e += 32) {
+                    const int r = e / 16, c = e % 16;
+                    T *cp = Cz + (m0 + wm * 64 + i * 16 + r) * ldc + n0 + wn * 64 + j * 16 + c;
+                    float v = alpha * cs[e];
+                    if (beta != 0.0f) v += beta * to_f(*cp);
+                    *cp = from_f<T>(v);
+                }
+                __syncwarp();
+            }
+        __syncthreads();   /* the staging area is the next batch's first buffer */
+    }
+}
+
+template <typename T, bool TA, bool TB>
+static int launch_pipe(dim3 grid, cudaStream_t s, int64_t K, float alpha, const T *A, int64_t lda,
+                       int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta, T *C,
+                       int64_t ldc, int64_t sC, int64_t batch) {
+    const size_t bytes = PipeShape<T, TA, TB>::BYTES;
+    int dev = 0, optin = 0;
+    EMC_CHECK(cudaGetDevice(&dev), "emc_gemm");
+    EMC_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+              "emc_gemm");
+    if ((size_t)optin < bytes) return 0;   /* a smaller part: the plain kernel */
+    EMC_CHECK(cudaFuncSetAttribute(gemm_pipe<T, TA, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)bytes),
+              "emc_gemm");
+    gemm_pipe<T, TA, TB><<<grid, 256, bytes, s>>>(K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
+                                                 sC, batch);
+    return 1;
+}
+
+/* the pipelined kernel when whole tiles cover the problem, every 16-byte copy is
+   aligned and the part has the shared memory: 1 when it launched, 0 when it did not,
+   negative on a runtime error */
+template <typename T>
+static int try_pipe(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
+                    int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
+                    T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, cudaStream_t s) {
+    constexpr int64_t V = 16 / sizeof(T);
+    if (M % PM || N % PN || K % PK || K == 0 || M / PM > 65535) return 0;
+    if (lda % V || ldb % V || (batch > 1 && (sA % V || sB % V))) return 0;
+    if (((uintptr_t)A & 15) || ((uintptr_t)B & 15)) return 0;
+    dim3 grid((unsigned)(N / PN), (unsigned)(M / PM), gz);
+    if (!ta && !tb)
+        return launch_pipe<T, false, false>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+            ldc, sC, batch);
+    if (ta && !tb)
+        return launch_pipe<T, true, false>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+            ldc, sC, batch);
+    if (!ta && tb)
+        return launch_pipe<T, false, true>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+            ldc, sC, batch);
+    return launch_pipe<T, true, true>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
+                                      sC, batch);
+}
+
 EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,
                      int64_t sB, double beta, void *C, int64_t ldc, int64_t sC, int64_t batch,
@@ -198,6 +379,10 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
     cudaStream_t s = emc_stream(stream);
     unsigned gz = (unsigned)(batch < 65535 ? batch : 65535);
     if (dtype == EM_F32 && allow_tf32) {
+        int rc = try_pipe(ta, tb, M, N, K, (float)alpha, (const float *)A, lda, sA,
+                          (const float *)B, ldb, sB, (float)beta, (float *)C, ldc, sC, batch, gz, s);
+        if (rc < 0) return rc;
+        if (rc == 1) { EMC_LAUNCHED("emc_gemm"); return 0; }
         int64_t gx = (N + TN - 1) / TN, gy = (M + TM - 1) / TM;
         if (gy > 65535) return emc_set_error(EMC_E_ARG, "emc_gemm (M too large)");
         gemm_wmma<float><<<dim3((unsigned)gx, (unsigned)gy, gz), 256, 0, s>>>(
@@ -216,6 +401,14 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
                                                    sA, (const double *)B, ldb, sB, beta,
                                                    (double *)C, ldc, sC, batch);
     } else if (dtype == EM_F16 || dtype == EM_BF16) {
+        int rc = dtype == EM_F16
+            ? try_pipe(ta, tb, M, N, K, (float)alpha, (const __half *)A, lda, sA,
+                       (const __half *)B, ldb, sB, (float)beta, (__half *)C, ldc, sC, batch, gz, s)
+            : try_pipe(ta, tb, M, N, K, (float)alpha, (const __nv_bfloat16 *)A, lda, sA,
+                       (const __nv_bfloat16 *)B, ldb, sB, (float)beta, (__nv_bfloat16 *)C, ldc,
+                       sC, batch, gz, s);
+        if (rc < 0) return rc;
+        if (rc == 1) { EMC_LAUNCHED("emc_gemm"); return 0; }
         int64_t gx = (N + TN - 1) / TN, gy = (M + TM - 1) / TM;
         if (gy > 65535) return emc_set_error(EMC_E_ARG, "emc_gemm (M too large)");
         dim3 grid((unsigned)gx, (unsigned)gy, gz);

@@ -325,3 +325,233 @@ EMC_API int emc_layer_norm_bwd(int dtype, const void *dy, const void *x, const v
     EMC_LAUNCHED("emc_layer_norm_bwd");
     return 0;
 }
+
+/* --- batch_norm over [N, C, HW] per channel ----------------------------------
+   Statistics in fixed blocking: channel c's M = N * HW elements are cut into
+   chunks of BN_CHUNK (element e is x[e / HW, c, e % HW]); a block folds a chunk
+   with per-thread Welford in double and a fixed-order merge, and one thread per
+   channel merges the chunks in order.  The backward sums dy and dy * (x - mean)
+   the same way.  mean / invstd are kept in the accumulator type (float for
+   float32/16/bf16, double for float64), as torch saves them. */
+#define BN_CHUNK 8192
+
+/* element e of channel c */
+__device__ __forceinline__ int64_t bn_at(int64_t e, int64_t c, int64_t C, int64_t HW) {
+    const int64_t n = e / HW;
+    return (n * C + c) * HW + (e - n * HW);
+}
+
+template <typename T>
+__global__ void bn_stats_partial(const T *x, int64_t c0, int64_t C, int64_t HW, int64_t M,
+                                 int64_t chunks, Wf *part) {
+    const int64_t c = c0 + blockIdx.y, ch = blockIdx.x;
+    const int64_t e0 = ch * BN_CHUNK, e1 = e0 + BN_CHUNK < M ? e0 + BN_CHUNK : M;
+    Wf w = {0, 0, 0};
+    for (int64_t e = e0 + threadIdx.x; e < e1; e += NB) w = wf_add(w, ld<T, double>(x + bn_at(e, c, C, HW)));
+    w = block_welford(w);
+    if (threadIdx.x == 0) part[c * chunks + ch] = w;
+}
+
+/* per channel: merge the chunks; mean / invstd for the normalisation (st),
+   the saved statistics and the running-statistics update */
+template <typename T>
+__global__ void bn_stats_final(const Wf *part, int64_t C, int64_t chunks, double eps,
+                               double momentum, typename Acc<T>::type *sv, typename Acc<T>::type *smean,
+                               typename Acc<T>::type *sinv, T *rmean, T *rvar) {
+    typedef typename Acc<T>::type A;
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        Wf w = part[c * chunks];
+        for (int64_t k = 1; k < chunks; k++) w = wf_merge(w, part[c * chunks + k]);
+        const A mean = (A)w.mean, inv = (A)(1.0 / sqrt(w.m2 / w.n + eps));
+        sv[c] = mean;
+        sv[C + c] = inv;
+        if (smean) smean[c] = mean;
+        if (sinv) sinv[c] = inv;
+        if (rmean) st<T, double>(rmean + c, (1 - momentum) * ld<T, double>(rmean + c) + momentum * w.mean);
+        if (rvar) st<T, double>(rvar + c, (1 - momentum) * ld<T, double>(rvar + c) +
+                                              momentum * (w.m2 / (w.n - 1)));
+    }
+}
+
+/* eval mode: mean / invstd from the running statistics */
+template <typename T>
+__global__ void bn_running_stats(const T *rmean, const T *rvar, int64_t C, double eps,
+                                 typename Acc<T>::type *sv) {
+    typedef typename Acc<T>::type A;
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        sv[c] = ld<T, A>(rmean + c);
+        sv[C + c] = (A)1 / sqrt(ld<T, A>(rvar + c) + (A)eps);
+    }
+}
+
+template <typename T>
+__global__ void bn_apply(const T *x, const T *w, const T *b, const typename Acc<T>::type *sv,
+                         int64_t C, int64_t HW, int64_t total, T *y) {
+    typedef typename Acc<T>::type A;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c = (e / HW) % C;
+        A v = (ld<T, A>(x + e) - sv[c]) * sv[C + c];
+        if (w) v = v * ld<T, A>(w + c);
+        if (b) v = v + ld<T, A>(b + c);
+        st<T, A>(y + e, v);
+    }
+}
+
+EMC_API int emc_batch_norm_fwd(int dtype, const void *x, const void *w, const void *b,
+                               void *running_mean, void *running_var, int64_t N, int64_t C,
+                               int64_t HW, int training, double momentum, double eps, void *y,
+                               void *save_mean, void *save_invstd, void *stream) {
+    if (N < 0 || C < 0 || HW < 0) return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd");
+    const int64_t M = N * HW, total = M * C;
+    if (C == 0) return 0;
+    if (training && M == 0) return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd (no values per channel)");
+    if (!training && (!running_mean || !running_var))
+        return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd (eval needs running statistics)");
+    cudaStream_t s = emc_stream(stream);
+    const int64_t chunks = training ? (M + BN_CHUNK - 1) / BN_CHUNK : 0;
+    if (chunks > 2147483647LL) return emc_set_error(EMC_E_ARG, "emc_batch_norm_fwd");
+    EMC_FLOAT_TYPES(dtype, {
+        typedef typename Acc<T>::type A;
+        A *stats = NULL;
+        int rc = emc_malloc((void **)&stats, sizeof(A) * (size_t)(2 * C), s);
+        if (rc) return rc;
+        Wf *part = NULL;
+        if (training) {
+            rc = emc_malloc((void **)&part, sizeof(Wf) * (size_t)(chunks * C), s);
+            if (rc) { emc_free(stats); return rc; }
+            for (int64_t c0 = 0; c0 < C; c0 += 65535)   /* channels on grid y */
+                bn_stats_partial<T><<<dim3((unsigned)chunks, (unsigned)(C - c0 < 65535 ? C - c0 : 65535)),
+                                      NB, 0, s>>>((const T *)x, c0, C, HW, M, chunks, part);
+            bn_stats_final<T><<<emc_blocks(C), EMC_THREADS, 0, s>>>(
+                part, C, chunks, eps, momentum, stats, (A *)save_mean, (A *)save_invstd,
+                (T *)running_mean, (T *)running_var);
+        } else {
+            bn_running_stats<T><<<emc_blocks(C), EMC_THREADS, 0, s>>>(
+                (const T *)running_mean, (const T *)running_var, C, eps, stats);
+        }
+        if (total > 0)
+            bn_apply<T><<<emc_blocks(total), EMC_THREADS, 0, s>>>((const T *)x, (const T *)w,
+                                                                  (const T *)b, stats, C, HW,
+                                                                  total, (T *)y);
+        cudaError_t e = cudaGetLastError();
+        emc_free(stats);
+        if (part) emc_free(part);
+        if (e != cudaSuccess) return emc_set_error((int)e, "emc_batch_norm_fwd");
+    })
+    return 0;
+}
+
+/* per (channel, chunk): sum dy and sum dy * (x - mean), in a fixed order */
+template <typename T>
+__global__ void bn_bwd_partial(const T *dy, const T *x, const typename Acc<T>::type *sv,
+                               int64_t c0, int64_t C, int64_t HW, int64_t M, int64_t chunks,
+                               double *part) {
+    const int64_t c = c0 + blockIdx.y, ch = blockIdx.x;
+    const int64_t e0 = ch * BN_CHUNK, e1 = e0 + BN_CHUNK < M ? e0 + BN_CHUNK : M;
+    const double mean = (double)sv[c];
+    double s1 = 0, s2 = 0;
+    for (int64_t e = e0 + threadIdx.x; e < e1; e += NB) {
+        const int64_t a = bn_at(e, c, C, HW);
+        const double g = ld<T, double>(dy + a);
+        s1 += g;
+        s2 += g * (ld<T, double>(x + a) - mean);
+    }
+    s1 = block_sum(s1);
+    s2 = block_sum(s2);
+    if (threadIdx.x == 0) {
+        part[2 * (c * chunks + ch)] = s1;
+        part[2 * (c * chunks + ch) + 1] = s2;
+    }
+}
+
+/* per channel: the sums (sums[c] = sum dy, sums[C + c] = sum dy * xhat), dw, db */
+template <typename T>
+__global__ void bn_bwd_final(const double *part, const typename Acc<T>::type *sv, int64_t C,
+                             int64_t chunks, double *sums, T *dw, T *db) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        double s1 = 0, s2 = 0;
+        for (int64_t k = 0; k < chunks; k++) {
+            s1 += part[2 * (c * chunks + k)];
+            s2 += part[2 * (c * chunks + k) + 1];
+        }
+        s2 *= (double)sv[C + c];
+        sums[c] = s1;
+        sums[C + c] = s2;
+        if (dw) st<T, double>(dw + c, s2);
+        if (db) st<T, double>(db + c, s1);
+    }
+}
+
+/* training: dx = w invstd (dy - sum(dy) / M - xhat sum(dy xhat) / M); eval: dx = w invstd dy */
+template <typename T>
+__global__ void bn_bwd_dx(const T *dy, const T *x, const T *w, const typename Acc<T>::type *sv,
+                          const double *sums, int64_t C, int64_t HW, int64_t M, int64_t total,
+                          bool training, T *dx) {
+    typedef typename Acc<T>::type A;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c = (e / HW) % C;
+        const A inv = sv[C + c], scale = w ? inv * ld<T, A>(w + c) : inv;
+        A g = ld<T, A>(dy + e);
+        if (training) {
+            const A xh = (ld<T, A>(x + e) - sv[c]) * inv;
+            g = g - (A)(sums[c] / (double)M) - xh * (A)(sums[C + c] / (double)M);
+        }
+        st<T, A>(dx + e, g * scale);
+    }
+}
+
+EMC_API int emc_batch_norm_bwd(int dtype, const void *dy, const void *x, const void *w,
+                               const void *running_mean, const void *running_var,
+                               const void *save_mean, const void *save_invstd, int64_t N,
+                               int64_t C, int64_t HW, int training, double eps, void *dx,
+                               void *dw, void *db, void *stream) {
+    if (N < 0 || C < 0 || HW < 0) return emc_set_error(EMC_E_ARG, "emc_batch_norm_bwd");
+    const int64_t M = N * HW, total = M * C;
+    if (C == 0) return 0;
+    if (training ? (!save_mean || !save_invstd) : (!running_mean || !running_var))
+        return emc_set_error(EMC_E_ARG, "emc_batch_norm_bwd (statistics missing)");
+    cudaStream_t s = emc_stream(stream);
+    const int64_t chunks = M > 0 ? (M + BN_CHUNK - 1) / BN_CHUNK : 1;
+    if (chunks > 2147483647LL) return emc_set_error(EMC_E_ARG, "emc_batch_norm_bwd");
+    EMC_FLOAT_TYPES(dtype, {
+        typedef typename Acc<T>::type A;
+        /* scratch: eval-mode stats [2C] (A), sums [2C] and partials [2 chunks C] (double) */
+        char *buf = NULL;
+        const size_t stats_bytes = (sizeof(A) * (size_t)(2 * C) + 15) / 16 * 16;
+        int rc = emc_malloc((void **)&buf, stats_bytes + sizeof(double) * (size_t)(2 * C + 2 * chunks * C), s);
+        if (rc) return rc;
+        A *sv = (A *)buf;
+        double *sums = (double *)(buf + stats_bytes), *part = sums + 2 * C;
+        if (training) {
+            cudaMemcpyAsync(sv, save_mean, sizeof(A) * (size_t)C, cudaMemcpyDeviceToDevice, s);
+            cudaMemcpyAsync(sv + C, save_invstd, sizeof(A) * (size_t)C, cudaMemcpyDeviceToDevice, s);
+        } else {
+            bn_running_stats<T><<<emc_blocks(C), EMC_THREADS, 0, s>>>(
+                (const T *)running_mean, (const T *)running_var, C, eps, sv);
+        }
+        if (dw || db || training) {
+            if (M > 0)
+                for (int64_t c0 = 0; c0 < C; c0 += 65535)
+                    bn_bwd_partial<T><<<dim3((unsigned)chunks, (unsigned)(C - c0 < 65535 ? C - c0 : 65535)),
+                                        NB, 0, s>>>((const T *)dy, (const T *)x, sv, c0, C, HW, M,
+                                                    chunks, part);
+            else
+                cudaMemsetAsync(part, 0, sizeof(double) * (size_t)(2 * chunks * C), s);
+            bn_bwd_final<T><<<emc_blocks(C), EMC_THREADS, 0, s>>>(part, sv, C, chunks, sums,
+                                                                  (T *)dw, (T *)db);
+        }
+        if (dx && total > 0)
+            bn_bwd_dx<T><<<emc_blocks(total), EMC_THREADS, 0, s>>>(
+                (const T *)dy, (const T *)x, (const T *)w, sv, sums, C, HW, M, total,
+                training != 0, (T *)dx);
+        cudaError_t e = cudaGetLastError();
+        emc_free(buf);
+        if (e != cudaSuccess) return emc_set_error((int)e, "emc_batch_norm_bwd");
+    })
+    return 0;
+}

@@ -13,26 +13,47 @@
 #define RD_BLOCK 256
 #define RD_CHUNK 32768
 
+__device__ __forceinline__ float a_pow(float x, float p) { return powf(x, p); }
+__device__ __forceinline__ double a_pow(double x, double p) { return pow(x, p); }
+__device__ __forceinline__ int64_t a_pow(int64_t x, int64_t) { return x; }
+
+/* op: RD_* (norms: RD_ASUM, RD_SSQ about 0, RD_PSUM, RD_AMAX, RD_AMIN, RD_NZ);
+   post: 0 none, 1 sqrt, 2 the 1/p-th power, applied to the final value */
 template <typename A> struct ScalarOp {
     int op;
+    A p;
+    int post;
     __device__ A init() const {
         switch (op) {
         case RD_PROD: return (A)1;
         case RD_MAX: return -(A)INFINITY;
-        case RD_MIN: return (A)INFINITY;
+        case RD_MIN: case RD_AMIN: return (A)INFINITY;
         default: return (A)0;
         }
     }
-    /* NaN propagates through max/min; amax of |x| likewise */
+    /* NaN propagates through max/min; amax / amin of |x| likewise */
     __device__ A combine(A a, A b) const {
         switch (op) {
         case RD_PROD: return a * b;
         case RD_MAX: case RD_AMAX: return a != a ? a : (b != b || b > a) ? b : a;
-        case RD_MIN: return a != a ? a : (b != b || b < a) ? b : a;
+        case RD_MIN: case RD_AMIN: return a != a ? a : (b != b || b < a) ? b : a;
         default: return a + b;
         }
     }
-    __device__ A map(A x) const { return (op == RD_ASUM || op == RD_AMAX) ? (x < 0 ? -x : x) : x; }
+    __device__ A map(A x) const {
+        switch (op) {
+        case RD_ASUM: case RD_AMAX: case RD_AMIN: return x < 0 ? -x : x;
+        case RD_SSQ: return x * x;
+        case RD_PSUM: return a_pow(x < 0 ? -x : x, p);
+        case RD_NZ: return x != 0 ? (A)1 : (A)0;
+        default: return x;
+        }
+    }
+    __device__ A fin(A x) const {
+        if (post == 1) return (A)sqrt((double)x);
+        if (post == 2) return a_pow(x, (A)1 / p);
+        return x;
+    }
 };
 
 template <> __device__ int64_t ScalarOp<int64_t>::init() const {
@@ -60,7 +81,7 @@ __device__ A block_combine(A v, const R &r) {
 /* grid (chunks, O): chunk c of row o -> part[o * chunks + c] (or out when final) */
 template <typename T, typename A, typename OT>
 __global__ void row_reduce(ScalarOp<A> r, const T *x, int64_t K, int64_t chunks, OT *dst,
-                           bool map, double scale) {
+                           bool map, double scale, bool fin) {
     const int64_t o = blockIdx.y, c = blockIdx.x;
     const int64_t k0 = c * RD_CHUNK, k1 = k0 + RD_CHUNK < K ? k0 + RD_CHUNK : K;
     const T *row = x + o * K;
@@ -71,6 +92,7 @@ __global__ void row_reduce(ScalarOp<A> r, const T *x, int64_t K, int64_t chunks,
     }
     acc = block_combine(acc, r);
     if (threadIdx.x == 0) {
+        if (fin) acc = r.fin(acc);
         if (scale != 1.0) acc = (A)(acc * scale);
         st<OT, A>(dst + o * chunks + c, acc);
     }
@@ -85,6 +107,7 @@ __global__ void col_reduce(ScalarOp<A> r, const T *x, int64_t O, int64_t K, int6
         const T *p = x + o * K * I + i;
         A acc = r.init();
         for (int64_t k = 0; k < K; k++) acc = r.combine(acc, r.map(ld<T, A>(p + k * I)));
+        acc = r.fin(acc);
         if (scale != 1.0) acc = (A)(acc * scale);
         st<T, A>(out + t, acc);
     }
@@ -114,6 +137,7 @@ __global__ void col_combine(ScalarOp<A> r, const A *part, int64_t chunks, int64_
          t += (int64_t)gridDim.x * blockDim.x) {
         A acc = part[t];
         for (int64_t c = 1; c < chunks; c++) acc = r.combine(acc, part[c * n + t]);
+        acc = r.fin(acc);
         if (scale != 1.0) acc = (A)(acc * scale);
         st<T, A>(out + t, acc);
     }
@@ -121,8 +145,8 @@ __global__ void col_combine(ScalarOp<A> r, const A *part, int64_t chunks, int64_
 
 template <typename T, typename A>
 static int reduce_t(int op, const T *x, int64_t O, int64_t K, int64_t I, T *out, double scale,
-                    cudaStream_t s) {
-    ScalarOp<A> r{op};
+                    cudaStream_t s, double p = 0, int post = 0) {
+    ScalarOp<A> r{op, (A)p, post};
     if (O * I == 0) return 0;
     if ((I > 1 && K > COL_CHUNK) && (K + COL_CHUNK - 1) / COL_CHUNK <= 65535) {
         int64_t chunks = (K + COL_CHUNK - 1) / COL_CHUNK;
@@ -143,25 +167,54 @@ static int reduce_t(int op, const T *x, int64_t O, int64_t K, int64_t I, T *out,
         EMC_LAUNCHED("emc_reduce");
         return 0;
     }
-    if (O > 65535) return emc_set_error(EMC_E_ARG, "emc_reduce (more than 65535 rows)");
+    /* rows on grid y, in batches of 65535 */
     int64_t chunks = (K + RD_CHUNK - 1) / RD_CHUNK;
-    if (chunks == 1) {
-        row_reduce<T, A, T><<<dim3(1, (unsigned)O), RD_BLOCK, 0, s>>>(r, x, K, 1, out, true, scale);
-        EMC_LAUNCHED("emc_reduce");
-        return 0;
-    }
     A *part = NULL;
-    int rc = emc_malloc((void **)&part, sizeof(A) * (size_t)(O * chunks), s);
-    if (rc) return rc;
-    row_reduce<T, A, A><<<dim3((unsigned)chunks, (unsigned)O), RD_BLOCK, 0, s>>>(r, x, K, chunks,
-                                                                                 part, true, 1.0);
-    /* partials are already mapped (|x|): combine them as they are */
-    row_reduce<A, A, T><<<dim3(1, (unsigned)O), RD_BLOCK, 0, s>>>(r, part, chunks, 1, out, false,
-                                                                  scale);
+    if (chunks > 1) {
+        int rc = emc_malloc((void **)&part, sizeof(A) * (size_t)((O < 65535 ? O : 65535) * chunks), s);
+        if (rc) return rc;
+    }
+    for (int64_t o0 = 0; o0 < O; o0 += 65535) {
+        const unsigned rows = (unsigned)(O - o0 < 65535 ? O - o0 : 65535);
+        if (chunks == 1) {
+            row_reduce<T, A, T><<<dim3(1, rows), RD_BLOCK, 0, s>>>(r, x + o0 * K, K, 1, out + o0,
+                                                                   true, scale, true);
+            continue;
+        }
+        row_reduce<T, A, A><<<dim3((unsigned)chunks, rows), RD_BLOCK, 0, s>>>(
+            r, x + o0 * K, K, chunks, part, true, 1.0, false);
+        /* partials are already mapped (|x|): combine them as they are */
+        row_reduce<A, A, T><<<dim3(1, rows), RD_BLOCK, 0, s>>>(r, part, chunks, 1, out + o0, false,
+                                                               scale, true);
+    }
     cudaError_t e = cudaGetLastError();
-    emc_free(part);
+    if (part) emc_free(part);
     if (e != cudaSuccess) return emc_set_error((int)e, "emc_reduce");
     return 0;
+}
+
+EMC_API int emc_norm(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double ord,
+                     void *out, void *stream) {
+    int op, post = 0;
+    if (ord == INFINITY) op = RD_AMAX;
+    else if (ord == -INFINITY) op = RD_AMIN;
+    else if (ord == 0) op = RD_NZ;
+    else if (ord == 1) op = RD_ASUM;
+    else if (ord == 2) { op = RD_SSQ; post = 1; }
+    else if (ord == ord) { op = RD_PSUM; post = 2; }
+    else return emc_set_error(EMC_E_ARG, "emc_norm (ord is NaN)");
+    if ((op == RD_AMAX || op == RD_AMIN) && K == 0)
+        return emc_set_error(EMC_E_ARG, "emc_norm (inf-norm of an empty extent)");
+    cudaStream_t s = emc_stream(stream);
+    switch (dtype) {
+    case EM_F32: return reduce_t<float, float>(op, (const float *)x, O, K, I, (float *)out, 1.0, s, ord, post);
+    case EM_F64: return reduce_t<double, double>(op, (const double *)x, O, K, I, (double *)out, 1.0, s, ord, post);
+    case EM_F16: return reduce_t<__half, float>(op, (const __half *)x, O, K, I, (__half *)out, 1.0, s, ord, post);
+    case EM_BF16:
+        return reduce_t<__nv_bfloat16, float>(op, (const __nv_bfloat16 *)x, O, K, I,
+                                              (__nv_bfloat16 *)out, 1.0, s, ord, post);
+    default: return emc_set_error(EMC_E_DTYPE, "emc_norm");
+    }
 }
 
 EMC_API int emc_reduce(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
@@ -188,51 +241,19 @@ EMC_API int emc_reduce(int op, int dtype, const void *x, int64_t O, int64_t K, i
 }
 
 /* --- variance: Welford per thread, Chan's combination in a fixed order ------ */
-struct Wf { double n, mean, m2; };
-
-__device__ __forceinline__ Wf wf_add(Wf a, double x) {
-    a.n += 1;
-    double d = x - a.mean;
-    a.mean += d / a.n;
-    a.m2 += d * (x - a.mean);
-    return a;
-}
-__device__ __forceinline__ Wf wf_merge(Wf a, Wf b) {
-    if (b.n == 0) return a;
-    if (a.n == 0) return b;
-    double n = a.n + b.n, d = b.mean - a.mean;
-    Wf r;
-    r.n = n;
-    r.mean = a.mean + d * (b.n / n);
-    r.m2 = a.m2 + b.m2 + d * d * (a.n * b.n / n);
-    return r;
-}
-
+/* var (root: std) over K; rows (I == 1) take one block each */
 template <typename T>
-__global__ void var_kernel(const T *x, int64_t O, int64_t K, int64_t I, double corr, T *var,
-                           T *mean) {
-    if (I == 1) {   /* one block per row */
+__global__ void var_kernel(const T *x, int64_t O, int64_t K, int64_t I, double corr, bool root,
+                           T *var, T *mean) {
+    if (I == 1) {
         const int64_t o = blockIdx.x;
         Wf w = {0, 0, 0};
         for (int64_t k = threadIdx.x; k < K; k += RD_BLOCK) w = wf_add(w, ld<T, double>(x + o * K + k));
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            Wf v;
-            v.n = __shfl_xor_sync(0xffffffffu, w.n, off);
-            v.mean = __shfl_xor_sync(0xffffffffu, w.mean, off);
-            v.m2 = __shfl_xor_sync(0xffffffffu, w.m2, off);
-            /* both lanes must compute the same merge: order the pair by lane */
-            w = (threadIdx.x & off) ? wf_merge(v, w) : wf_merge(w, v);
-        }
-        __shared__ Wf part[RD_BLOCK / 32];
-        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = w;
-        __syncthreads();
+        w = block_welford(w);
         if (threadIdx.x == 0) {
-            Wf a = part[0];
-            for (int i = 1; i < RD_BLOCK / 32; i++) a = wf_merge(a, part[i]);
-            double d = a.n - corr;
-            st<T, double>(var + o, d > 0 ? a.m2 / d : (double)NAN);
-            if (mean) st<T, double>(mean + o, a.n > 0 ? a.mean : (double)NAN);
+            double d = w.n - corr, v = d > 0 ? w.m2 / d : (double)NAN;
+            st<T, double>(var + o, root ? sqrt(v) : v);
+            if (mean) st<T, double>(mean + o, w.n > 0 ? w.mean : (double)NAN);
         }
         return;
     }
@@ -241,24 +262,34 @@ __global__ void var_kernel(const T *x, int64_t O, int64_t K, int64_t I, double c
         int64_t o = t / I, i = t - o * I;
         Wf w = {0, 0, 0};
         for (int64_t k = 0; k < K; k++) w = wf_add(w, ld<T, double>(x + (o * K + k) * I + i));
-        double d = w.n - corr;
-        st<T, double>(var + t, d > 0 ? w.m2 / d : (double)NAN);
+        double d = w.n - corr, v = d > 0 ? w.m2 / d : (double)NAN;
+        st<T, double>(var + t, root ? sqrt(v) : v);
         if (mean) st<T, double>(mean + t, w.n > 0 ? w.mean : (double)NAN);
     }
 }
 
-EMC_API int emc_var(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
-                    void *var, void *mean, void *stream) {
+static int var_run(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
+                   bool root, void *var, void *mean, void *stream, const char *where) {
     if (O * I == 0) return 0;
     cudaStream_t s = emc_stream(stream);
     bool row = I == 1;
-    if (row && O > 2147483647LL) return emc_set_error(EMC_E_ARG, "emc_var");
+    if (row && O > 2147483647LL) return emc_set_error(EMC_E_ARG, where);
     unsigned g = row ? (unsigned)O : emc_blocks(O * I);
     unsigned b = row ? RD_BLOCK : EMC_THREADS;
-    EMC_FLOAT_TYPES(dtype, var_kernel<T><<<g, b, 0, s>>>((const T *)x, O, K, I, correction,
+    EMC_FLOAT_TYPES(dtype, var_kernel<T><<<g, b, 0, s>>>((const T *)x, O, K, I, correction, root,
                                                          (T *)var, (T *)mean));
-    EMC_LAUNCHED("emc_var");
+    EMC_LAUNCHED(where);
     return 0;
+}
+
+EMC_API int emc_var(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
+                    void *var, void *mean, void *stream) {
+    return var_run(dtype, x, O, K, I, correction, false, var, mean, stream, "emc_var");
+}
+
+EMC_API int emc_std(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
+                    void *std, void *mean, void *stream) {
+    return var_run(dtype, x, O, K, I, correction, true, std, mean, stream, "emc_std");
 }
 
 /* --- argmax / argmin: NaN wins, ties keep the first index ------------------ */

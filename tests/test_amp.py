@@ -184,3 +184,40 @@ def test_grad_scaler_unscale_and_errors():
     assert fresh.state_dict() == scaler.state_dict()
     with pytest.raises(RuntimeError, match="empty"):
         fresh.load_state_dict({})
+
+
+def test_per_device_state_functions_match_torch():
+    """torch's deprecated per-device spellings read and set the same state as the ones
+    that take ``device_type``, warn, and count nesting the same way."""
+    seen = []
+    for L in (ember, torch):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            prev = (L.get_autocast_dtype("cpu"), L.get_autocast_dtype("cuda"))
+            try:
+                r = [str(L.get_autocast_cpu_dtype()), str(L.get_autocast_gpu_dtype()),
+                     L.is_autocast_cpu_enabled()]
+                L.set_autocast_cpu_dtype(L.float16)
+                L.set_autocast_gpu_dtype(L.bfloat16)
+                r += [str(L.get_autocast_dtype("cpu")), str(L.get_autocast_dtype("cuda"))]
+                L.set_autocast_cpu_enabled(True)
+                r += [L.is_autocast_enabled("cpu"), L.is_autocast_cpu_enabled()]
+                r.append(L.mm(L.ones(2, 2), L.ones(2, 2)).dtype == L.float16)
+                L.set_autocast_cpu_enabled(False)
+                r += [L.is_autocast_enabled("cpu"),
+                      L.mm(L.ones(2, 2), L.ones(2, 2)).dtype == L.float32]
+                r += [L.autocast_increment_nesting(), L.autocast_increment_nesting(),
+                      L.autocast_decrement_nesting(), L.autocast_decrement_nesting()]
+                with L.autocast("cpu"):
+                    r.append(L.autocast_increment_nesting())
+                    r.append(L.autocast_decrement_nesting())
+            finally:
+                L.set_autocast_dtype("cpu", prev[0])
+                L.set_autocast_dtype("cuda", prev[1])
+        deprecations = [str(x.message) for x in w if issubclass(x.category, DeprecationWarning)]
+        assert any("get_autocast_cpu_dtype() is deprecated" in m and
+                   "get_autocast_dtype('cpu')" in m for m in deprecations)
+        assert len(deprecations) == 8
+        seen.append([x.replace("torch.", "").replace("ember.", "") if isinstance(x, str) else x
+                     for x in r])
+    assert seen[0] == seen[1]

@@ -748,7 +748,7 @@ def test_graph_of_kernels_only_runs_through_its_plan():
     for _ in range(2):                  # the plan is made on the first run, used after
         for got, want in zip(cf(x, v), f(x, v)):
             _close(got, want)
-    assert made[0].n_kernels == 3 and made[0].fresh
+    assert made[0].n_kernels == 3 and made[0].plan
     first = cf(x, v)[0]
     cf(x * 2, v)                        # default mode: a later call never overwrites it
     _close(first, f(x, v)[0])

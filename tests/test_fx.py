@@ -422,8 +422,17 @@ def test_shape_prop_records_metadata():
     assert tuple(meta["x"].shape) == (7, 4) and meta["x"].dtype is ember.float32
     assert tuple(meta["fc1"].shape) == (7, 8) and meta["fc1"].requires_grad
     assert tuple(meta["sum_1"].shape) == (7,) and meta["sum_1"].stride == (1,)
+    assert meta["x"].memory_format is ember.contiguous_format
     assert gm.graph.find_nodes(op="call_module", target="fc2")[0].meta["type"] is ember.Tensor
     assert 'x: "f32[7, 4]"' in gm.print_readable(print_output=False)
+
+
+def test_shape_prop_memory_format():
+    gm = fx.symbolic_trace(lambda x: x.permute(0, 2, 3, 1) * 2)
+    ShapeProp(gm).propagate(ember.randn(2, 3, 4, 5).contiguous(memory_format=ember.channels_last))
+    fmts = [n.meta["tensor_meta"].memory_format for n in gm.graph.nodes if n.op != "output"]
+    # the input is channels-last; its NHWC view is row-major; the product follows it
+    assert fmts == [ember.channels_last, ember.contiguous_format, ember.contiguous_format]
 
 
 # ---------------------------------------------------------------------------

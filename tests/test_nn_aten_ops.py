@@ -140,6 +140,27 @@ def test_embedding_renorm_matches_torch():
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_embedding_bag_per_sample_weights_and_embedding_freq_scaling():
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((7, 3))
+    idx, offs = np.array([1, 4, 4, 0, 6, 2, 4, 3]), np.array([0, 3, 3, 5])
+    psw = rng.standard_normal(8)
+    check_parity(lambda w, p: ember.embedding_bag(w, ember.tensor(idx), ember.tensor(offs),
+                                                  False, 0, False, p),
+                 lambda w, p: torch.embedding_bag(w, torch.tensor(idx), torch.tensor(offs),
+                                                  False, 0, False, p), w, psw)
+    # nn.Embedding's scale_grad_by_freq: each row's gradient over its count in the batch
+    for pad in (None, 4):
+        te = torch.nn.Embedding(7, 3, padding_idx=pad, scale_grad_by_freq=True).double()
+        ee = ember.nn.Embedding(7, 3, padding_idx=pad, scale_grad_by_freq=True,
+                                dtype=ember.float64)
+        ee.weight.data.copy_(ember.tensor(te.weight.detach().numpy()))
+        g = rng.standard_normal((2, 4, 3))
+        (te(torch.tensor(idx.reshape(2, 4))) * torch.tensor(g)).sum().backward()
+        (ee(ember.tensor(idx.reshape(2, 4))) * ember.tensor(g)).sum().backward()
+        np.testing.assert_allclose(ee.weight.grad.numpy(), te.weight.grad.numpy(), rtol=1e-12)
+
+
 def test_ctc_loss_matches_torch():
     rng = np.random.default_rng(6)
     lp = np.log(rng.dirichlet(np.ones(5), (8, 2))).astype(np.float32)

@@ -5,7 +5,8 @@
 
 Backend-specific names (cudnn, mkldnn, quantized, fbgemm, ...) and private names are
 left out of torch's side, and so are the names in ``_NOT_API`` (TorchScript internals,
-quantization, sparse layouts, other devices' hooks, the deprecated DataPipes, typing
+quantization, sparse layouts, other devices' hooks, the linear-algebra functions torch
+removed in 1.9 and keeps only to raise an error, the deprecated DataPipes, typing
 re-exports); classes are left out of the function areas.
 """
 from __future__ import annotations
@@ -37,8 +38,12 @@ _NOT_API = frozenset((
     # sparse and nested layouts
     "dsmm hsmm hspmm smm saddmm spmm sspaddmm to_dense coalesce indices values crow_indices "
     "col_indices ccol_indices row_indices dense_dim is_coalesced to_padded_tensor "
-    # other devices' hooks
-    "ipu mtia record_stream "
+    # other devices' hooks (ipu and xla autocast state included)
+    "ipu mtia record_stream get_autocast_ipu_dtype get_autocast_xla_dtype "
+    "is_autocast_ipu_enabled is_autocast_xla_enabled set_autocast_ipu_dtype "
+    "set_autocast_ipu_enabled set_autocast_xla_dtype set_autocast_xla_enabled "
+    # removed from torch in 1.9: the names remain only to raise a pointer to torch.linalg
+    "eig lstsq matrix_rank solve symeig "
     # typing re-exports and __torch_function__ plumbing of nn.functional
     "Optional handle_torch_function has_torch_function has_torch_function_unary "
     "has_torch_function_variadic "

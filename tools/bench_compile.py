@@ -4,6 +4,12 @@
     .venv/bin/python tools/bench_compile.py --first    # first call in fresh processes
     .venv/bin/python tools/bench_compile.py --train    # training steps (MLP, transformer)
     .venv/bin/python tools/bench_compile.py --train-mem    # their peak memory
+    .venv/bin/python tools/bench_compile.py --alternate --threads 1   # one process
+
+``--alternate`` runs ember and torch in one process and alternates their calls
+(one ember call, one torch call, ...), so both see the same machine load; it
+reports medians of the steady state, the training steps and the per-call
+overhead.
 
 Each library runs in its own process (two OpenMP runtimes in one process slow
 each other down).  ``--first`` times the
@@ -244,6 +250,74 @@ _FIRST = {
 }
 
 
+def _alternating(fns: list, reps: int, best: bool = False) -> list:
+    """Median (``best``: minimum) time of each callable, calling them in turn ``reps``
+    times."""
+    for f in fns:
+        f()
+        f()
+    ts: list = [[] for _ in fns]
+    for _ in range(reps):
+        for i, f in enumerate(fns):
+            t0 = time.perf_counter()
+            f()
+            ts[i].append(time.perf_counter() - t0)
+    return [min(t) if best else statistics.median(t) for t in ts]
+
+
+def alternate(reps: int, threads: int, best: bool = False) -> None:
+    """Steady state, training steps and per-call overhead, ember and torch in one process,
+    calls alternating, medians or (``best``) minima (ms; overhead in us)."""
+    import numpy as np
+    import torch
+
+    import ember
+    if threads:
+        ember.set_num_threads(threads)
+        torch.set_num_threads(threads)
+    print(f"{'case':24s} {'ember comp':>11s} {'torch.comp':>11s} {'ratio':>7s}")
+    for case, fn, shape in _CASES:
+        fns = []
+        for lib in (ember, torch):
+            x = lib.from_numpy(np.random.default_rng(0).standard_normal(shape,
+                                                                      dtype=np.float32))
+            f = lib.compile(fn or (lambda t, F=lib.nn.functional: layer_norm(t, F)))
+            fns.append(lambda f=f, x=x: f(x))
+        e, t = _alternating(fns, reps, best)
+        print(f"{case:24s} {e * 1e3:9.2f}ms {t * 1e3:9.2f}ms {e / t:7.2f}")
+    print(f"{'training step':24s} {'ember comp':>11s} {'torch eager':>11s} {'ratio':>7s} "
+          f"{'torch.comp':>11s} {'ratio':>7s}")
+    for kind in ("mlp", "transformer"):
+        fns = []
+        for lib in (ember, torch):
+            model, opt, shape = _train_models(lib, kind)
+            rng = np.random.default_rng(0)
+            x = lib.from_numpy(rng.standard_normal(shape, dtype=np.float32))
+            y = lib.from_numpy(rng.integers(0, 10, size=(shape[0],)).astype(np.int64))
+            loss_fn = _train_step_fn(lib, model)
+            for fn in ((lib.compile(loss_fn),) if lib is ember else
+                       (loss_fn, lib.compile(loss_fn))):
+                def step(fn=fn, opt=opt, x=x, y=y) -> None:
+                    opt.zero_grad()
+                    fn(x, y).backward()
+                    opt.step()
+                for _ in range(3):
+                    step()
+                fns.append(step)
+        e, te, tc = _alternating(fns, reps, best)
+        print(f"{kind:24s} {e * 1e3:9.2f}ms {te * 1e3:9.2f}ms {e / te:7.2f} "
+              f"{tc * 1e3:9.2f}ms {e / tc:7.2f}")
+    fns = []
+    for lib in (ember, torch):
+        x = lib.randn(16)
+        for mode in ("default", "reduce-overhead"):
+            f = lib.compile(chain, mode=mode)
+            fns.append(lambda f=f, x=x: f(x))
+    r = _alternating(fns, max(reps, 2000), best)
+    print("per-call overhead (chain on 16 floats, us): ember default %.2f, reduce-overhead "
+          "%.2f; torch.compile default %.2f, reduce-overhead %.2f" % tuple(t * 1e6 for t in r))
+
+
 def first_call() -> None:
     for lib, code in _FIRST.items():
         with tempfile.TemporaryDirectory() as d:
@@ -261,6 +335,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--first", action="store_true", help="time first calls in fresh processes")
     p.add_argument("--train", action="store_true", help="time training steps")
+    p.add_argument("--alternate", action="store_true",
+                   help="ember and torch in one process, calls alternating, medians")
     p.add_argument("--train-lib", help=argparse.SUPPRESS)
     p.add_argument("--steady-lib", help=argparse.SUPPRESS)
     p.add_argument("--train-mem", action="store_true",
@@ -268,12 +344,15 @@ def main() -> None:
     p.add_argument("--train-peak", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--best", action="store_true",
-                   help="steady state: best of the repetitions instead of the median")
+                   help="steady state and --alternate: best of the repetitions instead of "
+                        "the median")
     p.add_argument("--threads", type=int, default=0,
                    help="thread count for both libraries (0: their default)")
     a = p.parse_args()
     if a.first:
         first_call()
+    elif a.alternate:
+        alternate(a.reps, a.threads, a.best)
     elif a.steady_lib:
         _steady_lib(a.steady_lib, a.reps, a.threads, a.best)
     elif a.train_peak:

@@ -107,6 +107,21 @@ def speed_table():
         th = torch.full((M, M), 0.01, device="cuda", dtype=torch.float16)
         tms = _torch_timer(torch, lambda: th @ th, iters=5)
     rows.append(("gemm f16 8192^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
+    ms = _timer(lambda: lib.emc_gemm(EM["float16"], 0, 1, M, M, M, 1.0, ha, M, 0, ha, M, 0, 0.0,
+                                     hc, M, 0, 1, 0, None), iters=5)
+    tms = _torch_timer(torch, lambda: th @ th.t(), iters=5) if has_torch else None
+    rows.append(("gemm f16 8192^3 a@b.T", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
+    M = 4096
+    fa = dev.put(np.full((M, M), 0.01, np.float32))
+    fc = dev.alloc((M, M), np.float32)
+    ms = _timer(lambda: lib.emc_gemm(EM["float32"], 0, 0, M, M, M, 1.0, fa, M, 0, fa, M, 0, 0.0,
+                                     fc, M, 0, 1, 1, None), iters=5)
+    tms = None
+    if has_torch:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        tf = torch.full((M, M), 0.01, device="cuda")
+        tms = _torch_timer(torch, lambda: tf @ tf, iters=5)
+    rows.append(("gemm tf32 4096^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
     R, C = 4096, 4096
     x = dev.put(np.random.default_rng(0).standard_normal((R, C)).astype(np.float32))
     y = dev.alloc((R, C), np.float32)
@@ -126,13 +141,103 @@ def speed_table():
     tms = _torch_timer(torch, lambda: torch.nn.functional.layer_norm(tx, (C,))) \
         if has_torch else None
     rows.append(("layer_norm 4096x4096", ms, tms, ""))
+    rows += _nn_and_data_rows(dev, torch if has_torch else None)
     dev.close()
-    print(f"\n{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
+    print("\nember/torch is the time ratio: below 1 means ember is faster")
+    print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
     for name, e, t, note in rows:
-        ratio = f"{t / e:.2f}x" if t else "-"
+        ratio = f"{e / t:.2f}x" if t else "-"
         print(f"{name:24s} {e:10.3f} {t if t else float('nan'):10.3f} {ratio:>12s}  {note}")
     if not has_torch:
         print("(torch with CUDA is not installed: no torch column)")
+
+
+def _nn_and_data_rows(dev, torch):
+    """conv2d, batch_norm, pooling, sort/topk, scatter_add, norms and randperm rows."""
+    from harness import EM, Conv2dParams, Pool2dParams, nd
+
+    lib, rows = dev.lib, []
+    rng = np.random.default_rng(0)
+
+    def P(o):
+        return ctypes.cast(ctypes.pointer(o), ctypes.c_void_p)
+
+    def row(name, fn, tfn, note="", iters=20):
+        ms = _timer(fn, iters)
+        tms = _torch_timer(torch, tfn, iters) if torch is not None else None
+        rows.append((name, ms, tms, note))
+
+    N, C, H, W, OC = 32, 64, 56, 56, 64
+    x_np = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w_np = rng.standard_normal((OC, C, 3, 3)).astype(np.float32)
+    x, w = dev.put(x_np), dev.put(w_np)
+    y = dev.alloc((N, OC, H, W), np.float32)
+    cp = Conv2dParams(N, C, H, W, OC, 3, 3, 1, 1, 1, 1, 1, 1, 1, H, W)
+    flop = 2.0 * N * OC * H * W * C * 9
+    tx = tw = None
+    if torch is not None:
+        tx, tw = torch.from_numpy(x_np).cuda(), torch.from_numpy(w_np).cuda()
+        torch.backends.cudnn.allow_tf32 = False
+    ms = _timer(lambda: lib.emc_conv2d_fwd(EM["float32"], P(cp), x, w, None, y, None), 5)
+    tms = _torch_timer(torch, lambda: torch.nn.functional.conv2d(tx, tw, padding=1), 5) \
+        if torch is not None else None
+    rows.append(("conv2d 32x64x56² 3x3 f32", ms, tms, f"{flop / ms / 1e9:.1f} TFLOP/s"))
+    dx = dev.alloc((N, C, H, W), np.float32)
+    dw = dev.alloc((OC, C, 3, 3), np.float32)
+    row("conv2d bwd input", lambda: lib.emc_conv2d_bwd_input(EM["float32"], P(cp), y, w, dx, None),
+        lambda: torch.nn.grad.conv2d_input(tx.shape, tw, tx, padding=1), iters=5)
+    row("conv2d bwd weight", lambda: lib.emc_conv2d_bwd_weight(EM["float32"], P(cp), x, y, dw,
+                                                                None, None),
+        lambda: torch.nn.grad.conv2d_weight(tx, tw.shape, tx, padding=1), iters=5)
+    gamma, beta = dev.put(np.ones(C, np.float32)), dev.put(np.zeros(C, np.float32))
+    rm, rv = dev.put(np.zeros(C, np.float32)), dev.put(np.ones(C, np.float32))
+    sm, si = dev.alloc((C,), np.float32), dev.alloc((C,), np.float32)
+    yb = dev.alloc((N, C, H, W), np.float32)
+    tg = trm = trv = None
+    if torch is not None:
+        tg, trm, trv = (torch.ones(C, device="cuda"), torch.zeros(C, device="cuda"),
+                        torch.ones(C, device="cuda"))
+    row("batch_norm train fwd", lambda: lib.emc_batch_norm_fwd(
+        EM["float32"], x, gamma, beta, rm, rv, N, C, H * W, 1, 0.1, 1e-5, yb, sm, si, None),
+        lambda: torch.nn.functional.batch_norm(tx, trm, trv, tg, tg, True))
+    pp = Pool2dParams(N * C, H, W, 3, 3, 2, 2, 1, 1, 1, 1, 28, 28, 1, 0)
+    yp, ip = dev.alloc((N, C, 28, 28), np.float32), dev.alloc((N, C, 28, 28), np.int64)
+    row("max_pool2d 3x3/2 fwd", lambda: lib.emc_max_pool2d_fwd(EM["float32"], P(pp), x, yp, ip,
+                                                                None),
+        lambda: torch.nn.functional.max_pool2d(tx, 3, 2, 1, return_indices=True))
+    R, L = 256, 32768
+    s_np = rng.standard_normal((R, L)).astype(np.float32)
+    sx = dev.put(s_np)
+    sv, si2 = dev.alloc((R, L), np.float32), dev.alloc((R, L), np.int64)
+    ts = torch.from_numpy(s_np).cuda() if torch is not None else None
+    row("sort 256x32768 f32", lambda: lib.emc_sort(EM["float32"], sx, R, L, 0, sv, si2, None),
+        lambda: torch.sort(ts, dim=-1, stable=True), iters=5)
+    kv, ki = dev.alloc((R, 50), np.float32), dev.alloc((R, 50), np.int64)
+    row("topk 256x32768 k=50", lambda: lib.emc_topk(EM["float32"], sx, R, L, 50, 1, kv, ki,
+                                                     None),
+        lambda: torch.topk(ts, 50, dim=-1), iters=5)
+    n = 1 << 24
+    idx_np = rng.integers(0, 1 << 16, n)
+    src_np = rng.standard_normal(n).astype(np.float32)
+    pidx, psrc = dev.put(idx_np), dev.put(src_np)
+    acc = dev.alloc((1 << 16,), np.float32)
+    dsc = nd((n,), (0,), (1,), (1,))
+    tacc = tidx = tsrc = None
+    if torch is not None:
+        tacc = torch.zeros(1 << 16, device="cuda")
+        tidx, tsrc = torch.from_numpy(idx_np).cuda(), torch.from_numpy(src_np).cuda()
+    for det in (0, 1):
+        row(f"scatter_add 2^24{' det' if det else ''}",
+            lambda det=det: lib.emc_scatter(1, EM["float32"], acc, 1 << 16, 1, pidx, psrc, P(dsc),
+                                            det, None),
+            lambda: tacc.scatter_add_(0, tidx, tsrc), iters=5)
+    nout = dev.alloc((R,), np.float32)
+    row("vector_norm p=2 rows", lambda: lib.emc_norm(EM["float32"], sx, R, L, 1, 2.0, nout, None),
+        lambda: torch.linalg.vector_norm(ts, 2, dim=-1))
+    perm = dev.alloc((1 << 20,), np.int64)
+    row("randperm 2^20", lambda: lib.emc_randperm(perm, 1 << 20, 1, 0, None),
+        lambda: torch.randperm(1 << 20, device="cuda"), iters=5)
+    return rows
 
 
 def main(argv=None):

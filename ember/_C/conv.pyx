@@ -459,6 +459,9 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
         raise RuntimeError(f"Given weight of size {shape_list(w)}, expected bias to be "
                            f"1-dimensional with {w._shape[0]} elements, but got bias of size "
                            f"{shape_list(b)} instead")
+    if category(x._dtype) == 3:
+        from ember._C import cplx
+        return cplx.conv(op, x, w, b, (stride, padding, dilation, groups))
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
@@ -608,6 +611,9 @@ cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padd
         raise RuntimeError(f"Given transposed=1, weight of size {shape_list(w)}, expected bias "
                            f"to be 1-dimensional with {cout} elements, but got bias of size "
                            f"{shape_list(b)} instead")
+    if category(x._dtype) == 3:
+        from ember._C import cplx
+        return cplx.conv(op, x, w, b, (stride, padding, output_padding, groups, dilation))
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,

@@ -793,6 +793,52 @@ cdef int64_t numel_of(int ndim, const int64_t *shape) noexcept nogil:
     return n
 
 
+cdef object _to_plain(TensorBase self, dtype, device, bint copy):
+    cdef Device dev = self._device if device is None else as_device(device)
+    cdef int dt = self._dtype if dtype is None else dtype_code(dtype)
+    if dev == self._device and dt == self._dtype:
+        return self.clone() if copy else self
+    if dev != self._device:
+        if dev.kind == DEV_PLUGIN or self._device.kind == DEV_PLUGIN:
+            devtype = dev.type if dev.kind == DEV_PLUGIN else self._device.type
+            kern = _backend_kernels.get(devtype, {}).get("to")
+            if kern is None:
+                raise NotImplementedError(f"to: no kernel registered for '{devtype}'")
+            return kern(self, dev, _dtypes[dt])
+        raise RuntimeError(f"to: cannot move a tensor to {dev}: CUDA is not available in "
+                           f"this build of ember")
+    return self._cast(dt)
+
+
+cdef object _memfmt_mod = None
+
+
+cdef object _memfmt():
+    global _memfmt_mod
+    if _memfmt_mod is None:
+        import ember._memory_format as m
+        _memfmt_mod = m
+    return _memfmt_mod
+
+
+cdef bint _maybe_channels_last(TensorBase t) noexcept:
+    """Whether t is a non-contiguous 4-D or 5-D tensor whose strides run channels
+    innermost, then the spatial dimensions, then the batch (torch's
+    is_channels_last_strides_2d/3d): the layout ``preserve_format`` keeps."""
+    cdef int64_t low = 0
+    cdef int k, d, n = t._ndim
+    if (n != 4 and n != 5) or is_contig(t) or t._strides[1] == 0:
+        return False
+    for k in range(n):
+        d = 1 if k == 0 else (0 if k == n - 1 else n - k)
+        if t._shape[d] == 0 or t._strides[d] < low:
+            return False
+        if d == 0 and low == t._strides[1]:
+            return False        # N111-like: ambiguous, row-major wins
+        low = t._strides[d] * (t._shape[d] if t._shape[d] > 1 else 1)
+    return True
+
+
 cdef bint is_contig(TensorBase t) noexcept nogil:
     cdef int64_t expected = 1
     cdef int i
@@ -1345,7 +1391,9 @@ cdef class TensorBase:
         return id(self._storage)
 
     def is_contiguous(self, memory_format=None):
-        return is_contig(self)
+        if memory_format is None:
+            return is_contig(self)
+        return _memfmt().is_contiguous(self, memory_format)
 
     def is_floating_point(self):
         return EM_F16 <= self._dtype <= EM_F64
@@ -1743,7 +1791,10 @@ cdef class TensorBase:
     # ---- copies -------------------------------------------------------------
     def contiguous(self, memory_format=None):
         if _slow:
-            return redispatch("contiguous", TensorBase.contiguous, (self,), None)
+            return redispatch("contiguous", TensorBase.contiguous, (self,),
+                              None if memory_format is None else {"memory_format": memory_format})
+        if memory_format is not None and memory_format is not _memfmt().contiguous_format:
+            return _memfmt().contiguous(self, memory_format)
         if is_contig(self):
             return self
         cdef TensorBase r = new_like(self, -1)
@@ -1754,7 +1805,12 @@ cdef class TensorBase:
 
     def clone(self, memory_format=None):
         if _slow or self._device.kind != DEV_CPU:
-            return redispatch("clone", TensorBase.clone, (self,), None)
+            return redispatch("clone", TensorBase.clone, (self,),
+                              None if memory_format is None else {"memory_format": memory_format})
+        if memory_format is not None or _maybe_channels_last(self):
+            f = _memfmt().clone(self, memory_format)
+            if f is not None:
+                return f
         cdef TensorBase r = new_like(self, -1)
         copy_into(r, self)
         if em_grad_on and self._requires_grad:
@@ -1807,20 +1863,10 @@ cdef class TensorBase:
                 copy = a
             elif a is not None:
                 raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
-        cdef Device dev = self._device if device is None else as_device(device)
-        cdef int dt = self._dtype if dtype is None else dtype_code(dtype)
-        if dev == self._device and dt == self._dtype:
-            return self.clone() if copy else self
-        if dev != self._device:
-            if dev.kind == DEV_PLUGIN or self._device.kind == DEV_PLUGIN:
-                devtype = dev.type if dev.kind == DEV_PLUGIN else self._device.type
-                kern = _backend_kernels.get(devtype, {}).get("to")
-                if kern is None:
-                    raise NotImplementedError(f"to: no kernel registered for '{devtype}'")
-                return kern(self, dev, _dtypes[dt])
-            raise RuntimeError(f"to: cannot move a tensor to {dev}: CUDA is not available in "
-                               f"this build of ember")
-        return self._cast(dt)
+        fmt = kwargs.get("memory_format")
+        if fmt is not None or _maybe_channels_last(self):
+            return _memfmt().to(self, _to_plain(self, dtype, device, copy), fmt)
+        return _to_plain(self, dtype, device, copy)
 
     def _cast(self, int dt):
         if _slow and dt != self._dtype:

@@ -30,9 +30,56 @@ cdef extern from *:
             o[r] = acc;
         }
     }
+    /* rows of k complex values -> their running products, accumulated in double */
+    static void em_ccumprod_f(const float complex *x, int64_t rows, int64_t k,
+                              float complex *o) {
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = 1;
+            for (int64_t j = 0; j < k; j++) { acc *= x[r * k + j]; o[r * k + j] = (float complex)acc; }
+        }
+    }
+    static void em_ccumprod_d(const double complex *x, int64_t rows, int64_t k,
+                              double complex *o) {
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = 1;
+            for (int64_t j = 0; j < k; j++) { acc *= x[r * k + j]; o[r * k + j] = acc; }
+        }
+    }
+    /* log(exp(x) + exp(y)) shifted by the larger real part, with torch's NaN and
+       infinity rules */
+    static double complex em_clae(double complex x, double complex y) {
+        double a = creal(x), b = creal(y);
+        if (isnan(a) || isnan(b)) return CMPLX(NAN, NAN);
+        double lo = a < b ? a : b, hi = a < b ? b : a;
+        if (!isfinite(lo) && lo == hi) return lo < 0 ? x : clog(cexp(x) + cexp(y));
+        double complex mx = a < b ? y : x, mn = a < b ? x : y;
+        return mx + clog(1.0 + cexp(mn - mx));
+    }
+    static void em_clcse_f(const float complex *x, int64_t rows, int64_t k, float complex *o) {
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = k ? x[r * k] : 0;
+            for (int64_t j = 0; j < k; j++) {
+                if (j) acc = em_clae(acc, x[r * k + j]);
+                o[r * k + j] = (float complex)acc;
+            }
+        }
+    }
+    static void em_clcse_d(const double complex *x, int64_t rows, int64_t k, double complex *o) {
+        for (int64_t r = 0; r < rows; r++) {
+            double complex acc = k ? x[r * k] : 0;
+            for (int64_t j = 0; j < k; j++) {
+                if (j) acc = em_clae(acc, x[r * k + j]);
+                o[r * k + j] = acc;
+            }
+        }
+    }
     """
+    void em_clcse_f(const void *x, int64_t rows, int64_t k, void *o) nogil
+    void em_clcse_d(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_cprod_f(const void *x, int64_t rows, int64_t k, void *o) nogil
     void em_cprod_d(const void *x, int64_t rows, int64_t k, void *o) nogil
+    void em_ccumprod_f(const void *x, int64_t rows, int64_t k, void *o) nogil
+    void em_ccumprod_d(const void *x, int64_t rows, int64_t k, void *o) nogil
 
 
 cdef inline bint _is_c(TensorBase t) noexcept:
@@ -287,6 +334,9 @@ def reduce(str op, TensorBase t, dim, keepdim, dtype, out):
         dim = (dim,)
     dims = tuple(range(t._ndim)) if dim is None or len(dim) == 0 else tuple(
         wrap_dim(d, t._ndim, op) for d in dim)
+    if t._ndim == 0:
+        # a 0-d tensor reduces over nothing (not over the (re, im) pair of its view)
+        t, dims, keepdim = t.reshape(1), (0,), False
     if op == "prod":
         r = _prod(t, dims, keepdim)
     else:
@@ -331,3 +381,147 @@ def matmul(a, b):
     br, bi = real(b), imag(b)
     return complex(E.sub(E.matmul(ar, br), E.matmul(ai, bi)),
                    E.add(E.matmul(ar, bi), E.matmul(ai, br)))
+
+
+# ---------------------------------------------------------------------------
+# scans, variance, products with a scaled addend, convolution, ranges
+
+def cum(str op, TensorBase t, dim, dtype, out):
+    """cumsum / cumprod / logcumsumexp of a complex tensor (or of any tensor into a complex
+    ``dtype``)."""
+    E = _ember()
+    if dtype is not None:
+        t = t.to(dtype)
+        if not _is_c(t):
+            return getattr(E, op)(t, dim, out=out)
+    cdef int d = wrap_dim(dim, t._ndim if t._ndim else 1, op)
+    if t._ndim == 0:
+        r = getattr(E, op)(t.reshape(1), 0).reshape(())
+    elif op == "cumsum":
+        # a running sum is real-linear: scan the (re, im) view along the same dim
+        r = view_as_complex(E.cumsum(view_as_real(t), d))
+    else:
+        r = _scan(t, d, op == "cumprod")
+    if out is not None:
+        return write_out(out, <TensorBase>r, OUT_CAST if op != "logcumsumexp" else OUT_EXACT,
+                         (t,), op)
+    return r
+
+
+cdef object _scan(TensorBase t, int d, bint prod):
+    """A running product (``prod``) or log-sum-exp along dim d, accumulated in double."""
+    cdef TensorBase x = <TensorBase>(t.movedim(d, -1).contiguous())
+    cdef TensorBase o = new_like(x, -1)
+    cdef int64_t k = x._shape[x._ndim - 1]
+    cdef int64_t rows = x.numel() // k if k else 0
+    cdef char *xp = x._storage.data + x._offset * em_itemsize[x._dtype]
+    cdef char *op_ = o._storage.data + o._offset * em_itemsize[o._dtype]
+    with nogil:
+        if prod and x._dtype == EM_C64:
+            em_ccumprod_f(xp, rows, k, op_)
+        elif prod:
+            em_ccumprod_d(xp, rows, k, op_)
+        elif x._dtype == EM_C64:
+            em_clcse_f(xp, rows, k, op_)
+        else:
+            em_clcse_d(xp, rows, k, op_)
+    r = o.movedim(-1, d)
+    if grad_on() and t._requires_grad:
+        record("cumprod" if prod else "logcumsumexp", (t,), r, {"dim": d})
+    return r
+
+
+def var_like(str name, TensorBase t, dim, double correction, bint keepdim, bint want_std,
+             bint want_mean):
+    """var / std (real, as torch: the spread of |z - mean|) and var_mean / std_mean of a
+    complex tensor: the variances of the real and imaginary parts add."""
+    E = _ember()
+    if t._ndim == 0:
+        t = t.reshape(1)
+        dims = (0,)
+        keepdim = False
+    elif dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        dims = tuple(range(t._ndim))
+    else:
+        dims = tuple(wrap_dim(d, t._ndim, name) for d in
+                     (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    v = E.var(view_as_real(t), dims, correction=correction, keepdim=keepdim).sum(-1)
+    r = E.sqrt(v) if want_std else v
+    if want_mean:
+        return r, E.mean(t, dims, keepdim=keepdim)
+    return r
+
+
+def logsumexp(TensorBase t, dim, bint keepdim):
+    """log(sum(exp(z))) of complex ``z``, shifted by the largest real part of each slice."""
+    E = _ember()
+    dims = tuple(range(t._ndim)) if dim is None or (
+        isinstance(dim, (tuple, list)) and len(dim) == 0) else dim
+    with _no_grad():
+        m = E.amax(_part(t, 0), dims, keepdim=True)
+        m = E.where(E.isfinite(m), m, 0)
+    r = E.add(E.log(E.sum(E.exp(E.sub(t, m)), dims, keepdim=True)), m)
+    if not keepdim:
+        for d in sorted((wrap_dim(d, t._ndim, "logsumexp") for d in
+                         (dims if isinstance(dims, (tuple, list)) else (dims,))), reverse=True):
+            r = r.squeeze(d)
+    return r
+
+
+def addprod(str op, TensorBase i, TensorBase a, TensorBase b, beta, alpha, out):
+    """addmm / baddbmm / addmv of complex operands: beta * i + alpha * (a @ b); ``i`` is not
+    read when beta is 0 (its NaNs do not propagate, as in torch)."""
+    E = _ember()
+    p = E.matmul(a, b)
+    if alpha != 1:
+        p = E.mul(p, alpha)
+    r = p if beta == 0 else E.add(p, i if beta == 1 else E.mul(i, beta))
+    if tuple(r.shape) != tuple(p.shape):
+        raise RuntimeError(f"{op}: input of size {list(i.shape)} does not broadcast to the "
+                           f"product's size {list(p.shape)}")
+    if out is not None:
+        return write_out(out, <TensorBase>r, OUT_EXACT, (i, a, b), op)
+    return r
+
+
+def linear(TensorBase x, TensorBase w, b):
+    """``x @ w.T + b`` for complex operands."""
+    E = _ember()
+    r = E.matmul(x, w.t() if w._ndim == 2 else w)
+    return r if b is None else E.add(r, b)
+
+
+def conv(str op, x, w, b, args: tuple):
+    """A convolution of complex input and weight from four real ones on the parts:
+    (xr + i xi) * (wr + i wi) = (xr*wr - xi*wi) + i (xr*wi + xi*wr); the bias adds."""
+    E = _ember()
+    f = getattr(E.nn.functional, op)
+    xr, xi = real(x).contiguous(), imag(x).contiguous()
+    wr, wi = real(w).contiguous(), imag(w).contiguous()
+    re = E.sub(f(xr, wr, None, *args), f(xi, wi, None, *args))
+    im = E.add(f(xr, wi, None, *args), f(xi, wr, None, *args))
+    r = complex(re, im)
+    return r if b is None else E.add(r, b.reshape(-1, *([1] * (w.dim() - 2))))
+
+
+def linspace(start, end, int64_t steps, int dt):
+    """Evenly spaced complex values: the real and imaginary parts are two real ranges."""
+    E = _ember()
+    s, e = _complex_value(start), _complex_value(end)
+    rd = dtype_obj(real_of(dt))
+    return complex(E.linspace(s.real, e.real, steps, dtype=rd),
+                   E.linspace(s.imag, e.imag, steps, dtype=rd))
+
+
+def logspace(start, end, int64_t steps, base, int dt):
+    """``base ** linspace(start, end)`` in complex arithmetic (double precision)."""
+    E = _ember()
+    x = linspace(start, end, steps, EM_C128)
+    return E.pow(float(base), x).to(dtype_obj(dt))
+
+
+_PyComplex = type(1j)     # the builtin: ``complex`` here is the tensor op
+
+
+cdef object _complex_value(v):
+    return _PyComplex(v.item() if isinstance(v, TensorBase) else v)

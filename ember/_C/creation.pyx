@@ -59,6 +59,8 @@ cdef object _number(object v, str op, str arg, int pos):
         return float(v)
     if c == 0:
         return int(bool(v))
+    if c == 3:
+        return complex(v)
     return v.__index__()
 
 
@@ -232,6 +234,19 @@ cdef int _real_kernel(int dt, str op) except -1:
     return 0
 
 
+cdef int _range_dtype(object s, object e, object dtype, str op) except -1:
+    """linspace/logspace's dtype: ``dtype``, else the default (complex for a complex end)."""
+    cdef int dt = dtype_code(dtype)
+    cdef bint c = isinstance(s, complex) or isinstance(e, complex)
+    if dt < 0:
+        return complex_of(default_dtype()) if c else default_dtype()
+    if c and category(dt) != 3:
+        raise RuntimeError(f"torch.{op}(): inferred dtype "
+                           f"{torch_type_name(complex_of(default_dtype()))} can't be safely "
+                           f"cast to passed dtype {torch_type_name(dt)}")
+    return dt
+
+
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False):
     """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
@@ -242,9 +257,10 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     s = _number(start, "linspace", "start", 0)
     e = _number(end, "linspace", "end", 1)
     cdef int64_t n = _steps(steps, "linspace")
-    cdef int dt = dtype_code(dtype)
-    if dt < 0:
-        dt = default_dtype()
+    cdef int dt = _range_dtype(s, e, dtype, "linspace")
+    if category(dt) == 3:
+        from ember._C import cplx
+        return finish_out(cplx.linspace(s, e, n, dt), out, requires_grad, "linspace")
     if dt == EM_BOOL:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     _check_convertible(s, dt)
@@ -269,13 +285,15 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     if slow_path() or dev.kind != DEV_CPU:
         return factory_slow("logspace", logspace, (start, end, steps, base), _kw(
             out=out, dtype=dtype, device=device, requires_grad=requires_grad), dev)
-    s = float(_number(start, "logspace", "start", 0))
-    e = float(_number(end, "logspace", "end", 1))
+    s = _number(start, "logspace", "start", 0)
+    e = _number(end, "logspace", "end", 1)
     cdef int64_t n = _steps(steps, "logspace")
     cdef double b = float(_number(base, "logspace", "base", 3))
-    cdef int dt = dtype_code(dtype)
-    if dt < 0:
-        dt = default_dtype()
+    cdef int dt = _range_dtype(s, e, dtype, "logspace")
+    if category(dt) == 3:
+        from ember._C import cplx
+        return finish_out(cplx.logspace(s, e, n, b, dt), out, requires_grad, "logspace")
+    s, e = float(s), float(e)
     if dt == EM_BOOL:
         raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
     if dt < EM_F16 and n > 1:

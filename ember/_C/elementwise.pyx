@@ -55,6 +55,9 @@ cdef object _assign(TensorBase self, TensorBase r, object inputs, str name):
 
 
 cdef int _run(em_loop fn, list ops, int ndim, const int64_t *shape, const void *aux) except -1:
+    if fn == NULL:
+        raise NotImplementedError(f"no elementwise kernel for "
+                                  f"'{torch_type_name((<TensorBase>ops[0])._dtype)}'")
     cdef NdIter it
     cdef TensorBase o = <TensorBase>ops[0]
     cdef int64_t n
@@ -989,6 +992,18 @@ def lerp(input, end, weight, *, out=None):
     rd = result_type2(input, end)
     if category(rd) < 2:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{torch_type_name(rd)}'")
+    if category(rd) == 3 or (_is_t(weight) and category((<TensorBase>weight)._dtype) == 3) or \
+            isinstance(weight, complex):
+        # complex: torch's two-sided form from ops that have complex kernels
+        if _is_t(weight):
+            small = lt(_g["abs"](weight), 0.5)
+            r = where(small, add(input, mul(weight, sub(end, input))),
+                      sub(end, mul(sub(end, input), sub(1, weight))))
+        elif _bi.abs(weight) < 0.5:
+            r = add(input, mul(sub(end, input), weight))
+        else:
+            r = sub(end, mul(sub(end, input), 1 - weight))
+        return write_out(out, r, OUT_CAST, (input, end, weight), "lerp")
     cd = _compute_dtype(rd)
     a = _operand(input, cd)
     b = _operand(end, cd)

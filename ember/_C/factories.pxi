@@ -365,7 +365,21 @@ def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_
     """A tensor of the given shape with uninitialised values."""
     if _slow:
         return redispatch("empty", empty, size, _factory_kw(dtype, device, requires_grad, out))
+    if memory_format is not None:
+        return _empty_in_format(size, memory_format, dtype, device, requires_grad, out)
     return finish_out(_factory(size, dtype, device, "empty"), out, requires_grad)
+
+
+cdef object _empty_in_format(tuple size, fmt, dtype, device, bint requires_grad, out):
+    mf = _memfmt()
+    if mf._check(fmt, "empty") is mf.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    cdef TensorBase t = _factory(size, dtype, device, "empty")
+    mf._require_rank(t._ndim, fmt)
+    if out is not None or fmt is mf.contiguous_format:
+        return finish_out(t, out, requires_grad)
+    return finish_out(mf.empty(shape_tuple(t), fmt, dtype=t.dtype, device=t._device), None,
+                      requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
@@ -408,25 +422,54 @@ cdef object _like_args(TensorBase t, dtype, device):
     return (t.dtype if dtype is None else dtype, t._device if device is None else device)
 
 
+cdef object _like_format(TensorBase input, memory_format, str op):
+    """The memory format a ``*_like`` factory lays its result out in, or None for
+    row-major (the fast path)."""
+    if memory_format is None and not _maybe_channels_last(input):
+        return None
+    return _memfmt().like(input, memory_format, op)
+
+
+cdef object _empty_like_in(TensorBase input, fmt, d, dev):
+    return _memfmt().empty(shape_tuple(input), fmt, dtype=d, device=dev)
+
+
+cdef TensorBase _filled_like(TensorBase input, fmt, d, dev, v):
+    return <TensorBase>_fill_any(<TensorBase>_empty_like_in(input, fmt, d, dev), v)
+
+
 def empty_like(TensorBase input not None, *, dtype=None, device=None, requires_grad=False,
                layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
+    fmt = _like_format(input, memory_format, "empty_like")
+    if fmt is not None:
+        return finish_out(<TensorBase>_empty_like_in(input, fmt, d, dev), None, requires_grad)
     return empty(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def zeros_like(TensorBase input not None, *, dtype=None, device=None, requires_grad=False,
                layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
+    fmt = _like_format(input, memory_format, "zeros_like")
+    if fmt is not None:
+        return finish_out(_filled_like(input, fmt, d, dev, 0), None, requires_grad)
     return zeros(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(TensorBase input not None, *, dtype=None, device=None, requires_grad=False,
               layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
+    fmt = _like_format(input, memory_format, "ones_like")
+    if fmt is not None:
+        return finish_out(_filled_like(input, fmt, d, dev, 1), None, requires_grad)
     return ones(shape_tuple(input), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def full_like(TensorBase input not None, fill_value, *, dtype=None, device=None, requires_grad=False,
               layout=None, memory_format=None):
     d, dev = _like_args(input, dtype, device)
-    return full(shape_tuple(input), fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+    fmt = _like_format(input, memory_format, "full_like")
+    if fmt is None:
+        return full(shape_tuple(input), fill_value, dtype=d, device=dev,
+                    requires_grad=requires_grad)
+    return finish_out(_filled_like(input, fmt, d, dev, fill_value), None, requires_grad)

@@ -18,7 +18,7 @@ from ember._C import elementwise as _ew
 from ember._C.c_index cimport *
 
 _LOWER_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "half",
-                "bfloat16", "float", "double")
+                "bfloat16", "float", "double", "c10::complex<float>", "c10::complex<double>")
 
 # ----------------------------------------------------------------------------
 # small helpers  (this module is built with wraparound=False: never index a

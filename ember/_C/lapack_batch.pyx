@@ -20,7 +20,7 @@ cdef inline void *_p(object addr):
     return <void *><uintptr_t>addr
 
 
-def getrf(fn, bint kind, int m, int n, a, int64_t sa, piv, int64_t sp, int64_t batch, infos):
+def getrf(fn, int kind, int m, int n, a, int64_t sa, piv, int64_t sp, int64_t batch, infos):
     """LU of ``batch`` m x n matrices at ``a`` (stride sa bytes), pivots at ``piv``."""
     cdef void *f = _p(fn)
     cdef char *pa = <char *>_p(a)
@@ -30,7 +30,7 @@ def getrf(fn, bint kind, int m, int n, a, int64_t sa, piv, int64_t sp, int64_t b
         em_batch_getrf(f, kind, m, n, pa, sa, pp, sp, batch, pi)
 
 
-def getrs(fn, bint kind, str trans, int n, int nrhs, a, int64_t sa, piv, int64_t sp, b, int64_t sb,
+def getrs(fn, int kind, str trans, int n, int nrhs, a, int64_t sa, piv, int64_t sp, b, int64_t sb,
           int64_t batch, infos):
     """Solve with LU factors: ``b`` (n x nrhs per matrix) is overwritten."""
     cdef void *f = _p(fn)
@@ -43,7 +43,7 @@ def getrs(fn, bint kind, str trans, int n, int nrhs, a, int64_t sa, piv, int64_t
         em_batch_getrs(f, kind, t, n, nrhs, pa, sa, pp, sp, pb, sb, batch, pi)
 
 
-def potrf(fn, bint kind, str uplo, int n, a, int64_t sa, int64_t batch, infos):
+def potrf(fn, int kind, str uplo, int n, a, int64_t sa, int64_t batch, infos):
     """Cholesky factor of each n x n matrix at ``a`` in place."""
     cdef void *f = _p(fn)
     cdef char u = ord(uplo)

@@ -34,6 +34,12 @@ cdef int _compute_dtype(int dt, str op) except -1:
     return EM_I64
 
 
+cdef object _complex_addprod(str op, TensorBase i, TensorBase a, TensorBase b, object beta,
+                             object alpha, object out):
+    from ember._C import cplx
+    return cplx.addprod(op, i, a, b, beta, alpha, out)
+
+
 cdef object _complex_product(TensorBase a, TensorBase b, object out, str op):
     from ember._C import cplx
     r = cplx.matmul(a, b)
@@ -441,6 +447,8 @@ def mv(input, vec, *, out=None):
         raise RuntimeError(f"size mismatch, got input ({a._shape[0]}), mat ({_shape_str(a)}), "
                            f"vec ({v._shape[0]})")
     _check_same_dtype(a, v, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_product(a, v, out, "mv")
     cdef int64_t n = a._shape[0]
     cdef TensorBase c = _out_tensor(out, 1, &n, a, "mv", (a, v))
     _matmul_into(a, _unsq(v, 1), _unsq(c, 1), 1.0, 0.0, 0)
@@ -520,6 +528,8 @@ cdef object _add_product(str op, object fn, int nb, object input, object m1, obj
                                f"{b._shape[1]}].")
     _check_same_dtype(a, b, "expected m1 and m2 to have the same dtype, but got: ")
     _check_same_dtype(i, a, f"expected self and {n1} to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_addprod(op, i, a, b, beta, alpha, out)
     cdef int64_t shp[3]
     cdef int k
     for k in range(nb + 1):
@@ -556,6 +566,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
                            f"({_shape_str(a)}), vec ({v._shape[0]})")
     _check_same_dtype(a, v, "expected m1 and m2 to have the same dtype, but got: ")
     _check_same_dtype(i, a, "expected self and mat to have the same dtype, but got: ")
+    if category(a._dtype) == 3:
+        return _complex_addprod("addmv", i, a, v, beta, alpha, out)
     cdef int64_t n = a._shape[0]
     cdef TensorBase c = _prefill(i, 1, &n, a, beta, "addmv")
     _matmul_into(a, _unsq(v, 1), _unsq(c, 1), alpha, beta, 0)
@@ -613,6 +625,11 @@ def linear(input, weight, bias=None):
     if w._ndim not in (1, 2):
         raise RuntimeError(f"linear(): weight should be 1-D or 2-D, but got {w._ndim}-D")
     _check_same_dtype(x, w, "expected m1 and m2 to have the same dtype, but got: ")
+    if category(x._dtype) == 3 and x._shape[x._ndim - 1] == w._shape[w._ndim - 1]:
+        if bt is not None:
+            _check_same_dtype(x, bt, "expected input and bias to have the same dtype, but got: ")
+        from ember._C import cplx
+        return cplx.linear(x, w, bias)
     cdef int64_t K = x._shape[x._ndim - 1]
     cdef int64_t N = w._shape[0] if w._ndim == 2 else 1
     cdef int64_t Kw = w._shape[w._ndim - 1]

@@ -442,21 +442,31 @@ cdef tuple _like(TensorBase input, dtype, device):
 
 
 cdef object _sample_like(object fn, str name, object input, dtype, device, requires_grad,
-                         generator):
+                         generator, memory_format):
     cdef TensorBase t = as_tensor(input, name, "input")
     d, dev = _like(t, dtype, device)
-    return fn(shape_tuple(t), dtype=d, device=dev, requires_grad=requires_grad,
-              generator=generator)
+    return _in_format(t, fn(shape_tuple(t), dtype=d, device=dev, requires_grad=requires_grad,
+                            generator=generator), memory_format, name)
+
+
+cdef object _in_format(TensorBase t, r, memory_format, str name):
+    # a channels-last input (or a named memory format) gives a result laid out so
+    if memory_format is None and not ((t._ndim == 4 or t._ndim == 5) and not is_contig(t)):
+        return r
+    from ember import _memory_format
+    return _memory_format.relayout_like(t, r, memory_format, name)
 
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None, generator=None):
-    return _sample_like(rand, "rand_like", input, dtype, device, requires_grad, generator)
+    return _sample_like(rand, "rand_like", input, dtype, device, requires_grad, generator,
+                        memory_format)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None, generator=None):
-    return _sample_like(randn, "randn_like", input, dtype, device, requires_grad, generator)
+    return _sample_like(randn, "randn_like", input, dtype, device, requires_grad, generator,
+                        memory_format)
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
@@ -508,8 +518,11 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     if high is None:
         low, high = 0, low
     d, dev = _like(<TensorBase>input, dtype, device)
-    return randint(low, high, shape_tuple(<TensorBase>input), dtype=d, device=dev,
-                   requires_grad=requires_grad, generator=generator)
+    return _in_format(<TensorBase>input, randint(low, high, shape_tuple(<TensorBase>input),
+                                                 dtype=d, device=dev,
+                                                 requires_grad=requires_grad,
+                                                 generator=generator),
+                      memory_format, "randint_like")
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -770,6 +783,11 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if needs_slow1(t):
         return _method_slow("uniform_", uniform_, t, (from_, to), _kw(generator=generator))
+    if category(t._dtype) == 3:
+        # torch's complex uniform: the real and imaginary parts each in [from, to)
+        from ember._C import cplx
+        uniform_(cplx.view_as_real(t), from_, to, generator=generator)
+        return t
     _require_float(t, "check_uniform_bounds")
     a = float(_as_number(from_, "uniform_", "from"))
     b = float(_as_number(to, "uniform_", "to"))
@@ -784,6 +802,12 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     cdef TensorBase t = <TensorBase>self
     if needs_slow1(t):
         return _method_slow("normal_", normal_, t, (mean, std), _kw(generator=generator))
+    if category(t._dtype) == 3:
+        # torch's complex normal: variance std^2 split evenly between the two parts
+        from ember._C import cplx
+        s = float(_as_number(std, "normal_", "std"))
+        normal_(cplx.view_as_real(t), mean, s * 0.7071067811865476, generator=generator)
+        return t
     _require_float(t, "normal_kernel_cpu")
     m = float(_as_number(mean, "normal_", "mean"))
     s = float(_as_number(std, "normal_", "std"))

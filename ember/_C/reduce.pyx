@@ -66,9 +66,16 @@ cdef inline TensorBase _as_t(object x, str op):
     cdef TensorBase t = as_tensor(x, op, "input", 1)
     if category(t._dtype) == 3 and op in ("any", "all", "count_nonzero"):
         return <TensorBase>_ew.ne(t, 0)       # truth of a complex value: nonzero
-    if category(t._dtype) == 3 and op not in ("sum", "mean", "prod"):
+    if category(t._dtype) == 3 and op not in ("sum", "mean", "prod", "cumsum", "cumprod", "var",
+                                              "std", "var_mean", "std_mean", "logsumexp",
+                                              "logcumsumexp"):
         # the kernels here are real-only: never let a complex input lose its imaginary part
-        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{torch_type_name(t._dtype)}'")
+        if op in ("argmax", "argmin"):
+            raise RuntimeError(f"{op}(): does not support complex input")
+        if op in ("sort", "argsort", "msort", "topk"):
+            raise RuntimeError(f"{op}: does not support complex dtypes on CPU")
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for "
+                                  f"'{torch_type_name(t._dtype)}'")
     return t
 
 
@@ -625,6 +632,9 @@ cdef object _var_impl(object input, object dim, object unbiased, bint keepdim, o
         corr = float(correction)
     elif unbiased is not None:
         corr = 1.0 if unbiased else 0.0
+    if category(t._dtype) == 3:
+        from ember._C import cplx
+        return cplx.var_like(name, t, dim, corr, keepdim, want_std, want_mean)
     if category(t._dtype) < 2:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     _dim_mask(dim, t._ndim, name, red)
@@ -767,6 +777,9 @@ def logsumexp(input, dim=None, keepdim=False, *, out=None):
     cdef bint red[MAX_DIMS]
     if needs_slow1(t):
         return redispatch("logsumexp", logsumexp, (input, dim), {"keepdim": keepdim})
+    if category(t._dtype) == 3:
+        from ember._C import cplx
+        return _out(cplx.logsumexp(t, dim, keepdim), out, input, "logsumexp")
     _dim_mask(dim, t._ndim, "logsumexp", red)
     cdef int rdt = t._dtype if category(t._dtype) == 2 else default_dtype()
     cdef TensorBase x = cast(t, _cdt(rdt))
@@ -875,6 +888,9 @@ cdef object _cum(object input, object dim, object dtype, int op, str name, objec
     cdef TensorBase t = _as_t(input, name)
     if needs_slow1(t):
         return redispatch(name, fn, (input, dim), {"dtype": dtype})
+    if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
+        from ember._C import cplx
+        return cplx.cum(name, t, dim, dtype, out)
     cdef int d = _one_dim(dim, t._ndim, name)
     cdef int rdt = dtype_code(_out_dtype(dtype, out))
     if rdt < 0:
@@ -901,6 +917,9 @@ def logcumsumexp(input, dim, *, out=None):
     cdef TensorBase t = _as_t(input, "logcumsumexp")
     if needs_slow1(t):
         return redispatch("logcumsumexp", logcumsumexp, (input, dim), {})
+    if category(t._dtype) == 3:
+        from ember._C import cplx
+        return cplx.cum("logcumsumexp", t, dim, None, out)
     if category(t._dtype) < 2:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{torch_type_name(t._dtype)}'")

@@ -154,6 +154,57 @@ def clear_autocast_cache() -> None:
     _ac.clear_cache()
 
 
+def autocast_increment_nesting() -> int:
+    """Enter one more autocast region; returns the new depth (``autocast`` does this)."""
+    _ac._nesting[0] += 1
+    return _ac._nesting[0]
+
+
+def autocast_decrement_nesting() -> int:
+    """Leave one autocast region; returns the new depth. The cached casts are for the
+    caller to drop (``clear_autocast_cache``) when it reaches 0, as ``autocast`` does."""
+    _ac._nesting[0] -= 1
+    return _ac._nesting[0]
+
+
+def _deprecated(name: str, device: str, kind: str):
+    """torch's per-device forms of the autocast state functions (deprecated there in
+    favour of the ones that take ``device_type``)."""
+    if kind == "get":
+        def fn():
+            return get_autocast_dtype(device)
+        call, new = "()", f"get_autocast_dtype('{device}')"
+    elif kind == "is":
+        def fn():
+            return is_autocast_enabled(device)
+        call, new = "()", f"is_autocast_enabled('{device}')"
+    elif kind == "set_enabled":
+        def fn(enabled):
+            set_autocast_enabled(device, enabled)
+        call, new = "(enabled)", f"set_autocast_enabled('{device}', enabled)"
+    else:
+        def fn(dtype):
+            set_autocast_dtype(device, dtype)
+        call, new = "(dtype)", f"set_autocast_dtype('{device}', dtype)"
+    message = f"ember.{name}{call} is deprecated. Please use ember.{new} instead."
+
+    def wrapper(*args):
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return fn(*args)
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = f"``ember.{new}`` (deprecated spelling)."
+    return wrapper
+
+
+get_autocast_cpu_dtype = _deprecated("get_autocast_cpu_dtype", "cpu", "get")
+get_autocast_gpu_dtype = _deprecated("get_autocast_gpu_dtype", "cuda", "get")
+is_autocast_cpu_enabled = _deprecated("is_autocast_cpu_enabled", "cpu", "is")
+set_autocast_cpu_enabled = _deprecated("set_autocast_cpu_enabled", "cpu", "set_enabled")
+set_autocast_cpu_dtype = _deprecated("set_autocast_cpu_dtype", "cpu", "set_dtype")
+set_autocast_gpu_dtype = _deprecated("set_autocast_gpu_dtype", "cuda", "set_dtype")
+
+
 class autocast:
     """Run the ops of a region in mixed precision (PyTorch's ``torch.autocast``).
 

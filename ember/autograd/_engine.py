@@ -437,7 +437,7 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
             node._out = tuple([o.detach() if o is not None else None for o in output])
             vers.append(tuple([o._version if o is not None else None for o in output]))
         for k, o in enumerate(output):
-            if o is not None and o.is_floating_point():
+            if o is not None and (o.is_floating_point() or o.is_complex()):
                 o._grad_fn = node
                 o._requires_grad = True
                 o._ag_nr = (node, k)

@@ -18,7 +18,7 @@ from ember.autograd._table import _FLAGS, _OPTIONS, FORMULAS, formula
 _HOLOMORPHIC = ("add", "sub", "mul", "div", "pow", "neg", "exp", "exp2", "expm1", "log",
                 "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
                 "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sigmoid",
-                "reciprocal", "square")
+                "reciprocal", "square", "cumprod", "logcumsumexp")
 
 
 def _is_c(x):
@@ -115,8 +115,20 @@ def _cprod(ctx, g):
     if not keepdim:
         for d in sorted(dims):
             g = g.unsqueeze(d)
-    # d prod / d x_i = prod / x_i (inputs with zeros are not special-cased)
-    return (E.mul(g, _conj(E.div(out, x))),)
+    if not bool(E.eq(x, 0).any()):
+        return (E.mul(g, _conj(E.div(out, x))),)
+    # zeros present: d prod / d x_i is the product of all the other elements
+    from ember.autograd._formulas_reduce import _exclusive_prod
+    nd = x.dim()
+    if nd == 0:
+        return (g,)
+    keep = [d for d in range(nd) if d not in dims]
+    perm = keep + list(dims)
+    kshape = [x.shape[d] for d in keep]
+    others = _exclusive_prod(x.permute(*perm).reshape(*kshape, -1))
+    others = others.reshape(*kshape, *[x.shape[d] for d in dims])
+    inv = [perm.index(d) for d in range(nd)]
+    return (E.mul(g, _conj(others.permute(*inv))),)
 
 
 # --- FFT kernels (torch's fft_c2c / fft_r2c / fft_c2r backward) ----------------

@@ -258,7 +258,7 @@ for _name, _fn in {
 
 
 # ---------------------------------------------------------------------------
-# factorizations (ember/_linalg.py records them; real dtypes only)
+# factorizations (ember/_linalg.py records them)
 
 def _LA():
     from ember import _linalg
@@ -266,7 +266,9 @@ def _LA():
 
 
 def _t(x):
-    return x.transpose(-2, -1)
+    """The adjoint (conjugate transpose): torch's formulas for complex input are the real
+    ones with every transpose an adjoint (plus the few terms added below)."""
+    return x.transpose(-2, -1).conj() if x.is_complex() else x.transpose(-2, -1)
 
 
 def _diag_embed(v):
@@ -279,7 +281,7 @@ def _det(ctx, grad):
     LA = _LA()
     A = ctx.input(0)
     d = ctx.output
-    g = (grad * d).unsqueeze(-1).unsqueeze(-1)
+    g = (grad * (d.conj() if d.is_complex() else d)).unsqueeze(-1).unsqueeze(-1)
     if bool((d != 0).all()):
         return (g * _t(LA.inv(A)),)
     # singular: the cofactor matrix from the SVD, det(U) det(V) V diag(prod_{j!=i} s_j) U^T
@@ -289,16 +291,24 @@ def _det(ctx, grad):
     others = ember.stack([ember.cat([S[..., :i], S[..., i + 1:]], -1).prod(-1)
                           for i in range(n)], -1)
     sign = LA.det(U) * LA.det(Vh)
+    if sign.is_complex():
+        sign = sign.conj()
     adjT = (U * others.unsqueeze(-2)) @ Vh
     return ((grad * sign).unsqueeze(-1).unsqueeze(-1) * adjT,)
 
 
-@formula("linalg_slogdet")
+@formula("linalg_slogdet", save_output=True)
 def _slogdet(ctx, grad):
-    g = grad[1]
+    gs, g = grad
+    A = ctx.input(0)
+    if A.is_complex() and gs is not None:
+        # the sign's phase moves with A too: (g + i Im(g_sign conj(sign))) A^{-H}
+        import ember
+        ph = ember.imag(gs * ctx.output[0].conj())
+        g = (0 if g is None else g) + ember.complex(ember.zeros_like(ph), ph)
     if g is None:
         return (None,)
-    return (g.unsqueeze(-1).unsqueeze(-1) * _t(_LA().inv(ctx.input(0))),)
+    return (g.unsqueeze(-1).unsqueeze(-1) * _t(_LA().inv(A)),)
 
 
 @formula("linalg_inv", save_output=True)
@@ -343,10 +353,12 @@ def _cholesky(ctx, grad):
     L = ctx.output
     if ctx.attrs["upper"]:
         L, gL = _t(L), _t(gL)
+    # sym(L^{-H} phi L^{-1}), phi = tril(L^H gL) with its diagonal halved
     phi = (_t(L) @ gL).tril()
-    phi = 0.5 * (phi + _t(phi.tril(-1)))
+    phi = phi - 0.5 * _diag_embed(phi.diagonal(0, -2, -1))
     gA = LA.solve_triangular(_t(L), phi, upper=True, left=True)
-    return (LA.solve_triangular(L, gA, upper=False, left=False),)
+    gA = LA.solve_triangular(L, gA, upper=False, left=False)
+    return (0.5 * (gA + _t(gA)),)
 
 
 @formula("cholesky_solve", save_output=True)
@@ -371,7 +383,8 @@ def _cholesky_inverse(ctx, grad):
 
 
 def _copyltu(M):
-    return M.tril(-1) + _t(M.tril(-1)) + _diag_embed(M.diagonal(0, -2, -1))
+    d = M.diagonal(0, -2, -1)
+    return M.tril(-1) + _t(M.tril(-1)) + _diag_embed(d.real if d.is_complex() else d)
 
 
 def _qr_square_deep(Q, R, gQ, gR, LA):
@@ -434,6 +447,27 @@ def _eigh(ctx, grad):
     return (V @ inner @ _t(V),)
 
 
+@formula("linalg_eig", save_output=True)
+def _eig(ctx, grad):
+    # torch's linalg_eig_backward: eigenvectors of unit norm, gauge-invariant losses
+    LA = _LA()
+    L, V = ctx.output
+    gL, gV = grad
+    Vh = _t(V)
+    if gV is None:
+        return (LA.solve(Vh, gL.unsqueeze(-1) * Vh),)
+    VhgV = Vh @ gV
+    VhgV = VhgV - Vh @ (V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
+    Lc = L.conj()
+    E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+    E = E + _diag_embed(1 - E.diagonal(0, -2, -1))
+    r = VhgV / E
+    r = r - _diag_embed(r.diagonal(0, -2, -1))
+    if gL is not None:
+        r = r + _diag_embed(gL)
+    return (LA.solve(Vh, r @ Vh),)
+
+
 @formula("linalg_svd", save_output=True)
 def _svd(ctx, grad):
     U, S, Vh = ctx.output
@@ -462,6 +496,9 @@ def _svd(ctx, grad):
     gA = gA - _diag_embed(gA.diagonal(0, -2, -1))
     if gS is not None:
         gA = gA + _diag_embed(gS)
+    if U.is_complex() and gU is not None and gVh is not None:
+        # the phase of each singular pair: i Im(diag(U^H gU)) / S
+        gA = gA + _diag_embed(UgU.diagonal(0, -2, -1).imag * (1j) / S)
     if m > k and gU is not None:
         gA = U @ gA
         gUS = gU / S.unsqueeze(-2)

@@ -290,10 +290,20 @@ def _cumsum(ctx, g):
 
 @formula("cumprod", save_output=True)
 def _cumprod(ctx, g):
-    # valid where the input has no zeros (PyTorch special-cases zeros)
     x = ctx.input(0)
     d = ctx._attrs["dim"]
-    return (E.div(_rev_cumsum(E.mul(g, ctx.output), d), x),)
+    out = ctx.output
+    zero = E.eq(x, 0)
+    if x.dim() == 0 or not bool(R.any(zero)):
+        return (E.div(_rev_cumsum(E.mul(g, out), d), x),)
+    # zeros (torch's formula): before a slice's first zero, sum_{j>=i} g_j out_j / x_i;
+    # at the first zero, the same sum with that zero read as one; after it, nothing
+    nz = R.cumsum(zero, d)
+    before = E.eq(nz, 0)
+    first = E.logical_and(zero, E.eq(nz, 1))
+    at_first = _rev_cumsum(E.mul(g, R.cumprod(E.where(first, 1, x), d)), d)
+    earlier = E.div(_rev_cumsum(E.mul(g, out), d), E.where(before, x, 1))
+    return (E.where(before, earlier, E.where(first, at_first, 0)),)
 
 
 @formula("logcumsumexp", save_output=True)
@@ -301,8 +311,9 @@ def _logcumsumexp(ctx, g):
     x = ctx.input(0)
     d = ctx._attrs["dim"]
     out = ctx.output
-    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), shifted by the row max for stability
-    m = R.amax(out, d, True)
+    # grad_k = sum_{j>=k} g_j exp(x_k - out_j), shifted by the row max for stability (of
+    # the real parts for complex input, whose formula is wrapped as a holomorphic one)
+    m = R.amax(out.real if out.is_complex() else out, d, True)
     w = E.mul(g, E.exp(E.sub(m, out)))
     return (E.mul(_rev_cumsum(w, d), E.exp(E.sub(x, m))),)
 

@@ -92,10 +92,10 @@ def make_dual(tensor: TensorBase, tangent: TensorBase, *, level: int | None = No
     if _level[0] is None:
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
                            "make sure to enter_dual_level() first.")
-    if not tensor.is_floating_point():
+    if not (tensor.is_floating_point() or tensor.is_complex()):
         raise ValueError(f"Expected primal to be floating point or complex, but got: "
                          f"{tensor.dtype}")
-    if not tangent.is_floating_point():
+    if not (tangent.is_floating_point() or tangent.is_complex()):
         raise ValueError(f"Expected tangent to be floating point or complex, but got: "
                          f"{tangent.dtype}")
     if tuple(tensor.shape) != tuple(tangent.shape):
@@ -156,19 +156,29 @@ def _custom_function(name, args, output):
         _busy[0] = False
 
 
+def _inner(g, t):
+    """The real inner product <g, t> = Re sum(conj(g) t): complex gradients follow torch's
+    convention (dL/dx + i dL/dy), so differentiating it in the cotangent gives J t."""
+    if not (g.is_complex() or t.is_complex()):
+        return (g * t).sum()
+    import ember
+    return ember.real((g.conj() * t).sum()) if g.is_complex() else (g * ember.real(t)).sum()
+
+
 def _propagate(name, inputs, tans, output):
     import ember
     outs = output if type(output) is tuple else (output,)
     node = next(o._grad_fn for o in outs if o is not None and o._grad_fn is not None)
     with enable_grad():
         us = [ember.zeros_like(o).requires_grad_(True)
-              if o is not None and o.is_floating_point() else None for o in outs]
+              if o is not None and (o.is_floating_point() or o.is_complex()) else None
+              for o in outs]
         grads = node._apply(us[0] if len(outs) == 1 else tuple(us))
         total = None
         for g, x, t in zip(grads, inputs, tans):
             if g is None or t is None:
                 continue
-            term = (_engine._fix_grad(g, x) * t).sum()
+            term = _inner(_engine._fix_grad(g, x), t)
             total = term if total is None else total + term
         live = [u for u in us if u is not None]
         if total is None:

@@ -414,6 +414,31 @@ def _active_capture() -> Any:
     return stack[-1] if stack else None
 
 
+def _capturing_here() -> bool:
+    """Whether ``ember.compile`` is capturing a call on this thread, outside any step it
+    runs eagerly (training-loop calls then become eager steps of the program)."""
+    cap = _active_capture()
+    return (cap is not None and cap.break_reason is None and not cap.suspended and
+            not _disabled_depth() and cap.thread == threading.get_ident())
+
+
+def _eager_step(name: str, fn: Callable, *args: Any, owner: Any = None, **kwargs: Any) -> Any:
+    """Run ``fn(*args, **kwargs)`` as an eager step of the call being captured: the
+    program is split there and ``fn`` runs between its graphs on every call, with
+    the Python state it changes (``.grad``, optimizer state) changed again on every
+    call.  ``loss.backward()``, ``optimizer.zero_grad()`` and ``optimizer.step()``
+    come here, so a whole training step compiles (the forward and its generated
+    backward as graphs).  Arguments are tensors and Python scalars; ``fn`` carries
+    anything else (a bound optimizer).  ``owner`` (an optimizer) has Python state the
+    capture then watches: the traced code changing it breaks the graph."""
+    def run_step(*a: Any, **k: Any) -> Any:
+        return fn(*a, **k)
+    run_step.__name__ = name
+    run_step._ember_step_reason = f"{name}() runs eagerly between graphs"  # type: ignore
+    run_step._ember_step_owner = owner  # type: ignore
+    return disable(run_step)(*args, **kwargs)
+
+
 def _on_capture(code: Any, entry: Any) -> None:
     code.last_entry = entry
 

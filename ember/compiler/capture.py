@@ -356,9 +356,10 @@ def module_state(mods: list, guards: StateGuards) -> list:
     return list(seen)
 
 
-def snapshot(mods: list, fn: Any, leaves: list = ()) -> dict:
-    """Python state a side effect would change: module attributes and the sizes of
-    containers in module attributes and the function's globals."""
+def snapshot(mods: list, fn: Any, leaves: list = (), watched: list = ()) -> dict:
+    """Python state a side effect would change: module attributes, the sizes of
+    containers in module attributes and the function's globals, and the
+    hyperparameters of optimizers the function reads or ``watched`` ones."""
     import ember
     # hooks registered while running (tensor hooks, retain_grad, module backward
     # hooks) would not be registered again by a replay
@@ -386,7 +387,32 @@ def snapshot(mods: list, fn: Any, leaves: list = ()) -> dict:
             snap[(id(g), n)] = v if type(v) in _SCALARS else id(v)
             if type(v) in (list, dict, set):
                 snap[(id(v), "#len")] = len(v)
+            _optimizer_state(v, snap)
+        for c in getattr(f, "__closure__", None) or ():
+            try:
+                _optimizer_state(c.cell_contents, snap)
+            except ValueError:          # an empty cell
+                pass
+    for opt in watched:
+        _optimizer_state(opt, snap)
     return snap
+
+
+def _optimizer_state(v: Any, snap: dict) -> None:
+    """An optimizer's hyperparameters (``lr`` ...): Python values a training step may
+    change and a replay would not, unless an eager step (a scheduler) changes them."""
+    groups = getattr(v, "param_groups", None) if hasattr(v, "zero_grad") else None
+    if type(groups) is list:
+        for grp in groups:
+            if type(grp) is dict:
+                for k, x in grp.items():
+                    if type(x) in _SCALARS or type(x) is tuple:
+                        snap[(id(grp), k)] = x
+
+
+def _changed(a: dict, b: dict) -> set:
+    """The snapshot keys whose values differ between ``a`` and ``b``."""
+    return {k for k in a.keys() | b.keys() if a.get(k, _MISSING) != b.get(k, _MISSING)}
 
 
 # ---------------------------------------------------------------------------
@@ -436,6 +462,12 @@ class _Capture(DispatchMode):
         self.impure: str | None = None
         self.rng_start = _rng_state()
         self.rng_restore = False       # random numbers drawn before a check: replays restore
+        # (modules, fn, leaves) of snapshot(): set by ember.compile's capture, so the
+        # Python state eager steps change is told apart from the traced code's
+        self.snap_args: tuple | None = None
+        self.snap_last: dict = {}
+        self.traced_changes: set = set()
+        self.watched: list = []         # optimizers eager steps ran on
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -507,18 +539,20 @@ class _Capture(DispatchMode):
         return out
 
     # ---- graph breaks that split the program -------------------------------------------
-    def split_refusal(self, name: str, reason: str, args: tuple = (), opaque: bool = False
-                      ) -> str | None:
+    def split_refusal(self, name: str, reason: str, args: tuple = (), opaque: bool = False,
+                      checked: bool = True) -> str | None:
         """None when the capture can go on past a break at op ``name`` (or an
         ``opaque`` function run eagerly), see segments.py; otherwise the reason the
-        whole guard set runs eagerly, as for other breaks."""
+        whole guard set runs eagerly, as for other breaks.  A step that is not
+        ``checked`` (it returns nothing later code could bake) can never make a
+        replay start over, so state changed before it does not matter."""
         if not self.split:
             return reason
         if not opaque and name not in _VALUE_READS and name not in _EAGER_STEPS:
             return reason
         if name in _VALUE_READS and args[0].numel() > _TOLIST_MAX:
             return f"{reason} ({args[0].numel()} values; at most {_TOLIST_MAX} are checked)"
-        if self.impure is not None:
+        if self.impure is not None and checked:
             return f"{reason}; the graph cannot be split here because {self.impure} before it"
         if _rng_state() != self.rng_start:
             self.rng_restore = True
@@ -564,7 +598,8 @@ class _Capture(DispatchMode):
         if run is None:
             def run() -> Any:
                 return fn(*args, **kwargs)
-        reason = "call to a function marked ember.compiler.disable"
+        reason = getattr(fn, "_ember_step_reason", None) or \
+            "call to a function marked ember.compiler.disable"
         leaves: list = []
         flatten((args, kwargs), leaves)
         bad = self._check_inputs(args, kwargs)
@@ -572,16 +607,36 @@ class _Capture(DispatchMode):
                                    isinstance(x, (_core.DType, _core.Device))
                                    for x in leaves):
             bad = f"{reason} with an argument a replay could not pass again"
-        bad = bad or self.split_refusal(name, reason, opaque=True)
+        bad = bad or self.split_refusal(name, reason, opaque=True,
+                                        checked=not hasattr(fn, "_ember_step_reason"))
         if bad is not None:
             self.graph_break(name, bad)
             return run()
         seen = {id(t): t._version for _, t in self.env.values()}
+        snap = self.snap_args is not None and hasattr(fn, "_ember_step_reason")
+        if snap:
+            # Python state a training-loop step (backward, optimizer, scheduler) changes
+            # is changed again by every replay; what the traced code between steps
+            # changes is not (checked after the capture).  Other disable'd functions'
+            # changes count as the traced code's: later code may have baked them.
+            owner = getattr(fn, "_ember_step_owner", None)
+            if owner is not None and all(w is not owner for w in self.watched):
+                # values not watched before count from here (those the function reads
+                # were in the snapshot from the start)
+                self.watched.append(owner)
+                cur: dict = {}
+                _optimizer_state(owner, cur)
+                for k, v in cur.items():
+                    self.snap_last.setdefault(k, v)
+            now = snapshot(*self.snap_args, self.watched)
+            self.traced_changes |= _changed(self.snap_last, now)
         self.suspended += 1
         try:
             out = self._split(name, fn, args, kwargs, reason, run)
         finally:
             self.suspended -= 1
+        if snap:
+            self.snap_last = snapshot(*self.snap_args, self.watched)
         outs: list = []
         flatten(out, outs)
         if not all(isinstance(x, TensorBase) or type(x) in _SCALARS for x in outs):
@@ -1105,6 +1160,7 @@ class CompiledCode:
         module_guards = StateGuards()
         module_state(mods, module_guards)
         before = snapshot(mods, self.fn, leaves)
+        cap.snap_args, cap.snap_last = (mods, self.fn, leaves), before
         cap.outer_frame = sys._getframe()
         t0 = time.perf_counter()
         compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
@@ -1118,7 +1174,9 @@ class CompiledCode:
         finally:
             stack.pop()
             compiler._compiling.depth -= 1
-        if cap.break_reason is None and snapshot(mods, self.fn, leaves) != before:
+        if cap.break_reason is None and (
+                cap.traced_changes or
+                _changed(cap.snap_last, snapshot(mods, self.fn, leaves, cap.watched))):
             cap.graph_break("side effect", "the function changed Python state (a module "
                             "attribute, a global, a container, a .grad, the RNG seed, a global "
                             "switch or registered hooks) that a replay would not change")

@@ -8,6 +8,7 @@ import warnings
 
 import ember
 from ember._C import reduce as _C_reduce
+from ember._check import _real_only
 from ember.nn.functional import _LazyFn, logsigmoid, pairwise_distance
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
@@ -47,6 +48,7 @@ def _check_same_size(input, target, name):
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_same_size(input, target, "mse_loss")
+    _real_only(input, "mse_cpu")
     d = input - target
     loss = d * d
     if weight is not None:
@@ -67,6 +69,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _real_only(input, "smooth_l1_cpu")
     d = ember.abs(input - target)
     if beta == 0.0:
         return _reduce(d, reduction)
@@ -77,6 +80,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _real_only(input, "huber_cpu")
     d = ember.abs(input - target)
     loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:

@@ -9,6 +9,7 @@ import struct as _struct
 
 import ember
 from ember._C import core as _core
+from ember._check import _real_only
 from ember.nn.functional import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = ["interpolate", "upsample"]
@@ -268,6 +269,7 @@ def interpolate(input: ember.Tensor, size=None, scale_factor=None, mode: str = "
         align_corners = False
     nd = input.dim()
     nsp = nd - 2
+    _real_only(input, f"upsample_{mode.replace('-', '_')}{nsp}d")
     out_size, scales = _interp_sizes(input, size, scale_factor, nsp, recompute_scale_factor,
                                      mode)
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and nd == 4):

@@ -1,10 +1,13 @@
 """Learning-rate schedulers with PyTorch's (chainable) update rules."""
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from bisect import bisect_right
 from collections import Counter
+
+from ember._tensor import _capturing
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
@@ -12,10 +15,28 @@ __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR
            "CosineAnnealingWarmRestarts", "CyclicLR"]
 
 
+def _eager_in_capture(step):
+    """``step`` that runs as an eager step when ember.compile captures the call (the
+    learning rate it writes is Python state every call must change again)."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if _capturing():
+            from ember.compiler import _eager_step
+            return _eager_step("scheduler_step", functools.partial(step, self), *args,
+                              owner=getattr(self, "optimizer", None), **kwargs)
+        return step(self, *args, **kwargs)
+    return wrapper
+
+
 class LRScheduler:
     """Base class: ``step()`` advances ``last_epoch`` and writes each group's ``lr``."""
 
     _get_lr_called_within_step = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _eager_in_capture(cls.__dict__["step"])
 
     def __init__(self, optimizer, last_epoch=-1):
         self.optimizer = optimizer
@@ -47,6 +68,7 @@ class LRScheduler:
     def get_lr(self):
         raise NotImplementedError
 
+    @_eager_in_capture
     def step(self, epoch=None):
         self._step_count += 1
         self._get_lr_called_within_step = True

@@ -7,10 +7,12 @@ group in one multi-tensor C call (``ember._C.foreach``) unless ``foreach=False``
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections import OrderedDict, defaultdict
 
 import ember
+from ember._tensor import _capturing
 from ember.autograd._hooks import add_hook
 
 __all__ = ["Optimizer", "required"]
@@ -28,6 +30,13 @@ def _use_grad(step):
     """Run ``step`` under no_grad, or with grad enabled for ``differentiable=True`` so the
     update can be differentiated (the closure, if any, runs with grad enabled)."""
     def wrapper(self, closure=None):
+        if closure is None and _capturing():
+            # inside ember.compile: the update runs as an eager step between the graphs
+            from ember.compiler import _eager_step
+            return _eager_step("step", functools.partial(run, self), owner=self)
+        return run(self, closure)
+
+    def run(self, closure=None):
         for h in list(self._step_pre_hooks.values()):
             h(self, (), {})
         loss = None
@@ -35,7 +44,12 @@ def _use_grad(step):
             with ember.autograd.enable_grad():
                 loss = closure()
         with ember.autograd.set_grad_enabled(bool(self.defaults.get("differentiable"))):
-            step(self)
+            swapped = _complex_as_real(self)
+            try:
+                step(self)
+            finally:
+                if swapped:
+                    _restore_complex(self, swapped)
         self._step_count = getattr(self, "_step_count", 0) + 1
         for h in list(self._step_post_hooks.values()):
             h(self, (), {})
@@ -44,6 +58,44 @@ def _use_grad(step):
     wrapper.__name__ = step.__name__
     wrapper.__doc__ = step.__doc__
     return wrapper
+
+
+def _complex_as_real(opt) -> list:
+    """Let every complex parameter stand in the groups as its real view (..., 2), with its
+    gradient and state viewed the same way, as torch's optimizers do: each real and
+    imaginary part is updated as a parameter of its own.  Returns what to restore."""
+    if opt.defaults.get("differentiable"):
+        return []
+    swapped = []
+    views = opt.__dict__.setdefault("_real_views", {})   # one stand-in per parameter
+    for group in opt.param_groups:
+        params = group["params"]
+        for i, p in enumerate(params):
+            if not p.is_complex():
+                continue
+            r = views.get(p)
+            if r is None or r.data_ptr() != p.data_ptr() or r.shape[:-1] != p.shape:
+                r = views[p] = ember.view_as_real(p.detach())
+            if p.grad is not None:
+                r.grad = ember.view_as_real(p.grad)
+            st = opt.state.pop(p, None)
+            if st:
+                opt.state[r] = {k: ember.view_as_real(v) if isinstance(v, ember.Tensor) and
+                                v.is_complex() and tuple(v.shape) == tuple(p.shape) else v
+                                for k, v in st.items()}
+            params[i] = r
+            swapped.append((group, i, p, r))
+    return swapped
+
+
+def _restore_complex(opt, swapped: list) -> None:
+    for group, i, p, r in swapped:
+        group["params"][i] = p
+        st = opt.state.pop(r, None)
+        if st:
+            opt.state[p] = {k: ember.view_as_complex(v) if isinstance(v, ember.Tensor) and
+                            tuple(v.shape) == tuple(r.shape) and v.is_floating_point() and
+                            v.stride(-1) == 1 else v for k, v in st.items()}
 
 
 class Optimizer:
@@ -137,6 +189,11 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of every parameter (to None by default)."""
+        if _capturing():
+            # inside ember.compile: an eager step, so every call resets the gradients
+            from ember.compiler import _eager_step
+            return _eager_step("zero_grad", functools.partial(type(self).zero_grad, self,
+                                                             bool(set_to_none)), owner=self)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:

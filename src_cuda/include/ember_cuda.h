@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ember.h"
+#include "ember_conv.h"
 
 #ifdef __cplusplus
 #define EMC_API extern "C" __attribute__((visibility("default")))
@@ -71,6 +72,11 @@ EMC_API int emc_fill(int dtype, void *dst, const emc_nd *nd, const void *value, 
 EMC_API int emc_cat(int dtype, void *out, int n, const void *const *srcs, const int64_t *sizes,
                     int64_t outer, int64_t inner, void *stream);
 
+/* stack of `n` contiguous inputs of [outer, inner] into out [outer, n, inner]
+   (cat with every size 1) */
+EMC_API int emc_stack(int dtype, void *out, int n, const void *const *srcs, int64_t outer,
+                      int64_t inner, void *stream);
+
 /* --- elementwise (elementwise.cu); op codes of ember_ew.h ------------------- */
 /* out = op(a, b): EW_* binary (out dtype == dtype) */
 EMC_API int emc_ew_binary(int op, int dtype, void *out, const void *a, const void *b,
@@ -106,6 +112,14 @@ EMC_API int emc_reduce(int op, int dtype, const void *x, int64_t O, int64_t K, i
    combination in a fixed order; mean may be NULL. */
 EMC_API int emc_var(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
                     void *var, void *mean, void *stream);
+/* standard deviation: sqrt of emc_var's variance (same blocking) */
+EMC_API int emc_std(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double correction,
+                    void *std, void *mean, void *stream);
+/* vector p-norm over K (float dtypes): ord = INFINITY (max |x|), -INFINITY (min |x|;
+   both need K > 0), 0 (count of nonzeros), 1, 2 (sqrt of the sum of squares) or
+   any other p ((sum |x|^p)^(1/p)); the fixed blocking of emc_reduce. */
+EMC_API int emc_norm(int dtype, const void *x, int64_t O, int64_t K, int64_t I, double ord,
+                     void *out, void *stream);
 /* values (may be NULL) and int64 indices of the max (RD_MAX) / min (RD_MIN) over
    K; NaN wins, ties keep the first index. */
 EMC_API int emc_argreduce(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
@@ -140,6 +154,58 @@ EMC_API int emc_layer_norm_bwd(int dtype, const void *dy, const void *x, const v
                                const void *rstd, const void *w, int64_t M, int64_t N, void *dx,
                                void *dw, void *db, void *stream);
 
+/* batch_norm of x [N, C, HW] contiguous per channel (w, b, running_* [C] of
+   dtype, may be NULL).  training: batch statistics (biased variance for the
+   normalisation), save_mean / save_invstd [C] (float; double for EM_F64; may be
+   NULL) and, when given, running = (1 - momentum) running + momentum * batch
+   (unbiased variance).  eval: the running statistics normalise. */
+EMC_API int emc_batch_norm_fwd(int dtype, const void *x, const void *w, const void *b,
+                               void *running_mean, void *running_var, int64_t N, int64_t C,
+                               int64_t HW, int training, double momentum, double eps, void *y,
+                               void *save_mean, void *save_invstd, void *stream);
+/* gradients of emc_batch_norm_fwd: training reads save_mean / save_invstd, eval
+   the running statistics (and eps); dx, dw, db may be NULL (not wanted). */
+EMC_API int emc_batch_norm_bwd(int dtype, const void *dy, const void *x, const void *w,
+                               const void *running_mean, const void *running_var,
+                               const void *save_mean, const void *save_invstd, int64_t N,
+                               int64_t C, int64_t HW, int training, double eps, void *dx,
+                               void *dw, void *db, void *stream);
+
+/* --- convolution and pooling (conv.cu, pool2d.cu): NCHW contiguous operands,
+   the host parameter structs of src_c's ember_conv.h --------------------------- */
+/* y = conv2d(x, w) + bias (bias may be NULL), as implicit GEMMs per group (no
+   im2col buffer); float32 and float64 */
+EMC_API int emc_conv2d_fwd(int dtype, const ember_conv2d_params *p, const void *x, const void *w,
+                           const void *bias, void *y, void *stream);
+/* dx (overwritten) = the gradient of conv2d with respect to its input */
+EMC_API int emc_conv2d_bwd_input(int dtype, const ember_conv2d_params *p, const void *dy,
+                                 const void *w, void *dx, void *stream);
+/* dw (overwritten) and dbias (may be NULL): K = N*Ho*Wo is cut into fixed chunks
+   whose partial products are summed in order (deterministic) */
+EMC_API int emc_conv2d_bwd_weight(int dtype, const ember_conv2d_params *p, const void *x,
+                                  const void *dy, void *dw, void *dbias, void *stream);
+/* max pooling: idx (may be NULL for the forward) is h * W + w within the plane;
+   NaN wins; the backward gathers per input element (no atomics) */
+EMC_API int emc_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x, void *y,
+                               int64_t *idx, void *stream);
+EMC_API int emc_max_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy,
+                               const int64_t *idx, void *dx, void *stream);
+/* average pooling with count_include_pad / divisor as PyTorch (dilation unused) */
+EMC_API int emc_avg_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x, void *y,
+                               void *stream);
+EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy, void *dx,
+                               void *stream);
+
+/* --- sort (sort.cu) ------------------------------------------------------------ */
+/* stable sort of each contiguous row of n (real dtypes): vals (may be NULL) and
+   int64 idx [rows, n]; NaN is the largest value */
+EMC_API int emc_sort(int dtype, const void *x, int64_t rows, int64_t n, int descending,
+                     void *vals, int64_t *idx, void *stream);
+/* the k largest (largest = 1) or smallest of each row, in sorted order, ties by
+   index; vals / idx [rows, k] (either may be NULL) */
+EMC_API int emc_topk(int dtype, const void *x, int64_t rows, int64_t n, int64_t k, int largest,
+                     void *vals, int64_t *idx, void *stream);
+
 /* --- GEMM (gemm.cu) ----------------------------------------------------------- */
 /* C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] for b < batch, row-major with
    leading dims (elements) and batch strides (elements; 0 broadcasts).  op = A^T
@@ -159,6 +225,22 @@ EMC_API int emc_rand_bernoulli(int dtype, void *out, int64_t n, uint64_t seed, u
                                double p, void *stream);
 EMC_API int emc_dropout(int dtype, const void *x, void *out, uint8_t *mask, int64_t n, double p,
                         uint64_t seed, uint64_t offset, void *stream);
+/* randperm(n) into int64 out: the CPU's Fisher-Yates with the same words (one
+   per swap), run as rounds of non-conflicting swaps (synchronises the stream) */
+EMC_API int emc_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset, void *stream);
+/* multinomial over rows of p [rows, ncat] (float dtypes): the CPU's draws (a
+   sequential CDF per row with replacement, the exponential race without).
+   status (device int, may be NULL) gets the CPU's code of the first bad row: 0
+   fine, 1 inf/nan/negative, 2 zero sum, 3 too few nonzero for no replacement. */
+EMC_API int emc_multinomial(int dtype, const void *p, int64_t rows, int64_t ncat, int64_t nsamp,
+                            int replacement, int64_t *out, uint64_t seed, uint64_t offset,
+                            int *status, void *stream);
+/* randperm and multinomial (float64 p, status a host int) computed on the host
+   by the kernels' own per-element functions: for the CPU tests */
+EMC_API int emc_randperm_host(int64_t *out, int64_t n, uint64_t seed, uint64_t offset);
+EMC_API int emc_multinomial_host(const double *p, int64_t rows, int64_t ncat, int64_t nsamp,
+                                 int replacement, int64_t *out, uint64_t seed, uint64_t offset,
+                                 int *status);
 /* the same streams computed on the host by the kernels' own per-block code
    (host memory out): what the CPU tests compare with ember's CPU generator */
 EMC_API int emc_rand_float_host(int kind, int dtype, void *out, int64_t n, uint64_t seed,
@@ -179,6 +261,23 @@ EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
 /* gather along a dim: out [O, J, I] = src [O, S, I][o, idx[o, j, i], i] */
 EMC_API int emc_gather(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
                        const int64_t *idx, int64_t J, void *out, void *stream);
+/* scatter (reduce EMC_PUT_SET) / scatter_add (EMC_PUT_ADD) along a dim.  nd
+   spans the index's shape with three operands: out (the dim's stride 0), index,
+   src (stride 0 broadcasts a value); dim_size / dim_stride are out's along the
+   dim.  deterministic = 1 sorts by target and applies each target's writes in
+   index order (the last write wins, sums add in order), no atomics. */
+enum { EMC_PUT_SET = 0, EMC_PUT_ADD = 1 };
+EMC_API int emc_scatter(int reduce, int dtype, void *out, int64_t dim_size, int64_t dim_stride,
+                        const int64_t *idx, const void *src, const emc_nd *nd, int deterministic,
+                        void *stream);
+/* index_put: out[idx_0[p], ..., idx_{k-1}[p]][slice] (= or +=) values[p * vstride]
+   [slice] for p < n.  idx: host array of k device int64 arrays of n (broadcast
+   already); sizes / strides: out's along the indexed dims; slice: the rest (two
+   operands: out, values; ndim 0 for none). */
+EMC_API int emc_index_put(int dtype, void *out, int k, const int64_t *const *idx,
+                          const int64_t *sizes, const int64_t *strides, int64_t n,
+                          const void *values, int64_t vstride, const emc_nd *slice,
+                          int accumulate, int deterministic, void *stream);
 /* EMC_E_INDEX when an index kernel launched on `stream` since the last call saw an
    out-of-range index (synchronises the stream), else 0; resets the flag. */
 EMC_API int emc_check_index_error(void *stream);

@@ -145,3 +145,23 @@ UNARY = {"EW_NEG": ember.neg, "EW_ABS": ember.abs, "EW_SIGN": ember.sign, "EW_EX
          "EW_CEIL": ember.ceil, "EW_ROUND": ember.round, "EW_TRUNC": ember.trunc,
          "EW_FRAC": ember.frac, "EW_RECIP": ember.reciprocal, "EW_SQUARE": ember.square,
          "EW_LGAMMA": ember.lgamma}
+
+
+class Conv2dParams(ctypes.Structure):
+    """src_c/include/ember_conv.h's ember_conv2d_params."""
+    _fields_ = [(n, ctypes.c_int64) for n in
+                ("N", "C", "H", "W", "OC", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw",
+                 "groups", "Ho", "Wo")]
+
+
+class Pool2dParams(ctypes.Structure):
+    """src_c/include/ember_conv.h's ember_pool2d_params."""
+    _fields_ = ([(n, ctypes.c_int64) for n in
+                 ("planes", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "Ho",
+                  "Wo")]
+                + [("count_include_pad", ctypes.c_int), ("divisor", ctypes.c_int64)])
+
+
+def ptr_array(arrays):
+    """A host array of the device pointers of `arrays` (for srcs / index lists)."""
+    return (ctypes.c_void_p * max(len(arrays), 1))(*[a.ptr for a in arrays])

@@ -113,8 +113,11 @@ def test_half_types_compute_in_float32(dev, dtype):
     dev.check(dev.lib.emc_ew_binary(EW["EW_MUL"], EM[dtype], out, dev.put(a16), dev.put(a16),
                                     P(nd(a.shape, (1,), (1,), (1,))), None, None))
     got = dev.get(out)
-    got = got.astype(np.float32) if dtype == "float16" else bf16_values(got)
-    np.testing.assert_allclose(got, vals * vals, rtol=1e-2 if dtype == "bfloat16" else 1e-3)
+    if dtype == "float16":
+        # the float32 product of two halves is exact; one rounding to half, subnormals included
+        np.testing.assert_array_equal(got, (vals * vals).astype(np.float16))
+    else:
+        np.testing.assert_allclose(bf16_values(got), vals * vals, rtol=1e-2)
 
 
 def test_compare_predicate_where(dev):
@@ -351,6 +354,35 @@ def test_gemm_tensor_cores_fp32_accumulation(dev, dtype, M, N, K):
     got = dev.get(out)
     got = got.astype(np.float32) if dtype == "float16" else bf16_values(got)
     np.testing.assert_allclose(got, va.astype(np.float64) @ vb, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "tf32"])
+@pytest.mark.parametrize("ta,tb", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_pipelined_whole_tiles(dev, dtype, ta, tb):
+    # 256 x 512 x 96 in batches of 2: whole 128 x 256 x 32 tiles, the cp.async pipeline
+    B, M, N, K = 2, 256, 512, 96
+    a = _data("float32", (B, K, M) if ta else (B, M, K), lo=-1, hi=1)
+    b = _data("float32", (B, N, K) if tb else (B, K, N), seed=1, lo=-1, hi=1)
+    c = _data("float32", (B, M, N), seed=3, lo=-1, hi=1)
+    if dtype == "float16":
+        ha, hb, hc = a.astype(np.float16), b.astype(np.float16), c.astype(np.float16)
+        va, vb, vc = (x.astype(np.float32) for x in (ha, hb, hc))
+        name, tf32, back = "float16", 0, lambda x: x.astype(np.float32)
+    elif dtype == "bfloat16":
+        ha, hb, hc = bf16_bits(a), bf16_bits(b), bf16_bits(c)
+        va, vb, vc = bf16_values(ha), bf16_values(hb), bf16_values(hc)
+        name, tf32, back = "bfloat16", 0, bf16_values
+    else:
+        ha, hb, hc, va, vb, vc = a, b, c, a, b, c
+        name, tf32, back = "float32", 1, lambda x: x
+    op_a = va.transpose(0, 2, 1) if ta else va
+    op_b = vb.transpose(0, 2, 1) if tb else vb
+    ref = 1.5 * (op_a.astype(np.float64) @ op_b) + 0.5 * vc
+    pc = dev.put(hc)
+    dev.check(dev.lib.emc_gemm(EM[name], ta, tb, M, N, K, 1.5, dev.put(ha), ha.shape[2],
+                               ha.shape[1] * ha.shape[2], dev.put(hb), hb.shape[2],
+                               hb.shape[1] * hb.shape[2], 0.5, pc, N, M * N, B, tf32, None))
+    np.testing.assert_allclose(back(dev.get(pc)), ref, rtol=2e-2, atol=5e-2)
 
 
 def test_gemm_float32_tf32_tensor_cores(dev):

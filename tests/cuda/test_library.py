@@ -177,6 +177,44 @@ def test_random_host_rejects_bad_kind(lib):
     assert lib.emc_rand_float_host(42, EM["float32"], out.ctypes.data, 4, 0, 0, 0.0, 1.0) == 10002
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 17, 5000])
+@pytest.mark.parametrize("offset", [0, 12])
+def test_randperm_host_equals_cpu(lib, n, offset):
+    g = ember.Generator().manual_seed(21)
+    g.set_offset(offset)
+    ref = ember.randperm(n, generator=g).numpy()
+    out = np.zeros(max(n, 1), np.int64)
+    assert lib.emc_randperm_host(out.ctypes.data, n, 21, offset) == 0
+    np.testing.assert_array_equal(out[:n], ref)
+
+
+@pytest.mark.parametrize("replacement,k", [(True, 1), (True, 300), (False, 1), (False, 30)])
+@pytest.mark.parametrize("rows", [1, 4])
+def test_multinomial_host_equals_cpu(lib, rows, replacement, k):
+    p = np.random.default_rng(rows).uniform(0, 1, (rows, 50))
+    p[:, ::4] = 0
+    ref = ember.multinomial(ember.tensor(p if rows > 1 else p[0]), k, replacement,
+                            generator=ember.Generator().manual_seed(3)).numpy().reshape(rows, k)
+    out = np.zeros((rows, k), np.int64)
+    status = ctypes.c_int(-1)
+    assert lib.emc_multinomial_host(p.ctypes.data, rows, 50, k, int(replacement),
+                                    out.ctypes.data, 3, 0, ctypes.byref(status)) == 0
+    np.testing.assert_array_equal(out, ref)
+    assert status.value == 0
+
+
+def test_multinomial_host_status_codes(lib):
+    out = np.zeros((2, 2), np.int64)
+    status = ctypes.c_int(-1)
+    for row, code in (([0.5, -1.0, 0.2], 1), ([0.0, 0.0, 0.0], 2), ([0.0, 1.0, 0.0], 3)):
+        p = np.array([[0.2, 0.3, 0.5], row])
+        assert lib.emc_multinomial_host(p.ctypes.data, 2, 3, 2, 0, out.ctypes.data, 1, 0,
+                                        ctypes.byref(status)) == 0
+        assert status.value == code
+        with pytest.raises(RuntimeError):
+            ember.multinomial(ember.tensor(p), 2, False)
+
+
 # -- the elementwise kernels' element functions, run on the host ----------------------
 
 EW = c_enums("ember_ew.h")

@@ -269,6 +269,9 @@ OPS = [
                                                for p in (True, False)], grad=False),
     OpInfo("bartlett_window", lambda rng, dt: [Sample((), args=(n, p)) for n in (1, 6, 9)
                                                for p in (True, False)], grad=False),
+    OpInfo("kaiser_window", lambda rng, dt: [Sample((), args=(n, p, b)) for n in (0, 1, 6, 9)
+                                             for p in (True, False) for b in (12.0, 3.5)],
+           grad=False),
     OpInfo("scalar_tensor", lambda rng, dt: [Sample((), args=(2.5,)), Sample((), args=(3,))],
            grad=False),
     # -- more structure
@@ -424,6 +427,22 @@ def _rnn_cell(gates, two_states=False):
 
 _IDX = np.array([[0, 2, 4], [1, 1, 3]])
 
+
+def _embedding_bag(rng, dt):
+    """torch.embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+    per_sample_weights, include_last_offset, padding_idx): every mode, an empty bag,
+    padding, include_last_offset and int32 indices (per-sample weights: in
+    test_nn_aten_ops.py, as they come after the non-tensor arguments)."""
+    idx = np.array([1, 4, 4, 0, 6, 2, 4, 3])
+    w = _r(rng, 7, 3, dtype=dt)
+    out = [Sample((w, idx, np.array([0, 3, 3, 5])), args=(False, mode, False, None, False, pad))
+           for mode in (0, 1, 2) for pad in (None, 4)]
+    out += [Sample((w, idx, np.array([0, 2, 8])), args=(False, mode, False, None, True))
+            for mode in (0, 1, 2)]
+    out += [Sample((w, idx.astype(np.int32), np.array([0, 6], np.int32)), args=(False, 2)),
+            Sample((w, idx[:0], np.array([0, 0])), args=(False, 2))]
+    return out
+
 OPS += [
     OpInfo("batch_norm", _bn, rtol=1e-4, atol=1e-5),
     OpInfo("instance_norm", _in, rtol=1e-4, atol=1e-5),
@@ -435,9 +454,19 @@ OPS += [
         atol=1e-5),
     OpInfo("embedding", lambda rng, dt: [Sample((_r(rng, 5, 3, dtype=dt), _IDX)),
                                          Sample((_r(rng, 5, 3, dtype=dt), _IDX), args=(1,)),
-                                         Sample((_r(rng, 5, 3, dtype=dt), _IDX), args=(-1,))],
+                                         Sample((_r(rng, 5, 3, dtype=dt), _IDX), args=(-1,)),
+                                         Sample((_r(rng, 5, 3, dtype=dt), _IDX),
+                                                args=(-1, True)),      # scale_grad_by_freq
+                                         Sample((_r(rng, 5, 3, dtype=dt), _IDX), args=(3, True))],
            forward_ad=False,
            errors=lambda: [Sample((np.ones((5, 3), np.float32), np.ones(2, np.float32)))]),
+    OpInfo("embedding_bag", _embedding_bag, forward_ad=False,
+           errors=lambda: [Sample((np.ones((5, 3), np.float32), np.ones(4, np.float32),
+                                   np.array([0, 2]))),
+                           Sample((np.ones((5, 3), np.float32), np.array([0, 1, 2, 3]),
+                                   np.array([0, 2])), args=(False, 3)),
+                           Sample((np.ones((5, 3), np.float32), np.array([0, 1, 2, 3]),
+                                   np.array([0, 5])))]),
     # torch has no forward AD through this op's backward formula
     OpInfo("binary_cross_entropy_with_logits", _bce, rtol=1e-4, atol=1e-5, forward_ad=False),
     OpInfo("binary_cross_entropy_with_logits",

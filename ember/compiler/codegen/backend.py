@@ -3,22 +3,25 @@
 The compiled callable runs the graph as a list of steps: eager nodes through
 the dispatcher (matmul, linear, convolution, views and every op the lowering
 table does not cover: their existing kernels) and fused kernels through one
-generated shared object, called with a per-kernel argument array built once
-(only the data pointers change between calls).  A graph made only of kernels
-runs through a precomputed plan; ``reduce-overhead`` fixes its buffers and
-``max-autotune`` picks each kernel's thread count (:class:`CompiledGraph`).
+generated shared object, each called through its native entry point
+(:class:`ember._C.cgrun.Kernel`).  A graph made only of kernels runs as one
+native plan, a mixed one as one generated Python function; ``reduce-overhead``
+fixes the kernels' buffers and ``max-autotune`` picks each kernel's thread
+count (:class:`CompiledGraph`).
 Graphs whose inputs need gradients are compiled for training by :mod:`.aot`.
 """
 from __future__ import annotations
 
 import ctypes
+import operator
 import threading
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import ember
-from ember.fx import Node
+from ember._C import cgrun as _cgrun
+from ember.fx import Graph, GraphModule, Node
 from ember.fx.node import map_arg
 
 from .. import Backend, CompileMode
@@ -55,85 +58,76 @@ def _no_compiler_note() -> None:
 
 
 class _KernelCall:
-    __slots__ = ("fn", "args", "ins", "outs", "n_in", "specs", "busy", "static", "nt", "n0")
+    """One kernel of a graph: the nodes it reads and writes, and its native entry
+    point (:class:`ember._C.cgrun.Kernel`: outputs allocated and the function called
+    with the GIL released, no ctypes on the way)."""
+
+    __slots__ = ("k", "ins", "outs", "static")
 
     def __init__(self, fn: Any, k: Kernel) -> None:
-        self.fn = fn
         self.ins = list(k.inputs)
         self.outs = list(k.outputs)
-        self.n_in = len(self.ins)
-        self.args = (ctypes.c_void_p * (len(self.ins) + len(self.outs)))()
-        self.specs = [(tuple(_meta(n).shape), getattr(ember, _dtype(_meta(n))))
-                      for n in self.outs]
-        # the prebuilt array serves one call at a time; a concurrent call from
-        # another thread gets its own
-        self.busy = threading.Lock()
+        specs = [(tuple(_meta(n).shape), getattr(ember, _dtype(_meta(n)))) for n in self.outs]
+        # the leading size is a run-time argument of the code
+        n0 = k.vshape[0] if k.vshape else 1
+        self.k = _cgrun.Kernel(ctypes.cast(fn, ctypes.c_void_p).value, len(self.ins), specs, n0)
         self.static: list | None = None    # reduce-overhead: outputs allocated once
-        self.nt = 0                        # max-autotune: the thread count chosen (0: all)
-        self.n0 = k.vshape[0] if k.vshape else 1     # the size the code takes at run time
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64]
-        fn.restype = None
 
-    def run(self, env: dict, nt: int, static: bool) -> list:
+    @property
+    def nt(self) -> int:
+        """The thread count max-autotune chose (0: all)."""
+        return self.k.nt
+
+    @nt.setter
+    def nt(self, v: int) -> None:
+        self.k.nt = v
+
+    def run(self, env: dict, static: bool) -> list:
         ins = [env[n] for n in self.ins]
-        if self.nt:
-            nt = min(nt, self.nt)
-        if not self.busy.acquire(blocking=False):
-            outs = [ember.empty(s, dtype=d) for s, d in self.specs]
-            self.fn(type(self.args)(*[t.data_ptr() for t in ins + outs]), nt, self.n0)
-            return outs
-        try:
-            a = self.args
-            outs = self.static
-            if static and outs is not None and not any(
-                    t._storage_id() == o._storage_id() for t in ins for o in outs):
-                # the same buffers every call: only input addresses can change
-                for i, t in enumerate(ins):
-                    a[i] = t.data_ptr()
-            else:
-                outs = [ember.empty(s, dtype=d) for s, d in self.specs]
-                a[:] = [t.data_ptr() for t in ins + outs]
-                if static and self.static is None:
-                    self.static = outs
-            self.fn(a, nt, self.n0)
-            return outs
-        finally:
-            self.busy.release()
+        outs = self.static
+        if static and outs is not None and not any(
+                t._storage_id() == o._storage_id() for t in ins for o in outs):
+            return self.k.run_into(ins, outs)
+        outs = self.k.run(ins)
+        if static and self.static is None:
+            self.static = outs
+        return outs
 
     def tune(self, env: dict, nt: int) -> None:
         """Time the kernel on this call's inputs at each thread count; keep the fastest
         (the kernel is a pure function of its inputs, so reruns change nothing)."""
         import time
-        outs = [ember.empty(s, dtype=d) for s, d in self.specs]
-        a = type(self.args)(*[env[n].data_ptr() for n in self.ins] +
-                            [t.data_ptr() for t in outs])
+        ins = [env[n] for n in self.ins]
+        outs = self.k.run(ins)
         best = None
+        self.k.nt = 0
         for c in sorted({1, max(1, nt // 2), nt}):
-            self.fn(a, c, self.n0)
+            self.k.run_into(ins, outs, c)
             ts = []
             for _ in range(5):
                 t0 = time.perf_counter()
-                self.fn(a, c, self.n0)
+                self.k.run_into(ins, outs, c)
                 ts.append(time.perf_counter() - t0)
             t = sorted(ts)[2]
             if best is None or t < best[0]:
                 best = (t, c)
-        self.nt = best[1]
+        self.k.nt = best[1]
 
 
 class CompiledGraph:
     """A captured graph's runtime: eager steps and generated kernels, in graph order.
 
     ``static`` (reduce-overhead): each kernel writes the same output buffers on every
-    call, allocated once, so a call only patches input addresses into prebuilt
-    argument arrays; results of one call are overwritten by the next (as with CUDA
-    graphs: clone what you keep).  ``tune_file`` (max-autotune): per-kernel thread
-    counts, measured on the first call and kept in that file.
+    call, allocated once, so results of one call are overwritten by the next (as with
+    CUDA graphs: clone what you keep).  ``tune_file`` (max-autotune): per-kernel thread
+    counts, measured on the first call and kept in that file.  A graph made only of
+    kernels runs through one native plan (:class:`ember._C.cgrun.Plan`).
     """
 
     def __init__(self, gm: Any, steps: list, lib: Any, static: bool = False,
                  tune_file: Path | None = None) -> None:
         self.gm = gm
+        self.lib = lib          # the kernels' code stays mapped while this graph lives
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
         self.steps = []
@@ -187,126 +181,95 @@ class CompiledGraph:
         self.tune_file.parent.mkdir(parents=True, exist_ok=True)
         cache._write_atomic(self.tune_file, json.dumps(old).encode())
 
-    def _make_plan(self) -> None:
-        """reduce-overhead on a graph of kernels only: after the first call every buffer
-        is fixed, so a call is: patch the argument addresses, call each kernel."""
-        self.plan = None
-        if not all(is_k and obj.static is not None for is_k, obj in self.steps):
-            return
-        where = {n: i for i, n in enumerate(self.placeholders)}
-        made: dict = {}
-        plan = []
-        for _, k in self.steps:
-            slots = []
-            for j, n in enumerate(k.ins):
-                if n in where:
-                    slots.append((j, where[n]))
-                elif n not in made:
-                    return
-            made.update(zip(k.outs, k.static))
-            plan.append((k.fn, k.args, slots, k.nt, k.n0))
-        outs = self.output.args[0]
-        if not all(isinstance(n, Node) and n in made for n in outs):
-            return
-        self.static_sids = {t._storage_id() for t in made.values()}
-        self.static_out = tuple(made[n] for n in outs)
-        self.plan = plan
-        self.lock = threading.Lock()
-
-    def _run_plan(self, args: tuple) -> Any:
-        sids = self.static_sids
-        for t in args:
-            if t._storage_id() in sids:
-                return None       # an earlier result fed back in: fresh buffers this call
-        ptrs = [t.data_ptr() for t in args]
-        nt = ember.get_num_threads()
-        for fn, a, slots, knt, n0 in self.plan:
-            for j, i in slots:
-                a[j] = ptrs[i]
-            fn(a, min(nt, knt) if knt else nt, n0)
-        return self.static_out
-
-    def _make_fresh_plan(self) -> None:
-        """A graph of kernels only, fresh outputs every call: the plan says where each
-        kernel's inputs come from (an argument, an earlier kernel's output) and when
-        an intermediate is dead, so a call needs no dictionary of values."""
-        self.fresh = None
+    def _native_plan(self, static: bool) -> Any:
+        """A graph of kernels only, as one native plan: where each kernel's inputs come
+        from (an argument or an earlier kernel's output, by slot) and after which step
+        each intermediate is dead; ``static`` plans write the buffers of the first call."""
         if not all(is_k for is_k, _ in self.steps) or type(self.output.args[0]) is not tuple:
-            return
-        where = {n: i for i, n in enumerate(self.placeholders)}
-        made: dict = {}
-        plan = []
-        last: dict = {}
-        for ki, (_, k) in enumerate(self.steps):
-            srcs = []
+            return None
+        if static and not all(k.static is not None for _, k in self.steps):
+            return None
+        slot = {n: i for i, n in enumerate(self.placeholders)}
+        nxt = len(slot)
+        kernels, reads, writes, last = [], [], [], {}
+        for i, (_, k) in enumerate(self.steps):
+            if any(n not in slot for n in k.ins):
+                return None
+            reads.append([slot[n] for n in k.ins])
             for n in k.ins:
-                if n in where:
-                    srcs.append(where[n])
-                elif n in made:
-                    srcs.append(made[n])
-                    last[made[n]] = ki
-                else:
-                    return
-            made.update((n, (ki, oi)) for oi, n in enumerate(k.outs))
-            plan.append((k, srcs, []))
+                last[slot[n]] = i
+            w = []
+            for n in k.outs:
+                slot[n] = nxt
+                w.append(nxt)
+                nxt += 1
+            writes.append(w)
+            kernels.append(k.k)
         outs = self.output.args[0]
-        if not all(isinstance(n, Node) and n in made for n in outs):
-            return
-        keep = {made[n] for n in outs}
-        for src, ki in last.items():
-            if src not in keep:
-                plan[ki][2].append(src)
-        self.fresh_out = [made[n] for n in outs]
-        self.fresh = plan
+        if not all(isinstance(n, Node) and n in slot for n in outs):
+            return None
+        results = [slot[n] for n in outs]
+        frees: list = [[] for _ in kernels]
+        if not static:
+            for s, i in last.items():
+                if s >= len(self.placeholders) and s not in results:
+                    frees[i].append(s)
+        buffers = [t for _, k in self.steps for t in k.static] if static else None
+        return _cgrun.Plan(kernels, reads, writes, frees, len(self.placeholders), results,
+                           buffers)
 
-    def _run_fresh(self, args: tuple) -> tuple:
-        nt = ember.get_num_threads()
-        produced: list = []
-        for k, srcs, dead in self.fresh:
-            outs = [ember.empty(s, dtype=d) for s, d in k.specs]
-            ptrs = [args[s].data_ptr() if type(s) is int else produced[s[0]][s[1]].data_ptr()
-                    for s in srcs]
-            ptrs += [t.data_ptr() for t in outs]
-            knt = min(nt, k.nt) if k.nt else nt
-            if k.busy.acquire(blocking=False):
-                try:
-                    a = k.args
-                    a[:] = ptrs
-                    k.fn(a, knt, k.n0)
-                finally:
-                    k.busy.release()
+    def _python_plan(self) -> Callable:
+        """Kernels and eager nodes as one generated Python function (``ember.fx``'s code
+        generation): each kernel is a call of its native entry point, each eager node
+        a direct call, and values are dropped after their last use."""
+        g = Graph()
+        env: dict = {}
+        for n in self.placeholders:
+            env[n] = g.node_copy(n, env.__getitem__)
+        for is_k, obj in self.steps:
+            if is_k:
+                call = g.call_function(obj.k.run, (tuple(env[n] for n in obj.ins),))
+                for j, o in enumerate(obj.outs):
+                    env[o] = g.call_function(operator.getitem, (call, j))
             else:
-                k.fn(type(k.args)(*ptrs), knt, k.n0)
-            produced.append(outs)
-            for i, j in dead:
-                produced[i][j] = None
-        return tuple([produced[i][j] for i, j in self.fresh_out])
+                env[obj] = g.node_copy(obj, env.__getitem__)
+        g.node_copy(self.output, env.__getitem__)
+        return GraphModule(self.gm, g).forward
 
     def __call__(self, *args: Any) -> Any:
         static, tuning = self.static, not self.tuned
-        if not static and not tuning:
-            fresh = getattr(self, "fresh", False)
-            if fresh:
-                return self._run_fresh(args)
-            if fresh is False:
-                self._make_fresh_plan()
-                if self.fresh:
-                    return self._run_fresh(args)
-        if static:
-            plan = getattr(self, "plan", False)
+        if not tuning:
+            plan = self.__dict__.get("plan", False)
             if plan:
+                if not static:
+                    return plan(*args)
+                # static buffers serve one call at a time: a concurrent call, or one
+                # fed an earlier result, runs with fresh buffers
                 if self.lock.acquire(blocking=False):
                     try:
-                        r = self._run_plan(args)
+                        r = plan(*args)
                     finally:
                         self.lock.release()
                     if r is not None:
                         return r
-                static = False     # another thread holds the buffers, or aliasing
-            elif plan is False and not tuning:
-                r = self._run(args, True, False)
-                self._make_plan()
+                return self._run(args, False, False)
+            if plan is False:
+                if static:
+                    self.lock = threading.Lock()
+                    with self.lock:
+                        r = self._run(args, True, False)
+                self.plan = self._native_plan(static)
+                if not static:
+                    if self.plan is None:
+                        self.plan = self._python_plan()
+                    return self.plan(*args)
                 return r
+            if static and self.lock.acquire(blocking=False):
+                try:
+                    return self._run(args, True, False)
+                finally:
+                    self.lock.release()
+            return self._run(args, False, False)
         return self._run(args, static, tuning)
 
     def _run(self, args: tuple, static: bool, tuning: bool) -> Any:
@@ -316,7 +279,7 @@ class CompiledGraph:
             if is_k:
                 if tuning:
                     obj.tune(env, nt)
-                env.update(zip(obj.outs, obj.run(env, nt, static)))
+                env.update(zip(obj.outs, obj.run(env, static)))
             else:
                 env[obj] = _run_node(self.gm, obj, env)
             for n in dead:

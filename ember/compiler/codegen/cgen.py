@@ -19,7 +19,8 @@ from .scheduler import Kernel, _dtype, _meta
 from .scheduler import _op_name as _name
 
 PRELUDE = r"""
-static inline float em_cg_relu(float x) { return (x != x) ? x : (x > 0 ? x : 0); }
+/* one max instruction: a NaN passes through (the comparison is false) */
+static inline float em_cg_relu(float x) { return 0.0f > x ? 0.0f : x; }
 static inline float em_cg_max(float a, float b) {
     return (a != a || b != b) ? a + b : (a > b ? a : b); }
 static inline float em_cg_min(float a, float b) {
@@ -47,6 +48,43 @@ static inline float em_cg_trig(float xx, int want_cos) {
     int use_c = (j == 1 || j == 2) ^ want_cos;
     return sign * (use_c ? pc : ps);
 }
+/* 1 / (1 + exp(-x)) with em_expf's reduction and polynomial, so results equal the
+   eager kernel's bit for bit; exp's range checks shrink to one clamp (below -87
+   the sum is 1 either way) and 2^n is formed once (2^(n-1) * 2 keeps n = 128). */
+static inline float em_cg_sigmoid(float x) {
+    float t = -x;
+    float tc = t > 88.72283935546875f ? 88.72283935546875f : (t < -87.0f ? -87.0f : t);
+    float fx = floorf(tc * 1.44269504088896341f + 0.5f);
+    float r = tc - fx * 0.693359375f + fx * 2.12194440e-4f;
+    float y = 1.9875691500E-4f;
+    y = y * r + 1.3981999507E-3f;
+    y = y * r + 8.3334519073E-3f;
+    y = y * r + 4.1665795894E-2f;
+    y = y * r + 1.6666665459E-1f;
+    y = y * r + 5.0000001201E-1f;
+    y = y * r * r + r + 1.0f;
+    int32_t e = ((int32_t)fx + 126) << 23;
+    float s;
+    memcpy(&s, &e, 4);
+    float res = 1.0f / (1.0f + y * s * 2.0f);
+    res = t > 88.72283935546875f ? 0.0f : res;
+    return x != x ? x : res;
+}
+/* One-thread parallel regions (small tensors, one thread) run their body
+   directly: libgomp's team barrier costs a futex wake-up even for a team of one
+   (the module is linked with --wrap=GOMP_parallel, as ember's own are). */
+#if defined(__linux__) && defined(_OPENMP)
+#include <omp.h>
+void __real_GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+__attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
+        void (*fn)(void *), void *data, unsigned nthreads, unsigned flags) {
+    if (nthreads == 1 && !omp_in_parallel()) {
+        fn(data);
+        return;
+    }
+    __real_GOMP_parallel(fn, data, nthreads, flags);
+}
+#endif
 #define em_cg_sin_fast(x) em_cg_trig((x), 0)
 #define em_cg_cos_fast(x) em_cg_trig((x), 1)
 #define em_cg_sin_exact(x) ((float)sin((double)(x)))
@@ -130,7 +168,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     # the body is written twice: the fast variant flags arguments its vectorised
     # sin/cos cannot take, and then the exact one (libm) reruns the kernel
     lines = [f"static int {name}_VARIANT(void **a, int nt, int64_t n0) {{",
-             "    int big = 0; (void)n0;"]
+             "    float big = 0.0f; (void)n0;"]
     var: dict = {}
     for i, x in enumerate(k.inputs):
         ct = "const unsigned char" if _dtype(_meta(x)) == "bool" else "const float"
@@ -171,7 +209,9 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
 
     def trig_check(n: Node) -> str:
         if _name(n) in ("sin", "cos"):
-            return f" big |= fabsf({operand(k.prim[n][1][0])}) > EM_CG_TRIG_MAX;"
+            # the largest |argument| (one max per vector; a NaN never replaces it)
+            a = f"fabsf({operand(k.prim[n][1][0])})"
+            return f" big = {a} > big ? {a} : big;"
         return ""
 
     def v_stmt(n: Node) -> str:
@@ -199,7 +239,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
                     [f"{m} = {m} > {operand(x)} ? {m} : {operand(x)};",
                      f"{m}_nan |= {operand(x)} != {operand(x)};"],
                     f"#pragma omp simd reduction(max:{m}) reduction(|:{m}_nan) "
-                    f"reduction(|:big)")
+                    f"reduction(max:big)")
         out.append(f"{ind}if ({m}_nan) {m} = NAN;")
         return out
 
@@ -213,7 +253,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             # per thread, so results do not depend on the thread count)
             o = k.outputs.index(n)
             body += loop([ops[0]], [f"pk{o}[j] += (double){operand(ops[0])};"],
-                         "#pragma omp simd reduction(|:big)")
+                         "#pragma omp simd reduction(max:big)")
         elif isinstance(prim, L.Reduction):
             x, acc = ops[0], var[n] + "_acc"
             if prim.kind == "amax":
@@ -222,7 +262,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             else:
                 body.append(f"{ind}float {acc} = 0.0f;")
                 body += loop([x], [f"{acc} += {operand(x)};"],
-                             f"#pragma omp simd reduction(+:{acc}) reduction(|:big)")
+                             f"#pragma omp simd reduction(+:{acc}) reduction(max:big)")
                 div = f" / (float){C}" if prim.kind == "mean" else ""
                 body.append(f"{ind}const float {var[n]} = {acc}{div};")
         elif isinstance(prim, L.Row):
@@ -231,7 +271,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             body += max_loop(x, m)
             body.append(f"{ind}float {z} = 0.0f;")
             body += loop([x], [f"{z} += em_expf({operand(x)} - {m});"],
-                         f"#pragma omp simd reduction(+:{z}) reduction(|:big)")
+                         f"#pragma omp simd reduction(+:{z}) reduction(max:big)")
             if prim.kind == "log_softmax":
                 body.append(f"{ind}const float {var[n]}_lz = (float)log((double){z});")
     v_out = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "V"]
@@ -241,7 +281,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         for i, n in v_out:
             val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
             tail.append(f"out{i}[{idx}] = {val};")
-        body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(|:big)")
+        body += loop([n for _, n in v_out], tail, "#pragma omp simd reduction(max:big)")
     totals = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "T"]
     columns = [(i, n) for i, n in enumerate(k.outputs) if k.cls[n] == "K"]
     for i, n in enumerate(k.outputs):
@@ -253,9 +293,9 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             body.append(f"{ind}part{i}[r] = (double){var[n]};")
     for i, n in totals:
         lines.append(f"    double *part{i} = (double *)malloc(sizeof(double) * {Rs});")
-        lines.append(f"    if (!part{i}) {{ out{i}[0] = NAN; return big; }}")
+        lines.append(f"    if (!part{i}) {{ out{i}[0] = NAN; return 0; }}")
     par = (f"num_threads(nt) schedule(static) if({Rs} * {Cs} >= {par_min}LL) "
-           f"reduction(|:big)")
+           f"reduction(max:big)")
     if flat:
         body = [f"{ind}#pragma omp parallel for simd {par}"
                 if b.strip().startswith("#pragma omp simd") else b for b in body]
@@ -266,7 +306,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         for i, n in columns:
             lines.append(f"    double *part{i} = (double *)calloc(nb * {C}, sizeof(double));")
             lines.append(f"    if (!part{i}) {{ for (int64_t j = 0; j < {C}; j++) "
-                         f"out{i}[j] = NAN; return big; }}")
+                         f"out{i}[j] = NAN; return 0; }}")
         lines.append(f"    #pragma omp parallel for {par}")
         lines.append("    for (int64_t blk = 0; blk < nb; blk++) {")
         lines += [f"        double *pk{i} = part{i} + blk * {C}LL;" for i, _ in columns]
@@ -290,7 +330,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         div = f" / (double){Rs}" if k.prim[n][0].kind == "mean" else ""
         lines.append(f"    {{ double t = 0.0; for (int64_t r = 0; r < {Rs}; r++) t += part{i}[r];")
         lines.append(f"      out{i}[0] = (float)(t{div}); free(part{i}); }}")
-    lines.append("    return big;")
+    lines.append("    return big > EM_CG_TRIG_MAX;")
     lines.append("}")
     text = "\n".join(lines) + "\n"
     variants = []

@@ -40,7 +40,7 @@ def _f(name: str) -> str:
     return f"(float){name}((double){{0}})"
 
 
-_SIGMOID = "(1.0f / (1.0f + em_expf(-({0}))))"
+_SIGMOID = "em_cg_sigmoid({0})"
 
 POINTWISE: dict[str, Pointwise] = {
     "add": Pointwise("({0} + {1})", 2),

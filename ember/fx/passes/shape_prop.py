@@ -24,8 +24,9 @@ class TensorMetadata(NamedTuple):
 
 def _extract_tensor_metadata(t: Any) -> TensorMetadata:
     import ember
-    # ember has no memory_format objects yet: None, as torch reports for odd strides
-    fmt = getattr(ember, "contiguous_format", None) if t.is_contiguous() else None
+    # the first format t is dense in; None, as torch reports, for other strides
+    fmt = next((f for f in (ember.contiguous_format, ember.channels_last,
+                            ember.channels_last_3d) if t.is_contiguous(memory_format=f)), None)
     return TensorMetadata(t.shape, t.dtype, t.requires_grad, tuple(t.stride()), fmt, False, {})
 
 

@@ -648,11 +648,12 @@ class Module:
 
     def to(self, *args, **kwargs):
         """Convert parameters and floating-point buffers (``to(dtype)``, ``to(device)``,
-        ``to(tensor)``); integer buffers keep their dtype."""
+        ``to(tensor)``); integer buffers keep their dtype. ``memory_format=`` lays out
+        the 4-D and 5-D ones (``ember.channels_last``)."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -676,6 +677,8 @@ class Module:
                 kw["device"] = device
             if dtype is not None and t.is_floating_point():
                 kw["dtype"] = dtype
+            if fmt is not None and t.dim() in (4, 5):
+                kw["memory_format"] = fmt
             return t.to(**kw) if kw else t
 
         return self._apply(convert)

@@ -1,0 +1,160 @@
+"""A whole training step under ember.compile: zero_grad, forward, loss.backward(),
+optimizer.step() (and a scheduler) in one compiled function, against eager."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+nn = ember.nn
+F = nn.functional
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(12, 24)
+        self.ln = nn.LayerNorm(24)
+        self.l2 = nn.Linear(24, 5)
+
+    def forward(self, x):
+        return self.l2(self.ln(F.gelu(self.l1(x))).tanh() * 2)
+
+
+def _make(opt_cls, **kw):
+    ember.manual_seed(0)
+    net = _Net()
+    return net, opt_cls(net.parameters(), **kw)
+
+
+def _data():
+    g = ember.Generator().manual_seed(1)
+    return ember.randn(8, 12, generator=g), ember.randint(0, 5, (8,), generator=g)
+
+
+def _train_step(net, opt, sched=None, set_to_none=True):
+    def step(x, y):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        return loss
+    return step
+
+
+def _program(compiled):
+    (entry,) = [e for es in compiled._compiled.cache.values() for e in es]
+    return entry.compiled
+
+
+@pytest.mark.parametrize("opt_cls,kw", [
+    (ember.optim.Adam, dict(lr=1e-2)),
+    (ember.optim.AdamW, dict(lr=1e-2, weight_decay=0.1)),
+    (ember.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
+])
+def test_compiled_train_step_matches_eager(opt_cls, kw):
+    ember.compiler.reset()
+    x, y = _data()
+    n1, o1 = _make(opt_cls, **kw)
+    n2, o2 = _make(opt_cls, **kw)
+    compiled = ember.compile(_train_step(n1, o1))
+    eager = _train_step(n2, o2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # no graph break makes it run eagerly
+        for _ in range(4):
+            l1, l2 = compiled(x, y), eager(x, y)
+            np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-5)
+    for (name, a), b in zip(n1.named_parameters(), n2.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+    stats = ember.compiler.counters["stats"]
+    assert stats["calls_captured"] == 1 and stats["unique_graphs"] == 1
+    # the forward runs generated code and its backward the generated backward
+    prog = _program(compiled)
+    kinds = [type(s).__name__ for s in prog.steps]
+    assert kinds == ["_EagerStep", "_GraphStep", "_EagerStep", "_EagerStep"]
+    assert type(prog.steps[1].fn).__name__ == "TrainingGraph"
+    breaks = ember.compiler.counters["graph_break"]
+    assert breaks["backward() runs eagerly between graphs"] >= 1
+    assert breaks["step() runs eagerly between graphs"] >= 1
+
+
+def test_compiled_train_step_matches_torch():
+    torch = pytest.importorskip("torch")
+    x, y = _data()
+    net, opt = _make(ember.optim.Adam, lr=1e-2)
+    tnet = torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.GELU(),
+                               torch.nn.LayerNorm(24), torch.nn.Tanh(), torch.nn.Linear(24, 5))
+    with torch.no_grad():
+        for tm, em in ((tnet[0], net.l1), (tnet[2], net.ln), (tnet[4], net.l2)):
+            tm.weight.copy_(torch.from_numpy(em.weight.detach().numpy().copy()))
+            tm.bias.copy_(torch.from_numpy(em.bias.detach().numpy().copy()))
+    topt = torch.optim.Adam(tnet.parameters(), lr=1e-2)
+    tx, ty = torch.from_numpy(x.numpy().copy()), torch.from_numpy(y.numpy().copy())
+    compiled = ember.compile(_train_step(net, opt))
+    for _ in range(3):
+        loss = compiled(x, y)
+        topt.zero_grad()
+        tloss = torch.nn.functional.cross_entropy(tnet[4](tnet[:4](tx) * 2), ty)
+        tloss.backward()
+        topt.step()
+        np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-5)
+    np.testing.assert_allclose(net.l1.weight.detach().numpy(), tnet[0].weight.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(net.l2.bias.detach().numpy(), tnet[4].bias.detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_scheduler_and_kept_gradients_inside_the_compiled_step():
+    ember.compiler.reset()
+    x, y = _data()
+    runs = []
+    for compiled in (True, False):
+        net, opt = _make(ember.optim.SGD, lr=0.1, momentum=0.9)
+        sched = ember.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+        step = _train_step(net, opt, sched, set_to_none=False)
+        step = ember.compile(step) if compiled else step
+        losses = [step(x, y).item() for _ in range(4)]
+        runs.append((losses, opt.param_groups[0]["lr"], net.l1.weight.detach().numpy(),
+                     net.l1.weight.grad.numpy()))
+    (l1, lr1, w1, g1), (l2, lr2, w2, g2) = runs
+    np.testing.assert_allclose(l1, l2, rtol=1e-5)
+    assert lr1 == lr2 == 0.1 * 0.5 ** 4
+    np.testing.assert_allclose(w1, w2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g1, g2, rtol=1e-5, atol=1e-6)
+    assert ember.compiler.counters["stats"]["calls_captured"] == 1
+
+
+def _lr_step(net, opt, where):
+    def step(x, y):
+        if where == "before":
+            opt.param_groups[0]["lr"] *= 0.5      # Python state a replay would not change
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+        if where == "after":
+            opt.param_groups[0]["lr"] *= 0.5
+    return step
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_hyperparameters_changed_by_traced_code_run_eagerly(where):
+    ember.compiler.reset()
+    x, y = _data()
+    runs = []
+    for compiled in (True, False):
+        net, opt = _make(ember.optim.SGD, lr=0.1)
+        step = _lr_step(net, opt, where)
+        fn = ember.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                fn(x, y)
+        runs.append((opt.param_groups[0]["lr"], net.l2.weight.detach().numpy()))
+        if compiled:
+            assert any("changed Python state" in str(m.message) for m in w)
+    assert runs[0][0] == runs[1][0] == 0.1 / 8
+    np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=1e-6, atol=1e-7)
