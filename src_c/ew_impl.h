@@ -125,20 +125,29 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
-/* UNFIX_LOOP for binary ops whose BAD / SLOW depend on b (backward helpers:
-   a = incoming grad, b = saved input) */
-#define BINFIX_LOOP(name, TY, EXPR, BAD, SLOW)                                          \
-    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
-        (void)aux;                                                                      \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {              \
-            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+/* UNFIX_LOOP for binary ops (a, b): contiguous operands, or one of them a
+   broadcast scalar, run the vectorised EXPR per block and SLOW where BAD */
+#define BINFIX_BLOCKS(EXPR, BAD, SLOW, XA, YB)                                          \
             for (int64_t b0 = 0; b0 < n; b0 += 512) {                                   \
                 int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                               \
                 int bad = 0;                                                            \
-                for (int64_t i = b0; i < b1; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); bad |= (BAD); } \
+                for (int64_t i = b0; i < b1; i++) { T a = XA, b = YB; o[i] = (EXPR); bad |= (BAD); } \
                 if (bad)                                                                \
-                    for (int64_t i = b0; i < b1; i++) { T a = x[i], b = y[i]; if (BAD) o[i] = (SLOW); } \
-            }                                                                           \
+                    for (int64_t i = b0; i < b1; i++) { T a = XA, b = YB; if (BAD) o[i] = (SLOW); } \
+            }
+#define BINFIX_LOOP(name, TY, EXPR, BAD, SLOW)                                          \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        (void)aux;                                                                      \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                      \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+            BINFIX_BLOCKS(EXPR, BAD, SLOW, x[i], y[i])                                  \
+        } else if (s[0] == z && s[1] == z && s[2] == 0) {                               \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1]; const T yb = *(const T *)p[2]; \
+            BINFIX_BLOCKS(EXPR, BAD, SLOW, x[i], yb)                                    \
+        } else if (s[0] == z && s[1] == 0 && s[2] == z) {                               \
+            T *o = (T *)p[0]; const T xa = *(const T *)p[1]; const T *y = (const T *)p[2]; \
+            BINFIX_BLOCKS(EXPR, BAD, SLOW, xa, y[i])                                    \
         } else {                                                                        \
             char *o = p[0]; const char *x = p[1], *y = p[2];                            \
             for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
@@ -297,7 +306,7 @@ FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
 UN_LOOP(un_exp_f32, float, float, em_expf(x))
-UN_LOOP(un_exp2_f32, float, float, (float)em_exp_d((double)x * 0.6931471805599453))
+UN_LOOP(un_exp2_f32, float, float, em_exp2f(x))
 UN_LOOP(un_exp2_f64, double, double, exp2(x))
 UN_LOOP(un_exp_f64, double, double, em_exp_d(x))
 UN_LOOP(un_expm1_f32, float, float, em_expm1f(x))

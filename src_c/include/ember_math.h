@@ -57,6 +57,30 @@ EM_HD_INLINE float em_exp_reduced(float xc, int32_t k) {
     return y * s1 * s2;
 }
 
+/* 2^x for float32: n = round(x) and f = x - n (exact), 2^f = exp(f ln 2) by the
+   exp polynomial; 2^n exact for integer x */
+EM_HD_INLINE float em_exp2f(float x) {
+    float xc = x > 129.0f ? 129.0f : (x < -151.0f ? -151.0f : x);
+    float n = floorf(xc + 0.5f);
+    float r = (xc - n) * 0.693147180559945309f;
+    float y = 1.9875691500E-4f;
+    y = EM_MADF(y, r, 1.3981999507E-3f);
+    y = EM_MADF(y, r, 8.3334519073E-3f);
+    y = EM_MADF(y, r, 4.1665795894E-2f);
+    y = EM_MADF(y, r, 1.6666665459E-1f);
+    y = EM_MADF(y, r, 5.0000001201E-1f);
+    y = EM_MADF(y, r * r, r) + 1.0f;
+    int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
+    float s1, s2;
+    int32_t e1 = (n1 + 127) << 23, e2 = (n2 + 127) << 23;
+    memcpy(&s1, &e1, 4);
+    memcpy(&s2, &e2, 4);
+    float res = y * s1 * s2;
+    res = x > 128.0f ? INFINITY : res;
+    res = x < -150.0f ? 0.0f : res;
+    return x != x ? x : res;
+}
+
 /* exp for float32 that vectorises (Cephes-style range reduction + degree-6
    polynomial, ~1 ulp); glibc's expf is a scalar call. */
 EM_HD_INLINE float em_expf(float x) {
