@@ -134,15 +134,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cdim = 0 if input.dim() == 1 else 1
     C = input.shape[cdim]
-    if (input.dim() > 2 and not target.is_floating_point() and input.device.type == "cpu"
-            and tuple(target.shape) == (input.shape[0],) + tuple(input.shape[2:])
-            and input.dtype in (ember.float32, ember.float64) and _FUSED_CE):
-        # (N, C, d1, ...): the classes moved last make (N d1 ..., C) rows for the
-        # fused kernel (one copy each way, differentiable), then the original shape
-        rows = input.movedim(1, -1).reshape(-1, C)
-        out = cross_entropy(rows, target.reshape(-1), weight, ignore_index=ignore_index,
-                            reduction=reduction, label_smoothing=label_smoothing)
-        return out.reshape(target.shape) if reduction == "none" else out
     if (input.dim() == 2 and input.dtype in (ember.float32, ember.float64) and
             target.dtype == ember.int64 and reduction in ("mean", "sum", "none") and
             0.0 <= label_smoothing <= 1.0 and input.device.type == "cpu" and _FUSED_CE and
@@ -155,7 +146,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         else:
             return _C_reduce.cross_entropy_fused(input, target, weight, ignore_index,
                                                  label_smoothing, reduction)[0]
-    if (target.is_floating_point() and input.dim() >= 2 and input.device.type == "cpu"
+    # (N, C, d1, ...) inputs stay on the composed ops: moving the classes last costs
+    # more than the fused kernel saves there
+    if (target.is_floating_point() and input.dim() == 2 and input.device.type == "cpu"
             and input.dtype in (ember.float32, ember.float64) and target.dtype == input.dtype
             and tuple(target.shape) == tuple(input.shape) and not target.requires_grad
             and reduction in ("mean", "sum", "none") and 0.0 <= label_smoothing <= 1.0
@@ -286,20 +279,11 @@ def _cross_entropy_prob_function():
 
 
 def _cross_entropy_prob(input, target, weight, label_smoothing, reduction):
-    """cross_entropy against class probabilities on the fused kernels; (N, C, d1, ...)
-    inputs move the classes last (one copy each way, differentiable)."""
-    C = input.shape[1]
-    x, t = input, target
-    if input.dim() > 2:
-        x = input.movedim(1, -1).reshape(-1, C)
-        t = target.movedim(1, -1).reshape(-1, C)
-    if x.requires_grad and ember.is_grad_enabled():
-        out = _CrossEntropyP.apply(x, t, weight, label_smoothing, reduction)
-    else:
-        out = _C_reduce.cross_entropy_prob_fused(x, t, weight, label_smoothing, reduction)[0]
-    if reduction == "none" and input.dim() > 2:
-        return out.reshape((input.shape[0],) + tuple(input.shape[2:]))
-    return out
+    """cross_entropy of (N, C) logits against class probabilities on the fused kernels."""
+    if input.requires_grad and ember.is_grad_enabled():
+        return _CrossEntropyP.apply(input, target, weight, label_smoothing, reduction)
+    return _C_reduce.cross_entropy_prob_fused(input, target, weight, label_smoothing,
+                                              reduction)[0]
 
 
 _CrossEntropy = _LazyFn(_cross_entropy_function)
