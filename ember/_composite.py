@@ -998,6 +998,9 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     gives; returns ``(hist, bin_edges)``."""
     return_types = _red.return_types
     _tensor_arg(input, "histogram")
+    if input.device.type == "cuda":
+        from ember.cuda._dispatch import no_kernel
+        raise no_kernel("histogram", input.device)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the "
                            f"same dtype, but got input {input.dtype}")

@@ -65,16 +65,9 @@ def _result(name: str, *values: Any) -> tuple:
     return cls(*values)
 
 
-_SCALAR = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-           "bool": "Bool"}
-
-
-# ---------------------------------------------------------------------------
-# argument checks and plumbing
-
 def _scalar_name(dt) -> str:
-    return _SCALAR.get(str(dt).rsplit(".", 1)[-1], str(dt))
+    """torch's scalar-type name of an ember dtype ('Float', 'ComplexDouble', ...)"""
+    return core._SCALAR_NAMES[dt.code]
 
 
 def _tensor(x: Any, op: str, arg: str) -> Tensor:

@@ -28,12 +28,6 @@ class Tensor(core.TensorBase):
 
     __module__ = "ember"
 
-    # autograd's state of a tensor beyond TensorBase's grad fields (ember.autograd)
-    _ag_nr = None             # (node, output_nr) for outputs of multi-output ops
-    _ag_acc = None            # weak reference to a leaf's AccumulateGrad node
-    _ag_hooks = None          # a leaf's tensor hooks {id: fn}
-    _ag_post_hooks = None     # a leaf's post-accumulate-grad hooks
-
     def __new__(cls, *args, device=None):
         # the legacy constructor: Tensor(2, 3) -> uninitialised float32, Tensor(data) -> copy
         if not args:
@@ -434,12 +428,23 @@ class Tensor(core.TensorBase):
         return prelu(self, weight)
 
     def is_pinned(self, device=None):
-        """CPU memory is never pinned in ember (there is no accelerator to pin it for)."""
-        return False
+        """Whether this CPU tensor lives in page-locked memory (from :meth:`pin_memory`)."""
+        owner = self.untyped_storage()._owner
+        return type(owner).__name__ == "PinnedBlock" and owner.__module__ == "ember.cuda._kernels"
 
     def pin_memory(self, device=None):
-        """Pinning needs an accelerator; as torch on a machine without one, it refuses."""
-        raise RuntimeError("Cannot access accelerator device when none is available.")
+        """A copy in page-locked host memory, which CUDA copies read asynchronously
+        (``.to("cuda", non_blocking=True)``).  Without a usable GPU it refuses, as torch."""
+        from ember.cuda import _kernels
+        try:
+            _kernels.backend()
+        except RuntimeError:
+            raise RuntimeError("Cannot access accelerator device when none is available.") \
+                from None
+        if self.is_pinned():
+            return self
+        from ember.cuda._dispatch import pin_memory
+        return pin_memory(self)
 
     def flatten(self, start_dim=0, end_dim=-1):
         nd = self.dim()

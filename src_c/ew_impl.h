@@ -218,6 +218,8 @@ typedef uint8_t em_bool;
     M(op, int16_t, i16, __VA_ARGS__) M(op, int32_t, i32, __VA_ARGS__) M(op, int64_t, i64, __VA_ARGS__)
 #define FOR_FLOATS(M, op, ...) M(op, float, f32, __VA_ARGS__) M(op, double, f64, __VA_ARGS__)
 #define FOR_NUM(M, op, ...) FOR_INTS(M, op, __VA_ARGS__) FOR_FLOATS(M, op, __VA_ARGS__)
+#define FOR_INTS_B(M, op, ...) FOR_INTS(M, op, __VA_ARGS__) M(op, em_bool, bool, __VA_ARGS__)
+#define FOR_NUM_B(M, op, ...) FOR_NUM(M, op, __VA_ARGS__) M(op, em_bool, bool, __VA_ARGS__)
 
 #define MK_BIN(op, T, sfx, EXPR) BIN_LOOP(bin_##op##_##sfx, T, EXPR)
 #define MK_IDIV(op, T, sfx, EXPR) IDIV_LOOP(bin_##op##_##sfx, T, EXPR)
@@ -225,13 +227,29 @@ typedef uint8_t em_bool;
 #define MK_UN(op, T, sfx, EXPR) UN_LOOP(un_##op##_##sfx, T, T, EXPR)
 #define MK_PRED(op, T, sfx, EXPR) UN_LOOP(pred_##op##_##sfx, T, em_bool, EXPR)
 
-/* --- binary ops ---------------------------------------------------------- */
+/* --- the kernels of the op lists (ember_ew_ops.h); OWN ones follow ------- */
+#define EW_BIN_ALL(k, dt, e1, e2) FOR_##dt(MK_BIN, k, e1)
+#define EW_BIN_F2(k, dt, e1, e2) BIN_LOOP(bin_##k##_f32, float, e1) BIN_LOOP(bin_##k##_f64, double, e2)
+#define EW_BIN_OWN(k, dt, e1, e2)
+#define EW_UN_ALL(k, dt, e1, e2) FOR_##dt(MK_UN, k, e1)
+#define EW_UN_F2(k, dt, e1, e2) \
+    UN_LOOP(un_##k##_f32, float, float, e1) UN_LOOP(un_##k##_f64, double, double, e2)
+#define EW_UN_OWN(k, dt, e1, e2)
+#define EW_DEF_BIN_(C, k, pub, kind, dt, loop, e1, e2) EW_BIN_##loop(k, dt, e1, e2)
+#define EW_DEF_UN_(C, k, pub, kind, dt, loop, e1, e2) EW_UN_##loop(k, dt, e1, e2)
+#define EW_DEF_CMP_(C, k, pub, e) FOR_NUM_B(MK_CMP, k, e)
+#define EW_DEF_PRED_(C, k, pub, ef, ei, eb) FOR_FLOATS(MK_PRED, k, ef) FOR_INTS(MK_PRED, k, ei) \
+    UN_LOOP(pred_##k##_bool, em_bool, em_bool, eb)
+EW_BINARY_OPS(EW_DEF_BIN_)
+EW_COMPARE_OPS(EW_DEF_CMP_)
+EW_UNARY_OPS(EW_DEF_UN_)
+EW_PREDICATE_OPS(EW_DEF_PRED_)
+
+/* --- binary ops (OWN) ---------------------------------------------------- */
 FOR_NUM(MK_BIN, add, a + b)
 BIN_LOOP(bin_add_bool, em_bool, a | b)
-FOR_NUM(MK_BIN, sub, a - b)
 FOR_NUM(MK_BIN, mul, a * b)
 BIN_LOOP(bin_mul_bool, em_bool, a & b)
-FOR_FLOATS(MK_BIN, div, a / b)
 BIN_LOOP(bin_floordiv_f32, float, em_floordivf(a, b))
 BIN_LOOP(bin_floordiv_f64, double, em_floordiv(a, b))
 FOR_INTS(MK_IDIV, floordiv, (b == -1 ? (T)(0 - (uint64_t)a) :
@@ -254,129 +272,31 @@ FOR_INTS(MK_BIN, max, a > b ? a : b)
 FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
 BIN_LOOP(bin_min_bool, em_bool, a & b)
-FOR_FLOATS(MK_BIN, fmax, (T)fmax(a, b))
-FOR_FLOATS(MK_BIN, fmin, (T)fmin(a, b))
-FOR_FLOATS(MK_BIN, atan2, (T)atan2(a, b))
-FOR_FLOATS(MK_BIN, hypot, (T)hypot(a, b))
-FOR_FLOATS(MK_BIN, copysign, (T)copysign(a, b))
-FOR_INTS(MK_BIN, band, a & b)
-FOR_INTS(MK_BIN, bor, a | b)
-FOR_INTS(MK_BIN, bxor, a ^ b)
-BIN_LOOP(bin_band_bool, em_bool, a & b)
-BIN_LOOP(bin_bor_bool, em_bool, a | b)
-BIN_LOOP(bin_bxor_bool, em_bool, a ^ b)
-FOR_INTS(MK_BIN, lshift, (b < 0 || b >= (T)(8 * sizeof(T))) ? 0 : (T)((uint64_t)a << b))
-FOR_INTS(MK_BIN, rshift, (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (T)(a >> b))
-BIN_LOOP(bin_xlogy_f32, float, em_xlogyf(a, b))
-BIN_LOOP(bin_xlogy_f64, double, em_xlogy(a, b))
-BIN_LOOP(bin_logaddexp_f32, float, em_logaddexpf(a, b))
-BIN_LOOP(bin_logaddexp_f64, double, em_logaddexp(a, b))
-/* backward helpers: a = incoming grad, b = saved input or output */
-FOR_FLOATS(MK_BIN, relu_bw, b > 0 ? a : 0)
-FOR_FLOATS(MK_BIN, sigmoid_bw, a * b * (1 - b))
-FOR_FLOATS(MK_BIN, tanh_bw, a * (1 - b * b))
+/* gelu's backward: the fast path vectorises; x < -5.5 is fixed up per block */
 BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_fastf(b), b < EM_GELU_FAST_MIN,
             a * em_gelu_grad_slowf(b))
 BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad(b))
-BIN_LOOP(bin_gelu_tanh_bw_f32, float, a * em_gelu_tanh_gradf(b))
-BIN_LOOP(bin_gelu_tanh_bw_f64, double, a * em_gelu_tanh_grad(b))
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
-BIN_LOOP(bin_silu_bw_f32, float, em_silu_bwf(a, b))
-BIN_LOOP(bin_silu_bw_f64, double, em_silu_bw(a, b))
 
-/* --- comparisons (bool out) ---------------------------------------------- */
-#define MK_CMP_ALL(op, EXPR) FOR_NUM(MK_CMP, op, EXPR) CMP_LOOP(cmp_##op##_bool, em_bool, EXPR)
-MK_CMP_ALL(eq, a == b)
-MK_CMP_ALL(ne, a != b)
-MK_CMP_ALL(lt, a < b)
-MK_CMP_ALL(le, a <= b)
-MK_CMP_ALL(gt, a > b)
-MK_CMP_ALL(ge, a >= b)
-MK_CMP_ALL(land, (a != 0) & (b != 0))
-MK_CMP_ALL(lor, (a != 0) | (b != 0))
-MK_CMP_ALL(lxor, (a != 0) ^ (b != 0))
-
-/* --- unary ops ----------------------------------------------------------- */
-FOR_NUM(MK_UN, neg, (T)(0 - x))
+/* --- unary ops (OWN) ----------------------------------------------------- */
 FOR_INTS(MK_UN, abs, (T)(x < 0 ? 0 - x : x))
 FOR_FLOATS(MK_UN, abs, (T)fabs(x))
 UN_LOOP(un_abs_bool, em_bool, em_bool, x)
 FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
-UN_LOOP(un_exp_f32, float, float, em_expf(x))
-UN_LOOP(un_exp2_f32, float, float, em_exp2f(x))
-UN_LOOP(un_exp2_f64, double, double, exp2(x))
-UN_LOOP(un_exp_f64, double, double, em_exp_d(x))
-UN_LOOP(un_expm1_f32, float, float, em_expm1f(x))
-UN_LOOP(un_expm1_f64, double, double, (T)expm1(x))
-UN_LOOP(un_log_f32, float, float, em_logf(x))
-UN_LOOP(un_log_f64, double, double, em_log_d(x))
-UN_LOOP(un_log2_f32, float, float, em_logf(x) * 1.44269504088896341f)
-UN_LOOP(un_log2_f64, double, double, em_log2_d(x))
-UN_LOOP(un_log10_f32, float, float, em_logf(x) * 0.434294481903251828f)
-UN_LOOP(un_log10_f64, double, double, (T)log10(x))
-UN_LOOP(un_log1p_f32, float, float, em_log1pf(x))
-UN_LOOP(un_log1p_f64, double, double, em_log1p_d(x))
-UN_LOOP(un_sqrt_f32, float, float, sqrtf(x))
-UN_LOOP(un_sqrt_f64, double, double, sqrt(x))
-UN_LOOP(un_rsqrt_f32, float, float, 1.0f / sqrtf(x))
-UN_LOOP(un_rsqrt_f64, double, double, 1.0 / sqrt(x))
 UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), sinf(x))
 UN_LOOP(un_sin_f64, double, double, sin(x))
 UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), cosf(x))
 UN_LOOP(un_cos_f64, double, double, cos(x))
 UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), tanf(x))
 UN_LOOP(un_tan_f64, double, double, tan(x))
-UN_LOOP(un_asin_f32, float, float, em_asinf(x))
-UN_LOOP(un_asin_f64, double, double, (T)asin(x))
-UN_LOOP(un_acos_f32, float, float, em_acosf(x))
-UN_LOOP(un_acos_f64, double, double, (T)acos(x))
-UN_LOOP(un_atan_f32, float, float, em_atanf(x))
-UN_LOOP(un_atan_f64, double, double, (T)atan(x))
-UN_LOOP(un_sinh_f32, float, float, em_sinhf(x))
-UN_LOOP(un_sinh_f64, double, double, (T)sinh(x))
-UN_LOOP(un_cosh_f32, float, float, em_coshf(x))
-UN_LOOP(un_cosh_f64, double, double, (T)cosh(x))
-UN_LOOP(un_tanh_f32, float, float, ew_tanhf(x))
-UN_LOOP(un_tanh_f64, double, double, tanh(x))
-UN_LOOP(un_asinh_f32, float, float, em_asinhf(x))
-UN_LOOP(un_asinh_f64, double, double, em_asinh_d(x))
-UN_LOOP(un_acosh_f32, float, float, em_acoshf(x))
-UN_LOOP(un_acosh_f64, double, double, em_acosh_d(x))
-UN_LOOP(un_atanh_f32, float, float, em_atanhf(x))
-UN_LOOP(un_atanh_f64, double, double, em_atanh_d(x))
-UN_LOOP(un_sigmoid_f32, float, float, ew_sigmoidf(x))
-UN_LOOP(un_sigmoid_f64, double, double, ew_sigmoidd(x))
-FOR_NUM(MK_UN, relu, (x != x) ? x : (x > 0 ? x : 0))
+/* exact gelu: the fast path vectorises; x < -5.5 is fixed up per block */
 UNFIX_LOOP(un_gelu_f32, float, em_gelu_fastf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
 UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
-UN_LOOP(un_gelu_tanh_f32, float, float, em_gelu_tanhf(x))
-UN_LOOP(un_gelu_tanh_f64, double, double, em_gelu_tanh(x))
-UN_LOOP(un_silu_f32, float, float, em_siluf(x))
-UN_LOOP(un_silu_f64, double, double, x * ew_sigmoidd(x))
-UN_LOOP(un_mish_f32, float, float, em_mishf(x))
-UN_LOOP(un_mish_f64, double, double, em_mish(x))
-UN_LOOP(un_erf_f32, float, float, em_erff(x))
-UN_LOOP(un_erf_f64, double, double, (T)erf(x))
-UN_LOOP(un_erfc_f32, float, float, em_erfcf(x))
-UN_LOOP(un_erfc_f64, double, double, (T)erfc(x))
-FOR_FLOATS(MK_UN, floor, (T)floor(x))
-FOR_FLOATS(MK_UN, ceil, (T)ceil(x))
-FOR_FLOATS(MK_UN, round, (T)nearbyint(x))
-FOR_FLOATS(MK_UN, trunc, (T)trunc(x))
-FOR_FLOATS(MK_UN, frac, (T)(x - trunc(x)))
-FOR_FLOATS(MK_UN, recip, (T)(1 / x))
-FOR_NUM(MK_UN, square, (T)(x * x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
-FOR_FLOATS(MK_UN, lgamma, (T)lgamma(x))
-/* softplus: prm = {beta, threshold} */
-UN_LOOP(un_softplus_f32, float, float, em_softplusf(x, (float)prm[0], (float)prm[1]))
-UN_LOOP(un_softplus_f64, double, double, em_softplus(x, prm[0], prm[1]))
-/* leaky_relu: prm = {slope} */
-FOR_FLOATS(MK_UN, leaky_relu, x > 0 ? x : (T)(x * prm[0]))
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
@@ -393,8 +313,6 @@ static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
     }
 }
 UN_LOOP(un_elu_f64, double, double, x > 0 ? (T)(x * prm[1]) : (T)(prm[1] * prm[0] * expm1(x * prm[2])))
-FOR_FLOATS(MK_UN, hardsigmoid, (T)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5)))
-FOR_FLOATS(MK_UN, hardswish, (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)))
 CLAMP_LOOP(un_clamp_u8, uint8_t)
 CLAMP_LOOP(un_clamp_i8, int8_t)
 CLAMP_LOOP(un_clamp_i16, int16_t)
@@ -403,21 +321,6 @@ CLAMP_LOOP(un_clamp_i64, int64_t)
 CLAMP_LOOP(un_clamp_f32, float)
 CLAMP_LOOP(un_clamp_f64, double)
 
-/* --- predicates (bool out) ----------------------------------------------- */
-FOR_FLOATS(MK_PRED, isnan, x != x)
-FOR_FLOATS(MK_PRED, isinf, (x == INFINITY) | (x == -INFINITY))
-FOR_FLOATS(MK_PRED, isfinite, (x == x) & (x != INFINITY) & (x != -INFINITY))
-FOR_FLOATS(MK_PRED, signbit, signbit(x) != 0)
-FOR_INTS(MK_PRED, isnan, 0)
-FOR_INTS(MK_PRED, isinf, 0)
-FOR_INTS(MK_PRED, isfinite, 1)
-FOR_INTS(MK_PRED, signbit, x < 0)
-FOR_NUM(MK_PRED, lnot, x == 0)
-UN_LOOP(pred_lnot_bool, em_bool, em_bool, x == 0)
-UN_LOOP(pred_isnan_bool, em_bool, em_bool, 0)
-UN_LOOP(pred_isinf_bool, em_bool, em_bool, 0)
-UN_LOOP(pred_isfinite_bool, em_bool, em_bool, 1)
-UN_LOOP(pred_signbit_bool, em_bool, em_bool, 0)
 
 WHERE_LOOP(where_1, uint8_t)
 WHERE_LOOP(where_2, uint16_t)
@@ -436,78 +339,20 @@ static int tab_ready = 0;
 #define SET_FLOATS(arr, op, pre) arr[op][EM_F32] = pre##_f32; arr[op][EM_F64] = pre##_f64;
 #define SET_NUM(arr, op, pre) SET_INTS(arr, op, pre) SET_FLOATS(arr, op, pre)
 
+#define SET_INTS_B(arr, op, pre) SET_INTS(arr, op, pre) arr[op][EM_BOOL] = pre##_bool;
+#define SET_NUM_B(arr, op, pre) SET_NUM(arr, op, pre) arr[op][EM_BOOL] = pre##_bool;
+#define EW_SET_BIN_(C, k, pub, kind, dt, ...) SET_##dt(tab.bin, EW_##C, bin_##k)
+#define EW_SET_CMP_(C, k, ...) SET_NUM_B(tab.cmp, EW_##C, cmp_##k)
+#define EW_SET_UN_(C, k, pub, kind, dt, ...) SET_##dt(tab.un, EW_##C, un_##k)
+#define EW_SET_PRED_(C, k, ...) SET_NUM_B(tab.pred, EW_##C, pred_##k)
+
 const em_ew_table *EW_TABLE_FN(void) {
     if (tab_ready) return &tab;
     memset(&tab, 0, sizeof(tab));
-    SET_NUM(tab.bin, EW_ADD, bin_add) tab.bin[EW_ADD][EM_BOOL] = bin_add_bool;
-    SET_NUM(tab.bin, EW_SUB, bin_sub)
-    SET_NUM(tab.bin, EW_MUL, bin_mul) tab.bin[EW_MUL][EM_BOOL] = bin_mul_bool;
-    SET_FLOATS(tab.bin, EW_DIV, bin_div)
-    SET_NUM(tab.bin, EW_FLOORDIV, bin_floordiv)
-    SET_NUM(tab.bin, EW_REM, bin_rem)
-    SET_NUM(tab.bin, EW_FMOD, bin_fmod)
-    SET_NUM(tab.bin, EW_POW, bin_pow)
-    SET_NUM(tab.bin, EW_MAX, bin_max) tab.bin[EW_MAX][EM_BOOL] = bin_max_bool;
-    SET_NUM(tab.bin, EW_MIN, bin_min) tab.bin[EW_MIN][EM_BOOL] = bin_min_bool;
-    SET_FLOATS(tab.bin, EW_FMAX, bin_fmax)
-    SET_FLOATS(tab.bin, EW_FMIN, bin_fmin)
-    SET_FLOATS(tab.bin, EW_ATAN2, bin_atan2)
-    SET_FLOATS(tab.bin, EW_HYPOT, bin_hypot)
-    SET_FLOATS(tab.bin, EW_COPYSIGN, bin_copysign)
-    SET_INTS(tab.bin, EW_BAND, bin_band) tab.bin[EW_BAND][EM_BOOL] = bin_band_bool;
-    SET_INTS(tab.bin, EW_BOR, bin_bor) tab.bin[EW_BOR][EM_BOOL] = bin_bor_bool;
-    SET_INTS(tab.bin, EW_BXOR, bin_bxor) tab.bin[EW_BXOR][EM_BOOL] = bin_bxor_bool;
-    SET_INTS(tab.bin, EW_LSHIFT, bin_lshift)
-    SET_INTS(tab.bin, EW_RSHIFT, bin_rshift)
-    SET_FLOATS(tab.bin, EW_XLOGY, bin_xlogy)
-    SET_FLOATS(tab.bin, EW_LOGADDEXP, bin_logaddexp)
-    SET_FLOATS(tab.bin, EW_RELU_BW, bin_relu_bw)
-    SET_FLOATS(tab.bin, EW_SIGMOID_BW, bin_sigmoid_bw)
-    SET_FLOATS(tab.bin, EW_TANH_BW, bin_tanh_bw)
-    SET_FLOATS(tab.bin, EW_GELU_BW, bin_gelu_bw)
-    SET_FLOATS(tab.bin, EW_GELU_TANH_BW, bin_gelu_tanh_bw)
-    SET_FLOATS(tab.bin, EW_SILU_BW, bin_silu_bw)
-    SET_FLOATS(tab.bin, EW_ADDA, bin_adda)
-
-#define SET_CMP(op, pre) SET_NUM(tab.cmp, op, pre) tab.cmp[op][EM_BOOL] = pre##_bool;
-    SET_CMP(EW_EQ, cmp_eq) SET_CMP(EW_NE, cmp_ne) SET_CMP(EW_LT, cmp_lt) SET_CMP(EW_LE, cmp_le)
-    SET_CMP(EW_GT, cmp_gt) SET_CMP(EW_GE, cmp_ge) SET_CMP(EW_LAND, cmp_land)
-    SET_CMP(EW_LOR, cmp_lor) SET_CMP(EW_LXOR, cmp_lxor)
-
-    SET_NUM(tab.un, EW_NEG, un_neg)
-    SET_NUM(tab.un, EW_ABS, un_abs) tab.un[EW_ABS][EM_BOOL] = un_abs_bool;
-    SET_NUM(tab.un, EW_SIGN, un_sign) tab.un[EW_SIGN][EM_BOOL] = un_sign_bool;
-    SET_FLOATS(tab.un, EW_EXP, un_exp) SET_FLOATS(tab.un, EW_EXP2, un_exp2)
-    SET_FLOATS(tab.un, EW_EXPM1, un_expm1) SET_FLOATS(tab.un, EW_LOG, un_log)
-    SET_FLOATS(tab.un, EW_LOG2, un_log2) SET_FLOATS(tab.un, EW_LOG10, un_log10)
-    SET_FLOATS(tab.un, EW_LOG1P, un_log1p) SET_FLOATS(tab.un, EW_SQRT, un_sqrt)
-    SET_FLOATS(tab.un, EW_RSQRT, un_rsqrt) SET_FLOATS(tab.un, EW_SIN, un_sin)
-    SET_FLOATS(tab.un, EW_COS, un_cos) SET_FLOATS(tab.un, EW_TAN, un_tan)
-    SET_FLOATS(tab.un, EW_ASIN, un_asin) SET_FLOATS(tab.un, EW_ACOS, un_acos)
-    SET_FLOATS(tab.un, EW_ATAN, un_atan) SET_FLOATS(tab.un, EW_SINH, un_sinh)
-    SET_FLOATS(tab.un, EW_COSH, un_cosh) SET_FLOATS(tab.un, EW_TANH, un_tanh)
-    SET_FLOATS(tab.un, EW_ASINH, un_asinh) SET_FLOATS(tab.un, EW_ACOSH, un_acosh)
-    SET_FLOATS(tab.un, EW_ATANH, un_atanh) SET_FLOATS(tab.un, EW_SIGMOID, un_sigmoid)
-    SET_NUM(tab.un, EW_RELU, un_relu)
-    SET_FLOATS(tab.un, EW_GELU, un_gelu) SET_FLOATS(tab.un, EW_GELU_TANH, un_gelu_tanh)
-    SET_FLOATS(tab.un, EW_SILU, un_silu) SET_FLOATS(tab.un, EW_MISH, un_mish)
-    SET_FLOATS(tab.un, EW_ERF, un_erf) SET_FLOATS(tab.un, EW_ERFC, un_erfc)
-    SET_FLOATS(tab.un, EW_FLOOR, un_floor) SET_FLOATS(tab.un, EW_CEIL, un_ceil)
-    SET_FLOATS(tab.un, EW_ROUND, un_round) SET_FLOATS(tab.un, EW_TRUNC, un_trunc)
-    SET_FLOATS(tab.un, EW_FRAC, un_frac) SET_FLOATS(tab.un, EW_RECIP, un_recip)
-    SET_NUM(tab.un, EW_SQUARE, un_square)
-    SET_INTS(tab.un, EW_BNOT, un_bnot) tab.un[EW_BNOT][EM_BOOL] = un_bnot_bool;
-    SET_FLOATS(tab.un, EW_LGAMMA, un_lgamma) SET_FLOATS(tab.un, EW_SOFTPLUS, un_softplus)
-    SET_FLOATS(tab.un, EW_LEAKY_RELU, un_leaky_relu) SET_FLOATS(tab.un, EW_ELU, un_elu)
-    SET_NUM(tab.un, EW_CLAMP, un_clamp)
-    SET_FLOATS(tab.un, EW_HARDSIGMOID, un_hardsigmoid)
-    SET_FLOATS(tab.un, EW_HARDSWISH, un_hardswish)
-
-#define SET_PRED(op, pre) SET_NUM(tab.pred, op, pre) tab.pred[op][EM_BOOL] = pre##_bool;
-    SET_PRED(EW_ISNAN, pred_isnan) SET_PRED(EW_ISINF, pred_isinf)
-    SET_PRED(EW_ISFINITE, pred_isfinite) SET_PRED(EW_LNOT, pred_lnot)
-    SET_PRED(EW_SIGNBIT, pred_signbit)
-
+    EW_BINARY_OPS(EW_SET_BIN_)
+    EW_COMPARE_OPS(EW_SET_CMP_)
+    EW_UNARY_OPS(EW_SET_UN_)
+    EW_PREDICATE_OPS(EW_SET_PRED_)
     for (int d = 0; d < EM_NDTYPES; d++) {
         int sz = em_itemsize[d];
         tab.where[d] = sz == 1 ? where_1 : sz == 2 ? where_2 : sz == 4 ? where_4 : sz == 8 ? where_8 : where_16;

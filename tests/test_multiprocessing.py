@@ -24,10 +24,10 @@ def _fail(rank, kind):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _child_writes(q):
-    t = q.get()
+def _child_writes(inbox, outbox):
+    t = inbox.get()
     t.add_(1)
-    q.put(t.sum().item())
+    outbox.put(t.sum().item())
 
 
 def test_names_and_sharing_strategy():
@@ -47,12 +47,12 @@ def test_names_and_sharing_strategy():
 
 def test_shared_tensor_crosses_a_queue_by_memory():
     ctx = emp.get_context("fork")
-    q = ctx.Queue()
+    inbox, outbox = ctx.Queue(), ctx.Queue()
     t = ember.zeros(4).share_memory_()
-    p = ctx.Process(target=_child_writes, args=(q,))
+    p = ctx.Process(target=_child_writes, args=(inbox, outbox))
     p.start()
-    q.put(t)
-    assert q.get(timeout=60) == 4.0
+    inbox.put(t)
+    assert outbox.get(timeout=60) == 4.0
     p.join(60)
     assert p.exitcode == 0
     np.testing.assert_array_equal(t.numpy(), np.ones(4))     # the child's write is seen

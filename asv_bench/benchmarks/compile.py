@@ -62,8 +62,9 @@ class RowOps:
 
 def _train_setup(mod, model_kind, how):
     """A training step (zero_grad, forward, cross-entropy, backward, Adam step) with the
-    forward and loss compiled or eager: the MLP of nn_training, and a transformer block
-    (embedding 128, 4 heads, sequence 64, batch 16)."""
+    forward and loss compiled or eager, or (``compiled_step``) the whole step compiled:
+    the MLP of nn_training, and a transformer block (embedding 128, 4 heads, sequence
+    64, batch 16)."""
     nn = mod.nn
     mod.manual_seed(0)
     if model_kind == "mlp":
@@ -91,13 +92,18 @@ def _train_setup(mod, model_kind, how):
         opt.zero_grad()
         fn(x, y).backward()
         opt.step()
+    if how == "compiled_step":
+        whole = mod.compile(step)
+
+        def step():
+            whole()
     for _ in range(3):
         step()
     return step
 
 
 class TrainStep:
-    params = [["mlp", "transformer"], ["eager", "compiled"], LIBS]
+    params = [["mlp", "transformer"], ["eager", "compiled", "compiled_step"], LIBS]
     param_names = ["model", "how", "library"]
     timer = WALL
     timeout = 600

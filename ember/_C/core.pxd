@@ -86,6 +86,13 @@ cdef class TensorBase:
     cdef public object _grad
     cdef public object _grad_fn
     cdef readonly bint _inference   # made under inference_mode (views inherit it)
+    # autograd's state beyond the grad fields (ember.autograd reads and writes them)
+    cdef public object _ag_nr          # (node, output_nr) for outputs of multi-output ops
+    cdef public object _ag_acc         # weak reference to a leaf's AccumulateGrad node
+    cdef public object _ag_hooks       # a leaf's tensor hooks {id: fn}
+    cdef public object _ag_post_hooks  # a leaf's post-accumulate-grad hooks
+    cdef public object _ag_base        # a view's base: the tensor that owns its memory
+    cdef public int64_t _ag_ver        # the storage version when a view's grad_fn was set
 
 
 # A broadcast, coalesced iteration over up to MAX_ARGS operands (arg 0 = output).

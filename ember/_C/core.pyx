@@ -579,8 +579,7 @@ cdef object redispatch(str name, object fn, tuple args, dict kwargs):
                                       f"'{dev.type}' backend: no kernel registered")
         return kern(*args, **kwargs)
     if dev.kind == DEV_CUDA:
-        raise RuntimeError(f"{name}: CUDA is not available in this build of ember "
-                           f"(see ember.cuda.unavailable_reason())")
+        return _cuda_backend().dispatch(name, fn, args, kwargs)
     if dev.kind == DEV_META:
         raise NotImplementedError(f"{name}: the meta device has no kernels")
     return fn(*args, **kwargs)
@@ -602,36 +601,73 @@ cdef int check_inplace(TensorBase t, str op) except -1:
     if em_grad_on and t._requires_grad and t._grad_fn is None:
         raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
                            f"in-place operation.")
-    if em_grad_on and _view_hook is not None:
-        base = _view_base(t)
-        if base is not None and (<TensorBase>base)._requires_grad and \
-                (<TensorBase>base)._grad_fn is None:
+    if em_grad_on and _view_hook is not None and t._ag_base is not None:
+        base = <TensorBase>t._ag_base
+        if base._requires_grad and base._grad_fn is None:
             raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being "
                                f"used in an in-place operation.")
     return 0
 
 
-# Autograd's view tracking: a view recorded under grad mode keeps its base in its
-# instance dict (`_ag_base`); an in-place write through the view must then become
-# part of the base's graph, which the engine's hook records.
+# Autograd's view tracking: every view keeps its base (`_ag_base`, set by make_view).
+# An in-place write through a view under grad mode must become part of the base's
+# graph (the engine's hook records it); a view whose base was written since its
+# grad_fn was set gets a grad_fn rebuilt from the base's (torch's lazy regeneration).
 cdef object _view_hook = None
+cdef object _refresh_hook = None
 
 
-def _set_view_hook(fn):
-    global _view_hook
-    _view_hook = fn
-
-
-cdef inline object _view_base(TensorBase t):
-    d = getattr(t, "__dict__", None)
-    return None if d is None else d.get("_ag_base")
+def _set_view_hooks(written, refresh):
+    global _view_hook, _refresh_hook
+    _view_hook = written
+    _refresh_hook = refresh
 
 
 cdef int view_written(TensorBase t) except -1:
     """t was written in place with its new graph node set: rebase its view base"""
-    if em_grad_on and _view_hook is not None and _view_base(t) is not None:
+    if em_grad_on and _view_hook is not None and t._ag_base is not None:
         _view_hook(t)
     return 0
+
+
+cdef int view_refresh(TensorBase t) except -1:
+    """t is a view whose base's memory changed since t's grad_fn was set"""
+    if _refresh_hook is not None:
+        _refresh_hook(t)
+    return 0
+
+
+# The CUDA backend (ember.cuda._dispatch) is imported on the first CUDA tensor: it
+# allocates device storage, copies and runs the CUDA kernels of ops that redispatch.
+cdef object _cuda_mod = None
+
+
+cdef object _cuda_backend():
+    global _cuda_mod
+    if _cuda_mod is None:
+        import ember.cuda._dispatch as m
+        _cuda_mod = m
+    return _cuda_mod
+
+
+def _record_op(str name, tuple inputs, out, attrs):
+    """Record an op computed outside the core (device backends) for autograd."""
+    return record(name, inputs, out, attrs)
+
+
+def _check_inplace(TensorBase t, str op):
+    check_inplace(t, op)
+
+
+def _commit_inplace(TensorBase self, TensorBase r):
+    """Write r into self in place; self becomes the output of r's graph node."""
+    copy_into(self, r)
+    bump_version(self)
+    if r._grad_fn is not None:
+        self._grad_fn = r._grad_fn
+        self._requires_grad = self._requires_grad or r._requires_grad
+        view_written(self)
+    return self
 
 
 # ----------------------------------------------------------------------------
@@ -718,6 +754,10 @@ cdef Storage _alloc_storage(int64_t nbytes, Device device):
         raise RuntimeError(f"device '{device}': ember has no '{device.type}' backend (it runs "
                            f"on cpu, cuda when available, meta, and device types that a "
                            f"plugin registers)")
+    if device.kind == DEV_CUDA:
+        ptr, s.owner, s.device = _cuda_backend().alloc(nbytes, device)
+        s.data = <char *><size_t>ptr
+        return s
     if device.kind != DEV_CPU and device.kind != DEV_META:
         raise RuntimeError(f"cannot allocate native storage on device '{device}'")
     if device.kind == DEV_META:
@@ -793,7 +833,7 @@ cdef int64_t numel_of(int ndim, const int64_t *shape) noexcept nogil:
     return n
 
 
-cdef object _to_plain(TensorBase self, dtype, device, bint copy):
+cdef object _to_plain(TensorBase self, dtype, device, bint copy, bint non_blocking=False):
     cdef Device dev = self._device if device is None else as_device(device)
     cdef int dt = self._dtype if dtype is None else dtype_code(dtype)
     if dev == self._device and dt == self._dtype:
@@ -805,8 +845,7 @@ cdef object _to_plain(TensorBase self, dtype, device, bint copy):
             if kern is None:
                 raise NotImplementedError(f"to: no kernel registered for '{devtype}'")
             return kern(self, dev, _dtypes[dt])
-        raise RuntimeError(f"to: cannot move a tensor to {dev}: CUDA is not available in "
-                           f"this build of ember")
+        return _cuda_backend().to(self, dev, dt, non_blocking)
     return self._cast(dt)
 
 
@@ -937,8 +976,8 @@ cdef TensorBase new_tensor(int ndim, const int64_t *shape, int dtype, Device dev
     t._ndim = ndim
     t._dtype = dtype
     t._offset = 0
-    t._device = device
     t._storage = _alloc_storage(n, device)
+    t._device = t._storage.device    # a CUDA device gets its index
     t._inference = em_inference_on != 0
     return t
 
@@ -965,6 +1004,10 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
     t._device = base._device
     t._storage = base._storage
     t._inference = base._inference
+    # every view knows its base (through views of views, the one that owns the memory),
+    # so that an in-place write through it reaches the base's graph
+    t._ag_base = base if base._ag_base is None else base._ag_base
+    t._ag_ver = base._storage.version
     return t
 
 
@@ -1207,6 +1250,9 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     if nd != dst._ndim or any([bshape[i] != dst._shape[i] for i in range(nd)]):
         raise RuntimeError(f"output with shape {list(shape_tuple(dst))} doesn't match the "
                            f"broadcast shape {[bshape[i] for i in range(nd)]}")
+    if dst._device.kind == DEV_CUDA or src._device.kind == DEV_CUDA:
+        _cuda_backend().copy_into(dst, src)
+        return 0
     if dst._device.kind != DEV_CPU or src._device.kind != DEV_CPU:
         raise RuntimeError(f"copy_: cannot copy between {src._device} and {dst._device} natively")
     iter_init(&it, [dst, src], dst._ndim, dst._shape)
@@ -1240,6 +1286,9 @@ cdef int fill_scalar(TensorBase dst, object v) except -1:
     buf[1] = 0
     cdef NdIter it
     scalar_to_buf(v, dst._dtype, buf)
+    if dst._device.kind == DEV_CUDA:
+        _cuda_backend().fill(dst, (<char *>buf)[:em_itemsize[dst._dtype]])
+        return 0
     if is_contig(dst):
         with nogil:
             em_fill(dst._dtype, _ptr(dst), em_itemsize[dst._dtype], numel_of(dst._ndim, dst._shape),
@@ -1417,6 +1466,8 @@ cdef class TensorBase:
     # ---- autograd fields ----------------------------------------------------
     @property
     def requires_grad(self):
+        if self._ag_base is not None and self._ag_ver != self._storage.version:
+            view_refresh(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -1437,17 +1488,23 @@ cdef class TensorBase:
 
     @property
     def grad_fn(self):
+        if self._ag_base is not None and self._ag_ver != self._storage.version:
+            view_refresh(self)
         return self._grad_fn
 
     @property
     def is_leaf(self):
+        if self._ag_base is not None and self._ag_ver != self._storage.version:
+            view_refresh(self)
         return self._grad_fn is None
 
     def detach(self):
         """A view of the same storage that is cut off from the autograd graph."""
         if _slow:
             return redispatch("detach", TensorBase.detach, (self,), None)
-        return make_view(self, self._ndim, self._shape, self._strides, self._offset)
+        cdef TensorBase r = make_view(self, self._ndim, self._shape, self._strides, self._offset)
+        r._ag_base = None       # not a view for autograd: writes to it stay out of the graph
+        return r
 
     def detach_(self):
         global _rg_writes
@@ -1467,6 +1524,8 @@ cdef class TensorBase:
         if src._dtype != self._dtype or src._device is not self._device and \
                 src._device != self._device:
             raise RuntimeError("_adopt: the source must have the tensor's dtype and device")
+        if src._storage is not self._storage:
+            self._ag_base = None      # other memory: no longer a view of its old base
         self._storage = src._storage
         self._offset = src._offset
         self._ndim = src._ndim
@@ -1863,10 +1922,11 @@ cdef class TensorBase:
                 copy = a
             elif a is not None:
                 raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        nb = bool(kwargs.get("non_blocking", False))
         fmt = kwargs.get("memory_format")
         if fmt is not None or _maybe_channels_last(self):
-            return _memfmt().to(self, _to_plain(self, dtype, device, copy), fmt)
-        return _to_plain(self, dtype, device, copy)
+            return _memfmt().to(self, _to_plain(self, dtype, device, copy, nb), fmt)
+        return _to_plain(self, dtype, device, copy, nb)
 
     def _cast(self, int dt):
         if _slow and dt != self._dtype:
@@ -1931,7 +1991,9 @@ cdef class TensorBase:
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
-        return self.to("cuda" if device is None else device)
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = Device("cuda", device)
+        return self.to("cuda" if device is None else device, non_blocking=non_blocking)
 
     # ---- Python values ------------------------------------------------------
     def item(self):

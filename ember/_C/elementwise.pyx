@@ -15,14 +15,6 @@ from ember._C.c_ew cimport *
 
 cdef const em_ew_table *TAB = em_ew_get()
 
-# kinds of binary op: how the result dtype follows from the promoted one
-cdef enum:
-    K_ARITH = 0    # promoted dtype
-    K_DIV = 1      # integers go to the default float dtype
-    K_CMP = 2      # bool result, compare in the promoted dtype
-    K_INT = 3      # integers / bool only
-    K_FLOAT = 4    # float math (ints promoted to the default float dtype)
-
 cdef dict _PUBLIC = {}     # op name -> public function, for re-dispatch
 
 
@@ -297,7 +289,8 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if needs_slow1(t):
         return _redispatch_unary(name, a, out, attrs, inplace)
     rd = t._dtype
-    if (op == EW_ABS and rd == EM_BOOL) or (op == EW_FRAC and category(rd) < 2):
+    if kind != K_CMP and ((op == EW_ABS and rd == EM_BOOL) or
+                          (op == EW_FRAC and category(rd) < 2)):
         raise NotImplementedError(f"\"{'abs' if op == EW_ABS else 'frac'}_cpu\" not "
                                   f"implemented for '{torch_type_name(rd)}'")
     if kind == K_FLOAT and category(rd) < 2:
@@ -310,7 +303,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     if category(rd) == 3 and op == EW_ABS and kind != K_CMP:
         return _abs_complex(fn, t, out)
     if fn == NULL:
-        if op == EW_NEG and rd == EM_BOOL:
+        if op == EW_NEG and rd == EM_BOOL and kind != K_CMP:
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
@@ -437,7 +430,8 @@ def div(input, other, *, rounding_mode=None, out=None):
         q = _binary(EW_FLOORDIV, "floor_divide", input, other, None, K_ARITH)
         # floor and trunc differ where the remainder is non-zero and signs differ
         rem = _binary(EW_FMOD, "fmod", input, other, None, K_ARITH)
-        fix = logical_and(ne(rem, 0), ne(lt(rem, 0), lt(other, 0) if _is_t(other) else other < 0))
+        ne, lt, land = _g["ne"], _g["lt"], _g["logical_and"]
+        fix = land(ne(rem, 0), ne(lt(rem, 0), lt(other, 0) if _is_t(other) else other < 0))
         return add(q, fix, out=out)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
@@ -445,20 +439,6 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
-
-
-def floor_divide(input, other, *, out=None):
-    return _binary(EW_FLOORDIV, "floor_divide", input, other, out, K_ARITH)
-
-
-def remainder(input, other, *, out=None):
-    """Python-style modulus (the result has the sign of the divisor)."""
-    return _binary(EW_REM, "remainder", input, other, out, K_ARITH)
-
-
-def fmod(input, other, *, out=None):
-    """C-style modulus (the result has the sign of the dividend)."""
-    return _binary(EW_FMOD, "fmod", input, other, out, K_ARITH)
 
 
 def pow(input, exponent, *, out=None):
@@ -479,98 +459,6 @@ def float_power(input, exponent, *, out=None):
 
 cdef object _to64(object x):
     return (<TensorBase>x)._cast(EM_F64) if _is_t(x) else float(x)
-
-
-def maximum(input, other, *, out=None):
-    return _binary(EW_MAX, "maximum", input, other, out, K_ARITH)
-
-
-def minimum(input, other, *, out=None):
-    return _binary(EW_MIN, "minimum", input, other, out, K_ARITH)
-
-
-def fmax(input, other, *, out=None):
-    return _binary(EW_FMAX, "fmax", input, other, out, K_FLOAT)
-
-
-def fmin(input, other, *, out=None):
-    return _binary(EW_FMIN, "fmin", input, other, out, K_FLOAT)
-
-
-def atan2(input, other, *, out=None):
-    return _binary(EW_ATAN2, "atan2", input, other, out, K_FLOAT)
-
-
-def hypot(input, other, *, out=None):
-    return _binary(EW_HYPOT, "hypot", input, other, out, K_FLOAT)
-
-
-def copysign(input, other, *, out=None):
-    return _binary(EW_COPYSIGN, "copysign", input, other, out, K_FLOAT)
-
-
-def xlogy(input, other, *, out=None):
-    return _binary(EW_XLOGY, "xlogy", input, other, out, K_FLOAT)
-
-
-def logaddexp(input, other, *, out=None):
-    return _binary(EW_LOGADDEXP, "logaddexp", input, other, out, K_FLOAT)
-
-
-def bitwise_and(input, other, *, out=None):
-    return _binary(EW_BAND, "bitwise_and", input, other, out, K_INT)
-
-
-def bitwise_or(input, other, *, out=None):
-    return _binary(EW_BOR, "bitwise_or", input, other, out, K_INT)
-
-
-def bitwise_xor(input, other, *, out=None):
-    return _binary(EW_BXOR, "bitwise_xor", input, other, out, K_INT)
-
-
-def bitwise_left_shift(input, other, *, out=None):
-    return _binary(EW_LSHIFT, "bitwise_left_shift", input, other, out, K_INT)
-
-
-def bitwise_right_shift(input, other, *, out=None):
-    return _binary(EW_RSHIFT, "bitwise_right_shift", input, other, out, K_INT)
-
-
-def eq(input, other, *, out=None):
-    return _binary(EW_EQ, "eq", input, other, out, K_CMP)
-
-
-def ne(input, other, *, out=None):
-    return _binary(EW_NE, "ne", input, other, out, K_CMP)
-
-
-def lt(input, other, *, out=None):
-    return _binary(EW_LT, "lt", input, other, out, K_CMP)
-
-
-def le(input, other, *, out=None):
-    return _binary(EW_LE, "le", input, other, out, K_CMP)
-
-
-def gt(input, other, *, out=None):
-    return _binary(EW_GT, "gt", input, other, out, K_CMP)
-
-
-def ge(input, other, *, out=None):
-    return _binary(EW_GE, "ge", input, other, out, K_CMP)
-
-
-def logical_and(input, other, *, out=None):
-    return _binary(EW_LAND, "logical_and", input, other, out, K_CMP)
-
-
-def logical_or(input, other, *, out=None):
-    return _binary(EW_LOR, "logical_or", input, other, out, K_CMP)
-
-
-def logical_xor(input, other, *, out=None):
-    return _binary(EW_LXOR, "logical_xor", input, other, out, K_CMP)
 
 
 # backward helpers (fused kernels the autograd formulas call)
@@ -629,129 +517,69 @@ def div_(TensorBase self not None, other, *, rounding_mode=None):
     return _inplace_binary(EW_DIV, "div", self, other, K_DIV)
 
 
-def floor_divide_(TensorBase self not None, other):
-    return _inplace_binary(EW_FLOORDIV, "floor_divide", self, other, K_ARITH)
-
-
-def remainder_(TensorBase self not None, other):
-    return _inplace_binary(EW_REM, "remainder", self, other, K_ARITH)
-
-
-def fmod_(TensorBase self not None, other):
-    return _inplace_binary(EW_FMOD, "fmod", self, other, K_ARITH)
-
-
 def pow_(TensorBase self not None, exponent):
     return _inplace_binary(EW_POW, "pow", self, exponent, K_ARITH)
 
 
-def maximum_(TensorBase self not None, other):
-    return _inplace_binary(EW_MAX, "maximum", self, other, K_ARITH)
-
-
-def minimum_(TensorBase self not None, other):
-    return _inplace_binary(EW_MIN, "minimum", self, other, K_ARITH)
-
-
-def atan2_(TensorBase self not None, other):
-    return _inplace_binary(EW_ATAN2, "atan2", self, other, K_FLOAT)
-
-
-def bitwise_and_(TensorBase self not None, other):
-    return _inplace_binary(EW_BAND, "bitwise_and", self, other, K_INT)
-
-
-def bitwise_or_(TensorBase self not None, other):
-    return _inplace_binary(EW_BOR, "bitwise_or", self, other, K_INT)
-
-
-def bitwise_xor_(TensorBase self not None, other):
-    return _inplace_binary(EW_BXOR, "bitwise_xor", self, other, K_INT)
-
-
-def bitwise_left_shift_(TensorBase self not None, other):
-    return _inplace_binary(EW_LSHIFT, "bitwise_left_shift", self, other, K_INT)
-
-
-def bitwise_right_shift_(TensorBase self not None, other):
-    return _inplace_binary(EW_RSHIFT, "bitwise_right_shift", self, other, K_INT)
-
-
-def logical_and_(TensorBase self not None, other):
-    return _assign(self, logical_and(self, other), other, "logical_and_")
-
-
-def logical_or_(TensorBase self not None, other):
-    return _assign(self, logical_or(self, other), other, "logical_or_")
-
-
-def eq_(TensorBase self not None, other):
-    return _assign(self, eq(self, other), other, "eq_")
-
-
-def ne_(TensorBase self not None, other):
-    return _assign(self, ne(self, other), other, "ne_")
-
-
-def lt_(TensorBase self not None, other):
-    return _assign(self, lt(self, other), other, "lt_")
-
-
-def le_(TensorBase self not None, other):
-    return _assign(self, le(self, other), other, "le_")
-
-
-def gt_(TensorBase self not None, other):
-    return _assign(self, gt(self, other), other, "gt_")
-
-
-def ge_(TensorBase self not None, other):
-    return _assign(self, ge(self, other), other, "ge_")
-
-
 # ---------------------------------------------------------------------------
-# unary ops: (public name, op code, kind); the functions are generated below
+# the generated ops: every line of the op lists (src_c/include/ember_ew_ops.h) with a
+# public name becomes a function here, with its in-place form
 
-cdef dict _UNARY = {
-    "neg": (EW_NEG, K_ARITH), "abs": (EW_ABS, K_ARITH), "sign": (EW_SIGN, K_ARITH),
-    "sgn": (EW_SIGN, K_ARITH),
-    "exp": (EW_EXP, K_FLOAT), "exp2": (EW_EXP2, K_FLOAT), "expm1": (EW_EXPM1, K_FLOAT),
-    "log": (EW_LOG, K_FLOAT), "log2": (EW_LOG2, K_FLOAT), "log10": (EW_LOG10, K_FLOAT),
-    "log1p": (EW_LOG1P, K_FLOAT), "sqrt": (EW_SQRT, K_FLOAT), "rsqrt": (EW_RSQRT, K_FLOAT),
-    "sin": (EW_SIN, K_FLOAT), "cos": (EW_COS, K_FLOAT), "tan": (EW_TAN, K_FLOAT),
-    "asin": (EW_ASIN, K_FLOAT), "acos": (EW_ACOS, K_FLOAT), "atan": (EW_ATAN, K_FLOAT),
-    "sinh": (EW_SINH, K_FLOAT), "cosh": (EW_COSH, K_FLOAT), "tanh": (EW_TANH, K_FLOAT),
-    "asinh": (EW_ASINH, K_FLOAT), "acosh": (EW_ACOSH, K_FLOAT), "atanh": (EW_ATANH, K_FLOAT),
-    "sigmoid": (EW_SIGMOID, K_FLOAT), "relu": (EW_RELU, K_ARITH), "silu": (EW_SILU, K_FLOAT),
-    "mish": (EW_MISH, K_FLOAT), "erf": (EW_ERF, K_FLOAT), "erfc": (EW_ERFC, K_FLOAT),
-    "frac": (EW_FRAC, K_FLOAT), "reciprocal": (EW_RECIP, K_FLOAT),
-    "square": (EW_SQUARE, K_ARITH), "lgamma": (EW_LGAMMA, K_FLOAT),
-    "hardsigmoid": (EW_HARDSIGMOID, K_FLOAT), "hardswish": (EW_HARDSWISH, K_FLOAT),
-}
+cdef dict _op_list(int group, int n):
+    """public name -> (op code, kind) of one op list's generated bindings"""
+    cdef dict d = {}
+    cdef int op
+    for op in range(n):
+        name = em_ew_op_name(group, op).decode()
+        if name:
+            d[name] = (op, em_ew_op_kind(group, op))
+    return d
+
+
+cdef dict _BINARY = _op_list(EW_G_BIN, EW_NBIN)
+cdef dict _COMPARE = _op_list(EW_G_CMP, EW_NCMP)
+cdef dict _UNARY = _op_list(EW_G_UN, EW_NUN)
+cdef dict _PRED = _op_list(EW_G_PRED, EW_NPRED)
+_UNARY["sgn"] = _UNARY["sign"]      # torch's sign for complex numbers (z / |z|)
 # rounding is the identity on integer tensors (PyTorch returns a copy)
 cdef dict _ROUNDING = {"floor": EW_FLOOR, "ceil": EW_CEIL, "round": EW_ROUND, "trunc": EW_TRUNC}
-cdef dict _PRED = {"isnan": EW_ISNAN, "isinf": EW_ISINF, "isfinite": EW_ISFINITE,
-                   "logical_not": EW_LNOT, "signbit": EW_SIGNBIT}
 
 
-cdef object _call_unary(str name, object input, object out):
-    op, kind = _UNARY[name]
-    return _unary(op, name, input, out, kind, NULL)
+def _op_lists():
+    """{list: [(public name, op code, kind)]} as the C header declares them (for tests)"""
+    return {g: [(em_ew_op_name(i, op).decode(), op, em_ew_op_kind(i, op)) for op in range(n)]
+            for i, g, n in ((EW_G_BIN, "binary", EW_NBIN), (EW_G_CMP, "compare", EW_NCMP),
+                            (EW_G_UN, "unary", EW_NUN), (EW_G_PRED, "predicate", EW_NPRED))}
 
 
-cdef object _call_unary_(str name, object self):
-    if not isinstance(self, TensorBase):
-        raise TypeError(f"{name}_(): argument 'input' must be Tensor, not {type(self).__name__}")
-    op, kind = _UNARY[name]
-    return _inplace_unary(op, name, self, kind, NULL)
+def _make_binary(str name, int op, int kind):
+    def f(input, other, *, out=None):
+        return _binary(op, name, input, other, out, kind)
+
+    def f_(self, other):
+        if not isinstance(self, TensorBase):
+            raise TypeError(f"{name}_(): argument 'input' must be Tensor, not "
+                            f"{type(self).__name__}")
+        if kind == K_CMP:
+            return _assign(<TensorBase>self, _binary(op, name, self, other, None, kind),
+                           other, name + "_")
+        return _inplace_binary(op, name, <TensorBase>self, other, kind)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` of ``input`` and ``other``, broadcast together."
+    f_.__name__ = f_.__qualname__ = name + "_"
+    return f, f_
 
 
-def _make_unary(str name):
+def _make_unary(str name, int op, int kind):
     def f(input, *, out=None):
-        return _call_unary(name, input, out)
+        return _unary(op, name, input, out, kind, NULL)
 
     def f_(self):
-        return _call_unary_(name, self)
+        if not isinstance(self, TensorBase):
+            raise TypeError(f"{name}_(): argument 'input' must be Tensor, not "
+                            f"{type(self).__name__}")
+        return _inplace_unary(op, name, <TensorBase>self, kind, NULL)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` of ``input``."
@@ -795,9 +623,7 @@ def _make_rounding(str name):
     return f, f_
 
 
-def _make_pred(str name):
-    cdef int op = _PRED[name]
-
+def _make_pred(str name, int op):
     def f(input, *, out=None):
         return _unary(op, name, input, out, K_CMP, NULL)
 
@@ -807,24 +633,18 @@ def _make_pred(str name):
 
 
 _g = globals()
-for _name in _UNARY:
-    _g[_name], _g[_name + "_"] = _make_unary(_name)
+for _name, (_op, _kind) in (_BINARY | _COMPARE).items():
+    _g[_name], _g[_name + "_"] = _make_binary(_name, _op, _kind)
+for _name, (_op, _kind) in _UNARY.items():
+    _g[_name], _g[_name + "_"] = _make_unary(_name, _op, _kind)
 for _name in _ROUNDING:
     _g[_name], _g[_name + "_"] = _make_rounding(_name)
-for _name in _PRED:
-    _g[_name] = _make_pred(_name)
+for _name, (_op, _kind) in _PRED.items():
+    _g[_name] = _make_pred(_name, _op)
 
 
 def logical_not_(TensorBase self not None):
     return _assign(self, _g["logical_not"](self), None, "logical_not_")
-
-
-def bitwise_not(input, *, out=None):
-    return _unary(EW_BNOT, "bitwise_not", input, out, K_ARITH, NULL)
-
-
-def bitwise_not_(TensorBase self not None):
-    return _inplace_unary(EW_BNOT, "bitwise_not", self, K_ARITH, NULL)
 
 
 def positive(input):
@@ -913,9 +733,9 @@ def clamp(input, min=None, max=None, *, out=None):
     if _is_t(min) or _is_t(max):
         r = input
         if min is not None:
-            r = maximum(r, min)
+            r = _g["maximum"](r, min)
         if max is not None:
-            r = minimum(r, max)
+            r = _g["minimum"](r, max)
         return write_out(out, r, OUT_EXACT, (input, min, max), "clamp")
     return _clamp_scalar(input, min, max, out, False)
 
@@ -989,6 +809,8 @@ def lerp(input, end, weight, *, out=None):
     cdef int64_t s1[MAX_DIMS]
     cdef int64_t s2[MAX_DIMS]
     cdef int nd, rd, cd
+    if needs_slow((input, end, weight)):
+        return redispatch("lerp", lerp, (input, end, weight), {} if out is None else {"out": out})
     rd = result_type2(input, end)
     if category(rd) < 2:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{torch_type_name(rd)}'")
@@ -996,7 +818,7 @@ def lerp(input, end, weight, *, out=None):
             isinstance(weight, complex):
         # complex: torch's two-sided form from ops that have complex kernels
         if _is_t(weight):
-            small = lt(_g["abs"](weight), 0.5)
+            small = _g["lt"](_g["abs"](weight), 0.5)
             r = where(small, add(input, mul(weight, sub(end, input))),
                       sub(end, mul(sub(end, input), sub(1, weight))))
         elif _bi.abs(weight) < 0.5:
@@ -1028,18 +850,20 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if rtol < 0 or atol < 0:
         raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must be non-negative")
     if category(a._dtype) < 2:
-        return eq(input, other)
+        return _g["eq"](input, other)
     absf = _g["abs"]
-    close = eq(input, other)
+    close = _g["eq"](input, other)
     diff = absf(sub(input, other))
     tol = add(mul(absf(other) if _is_t(other) else _bi.abs(other), rtol), atol)
-    close = logical_or(close, logical_and(_g["isfinite"](diff), le(diff, tol)))
+    close = _g["logical_or"](close, _g["logical_and"](_g["isfinite"](diff), _g["le"](diff, tol)))
     if equal_nan:
-        close = logical_or(close, logical_and(_g["isnan"](input), _g["isnan"](other)))
+        close = _g["logical_or"](close, _g["logical_and"](_g["isnan"](input), _g["isnan"](other)))
     return close
 
 
 cdef bint _all_true(TensorBase c):
+    if c._device.kind != DEV_CPU:
+        c = <TensorBase>c.to("cpu")     # the answer is a host bool: copy the flags back
     cdef TensorBase t = contig(cast(c, EM_BOOL))
     cdef int64_t i, n = numel_of(t._ndim, t._shape)
     cdef const char *p = t._storage.data + t._offset
@@ -1061,7 +885,7 @@ def equal(input, other):
                         f"{type(other).__name__}")
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return _all_true(eq(input, other))
+    return _all_true(_g["eq"](input, other))
 
 
 # the public functions, for re-dispatch to modes and plugin backends

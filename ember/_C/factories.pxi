@@ -220,7 +220,8 @@ def as_tensor(data, dtype=None, device=None):
             t = _from_array_like(data, False)
         except TypeError:
             t = _tensor_from_data(data, -1, None)
-        return t._cast(dt) if dt >= 0 else t
+        t = t._cast(dt) if dt >= 0 else t
+        return t.to(device) if device is not None else t
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -306,9 +307,6 @@ cdef TensorBase _factory(tuple size, dtype, device, str op, bint float_only=Fals
         if kern is None:
             raise NotImplementedError(f"{op}: no 'empty' kernel registered for '{dev.type}'")
         return kern(tuple([shp[i] for i in range(nd)]), _dtypes[dt], dev)
-    if dev.kind == DEV_CUDA:
-        raise RuntimeError(f"{op}: CUDA is not available in this build of ember "
-                           f"(see ember.cuda.unavailable_reason())")
     return new_tensor(nd, shp, dt, dev)
 
 

@@ -1082,6 +1082,8 @@ def take_along_dim(TensorBase input not None, indices, dim=None, *, out=None):
 def take(TensorBase input not None, index):
     """input treated as 1-D, at ``index`` (result has index's shape)."""
     cdef TensorBase ix = as_tensor(index, "take", "index")
+    if needs_slow((input, ix)):
+        return redispatch("take", take, (input, index), {})
     if ix._dtype != EM_I64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {ix.dtype}")
     cdef int64_t n = numel_of(input._ndim, input._shape), bad, m
@@ -1345,6 +1347,9 @@ def cat(tensors, dim=0, *, out=None, axis=None):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t in ts:
         if t._device.kind != DEV_CPU or slow_path():
+            if not slow_path():      # mixed devices fail here, naming both
+                for i in range(1, len(ts)):
+                    check_same_device(<TensorBase>ts[0], <TensorBase>ts[i], "cat", "tensors")
             return redispatch("cat", cat, (tensors,), {"dim": dim})
     for i in range(len(ts)):
         t = <TensorBase>ts[i]
@@ -1724,6 +1729,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     cdef int64_t *dst
     if repeats is None:
         rp = as_tensor(input, "repeat_interleave", "repeats")
+        if needs_slow1(rp):
+            return redispatch("repeat_interleave", repeat_interleave, (input,), {})
         if rp._ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         if rp._dtype != EM_I64 and rp._dtype != EM_I32:

@@ -154,10 +154,14 @@ cdef Generator _default = default_generator
 
 
 def manual_seed(seed):
-    """Seed the default generator; returns it (``ember.manual_seed(0)``)."""
+    """Seed the default generator and, as torch does, every CUDA device's; returns
+    the default generator (``ember.manual_seed(0)``)."""
     if isinstance(seed, float):
         seed = int(seed)
-    return _default.manual_seed(seed)
+    g = _default.manual_seed(seed)
+    import ember.cuda as _cuda       # (seeding works without CUDA: it is remembered)
+    _cuda.manual_seed_all(seed)
+    return g
 
 
 def seed():

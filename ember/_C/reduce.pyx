@@ -1809,7 +1809,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     cdef TensorBase v, sq, so = None, res
     cdef int64_t R, n, m, i
     cdef bint rowwise
-    if needs_slow1(seq):
+    if needs_slow((seq, input, sorter)):
         return redispatch("searchsorted", searchsorted, (sorted_sequence, input), {
             "out_int32": out_int32, "right": right, "side": side, "sorter": sorter})
     if side is not None:

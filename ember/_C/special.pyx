@@ -10,6 +10,7 @@ tensors -> out= and autograd record."""
 from libc.stdint cimport int64_t
 
 from ember._C.core cimport *
+from ember._C.frame cimport torch_type_name
 
 cdef extern from "ember_special.h" nogil:
     enum:
@@ -23,8 +24,6 @@ cdef extern from "ember_special.h" nogil:
     em_loop em_special_unary(int op, int dtype)
     em_loop em_special_binary(int op, int dtype)
 
-_TYPE_NAMES = ("Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float",
-               "Double", "ComplexFloat", "ComplexDouble")
 # each element costs tens to hundreds of flops: threads pay off on smaller tensors
 # than for simple arithmetic
 cdef int64_t WORK_PER_ELEMENT = 32
@@ -71,7 +70,7 @@ cdef object _unary(int op, str name, object a, object out, const void *aux=NULL,
     cd = _compute(rd)
     fn = em_special_unary(op, cd)
     if fn == NULL:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_type_name(rd)}'")
     x = cast(t, cd)
     r = new_tensor(t._ndim, t._shape, cd, t._device)
     _run(fn, [r, x], r, aux)
@@ -113,7 +112,7 @@ cdef object _binary(int op, str name, object a, object b, object out,
     cd = _compute(rd)
     fn = em_special_binary(op, cd)
     if fn == NULL:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_TYPE_NAMES[rd]}'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_type_name(rd)}'")
     x = cast(<TensorBase>a, cd) if ta else wrap_scalar(a, cd)
     y = cast(<TensorBase>b, cd) if tb else wrap_scalar(b, cd)
     nd = broadcast_shape(x._ndim, x._shape, y._ndim, y._shape, shape)

@@ -57,9 +57,9 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                     raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
                 if out.dim() == 0:
-                    g = _ones(out.dtype)
+                    g = _ones(out.dtype, out.device)
                 else:
-                    g = _core.ones(tuple(out.shape), dtype=out.dtype)
+                    g = _core.ones(tuple(out.shape), dtype=out.dtype, device=out.device)
             res.append(g)
             continue
         if not isinstance(g, _TensorBase):
@@ -89,12 +89,14 @@ def _roots(outputs):
     return roots
 
 
-def _ones(dtype):
-    # the implicit gradient of a scalar output: one read-only tensor per dtype (the
-    # engine never writes into gradients, and AccumulateGrad does not steal shared ones)
-    g = _ONES.get(dtype)
+def _ones(dtype, device=None):
+    # the implicit gradient of a scalar output: one read-only tensor per dtype and
+    # device (the engine never writes into gradients, and AccumulateGrad does not
+    # steal shared ones)
+    key = dtype if device is None or device.type == "cpu" else (dtype, device)
+    g = _ONES.get(key)
     if g is None:
-        g = _ONES[dtype] = _core.ones((), dtype=dtype)
+        g = _ONES[key] = _core.ones((), dtype=dtype, device=device)
     return g
 
 
@@ -102,9 +104,9 @@ def _tensor_backward(t, retain_graph, create_graph, _run=_engine.run_backward):
     """``t.backward()`` with no gradient and no inputs: the training-step path."""
     if t._requires_grad and t.dim() == 0 and t.is_floating_point():
         fn = t._grad_fn
-        g = _ONES.get(t.dtype)
+        g = _ONES.get(t.dtype) if t.device.type == "cpu" else None
         if g is None:
-            g = _ones(t.dtype)
+            g = _ones(t.dtype, t.device)
         _run([_engine._edge_of(t) if fn is None or t._ag_nr is not None else (fn, 0)], [g],
              create_graph if retain_graph is None else retain_graph, create_graph)
     else:
@@ -121,7 +123,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         # the training-step path: loss.backward()
         fn = tensors._grad_fn
         root = _engine._edge_of(tensors) if fn is None or tensors._ag_nr is not None else (fn, 0)
-        _engine.run_backward([root], [_ones(tensors.dtype)],
+        _engine.run_backward([root], [_ones(tensors.dtype, tensors.device)],
                              create_graph if retain_graph is None else retain_graph,
                              create_graph)
         return

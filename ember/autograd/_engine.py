@@ -416,6 +416,8 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
             if saves:
                 vers.append(x._version)
             if x._requires_grad:
+                if x._ag_base is not None and x._ag_ver != x._version:
+                    _view_refresh(x)
                 fn = x._grad_fn
                 if fn is None:
                     nxt.append((_accumulate_node(x), 0))
@@ -454,34 +456,21 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
     if _anomaly[0]:
         import traceback
         node._ext()["traceback_"] = traceback.format_stack()[:-1]
-    if name in _VIEW_OPS:
-        _note_view(inputs[0], output)
     return output
 
 
-# ---- views written in place --------------------------------------------------
-# A view recorded here remembers its base (the tensor that owns the memory, through
-# views of views).  When the view is later written in place, the core calls
-# _view_written, which makes the base the output of a "view_write" node: the old
-# base outside the view's elements, the view's new value inside them.
-_VIEW_OPS = frozenset(("view", "as_strided", "diagonal", "expand", "permute", "select",
-                       "narrow", "transpose", "view_as_real", "view_as_complex"))
-
-
-def _note_view(src, out):
-    for o in (out if type(out) is tuple else (out,)):
-        d = getattr(o, "__dict__", None)
-        if d is None or o is src or (
-                o.untyped_storage().data_ptr() != src.untyped_storage().data_ptr()):
-            continue
-        sd = getattr(src, "__dict__", None)
-        base = sd.get("_ag_base") if sd else None
-        d["_ag_base"] = src if base is None else base
-
-
+# ---- views written in place ---------------------------------------------------
+# Every view knows its base (``_ag_base``: the tensor that owns the memory, through
+# views of views) and the storage version at which its grad_fn was set (``_ag_ver``).
+# When a view is written in place under grad mode, the core calls _view_written,
+# which makes the base the output of a "view_write" node (torch's CopySlices): the
+# old base outside the view's elements, the view's new value inside them.  A view
+# whose memory changed since its grad_fn was set (a write through the base or a
+# sibling view) gets its grad_fn rebuilt from the base's when it is next used
+# (_view_refresh, torch's lazy regeneration).
 def _view_written(view):
     from ember._C import creation as _cr
-    base = view.__dict__["_ag_base"]
+    base = view._ag_base
     if base.dtype != view.dtype or base.untyped_storage().data_ptr() != \
             view.untyped_storage().data_ptr():
         raise RuntimeError("an in-place write through a view that reinterprets its base's "
@@ -504,11 +493,25 @@ def _view_written(view):
     old._requires_grad = base._requires_grad
     old._grad_fn = base._grad_fn
     old._ag_nr = base._ag_nr
+    view._ag_ver = view._version     # the view's own (in-place) grad_fn is current
     _record("view_write", (old, view), base, (pos,))
     base._ag_nr = None
 
 
-_core._set_view_hook(_view_written)
+def _view_refresh(view):
+    """``view``'s memory was written since its grad_fn was set: when its base is in
+    the graph, its grad_fn becomes the view of the base's current value."""
+    base = view._ag_base
+    view._ag_ver = view._version
+    if not base._requires_grad or (view._grad_fn is None and view._requires_grad):
+        return               # nothing to regenerate from, or a leaf view the user made
+    _record("as_strided", (base,), view,
+            (tuple(base.shape), base.stride(), base.storage_offset(), tuple(view.shape),
+             view.stride(), view.storage_offset()))
+    view._ag_nr = None
+
+
+_core._set_view_hooks(_view_written, _view_refresh)
 
 
 # The hook the native core calls when it is not ``_record`` itself (forward-mode AD wraps

@@ -14,7 +14,7 @@ from ember.autograd._table import formula
 
 
 def _zeros(shape, g):
-    return _core.zeros(tuple(shape), dtype=g.dtype)
+    return _core.zeros(tuple(shape), dtype=g.dtype, device=g.device)
 
 
 def _as_getitem(ind):

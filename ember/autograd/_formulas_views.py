@@ -58,6 +58,11 @@ def _copy(ctx, g):
     return (None, g)
 
 
+@formula("to_device", saves=False, node_name="ToCopyBackward0")
+def _to_device(ctx, g):
+    return (g.to(ctx.inputs[0].device),)    # back to the input's device
+
+
 @formula("to_dtype", saves=False)
 def _to_dtype(ctx, g):
     return (g,)       # the engine casts to the input's dtype
@@ -66,19 +71,19 @@ def _to_dtype(ctx, g):
 # --- narrow / select / diagonal: scatter into zeros --------------------------
 
 def _narrow_bw(g, old_shape, dim, start, length):
-    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r = zeros(tuple(old_shape), dtype=g.dtype, device=g.device)
     r.narrow(dim, start, length).copy_(g)
     return r
 
 
 def _select_bw(g, old_shape, dim, index):
-    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r = zeros(tuple(old_shape), dtype=g.dtype, device=g.device)
     r.select(dim, index).copy_(g)
     return r
 
 
 def _diagonal_bw(g, old_shape, offset, d1, d2):
-    r = zeros(tuple(old_shape), dtype=g.dtype)
+    r = zeros(tuple(old_shape), dtype=g.dtype, device=g.device)
     r.diagonal(offset, d1, d2).copy_(g)
     return r
 
@@ -149,11 +154,12 @@ def _scatter_add(buf, size, stride, off, g):
         _scatter_add(buf, size[1:], stride[1:], off + i * stride[0], g.select(0, i))
 
 
-def _alias_count(geom, n, dtype):
+def _alias_count(geom, n, dtype, device=None):
     """How many elements of ``geom`` address each of ``n`` storage locations."""
     size, stride, off = geom
-    cnt = zeros(n, dtype=dtype)
-    _scatter_add(cnt, tuple(size), tuple(stride), off, ones(tuple(size), dtype=dtype))
+    cnt = zeros(n, dtype=dtype, device=device)
+    _scatter_add(cnt, tuple(size), tuple(stride), off, ones(tuple(size), dtype=dtype,
+                                                              device=device))
     return cnt
 
 
@@ -165,14 +171,14 @@ def _as_strided_bw(g, in_geom, out_geom, share=True):
     (isz, ist, ioff), (osz, ost, ooff) = in_geom, out_geom
     lo = min(ioff, ooff)
     hi = max(_extent(isz, ist, ioff), _extent(osz, ost, ooff))
-    buf = zeros(max(hi - lo, 0), dtype=g.dtype)
+    buf = zeros(max(hi - lo, 0), dtype=g.dtype, device=g.device)
     _scatter_add(buf, tuple(osz), tuple(ost), ooff - lo, g)
     r = buf.as_strided(tuple(isz), tuple(ist), ioff - lo)
     if not _overlaps(isz, ist):
         return r
     if not share:
         return r.clone()
-    cnt = _alias_count((isz, ist, ioff - lo), buf.shape[0], g.dtype)
+    cnt = _alias_count((isz, ist, ioff - lo), buf.shape[0], g.dtype, g.device)
     return r / cnt.as_strided(tuple(isz), tuple(ist), ioff - lo).clamp(min=1)
 
 

@@ -1025,8 +1025,11 @@ class CompiledCode:
         self.over_limit = False
 
     def key_of(self, args: tuple, kwargs: dict) -> tuple[tuple, list]:
+        if len(args) == 1 and not kwargs and isinstance(args[0], TensorBase):
+            # the commonest call, one tensor: no containers, no aliasing to look for
+            return (1, (tensor_key(args[0]),), (0,), switches()), list(args)
         if not kwargs and not any(isinstance(a, _CONTAINERS) for a in args):
-            leaves = list(args)       # the common call: flat positional arguments
+            leaves = list(args)       # flat positional arguments
             spec: Any = len(args)
         else:
             leaves = []

@@ -201,8 +201,9 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 # ---------------------------------------------------------------------------
 # Random-number state
 #
-# ember has no CUDA random kernels yet, so a CUDA generator is only its seed
-# and offset (the Philox state layout of ``ember.Generator``).  As in PyTorch,
+# A CUDA generator is its seed and offset (the Philox state layout of
+# ``ember.Generator``): each sampling kernel draws the CPU generator's stream at
+# that offset, then the offset moves on by one draw.  As in PyTorch,
 # seeding works on every machine: without CUDA it is remembered and does no
 # harm (PyTorch queues it until CUDA initialises); reading a device's state
 # needs CUDA.

@@ -72,7 +72,7 @@ def _as_real(t, op):
 
 
 def _type_name(d):
-    return {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}.get(d._name, d._name)
+    return _core._SCALAR_NAMES[d.code]
 
 
 def _resize(t, dim: int, n: int, op: str):

@@ -134,6 +134,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     cdim = 0 if input.dim() == 1 else 1
     C = input.shape[cdim]
+    if input.device.type == "cuda":
+        from ember.cuda import _nn_ops
+        if _nn_ops.fits_cross_entropy(input, target, weight, reduction, label_smoothing):
+            return _nn_ops.cross_entropy(input, target, ignore_index, label_smoothing, reduction)
     if (input.dim() == 2 and input.dtype in (ember.float32, ember.float64) and
             target.dtype == ember.int64 and reduction in ("mean", "sum", "none") and
             0.0 <= label_smoothing <= 1.0 and input.device.type == "cpu" and _FUSED_CE and

@@ -266,7 +266,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input.mul_(0) if inplace else input * 0
-    mask = (ember.rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype)
+    mask = (ember.rand(*input.shape, dtype=input.dtype, device=input.device) >= p
+            ).to(input.dtype)
     mask = mask.mul_(1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
 
@@ -382,6 +383,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     dt = input.dtype
+    if input.device.type == "cuda":
+        from ember.cuda._nn_ops import layer_norm as _cuda_layer_norm
+        return _cuda_layer_norm(input, tuple(normalized_shape), weight, bias, eps)
     if (dt in (ember.float32, ember.float64) and input.device.type == "cpu"
             and all(p is None or (isinstance(p, ember.Tensor) and p.dtype == dt
                                   and p.device.type == "cpu") for p in (weight, bias))):
@@ -582,7 +586,8 @@ def _embedding_function():
             if ctx.scale:
                 counts = ember.bincount(flat, minlength=ctx.num_weights).to(grad.dtype)
                 grad = grad / counts.index_select(0, flat).unsqueeze(1)
-            gw = ember.zeros(ctx.num_weights, grad.shape[1], dtype=grad.dtype)
+            gw = ember.zeros(ctx.num_weights, grad.shape[1], dtype=grad.dtype,
+                             device=grad.device)
             gw.index_add_(0, flat, grad)
             return gw, None, None, None
 
@@ -609,14 +614,13 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    out = ember.zeros(*tensor.shape, num_classes, dtype=ember.int64)
     if tensor.numel():
         if int(tensor.min().item()) < 0:
             raise RuntimeError("Class values must be non-negative.")
         if int(tensor.max().item()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-        out.scatter_(-1, tensor.unsqueeze(-1), 1)
-    return out
+    classes = ember.arange(num_classes, device=tensor.device)
+    return ember.eq(tensor.unsqueeze(-1), classes).to(ember.int64)
 
 
 # ---- padding and resizing -----------------------------------------------------
@@ -739,12 +743,12 @@ def pad(input: ember.Tensor, pad, mode: str = "constant",
         if before:
             s = list(out.shape)
             s[dim] = before
-            parts.append(ember.full(s, v, dtype=out.dtype))
+            parts.append(ember.full(s, v, dtype=out.dtype, device=out.device))
         parts.append(out)
         if after:
             s = list(out.shape)
             s[dim] = after
-            parts.append(ember.full(s, v, dtype=out.dtype))
+            parts.append(ember.full(s, v, dtype=out.dtype, device=out.device))
         out = ember.cat(parts, dim)
     return out
 
@@ -809,7 +813,7 @@ def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                                "be set when is_causal=True")
-        causal = ember.ones(L, S, dtype=ember.bool).tril()
+        causal = ember.ones(L, S, dtype=ember.bool).tril().to(query.device)
         scores = scores.masked_fill(causal.logical_not(), float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == ember.bool:
@@ -970,7 +974,7 @@ def unfold(input: ember.Tensor, kernel_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    if input.is_complex():
+    if isinstance(input, ember.Tensor) and input.is_complex():
         return _by_parts(unfold, input, kernel_size, dilation, padding, stride)
     return _conv.unfold(input, kernel_size, dilation, padding, stride)
 
@@ -1017,7 +1021,7 @@ def fold(input: ember.Tensor, output_size: int | tuple[int, int],
     NotImplementedError
         If ``input`` has an integer dtype.
     """
-    if input.is_complex():
+    if isinstance(input, ember.Tensor) and input.is_complex():
         return _by_parts(fold, input, output_size, kernel_size, dilation, padding, stride)
     return _conv.fold(input, output_size, kernel_size, dilation, padding, stride)
 

@@ -1,32 +1,42 @@
-/* Elementwise op codes and the per-ISA kernel table.  One op = one enum entry
-   here + one line in ew_impl.h + one entry in elementwise.pyx's name table. */
+/* Elementwise op codes and the per-ISA kernel table, generated from the op
+   lists of ember_ew_ops.h (one line per op). */
 #ifndef EMBER_EW_H
 #define EMBER_EW_H
 #include "ember.h"
 
-enum { /* binary, out dtype == in dtype */
-    EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_FLOORDIV, EW_REM, EW_FMOD, EW_POW, EW_MAX, EW_MIN,
-    EW_FMAX, EW_FMIN, EW_ATAN2, EW_HYPOT, EW_COPYSIGN, EW_BAND, EW_BOR, EW_BXOR, EW_LSHIFT,
-    EW_RSHIFT, EW_XLOGY, EW_LOGADDEXP,
-    EW_RELU_BW, EW_SIGMOID_BW, EW_TANH_BW, EW_GELU_BW, EW_GELU_TANH_BW, EW_SILU_BW,
-    EW_ADDA, /* a + alpha * b, alpha a double in aux (float types) */
-    EW_NBIN
-};
-enum { /* binary, bool out */
-    EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE, EW_LAND, EW_LOR, EW_LXOR, EW_NCMP
-};
-enum { /* unary, out dtype == in dtype */
-    EW_NEG, EW_ABS, EW_SIGN, EW_EXP, EW_EXP2, EW_EXPM1, EW_LOG, EW_LOG2, EW_LOG10, EW_LOG1P,
-    EW_SQRT, EW_RSQRT, EW_SIN, EW_COS, EW_TAN, EW_ASIN, EW_ACOS, EW_ATAN, EW_SINH, EW_COSH,
-    EW_TANH, EW_ASINH, EW_ACOSH, EW_ATANH, EW_SIGMOID, EW_RELU, EW_GELU, EW_GELU_TANH, EW_SILU,
-    EW_MISH, EW_ERF, EW_ERFC, EW_FLOOR, EW_CEIL, EW_ROUND, EW_TRUNC, EW_FRAC, EW_RECIP,
-    EW_SQUARE, EW_BNOT, EW_LGAMMA, EW_SOFTPLUS, EW_LEAKY_RELU, EW_ELU, EW_CLAMP,
-    EW_HARDSIGMOID, EW_HARDSWISH,
-    EW_NUN
-};
-enum { /* unary, bool out */
-    EW_ISNAN, EW_ISINF, EW_ISFINITE, EW_LNOT, EW_SIGNBIT, EW_NPRED
-};
+#include "ember_ew_ops.h"
+
+/* the op codes, one enum per list of ember_ew_ops.h */
+#define EW_CODE_(C, ...) EW_##C,
+enum { EW_BINARY_OPS(EW_CODE_) EW_NBIN };      /* binary, out dtype == in dtype */
+enum { EW_COMPARE_OPS(EW_CODE_) EW_NCMP };     /* binary, bool out */
+enum { EW_UNARY_OPS(EW_CODE_) EW_NUN };        /* unary, out dtype == in dtype */
+enum { EW_PREDICATE_OPS(EW_CODE_) EW_NPRED };  /* unary, bool out */
+#undef EW_CODE_
+
+/* result-dtype kinds (the lists' `kind` column; elementwise.pyx's K_*) */
+enum { EW_K_ARITH, EW_K_DIV, EW_K_CMP, EW_K_INT, EW_K_FLOAT };
+enum { EW_G_BIN, EW_G_CMP, EW_G_UN, EW_G_PRED };   /* the four lists */
+
+/* The public name ("" when bound by hand) and kind of op `op` of list `group`,
+   for the bindings generated at import. */
+#define EW_NAME_(C, k, pub, ...) pub,
+#define EW_KIND_(C, k, pub, kind, ...) EW_K_##kind,
+static inline const char *em_ew_op_name(int group, int op) {
+    static const char *const bin[] = {EW_BINARY_OPS(EW_NAME_) ""};
+    static const char *const cmp[] = {EW_COMPARE_OPS(EW_NAME_) ""};
+    static const char *const un[] = {EW_UNARY_OPS(EW_NAME_) ""};
+    static const char *const pred[] = {EW_PREDICATE_OPS(EW_NAME_) ""};
+    return group == EW_G_BIN ? bin[op] : group == EW_G_CMP ? cmp[op] :
+           group == EW_G_UN ? un[op] : pred[op];
+}
+static inline int em_ew_op_kind(int group, int op) {
+    static const int bin[] = {EW_BINARY_OPS(EW_KIND_) 0};
+    static const int un[] = {EW_UNARY_OPS(EW_KIND_) 0};
+    return group == EW_G_BIN ? bin[op] : group == EW_G_UN ? un[op] : EW_K_CMP;
+}
+#undef EW_NAME_
+#undef EW_KIND_
 
 typedef struct {
     em_loop bin[EW_NBIN][EM_NDTYPES];

@@ -16,10 +16,23 @@ EM = {"bool": 0, "uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "flo
 MAX_DIMS = 16
 
 
+def _op_lists():
+    """X-macro op list name -> the first argument of each of its X(...) lines
+    (src_c/include/ember_ew_ops.h: an enum `{ EW_UNARY_OPS(EW_CODE_) EW_NUN }` holds
+    EW_<first argument> for each line)."""
+    text = open(os.path.join(ROOT, "src_c", "include", "ember_ew_ops.h")).read()
+    text = re.sub(r"/\*.*?\*/", "", text.replace("\\\n", " "), flags=re.S)
+    return {m.group(1): re.findall(r"\bX\(\s*(\w+)\s*,", m.group(2))
+            for m in re.finditer(r"#define (\w+)\(X\)(.*)", text)}
+
+
 def c_enums(header):
     """name -> value of every enum constant in src_c/include/<header>."""
     text = open(os.path.join(ROOT, "src_c", "include", header)).read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lists = _op_lists()
+    text = re.sub(r"\b(\w+)\(EW_CODE_\)",
+                  lambda m: ", ".join("EW_" + c for c in lists[m.group(1)]) + ",", text)
     out = {}
     for body in re.findall(r"enum\s*\{(.*?)\}", text, flags=re.S):
         v = 0

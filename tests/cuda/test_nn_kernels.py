@@ -94,6 +94,25 @@ def test_batch_norm_eval_forward_backward(dev, affine):
         np.testing.assert_allclose(dev.get(db), tb.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_batch_norm_float16_keeps_float_statistics(dev):
+    N, C, HW = 8, 3, 50
+    x = _data("float32", (N, C, HW)).astype(np.float16)
+    xf = x.astype(np.float64)
+    mean, var = xf.mean(axis=(0, 2)), xf.var(axis=(0, 2))
+    ref = (xf - mean[None, :, None]) / np.sqrt(var[None, :, None] + 1e-5)
+    py = dev.alloc(x.shape, np.float16)
+    smean, sinv = dev.alloc((C,), np.float32), dev.alloc((C,), np.float32)
+    rm, rv = dev.put(np.zeros(C, np.float16)), dev.put(np.ones(C, np.float16))
+    dev.check(dev.lib.emc_batch_norm_fwd(EM["float16"], dev.put(x), None, None, rm, rv, N, C, HW,
+                                         1, 0.5, 1e-5, py, smean, sinv, None))
+    np.testing.assert_allclose(dev.get(py).astype(np.float64), ref, rtol=5e-3, atol=5e-3)
+    np.testing.assert_allclose(dev.get(smean), mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dev.get(sinv), 1 / np.sqrt(var + 1e-5), rtol=1e-5)
+    m = N * HW
+    np.testing.assert_allclose(dev.get(rv).astype(np.float64), 0.5 + 0.5 * var * m / (m - 1),
+                               rtol=2e-3)
+
+
 def test_batch_norm_bad_arguments_are_error_codes(dev):
     px = dev.put(np.ones((2, 3), np.float32))
     out = dev.alloc((2, 3), np.float32)

@@ -120,7 +120,7 @@ class DataLoader:
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
-        self.pin_memory = pin_memory  # accepted: CPU tensors need no pinning here
+        self.pin_memory = pin_memory  # batches land in page-locked memory when CUDA is usable
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
@@ -210,6 +210,29 @@ class DataLoader:
             it._shutdown_workers()
 
 
+def _can_pin():
+    """Whether pinning is possible (a usable CUDA device); torch skips it otherwise too."""
+    from ember.cuda import _kernels
+    try:
+        _kernels.backend()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _pin(data):
+    """``data`` with every CPU tensor copied to page-locked memory (containers kept)."""
+    if isinstance(data, ember.Tensor):
+        return data.pin_memory() if data.device.type == "cpu" else data
+    if isinstance(data, dict):
+        return type(data)({k: _pin(v) for k, v in data.items()})
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*[_pin(v) for v in data])
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(v) for v in data)
+    return data
+
+
 class _BaseIter:
     def __init__(self, loader):
         # a persistent iterator is owned by its loader: refer back weakly (no cycle)
@@ -223,6 +246,7 @@ class _BaseIter:
         self._index_sampler = loader._index_sampler
         self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        self._pin = bool(loader.pin_memory) and _can_pin()
 
     def __iter__(self):
         return self
@@ -232,8 +256,10 @@ class _BaseIter:
         prof = sys.modules.get("ember.profiler._profile")
         if prof is not None and prof._active:
             with prof.record_function(f"enumerate(DataLoader)#{type(self).__name__}.__next__"):
-                return self._next_data()
-        return self._next_data()
+                data = self._next_data()
+        else:
+            data = self._next_data()
+        return _pin(data) if self._pin else data
 
     def _next_index(self):
         return next(self._sampler_iter)

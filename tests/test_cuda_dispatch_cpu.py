@@ -1,0 +1,139 @@
+"""CUDA tensors on a machine without a GPU.
+
+Without a device, asking for one raises the RuntimeError that carries
+``ember.cuda.unavailable_reason()``.  Then every device test of
+tests/cuda/test_device_tensors.py runs here over a stand-in for libember_cuda.so
+whose device memory is host memory locked against the CPU (tests/cuda/fake_device.py):
+that checks the CUDA dispatcher's glue (descriptors, strides, argument order, dtype
+codes, autograd records) and that no CPU kernel ever touches device memory."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember.cuda import _dispatch, _kernels
+from tests.cuda import test_device_tensors as _device_tests
+from tests.cuda.fake_device import FakeDevice
+from tests.cuda.harness import c_enums
+
+needs_no_gpu = pytest.mark.skipif(ember.cuda.is_available(), reason="a CUDA device is present")
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("make", [
+    lambda: ember.zeros(3, device="cuda"), lambda: ember.ones(2, device="cuda:0"),
+    lambda: ember.tensor([1.0], device="cuda"), lambda: ember.ones(2).cuda(),
+    lambda: ember.ones(2).to("cuda"), lambda: ember.rand(2, device="cuda"),
+    lambda: ember.arange(3, device="cuda"), lambda: ember.empty(2, device=ember.device("cuda"))])
+def test_without_a_device_cuda_tensors_raise_the_reason(make):
+    reason = ember.cuda.unavailable_reason()
+    assert reason
+    with pytest.raises(RuntimeError, match="CUDA unavailable") as e:
+        make()
+    assert reason in str(e.value)
+
+
+@needs_no_gpu
+def test_pin_memory_without_a_device_refuses():
+    with pytest.raises(RuntimeError):
+        ember.ones(3).pin_memory()
+    assert ember.ones(3).is_pinned() is False
+
+
+def test_op_codes_mirror_the_c_headers():
+    ew = c_enums("ember_ew.h")
+    for table, prefix in ((_kernels.EW_BIN, "EW_"), (_kernels.EW_CMP, "EW_"),
+                          (_kernels.EW_UN, "EW_"), (_kernels.EW_PRED, "EW_")):
+        for name, code in table.items():
+            assert ew[prefix + name] == code, name
+    rd = c_enums("ember_reduce.h")
+    for name, code in _kernels.RD.items():
+        assert rd["RD_" + name] == code, name
+    rnd = c_enums("ember_random.h")
+    assert rnd["EM_RD_UNIFORM"] == _kernels.RAND_UNIFORM
+    assert rnd["EM_RD_NORMAL"] == _kernels.RAND_NORMAL
+
+
+def test_coalesce_merges_contiguous_dims_and_keeps_broadcast_ones():
+    assert _kernels.coalesce((2, 3, 4), [(12, 4, 1), (12, 4, 1)]) == ((24,), [(1,), (1,)])
+    assert _kernels.coalesce((2, 3, 4), [(12, 4, 1), (0, 4, 1)]) == ((2, 12), [(12, 1),
+                                                                              (0, 1)])
+    assert _kernels.coalesce((2, 1, 4), [(4, 4, 1), (1, 1, 2)]) == ((2, 4), [(4, 1), (1, 2)])
+    assert _kernels.coalesce((), [(), ()]) == ((), [(), ()])
+    nd = _kernels.make_nd((3, 5), (5, 1), (1, 3))
+    assert (nd.ndim, nd.nargs, nd.shape[0], nd.shape[1]) == (2, 2, 3, 5)
+    assert (nd.strides[1][0], nd.strides[1][1]) == (1, 3)
+
+
+def test_supported_ops_cover_the_issue_list():
+    ops = set(_dispatch.supported_ops())
+    for name in ("add", "mul", "div", "exp", "where", "sum", "mean", "amax", "max", "argmax",
+                 "mm", "bmm", "matmul", "linear", "softmax", "log_softmax", "index_select",
+                 "gather", "index_add", "cat", "rand", "randn", "randint", "clone", "lerp"):
+        assert name in ops, name
+
+
+@pytest.fixture(autouse=True)
+def _fake_device(request):
+    if request.function.__module__ != _device_tests.__name__:
+        yield None
+        return
+    with FakeDevice() as fd:
+        yield fd
+
+
+# the device tests, collected here too (without their `cuda` mark)
+for _name in dir(_device_tests):
+    if _name.startswith("test_"):
+        globals()[_name] = getattr(_device_tests, _name)
+
+
+def test_device_memory_goes_back_to_the_allocator():
+    with FakeDevice() as fd:
+        t = ember.arange(6.0, device="cuda")
+        p = t.data_ptr()
+        assert fd.arena.contains(p) and p in fd.lib.live
+        np.testing.assert_array_equal(t.cpu().numpy(), np.arange(6.0))
+        v = t[2:]
+        del t
+        assert p in fd.lib.live              # a view keeps the storage alive
+        del v
+        assert p not in fd.lib.live
+
+
+def test_the_stand_in_checks_arguments_against_the_c_prototypes():
+    with FakeDevice() as fd:
+        with pytest.raises(AssertionError, match="emc_reduce: 2 arguments"):
+            fd.lib.emc_reduce(0, 8)
+        with pytest.raises(AssertionError, match="does not convert"):
+            fd.lib.emc_fill(8, None, None, 1.5, None)
+
+
+def test_data_loader_pins_batches_when_cuda_is_usable():
+    from ember.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(ember.arange(10.0), ember.arange(10))
+    with FakeDevice():
+        batches = list(DataLoader(ds, batch_size=4, pin_memory=True))
+        assert all(t.is_pinned() for b in batches for t in b)
+        np.testing.assert_array_equal(batches[1][0].numpy(), [4.0, 5.0, 6.0, 7.0])
+        np.testing.assert_array_equal(batches[2][1].numpy(), [8, 9])
+        assert not any(t.is_pinned() for b in DataLoader(ds, batch_size=4) for t in b)
+    if not ember.cuda.is_available():
+        assert not any(t.is_pinned() for b in DataLoader(ds, batch_size=4, pin_memory=True)
+                       for t in b)
+
+
+def test_device_index_and_placement():
+    with FakeDevice():             # the stand-in has one device
+        t = ember.zeros(2, device="cuda")
+        assert t.device.index == 0 and t.get_device() == 0
+        assert ember.zeros(2, device="cuda:0").device == t.device
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            ember.zeros(2, device="cuda:1")
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            t.to("cuda:1")
+        assert t.cuda() is t and t.cuda(0) is t
+        assert t.to("cuda", ember.float64).dtype == ember.float64
+        with pytest.raises(RuntimeError, match="Could not run 'cumsum'.*CUDA"):
+            ember.cumsum(t, 0)
