@@ -7,27 +7,6 @@
 #define EMBER_SCALAR_H
 #include "ember_math.h"
 
-/* sigmoid(v) = num / (1 + e) with e = exp(-|v|), num = 1 (v >= 0) or e (v < 0):
-   no overflow, and no flush to 0 below v = -88, because e is formed as
-   2^32 exp(-|v|) (em_exp_reduced's scale) and the 2^-32 is applied last.
-   Returns num / (1 + e) with its *scale; a_lo is a correction to |v| (the part
-   of |v| below float precision, for callers that compute v in double). */
-EM_HD_INLINE float em_sigmoid_parts(float a, float a_lo, int neg, float *scale) {
-    float ac = a > 150.0f ? 150.0f : a;
-    float es = em_exp_reduced(-ac, 32) * (1.0f - a_lo);
-    float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
-    *scale = neg ? 2.3283064365386963e-10f : 1.0f;
-    return (neg ? es : 1.0f) / d;
-}
-EM_HD_INLINE float em_sigmoidf(float x) {
-    float sc, r = em_sigmoid_parts(fabsf(x), 0.0f, x < 0.0f, &sc);
-    return r * sc;
-}
-/* x * sigmoid(x), full precision down to the subnormal range */
-EM_HD_INLINE float em_siluf(float x) {
-    float sc, r = em_sigmoid_parts(fabsf(x), 0.0f, x < 0.0f, &sc);
-    return (x * r) * sc;
-}
 EM_HD_INLINE double em_sigmoidd(double x) { return 1.0 / (1.0 + em_exp_d(-x)); }
 
 /* Cephes tanhf: an odd polynomial for |x| < 0.625, 1 - 2/(e^2x + 1) beyond;
