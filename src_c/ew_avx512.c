@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#define EM_FMA_OK 1   /* the target has FMA: the math header uses it */
 #define EW_TABLE_FN em_ew_table_avx512
 /* the double-precision float32 kernels (lgamma): 512-bit vectors (~1.5x faster) and
    FMA contraction, which -std=c11 turns off (~1.3x) */

@@ -125,6 +125,37 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
+/* UNFIX_LOOP for binary ops (a, b): contiguous operands, or one of them a
+   broadcast scalar, run the vectorised EXPR per block and SLOW where BAD */
+#define BINFIX_BLOCKS(EXPR, BAD, SLOW, XA, YB)                                          \
+            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                   \
+                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                               \
+                int bad = 0;                                                            \
+                for (int64_t i = b0; i < b1; i++) { T a = XA, b = YB; o[i] = (EXPR); bad |= (BAD); } \
+                if (bad)                                                                \
+                    for (int64_t i = b0; i < b1; i++) { T a = XA, b = YB; if (BAD) o[i] = (SLOW); } \
+            }
+#define BINFIX_LOOP(name, TY, EXPR, BAD, SLOW)                                          \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        (void)aux;                                                                      \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                      \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+            BINFIX_BLOCKS(EXPR, BAD, SLOW, x[i], y[i])                                  \
+        } else if (s[0] == z && s[1] == z && s[2] == 0) {                               \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1]; const T yb = *(const T *)p[2]; \
+            BINFIX_BLOCKS(EXPR, BAD, SLOW, x[i], yb)                                    \
+        } else if (s[0] == z && s[1] == 0 && s[2] == z) {                               \
+            T *o = (T *)p[0]; const T xa = *(const T *)p[1]; const T *y = (const T *)p[2]; \
+            BINFIX_BLOCKS(EXPR, BAD, SLOW, xa, y[i])                                    \
+        } else {                                                                        \
+            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
+                T a = *(const T *)x, b = *(const T *)y; *(T *)o = (BAD) ? (SLOW) : (EXPR); \
+            }                                                                           \
+        }                                                                               \
+    }
+
 /* clamp: aux = {T lo (8-byte slot), T hi (8-byte slot), int flags}; NaN propagates */
 #define CLAMP_LOOP(name, TY)                                                             \
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
@@ -228,7 +259,10 @@ BIN_LOOP(bin_rem_f64, double, em_remainder(a, b))
 FOR_INTS(MK_IDIV, rem, (b == -1 ? 0 : ({ T r_ = a % b; (T)((r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_); })))
 FOR_FLOATS(MK_BIN, fmod, (T)fmod(a, b))
 FOR_INTS(MK_IDIV, fmod, (b == -1 ? 0 : a % b))
-BIN_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : powf(a, b)))
+/* float pow: exp(b log a) in double for a > 0 and finite b (one rounding);
+   zero, negative and non-finite operands go to libm */
+BINFIX_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : em_pow_posf(a, b)),
+            (b != 2.0f) & ((!(a > 0.0f)) | (!(a < INFINITY)) | (!(fabsf(b) < INFINITY))), powf(a, b))
 BIN_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : pow(a, b)))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN; fmax/fmin ignore it */
@@ -238,6 +272,10 @@ FOR_INTS(MK_BIN, max, a > b ? a : b)
 FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
 BIN_LOOP(bin_min_bool, em_bool, a & b)
+/* gelu's backward: the fast path vectorises; x < -5.5 is fixed up per block */
+BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_fastf(b), b < EM_GELU_FAST_MIN,
+            a * em_gelu_grad_slowf(b))
+BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad(b))
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
 
@@ -248,12 +286,15 @@ UN_LOOP(un_abs_bool, em_bool, em_bool, x)
 FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
-UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < 8192.0f)) & (x == x), sinf(x))
+UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), sinf(x))
 UN_LOOP(un_sin_f64, double, double, sin(x))
-UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < 8192.0f)) & (x == x), cosf(x))
+UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), cosf(x))
 UN_LOOP(un_cos_f64, double, double, cos(x))
-UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < 8192.0f)) & (x == x), tanf(x))
+UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), tanf(x))
 UN_LOOP(un_tan_f64, double, double, tan(x))
+/* exact gelu: the fast path vectorises; x < -5.5 is fixed up per block */
+UNFIX_LOOP(un_gelu_f32, float, em_gelu_fastf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
+UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 /* float32 lgamma vectorised in double (ember_math.h); x <= 0, inf and NaN take libm.

@@ -11,6 +11,7 @@
 #include "loss_impl.h"
 #undef LSFX
 #undef DEF_CROSS_ENTROPY
+#undef DEF_CE_PROB
 #undef LS_ACC
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,4 +54,27 @@ int em_cross_entropy_bwd(int dtype, const char *x, const int64_t *t, const char 
 #endif
     return ls_gen_cross_entropy_bwd(dtype, x, t, w, lse, N, C, ignore_index, eps, g, gstride,
                                     gscale, dx, nthreads);
+}
+
+int em_cross_entropy_prob_fwd(int dtype, const char *x, const char *p, const char *w, int64_t N,
+                              int64_t C, double eps, char *loss, char *lse, double *red,
+                              int nthreads) {
+#if EM_HAVE_AVX2
+    if (use_avx2())
+        return ls_avx2_cross_entropy_prob_fwd(dtype, x, p, w, N, C, eps, loss, lse, red,
+                                              nthreads);
+#endif
+    return ls_gen_cross_entropy_prob_fwd(dtype, x, p, w, N, C, eps, loss, lse, red, nthreads);
+}
+
+int em_cross_entropy_prob_bwd(int dtype, const char *x, const char *p, const char *w,
+                              const char *lse, int64_t N, int64_t C, double eps, const char *g,
+                              int64_t gstride, double gscale, char *dx, int nthreads) {
+#if EM_HAVE_AVX2
+    if (use_avx2())
+        return ls_avx2_cross_entropy_prob_bwd(dtype, x, p, w, lse, N, C, eps, g, gstride,
+                                              gscale, dx, nthreads);
+#endif
+    return ls_gen_cross_entropy_prob_bwd(dtype, x, p, w, lse, N, C, eps, g, gstride, gscale,
+                                         dx, nthreads);
 }

@@ -1,4 +1,4 @@
-/* layer_norm forward and backward, written once and compiled per ISA by norm.c
+/* layer_norm (and rms_norm: rms = 1, no centering) forward and backward, written once and compiled per ISA by norm.c
    (NSFX() names the copy).  Row sums use NM_ACC partial sums combined in a
    fixed tree, so the loops vectorise and never depend on the thread count. */
 #define NM_ACC 16
@@ -26,11 +26,11 @@ static T NSFX(sqdev_##S)(const T *x, int64_t n, T m) {                          
     return s[0];                                                                         \
 }                                                                                        \
 static void NSFX(ln_fwd_##S)(const T *x, const T *w, const T *b, int64_t M, int64_t N,  \
-                             T eps, T *y, T *mean, T *rstd, int nt) {                    \
+                             T eps, T *y, T *mean, T *rstd, int rms, int nt) {           \
     _Pragma("omp parallel for num_threads(nt) schedule(static) if(nt > 1)")               \
     for (int64_t r = 0; r < M; r++) {                                                    \
         const T *xr = x + r * N; T *yr = y + r * N;                                      \
-        T m = NSFX(sum_##S)(xr, N) / (T)N;                                               \
+        T m = rms ? (T)0 : NSFX(sum_##S)(xr, N) / (T)N;                                  \
         T v = NSFX(sqdev_##S)(xr, N, m) / (T)N;                                          \
         T rs = (T)1 / SQRT(v + eps);                                                     \
         mean[r] = m; rstd[r] = rs;                                                       \
@@ -43,7 +43,7 @@ static void NSFX(ln_fwd_##S)(const T *x, const T *w, const T *b, int64_t M, int6
 /* one block of NM_RB rows: dx rows, and this block's dw/db partial sums (row order) */ \
 static void NSFX(ln_bwd_blk_##S)(const T *dy, const T *x, const T *mean, const T *rstd,  \
                                  const T *w, int64_t r0, int64_t r1, int64_t N, T *dx,   \
-                                 T *pw, T *pb, T *tmp) {                                 \
+                                 T *pw, T *pb, T *tmp, int rms) {                        \
     for (int64_t r = r0; r < r1; r++) {                                                  \
         const T *xr = x + r * N, *gr = dy + r * N;                                       \
         T m = mean[r], rs = rstd[r];                                                     \
@@ -54,7 +54,7 @@ static void NSFX(ln_bwd_blk_##S)(const T *dy, const T *x, const T *mean, const T
         if (!dx) continue;                                                               \
         if (w) for (int64_t i = 0; i < N; i++) g[i] = gr[i] * w[i];                      \
         else for (int64_t i = 0; i < N; i++) g[i] = gr[i];                               \
-        T a = NSFX(sum_##S)(g, N) / (T)N;                                                \
+        T a = rms ? (T)0 : NSFX(sum_##S)(g, N) / (T)N;                                   \
         for (int64_t i = 0; i < N; i++) xh[i + 2 * N] = g[i] * xh[i];                    \
         T c = NSFX(sum_##S)(xh + 2 * N, N) / (T)N;                                       \
         T *dr = dx + r * N;                                                              \
@@ -62,7 +62,8 @@ static void NSFX(ln_bwd_blk_##S)(const T *dy, const T *x, const T *mean, const T
     }                                                                                    \
 }                                                                                        \
 static int NSFX(ln_bwd_##S)(const T *dy, const T *x, const T *mean, const T *rstd,       \
-                            const T *w, int64_t M, int64_t N, T *dx, T *dw, T *db, int nt) { \
+                            const T *w, int64_t M, int64_t N, T *dx, T *dw, T *db, int rms, \
+                            int nt) {                                                    \
     int64_t nb = (M + NM_RB - 1) / NM_RB;                                                \
     T *part = (dw || db) ? (T *)calloc((size_t)(nb * 2 * N), sizeof(T)) : NULL;          \
     if ((dw || db) && nb > 0 && !part) return -2;                                        \
@@ -76,7 +77,7 @@ static int NSFX(ln_bwd_##S)(const T *dy, const T *x, const T *mean, const T *rst
             for (int64_t k = 0; k < nb; k++) {                                           \
                 int64_t r0 = k * NM_RB, r1 = r0 + NM_RB < M ? r0 + NM_RB : M;            \
                 T *pw = dw ? part + k * 2 * N : NULL, *pb = db ? part + k * 2 * N + N : NULL; \
-                NSFX(ln_bwd_blk_##S)(dy, x, mean, rstd, w, r0, r1, N, dx, pw, pb, tmp);  \
+                NSFX(ln_bwd_blk_##S)(dy, x, mean, rstd, w, r0, r1, N, dx, pw, pb, tmp, rms); \
             }                                                                            \
             free(tmp);                                                                   \
         }                                                                                \
@@ -99,27 +100,27 @@ DEF_LAYER_NORM(f64, double, sqrt)
 
 static int NSFX(layer_norm_fwd)(int dtype, const char *x, const char *w, const char *b,
                                 int64_t M, int64_t N, double eps, char *y, char *mean,
-                                char *rstd, int nt) {
+                                char *rstd, int rms, int nt) {
     if (dtype == EM_F32)
         NSFX(ln_fwd_f32)((const float *)x, (const float *)w, (const float *)b, M, N,
-                         (float)eps, (float *)y, (float *)mean, (float *)rstd, nt);
+                         (float)eps, (float *)y, (float *)mean, (float *)rstd, rms, nt);
     else if (dtype == EM_F64)
         NSFX(ln_fwd_f64)((const double *)x, (const double *)w, (const double *)b, M, N,
-                         eps, (double *)y, (double *)mean, (double *)rstd, nt);
+                         eps, (double *)y, (double *)mean, (double *)rstd, rms, nt);
     else return -1;
     return 0;
 }
 
 static int NSFX(layer_norm_bwd)(int dtype, const char *dy, const char *x, const char *mean,
                                 const char *rstd, const char *w, int64_t M, int64_t N,
-                                char *dx, char *dw, char *db, int nt) {
+                                char *dx, char *dw, char *db, int rms, int nt) {
     if (dtype == EM_F32)
         return NSFX(ln_bwd_f32)((const float *)dy, (const float *)x, (const float *)mean,
                                 (const float *)rstd, (const float *)w, M, N, (float *)dx,
-                                (float *)dw, (float *)db, nt);
+                                (float *)dw, (float *)db, rms, nt);
     if (dtype == EM_F64)
         return NSFX(ln_bwd_f64)((const double *)dy, (const double *)x, (const double *)mean,
                                 (const double *)rstd, (const double *)w, M, N, (double *)dx,
-                                (double *)dw, (double *)db, nt);
+                                (double *)dw, (double *)db, rms, nt);
     return -1;
 }

@@ -102,6 +102,94 @@ def test_cross_entropy_fused_thread_count_independent():
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
 
 
+def _check_ce(x, t, dtype, w=None, **kw):
+    """ember's cross_entropy beside torch's: values, gradients and the no-grad path."""
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == "float32" else dict(rtol=1e-11, atol=1e-12)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ew = ember.tensor(w) if w is not None else None
+    tw = torch.tensor(w) if w is not None else None
+    el = F.cross_entropy(ex, ember.tensor(t), weight=ew, **kw)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t), weight=tw, **kw)
+    assert tuple(el.shape) == tuple(tl.shape)
+    np.testing.assert_allclose(el.detach().numpy(), tl.detach().numpy(), **tol)
+    g = np.random.default_rng(1).standard_normal(tuple(tl.shape)).astype(dtype)
+    el.backward(ember.tensor(g))
+    tl.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), **tol)
+    with ember.no_grad():
+        nl = F.cross_entropy(ex, ember.tensor(t), weight=ew, **kw)
+    np.testing.assert_array_equal(nl.numpy(), el.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_spatial_index_targets_match_torch(dtype, reduction, smoothing,
+                                                         weighted):
+    # (N, C, d1, d2) logits with (N, d1, d2) targets, some ignored
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((3, 7, 4, 5)) * 3).astype(dtype)
+    t = rng.integers(0, 7, (3, 4, 5)).astype(np.int64)
+    t[0, ::2, 1] = -100
+    w = rng.uniform(0.2, 2.0, 7).astype(dtype) if weighted else None
+    _check_ce(x, t, dtype, w, reduction=reduction, label_smoothing=smoothing)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(29, 11), (3, 6, 4, 2)])
+def test_cross_entropy_probability_targets_match_torch(dtype, reduction, smoothing, weighted,
+                                                       shape):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    p = rng.uniform(0, 1, shape).astype(dtype)
+    p /= p.sum(1, keepdims=True)
+    w = rng.uniform(0.2, 2.0, shape[1]).astype(dtype) if weighted else None
+    _check_ce(x, p, dtype, w, reduction=reduction, label_smoothing=smoothing)
+
+
+def test_cross_entropy_probability_targets_double_backward_and_target_grad():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 4))
+    p = rng.dirichlet(np.ones(4), 5)
+    w = rng.uniform(0.5, 1.5, 4)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    kw = dict(label_smoothing=0.1)
+    (eg,) = ember.autograd.grad(F.cross_entropy(ex, ember.tensor(p), ember.tensor(w), **kw), ex,
+                                create_graph=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.cross_entropy(
+        tx, torch.tensor(p), torch.tensor(w), **kw), tx, create_graph=True)
+    (eg * eg).sum().backward()
+    (tg * tg).sum().backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    # a target that needs its gradient takes the composed path
+    ep, tp = ember.tensor(p, requires_grad=True), torch.tensor(p, requires_grad=True)
+    F.cross_entropy(ember.tensor(x), ep, **kw).backward()
+    torch.nn.functional.cross_entropy(torch.tensor(x), tp, **kw).backward()
+    np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cross_entropy_probability_targets_errors_and_threads():
+    x = np.random.default_rng(5).standard_normal((300, 700)).astype(np.float32)
+    p = np.random.default_rng(6).dirichlet(np.ones(700), 300).astype(np.float32)
+    with pytest.raises(RuntimeError, match="Expected target size"):
+        F.cross_entropy(ember.tensor(x), ember.tensor(p[:, :5]))
+    with pytest.raises(RuntimeError, match="weight tensor should be defined"):
+        F.cross_entropy(ember.tensor(x), ember.tensor(p), weight=ember.ones(3))
+    outs = []
+    for n in (1, 2):
+        with _threads(n):
+            ex = ember.tensor(x, requires_grad=True)
+            loss = F.cross_entropy(ex, ember.tensor(p), label_smoothing=0.1)
+            loss.backward()
+            outs.append((loss.item(), ex.grad.numpy().copy()))
+    assert outs[0][0] == outs[1][0]
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
 @pytest.mark.parametrize("padding_idx", [None, 2])
 def test_embedding_backward_deterministic_and_matches_torch(padding_idx):
     rng = np.random.default_rng(3)

@@ -150,3 +150,183 @@ def test_gelu_backward_bit_identical_across_thread_counts():
     finally:
         ember.set_num_threads(old)
     assert out[0] == out[1]
+
+
+# --- dense grids against float64 references -------------------------------------
+def _f32_grid(lo, hi, n):
+    return np.unique(np.linspace(lo, hi, n).astype(np.float32))
+
+
+def _near_multiples_of_half_pi(kmax, width=8):
+    """The float32 neighbours of k pi/2 for k = 1..kmax: where the argument
+    reduction of sin/cos/tan has the most to lose."""
+    base = (np.arange(1, kmax + 1) * (math.pi / 2)).astype(np.float32).view(np.int32)
+    near = (base[:, None] + np.arange(-width, width + 1)[None, :]).ravel().view(np.float32)
+    return np.concatenate([near, -near])
+
+
+TRIG_GRID = np.concatenate([_f32_grid(-100, 100, 1_000_001), _near_multiples_of_half_pi(64),
+                            _f32_grid(-1e5, 1e5, 200_001), _near_multiples_of_half_pi(600_000, 0)])
+
+
+@pytest.mark.parametrize("name, ref", [("sin", np.sin), ("cos", np.cos), ("tan", np.tan)])
+def test_trig_within_one_ulp_on_dense_grid(name, ref):
+    # the reduction and polynomials run in double: one float rounding is left
+    got = getattr(ember, name)(ember.from_numpy(TRIG_GRID)).numpy()
+    err = _ulp_error(got, ref(TRIG_GRID.astype(np.float64)))
+    assert err.max() <= 1.0, (name, float(err.max()), TRIG_GRID[err.argmax()])
+
+
+def _sigmoid64(v):
+    e = np.exp(-np.abs(v))
+    return np.where(v >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _gelu_tanh64(x):
+    return x * _sigmoid64(2 * 0.7978845608028654 * (x + 0.044715 * x ** 3))
+
+
+ACT_GRID = np.concatenate([_f32_grid(-20, 20, 400_001), _f32_grid(-110, -20, 20_001),
+                           _f32_grid(20, 1e4, 2_001)])
+# name: (function, float64 reference, max ulp over results in the normal range)
+ACTIVATIONS = {
+    "gelu": (lambda t: ember.nn.functional.gelu(t), _gelu_ref, 2.0),
+    "gelu_tanh": (lambda t: ember.nn.functional.gelu(t, approximate="tanh"), _gelu_tanh64, 2.0),
+    "silu": (lambda t: ember.nn.functional.silu(t), lambda x: x * _sigmoid64(x), 3.5),
+    "sigmoid": (lambda t: ember.sigmoid(t), _sigmoid64, 2.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_tails_keep_full_precision(name):
+    fn, ref_fn, bound = ACTIVATIONS[name]
+    with np.errstate(all="ignore"):
+        ref = ref_fn(ACT_GRID.astype(np.float64))
+    got = fn(ember.from_numpy(ACT_GRID)).numpy()
+    normal = np.abs(ref) >= np.finfo(np.float32).tiny
+    err = _ulp_error(got[normal], ref[normal])
+    assert err.max() <= bound, (name, float(err.max()), ACT_GRID[normal][err.argmax()])
+    # below the normal range: within a few subnormal steps, never flushed early
+    sub = ~normal & (ref != 0)
+    step = float(np.finfo(np.float32).smallest_subnormal)
+    assert (np.abs(got[sub] - ref[sub]) <= 2 * step).all()
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_accuracy_on_dense_grid(approximate):
+    x = ACT_GRID[np.abs(ACT_GRID) < 1000]
+    t = ember.from_numpy(x.copy()).requires_grad_()
+    ember.nn.functional.gelu(t, approximate=approximate).sum().backward()
+    xd = x.astype(np.float64)
+    # the derivative is a sum of two terms that cancel near x = -0.75: the bound is
+    # a few ulps of the result plus a few float32 roundings of the terms' size
+    if approximate == "none":
+        a = 0.5 * _erfc(-xd / math.sqrt(2))
+        b = xd * np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    else:
+        a = _sigmoid64(2 * 0.7978845608028654 * (xd + 0.044715 * xd ** 3))
+        b = a * xd * (1 - a) * 2 * 0.7978845608028654 * (1 + 3 * 0.044715 * xd * xd)
+    ref = a + b
+    got = t.grad.numpy().astype(np.float64)
+    spacing = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    assert (np.abs(got - ref) <= 4 * spacing + 2 ** -22 * (np.abs(a) + np.abs(b))).all()
+
+
+# --- float32 functions evaluated in double, float64 loops -----------------------
+HYP_GRID = np.concatenate([_f32_grid(-50, 50, 400_001), _f32_grid(-1, 1, 200_001),
+                           np.geomspace(1e-30, 3e38, 20_001).astype(np.float32),
+                           -np.geomspace(1e-30, 3e38, 20_001).astype(np.float32), SPECIAL])
+
+
+@pytest.mark.parametrize("name, ref, bound", [
+    ("asinh", np.arcsinh, 0.51), ("acosh", np.arccosh, 0.51), ("atanh", np.arctanh, 0.51),
+    ("exp2", np.exp2, 1.05)])
+def test_float32_via_double_rounds_once(name, ref, bound):
+    x = HYP_GRID if name != "exp2" else HYP_GRID[np.abs(HYP_GRID) < 200]
+    with np.errstate(all="ignore"):
+        r = ref(x.astype(np.float64))
+    got = getattr(ember, name)(ember.from_numpy(x)).numpy()
+    err = _ulp_error(got, r)
+    assert np.nanmax(err) <= bound, (name, float(np.nanmax(err)), x[np.nanargmax(err)])
+    if name == "exp2":   # integer powers are exact
+        k = np.arange(-149, 128, dtype=np.float32)
+        np.testing.assert_array_equal(ember.exp2(ember.from_numpy(k)).numpy(),
+                                      np.exp2(k.astype(np.float64)).astype(np.float32))
+    with np.errstate(all="ignore"):
+        r32 = r.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(r32))
+    np.testing.assert_array_equal(np.signbit(got[r32 == 0]), np.signbit(r32[r32 == 0]))
+
+
+def test_float32_pow_rounds_once_and_keeps_libm_special_cases():
+    rng = np.random.default_rng(7)
+    a = np.exp(rng.uniform(-40, 40, 200_000)).astype(np.float32)
+    b = rng.uniform(-6, 6, 200_000).astype(np.float32)
+    for ea, eb, ra, rb in ((a, b, a, b), (a, np.float32(2.7), a, np.float32(2.7)),
+                           (np.float32(1.7), b, np.float32(1.7), b)):
+        ta = ember.from_numpy(ea) if isinstance(ea, np.ndarray) else float(ea)
+        tb = ember.from_numpy(eb) if isinstance(eb, np.ndarray) else float(eb)
+        got = ember.pow(ta, tb).numpy()
+        with np.errstate(all="ignore"):
+            ref = np.power(np.float64(ra), np.float64(rb))
+        err = _ulp_error(got, np.broadcast_to(ref, got.shape))
+        assert err.max() <= 0.51
+    # zero, negative and non-finite bases or exponents: C's powf (as torch)
+    sa = np.array([0.0, -0.0, -2.0, -2.0, -8.0, np.inf, -np.inf, np.nan, 1.0, 1.0, 2.0, 0.5,
+                   -1.0, 0.0, 3.0, 3.0], dtype=np.float32)
+    sb = np.array([3.0, -1.0, 3.0, 0.5, 1 / 3, -2.0, 3.0, 0.0, np.nan, np.inf, -np.inf,
+                   np.inf, np.inf, -2.0, 2.0, 0.0], dtype=np.float32)
+    got = ember.pow(ember.from_numpy(sa), ember.from_numpy(sb)).numpy()
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, np.power(sa, sb))
+
+
+F64_GRID = np.concatenate([np.linspace(-700, 700, 200_001), np.linspace(-1, 1, 100_001),
+                           np.geomspace(1e-300, 1e300, 50_001), -np.geomspace(1e-300, 1e300, 5_001),
+                           [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1e-310, 709.78, -745.1,
+                            1.0, -1.0, 0.5, 2.0, 1024.0, 2.0 ** -1060]])
+
+
+def _ulp64(got, ref):
+    same = (got == ref) | (np.isnan(got) & np.isnan(ref))
+    with np.errstate(all="ignore"):
+        return np.where(same, 0.0, np.abs(got - ref) / np.spacing(np.abs(ref)))
+
+
+def _sig64_ref(x):
+    return _sigmoid64(x)
+
+
+@pytest.mark.parametrize("name, ref, bound", [
+    ("exp", np.exp, 1.5), ("log", np.log, 1.5), ("log2", np.log2, 1.5),
+    ("log1p", np.log1p, 2.0), ("sigmoid", _sig64_ref, 3.0), ("asinh", np.arcsinh, 4.0),
+    ("acosh", np.arccosh, 4.0), ("atanh", np.arctanh, 4.0)])
+def test_float64_vectorised_ulps(name, ref, bound):
+    with np.errstate(all="ignore"):
+        r = ref(F64_GRID)
+    got = getattr(ember, name)(ember.from_numpy(F64_GRID)).numpy()
+    fin = np.isfinite(r) & (np.abs(r) > 1e-300)
+    err = _ulp64(got[fin], r[fin])
+    assert err.max() <= bound, (name, float(err.max()), F64_GRID[fin][err.argmax()])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(r))
+    np.testing.assert_array_equal(got[np.isinf(r)], r[np.isinf(r)])
+    np.testing.assert_array_equal(np.signbit(got[r == 0]), np.signbit(r[r == 0]))
+    if name == "log2":   # powers of two are exact
+        k = np.arange(-1074, 1024, dtype=np.float64)
+        np.testing.assert_array_equal(ember.log2(ember.from_numpy(2.0 ** k)).numpy(), k)
+
+
+@pytest.mark.parametrize("name", ["asinh", "acosh", "atanh", "exp2", "pow", "sin", "tan"])
+def test_more_bit_identical_across_thread_counts(name):
+    x = (RNG.standard_normal(1 << 20) * 3).astype(np.float32)
+    fn = (lambda t: ember.pow(t.abs(), 1.7)) if name == "pow" else getattr(ember, name)
+    outs = []
+    old = ember.get_num_threads()
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            outs.append(fn(ember.from_numpy(x)).numpy().tobytes())
+            outs.append(fn(ember.from_numpy(x.astype(np.float64))).numpy().tobytes())
+    finally:
+        ember.set_num_threads(old)
+    assert outs[0] == outs[2] and outs[1] == outs[3]

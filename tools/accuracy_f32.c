@@ -62,8 +62,9 @@ static double ref_of(int id, double x) {
     case R_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case R_GELU: return 0.5 * x * erfc(-x * 0.70710678118654752440);
     case R_GELU_TANH: {
-        double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
-        return 0.5 * x * (1.0 + tanh(u));
+        /* x/2 (1 + tanh u) as x sigmoid(2u): 1 + tanh u cancels in double too */
+        double v = 2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+        return v >= 0 ? x / (1.0 + exp(-v)) : x * exp(v) / (1.0 + exp(v));
     }
     case R_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
     case R_MISH: return x * tanh(softplus(x));

@@ -6,6 +6,7 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
+    .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
 """
 import os
 import resource
@@ -138,6 +139,8 @@ def ops():
     xs = (ember.randn(1 << 20), torch.randn(1 << 20))
     pos = (xs[0].abs() + 0.01, xs[1].abs() + 0.01)
     unit = (xs[0].tanh(), xs[1].tanh())
+    big = (pos[0] + 1, pos[1] + 1)
+    x64 = (xs[0].double(), xs[1].double())
     act = (ember.randn(16, 64, 512), torch.randn(16, 64, 512))
     ln_in = (ember.randn(16, 64, 128), torch.randn(16, 64, 128))
     ln_p = [(T.ones(128, requires_grad=True), T.zeros(128, requires_grad=True))
@@ -147,12 +150,23 @@ def ops():
         torch.set_num_threads(th)
         row = []
         for name in ("erf", "erfc", "sin", "cos", "tan", "log", "log1p", "log2", "log10",
-                     "expm1", "atan", "asin", "acos", "sinh", "cosh"):
-            a = pos if name.startswith("log") else unit if name in ("asin", "acos") else xs
+                     "expm1", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+                     "exp2", "sigmoid"):
+            a = (pos if name.startswith("log") else unit if name in ("asin", "acos", "atanh")
+                 else big if name == "acosh" else xs)
             fe, ft = getattr(ember, name), getattr(torch, name)
             te, tt = pair(lambda: fe(a[0]), lambda: ft(a[1]), 5)
             row.append(f"{name} {te / tt:.2f}x")
         print(f"1M float32 thr{th}: " + ", ".join(row))
+        row = []
+        for name in ("exp", "log", "log1p", "sigmoid", "asinh"):
+            a = (x64[0].abs() + 0.01, x64[1].abs() + 0.01) if name.startswith("log") else x64
+            fe, ft = getattr(ember, name), getattr(torch, name)
+            te, tt = pair(lambda: fe(a[0]), lambda: ft(a[1]), 5)
+            row.append(f"{name} {te / tt:.2f}x")
+        te, tt = pair(lambda: pos[0] ** 1.7, lambda: pos[1] ** 1.7, 5)
+        row.append(f"pow(f32, 1.7) {te / tt:.2f}x")
+        print(f"1M float64 thr{th}: " + ", ".join(row))
         row = []
         for name, kw in (("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}),
                          ("mish", {}), ("softplus", {}), ("elu", {})):
@@ -180,6 +194,39 @@ def ops():
                 n)
             print(f"sdpa causal {'x'.join(map(str, shape))} thr{th}: fwd {te / tt:.2f}x "
                   f"({te * 1e3:.2f} vs {tt * 1e3:.2f} ms), fwd+bwd {be / bt:.2f}x")
+
+
+def losses():
+    """Fused cross-entropy on (N, C, d) logits and on class probabilities, and
+    rms_norm: forward+backward, ember time / torch time, alternated."""
+    import torch
+
+    import ember
+    cases = []
+    for T in (ember, torch):
+        T.manual_seed(0)
+        x = T.randn(32, 100, 256, requires_grad=True)
+        t = T.randint(0, 100, (32, 256))
+        xp = T.randn(4096, 1000, requires_grad=True)
+        p = T.softmax(T.randn(4096, 1000), 1)
+        xr = T.randn(16, 64, 512, requires_grad=True)
+        wr = T.ones(512, requires_grad=True)
+        cases.append({
+            "ce (32,100,256) idx": lambda T=T, x=x, t=t: T.nn.functional.cross_entropy(
+                x, t).backward(),
+            "ce (4096,1000) probs": lambda T=T, x=xp, p=p: T.nn.functional.cross_entropy(
+                x, p).backward(),
+            "rms_norm 16x64x512": lambda T=T, x=xr, w=wr: T.nn.functional.rms_norm(
+                x, (512,), w).sum().backward(),
+        })
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        row = []
+        for name in cases[0]:
+            te, tt = pair(cases[0][name], cases[1][name], 3)
+            row.append(f"{name} {te / tt:.2f}x ({te * 1e3:.1f} vs {tt * 1e3:.1f} ms)")
+        print(f"fwd+bwd thr{th}: " + ", ".join(row))
 
 
 def _gpt(T, vocab=256, emb=128, heads=4, seq=64, layers=4):
@@ -239,5 +286,5 @@ def gpt():
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
-    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt}
+    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

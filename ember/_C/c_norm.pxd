@@ -8,3 +8,7 @@ cdef extern from "ember_norm.h" nogil:
     int em_layer_norm_bwd(int dtype, const char *dy, const char *x, const char *mean,
                           const char *rstd, const char *w, int64_t M, int64_t N, char *dx,
                           char *dw, char *db, int nthreads)
+    int em_rms_norm_fwd(int dtype, const char *x, const char *w, int64_t M, int64_t N,
+                        double eps, char *y, char *rstd, int nthreads)
+    int em_rms_norm_bwd(int dtype, const char *dy, const char *x, const char *rstd,
+                        const char *w, int64_t M, int64_t N, char *dx, char *dw, int nthreads)

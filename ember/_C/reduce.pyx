@@ -1103,6 +1103,73 @@ def layer_norm_backward(grad, input, mean, rstd, weight, bint need_input, bint n
     return dx, dw, db
 
 
+def rms_norm_fused(input, normalized_shape, weight, double eps):
+    """(y, rstd) of rms_norm over the trailing ``normalized_shape`` dims of a float32/
+    float64 tensor: one pass per row (the layer_norm kernel without centering);
+    rstd is each row's 1 / sqrt(mean(x^2) + eps).  Not recorded for autograd."""
+    cdef TensorBase t = _as_t(input, "rms_norm")
+    shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    cdef int k = len(shp), i
+    if k == 0 or k > t._ndim or shape_tuple(t)[t._ndim - k:] != shp:
+        raise RuntimeError(f"Given normalized_shape={list(shp)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shp))}], but got input of size"
+                           f"{list(shape_tuple(t))}")
+    if t._dtype != EM_F32 and t._dtype != EM_F64:
+        raise RuntimeError(f"rms_norm: expected a float32 or float64 input, got "
+                           f"{torch_type_name(t._dtype)}")
+    cdef int64_t N = 1, M = 1
+    for i in range(t._ndim):
+        if i < t._ndim - k:
+            M *= t._shape[i]
+        else:
+            N *= t._shape[i]
+    cdef TensorBase x = contig(t)
+    cdef TensorBase w = _ln_param(weight, x, N, "weight")
+    cdef TensorBase y = new_like(x, -1)
+    cdef int64_t sshape[MAX_DIMS]
+    for i in range(t._ndim):
+        sshape[i] = t._shape[i] if i < t._ndim - k else 1
+    cdef TensorBase rstd = new_tensor(t._ndim, sshape, x._dtype, x._device)
+    cdef const char *wp = data_ptr(w) if w is not None else NULL
+    cdef int nt = nthreads_for(M * N * 8)
+    cdef int rc
+    with nogil:
+        rc = em_rms_norm_fwd(x._dtype, data_ptr(x), wp, M, N, eps, data_ptr(y), data_ptr(rstd), nt)
+    if rc == -2:
+        raise MemoryError("rms_norm: out of memory")
+    if rc != 0:
+        raise RuntimeError("rms_norm: kernel failed")
+    return y, rstd
+
+
+def rms_norm_fused_backward(grad, input, rstd, weight, bint need_input, bint need_weight):
+    """(grad_input, grad_weight) of rms_norm from the saved rstd (grad_weight flat,
+    [N]); None for each one not needed.  Not recorded."""
+    cdef TensorBase x = contig(_as_t(input, "rms_norm_backward"))
+    cdef TensorBase g = contig(cast(_as_t(grad, "rms_norm_backward"), x._dtype))
+    cdef TensorBase rs = contig(_as_t(rstd, "rms_norm_backward"))
+    cdef int64_t M = numel_of(rs._ndim, rs._shape)
+    cdef int64_t N = numel_of(x._ndim, x._shape) // M if M > 0 else 0
+    cdef TensorBase w = _ln_param(weight, x, N, "weight")
+    cdef TensorBase dx = new_like(x, -1) if need_input else None
+    cdef int64_t pshape[1]
+    pshape[0] = N
+    cdef TensorBase dw = new_tensor(1, pshape, x._dtype, x._device) if need_weight else None
+    cdef const char *wp = data_ptr(w) if w is not None else NULL
+    cdef char *dxp = data_ptr(dx) if dx is not None else NULL
+    cdef char *dwp = data_ptr(dw) if dw is not None else NULL
+    cdef int nt = nthreads_for(M * N * 16)
+    cdef int rc
+    with nogil:
+        rc = em_rms_norm_bwd(x._dtype, data_ptr(g), data_ptr(x), data_ptr(rs), wp, M, N, dxp,
+                             dwp, nt)
+    if rc == -2:
+        raise MemoryError("rms_norm_backward: out of memory")
+    if rc != 0:
+        raise RuntimeError("rms_norm_backward: kernel failed")
+    return dx, dw
+
+
 # ---------------------------------------------------------------------------
 # fused scaled-dot-product attention (no mask but the causal one, no dropout)
 

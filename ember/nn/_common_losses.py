@@ -150,6 +150,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         else:
             return _C_reduce.cross_entropy_fused(input, target, weight, ignore_index,
                                                  label_smoothing, reduction)[0]
+    # (N, C, d1, ...) inputs stay on the composed ops: moving the classes last costs
+    # more than the fused kernel saves there
+    if (target.is_floating_point() and input.dim() == 2 and input.device.type == "cpu"
+            and input.dtype in (ember.float32, ember.float64) and target.dtype == input.dtype
+            and tuple(target.shape) == tuple(input.shape) and not target.requires_grad
+            and reduction in ("mean", "sum", "none") and 0.0 <= label_smoothing <= 1.0
+            and _FUSED_CE and (weight is None or (weight.dtype == input.dtype
+                                                  and not weight.requires_grad))):
+        return _cross_entropy_prob(input, target, weight, label_smoothing, reduction)
     logp = ember.log_softmax(input, cdim)
     if target.is_floating_point():  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
@@ -240,7 +249,49 @@ def _cross_entropy_grad_composite(grad, input, target, weight, ignore_index, eps
     return d * g.unsqueeze(1)
 
 
+def _cross_entropy_prob_function():
+    from ember.autograd import Function
+
+    class _CrossEntropyProb(Function):
+        """Cross-entropy of (N, C) logits against class probabilities as one graph
+        node over the fused kernels (forward saves each row's log-sum-exp)."""
+
+        @staticmethod
+        def forward(ctx, input, target, weight, label_smoothing, reduction):
+            out, lse = _C_reduce.cross_entropy_prob_fused(input, target, weight,
+                                                          label_smoothing, reduction)
+            ctx.save_for_backward(input, target, weight, lse)
+            ctx.args = (label_smoothing, reduction)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            input, target, weight, lse = ctx.saved_tensors
+            eps, reduction = ctx.args
+            if ember.is_grad_enabled():  # create_graph: a differentiable formula
+                N, C = input.shape
+                q = target * (1 - eps) + eps / C
+                wq = q if weight is None else q * weight
+                d = ember.softmax(input, 1) * wq.sum(1, keepdim=True) - wq
+                g = grad / N if reduction == "mean" else grad
+                return d * (g.unsqueeze(1) if reduction == "none" else g), None, None, None, None
+            gx = _C_reduce.cross_entropy_prob_fused_backward(
+                grad, input.detach(), target, weight, lse, eps, reduction)
+            return gx, None, None, None, None
+
+    return _CrossEntropyProb
+
+
+def _cross_entropy_prob(input, target, weight, label_smoothing, reduction):
+    """cross_entropy of (N, C) logits against class probabilities on the fused kernels."""
+    if input.requires_grad and ember.is_grad_enabled():
+        return _CrossEntropyP.apply(input, target, weight, label_smoothing, reduction)
+    return _C_reduce.cross_entropy_prob_fused(input, target, weight, label_smoothing,
+                                              reduction)[0]
+
+
 _CrossEntropy = _LazyFn(_cross_entropy_function)
+_CrossEntropyP = _LazyFn(_cross_entropy_prob_function)
 _FUSED_CE = True
 
 

@@ -416,13 +416,60 @@ def _layer_norm_composite(input, normalized_shape, weight=None, bias=None, eps=1
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """RMS normalisation over the trailing ``normalized_shape`` dims: float32/float64
+    CPU tensors run one fused kernel (forward and backward), others the composed ops."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
-    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
     if eps is None:
         eps = ember.finfo(input.dtype).eps if hasattr(ember, "finfo") else 1.1920929e-07
+    dt = input.dtype
+    if (isinstance(input, ember.Tensor) and dt in (ember.float32, ember.float64)
+            and input.device.type == "cpu"
+            and (weight is None or (isinstance(weight, ember.Tensor) and weight.dtype == dt
+                                    and weight.device.type == "cpu"))):
+        if ember.is_grad_enabled() and (input.requires_grad or (
+                weight is not None and weight.requires_grad)):
+            return _RMSNorm.apply(input, weight, tuple(normalized_shape), float(eps))
+        return _C_reduce.rms_norm_fused(input, tuple(normalized_shape), weight, float(eps))[0]
+    return _rms_norm_composite(input, normalized_shape, weight, eps)
+
+
+def _rms_norm_composite(input, normalized_shape, weight, eps):
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
     y = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return y * weight if weight is not None else y
+
+
+def _rms_norm_function():
+    from ember.autograd import Function
+
+    class _RMSNormFn(Function):
+        """rms_norm as one graph node over the fused kernels (saves each row's rstd)."""
+
+        @staticmethod
+        def forward(ctx, input, weight, shape, eps):
+            y, rstd = _C_reduce.rms_norm_fused(input, shape, weight, eps)
+            ctx.save_for_backward(input, weight, rstd)
+            ctx.args = (shape, eps)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w, rstd = ctx.saved_tensors
+            shape, eps = ctx.args
+            need_w = w is not None and ctx.needs_input_grad[1]
+            if ember.is_grad_enabled():  # create_graph: differentiate the composed form
+                ins = [t for t in (x, w) if t is not None and t.requires_grad]
+                y = _rms_norm_composite(x, shape, w, eps)
+                got = dict(zip(map(id, ins), ember.autograd.grad(y, ins, grad,
+                                                                 create_graph=True)))
+                return got.get(id(x)), (got.get(id(w)) if w is not None else None), None, None
+            dx, dw = _C_reduce.rms_norm_fused_backward(grad, x.detach(), rstd,
+                                                       None if w is None else w.detach(),
+                                                       ctx.needs_input_grad[0], need_w)
+            return dx, (dw.reshape(w.shape) if dw is not None else None), None, None
+
+    return _RMSNormFn
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -561,6 +608,7 @@ class _LazyFn:
 
 
 _Embedding = _LazyFn(_embedding_function)
+_RMSNorm = _LazyFn(_rms_norm_function)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -49,7 +49,7 @@
     X(RELU_BW, relu_bw, "", FLOAT, FLOATS, ALL, b > 0 ? a : 0, _) \
     X(SIGMOID_BW, sigmoid_bw, "", FLOAT, FLOATS, ALL, a * b * (1 - b), _) \
     X(TANH_BW, tanh_bw, "", FLOAT, FLOATS, ALL, a * (1 - b * b), _) \
-    X(GELU_BW, gelu_bw, "", FLOAT, FLOATS, F2, a * em_gelu_gradf(b), a * em_gelu_grad(b)) \
+    X(GELU_BW, gelu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH_BW, gelu_tanh_bw, "", FLOAT, FLOATS, F2, \
       a * em_gelu_tanh_gradf(b), a * em_gelu_tanh_grad(b)) \
     X(SILU_BW, silu_bw, "", FLOAT, FLOATS, F2, em_silu_bwf(a, b), em_silu_bw(a, b)) \
@@ -71,13 +71,13 @@
     X(NEG, neg, "neg", ARITH, NUM, ALL, (T)(0 - x), _) \
     X(ABS, abs, "abs", ARITH, NUM_B, OWN, _, _) \
     X(SIGN, sign, "sign", ARITH, NUM_B, OWN, _, _) \
-    X(EXP, exp, "exp", FLOAT, FLOATS, F2, em_expf(x), exp(x)) \
-    X(EXP2, exp2, "exp2", FLOAT, FLOATS, ALL, (T)exp2(x), _) \
+    X(EXP, exp, "exp", FLOAT, FLOATS, F2, em_expf(x), em_exp_d(x)) \
+    X(EXP2, exp2, "exp2", FLOAT, FLOATS, F2, em_exp2f(x), exp2(x)) \
     X(EXPM1, expm1, "expm1", FLOAT, FLOATS, F2, em_expm1f(x), (T)expm1(x)) \
-    X(LOG, log, "log", FLOAT, FLOATS, F2, em_logf(x), (T)log(x)) \
-    X(LOG2, log2, "log2", FLOAT, FLOATS, F2, em_logf(x) * 1.44269504088896341f, (T)log2(x)) \
+    X(LOG, log, "log", FLOAT, FLOATS, F2, em_logf(x), em_log_d(x)) \
+    X(LOG2, log2, "log2", FLOAT, FLOATS, F2, em_logf(x) * 1.44269504088896341f, em_log2_d(x)) \
     X(LOG10, log10, "log10", FLOAT, FLOATS, F2, em_logf(x) * 0.434294481903251828f, (T)log10(x)) \
-    X(LOG1P, log1p, "log1p", FLOAT, FLOATS, F2, em_log1pf(x), (T)log1p(x)) \
+    X(LOG1P, log1p, "log1p", FLOAT, FLOATS, F2, em_log1pf(x), em_log1p_d(x)) \
     X(SQRT, sqrt, "sqrt", FLOAT, FLOATS, F2, sqrtf(x), sqrt(x)) \
     X(RSQRT, rsqrt, "rsqrt", FLOAT, FLOATS, F2, 1.0f / sqrtf(x), 1.0 / sqrt(x)) \
     X(SIN, sin, "sin", FLOAT, FLOATS, OWN, _, _) \
@@ -89,14 +89,14 @@
     X(SINH, sinh, "sinh", FLOAT, FLOATS, F2, em_sinhf(x), (T)sinh(x)) \
     X(COSH, cosh, "cosh", FLOAT, FLOATS, F2, em_coshf(x), (T)cosh(x)) \
     X(TANH, tanh, "tanh", FLOAT, FLOATS, F2, ew_tanhf(x), tanh(x)) \
-    X(ASINH, asinh, "asinh", FLOAT, FLOATS, ALL, (T)asinh(x), _) \
-    X(ACOSH, acosh, "acosh", FLOAT, FLOATS, ALL, (T)acosh(x), _) \
-    X(ATANH, atanh, "atanh", FLOAT, FLOATS, ALL, (T)atanh(x), _) \
+    X(ASINH, asinh, "asinh", FLOAT, FLOATS, F2, em_asinhf(x), em_asinh_d(x)) \
+    X(ACOSH, acosh, "acosh", FLOAT, FLOATS, F2, em_acoshf(x), em_acosh_d(x)) \
+    X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanhf(x), em_atanh_d(x)) \
     X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, ew_sigmoidf(x), ew_sigmoidd(x)) \
     X(RELU, relu, "relu", ARITH, NUM, ALL, (x != x) ? x : (x > 0 ? x : 0), _) \
-    X(GELU, gelu, "", FLOAT, FLOATS, F2, em_geluf(x), em_gelu(x)) \
+    X(GELU, gelu, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH, gelu_tanh, "", FLOAT, FLOATS, F2, em_gelu_tanhf(x), em_gelu_tanh(x)) \
-    X(SILU, silu, "silu", FLOAT, FLOATS, F2, x * ew_sigmoidf(x), x * ew_sigmoidd(x)) \
+    X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_siluf(x), x * ew_sigmoidd(x)) \
     X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish(x)) \
     X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), (T)erf(x)) \
     X(ERFC, erfc, "erfc", FLOAT, FLOATS, F2, em_erfcf(x), (T)erfc(x)) \

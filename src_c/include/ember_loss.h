@@ -20,4 +20,14 @@ int em_cross_entropy_fwd(int dtype, const char *x, const int64_t *t, const char 
 int em_cross_entropy_bwd(int dtype, const char *x, const int64_t *t, const char *w,
                          const char *lse, int64_t N, int64_t C, int64_t ignore_index, double eps,
                          const char *g, int64_t gstride, double gscale, char *dx, int nthreads);
+/* Probability targets p[N, C] (same dtype as x): per-row loss
+   sum_c w[c] q[c] (lse - x[c]) with q = (1-eps) p + eps/C into loss[N], lse into
+   lse[N], red[0] = row-order sum of the losses, red[1] = N. */
+int em_cross_entropy_prob_fwd(int dtype, const char *x, const char *p, const char *w, int64_t N,
+                              int64_t C, double eps, char *loss, char *lse, double *red,
+                              int nthreads);
+/* dx = g_i (softmax sum_c w[c] q[c] - w q), g_i = g[i * gstride] * gscale. */
+int em_cross_entropy_prob_bwd(int dtype, const char *x, const char *p, const char *w,
+                              const char *lse, int64_t N, int64_t C, double eps, const char *g,
+                              int64_t gstride, double gscale, char *dx, int nthreads);
 #endif

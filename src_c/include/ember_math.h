@@ -23,6 +23,19 @@
 #endif
 #endif
 
+/* a * b + c in one rounding where the target has FMA: the ISA copies of the
+   CPU loops define EM_FMA_OK (GCC's `#pragma GCC target` does not define
+   __FMA__), nvcc always has it; elsewhere two roundings, as plain C. */
+#ifndef EM_FMA_OK
+#if defined(__CUDACC__) || defined(__FMA__)
+#define EM_FMA_OK 1
+#else
+#define EM_FMA_OK 0
+#endif
+#endif
+#define EM_MADF(a, b, c) (EM_FMA_OK ? fmaf((a), (b), (c)) : (a) * (b) + (c))
+#define EM_MAD(a, b, c) (EM_FMA_OK ? fma((a), (b), (c)) : (a) * (b) + (c))
+
 /* exp(r) * 2^n for |r| <= ln2/2 after the reduction below: the Cephes
    polynomial, and 2^n as two factors so n in [-150, 129] never leaves the
    exponent range */
@@ -30,18 +43,42 @@ EM_HD_INLINE float em_exp_reduced(float xc, int32_t k) {
     float fx = floorf(xc * 1.44269504088896341f + 0.5f);
     float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
     float y = 1.9875691500E-4f;
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * r * r + r + 1.0f;
+    y = EM_MADF(y, r, 1.3981999507E-3f);
+    y = EM_MADF(y, r, 8.3334519073E-3f);
+    y = EM_MADF(y, r, 4.1665795894E-2f);
+    y = EM_MADF(y, r, 1.6666665459E-1f);
+    y = EM_MADF(y, r, 5.0000001201E-1f);
+    y = EM_MADF(y, r * r, r) + 1.0f;
     int32_t n = (int32_t)fx + k, n1 = n >> 1, n2 = n - n1;
     int32_t e1 = (n1 + 127) << 23, e2 = (n2 + 127) << 23;
     float s1, s2;
     memcpy(&s1, &e1, 4);
     memcpy(&s2, &e2, 4);
     return y * s1 * s2;
+}
+
+/* 2^x for float32: n = round(x) and f = x - n (exact), 2^f = exp(f ln 2) by the
+   exp polynomial; 2^n exact for integer x */
+EM_HD_INLINE float em_exp2f(float x) {
+    float xc = x > 129.0f ? 129.0f : (x < -151.0f ? -151.0f : x);
+    float n = floorf(xc + 0.5f);
+    float r = (xc - n) * 0.693147180559945309f;
+    float y = 1.9875691500E-4f;
+    y = EM_MADF(y, r, 1.3981999507E-3f);
+    y = EM_MADF(y, r, 8.3334519073E-3f);
+    y = EM_MADF(y, r, 4.1665795894E-2f);
+    y = EM_MADF(y, r, 1.6666665459E-1f);
+    y = EM_MADF(y, r, 5.0000001201E-1f);
+    y = EM_MADF(y, r * r, r) + 1.0f;
+    int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
+    float s1, s2;
+    int32_t e1 = (n1 + 127) << 23, e2 = (n2 + 127) << 23;
+    memcpy(&s1, &e1, 4);
+    memcpy(&s2, &e2, 4);
+    float res = y * s1 * s2;
+    res = x > 128.0f ? INFINITY : res;
+    res = x < -150.0f ? 0.0f : res;
+    return x != x ? x : res;
 }
 
 /* exp for float32 that vectorises (Cephes-style range reduction + degree-6
@@ -52,6 +89,28 @@ EM_HD_INLINE float em_expf(float x) {
     res = x > 88.72283935546875f ? INFINITY : res;
     res = x < -103.972077083991796f ? 0.0f : res;
     return x != x ? x : res;
+}
+
+/* sigmoid(v) = num / (1 + e) with e = exp(-|v|), num = 1 (v >= 0) or e (v < 0):
+   no overflow, and no flush to 0 below v = -88, because e is formed as
+   2^32 exp(-|v|) (em_exp_reduced's scale) and the 2^-32 is applied last.
+   Returns num / (1 + e) with its *scale; a_lo is a correction to |v| (the part
+   of |v| below float precision, for callers that compute v in double). */
+EM_HD_INLINE float em_sigmoid_parts(float a, float a_lo, int neg, float *scale) {
+    float ac = a > 150.0f ? 150.0f : a;
+    float es = em_exp_reduced(-ac, 32) * (1.0f - a_lo);
+    float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
+    *scale = neg ? 2.3283064365386963e-10f : 1.0f;
+    return (neg ? es : 1.0f) / d;
+}
+EM_HD_INLINE float em_sigmoidf(float x) {
+    float sc, r = em_sigmoid_parts(fabsf(x), 0.0f, x < 0.0f, &sc);
+    return r * sc;
+}
+/* x * sigmoid(x), full precision down to the subnormal range */
+EM_HD_INLINE float em_siluf(float x) {
+    float sc, r = em_sigmoid_parts(fabsf(x), 0.0f, x < 0.0f, &sc);
+    return (x * r) * sc;
 }
 
 EM_HD_INLINE float em_f32_from_bits(int32_t i) {
@@ -126,7 +185,7 @@ EM_HD_INLINE float em_expm1f(float x) {
 }
 
 /* erfc on a >= 1/2 (NaN passes through); *ex gets exp(-a^2) for the callers that
-   need the Gaussian too (gelu's backward). exp(-a^2) is formed from a^2 split
+   need the Gaussian too. exp(-a^2) is formed from a^2 split
    in hi + lo so its error does not grow with a. */
 EM_HD_INLINE float em_erfc_big(float a, float *ex) {
     float ac = a > 10.1f ? 10.1f : (a < 0.5f ? 0.5f : a);
@@ -193,64 +252,130 @@ EM_HD_INLINE float em_erfcf(float x) {
     return em_erfc2f(x, &ex);
 }
 
-/* exact gelu as x/2 * erfc(-x/sqrt(2)): no cancellation for large negative x */
+/* exp(-x^2/2) for the Gaussian: x^2/2 is split in hi + lo (exact), so the
+   result keeps float precision however large x^2/2 is.  The parts: the return
+   value is exp(-hi), *lo the rest, exp(-x^2/2) = exp(-hi) (1 - lo). */
+EM_HD_INLINE float em_gauss_exp_parts(float x, float *lo) {
+    float a = fabsf(x);
+    a = a > 20.0f ? 20.0f : a;                   /* exp(-200) is 0; no inf - inf below */
+    float ha = 0.5f * a, h = ha * a;
+    *lo = fmaf(ha, a, -h);
+    return em_expf(-h);
+}
+EM_HD_INLINE float em_gauss_expf(float x) {
+    float l, e = em_gauss_exp_parts(x, &l);
+    return e * (1.0f - l);
+}
+
+/* Phi(x), the normal CDF, for x >= -5.5 (exact gelu's fast path; larger x only
+   ever reach 1): Phi(-|x|) = exp(-x^2/2) S(|x|) / 2 with S(u) = erfcx(u/sqrt 2)
+   a degree-16 fit on [0, 5.5] (relative error 8e-9) evaluated in double, since
+   float Horner rounding alone costs 3 ulp there; the result is left in double
+   for the caller's last product.  *g = exp(-x^2/2). */
+EM_HD_INLINE double em_gelu_cdf_fastf(float x, double *g) {
+    float u = fabsf(x);
+    double t = (double)(u > 5.5f ? 5.5f : u) * 0.36363636363636365 - 1.0;
+    double p = 0.00017929413928098964;
+    p = EM_MAD(p, t, -0.00041952888827288473);
+    p = EM_MAD(p, t, 0.00015258017000958896);
+    p = EM_MAD(p, t, -0.00011888277615702757);
+    p = EM_MAD(p, t, 0.0013282825273689277);
+    p = EM_MAD(p, t, -0.0027843044250384164);
+    p = EM_MAD(p, t, 0.004221371357267327);
+    p = EM_MAD(p, t, -0.007343434613169471);
+    p = EM_MAD(p, t, 0.013179871099381756);
+    p = EM_MAD(p, t, -0.022293223014553026);
+    p = EM_MAD(p, t, 0.03618886144770348);
+    p = EM_MAD(p, t, -0.0567437619837989);
+    p = EM_MAD(p, t, 0.08545846009863678);
+    p = EM_MAD(p, t, -0.12298324318179617);
+    p = EM_MAD(p, t, 0.1681845062342069);
+    p = EM_MAD(p, t, -0.21697092647628385);
+    p = EM_MAD(p, t, 0.26144946730655205);
+    float l;
+    double e = em_gauss_exp_parts(x, &l);
+    e = e - e * l;
+    *g = e;
+    double q = 0.5 * e * p;
+    return x < 0.0f ? q : 1.0 - q;
+}
+
+/* gelu and its derivative for x < -5.5 (results below 1e-7 in size): rare in
+   activations, so the block fix-up runs them in double through libm */
+EM_HD_INLINE float em_gelu_slowf(float x) {
+    double xd = x;
+    return (float)(0.5 * xd * erfc(-0.70710678118654752440 * xd));
+}
+EM_HD_INLINE float em_gelu_grad_slowf(float x) {
+    double xd = x;
+    return (float)(0.5 * erfc(-0.70710678118654752440 * xd)
+                   + xd * 0.3989422804014327 * exp(-0.5 * xd * xd));
+}
+
+EM_HD_INLINE float em_gelu_fastf(float x) {
+    double g;
+    return (float)((double)x * em_gelu_cdf_fastf(x, &g));
+}
+/* d gelu / dx = Phi(x) + x phi(x) */
+EM_HD_INLINE float em_gelu_grad_fastf(float x) {
+    double g;
+    double c = em_gelu_cdf_fastf(x, &g);
+    return (float)(c + (double)x * 0.3989422804014327 * g);
+}
+#define EM_GELU_FAST_MIN -5.5f
 EM_HD_INLINE float em_geluf(float x) {
-    return 0.5f * x * em_erfcf(-0.70710678118654752f * x);
+    return x < EM_GELU_FAST_MIN ? em_gelu_slowf(x) : em_gelu_fastf(x);
 }
-
-/* d gelu / dx = Phi(x) + x phi(x); exp(-x^2/2) comes from the erfc above when
-   |x| >= 1/sqrt(2) and is computed directly (small argument) otherwise */
 EM_HD_INLINE float em_gelu_gradf(float x) {
-    float z = -0.70710678118654752f * x, ex;
-    float cdf = 0.5f * em_erfc2f(z, &ex);
-    float g = fabsf(z) < 0.5f ? em_expf(-0.5f * x * x) : ex;
-    return cdf + x * 0.39894228040143268f * g;
+    return x < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_fastf(x);
 }
 
-/* sin and cos share one reduction: n = round(x * 2/pi), r = x - n pi/2 in three
-   parts (exact for |x| < 8192; callers fall back to libm above that) */
-EM_HD_INLINE void em_sincosf_red(float x, float *sr, float *cr, int32_t *q) {
-    float n = rintf(x * 0.63661977236758134f);
-    float r = x - n * 1.5703125f;
-    r = r - n * 4.837512969970703125e-4f;
-    r = r - n * 7.54978995489188216e-8f;
-    float z = r * r;
-    float s = -1.9515295891e-4f;
-    s = s * z + 8.3321608736e-3f;
-    s = s * z - 1.6666654611e-1f;
-    s = s * z * r + r;
-    float c = 2.443315711809948e-5f;
-    c = c * z - 1.388731625493765e-3f;
-    c = c * z + 4.166664568298827e-2f;
-    c = c * z * z - 0.5f * z + 1.0f;
+/* sin and cos share one reduction, in double: n = round(x * 2/pi) and
+   r = x - n pi/2 with pi/2 in two parts, the first of 33 bits so n * part1 is
+   exact for |x| < EM_TRIG_MAX (callers use libm above it).  r keeps about 70
+   bits however close x lies to a multiple of pi/2, and the double polynomials
+   (fdlibm's __kernel_sindf/cosdf: |error| < 2^-34 on |r| <= pi/4) leave one
+   float rounding: under 0.6 ulp for sin, cos and tan. */
+#define EM_TRIG_MAX 1048576.0f
+EM_HD_INLINE void em_sincosf_red(float x, double *sr, double *cr, int32_t *q) {
+    double xd = x;
+    /* round to nearest through the 1.5 * 2^52 shifter: no rint call, vectorises on any ISA */
+    double n = xd * 0.63661977236758134308 + 6755399441055744.0;
+    n = n - 6755399441055744.0;
+    double r = (xd - n * 1.5707963267341256) - n * 6.077100506506192e-11;
+    double z = r * r, w = z * z;
+    double s = (r + r * z * EM_MAD(z, 0.008333329385889463, -0.16666666641626524))
+               + r * z * w * EM_MAD(z, 2.718311493989822e-06, -0.00019839334836096632);
+    double c = (EM_MAD(z, -0.499999997251031, 1.0) + w * 0.04166662332373906)
+               + w * z * EM_MAD(z, 2.439044879627741e-05, -0.001388676377460993);
     *sr = s;
     *cr = c;
     *q = (int32_t)n;
 }
 
 EM_HD_INLINE float em_sinf(float x) {
-    float s, c;
+    double s, c;
     int32_t q;
     em_sincosf_red(x, &s, &c, &q);
-    float r = (q & 1) ? c : s;
+    double r = (q & 1) ? c : s;
     r = (q & 2) ? -r : r;
-    return x == 0.0f ? x : r;
+    return x == 0.0f ? x : (float)r;
 }
 
 EM_HD_INLINE float em_cosf(float x) {
-    float s, c;
+    double s, c;
     int32_t q;
     em_sincosf_red(x, &s, &c, &q);
-    float r = (q & 1) ? -s : c;
-    return (q & 2) ? -r : r;
+    double r = (q & 1) ? -s : c;
+    return (float)((q & 2) ? -r : r);
 }
 
 EM_HD_INLINE float em_tanf(float x) {
-    float s, c;
+    double s, c;
     int32_t q;
     em_sincosf_red(x, &s, &c, &q);
-    float r = (q & 1) ? -c / s : s / c;
-    return x == 0.0f ? x : r;
+    double num = (q & 1) ? -c : s, den = (q & 1) ? s : c;   /* one division */
+    return x == 0.0f ? x : (float)(num / den);
 }
 
 /* atan: reduce to |x| <= tan(pi/8) with atan(x) = pi/2 - atan(1/x) and
@@ -466,6 +591,135 @@ EM_HD_INLINE float em_lgammaf_pos(float xf) {
     c = c * z + 4.22784335098467139393e-1;
     double ser = c * z - (near1 ? lp : 0.0);
     return (float)(near1 || fabs(x - 2.0) <= 0.3 ? ser : big);
+}
+
+/* ---- double exp/log that vectorise (float64 loops, and float32 functions
+   evaluated in double to leave one rounding) ---- */
+
+/* exp(x) 2^k: n = round(x / ln2) through the 1.5 * 2^52 shifter (n read from its
+   low bits), r = x - n ln2 in two parts (the first of 32 bits, so n * hi is
+   exact), a degree-13 Taylor polynomial on |r| <= ln2/2 (truncation 4e-18), and
+   2^n as two factors so gradual underflow and overflow come out right */
+EM_HD_INLINE double em_exp_reduced_d(double xc, int64_t k) {
+    double kd = xc * 1.4426950408889634 + 6755399441055744.0;
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL + k;
+    double fn = kd - 6755399441055744.0;
+    double r = (xc - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+    double p = 1.6059043836821613e-10;
+    p = EM_MAD(p, r, 2.08767569878681e-09);
+    p = EM_MAD(p, r, 2.505210838544172e-08);
+    p = EM_MAD(p, r, 2.755731922398589e-07);
+    p = EM_MAD(p, r, 2.7557319223985893e-06);
+    p = EM_MAD(p, r, 2.48015873015873e-05);
+    p = EM_MAD(p, r, 0.0001984126984126984);
+    p = EM_MAD(p, r, 0.001388888888888889);
+    p = EM_MAD(p, r, 0.008333333333333333);
+    p = EM_MAD(p, r, 0.041666666666666664);
+    p = EM_MAD(p, r, 0.16666666666666666);
+    p = EM_MAD(p, r, 0.5);
+    p = EM_MAD(p, r * r, r) + 1.0;
+    int64_t n1 = n >> 1, n2 = n - n1;
+    return p * em_f64_from_bits((n1 + 1023) << 52) * em_f64_from_bits((n2 + 1023) << 52);
+}
+
+EM_HD_INLINE double em_exp_d(double x) {
+    double xc = x > 710.0 ? 710.0 : (x < -746.0 ? -746.0 : x);
+    double r = em_exp_reduced_d(xc, 0);
+    return x != x ? x : r;
+}
+
+/* log: x = 2^e m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f) and
+   log(m) = f - f^2/2 + s (f^2/2 + R(s^2)) with fdlibm's e_log.c polynomial
+   (|error| < 2^-58.45).  The core returns f, with e, f^2/2 and s (f^2/2 + R)
+   (finite x > 0 only), so callers combine them in fdlibm's order. */
+EM_HD_INLINE double em_log_core_d(double x, double *fe, double *hf, double *sr) {
+    int tiny = x < 2.2250738585072014e-308;
+    double xs = tiny ? x * 18014398509481984.0 : x;          /* subnormals: 2^54 */
+    int64_t ix = em_f64_bits(xs);
+    int64_t e = ((ix >> 52) & 0x7ff) - 1023;
+    double m = em_f64_from_bits((ix & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);   /* [1, 2) */
+    int hi = m > 1.4142135623730951;
+    m = hi ? 0.5 * m : m;
+    e = hi ? e + 1 : e;
+    *fe = (double)(tiny ? e - 54 : e);
+    double f = m - 1.0;
+    double s = f / (2.0 + f), z = s * s, w = z * z;
+    double t1 = w * EM_MAD(w, EM_MAD(w, 1.531383769920937332e-01, 2.222219843214978396e-01), 3.999999999940941908e-01);
+    double t2 = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, 1.479819860511658591e-01, 1.818357216161805012e-01), 2.857142874366239149e-01), 6.666666666666735130e-01);
+    double hfsq = 0.5 * f * f;
+    *hf = hfsq;
+    *sr = s * (hfsq + t1 + t2);
+    return f;
+}
+/* +inf and NaN pass, negative gives NaN, +-0 gives -inf */
+EM_HD_INLINE double em_log_special_d(double x, double r) {
+    int64_t bx = em_f64_bits(x);
+    r = bx >= 0x7ff0000000000000LL ? x : r;
+    r = bx < 0 ? NAN : r;
+    return (bx & 0x7fffffffffffffffLL) == 0 ? -INFINITY : r;
+}
+EM_HD_INLINE double em_log_d(double x) {
+    double fe, hf, sr, f = em_log_core_d(x, &fe, &hf, &sr);
+    /* ln2 in two parts, the first of 32 bits so fe * hi is exact */
+    double r = fe * 6.93147180369123816490e-01 - ((hf - (sr + fe * 1.90821492927058770002e-10)) - f);
+    return em_log_special_d(x, r);
+}
+/* the exponent enters exactly: log2 of a power of two is exact */
+EM_HD_INLINE double em_log2_d(double x) {
+    double fe, hf, sr, f = em_log_core_d(x, &fe, &hf, &sr);
+    return em_log_special_d(x, fe + (f - (hf - sr)) * 1.4426950408889634);
+}
+
+/* log1p via log(1 + x) plus the rounding error of 1 + x, divided by 1 + x */
+EM_HD_INLINE double em_log1p_d(double x) {
+    double u = 1.0 + x, d = u - 1.0;
+    double c = (x - d) / (u == 0.0 ? 1.0 : u);
+    double r = em_log_d(u) + c;
+    r = d == 0.0 ? x : r;
+    return x == INFINITY ? x : r;
+}
+
+/* float asinh / acosh / atanh through double log1p: one float rounding left */
+EM_HD_INLINE float em_asinhf(float x) {
+    double a = fabs((double)x), a2 = a * a;
+    /* above 2^60 the 1 under the root is below double precision (and inf stays inf) */
+    double r = em_log1p_d(a > 1.152921504606847e18 ? a + a : a + a2 / (1.0 + sqrt(1.0 + a2)));
+    return (float)copysign(r, (double)x);
+}
+EM_HD_INLINE float em_acoshf(float x) {
+    double xd = x;
+    double r = em_log1p_d((xd - 1.0) + sqrt((xd - 1.0) * (xd + 1.0)));
+    return xd < 1.0 ? NAN : (float)r;               /* (x - 1)(x + 1) > 0 for x < -1 too */
+}
+EM_HD_INLINE float em_atanhf(float x) {
+    double xd = x;
+    return (float)(0.5 * em_log1p_d(2.0 * xd / (1.0 - xd)));
+}
+/* pow for a > 0 finite and b finite: exp(b log a) in double (the callers send
+   other inputs to libm) */
+EM_HD_INLINE float em_pow_posf(float a, float b) {
+    return (float)em_exp_d((double)b * em_log_d((double)a));
+}
+
+/* float64 asinh / acosh / atanh from log1p (a few ulps; libm-free so they vectorise) */
+EM_HD_INLINE double em_asinh_d(double x) {
+    double a = fabs(x), a2 = a * a;
+    double r = a > 268435456.0 ? em_log_d(a) + 0.6931471805599453
+                               : em_log1p_d(a + a2 / (1.0 + sqrt(1.0 + a2)));
+    return copysign(r, x);
+}
+EM_HD_INLINE double em_acosh_d(double x) {
+    double r = x > 268435456.0 ? em_log_d(x) + 0.6931471805599453
+                               : em_log1p_d((x - 1.0) + sqrt((x - 1.0) * (x + 1.0)));
+    return x < 1.0 ? NAN : r;
+}
+EM_HD_INLINE double em_atanh_d(double x) {
+    /* log1p(2a/(1-a)) is ill-conditioned as 2a/(1-a) nears -1; above 1/2 the two
+       logs of (1+a)/(1-a) take over (1 - a is exact there) */
+    double a = fabs(x);
+    double small = 0.5 * em_log1p_d(2.0 * a / (1.0 - a));
+    double big = 0.5 * (em_log_d(1.0 + a) - em_log_d(1.0 - a));
+    return copysign(a < 0.5 ? small : big, x);
 }
 
 #endif

@@ -15,4 +15,10 @@ int em_layer_norm_fwd(int dtype, const char *x, const char *w, const char *b, in
 int em_layer_norm_bwd(int dtype, const char *dy, const char *x, const char *mean,
                       const char *rstd, const char *w, int64_t M, int64_t N, char *dx,
                       char *dw, char *db, int nthreads);
+/* rms_norm: y = x * rstd * w with rstd = 1 / sqrt(mean(x^2) + eps) per row; w may
+   be NULL; rstd [M] saved for the backward (dx, dw may be NULL). */
+int em_rms_norm_fwd(int dtype, const char *x, const char *w, int64_t M, int64_t N, double eps,
+                    char *y, char *rstd, int nthreads);
+int em_rms_norm_bwd(int dtype, const char *dy, const char *x, const char *rstd, const char *w,
+                    int64_t M, int64_t N, char *dx, char *dw, int nthreads);
 #endif

@@ -7,8 +7,7 @@
 #define EMBER_SCALAR_H
 #include "ember_math.h"
 
-EM_HD_INLINE float em_sigmoidf(float x) { return 1.0f / (1.0f + em_expf(-x)); }
-EM_HD_INLINE double em_sigmoidd(double x) { return 1.0 / (1.0 + exp(-x)); }
+EM_HD_INLINE double em_sigmoidd(double x) { return 1.0 / (1.0 + em_exp_d(-x)); }
 
 /* Cephes tanhf: an odd polynomial for |x| < 0.625, 1 - 2/(e^2x + 1) beyond;
    both computed and selected so the CPU loop vectorises */
@@ -65,18 +64,31 @@ EM_HD_INLINE float em_logaddexpf(float a, float b) {
            : m + (float)log1p(exp(-fabs((double)(a - b))));
 }
 
-/* gelu with the tanh approximation, and its derivative */
+/* gelu with the tanh approximation as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+   (equal to x/2 (1 + tanh u), without its cancellation for x < 0): 2u in double,
+   handed to the float exponential as hi + lo, and sigmoid finished in double, so
+   the tail keeps full precision.  Returns sigmoid(2u). */
+EM_HD_INLINE double em_gelu_tanh_sig(float x) {
+    double xd = x;
+    double v = xd * EM_MAD(xd * xd, 0.07135481627260025, 1.5957691216057308);
+    double a = fabs(v);
+    a = a > 150.0 ? 150.0 : a;
+    float ah = (float)a;
+    /* 2^32 exp(-|v|): no float underflow before the double product */
+    double e = (double)em_exp_reduced(-ah, 32) * (2.3283064365386963e-10 * (1.0 - (a - (double)ah)));
+    return (v < 0.0 ? e : 1.0) / (1.0 + e);
+}
 EM_HD_INLINE float em_gelu_tanhf(float x) {
-    return 0.5f * x * (1 + em_tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    return (float)((double)x * em_gelu_tanh_sig(x));
 }
 EM_HD_INLINE double em_gelu_tanh(double x) {
     return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
+/* d/dx x s(v) = s (1 + x (1 - s) v'), s = sigmoid(v), v = 2u */
 EM_HD_INLINE float em_gelu_tanh_gradf(float b) {
-    float u = 0.79788456080286535588f * (b + 0.044715f * b * b * b);
-    float t = em_tanhf(u);
-    return 0.5f * (1 + t) + 0.5f * b * (1 - t * t) * 0.79788456080286535588f *
-           (1 + 3 * 0.044715f * b * b);
+    double sd = em_gelu_tanh_sig(b), bd = b;
+    double vp = EM_MAD(bd * bd, 0.21406444881780075, 1.5957691216057308);
+    return (float)(sd * (1.0 + bd * (1.0 - sd) * vp));
 }
 EM_HD_INLINE double em_gelu_tanh_grad(double x) {
     double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);

@@ -48,28 +48,9 @@ static inline float em_cg_trig(float xx, int want_cos) {
     int use_c = (j == 1 || j == 2) ^ want_cos;
     return sign * (use_c ? pc : ps);
 }
-/* 1 / (1 + exp(-x)) with em_expf's reduction and polynomial, so results equal the
-   eager kernel's bit for bit; exp's range checks shrink to one clamp (below -87
-   the sum is 1 either way) and 2^n is formed once (2^(n-1) * 2 keeps n = 128). */
-static inline float em_cg_sigmoid(float x) {
-    float t = -x;
-    float tc = t > 88.72283935546875f ? 88.72283935546875f : (t < -87.0f ? -87.0f : t);
-    float fx = floorf(tc * 1.44269504088896341f + 0.5f);
-    float r = tc - fx * 0.693359375f + fx * 2.12194440e-4f;
-    float y = 1.9875691500E-4f;
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * r * r + r + 1.0f;
-    int32_t e = ((int32_t)fx + 126) << 23;
-    float s;
-    memcpy(&s, &e, 4);
-    float res = 1.0f / (1.0f + y * s * 2.0f);
-    res = t > 88.72283935546875f ? 0.0f : res;
-    return x != x ? x : res;
-}
+/* the eager kernel's sigmoid (ember_math.h): no overflow, and the negative tail
+   keeps its bits down to the subnormal range */
+static inline float em_cg_sigmoid(float x) { return em_sigmoidf(x); }
 /* One-thread parallel regions (small tensors, one thread) run their body
    directly: libgomp's team barrier costs a futex wake-up even for a team of one
    (the module is linked with --wrap=GOMP_parallel, as ember's own are). */

@@ -68,7 +68,7 @@ POINTWISE: dict[str, Pointwise] = {
     "tanh": Pointwise(_f("tanh"), 1),
     "sigmoid": Pointwise(_SIGMOID, 1),
     "relu": Pointwise("em_cg_relu({0})", 1),
-    "silu": Pointwise(f"({{0}} * {_SIGMOID})", 1),
+    "silu": Pointwise("em_siluf({0})", 1),
     "gelu": Pointwise("(float)(0.5 * (double){0} * (1 + erf((double){0} * "
                       "0.70710678118654752440)))", 1),
     # the backward formulas' own kernels (training graphs): (grad, input or output)
