@@ -1022,6 +1022,29 @@ cdef TensorBase _ln_param(object p, TensorBase x, int64_t N, str arg):
     return contig(q)
 
 
+cdef int _norm_rows(TensorBase t, object normalized_shape, str op, int64_t *M,
+                    int64_t *N) except -1:
+    """Check ``normalized_shape`` against t's trailing dims and t's dtype (float32/
+    float64); t is then M rows of N normalised elements.  Returns the dims normalised."""
+    shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    cdef int k = len(shp), i
+    if k == 0 or k > t._ndim or shape_tuple(t)[t._ndim - k:] != shp:
+        raise RuntimeError(f"Given normalized_shape={list(shp)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shp))}], but got input of size"
+                           f"{list(shape_tuple(t))}")
+    if t._dtype != EM_F32 and t._dtype != EM_F64:
+        raise RuntimeError(f"{op}: expected a float32 or float64 input, got "
+                           f"{torch_type_name(t._dtype)}")
+    M[0] = 1
+    N[0] = 1
+    for i in range(t._ndim):
+        if i < t._ndim - k:
+            M[0] *= t._shape[i]
+        else:
+            N[0] *= t._shape[i]
+    return k
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5):
     """Layer normalisation over the trailing ``normalized_shape`` dims (float32/float64):
     one pass per row (two-pass mean and variance in a fixed order), saving each
@@ -1030,21 +1053,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5)
     if needs_slow1(t):
         return redispatch("layer_norm", layer_norm, (input, normalized_shape, weight, bias),
                           {"eps": eps})
-    shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    cdef int k = len(shp), i
-    if k == 0 or k > t._ndim or shape_tuple(t)[t._ndim - k:] != shp:
-        raise RuntimeError(f"Given normalized_shape={list(shp)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shp))}], but got input of size"
-                           f"{list(shape_tuple(t))}")
-    if t._dtype != EM_F32 and t._dtype != EM_F64:
-        raise RuntimeError(f"layer_norm: expected a float32 or float64 input, got "
-                           f"{torch_type_name(t._dtype)}")
-    cdef int64_t N = 1, M = 1
-    for i in range(t._ndim):
-        if i < t._ndim - k:
-            M *= t._shape[i]
-        else:
-            N *= t._shape[i]
+    cdef int64_t N, M
+    cdef int k = _norm_rows(t, normalized_shape, "layer_norm", &M, &N), i
     cdef TensorBase x = contig(t)
     cdef TensorBase w = _ln_param(weight, x, N, "weight")
     cdef TensorBase b = _ln_param(bias, x, N, "bias")
@@ -1066,7 +1076,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5)
     if grad_on() and (t._requires_grad or (w is not None and (<TensorBase>weight)._requires_grad)
                       or (b is not None and (<TensorBase>bias)._requires_grad)):
         record("layer_norm", (input, weight, bias), y,
-               {"normalized_shape": shp, "eps": eps, "mean": mean, "rstd": rstd})
+               {"normalized_shape": shape_tuple(t)[t._ndim - k:], "eps": eps, "mean": mean,
+                "rstd": rstd})
     return y
 
 
@@ -1108,21 +1119,8 @@ def rms_norm_fused(input, normalized_shape, weight, double eps):
     float64 tensor: one pass per row (the layer_norm kernel without centering);
     rstd is each row's 1 / sqrt(mean(x^2) + eps).  Not recorded for autograd."""
     cdef TensorBase t = _as_t(input, "rms_norm")
-    shp = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    cdef int k = len(shp), i
-    if k == 0 or k > t._ndim or shape_tuple(t)[t._ndim - k:] != shp:
-        raise RuntimeError(f"Given normalized_shape={list(shp)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shp))}], but got input of size"
-                           f"{list(shape_tuple(t))}")
-    if t._dtype != EM_F32 and t._dtype != EM_F64:
-        raise RuntimeError(f"rms_norm: expected a float32 or float64 input, got "
-                           f"{torch_type_name(t._dtype)}")
-    cdef int64_t N = 1, M = 1
-    for i in range(t._ndim):
-        if i < t._ndim - k:
-            M *= t._shape[i]
-        else:
-            N *= t._shape[i]
+    cdef int64_t N, M
+    cdef int k = _norm_rows(t, normalized_shape, "rms_norm", &M, &N), i
     cdef TensorBase x = contig(t)
     cdef TensorBase w = _ln_param(weight, x, N, "weight")
     cdef TensorBase y = new_like(x, -1)
