@@ -277,7 +277,7 @@ def split_program(graph: Graph, root: Any, examples: dict,
     ``compile_graph(gm, example_inputs)``.  ``examples`` maps nodes to the values
     they had while capturing."""
     nodes = list(graph.nodes)
-    placeholders = [n for n in nodes if n.op == "placeholder"]
+    graph_inputs = [n for n in nodes if n.op == "placeholder"]
     output = nodes[-1]
 
     # pieces: ("graph", [nodes]) | ("value", node) | ("eager", node, [getitem nodes])
@@ -348,4 +348,4 @@ def split_program(graph: Graph, root: Any, examples: dict,
                                     n.meta["guard_shapes"], n.meta["guard_label"],
                                     n.meta.get("opaque", False)))
     # the output node holds a flat tuple of nodes (capture's finish writes it so)
-    return Program(steps, [p.name for p in placeholders], [n.name for n in output.args[0]])
+    return Program(steps, [p.name for p in graph_inputs], [n.name for n in output.args[0]])

@@ -237,17 +237,17 @@ def _trace_copy(x: Any) -> Any:
 
 def trace_joint(gm: GraphModule, example_inputs: list, islands: frozenset = frozenset()
                 ) -> tuple:
-    """The joint graph: (graph, primal placeholders, tangent placeholders, forward
+    """The joint graph: (graph, primal inputs, tangent inputs, forward
     output nodes, gradient node per primal or None, differentiable-output mask,
     the forward's in-place writes)."""
     tr = _JointTracer()
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     primals = [_trace_copy(x) for x in example_inputs]
     p_nodes = [tr.add_input(p, ph.name) if isinstance(p, TensorBase) else None
-               for p, ph in zip(primals, placeholders)]
+               for p, ph in zip(primals, graph_inputs)]
     if any(p is None for p in p_nodes):
         raise JointTraceError("a graph input is not a tensor")
-    env: dict = dict(zip(placeholders, primals))
+    env: dict = dict(zip(graph_inputs, primals))
     with ember.enable_grad(), tr:
         for n in gm.graph.nodes:
             if n.op == "placeholder":

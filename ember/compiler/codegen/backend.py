@@ -128,7 +128,7 @@ class CompiledGraph:
                  tune_file: Path | None = None) -> None:
         self.gm = gm
         self.lib = lib          # the kernels' code stays mapped while this graph lives
-        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
         self.steps = []
         ki = 0
@@ -189,7 +189,7 @@ class CompiledGraph:
             return None
         if static and not all(k.static is not None for _, k in self.steps):
             return None
-        slot = {n: i for i, n in enumerate(self.placeholders)}
+        slot = {n: i for i, n in enumerate(self.graph_inputs)}
         nxt = len(slot)
         kernels, reads, writes, last = [], [], [], {}
         for i, (_, k) in enumerate(self.steps):
@@ -212,10 +212,10 @@ class CompiledGraph:
         frees: list = [[] for _ in kernels]
         if not static:
             for s, i in last.items():
-                if s >= len(self.placeholders) and s not in results:
+                if s >= len(self.graph_inputs) and s not in results:
                     frees[i].append(s)
         buffers = [t for _, k in self.steps for t in k.static] if static else None
-        return _cgrun.Plan(kernels, reads, writes, frees, len(self.placeholders), results,
+        return _cgrun.Plan(kernels, reads, writes, frees, len(self.graph_inputs), results,
                            buffers)
 
     def _python_plan(self) -> Callable:
@@ -224,7 +224,7 @@ class CompiledGraph:
         a direct call, and values are dropped after their last use."""
         g = Graph()
         env: dict = {}
-        for n in self.placeholders:
+        for n in self.graph_inputs:
             env[n] = g.node_copy(n, env.__getitem__)
         for is_k, obj in self.steps:
             if is_k:
@@ -273,7 +273,7 @@ class CompiledGraph:
         return self._run(args, static, tuning)
 
     def _run(self, args: tuple, static: bool, tuning: bool) -> Any:
-        env: dict = dict(zip(self.placeholders, args))
+        env: dict = dict(zip(self.graph_inputs, args))
         nt = ember.get_num_threads()
         for (is_k, obj), dead in zip(self.steps, self.free):
             if is_k:

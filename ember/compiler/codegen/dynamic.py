@@ -208,7 +208,7 @@ def resize(code: Any, key: tuple, leaves: list) -> Any:
         if hasattr(tm, "shape") and any(d < 0 for d in tm.shape):
             return None
     inputs = [leaves[i] for i in src.user_idx] + [f(leaves) for f in src.lifted]
-    # the resized placeholders must describe these very arguments (a transposed or
+    # the resized graph inputs must describe these very arguments (a transposed or
     # sliced input at a new size is a new layout, not a new size)
     phs = [n for n in g.nodes if n.op == "placeholder"]
     if len(phs) != len(inputs) or any(
