@@ -4,13 +4,13 @@ calls alternating, medians; both libraries on the same thread count.
     .venv/bin/python tools/bench_linalg.py [threads]
 """
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench_numerics import _time  # noqa: E402  (tools/ is the script's own folder)
 
 import ember  # noqa: E402
 
@@ -27,18 +27,7 @@ def main(threads: int = 1, n: int = 512, reps: int = 11) -> None:
     cases = [("svd", lambda: ember.linalg.svd(ea), lambda: torch.linalg.svd(ta)),
              ("eigh", lambda: ember.linalg.eigh(es), lambda: torch.linalg.eigh(ts))]
     for name, fe, ft in cases:
-        fe()
-        ft()
-        te, tt = [], []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fe()
-            t1 = time.perf_counter()
-            ft()
-            t2 = time.perf_counter()
-            te.append(t1 - t0)
-            tt.append(t2 - t1)
-        me, mt = statistics.median(te), statistics.median(tt)
+        me, mt = _time(fe, ft, reps)
         print(f"{name} {n}x{n} float64, {threads} thread(s): ember {me * 1e3:.1f} ms, "
               f"torch {mt * 1e3:.1f} ms, ratio {me / mt:.2f}")
 
