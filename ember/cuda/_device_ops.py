@@ -818,31 +818,6 @@ def _basic_index(x: Any, idx: Any) -> Any:
     return r
 
 
-@kernel("getitem")
-def _getitem(self, idx):
-    r = _basic_index(self, idx)
-    if r is not None:
-        return r
-    if isinstance(idx, ember.Tensor) and idx.dtype in (ember.int64, ember.int32):
-        return _index_select(self, 0, idx.reshape(-1)).view(tuple(idx.shape) +
-                                                            tuple(self.shape[1:]))
-    raise RuntimeError("getitem: this indexing (boolean masks, several index tensors) has no "
-                       "CUDA kernel in ember; index with ints, slices or one integer tensor")
-
-
-@kernel("setitem")
-def _setitem(self, idx, value):
-    view = _basic_index(self, idx)
-    if view is None:
-        raise RuntimeError("setitem: only ints, slices, None and Ellipsis index CUDA tensors "
-                           "for assignment")
-    if isinstance(value, ember.Tensor):
-        view.copy_(value)
-    else:
-        view.fill_(value)
-    return self
-
-
 # ---------------------------------------------------------------------------
 # random numbers: the CPU generator's Philox streams
 

@@ -246,10 +246,22 @@ def _check_devices(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     return first
 
 
+_OWN_DEVICE_CHECK: set = set()
+
+
+def own_device_check(*names: str) -> None:
+    """Ops that check their operands' devices themselves (indexing: index tensors on
+    the CPU are moved to the device, as PyTorch allows)."""
+    _OWN_DEVICE_CHECK.update(names)
+
+
 def dispatch(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     """Run op ``name`` on CUDA tensors (or a factory asked for a CUDA device)."""
     K.backend()
-    dev = _check_devices(name, fn, args, kwargs)
+    if name in _OWN_DEVICE_CHECK and args and isinstance(args[0], ember.Tensor):
+        dev = args[0].device
+    else:
+        dev = _check_devices(name, fn, args, kwargs)
     if dev is None or dev.type != "cuda":
         dev = ember.device(kwargs.get("device", "cuda"))
     kern = _KERNELS.get(name)
@@ -635,4 +647,4 @@ def _clone(input, *, memory_format=None):
     return r
 
 
-from ember.cuda import _device_ops, _nn_ops  # noqa: E402,F401  (register their kernels)
+from ember.cuda import _cnn_ops, _device_ops, _index_ops, _nn_ops  # noqa: E402,F401  (kernels)

@@ -318,6 +318,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     nd = input.dim()
     if nd < 2:
         raise ValueError(f"expected 2D or more input (got {nd}D input)")
+    if input.device.type == "cuda":
+        from ember.cuda import _cnn_ops
+        if _cnn_ops.fits_batch_norm(input, running_mean, running_var, weight, bias):
+            return _cnn_ops.batch_norm(input, running_mean, running_var, weight, bias,
+                                       training, momentum, eps)
     C = input.shape[1]
     dims = (0,) + tuple(range(2, nd))
     shape = (1, C) + (1,) * (nd - 2)
