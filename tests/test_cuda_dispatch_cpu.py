@@ -69,7 +69,11 @@ def test_supported_ops_cover_the_issue_list():
     ops = set(_dispatch.supported_ops())
     for name in ("add", "mul", "div", "exp", "where", "sum", "mean", "amax", "max", "argmax",
                  "mm", "bmm", "matmul", "linear", "softmax", "log_softmax", "index_select",
-                 "gather", "index_add", "cat", "rand", "randn", "randint", "clone", "lerp"):
+                 "gather", "index_add", "cat", "rand", "randn", "randint", "clone", "lerp",
+                 "conv2d", "conv1d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
+                 "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
+                 "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "getitem", "setitem",
+                 "index_put", "index_put_", "randperm", "multinomial"):
         assert name in ops, name
 
 
@@ -137,3 +141,41 @@ def test_device_index_and_placement():
         assert t.to("cuda", ember.float64).dtype == ember.float64
         with pytest.raises(RuntimeError, match="Could not run 'cumsum'.*CUDA"):
             ember.cumsum(t, 0)
+
+
+def test_cnn_training_step_over_the_stand_in():
+    from tests.cuda.test_training import cnn_losses
+
+    cpu_losses, _ = cnn_losses("cpu", steps=2)
+    with FakeDevice() as fd:
+        dev_losses, model = cnn_losses("cuda", steps=2)
+        assert all(p.device.type == "cuda" for p in model.parameters())
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    for name in ("conv2d_fwd", "conv2d_bwd_input", "conv2d_bwd_weight", "max_pool2d_fwd",
+                 "avg_pool2d_fwd", "avg_pool2d_bwd", ("batch_norm_fwd", 1),
+                 ("batch_norm_bwd", 1)):
+        assert name in fd.lib.calls, name
+
+
+def test_mask_coordinates_and_index_put_launch_details():
+    with FakeDevice() as fd:
+        from ember.cuda._index_ops import nonzero_coords
+
+        m = ember.tensor([[True, False, True], [False, False, True]])
+        np.testing.assert_array_equal(nonzero_coords(m.cuda()).cpu().numpy(),
+                                      ember.nonzero(m).numpy())
+        assert tuple(nonzero_coords(ember.zeros(0, 3, dtype=ember.bool, device="cuda"))
+                     .shape) == (0, 2)
+        x = ember.zeros(4, device="cuda")
+        prev = ember.are_deterministic_algorithms_enabled()
+        ember.use_deterministic_algorithms(True)
+        try:
+            x.index_put_((ember.tensor([1, 1, 3]).cuda(),), ember.ones(3, device="cuda"),
+                         accumulate=True)
+        finally:
+            ember.use_deterministic_algorithms(prev)
+        assert ("index_put", 1, 1) in fd.lib.calls
+        np.testing.assert_array_equal(x.cpu().numpy(), [0.0, 2.0, 0.0, 1.0])
+        x.index_put_((ember.tensor([0, 2]).cuda(),), ember.ones(2, device="cuda"),
+                     accumulate=True)
+        assert ("index_put", 1, 0) in fd.lib.calls     # float sums: atomics unless asked

@@ -531,13 +531,22 @@ def _declare_op(str name, deterministic=("cpu",)):
 
 
 cdef object _first_device(tuple args, dict kwargs):
+    """the device of the first tensor not on the CPU (else the CPU): a CPU tensor
+    beside a device tensor goes to the device's backend, which names both devices"""
+    cpu = None
     for a in args:
         if isinstance(a, TensorBase):
-            return (<TensorBase>a)._device
-        if isinstance(a, (list, tuple)):
+            if (<TensorBase>a)._device.kind != DEV_CPU:
+                return (<TensorBase>a)._device
+            cpu = (<TensorBase>a)._device
+        elif isinstance(a, (list, tuple)):
             for b in a:
                 if isinstance(b, TensorBase):
-                    return (<TensorBase>b)._device
+                    if (<TensorBase>b)._device.kind != DEV_CPU:
+                        return (<TensorBase>b)._device
+                    cpu = (<TensorBase>b)._device
+    if cpu is not None:
+        return cpu
     dev = kwargs.get("device") if kwargs else None
     return as_device(dev) if dev is not None else as_device(None)
 
