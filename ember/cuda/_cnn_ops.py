@@ -93,13 +93,18 @@ def _asym(a: dict) -> bool:
     return a["pt"] != a["pb"] or a["pl"] != a["pr"]
 
 
+def _pad_params(a: dict) -> dict:
+    """The params of the conv over the explicitly padded input (no padding)."""
+    return dict(a, H=a["H"] + a["pt"] + a["pb"], W=a["W"] + a["pl"] + a["pr"], ph=0, pw=0)
+
+
 def _padded(x: Any, a: dict) -> tuple:
     """x (N, C, H, W) zero-padded explicitly (asymmetric "same" padding) and the
-    params of a conv over it with no padding."""
-    Hp, Wp = a["H"] + a["pt"] + a["pb"], a["W"] + a["pl"] + a["pr"]
-    xp = ember.zeros((a["N"], a["C"], Hp, Wp), dtype=x.dtype, device=x.device)
+    params of a conv over it."""
+    q = _pad_params(a)
+    xp = ember.zeros((a["N"], a["C"], q["H"], q["W"]), dtype=x.dtype, device=x.device)
     copy_into(xp.narrow(2, a["pt"], a["H"]).narrow(3, a["pl"], a["W"]), x)
-    return xp, dict(a, H=Hp, W=Wp, ph=0, pw=0)
+    return xp, q
 
 
 def _user_shape(a: dict, nd: int, C: int, H: int, W: int) -> tuple:
@@ -169,8 +174,7 @@ def _conv_input_grad(input_size, weight, grad_output, stride=1, padding=0, dilat
     cdt = _compute_dtype(grad_output, op)
     dy = _as(grad_output, cdt, (a["N"], a["OC"], a["Ho"], a["Wo"]))
     w = _as(weight, cdt, (a["OC"], a["C"] // a["groups"], a["kh"], a["kw"]))
-    q = _padded(ember.empty((a["N"], a["C"], a["H"], a["W"]), dtype=cdt,
-                            device=weight.device), a)[1] if _asym(a) else a
+    q = _pad_params(a) if _asym(a) else a
     dx = _empty((q["N"], q["C"], q["H"], q["W"]), cdt, weight)
     if dx.numel():
         if q["OC"] == 0 or q["Ho"] * q["Wo"] == 0:

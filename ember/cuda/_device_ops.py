@@ -705,12 +705,18 @@ def _scatter_add(input, dim, index, src):
     return r
 
 
+_SCATTER_REDUCE = {None: 0, "add": 1, "sum": 1, "multiply": 2, "prod": 2, "amax": 3, "amin": 4}
+
+
 @kernel("scatter")
 def _scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     """input with src (a tensor, or a number) written at index along dim; where an index
-    repeats, the last write in index order wins (emc_scatter's deterministic mode)."""
-    if reduce is not None:
-        raise RuntimeError("scatter: reduce= has no CUDA kernel in ember")
+    repeats, the last write in index order wins (emc_scatter's deterministic mode);
+    reduce= combines instead ("add"/"sum", "multiply"/"prod", "amax", "amin")."""
+    code = _SCATTER_REDUCE.get(reduce)
+    if code is None:
+        raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got "
+                           f"{reduce}")
     d = _wrap(dim, input.dim(), "scatter")
     src = value if src is None else src
     if src is None:
@@ -732,8 +738,11 @@ def _scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
         sst = tuple(sv.stride()) if sv.dim() else (0,) * len(shape)
         nd = K.make_nd(shape, tuple(st0), tuple(idx.stride()), sst)
         s = _stream(r)
-        K.check(_lib().emc_scatter(0, input.dtype.code, _ptr(r), r.shape[d], r.stride()[d],
-                                   _ptr(idx), _ptr(sv), ctypes.byref(nd), 1, s), "scatter")
+        rc = _lib().emc_scatter(code, input.dtype.code, _ptr(r), r.shape[d], r.stride()[d],
+                                _ptr(idx), _ptr(sv), ctypes.byref(nd), 1, s)
+        if rc == 10001:
+            raise _not_implemented(f"scatter_{reduce}", input.dtype)
+        K.check(rc, "scatter")
         K.check_index("scatter", s)
     if out is not None:
         return _write_out(out, r, "scatter")

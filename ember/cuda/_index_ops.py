@@ -172,9 +172,7 @@ def nonzero_coords(mask: Any) -> Any:
     row-major order: a stable descending sort of the flattened mask puts them first
     in index order; their flat positions unravel with the mask's strides."""
     m = mask.detach()
-    if m.dtype != _U8:
-        m = m._cast(_U8.code) if m.dtype == _BOOL else \
-            (m != 0)._cast(_U8.code)
+    m = (m if m.dtype == _BOOL else m != 0)._cast(_U8.code)     # 0 / 1 keys for the sort
     flat = m.reshape(-1)
     n = flat.numel()
     shape = tuple(mask.shape)
@@ -396,11 +394,9 @@ def _setitem_impl(x: Any, items: tuple, value: Any) -> None:
             m = adv[0][1]
             one = not isinstance(value, ember.Tensor) or value.numel() == 1
             if m.dtype == _BOOL and tuple(m.shape) == tuple(v.shape) and m.dim() and one:
-                val = value.reshape(()) if isinstance(value, ember.Tensor) else value
-                if isinstance(val, ember.Tensor):
-                    val = _value_tensor(val, v, "index_put_")
-                fill = val if isinstance(val, ember.Tensor) else \
-                    ember.full((), val, dtype=v.dtype, device=v.device)
+                # a masked fill, as on the CPU (a one-element tensor value is read)
+                val = value.item() if isinstance(value, ember.Tensor) else value
+                fill = ember.full((), val, dtype=v.dtype, device=v.device)
                 copy_into(v, _where(_to_device(m, v.device), fill, v.detach()))
                 return
         index_put_into(v, _adv_to_ind(v, adv), value, False, "index_put_")
@@ -532,4 +528,37 @@ def _multinomial(input, num_samples, replacement=False, *, generator=None, out=N
             raise RuntimeError(f"multinomial: expected out to have dtype Long, got "
                                f"{_TORCH_NAMES[out.dtype]}")
         return _write_out(out, r, "multinomial")
+    return r
+
+
+# ---------------------------------------------------------------------------
+# scatter_reduce: the CPU's composition over the scatter kernels
+
+_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+@kernel("scatter_reduce")
+def _scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    from ember.cuda._device_ops import _scatter, _wrap
+
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _wrap(dim, input.dim(), "scatter_reduce")
+    with ember.no_grad():
+        r, s = input.detach(), src.detach()
+        if not include_self:
+            r = _scatter(r, d, index, 0 if reduce in ("sum", "mean") else 1
+                         if reduce == "prod" else s)
+        if reduce == "mean":
+            r = _scatter(r, d, index, s, reduce="add")
+            cnt = ember.full(tuple(input.shape), 1 if include_self else 0, dtype=_I64,
+                             device=input.device)
+            cnt = ember.clamp(_scatter(cnt, d, index, 1, reduce="add"), min=1)
+            q = ember.div(r, cnt) if input.dtype.is_floating_point else \
+                ember.floor_divide(r, cnt)
+            r = q if q.dtype == input.dtype else q._cast(input.dtype.code)
+        else:
+            r = _scatter(r, d, index, s, reduce=reduce)
+    _record("scatter_reduce", (input, index, src), r, (d, reduce, bool(include_self)))
     return r

@@ -261,12 +261,15 @@ EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
 /* gather along a dim: out [O, J, I] = src [O, S, I][o, idx[o, j, i], i] */
 EMC_API int emc_gather(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
                        const int64_t *idx, int64_t J, void *out, void *stream);
-/* scatter (reduce EMC_PUT_SET) / scatter_add (EMC_PUT_ADD) along a dim.  nd
-   spans the index's shape with three operands: out (the dim's stride 0), index,
-   src (stride 0 broadcasts a value); dim_size / dim_stride are out's along the
-   dim.  deterministic = 1 sorts by target and applies each target's writes in
-   index order (the last write wins, sums add in order), no atomics. */
-enum { EMC_PUT_SET = 0, EMC_PUT_ADD = 1 };
+/* scatter (reduce EMC_PUT_SET) / scatter_add (EMC_PUT_ADD) / scatter with a
+   product, max or min (EMC_PUT_MUL/MAX/MIN: the codes of EM_RED_*; max and min
+   propagate NaN) along a dim.  nd spans the index's shape with three operands:
+   out (the dim's stride 0), index, src (stride 0 broadcasts a value); dim_size /
+   dim_stride are out's along the dim.  deterministic = 1 sorts by target and
+   applies each target's writes in index order (the last write wins, sums add in
+   order), no atomics; MUL/MAX/MIN always run so.  Reductions take f32, f64,
+   f16, bf16, i32 and i64. */
+enum { EMC_PUT_SET = 0, EMC_PUT_ADD = 1, EMC_PUT_MUL = 2, EMC_PUT_MAX = 3, EMC_PUT_MIN = 4 };
 EMC_API int emc_scatter(int reduce, int dtype, void *out, int64_t dim_size, int64_t dim_stride,
                         const int64_t *idx, const void *src, const emc_nd *nd, int deterministic,
                         void *stream);

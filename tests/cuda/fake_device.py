@@ -519,8 +519,19 @@ class FakeLib:
         acc = _vals(o, dt).copy()
         if reduce == 1:
             np.add.at(acc, tgt, vals)
-        else:
+        elif reduce == 0:
             acc[tgt] = vals
+        else:                                  # in index order; max / min propagate NaN
+            if dt not in (4, 5, 6, BF16, 8, 9):
+                return self._fail(_E_DTYPE, "fake scatter reduce dtype")
+            for t, v in zip(tgt, vals):
+                a = acc[t]
+                if reduce == 2:
+                    acc[t] = a * v
+                elif v != v:
+                    acc[t] = v
+                elif not (a != a or (a > v if reduce == 3 else a < v)):
+                    acc[t] = v
         _store(o, acc, dt)
         return 0
 

@@ -330,6 +330,43 @@ def test_scatter():
     close(d, x.clone().scatter_(1, idx[:1], -1.0))
 
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    x, src = data(4, 5, seed=60), data(3, 5, seed=61)
+    idx = ember.tensor([[0, 1, 2, 3, 0], [3, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    kw = {"include_self": include_self}
+    close(ember.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), reduce, **kw),
+          ember.scatter_reduce(x, 0, idx, src, reduce, **kw), rtol=1e-6)
+    xi, si = (x * 10).to(ember.int64), (src * 10).to(ember.int64)
+    close(ember.scatter_reduce(xi.cuda(), 1, idx[:, :3].cuda(), si.cuda(), reduce, **kw),
+          ember.scatter_reduce(xi, 1, idx[:, :3], si, reduce, **kw))
+    d = x.cuda()
+    d.scatter_reduce_(0, idx.cuda(), src.cuda(), reduce, **kw)
+    close(d, x.clone().scatter_reduce_(0, idx, src, reduce, **kw), rtol=1e-6)
+    if reduce != "prod":                     # (no derivative on the CPU either)
+        _grads_match(lambda x, s: ember.scatter_reduce(x, 0, idx.to(x.device), s, reduce, **kw),
+                     [x, src])
+
+
+def test_scatter_with_reduce_nan_and_errors():
+    x, src = data(4, 5, seed=62), data(3, 5, seed=63)
+    src[1, 2] = float("nan")
+    idx = ember.tensor([[0, 1, 2, 3, 0], [3, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    for red in ("add", "multiply"):
+        close(x.cuda().scatter(0, idx.cuda(), src.cuda(), reduce=red),
+              x.scatter(0, idx, src, reduce=red), rtol=1e-6)
+        close(x.cuda().scatter(1, idx.cuda(), 2.0, reduce=red), x.scatter(1, idx, 2.0,
+                                                                          reduce=red))
+    for red in ("amax", "amin"):
+        close(ember.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), red),
+              ember.scatter_reduce(x, 0, idx, src, red))
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        ember.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), "max")
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        x.cuda().scatter(0, idx.cuda(), src.cuda(), reduce="max")
+
+
 def test_clamp_and_attention():
     x = data(5, 6).requires_grad_(True)
     d = x.detach().cuda().requires_grad_(True)
@@ -845,6 +882,11 @@ def test_indexing_a_strided_view_and_errors():
     d, c = a.cuda(), a.clone()
     d.t()[i.cuda()] = 5.0
     c.t()[i] = 5.0
+    close(d, c)
+    m8 = (a > 0).to(ember.uint8) * 3                  # a byte mask: nonzero selects
+    close(a.cuda()[m8.cuda()], a[m8])
+    d[d > 0] = ember.tensor(2)                        # a one-element value of another dtype
+    c[c > 0] = ember.tensor(2)
     close(d, c)
     with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 0 with size 6"):
         a.cuda()[_I([0, 6]).cuda()]
