@@ -70,8 +70,9 @@ def test_supported_ops_cover_the_issue_list():
     for name in ("add", "mul", "div", "exp", "where", "sum", "mean", "amax", "max", "argmax",
                  "mm", "bmm", "matmul", "linear", "softmax", "log_softmax", "index_select",
                  "gather", "index_add", "cat", "rand", "randn", "randint", "clone", "lerp",
-                 "conv2d", "conv1d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
-                 "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward",
+                 "conv2d", "conv1d", "conv_transpose2d", "conv2d_input_grad",
+                 "conv2d_weight_grad", "max_pool2d", "max_pool2d_backward", "avg_pool2d",
+                 "avg_pool2d_backward",
                  "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "getitem", "setitem",
                  "index_put", "index_put_", "randperm", "multinomial"):
         assert name in ops, name

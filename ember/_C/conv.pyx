@@ -1302,11 +1302,15 @@ __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv2d_i
 # the CPU's shape checks for device backends (ember.cuda): the same messages, and
 # the kernel parameters as plain Python values
 
-def conv_params(str op, int nd, tuple xshape, tuple wshape, stride, padding, dilation, groups):
-    """Validate a conv2d/conv1d call as the CPU does; returns a dict of the
-    ember_conv2d_params fields plus pt, pb, pl, pr (padding, possibly asymmetric)
-    and batched."""
-    cdef _ConvArgs a = _conv_setup(op, nd, xshape, wshape, stride, padding, dilation, groups)
+def conv_params(str op, int nd, tuple xshape, tuple wshape, stride, padding, dilation, groups,
+                bint transposed=False, output_padding=0):
+    """Validate a conv2d/conv1d (or transposed) call as the CPU does; returns a dict
+    of the ember_conv2d_params fields (of the equivalent forward conv for a
+    transposed one) plus pt, pb, pl, pr (padding, possibly asymmetric) and batched."""
+    if transposed and isinstance(padding, str):
+        raise RuntimeError(f"{op}: padding must be an int or a tuple of ints, got '{padding}'")
+    cdef _ConvArgs a = _conv_setup(op, nd, xshape, wshape, stride, padding, dilation, groups,
+                                   transposed, output_padding)
     p = a.p
     return {"N": p.N, "C": p.C, "H": p.H, "W": p.W, "OC": p.OC, "kh": p.kh, "kw": p.kw,
             "sh": p.sh, "sw": p.sw, "ph": p.ph, "pw": p.pw, "dh": p.dh, "dw": p.dw,

@@ -1,6 +1,7 @@
 """CUDA kernels of the convolutional layers: conv2d/conv1d and their two backward
-kernels, max/avg pooling (and adaptive average pooling where its windows are a
-plain average pool) and batch_norm.
+kernels (the input-gradient kernel also runs conv_transpose2d/1d), max/avg
+pooling (and adaptive average pooling where its windows are a plain average
+pool) and batch_norm.
 
 conv and pooling record the CPU's graph nodes (``conv2d``, ``max_pool2d``, ...),
 whose formulas call ``conv2d_input_grad`` / ``conv2d_weight_grad`` /
@@ -162,16 +163,9 @@ def _check_grad_shape(op: str, a: dict, nd: int, dy: Any) -> None:
                            f"{list(dy.shape)}")
 
 
-@kernel("conv2d_input_grad")
-def _conv_input_grad(input_size, weight, grad_output, stride=1, padding=0, dilation=1,
-                     groups=1):
-    op = "conv2d_input_grad"
-    nd = weight.dim() - 2
-    input_size = tuple(input_size)
-    a = _cc.conv_params(op, nd, input_size, tuple(weight.shape), stride, padding, dilation,
-                          groups)
-    _check_grad_shape(op, a, nd, grad_output)
-    cdt = _compute_dtype(grad_output, op)
+def _input_grad(a: dict, grad_output: Any, weight: Any, cdt: Any, op: str) -> Any:
+    """emc_conv2d_bwd_input: the (N, C, H, W) gradient of the conv ``a`` describes,
+    contiguous in ``cdt``."""
     dy = _as(grad_output, cdt, (a["N"], a["OC"], a["Ho"], a["Wo"]))
     w = _as(weight, cdt, (a["OC"], a["C"] // a["groups"], a["kh"], a["kw"]))
     q = _pad_params(a) if _asym(a) else a
@@ -185,6 +179,20 @@ def _conv_input_grad(input_size, weight, grad_output, stride=1, padding=0, dilat
                                                _ptr(dx), _stream(dx)), op)
     if q is not a:
         dx = dx.narrow(2, a["pt"], a["H"]).narrow(3, a["pl"], a["W"]).contiguous()
+    return dx
+
+
+@kernel("conv2d_input_grad")
+def _conv_input_grad(input_size, weight, grad_output, stride=1, padding=0, dilation=1,
+                     groups=1):
+    op = "conv2d_input_grad"
+    nd = weight.dim() - 2
+    input_size = tuple(input_size)
+    a = _cc.conv_params(op, nd, input_size, tuple(weight.shape), stride, padding, dilation,
+                          groups)
+    _check_grad_shape(op, a, nd, grad_output)
+    cdt = _compute_dtype(grad_output, op)
+    dx = _input_grad(a, grad_output, weight, cdt, op)
     if cdt != grad_output.dtype:
         dx = dx._cast(grad_output.dtype.code)
     dx = dx.view(input_size)
@@ -225,6 +233,43 @@ def _conv_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dila
     _record(op, (input, grad_output), dw,
             dict(_conv_kw(stride, padding, dilation, groups), weight_size=weight_size))
     return (dw, db) if bias_grad else dw
+
+
+def _conv_transpose(op: str, nd: int):
+    def run(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+            dilation=1):
+        """The transposed convolution: conv2d's input gradient with the input as the
+        output gradient, plus the bias."""
+        if input.dtype != weight.dtype:
+            raise RuntimeError(f"{op}: Input type ({_TORCH_NAMES[input.dtype]}) and weight "
+                               f"type ({_TORCH_NAMES[weight.dtype]}) should be the same")
+        if bias is not None and bias.dtype != input.dtype:
+            raise RuntimeError(f"{op}: Input type ({_TORCH_NAMES[input.dtype]}) and bias type "
+                               f"({_TORCH_NAMES[bias.dtype]}) should be the same")
+        a = _cc.conv_params(op, nd, tuple(input.shape), tuple(weight.shape), stride, padding,
+                            dilation, groups, True, output_padding)
+        cout = weight.shape[1] * a["groups"]
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] != cout):
+            raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                               f"expected bias to be 1-dimensional with {cout} elements, but "
+                               f"got bias of size {list(bias.shape)} instead")
+        cdt = _compute_dtype(input, op)
+        y = _input_grad(a, input, weight, cdt, op)
+        if bias is not None:
+            with ember.no_grad():
+                y = y + _as(bias, cdt, (1, a["C"], 1, 1))
+        if cdt != input.dtype:
+            y = y._cast(input.dtype.code)
+        y = y.view(_user_shape(a, nd, a["C"], a["H"], a["W"]))
+        _record(op, (input, weight, bias) if bias is not None else (input, weight), y,
+                {"stride": stride, "padding": padding, "output_padding": output_padding,
+                 "dilation": dilation, "groups": groups})
+        return y
+    return run
+
+
+kernel("conv_transpose2d")(_conv_transpose("conv_transpose2d", 2))
+kernel("conv_transpose1d")(_conv_transpose("conv_transpose1d", 1))
 
 
 # ---------------------------------------------------------------------------

@@ -735,6 +735,21 @@ def test_conv_strided_unbatched_float64_conv1d_and_module():
     close(md(xx.cuda()), m(xx), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("kw,wshape", [
+    ({}, (4, 3, 3, 3)),
+    ({"stride": 2, "padding": 1, "output_padding": 1}, (4, 2, 3, 2)),
+    ({"groups": 2, "dilation": 2, "stride": (1, 2)}, (4, 3, 2, 2)),
+])
+def test_conv_transpose2d_and_1d(kw, wshape):
+    g = kw.get("groups", 1)
+    x, w, b = data(2, 4, 5, 6, seed=70), data(*wshape, seed=71), data(wshape[1] * g, seed=72)
+    _grads_match(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw), [x, w, b])
+    x1, w1 = data(2, 4, 7, seed=73), data(4, 3, 3, seed=74)
+    _grads_match(lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1), [x1, w1])
+    with pytest.raises(RuntimeError, match="padding must be an int"):
+        F.conv_transpose2d(x.cuda(), w.cuda(), padding="same")
+
+
 def test_conv_empty_batch_and_errors():
     w = data(3, 2, 3, 3, seed=39).cuda().requires_grad_(True)
     x = ember.zeros(0, 2, 5, 5, device=DEV, requires_grad=True)
