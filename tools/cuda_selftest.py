@@ -149,6 +149,7 @@ def speed_table():
         if has_torch else None
     rows.append(("layer_norm 4096x4096", ms, tms, ""))
     rows += _nn_and_data_rows(dev, torch if has_torch else None)
+    rows += _training_rows(torch if has_torch else None)
     dev.close()
     print("\nember/torch is the time ratio: below 1 means ember is faster")
     print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
@@ -245,6 +246,44 @@ def _nn_and_data_rows(dev, torch):
     row("randperm 2^20", lambda: lib.emc_randperm(perm, 1 << 20, 1, 0, None),
         lambda: torch.randperm(1 << 20, device="cuda"), iters=5)
     return rows
+
+
+def _training_rows(torch):
+    """One SGD step (forward, backward, update) of a small CNN on device tensors,
+    ember against the same architecture in torch (timing only: separate weights)."""
+    def build(nn):
+        return nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Linear(64, 10))
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
+    y = rng.integers(0, 10, 64)
+    model = build(ember.nn).cuda()
+    opt = ember.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    ex, ey = ember.tensor(x).cuda(), ember.tensor(y).cuda()
+
+    def step():
+        opt.zero_grad()
+        ember.nn.functional.cross_entropy(model(ex), ey).backward()
+        opt.step()
+
+    ms = _timer(step, 10)
+    tms = None
+    if torch is not None:
+        tm = build(torch.nn).cuda()
+        topt = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=0.9)
+        tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+
+        def tstep():
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(tm(tx), ty).backward()
+            topt.step()
+
+        tms = _torch_timer(torch, tstep, 10)
+    return [("CNN train step 64x3x32²", ms, tms, "SGD, conv+bn+pool")]
 
 
 def main(argv=None):

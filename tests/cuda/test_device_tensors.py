@@ -799,6 +799,10 @@ def test_max_pool_ties_nan_ints_and_adaptive_avg():
     for out in (1, (2, 4), (3, None), (6, 8)):
         _grads_match(lambda x: F.adaptive_avg_pool2d(x, out), [x])
     close(nn.AdaptiveAvgPool2d(1)(x.cuda()), nn.AdaptiveAvgPool2d(1)(x), rtol=1e-5)
+    x1 = data(2, 3, 10, seed=49)                      # the 1-d poolings run the 2-d kernels
+    _grads_match(lambda x: F.max_pool1d(x, 3, 2, 1), [x1])
+    _grads_match(lambda x: F.avg_pool1d(x, 2), [x1])
+    _grads_match(lambda x: F.adaptive_avg_pool1d(x, 5), [x1])
     with pytest.raises(RuntimeError, match="adaptive_avg_pool2d.*CUDA"):
         F.adaptive_avg_pool2d(x.cuda(), (4, 3))
     with pytest.raises(RuntimeError, match="Output size is too small"):
