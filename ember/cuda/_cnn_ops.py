@@ -314,8 +314,8 @@ def _max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
 def _max_pool_backward(op: str):
     def run(grad_output, input, indices):
         """dx.view(planes, H * W)[plane, indices] += grad_output: the CPU's scatter, as
-        a deterministic index_add over the flattened planes (the summation order of
-        the CPU: output order)."""
+        emc_scatter's deterministic sum (each input element's terms in output order,
+        as the CPU adds them)."""
         if indices.dtype != _I64:
             raise RuntimeError(f"{op}: expected indices to be int64, got {indices.dtype}")
         if tuple(grad_output.shape) != tuple(indices.shape):
@@ -326,23 +326,21 @@ def _max_pool_backward(op: str):
             raise RuntimeError(f"{op}: grad_output of size {list(grad_output.shape)} does not "
                                f"match the input of size {list(input.shape)}")
         cdt = _pool_dtype(input, op)
-        H, W = input.shape[-2], input.shape[-1]
-        planes = input.numel() // max(H * W, 1) if H * W else 0
+        HW = input.shape[-2] * input.shape[-1]
+        planes = input.numel() // HW if HW else 0
         P = grad_output.shape[-2] * grad_output.shape[-1]
         dx = ember.zeros(tuple(input.shape), dtype=cdt, device=input.device)
-        if planes * P and H * W:
+        if planes * P:
             with ember.no_grad():
-                ix = indices.detach().contiguous().reshape(planes, P)
-                bad = ((ix < 0) | (ix >= H * W)).any()
-                if bad.item():
+                ix = indices.detach().contiguous()
+                if ((ix < 0) | (ix >= HW)).any().item():
                     raise RuntimeError(f"{op}: Found an invalid max index (output volumes are "
-                                       f"of size {H}x{W})")
-                base = ember.arange(planes, device=input.device).view(planes, 1) * (H * W)
-                flat = (ix + base).reshape(-1).contiguous()
-                src = _plane_view(grad_output, cdt).reshape(-1)
+                                       f"of size {input.shape[-2]}x{input.shape[-1]})")
+                src = _plane_view(grad_output, cdt)
+                nd = K.make_nd((planes, P), (HW, 0), (P, 1), (P, 1))
                 s = _stream(dx)
-                K.check(_lib().emc_index_add(cdt.code, _ptr(dx), 1, planes * H * W, 1,
-                                             _ptr(flat), flat.numel(), _ptr(src), 1, s), op)
+                _check(_lib().emc_scatter(1, cdt.code, _ptr(dx), HW, 1, _ptr(ix), _ptr(src),
+                                          ctypes.byref(nd), 1, s), op)
                 K.check_index(op, s)
         if cdt != input.dtype:
             dx = dx._cast(input.dtype.code)
