@@ -284,6 +284,9 @@ def index_get(v: Any, ind: list) -> tuple:
     adv, adjacent, cols, B = _prep(v, ind)
     rest, full, perm = _layout(v, adv, adjacent, B)
     with ember.no_grad():
+        if len(adv) == 1:                    # one index tensor: an index_select in place
+            out = _index_select(v.detach(), adv[0], cols[0].reshape(-1)).view(full)
+            return out, [None] * adv[0] + [cols[0]] + [None] * (len(ind) - adv[0] - 1)
         vp = v.detach().permute(*(adv + rest)).contiguous()
         A = _numel(tuple(v.shape[d] for d in adv))
         R = _numel(tuple(v.shape[d] for d in rest))
