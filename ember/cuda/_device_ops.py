@@ -680,27 +680,10 @@ def _gather(input, dim, index, *, sparse_grad=False, out=None):
 
 @kernel("scatter_add")
 def _scatter_add(input, dim, index, src):
-    """out[..., index[i, j, k], ...] += src[i, j, k] along ``dim``: an index_add over
-    the flattened output with flat positions computed on the device."""
+    """out[..., index[i, j, k], ...] += src[i, j, k] along ``dim``: emc_scatter's sum."""
     d = _wrap(dim, input.dim(), "scatter_add")
-    idx = _index_arg(index, "scatter_add")
-    shape = tuple(input.shape)
-    ishape = tuple(idx.shape)
-    st = [1] * len(shape)
-    for j in range(len(shape) - 2, -1, -1):
-        st[j] = st[j + 1] * shape[j + 1]
     with ember.no_grad():
-        flat = _binary("mul", idx, st[d] if shape else 1)
-        for j in range(len(ishape)):
-            if j != d and ishape[j] > 1:
-                pos = ember.arange(ishape[j], device=input.device) * st[j]
-                flat = _binary("add", flat, pos.view([-1 if k == j else 1
-                                                      for k in range(len(ishape))]))
-        srcv = src.detach()
-        for j in range(len(ishape)):
-            srcv = srcv.narrow(j, 0, ishape[j])
-        r = _index_add(input.detach().reshape(-1), 0, flat.reshape(-1),
-                       srcv.contiguous().reshape(-1)).view(shape)
+        r = _scatter(input.detach(), d, index, src.detach(), reduce="add")
     _record("scatter_add", (input, index, src), r, (d,))
     return r
 
@@ -738,8 +721,11 @@ def _scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
         sst = tuple(sv.stride()) if sv.dim() else (0,) * len(shape)
         nd = K.make_nd(shape, tuple(st0), tuple(idx.stride()), sst)
         s = _stream(r)
+        # plain writes run in index order (the last write wins, as on the CPU); sums
+        # of floats use atomics unless deterministic algorithms are asked for
+        det = _deterministic(input.dtype) if code == 1 else 1
         rc = _lib().emc_scatter(code, input.dtype.code, _ptr(r), r.shape[d], r.stride()[d],
-                                _ptr(idx), _ptr(sv), ctypes.byref(nd), 1, s)
+                                _ptr(idx), _ptr(sv), ctypes.byref(nd), det, s)
         if rc == 10001:
             raise _not_implemented(f"scatter_{reduce}", input.dtype)
         K.check(rc, "scatter")

@@ -349,6 +349,24 @@ def test_scatter_reduce(reduce, include_self):
                      [x, src])
 
 
+def test_scatter_add_and_the_gather_backward():
+    x, src = data(4, 5, seed=64), data(3, 5, seed=65)
+    idx = ember.tensor([[0, 1, 2, 3, 0], [3, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    close(ember.scatter_add(x.cuda(), 0, idx.cuda(), src.cuda()), ember.scatter_add(x, 0, idx, src),
+          rtol=1e-6)
+    close(x.cuda().scatter_add(1, idx[:, :2].cuda(), src.cuda()),
+          x.scatter_add(1, idx[:, :2], src), rtol=1e-6)
+    _grads_match(lambda x, s: ember.scatter_add(x, 0, idx.to(x.device), s), [x, src])
+    _grads_match(lambda x: ember.gather(x, 0, idx.to(x.device)) * 3, [x])
+    prev = ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True)
+    try:
+        close(ember.scatter_add(x.cuda(), 0, idx.cuda(), src.cuda()),
+              ember.scatter_add(x, 0, idx, src), rtol=1e-6)
+    finally:
+        ember.use_deterministic_algorithms(prev)
+
+
 def test_scatter_with_reduce_nan_and_errors():
     x, src = data(4, 5, seed=62), data(3, 5, seed=63)
     src[1, 2] = float("nan")
