@@ -255,11 +255,26 @@ def own_device_check(*names: str) -> None:
     _OWN_DEVICE_CHECK.update(names)
 
 
+def _host_indexed(name: str, args: tuple) -> None:
+    """The error of a CPU tensor indexed by (or assigned) device tensors."""
+    idx = args[1] if len(args) > 1 else None
+    items = idx if isinstance(idx, (tuple, list)) else (idx,)
+    if any(isinstance(t, ember.Tensor) and t.device.type != "cpu" for t in items):
+        raise RuntimeError(f"indices should be either on cpu or on the same device as the "
+                           f"indexed tensor ({args[0].device})")
+    other = next(t.device for _, t in _tensors(args[2:], {}) if t.device != args[0].device)
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {args[0].device} and {other}! (when checking argument for "
+                       f"argument values in method {name})")
+
+
 def dispatch(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     """Run op ``name`` on CUDA tensors (or a factory asked for a CUDA device)."""
     K.backend()
     if name in _OWN_DEVICE_CHECK and args and isinstance(args[0], ember.Tensor):
         dev = args[0].device
+        if dev.type != "cuda":                  # a host tensor indexed by device tensors
+            _host_indexed(name, args)
     else:
         dev = _check_devices(name, fn, args, kwargs)
     if dev is None or dev.type != "cuda":

@@ -697,6 +697,19 @@ def test_mixed_devices_and_ops_without_a_kernel_raise():
             ember.zeros(1, 1, 2, 2)
     with pytest.raises(RuntimeError, match=r"same device"):
         ember.index_put(a, (ember.tensor([0]),), ember.ones(1))
+    # a CPU tensor indexed by device tensors: errors (never a CPU kernel on device memory)
+    i = ember.tensor([1, 2], device=DEV)
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu"):
+        c[i]
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu"):
+        c[i] = 2.0
+    with pytest.raises(RuntimeError, match=r"same device.*values"):
+        ember.index_put(c, (ember.tensor([1]),), ember.ones(1, device=DEV))
+    for f in (lambda: ember.index_select(c, 0, i), lambda: ember.gather(c, 0, i),
+              lambda: c.index_add(0, i, ember.ones(2)), lambda: ember.scatter_add(c, 0, i, c),
+              lambda: c.scatter(0, i, 1.0), lambda: c.clone().scatter_(0, i, c)):
+        with pytest.raises(RuntimeError, match=r"same device.*(cpu.*cuda|cuda.*cpu)"):
+            f()
     with pytest.raises(RuntimeError, match=r"'cumsum'.*CUDA"):
         ember.cumsum(a, 0)
     with pytest.raises(RuntimeError, match=r"'nonzero'.*CUDA"):
