@@ -1,7 +1,7 @@
 """CUDA kernels of the convolutional layers: conv2d/conv1d and their two backward
 kernels (the input-gradient kernel also runs conv_transpose2d/1d), max/avg
-pooling (and adaptive average pooling where its windows are a plain average
-pool) and batch_norm.
+pooling, adaptive average pooling (an average pool where its windows tile the
+input, else two GEMMs with the averaging matrices) and batch_norm.
 
 conv and pooling record the CPU's graph nodes (``conv2d``, ``max_pool2d``, ...),
 whose formulas call ``conv2d_input_grad`` / ``conv2d_weight_grad`` /
@@ -433,16 +433,34 @@ def _adaptive_out(x: Any, output_size: Any, op: str) -> tuple:
     return H, W, Ho, Wo
 
 
-def _adaptive_window(op: str, H: int, W: int, Ho: int, Wo: int, dev: Any) -> tuple:
-    """Adaptive average pooling whose windows tile the input evenly (H % Ho == 0 and
-    W % Wo == 0, e.g. output 1) is avg_pool2d with kernel = stride = H / Ho."""
-    if H % Ho or W % Wo:
-        raise RuntimeError(f"Could not run '{op}' with arguments from the 'CUDA' backend: ember "
-                           f"has CUDA kernels for adaptive average pooling only where the "
-                           f"output size divides the input size (input {H}x{W}, output "
-                           f"{Ho}x{Wo}, tensors on {dev}); move the tensors to the CPU with "
-                           f".cpu() to run it there")
-    return (H // Ho, W // Wo)
+def _avg_matrix(n: int, o: int, dt: Any, dev: Any) -> Any:
+    """(o, n) averaging matrix: row i weighs input positions [floor(i n / o),
+    ceil((i + 1) n / o)) (the adaptive window) by one over their count."""
+    rows = []
+    for i in range(o):
+        s, e = (i * n) // o, -(-((i + 1) * n) // o)
+        rows.append([1.0 / (e - s) if s <= j < e else 0.0 for j in range(n)])
+    return ember.tensor(rows, dtype=dt, device=dev)
+
+
+def _adaptive_apply(t: Any, H: int, W: int, Ho: int, Wo: int, back: bool, like: Any) -> Any:
+    """Adaptive average pooling (back: its gradient) of the planes of t.  Windows that
+    tile the input evenly (e.g. output 1) are avg_pool2d with kernel = stride = H / Ho;
+    any other size is Ah @ plane @ Aw^T with the averaging matrices (GEMMs)."""
+    with ember.no_grad():
+        if H % Ho == 0 and W % Wo == 0:
+            k = (H // Ho, W // Wo)
+            return _avg_pool2d_backward(t, like, k, k) if back else _avg_pool2d(t, k, k)
+        cdt = _compute_dtype(t, "adaptive_avg_pool2d")
+        x = t.detach()
+        x = (x if x.dtype == cdt else x._cast(cdt.code)).reshape(-1, *x.shape[-2:])
+        Ah, Aw = _avg_matrix(H, Ho, cdt, t.device), _avg_matrix(W, Wo, cdt, t.device)
+        if back:
+            y = ember.matmul(ember.matmul(Ah.t(), x), Aw).reshape(tuple(like.shape))
+        else:
+            y = ember.matmul(ember.matmul(Ah, x), Aw.t()).reshape(tuple(t.shape[:-2]) +
+                                                                   (Ho, Wo))
+        return y if y.dtype == t.dtype else y._cast(t.dtype.code)
 
 
 @kernel("adaptive_avg_pool2d")
@@ -452,9 +470,7 @@ def _adaptive_avg_pool2d(input, output_size):
     if Ho * Wo == 0 or input.numel() == 0:
         y = _empty(tuple(input.shape[:-2]) + (Ho, Wo), input.dtype, input)
     else:
-        k = _adaptive_window(op, H, W, Ho, Wo, input.device)
-        with ember.no_grad():
-            y = _avg_pool2d(input.detach(), k, k)
+        y = _adaptive_apply(input.detach(), H, W, Ho, Wo, False, input)
     _record(op, (input,), y, {"output_size": output_size})
     return y
 
@@ -469,12 +485,10 @@ def _adaptive_avg_pool2d_backward(grad_output, input):
     if tuple(grad_output.shape[:-2]) != tuple(input.shape[:-2]):
         raise RuntimeError(f"{op}: grad_output of size {list(grad_output.shape)} does not match "
                            f"the input {list(input.shape)}")
-    if Ho * Wo == 0:
+    if Ho * Wo == 0 or input.numel() == 0:
         dx = ember.zeros(tuple(input.shape), dtype=grad_output.dtype, device=input.device)
     else:
-        k = _adaptive_window(op, H, W, Ho, Wo, input.device)
-        with ember.no_grad():
-            dx = _avg_pool2d_backward(grad_output.detach(), input.detach(), k, k)
+        dx = _adaptive_apply(grad_output.detach(), H, W, Ho, Wo, True, input.detach())
     _record(op, (grad_output,), dx, {"input_shape": tuple(input.shape)})
     return dx
 
