@@ -3,6 +3,7 @@ linalg figures time ember and torch in alternation).
 
     .venv/bin/python tools/bench_models.py linalg      # matmul, bmm, conv2d
     .venv/bin/python tools/bench_models.py train       # MLP+Adam, CNN+SGD steps
+    .venv/bin/python tools/bench_models.py resnet      # ResNet block step, per-op profile
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
@@ -71,6 +72,11 @@ def _model(T, model):
         m = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10))
         return m, T.optim.Adam(m.parameters(), lr=1e-3), T.randn(64, 784)
+    if model == "resnet":
+        sys.path.insert(0, os.path.join(ROOT, "asv_bench", "benchmarks"))
+        from nn_training import _resnet_block
+        m = _resnet_block(T)
+        return m, T.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), T.randn(32, 64, 32, 32)
     m = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
                       nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(),
                       nn.Linear(128, 10))
@@ -80,7 +86,7 @@ def _model(T, model):
 
 def _step_fn(T, model):
     m, opt, x = _model(T, model)
-    y, loss = T.randint(0, 10, (64,)), T.nn.CrossEntropyLoss()
+    y, loss = T.randint(0, 10, (x.shape[0],)), T.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad()
@@ -106,6 +112,45 @@ def train():
     for name in ("ember", "torch"):
         for model in ("mlp", "cnn"):
             subprocess.run([sys.executable, __file__, "memory", name, model], check=True)
+
+
+def resnet():
+    """The ResNet-block training step (asv's ResNetBlockSGD), then its ops one by one at
+    the block's shapes (forward, and forward+backward where the op trains)."""
+    import torch
+
+    import ember
+    steps = {}
+    for name, T in (("ember", ember), ("torch", torch)):
+        T.manual_seed(0)
+        steps[name] = _step_fn(T, "resnet")
+    ops = []
+    for T in (ember, torch):
+        F = T.nn.functional
+        x = T.randn(32, 64, 32, 32, requires_grad=True)
+        w = T.randn(64, 64, 3, 3, requires_grad=True)
+        g = T.randn(32, 64, 32, 32)
+        bn = T.nn.BatchNorm2d(64)
+        xd = x.detach()
+        ops.append({
+            "conv fwd": lambda F=F, xd=xd, w=w: F.conv2d(xd, w.detach(), padding=1),
+            "conv fwd+bwd (dx, dw)": lambda F=F, x=x, w=w, g=g: F.conv2d(
+                x, w, padding=1).backward(g),
+            "batch_norm fwd": lambda bn=bn, xd=xd: bn(xd),
+            "batch_norm fwd+bwd": lambda bn=bn, x=x, g=g: bn(x).backward(g),
+            "relu fwd+bwd": lambda x=x, g=g: x.relu().backward(g),
+        })
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        e, t = pair(steps["ember"], steps["torch"], 2, 7)
+        print(f"resnet step thr{th}: ember {e * 1e3:.1f} ms, torch {t * 1e3:.1f} ms "
+              f"({e / t:.2f}x)")
+        row = []
+        for name in ops[0]:
+            e, t = pair(ops[0][name], ops[1][name], 2, 5)
+            row.append(f"{name} {e / t:.2f}x ({e * 1e3:.1f} vs {t * 1e3:.1f} ms)")
+        print(f"  ops thr{th}: " + ", ".join(row))
 
 
 def _hwm_kb():
@@ -286,5 +331,6 @@ def gpt():
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
-    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses}
+    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
+             "resnet": resnet}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()
