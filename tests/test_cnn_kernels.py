@@ -219,3 +219,32 @@ def test_group_norm_double_backward_errors_and_threads():
         return [t.numpy().tobytes() for t in (y.detach(), xt.grad, m.weight.grad, m.bias.grad)]
     a, b = _threads(run)
     assert a == b
+
+
+def test_norms_take_any_layout_and_rank():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    ex = ember.tensor(x).to(memory_format=ember.channels_last).requires_grad_()
+    tx = torch.tensor(x).to(memory_format=torch.channels_last).requires_grad_()
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    for fe, ft in ((lambda t: F.batch_norm(t, None, None, training=True),
+                    lambda t: TF.batch_norm(t, None, None, training=True)),
+                   (lambda t: F.group_norm(t, 2), lambda t: TF.group_norm(t, 2))):
+        ex.grad, tx.grad = None, None
+        ey, ty = fe(ex), ft(tx)
+        ey.backward(ember.tensor(g))
+        ty.backward(torch.tensor(g))
+        np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5,
+                                   atol=1e-5)
+        np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+    x5 = rng.standard_normal((2, 3, 2, 3, 4))
+    em, tm = ember.nn.BatchNorm3d(3, dtype=ember.float64), torch.nn.BatchNorm3d(
+        3, dtype=torch.float64)
+    np.testing.assert_allclose(em(ember.tensor(x5)).detach().numpy(),
+                               tm(torch.tensor(x5)).detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(em.running_var.numpy(), tm.running_var.numpy(), rtol=1e-12)
+    # a non-contiguous running buffer takes the composed path, with the same result
+    rm = ember.zeros(6)[::2]
+    rv = ember.ones(6)[::2]
+    F.batch_norm(ember.tensor(x5), rm, rv, training=True)
+    np.testing.assert_allclose(rm.numpy(), tm.running_mean.numpy(), rtol=1e-6)

@@ -92,6 +92,7 @@ def _step_fn(T, model):
         opt.zero_grad()
         loss(m(x), y).backward()
         opt.step()
+    step.opt = opt
     return step
 
 
@@ -124,21 +125,30 @@ def resnet():
     for name, T in (("ember", ember), ("torch", torch)):
         T.manual_seed(0)
         steps[name] = _step_fn(T, "resnet")
+    from ember._C import conv as CV
+    grads = ((CV.conv2d_input_grad, CV.conv2d_weight_grad),
+             (torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight))
     ops = []
-    for T in (ember, torch):
+    for T, (dx_fn, dw_fn) in zip((ember, torch), grads):
         F = T.nn.functional
         x = T.randn(32, 64, 32, 32, requires_grad=True)
         w = T.randn(64, 64, 3, 3, requires_grad=True)
         g = T.randn(32, 64, 32, 32)
         bn = T.nn.BatchNorm2d(64)
-        xd = x.detach()
+        xd, wd = x.detach(), w.detach()
+        xp = T.randn(64, 32, 24, 24, requires_grad=True)   # the digits CNN's first pooling
+        gp = T.randn(64, 32, 12, 12)
         ops.append({
-            "conv fwd": lambda F=F, xd=xd, w=w: F.conv2d(xd, w.detach(), padding=1),
-            "conv fwd+bwd (dx, dw)": lambda F=F, x=x, w=w, g=g: F.conv2d(
-                x, w, padding=1).backward(g),
+            "conv fwd": lambda F=F, xd=xd, wd=wd: F.conv2d(xd, wd, padding=1),
+            "conv input-grad": lambda f=dx_fn, xd=xd, wd=wd, g=g: f(xd.shape, wd, g, padding=1),
+            "conv weight-grad": lambda f=dw_fn, xd=xd, wd=wd, g=g: f(xd, wd.shape, g,
+                                                                     padding=1),
             "batch_norm fwd": lambda bn=bn, xd=xd: bn(xd),
             "batch_norm fwd+bwd": lambda bn=bn, x=x, g=g: bn(x).backward(g),
             "relu fwd+bwd": lambda x=x, g=g: x.relu().backward(g),
+            "max_pool2d 2x2 fwd+bwd (64x32x24x24)": lambda F=F, xp=xp, gp=gp: F.max_pool2d(
+                xp, 2).backward(gp),
+            "SGD momentum step": steps["ember" if T is ember else "torch"].opt.step,
         })
     for th in (1, 2):
         ember.set_num_threads(th)
