@@ -3,9 +3,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ember.h"
 #include "ember_chnorm.h"
 
+#define CN_VBYTES 16
 #define T float
 #define CN(name) cn_gen_f32_##name
 #include "chnorm_impl.h"
@@ -21,6 +23,8 @@
 #define CN_HAVE_AVX2 1
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#undef CN_VBYTES
+#define CN_VBYTES 32
 #define T float
 #define CN(name) cn_avx2_f32_##name
 #include "chnorm_impl.h"

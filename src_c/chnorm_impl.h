@@ -7,29 +7,57 @@
 #define CN_BLK 4096
 #endif
 
-/* sum of x[i], of (x[i] - m)^2, or of dy[i] * (x[i] - m) over [0, n) */
+/* CN_ACC lanes as vectors of CN_VBYTES bytes (GCC/Clang vector extensions, as the
+   GEMM's generic kernel uses): the lane sums are spelled out, so no compiler turns
+   them into a serial chain */
+typedef T CN(vec) __attribute__((vector_size(CN_VBYTES)));
+#define CN_VL ((int)(CN_VBYTES / sizeof(T)))
+#define CN_NV (CN_ACC / CN_VL)
+
+static inline CN(vec) CN(ld)(const T *p) {
+    CN(vec) v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* the CN_ACC lanes of s plus the tail [i, e) (lane j takes element i + j), combined
+   in a fixed tree */
+static inline T CN(fold)(const CN(vec) *s, const T *x, const T *dy, int64_t i, int64_t e, T m,
+                         int kind) {
+    T l[CN_ACC];
+    memcpy(l, s, sizeof l);
+    for (int j = 0; i < e; i++, j++) {
+        const T d = x[i] - m;
+        l[j] += kind == 0 ? x[i] : kind == 1 ? d * d : dy[i] * d;
+    }
+    for (int w = CN_ACC / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) l[j] += l[j + w];
+    return l[0];
+}
+
+/* sum of x[i] (kind 0), of (x[i] - m)^2 (1) or of dy[i] * (x[i] - m) (2) over [0, n) */
 static double CN(sum)(const T *restrict x, const T *restrict dy, int64_t n, T m, int kind) {
     double tot = 0;
+    const CN(vec) mv = (CN(vec)){0} + m;
     for (int64_t b0 = 0; b0 < n; b0 += CN_BLK) {
         const int64_t e = b0 + CN_BLK < n ? b0 + CN_BLK : n;
-        T s[CN_ACC] = {0};
+        CN(vec) s[CN_NV];
+        for (int q = 0; q < CN_NV; q++) s[q] = (CN(vec)){0};
         int64_t i = b0;
         if (kind == 0)
             for (; i + CN_ACC <= e; i += CN_ACC)
-                for (int j = 0; j < CN_ACC; j++) s[j] += x[i + j];
+                for (int q = 0; q < CN_NV; q++) s[q] += CN(ld)(x + i + q * CN_VL);
         else if (kind == 1)
             for (; i + CN_ACC <= e; i += CN_ACC)
-                for (int j = 0; j < CN_ACC; j++) { const T d = x[i + j] - m; s[j] += d * d; }
+                for (int q = 0; q < CN_NV; q++) {
+                    const CN(vec) d = CN(ld)(x + i + q * CN_VL) - mv;
+                    s[q] += d * d;
+                }
         else
             for (; i + CN_ACC <= e; i += CN_ACC)
-                for (int j = 0; j < CN_ACC; j++) s[j] += dy[i + j] * (x[i + j] - m);
-        for (int j = 0; i < e; i++, j++) {
-            const T d = x[i] - m;
-            s[j] += kind == 0 ? x[i] : kind == 1 ? d * d : dy[i] * d;
-        }
-        for (int w = CN_ACC / 2; w > 0; w /= 2)
-            for (int j = 0; j < w; j++) s[j] += s[j + w];
-        tot += (double)s[0];
+                for (int q = 0; q < CN_NV; q++)
+                    s[q] += CN(ld)(dy + i + q * CN_VL) * (CN(ld)(x + i + q * CN_VL) - mv);
+        tot += (double)CN(fold)(s, x, dy, i, e, m, kind);
     }
     return tot;
 }
@@ -38,26 +66,20 @@ static double CN(sum)(const T *restrict x, const T *restrict dy, int64_t n, T m,
 static void CN(sum2)(const T *restrict x, const T *restrict dy, int64_t n, T m, double *sdy,
                      double *sdx) {
     double t1 = 0, t2 = 0;
+    const CN(vec) mv = (CN(vec)){0} + m;
     for (int64_t b0 = 0; b0 < n; b0 += CN_BLK) {
         const int64_t e = b0 + CN_BLK < n ? b0 + CN_BLK : n;
-        T s[CN_ACC] = {0}, u[CN_ACC] = {0};
+        CN(vec) s[CN_NV], u[CN_NV];
+        for (int q = 0; q < CN_NV; q++) s[q] = u[q] = (CN(vec)){0};
         int64_t i = b0;
         for (; i + CN_ACC <= e; i += CN_ACC)
-            for (int j = 0; j < CN_ACC; j++) {
-                s[j] += dy[i + j];
-                u[j] += dy[i + j] * (x[i + j] - m);
+            for (int q = 0; q < CN_NV; q++) {
+                const CN(vec) g = CN(ld)(dy + i + q * CN_VL);
+                s[q] += g;
+                u[q] += g * (CN(ld)(x + i + q * CN_VL) - mv);
             }
-        for (int j = 0; i < e; i++, j++) {
-            s[j] += dy[i];
-            u[j] += dy[i] * (x[i] - m);
-        }
-        for (int w = CN_ACC / 2; w > 0; w /= 2)
-            for (int j = 0; j < w; j++) {
-                s[j] += s[j + w];
-                u[j] += u[j + w];
-            }
-        t1 += (double)s[0];
-        t2 += (double)u[0];
+        t1 += (double)CN(fold)(s, dy, NULL, i, e, 0, 0);
+        t2 += (double)CN(fold)(u, x, dy, i, e, m, 2);
     }
     *sdy = t1;
     *sdx = t2;
