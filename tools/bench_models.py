@@ -3,6 +3,7 @@ linalg figures time ember and torch in alternation).
 
     .venv/bin/python tools/bench_models.py linalg      # matmul, bmm, conv2d
     .venv/bin/python tools/bench_models.py train       # MLP+Adam, CNN+SGD steps
+    .venv/bin/python tools/bench_models.py resnet      # ResNet block step, per-op profile
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
@@ -71,6 +72,11 @@ def _model(T, model):
         m = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10))
         return m, T.optim.Adam(m.parameters(), lr=1e-3), T.randn(64, 784)
+    if model == "resnet":
+        sys.path.insert(0, os.path.join(ROOT, "asv_bench", "benchmarks"))
+        from nn_training import _resnet_block
+        m = _resnet_block(T)
+        return m, T.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), T.randn(32, 64, 32, 32)
     m = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
                       nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(),
                       nn.Linear(128, 10))
@@ -80,12 +86,13 @@ def _model(T, model):
 
 def _step_fn(T, model):
     m, opt, x = _model(T, model)
-    y, loss = T.randint(0, 10, (64,)), T.nn.CrossEntropyLoss()
+    y, loss = T.randint(0, 10, (x.shape[0],)), T.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad()
         loss(m(x), y).backward()
         opt.step()
+    step.opt = opt
     return step
 
 
@@ -106,6 +113,54 @@ def train():
     for name in ("ember", "torch"):
         for model in ("mlp", "cnn"):
             subprocess.run([sys.executable, __file__, "memory", name, model], check=True)
+
+
+def resnet():
+    """The ResNet-block training step (asv's ResNetBlockSGD), then its ops one by one at
+    the block's shapes (forward, and forward+backward where the op trains)."""
+    import torch
+
+    import ember
+    steps = {}
+    for name, T in (("ember", ember), ("torch", torch)):
+        T.manual_seed(0)
+        steps[name] = _step_fn(T, "resnet")
+    from ember._C import conv as CV
+    grads = ((CV.conv2d_input_grad, CV.conv2d_weight_grad),
+             (torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight))
+    ops = []
+    for T, (dx_fn, dw_fn) in zip((ember, torch), grads):
+        F = T.nn.functional
+        x = T.randn(32, 64, 32, 32, requires_grad=True)
+        w = T.randn(64, 64, 3, 3, requires_grad=True)
+        g = T.randn(32, 64, 32, 32)
+        bn = T.nn.BatchNorm2d(64)
+        xd, wd = x.detach(), w.detach()
+        xp = T.randn(64, 32, 24, 24, requires_grad=True)   # the digits CNN's first pooling
+        gp = T.randn(64, 32, 12, 12)
+        ops.append({
+            "conv fwd": lambda F=F, xd=xd, wd=wd: F.conv2d(xd, wd, padding=1),
+            "conv input-grad": lambda f=dx_fn, xd=xd, wd=wd, g=g: f(xd.shape, wd, g, padding=1),
+            "conv weight-grad": lambda f=dw_fn, xd=xd, wd=wd, g=g: f(xd, wd.shape, g,
+                                                                     padding=1),
+            "batch_norm fwd": lambda bn=bn, xd=xd: bn(xd),
+            "batch_norm fwd+bwd": lambda bn=bn, x=x, g=g: bn(x).backward(g),
+            "relu fwd+bwd": lambda x=x, g=g: x.relu().backward(g),
+            "max_pool2d 2x2 fwd+bwd (64x32x24x24)": lambda F=F, xp=xp, gp=gp: F.max_pool2d(
+                xp, 2).backward(gp),
+            "SGD momentum step": steps["ember" if T is ember else "torch"].opt.step,
+        })
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        e, t = pair(steps["ember"], steps["torch"], 2, 7)
+        print(f"resnet step thr{th}: ember {e * 1e3:.1f} ms, torch {t * 1e3:.1f} ms "
+              f"({e / t:.2f}x)")
+        row = []
+        for name in ops[0]:
+            e, t = pair(ops[0][name], ops[1][name], 2, 5)
+            row.append(f"{name} {e / t:.2f}x ({e * 1e3:.1f} vs {t * 1e3:.1f} ms)")
+        print(f"  ops thr{th}: " + ", ".join(row))
 
 
 def _hwm_kb():
@@ -286,5 +341,6 @@ def gpt():
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
-    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses}
+    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
+             "resnet": resnet}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._C import chnorm as _C_chnorm
 from ember._C import conv as _conv
 from ember._C import core as _core
 from ember._C import elementwise as _ew
@@ -313,7 +314,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Batch normalisation over all dims but 1; in training, updates the running stats
-    (unbiased variance) in place."""
+    (unbiased variance) in place.  float32/float64 CPU tensors run one fused kernel
+    (forward and backward), others the composed ops."""
     _real_only(input, "batch_norm")
     nd = input.dim()
     if nd < 2:
@@ -323,6 +325,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if _cnn_ops.fits_batch_norm(input, running_mean, running_var, weight, bias):
             return _cnn_ops.batch_norm(input, running_mean, running_var, weight, bias,
                                        training, momentum, eps)
+    y = _C_chnorm.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                             float(momentum), float(eps))
+    if y is not None:
+        return y
+    return _batch_norm_composite(input, running_mean, running_var, weight, bias, training,
+                                 momentum, eps)
+
+
+def _batch_norm_composite(input, running_mean, running_var, weight=None, bias=None,
+                          training=False, momentum=0.1, eps=1e-5):
+    nd = input.dim()
     C = input.shape[1]
     dims = (0,) + tuple(range(2, nd))
     shape = (1, C) + (1,) * (nd - 2)
@@ -478,12 +491,23 @@ def _rms_norm_function():
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation over groups of channels of an (N, C, *) input.
+    float32/float64 CPU tensors run one fused kernel (forward and backward), others
+    the composed ops."""
     _real_only(input, "GroupNormKernelImpl")
-    N, C = input.shape[0], input.shape[1]
+    C = input.shape[1]
     if C % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    y = _C_chnorm.group_norm(input, num_groups, weight, bias, float(eps))
+    if y is not None:
+        return y
+    return _group_norm_composite(input, num_groups, weight, bias, eps)
+
+
+def _group_norm_composite(input, num_groups, weight=None, bias=None, eps=1e-5):
+    N, C = input.shape[0], input.shape[1]
     x = input.reshape(N, num_groups, -1)
     mean = x.mean(2, keepdim=True)
     xc = x - mean
