@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember.cuda import _dispatch, _kernels
+from tests.cuda import test_device_scan_optim as _device_scan_optim
 from tests.cuda import test_device_tensors as _device_tests
 from tests.cuda.fake_device import FakeDevice
 from tests.cuda.harness import c_enums
@@ -75,7 +76,7 @@ def test_supported_ops_cover_the_issue_list():
 
 @pytest.fixture(autouse=True)
 def _fake_device(request):
-    if request.function.__module__ != _device_tests.__name__:
+    if request.function.__module__ not in (_device_tests.__name__, _device_scan_optim.__name__):
         yield None
         return
     with FakeDevice() as fd:
@@ -83,9 +84,10 @@ def _fake_device(request):
 
 
 # the device tests, collected here too (without their `cuda` mark)
-for _name in dir(_device_tests):
-    if _name.startswith("test_"):
-        globals()[_name] = getattr(_device_tests, _name)
+for _mod in (_device_tests, _device_scan_optim):
+    for _name in dir(_mod):
+        if _name.startswith("test_"):
+            globals()[_name] = getattr(_mod, _name)
 
 
 def test_device_memory_goes_back_to_the_allocator():
@@ -135,5 +137,5 @@ def test_device_index_and_placement():
             t.to("cuda:1")
         assert t.cuda() is t and t.cuda(0) is t
         assert t.to("cuda", ember.float64).dtype == ember.float64
-        with pytest.raises(RuntimeError, match="Could not run 'cumsum'.*CUDA"):
-            ember.cumsum(t, 0)
+        with pytest.raises(RuntimeError, match="Could not run 'cummax'.*CUDA"):
+            ember.cummax(t, 0)

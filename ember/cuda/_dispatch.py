@@ -635,4 +635,5 @@ def _clone(input, *, memory_format=None):
     return r
 
 
-from ember.cuda import _device_ops, _nn_ops  # noqa: E402,F401  (register their kernels)
+# the other kernel modules register themselves
+from ember.cuda import _device_ops, _nn_ops, _scan_ops  # noqa: E402,F401

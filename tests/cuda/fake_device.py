@@ -552,3 +552,8 @@ class FakeDevice:
         from ember.cuda import _kernels
         _kernels._backend = self.prev
         return False
+
+
+from tests.cuda.fake_ops import extend as _extend  # noqa: E402
+
+_extend(FakeLib)

@@ -1,0 +1,126 @@
+"""CUDA scans, stream compaction, optimizer steps, device-to-device copies and
+autocast against the CPU.  Marked ``cuda`` (skipped without a device);
+tests/test_cuda_dispatch_cpu.py runs the same functions over the stand-in."""
+
+import numpy as np
+import pytest
+
+import ember
+
+from .test_device_tensors import _np, close, data
+
+pytestmark = pytest.mark.cuda
+
+DEV = "cuda"
+
+
+# --- scans -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "logcumsumexp"])
+@pytest.mark.parametrize("shape,dim", [((7,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), 1),
+                                       ((2, 3000), 1), ((2, 3000), -1), ((), 0), ((0, 4), 1)])
+def test_scans_match_cpu(name, shape, dim):
+    lo, hi = (0.5, 1.5) if name == "cumprod" else (-2.0, 2.0)
+    x = data(*shape, lo=lo, hi=hi, seed=len(shape)) if shape else ember.tensor(1.25)
+    got = getattr(ember, name)(x.to(DEV), dim)
+    close(got, getattr(ember, name)(x, dim), rtol=1e-5, atol=1e-5)
+    # fixed blocking: the same bits every time
+    np.testing.assert_array_equal(_np(got), _np(getattr(ember, name)(x.to(DEV), dim)))
+
+
+def test_long_row_scans_cross_tiles_exactly_for_integers():
+    x = ember.randint(-50, 50, (3, 5000), generator=ember.Generator().manual_seed(1))
+    close(ember.cumsum(x.to(DEV), 1), ember.cumsum(x, 1))
+    close(ember.cumsum(x.to(DEV).bool(), 1), ember.cumsum(x.bool(), 1))
+    close(x.to(DEV).cumsum(0), x.cumsum(0))
+    close(ember.cumprod(x.to(DEV)[:, :10], 1), ember.cumprod(x[:, :10], 1))
+    # a float32 row of ones sums exactly through 5000 elements and several tiles
+    close(ember.ones(5000, device=DEV).cumsum(0), ember.arange(1.0, 5001.0))
+
+
+def test_scan_dtypes_strided_out_and_in_place():
+    x = data(4, 6, seed=3)
+    xd = x.to(DEV)
+    close(ember.cumsum(xd.t(), 1), ember.cumsum(x.t(), 1))
+    close(ember.cumsum(xd, 1, dtype=ember.float64), ember.cumsum(x, 1, dtype=ember.float64))
+    h = x.half()
+    close(ember.cumsum(h.to(DEV), 1), ember.cumsum(h, 1), rtol=1e-3, atol=1e-3)
+    close(ember.cumsum(x.int().to(DEV), 0), ember.cumsum(x.int(), 0))
+    y = xd.clone()
+    y.cumsum_(1)
+    close(y, ember.cumsum(x, 1))
+    o = ember.empty(4, 6, device=DEV)
+    ember.cumprod(xd, 0, out=o)
+    close(o, ember.cumprod(x, 0))
+    with pytest.raises(IndexError):
+        ember.cumsum(xd, 2)
+    with pytest.raises(RuntimeError, match="logcumsumexp"):
+        ember.logcumsumexp(x.long().to(DEV), 0)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "logcumsumexp"])
+def test_scan_backward_matches_cpu(name):
+    x = data(3, 5, lo=0.5, hi=1.5, seed=4)
+    x[1, 2] = 0.0 if name == "cumprod" else x[1, 2]
+    g = data(3, 5, seed=5)
+    a = x.clone().requires_grad_()
+    b = x.to(DEV).requires_grad_()
+    getattr(ember, name)(a, 1).backward(g)
+    getattr(ember, name)(b, 1).backward(g.to(DEV))
+    close(b.grad, a.grad, rtol=1e-5, atol=1e-5)
+
+
+# --- stream compaction --------------------------------------------------------------------
+
+def test_nonzero_argwhere_and_as_tuple():
+    x = data(3, 4, 5, seed=6)
+    x = ember.where(x > 0.5, x, 0.0)
+    xd = x.to(DEV)
+    close(ember.nonzero(xd), ember.nonzero(x))
+    close(ember.argwhere(xd), ember.argwhere(x))
+    close(xd.bool().nonzero(), x.bool().nonzero())
+    close(ember.nonzero(x.long().to(DEV)), ember.nonzero(x.long()))
+    for got, ref in zip(ember.nonzero(xd, as_tuple=True), ember.nonzero(x, as_tuple=True)):
+        close(got, ref)
+    assert ember.nonzero(ember.zeros(4, device=DEV)).shape == (0, 1)
+    assert ember.nonzero(ember.zeros(0, 3, device=DEV)).shape == (0, 2)
+    close(ember.nonzero(ember.tensor(2.0, device=DEV)), ember.nonzero(ember.tensor(2.0)))
+    big = ember.arange(5000, device=DEV) % 7 == 0       # several scan tiles
+    close(big.nonzero(), (ember.arange(5000) % 7 == 0).nonzero())
+
+
+def test_masked_select_broadcast_dtypes_and_grad():
+    x = data(4, 5, seed=7)
+    m = x > 0
+    close(ember.masked_select(x.to(DEV), m.to(DEV)), ember.masked_select(x, m))
+    row = m[0]
+    close(x.to(DEV).masked_select(row.to(DEV)), x.masked_select(row))
+    for dt in (ember.int8, ember.float16, ember.int64, ember.float64, ember.bool):
+        close(ember.masked_select(x.to(dt).to(DEV), m.to(DEV)), ember.masked_select(x.to(dt), m))
+    a = x.clone().requires_grad_()
+    b = x.to(DEV).requires_grad_()
+    g = data(int(m.sum()), seed=8)
+    ember.masked_select(a, m).backward(g)
+    ember.masked_select(b, m.to(DEV)).backward(g.to(DEV))
+    close(b.grad, a.grad)
+    with pytest.raises(RuntimeError, match="BoolTensor"):
+        ember.masked_select(x.to(DEV), m.long().to(DEV))
+
+
+def test_masked_scatter_and_its_grad():
+    x = data(3, 4, seed=9)
+    m = x > 0
+    src = data(12, seed=10)
+    close(x.to(DEV).masked_scatter(m.to(DEV), src.to(DEV)), x.masked_scatter(m, src))
+    y = x.to(DEV)
+    y.masked_scatter_(m.to(DEV), src.to(DEV))
+    close(y, x.masked_scatter(m, src))
+    a, s1 = x.clone().requires_grad_(), src.clone().requires_grad_()
+    b, s2 = x.to(DEV).requires_grad_(), src.to(DEV).requires_grad_()
+    g = data(3, 4, seed=11)
+    a.masked_scatter(m, s1).backward(g)
+    b.masked_scatter(m.to(DEV), s2).backward(g.to(DEV))
+    close(b.grad, a.grad)
+    close(s2.grad, s1.grad)
+    with pytest.raises(RuntimeError, match="source"):
+        x.to(DEV).masked_scatter(m.to(DEV), src[:2].to(DEV))
