@@ -139,3 +139,39 @@ def test_device_index_and_placement():
         assert t.to("cuda", ember.float64).dtype == ember.float64
         with pytest.raises(RuntimeError, match="Could not run 'cummax'.*CUDA"):
             ember.cummax(t, 0)
+
+
+def _memcpy_kinds(fd):
+    """Record the kind of every cudaMemcpyAsync on the stand-in's runtime."""
+    kinds, copy = [], fd.rt.cudaMemcpyAsync
+
+    def spy(dst, src, n, kind, stream):
+        kinds.append(kind.value if hasattr(kind, "value") else kind)
+        return copy(dst, src, n, kind, stream)
+    fd.rt.cudaMemcpyAsync = spy
+    return kinds
+
+
+def test_an_optimizer_step_is_one_launch_per_group_and_clipping_never_syncs():
+    with FakeDevice() as fd:
+        ps = [ember.ones(s, device="cuda", requires_grad=True) for s in ((300, 40), (5,))]
+        for p in ps:
+            p.grad = ember.full(p.shape, 0.5, device="cuda")
+        for opt in (ember.optim.SGD(ps, lr=0.1, momentum=0.9),
+                    ember.optim.AdamW([{"params": ps[:1]}, {"params": ps[1:]}], amsgrad=True)):
+            opt.step()                   # the first step also makes the state
+            fd.lib.calls.clear()
+            opt.step()
+            kind = "sgd_multi" if isinstance(opt, ember.optim.SGD) else "adam_multi"
+            groups = len(opt.param_groups)
+            assert [c for c in fd.lib.calls if c[0] == kind] == \
+                [(kind, 8, len(g["params"])) for g in opt.param_groups]
+            assert len(fd.lib.calls) == groups, fd.lib.calls     # nothing per tensor
+        fd.lib.calls.clear()
+        kinds = _memcpy_kinds(fd)
+        total = ember.nn.utils.clip_grad_norm_(ps, 1.0)
+        assert [c[0] for c in fd.lib.calls] == ["total_norm", "clip_multi"]
+        assert _kernels.D2H not in kinds            # no device-to-host copy, so no sync
+        np.testing.assert_allclose(float(total), np.sqrt(12005 * 0.25), rtol=1e-6)
+        np.testing.assert_allclose(ps[1].grad.cpu().numpy(), 0.5 / (float(total) + 1e-6),
+                                   rtol=1e-6)

@@ -1,10 +1,12 @@
-"""The stand-in's scans, stream compaction and optimizer steps (NumPy references of
+"""The stand-in's scans, stream compaction and optimizer steps (references of
 src_cuda/scan.cu and optim.cu), added to tests/cuda/fake_device.py's FakeLib."""
 
 from __future__ import annotations
 
 import numpy as np
 
+import ember
+from ember._C import foreach as _fe
 from tests.cuda.fake_device import _E_DTYPE, _guarded, _store, _v, view
 
 
@@ -54,9 +56,59 @@ class ScanFakes:
         return 0
 
 
+@_guarded
+class OptimFakes:
+    """The CPU's multi-tensor kernels run on the fake device memory (the CUDA kernels
+    promise the CPU's bits)."""
+
+    def _host_tensors(self, ptrs, numel, n, dt):
+        return [ember.from_numpy(view(ptrs[k] or 0, dt, (numel[k],))) for k in range(n)]
+
+    def emc_sgd_multi(self, dt, n, params, grads, bufs, init, numel, a, stream):
+        self.calls.append(("sgd_multi", dt, n))
+        a = _v(a)
+        P, G = (self._host_tensors(x, numel, n, dt) for x in (params, grads))
+        B = self._host_tensors(bufs, numel, n, dt) if _v(bufs) else []
+        ini = [bool(init[k]) for k in range(n)]
+        assert _fe.sgd_(P, G, B, ini, a.lr, a.weight_decay, a.momentum, a.dampening,
+                        bool(a.nesterov), bool(a.maximize))
+        return 0
+
+    def emc_adam_multi(self, dt, n, params, grads, ms, vs, mxs, steps, numel, a, stream):
+        self.calls.append(("adam_multi", dt, n))
+        a = _v(a)
+        rows = [self._host_tensors(x, numel, n, dt) for x in (params, grads, ms, vs)]
+        mx = self._host_tensors(mxs, numel, n, dt) if a.amsgrad else []
+        assert _fe.adam_(*rows, mx, [steps[k] for k in range(n)], a.lr, a.beta1, a.beta2,
+                         a.eps, a.weight_decay, bool(a.amsgrad), bool(a.maximize),
+                         bool(a.decoupled))
+        return 0
+
+    def emc_total_norm(self, dt, n, xs, numel, p, out, stream):
+        self.calls.append(("total_norm", dt, n))
+        p = _v(p)
+        v = np.concatenate([view(xs[k] or 0, dt, (numel[k],)).astype(np.float64)
+                            for k in range(n)] or [np.zeros(0)])
+        a = np.abs(v)
+        r = a.max(initial=0.0) if np.isinf(p) else a.sum() if p == 1 else \
+            np.sqrt((a * a).sum()) if p == 2 else (a ** p).sum() ** (1 / p)
+        _store(view(_v(out), dt, ()), r, dt)
+        return 0
+
+    def emc_clip_multi(self, dt, n, xs, numel, norm, max_norm, stream):
+        self.calls.append(("clip_multi", dt, n))
+        coef = _v(max_norm) / (float(view(_v(norm), dt, ())) + 1e-6)
+        if coef < 1.0:
+            for k in range(n):
+                x = view(xs[k] or 0, dt, (numel[k],))
+                x *= x.dtype.type(coef)
+        return 0
+
+
 def extend(cls):
     """Give the stand-in library ``cls`` the fakes above."""
-    for name, fn in list(vars(ScanFakes).items()):
-        if name.startswith("emc_") or name.startswith("_rows"):
-            setattr(cls, name, fn)
+    for fakes in (ScanFakes, OptimFakes):
+        for name, fn in list(vars(fakes).items()):
+            if name.startswith(("emc_", "_rows", "_host_tensors")):
+                setattr(cls, name, fn)
     return cls

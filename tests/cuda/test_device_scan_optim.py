@@ -124,3 +124,84 @@ def test_masked_scatter_and_its_grad():
     close(s2.grad, s1.grad)
     with pytest.raises(RuntimeError, match="source"):
         x.to(DEV).masked_scatter(m.to(DEV), src[:2].to(DEV))
+
+
+# --- optimizers and gradient clipping ------------------------------------------------------
+
+_SHAPES = ((40, 300), (7,), (3, 3))       # the first spans several of the kernels' chunks
+
+
+def _run_optimizer(make, device, steps=3, dtype=ember.float32):
+    ps = [data(*s, seed=i).to(dtype).to(device).requires_grad_() for i, s in enumerate(_SHAPES)]
+    opt = make(ps)
+    for k in range(steps):
+        for i, p in enumerate(ps):
+            p.grad = data(*p.shape, seed=100 + 10 * k + i).to(dtype).to(device)
+        opt.step()
+    return [_np(p) for p in ps], opt
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: ember.optim.SGD(ps, lr=0.1),
+    lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+    lambda ps: ember.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True, maximize=True),
+    lambda ps: ember.optim.SGD(ps, lr=0.05, momentum=0.5, dampening=0.3),
+    lambda ps: ember.optim.Adam(ps, lr=0.01),
+    lambda ps: ember.optim.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
+    lambda ps: ember.optim.AdamW(ps, lr=0.01, betas=(0.8, 0.9), maximize=True),
+    lambda ps: ember.optim.AdamW(ps, lr=0.02, amsgrad=True, fused=True),
+], ids=["sgd", "sgd-momentum-wd", "sgd-nesterov-max", "sgd-dampening", "adam",
+        "adam-l2-amsgrad", "adamw-max", "adamw-amsgrad-fused"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_multi_tensor_steps_match_the_cpu_bit_for_bit(make, dtype):
+    got, opt = _run_optimizer(make, DEV, dtype=dtype)
+    ref, ref_opt = _run_optimizer(make, "cpu", dtype=dtype)
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
+    for p, q in zip(opt.param_groups[0]["params"], ref_opt.param_groups[0]["params"]):
+        st, rst = opt.state[p], ref_opt.state[q]
+        assert sorted(st) == sorted(rst)
+        for k, v in st.items():
+            if isinstance(v, ember.Tensor):
+                assert v.device.type == "cuda"
+                np.testing.assert_array_equal(_np(v), _np(rst[k]))
+            else:
+                assert v == rst[k]
+
+
+def test_steps_that_do_not_fit_the_kernel_run_per_tensor_on_the_device():
+    def make(ps):
+        return ember.optim.Adam([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.1}], lr=0.01)
+    got, _ = _run_optimizer(make, DEV, dtype=ember.float16)
+    ref, _ = _run_optimizer(make, "cpu", dtype=ember.float16)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g.astype(np.float64), r.astype(np.float64), atol=2e-3)
+    got, _ = _run_optimizer(lambda ps: ember.optim.SGD(ps, lr=0.1, foreach=False), DEV)
+    ref, _ = _run_optimizer(lambda ps: ember.optim.SGD(ps, lr=0.1, foreach=False), "cpu")
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf"), 3.0])
+@pytest.mark.parametrize("max_norm", [0.5, 1e6])
+def test_clip_grad_norm_on_device_grads(norm_type, max_norm):
+    def grads(device):
+        ps = [ember.zeros(s, device=device, requires_grad=True) for s in _SHAPES]
+        for i, p in enumerate(ps):
+            p.grad = data(*p.shape, seed=50 + i).to(device)
+        return ps
+    pd, pc = grads(DEV), grads("cpu")
+    nd = ember.nn.utils.clip_grad_norm_(pd, max_norm, norm_type)
+    nc = ember.nn.utils.clip_grad_norm_(pc, max_norm, norm_type)
+    close(nd, nc, rtol=1e-5)
+    for a, b in zip(pd, pc):
+        close(a.grad, b.grad, rtol=1e-5)
+    if max_norm > 1e3:     # no clipping: the gradients keep their bits
+        for a, b in zip(pd, pc):
+            np.testing.assert_array_equal(_np(a.grad), _np(b.grad))
+    total = ember.nn.utils.get_total_norm([p.grad for p in pd], norm_type)
+    assert total.device.type == "cuda"
+    nan = [ember.tensor([1.0, float("nan")], device=DEV)]
+    assert np.isnan(float(ember.nn.utils.get_total_norm(nan, norm_type)))
+    with pytest.raises(RuntimeError, match="non-finite"):
+        ember.nn.utils.get_total_norm(nan, norm_type, error_if_nonfinite=True)
