@@ -175,3 +175,16 @@ def test_an_optimizer_step_is_one_launch_per_group_and_clipping_never_syncs():
         np.testing.assert_allclose(float(total), np.sqrt(12005 * 0.25), rtol=1e-6)
         np.testing.assert_allclose(ps[1].grad.cpu().numpy(), 0.5 / (float(total) + 1e-6),
                                    rtol=1e-6)
+
+
+def test_copies_between_devices_never_touch_the_host():
+    from tests.cuda.test_device_scan_optim import check_cross_device, cross_device_ops
+
+    a = ember.arange(12.0).reshape(3, 4)
+    with FakeDevice(ndev=2) as fd:
+        a0 = a.to("cuda:0")
+        kinds = _memcpy_kinds(fd)
+        out = cross_device_ops(a0)
+        assert _kernels.H2D not in kinds and _kernels.D2H not in kinds, kinds
+        assert fd.rt.peer_copies >= 8
+        check_cross_device(out, a)

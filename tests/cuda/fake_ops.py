@@ -3,6 +3,8 @@ src_cuda/scan.cu and optim.cu), added to tests/cuda/fake_device.py's FakeLib."""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 import ember
@@ -105,10 +107,35 @@ class OptimFakes:
         return 0
 
 
-def extend(cls):
-    """Give the stand-in library ``cls`` the fakes above."""
-    for fakes in (ScanFakes, OptimFakes):
-        for name, fn in list(vars(fakes).items()):
-            if name.startswith(("emc_", "_rows", "_host_tensors")):
-                setattr(cls, name, fn)
-    return cls
+@_guarded
+class PeerFakes:
+    """Copies between devices and the events that order them (the runtime's)."""
+
+    def cudaMemcpyPeerAsync(self, dst, ddev, src, sdev, n, stream):
+        assert self.arena.contains(_v(dst)) and self.arena.contains(_v(src))
+        assert _v(ddev) != _v(sdev) and max(_v(ddev), _v(sdev)) < self.ndev
+        self.peer_copies = getattr(self, "peer_copies", 0) + 1
+        ctypes.memmove(_v(dst), _v(src), _v(n))
+        return 0
+
+    def cudaEventCreateWithFlags(self, p, flags):
+        _v(p).value = 0x1000
+        return 0
+
+    def cudaEventRecord(self, ev, stream):
+        return 0
+
+    def cudaStreamWaitEvent(self, stream, ev, flags):
+        return 0
+
+    def cudaEventDestroy(self, ev):
+        return 0
+
+
+def extend(lib, runtime):
+    """Give the stand-in library and runtime the fakes above."""
+    for cls, fakes in ((lib, (ScanFakes, OptimFakes)), (runtime, (PeerFakes,))):
+        for fk in fakes:
+            for name, fn in list(vars(fk).items()):
+                if name.startswith(("emc_", "cuda", "_rows", "_host_tensors")):
+                    setattr(cls, name, fn)

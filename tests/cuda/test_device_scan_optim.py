@@ -205,3 +205,46 @@ def test_clip_grad_norm_on_device_grads(norm_type, max_norm):
     assert np.isnan(float(ember.nn.utils.get_total_norm(nan, norm_type)))
     with pytest.raises(RuntimeError, match="non-finite"):
         ember.nn.utils.get_total_norm(nan, norm_type, error_if_nonfinite=True)
+
+
+# --- copies between devices -----------------------------------------------------------------
+
+def cross_device_ops(a0):
+    """Moves and copies of ``a0`` (on cuda:0) to cuda:1 and back, using device work only;
+    returns {name: (result, the CPU function of a0's values that it must equal)}."""
+    out = {}
+    out["to"] = (a0.to("cuda:1"), lambda a: a)
+    out["to_t"] = (a0.t().to("cuda:1"), lambda a: a.t())
+    out["to_f64"] = (a0.to("cuda:1", ember.float64), lambda a: a.double())
+    d = ember.empty(4, 3, device="cuda:1")
+    d.copy_(a0.t())
+    out["copy_t"] = (d, lambda a: a.t().contiguous())
+    s = ember.zeros(3, 8, device="cuda:1")
+    s[:, ::2].copy_(a0)
+    out["copy_strided"] = (s, lambda a: ember.zeros(3, 8).index_copy(1, ember.arange(0, 8, 2), a))
+    out["copy_broadcast"] = (ember.zeros(2, 3, 4, device="cuda:1").copy_(a0[0]),
+                             lambda a: a[0].expand(2, 3, 4).contiguous())
+    out["copy_cast"] = (ember.zeros(3, 4, dtype=ember.float16, device="cuda:1").copy_(a0),
+                        lambda a: a.half())
+    out["clone"] = (out["to"][0].clone(), lambda a: a)
+    out["back"] = (out["to"][0].to("cuda:0"), lambda a: a)
+    x = a0.clone().requires_grad_()
+    (x.to("cuda:1") * 3).sum().backward()
+    out["grad"] = (x.grad, lambda a: ember.full_like(a, 3.0))
+    return out
+
+
+def check_cross_device(out, a):
+    for name, (got, ref) in out.items():
+        want = ref(a)
+        assert got.device.type == "cuda", name
+        np.testing.assert_array_equal(_np(got), _np(want), err_msg=name)
+    assert out["to"][0].device.index == 1 and out["grad"][0].device.index == 0
+    assert out["back"][0].device.index == 0
+
+
+def test_copies_between_devices():
+    if ember.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    a = data(3, 4, seed=12)
+    check_cross_device(cross_device_ops(a.to("cuda:0")), a)
