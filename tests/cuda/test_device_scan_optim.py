@@ -248,3 +248,86 @@ def test_copies_between_devices():
         pytest.skip("needs two CUDA devices")
     a = data(3, 4, seed=12)
     check_cross_device(cross_device_ops(a.to("cuda:0")), a)
+
+
+# --- autocast and GradScaler ----------------------------------------------------------------
+
+@pytest.mark.parametrize("low", [ember.float16, ember.bfloat16])
+def test_autocast_cuda_runs_torchs_lists(low):
+    import ember.nn.functional as F
+
+    x, w, b = data(4, 8, seed=13), data(5, 8, seed=14), data(5, seed=15)
+    xd, wd, bd = x.to(DEV), w.to(DEV), b.to(DEV)
+    t = ember.tensor([0, 1, 2, 3], device=DEV)
+    with ember.autocast("cuda", dtype=low):
+        assert ember.is_autocast_enabled("cuda") and ember.get_autocast_dtype("cuda") == low
+        y = F.linear(xd, wd, bd)
+        assert y.dtype == low
+        close(y.float(), F.linear(x, w, b), rtol=2e-2, atol=5e-2)
+        assert ember.mm(xd, wd.t()).dtype == low and (xd @ wd.t()).dtype == low
+        assert ember.bmm(xd[None], wd.t()[None]).dtype == low
+        h = y                                                  # low-precision activations
+        for fn in (lambda v: ember.softmax(v, 1), lambda v: F.log_softmax(v, 1),
+                   lambda v: v.sum(), lambda v: ember.exp(v), lambda v: ember.cumsum(v, 1),
+                   lambda v: F.layer_norm(v, (5,)), lambda v: F.cross_entropy(v, t),
+                   lambda v: F.mse_loss(v, v.detach() * 0)):
+            assert fn(h).dtype == ember.float32
+        assert h.sum(dtype=low).dtype == low                  # an explicit dtype wins
+        assert (h + 1).dtype == low                            # not on a list: unchanged
+        assert ember.cat([h, xd[:, :5]]).dtype == ember.float32   # the widest
+        assert F.linear(x, w).dtype == ember.float32           # CPU tensors: CPU autocast off
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            F.binary_cross_entropy(ember.sigmoid(h.float()), ember.zeros(4, 5, device=DEV))
+        with ember.autocast("cuda", enabled=False):
+            assert F.linear(xd, wd).dtype == ember.float32
+    assert not ember.is_autocast_enabled("cuda")
+    assert F.linear(xd, wd).dtype == ember.float32
+
+
+def test_autocast_cuda_spellings_and_backward():
+    lin = ember.nn.Linear(8, 3).to(DEV)
+    x = data(6, 8, seed=16).to(DEV)
+    with pytest.warns(FutureWarning, match="torch.cuda.amp.autocast"):
+        ctx = ember.cuda.amp.autocast()
+    with ctx:
+        assert lin(x).dtype == ember.float16
+    with ember.amp.autocast(device_type="cuda", dtype=ember.bfloat16):
+        out = lin(x)
+        assert out.dtype == ember.bfloat16
+        loss = out.float().pow(2).mean()
+    loss.backward()
+    assert lin.weight.grad.dtype == ember.float32 and lin.weight.grad.device.type == "cuda"
+    ref = ember.nn.Linear(8, 3)
+    ref.load_state_dict({k: v.cpu() for k, v in lin.state_dict().items()})
+    ref(x.cpu()).pow(2).mean().backward()
+    close(lin.weight.grad, ref.weight.grad, rtol=5e-2, atol=2e-2)
+
+
+def test_grad_scaler_on_cuda_matches_the_cpu_and_skips_inf_steps():
+    def run(device):
+        lin = ember.nn.Linear(8, 3)
+        with ember.no_grad():
+            lin.weight.copy_(data(3, 8, seed=17))
+            lin.bias.zero_()
+        lin = lin.to(device)
+        opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+        scaler = ember.amp.GradScaler(device, init_scale=2.0 ** 10, growth_interval=2)
+        x = data(4, 8, seed=18).to(device)
+        scales = []
+        for k in range(4):
+            opt.zero_grad()
+            loss = lin(x).pow(2).mean()
+            scaler.scale(loss).backward()
+            if k == 2:
+                lin.bias.grad.fill_(float("inf"))
+            scaler.step(opt)
+            scaler.update()
+            scales.append(scaler.get_scale())
+        return lin, scales, scaler
+    gd, sd, scaler = run(DEV)
+    gc, sc, _ = run("cpu")
+    assert sd == sc == [1024.0, 2048.0, 1024.0, 1024.0]
+    assert scaler._scale.device.type == "cuda"
+    close(gd.weight, gc.weight, rtol=1e-5)       # the GEMMs round differently
+    with pytest.warns(FutureWarning, match="torch.cuda.amp.GradScaler"):
+        assert ember.cuda.amp.GradScaler().is_enabled()
