@@ -331,3 +331,34 @@ def test_grad_scaler_on_cuda_matches_the_cpu_and_skips_inf_steps():
     close(gd.weight, gc.weight, rtol=1e-5)       # the GEMMs round differently
     with pytest.warns(FutureWarning, match="torch.cuda.amp.GradScaler"):
         assert ember.cuda.amp.GradScaler().is_enabled()
+
+
+# --- sin / cos / tan at every magnitude -------------------------------------------------------
+
+def trig_inputs():
+    """float32 values across the whole range, both signs, and the edges of the reductions."""
+    rng = np.random.default_rng(19)
+    mags = np.ldexp(rng.uniform(0.5, 1.0, 4000), rng.integers(-10, 128, 4000))
+    edges = [0.0, -0.0, 8191.99, 8192.0, 1048575.9, 1048576.0, 16777216.0, 1.6889281e19,
+             3.4028235e38, np.inf, -np.inf, np.nan]
+    x = np.concatenate([mags * rng.choice([-1.0, 1.0], 4000), edges]).astype(np.float32)
+    return x
+
+
+def ulps(got, ref):
+    """|got - ref| in units of the float32 spacing at ref (ref in float64)."""
+    r32 = ref.astype(np.float32)
+    sp = np.abs(np.spacing(r32)).astype(np.float64)
+    return np.where(got == r32, 0.0, np.abs(got.astype(np.float64) - ref) / sp)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trig_of_large_arguments_is_the_cpus_and_within_half_an_ulp(name):
+    x = trig_inputs()
+    got = _np(getattr(ember, name)(ember.tensor(x).to(DEV)))
+    cpu = getattr(ember, name)(ember.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, cpu)                  # the same bits as the CPU
+    finite = np.isfinite(x)
+    assert np.isnan(got[~finite]).all()
+    ref = getattr(np, name)(x[finite].astype(np.float64))
+    assert ulps(got[finite], ref).max() <= 0.51
