@@ -362,3 +362,16 @@ def test_trig_of_large_arguments_is_the_cpus_and_within_half_an_ulp(name):
     assert np.isnan(got[~finite]).all()
     ref = getattr(np, name)(x[finite].astype(np.float64))
     assert ulps(got[finite], ref).max() <= 0.51
+
+
+def test_clip_grad_norm_of_mixed_dtypes_falls_back_per_tensor():
+    def grads(device):
+        a = ember.zeros(3, device=device, requires_grad=True)
+        b = ember.zeros(2, dtype=ember.float64, device=device, requires_grad=True)
+        a.grad = data(3, seed=60).to(device)
+        b.grad = data(2, seed=61).double().to(device)
+        return a, b
+    pd, pc = grads(DEV), grads("cpu")
+    close(ember.nn.utils.clip_grad_norm_(pd, 0.5), ember.nn.utils.clip_grad_norm_(pc, 0.5))
+    for a, b in zip(pd, pc):
+        close(a.grad, b.grad)
