@@ -308,6 +308,7 @@ CUDA_SYMBOLS = {
     "emc_randperm_host": ("i", "pqQQ"),
     "emc_multinomial_host": ("i", "pqqqipQQp"),
     "emc_scan": ("i", "iipqqqpp"),
+    "emc_cumext": ("i", "iipqqqppp"),
     "emc_mask_positions": ("i", "pqpp"),
     "emc_nonzero": ("i", "pipqppp"),
     "emc_masked_select": ("i", "ipppqpp"),

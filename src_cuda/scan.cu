@@ -1,4 +1,4 @@
-/* Inclusive scans (cumsum, cumprod, logcumsumexp) and stream compaction
+/* Inclusive scans (cumsum, cumprod, logcumsumexp, cummax, cummin) and stream compaction
    (nonzero, masked_select, masked_scatter): the twin of src_c's em_scan.
 
    The accumulator is the CPU's: double for float32 and float64, int64 (wrapping)
@@ -195,6 +195,58 @@ EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int
     default: break;
     }
     return emc_set_error(EMC_E_DTYPE, "emc_scan");
+}
+
+/* cummax / cummin: thread (o, i) walks x[o, :, i] in order with the CPU's rule: take v
+   when it is NaN, or when the running value is not NaN and v >= (<=) it, so ties and
+   NaNs move the index forward */
+template <typename T, bool MAX>
+__global__ void cumext_k(const T *x, int64_t O, int64_t K, int64_t I, T *vals, int64_t *idx) {
+    const int64_t n = O * I;
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < n;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t o = c / I, i = c - o * I, base = o * K * I + i;
+        T b = x[base];
+        int64_t bi = 0;
+        vals[base] = b;
+        idx[base] = 0;
+        for (int64_t k = 1; k < K; k++) {
+            const T v = x[base + k * I];
+            if (v != v || (b == b && (MAX ? v >= b : v <= b))) {
+                b = v;
+                bi = k;
+            }
+            vals[base + k * I] = b;
+            idx[base + k * I] = bi;
+        }
+    }
+}
+
+template <typename T>
+static int cumext_typed(int op, const void *x, int64_t O, int64_t K, int64_t I, void *vals,
+                        int64_t *idx, cudaStream_t s) {
+    if (op == SC_MAX)
+        cumext_k<T, true><<<emc_blocks(O * I), EMC_THREADS, 0, s>>>((const T *)x, O, K, I,
+                                                                    (T *)vals, idx);
+    else
+        cumext_k<T, false><<<emc_blocks(O * I), EMC_THREADS, 0, s>>>((const T *)x, O, K, I,
+                                                                     (T *)vals, idx);
+    EMC_LAUNCHED("emc_cumext");
+    return 0;
+}
+
+EMC_API int emc_cumext(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                       void *vals, int64_t *idx, void *stream) {
+    if (op != SC_MAX && op != SC_MIN) return emc_set_error(EMC_E_OP, "emc_cumext");
+    if (O < 0 || K < 0 || I < 0) return emc_set_error(EMC_E_ARG, "emc_cumext");
+    if (O * K * I == 0) return 0;
+    cudaStream_t s = emc_stream(stream);
+    switch (dtype) {
+    case EM_F32: return cumext_typed<float>(op, x, O, K, I, vals, idx, s);
+    case EM_F64: return cumext_typed<double>(op, x, O, K, I, vals, idx, s);
+    case EM_I64: return cumext_typed<int64_t>(op, x, O, K, I, vals, idx, s);
+    default: return emc_set_error(EMC_E_DTYPE, "emc_cumext");
+    }
 }
 
 /* --- stream compaction ---------------------------------------------------------- */

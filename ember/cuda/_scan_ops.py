@@ -1,6 +1,7 @@
 """CUDA kernels of the scans and of stream compaction: cumsum, cumprod,
-logcumsumexp (``emc_scan``), nonzero, masked_select and masked_scatter (a mask's
-running count, ``emc_mask_positions``, then a scatter or gather by it).
+logcumsumexp (``emc_scan``), cummax and cummin (``emc_cumext``), nonzero,
+masked_select and masked_scatter (a mask's running count, ``emc_mask_positions``,
+then a scatter or gather by it).
 
 Scans take the CPU's dtypes and accumulators (integers in int64, float16 and
 bfloat16 through float32, a double accumulator for float32).  A compaction's
@@ -32,7 +33,7 @@ from ember.cuda._dispatch import (
     kernel,
 )
 
-_SC_SUM, _SC_PROD, _SC_LOGSUMEXP = 0, 1, 4
+_SC_SUM, _SC_PROD, _SC_MAX, _SC_MIN, _SC_LOGSUMEXP = 0, 1, 2, 3, 4
 _I64 = ember.int64
 
 
@@ -92,6 +93,32 @@ def _logcumsumexp(input, dim, *, out=None):
         return _write_out(out, r, "logcumsumexp")
     _record("logcumsumexp", (input,), r, {"dim": _wrap(dim, input.dim(), "logcumsumexp")})
     return r
+
+
+def _cumext(name: str, op: int):
+    def run(input, dim):
+        if input.dtype.is_complex:
+            raise _not_implemented(name, input.dtype)
+        d = _wrap(dim, input.dim(), name)
+        cdt = _compute_dtype(input.dtype)
+        x = input.detach()
+        x = (x if x.dtype == cdt else x._cast(cdt.code)).contiguous()
+        shape = tuple(x.shape)
+        v, i = _empty(shape, cdt, input), _empty(shape, _I64, input)
+        if v.numel():
+            K.check(_lib().emc_cumext(op, cdt.code, _ptr(x), _numel(shape[:d]),
+                                      shape[d] if shape else 1, _numel(shape[d + 1:]), _ptr(v),
+                                      _ptr(i), _stream(v)), name)
+        if cdt != input.dtype:
+            v = v._cast(input.dtype.code)
+        _record(name, (input,), (v, i), {"dim": d})
+        from ember._C.reduce import return_types
+        return getattr(return_types, name)(v, i)
+    return run
+
+
+kernel("cummax")(_cumext("cummax", _SC_MAX))
+kernel("cummin")(_cumext("cummin", _SC_MIN))
 
 
 # ---------------------------------------------------------------------------

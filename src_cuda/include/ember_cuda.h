@@ -287,6 +287,11 @@ EMC_API int emc_check_index_error(void *stream);
    independent of the launch (columns are the CPU's serial order exactly) */
 EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
                      void *out, void *stream);
+/* cummax (SC_MAX) / cummin (SC_MIN) over K of a contiguous [O, K, I] (f32, f64, i64):
+   values and int64 indices in the input's layout; the CPU's serial walk and rule (NaN
+   propagates, ties take the later index) */
+EMC_API int emc_cumext(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                       void *vals, int64_t *idx, void *stream);
 /* pos[0] = 0, pos[i + 1] = the count of nonzero bytes of mask[0..i]: n + 1 int64s,
    pos[n] the total (the caller reads it back to size its output) */
 EMC_API int emc_mask_positions(const uint8_t *mask, int64_t n, int64_t *pos, void *stream);

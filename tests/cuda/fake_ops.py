@@ -24,6 +24,21 @@ class ScanFakes:
         _store(view(_v(out), dt, (O, Kn, In)), r, dt)
         return 0
 
+    def emc_cumext(self, op, dt, x, O, Kn, In, vals, idx, stream):
+        self.calls.append(("cumext", op, dt))
+        if dt not in (5, 8, 9):
+            return self._fail(_E_DTYPE, "fake cumext dtype")
+        v = view(_v(x), dt, (O, Kn, In))
+        out, ix = view(_v(vals), dt, (O, Kn, In)), view(_v(idx), 5, (O, Kn, In))
+        b, bi = v[:, 0].copy(), np.zeros((O, In), np.int64)
+        for k in range(Kn):
+            c = v[:, k]
+            take = np.isnan(c) | (~np.isnan(b) & ((c >= b) if op == 2 else (c <= b))) \
+                if dt != 5 else ((c >= b) if op == 2 else (c <= b))
+            b, bi = np.where(take, c, b), np.where(take, k, bi)
+            out[:, k], ix[:, k] = b, bi
+        return 0
+
     def emc_mask_positions(self, mask, n, pos, stream):
         self.calls.append("mask_positions")
         p = view(_v(pos), 5, (_v(n) + 1,))

@@ -70,6 +70,28 @@ def test_scan_backward_matches_cpu(name):
     close(b.grad, a.grad, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin_match_cpu_with_ties_nans_and_grad(name):
+    x = ember.tensor([[1.0, 3.0, 3.0, float("nan"), 2.0, float("nan"), 5.0],
+                      [4.0, 1.0, 1.0, 0.5, 4.0, -1.0, -1.0]])
+    for dim in (0, 1, -1):
+        got, ref = getattr(ember, name)(x.to(DEV), dim), getattr(ember, name)(x, dim)
+        close(got.values, ref.values)
+        close(got.indices, ref.indices)
+    for t in (data(3, 2000, seed=21), ember.randint(-5, 5, (4, 6)), ember.tensor(2.5),
+              data(2, 3, 4, seed=22).to(ember.float16)):
+        for dim in range(max(t.dim(), 1)):
+            got, ref = getattr(ember, name)(t.to(DEV), dim), getattr(ember, name)(t, dim)
+            close(got.values, ref.values)
+            close(got.indices, ref.indices)
+    a = data(3, 5, seed=23).requires_grad_()
+    b = a.detach().to(DEV).requires_grad_()
+    g = data(3, 5, seed=24)
+    getattr(ember, name)(a, 1).values.backward(g)
+    getattr(ember, name)(b, 1).values.backward(g.to(DEV))
+    close(b.grad, a.grad)
+
+
 # --- stream compaction --------------------------------------------------------------------
 
 def test_nonzero_argwhere_and_as_tuple():
