@@ -1171,7 +1171,8 @@ cdef TensorBase _nonzero(TensorBase t):
 def nonzero(TensorBase input not None, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or a tuple of 1-D tensors."""
     if needs_slow1(input):
-        return redispatch("nonzero", nonzero, (input,), {"as_tuple": as_tuple})
+        return redispatch("nonzero", nonzero, (input,), {"as_tuple": as_tuple} if out is None else
+                          {"as_tuple": as_tuple, "out": out})
     cdef TensorBase r
     if as_tuple:
         r = _nonzero(_as1d(input))
@@ -1264,7 +1265,8 @@ cdef tuple _broadcast_pair(TensorBase a, TensorBase b):
 def masked_select(TensorBase input not None, mask, *, out=None):
     """1-D tensor of the elements of input where mask (broadcast) is True."""
     if needs_slow1(input):
-        return redispatch("masked_select", masked_select, (input, mask), {})
+        return redispatch("masked_select", masked_select, (input, mask),
+                          {} if out is None else {"out": out})
     cdef TensorBase m = as_tensor(mask, "masked_select", "mask")
     if m._dtype != EM_BOOL:
         raise RuntimeError("masked_select: expected BoolTensor for mask")

@@ -887,7 +887,8 @@ cdef object _cum(object input, object dim, object dtype, int op, str name, objec
                  object out):
     cdef TensorBase t = _as_t(input, name)
     if needs_slow1(t):
-        return redispatch(name, fn, (input, dim), {"dtype": dtype})
+        return redispatch(name, fn, (input, dim), {"dtype": dtype} if out is None else
+                          {"dtype": dtype, "out": out})
     if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
         from ember._C import cplx
         return cplx.cum(name, t, dim, dtype, out)
@@ -916,7 +917,8 @@ def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along ``dim``, computed stably."""
     cdef TensorBase t = _as_t(input, "logcumsumexp")
     if needs_slow1(t):
-        return redispatch("logcumsumexp", logcumsumexp, (input, dim), {})
+        return redispatch("logcumsumexp", logcumsumexp, (input, dim),
+                          {} if out is None else {"out": out})
     if category(t._dtype) == 3:
         from ember._C import cplx
         return cplx.cum("logcumsumexp", t, dim, None, out)

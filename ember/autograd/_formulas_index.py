@@ -193,7 +193,7 @@ def _masked_scatter(ctx, g):
             n *= s
         k = sel.numel()
         if k < n:
-            sel = _ix.cat([sel, _core.zeros(n - k, dtype=g.dtype)])
+            sel = _ix.cat([sel, _core.zeros(n - k, dtype=g.dtype, device=g.device)])
         gs = sel.reshape(tuple(src_shape))
     return (gx, None, gs)
 

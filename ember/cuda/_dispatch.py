@@ -103,7 +103,8 @@ def copy_into(dst: Any, src: Any, non_blocking: bool = False) -> None:
         return
     lib = K.backend().lib
     if dst.is_cuda and src.is_cuda and dst.device != src.device:
-        src = _staged(src)                      # across devices through the host
+        from ember.cuda._peer import copy_across
+        return copy_across(dst, src)            # device to device, never via the host
     if dst.is_cuda and src.is_cuda:
         with K.on_device(dst.device.index):
             K.check(lib.emc_copy(dst.dtype.code, _ptr(dst), src.dtype.code, _ptr(src),
@@ -140,12 +141,6 @@ def copy_into(dst: Any, src: Any, non_blocking: bool = False) -> None:
     if h is not dst:
         with ember.no_grad():
             dst.copy_(h)
-
-
-def _staged(src: Any) -> Any:
-    h = ember.empty(tuple(src.shape), dtype=src.dtype)
-    copy_into(h, src)
-    return h
 
 
 def fill(dst: Any, value: bytes) -> None:
@@ -662,4 +657,5 @@ def _clone(input, *, memory_format=None):
     return r
 
 
-from ember.cuda import _cnn_ops, _device_ops, _index_ops, _nn_ops  # noqa: E402,F401  (kernels)
+# the other kernel modules register themselves
+from ember.cuda import _cnn_ops, _device_ops, _index_ops, _nn_ops, _scan_ops  # noqa: E402,F401

@@ -1126,6 +1126,7 @@ for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
               "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
               "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
               "soft_margin_loss", "poisson_nll_loss", "triplet_margin_loss",
-              "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "prelu"):
+              "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "prelu",
+              "layer_norm", "group_norm"):
     globals()[_name] = _autocast_entry(_name)(globals()[_name])
 del _name

@@ -167,22 +167,30 @@ def _guarded(cls):
 class FakeRuntime:
     """cudaMemcpyAsync and friends over host memory."""
 
-    def __init__(self, arena):
+    def __init__(self, arena, ndev=1):
         self.arena = arena
         self.pinned = {}
+        self.ndev, self.cur = ndev, 0
 
     def cudaGetDevice(self, p):
-        _v(p).value = 0
+        _v(p).value = self.cur
         return 0
 
     def cudaGetDeviceCount(self, p):
-        _v(p).value = 1
+        _v(p).value = self.ndev
         return 0
 
     def cudaSetDevice(self, i):
-        return 0 if i == 0 else 101
+        if not 0 <= _v(i) < self.ndev:
+            return 101
+        self.cur = _v(i)
+        return 0
 
     def cudaMemcpyAsync(self, dst, src, n, kind, stream):
+        # a copy is the kind it claims: device memory lives in the arena, host memory not
+        on_dev = (self.arena.contains(_v(src)), self.arena.contains(_v(dst)))
+        assert _v(n) == 0 or on_dev == {1: (False, True), 2: (True, False),
+                                        3: (True, True)}[_v(kind)], (_v(kind), on_dev)
         ctypes.memmove(_v(dst), _v(src), _v(n))
         return 0
 
@@ -805,13 +813,17 @@ class FakeLib:
 class FakeDevice:
     """Install the stand-in as ember's CUDA backend for a block."""
 
+    def __init__(self, ndev=1):
+        self.ndev = ndev
+
     def __enter__(self):
         from ember.cuda import _kernels
         global _ARENA
         if _ARENA is None:     # one for the process: tensors cached across tests stay valid
             _ARENA = _Arena()
         self.arena = _ARENA
-        self.lib, self.rt = FakeLib(self.arena), FakeRuntime(self.arena)
+        self.lib, self.rt = FakeLib(self.arena), FakeRuntime(self.arena, self.ndev)
+        _kernels._count.clear()
         self.prev = _kernels.install(self.lib, self.rt)
         return self
 
@@ -819,3 +831,8 @@ class FakeDevice:
         from ember.cuda import _kernels
         _kernels._backend = self.prev
         return False
+
+
+from tests.cuda.fake_ops import extend as _extend  # noqa: E402
+
+_extend(FakeLib, FakeRuntime)
