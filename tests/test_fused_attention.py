@@ -50,6 +50,46 @@ def test_sdpa_matches_torch(batch, L, S, D, Dv, dt, causal):
         np.testing.assert_allclose(a, c, rtol=tol * 5, atol=tol * 5)
 
 
+# several query (64) and key (128) blocks, ragged edges, head dims 32/64/80, one query row
+BLOCK_CASES = [((2,), 200, 300, 64, 64, True),
+               ((2,), 200, 300, 64, 64, False),
+               ((1, 2), 300, 130, 32, 32, True),
+               ((3,), 129, 257, 80, 80, False),
+               ((3,), 129, 257, 80, 48, True),
+               ((2,), 1, 300, 64, 64, False),
+               ((2,), 1, 300, 64, 64, True)]
+
+
+@pytest.mark.parametrize("batch,L,S,D,Dv,causal", BLOCK_CASES)
+def test_sdpa_blocked_matches_torch(batch, L, S, D, Dv, causal):
+    torch = pytest.importorskip("torch")
+    q = RNG.standard_normal(batch + (L, D)).astype(np.float32)
+    k = RNG.standard_normal(batch + (S, D)).astype(np.float32)
+    v = RNG.standard_normal(batch + (S, Dv)).astype(np.float32)
+    g = RNG.standard_normal(batch + (L, Dv)).astype(np.float32)
+    ye, ge = _run(ember, q, k, v, g, is_causal=causal)
+    # torch in float64: the reference without its own float32 rounding
+    yt, gt = _run(torch, *(a.astype(np.float64) for a in (q, k, v, g)), is_causal=causal)
+    np.testing.assert_allclose(ye, yt, rtol=1e-4, atol=2e-5)
+    for a, c in zip(ge, gt):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)
+
+
+def test_sdpa_public_path_long_sequence_matches_torch():
+    torch = pytest.importorskip("torch")
+    q, k, v = (RNG.standard_normal((1, 2, 300, 64)).astype(np.float32) for _ in range(3))
+    g = RNG.standard_normal((1, 2, 300, 64)).astype(np.float32)
+    for causal in (False, True):
+        res = []
+        for lib in (ember, torch):
+            ts = [lib.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
+            y = lib.nn.functional.scaled_dot_product_attention(*ts, is_causal=causal)
+            y.backward(lib.from_numpy(g))
+            res.append([y.detach().numpy()] + [t.grad.numpy() for t in ts])
+        for a, c in zip(*res):
+            np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)
+
+
 def test_sdpa_scale_and_composed_path_agree():
     q, k, v = (RNG.standard_normal((2, 6, 4)) for _ in range(3))
     args = [ember.from_numpy(a) for a in (q, k, v)]
@@ -84,19 +124,23 @@ def test_sdpa_double_backward_matches_torch():
         np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-10)
 
 
-def test_sdpa_bit_identical_across_thread_counts():
-    q, k, v = (RNG.standard_normal((4, 4, 64, 32)).astype(np.float32) for _ in range(3))
-    g = RNG.standard_normal((4, 4, 64, 32)).astype(np.float32)
+# many batch-heads (one backward item each) and few (key chunks with dQ partials)
+@pytest.mark.parametrize("shape", [(4, 4, 64, 32), (4, 4, 200, 32), (1, 1, 700, 64),
+                                   (1, 2, 333, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_bit_identical_across_thread_counts(shape, causal):
+    q, k, v = (RNG.standard_normal(shape).astype(np.float32) for _ in range(3))
+    g = RNG.standard_normal(shape).astype(np.float32)
     old = ember.get_num_threads()
     res = []
     try:
-        for n in (1, 2):
+        for n in (1, 2, 3):
             ember.set_num_threads(n)
-            y, grads = _run(ember, q, k, v, g, is_causal=True)
+            y, grads = _run(ember, q, k, v, g, is_causal=causal)
             res.append([y.tobytes()] + [a.tobytes() for a in grads])
     finally:
         ember.set_num_threads(old)
-    assert res[0] == res[1]
+    assert res[0] == res[1] == res[2]
 
 
 def test_long_sequences_take_the_fused_kernel():

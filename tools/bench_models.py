@@ -7,6 +7,7 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
     .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
+    .venv/bin/python tools/bench_models.py sdpa        # attention at L=1024: time, peak memory
 """
 import os
 import resource
@@ -284,7 +285,62 @@ def gpt():
         print(f"gpt step thr{th}: ember {e * 1e3:.1f} ms, torch {t * 1e3:.1f} ms ({e / t:.2f}x)")
 
 
+SDPA_SHAPE = (4, 8, 1024, 64)  # batch, heads, sequence, head dim
+
+
+def _sdpa_case(T, causal, shape=SDPA_SHAPE):
+    T.manual_seed(0)
+    q, k, v = (T.randn(*shape, requires_grad=True) for _ in range(3))
+    g = T.randn(*shape)
+    F = T.nn.functional
+
+    def fwd():
+        with T.no_grad():
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def fwd_bwd():
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)
+        q.grad = k.grad = v.grad = None
+    return fwd, fwd_bwd
+
+
+def sdpa():
+    """scaled_dot_product_attention at (4, 8, 1024, 64) float32: forward and
+    forward+backward, ember and torch alternated; then the peak memory of one
+    forward+backward, each library in its own process."""
+    import torch
+
+    import ember
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        for causal in (False, True):
+            fe, be = _sdpa_case(ember, causal)
+            ft, bt = _sdpa_case(torch, causal)
+            te, tt = pair(fe, ft, 1, repeat=5)
+            ue, ut = pair(be, bt, 1, repeat=5)
+            print(f"sdpa {'x'.join(map(str, SDPA_SHAPE))} {'causal' if causal else 'full'} "
+                  f"thr{th}: fwd {te / tt:.2f}x ({te * 1e3:.1f} vs {tt * 1e3:.1f} ms), "
+                  f"fwd+bwd {ue / ut:.2f}x ({ue * 1e3:.1f} vs {ut * 1e3:.1f} ms)")
+    for causal in ("full", "causal"):
+        for name in ("ember", "torch"):
+            subprocess.run([sys.executable, __file__, "sdpa-memory", name, causal], check=True)
+
+
+def sdpa_memory(lib, causal):
+    """Peak RSS that one forward+backward adds over its inputs, in this process."""
+    T = __import__(lib)
+    T.set_num_threads(1)
+    _, fwd_bwd = _sdpa_case(T, causal == "causal")
+    base = _hwm_kb()
+    fwd_bwd()
+    fwd_bwd()
+    peak = _hwm_kb()
+    print(f"sdpa {causal} {lib}: peak RSS over the inputs {(peak - base) / 1024:.1f} MB")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
-    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses}
+    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
+             "sdpa": sdpa, "sdpa-memory": lambda: sdpa_memory(*sys.argv[2:4])}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()
