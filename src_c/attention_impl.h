@@ -17,9 +17,14 @@
    trims the GEMMs of the diagonal ones.  The GEMMs are ember's single-threaded
    micro-kernel GEMM; threads take whole work items and the chunking depends
    on the shapes only, so results are bit-identical whatever the thread count. */
+#ifndef AT_DEFS
+#define AT_DEFS
 #ifndef AT_BQ
-#define AT_BQ 64
-#define AT_BK 128
+#define AT_BQ 192
+#endif
+#ifndef AT_BK
+#define AT_BK 256
+#endif
 #define AT_ACC 16
 static inline int64_t at_min(int64_t a, int64_t b) { return a < b ? a : b; }
 /* key chunks per batch-head in the backward: enough items for the threads of
@@ -43,16 +48,16 @@ static inline T ASFX(rmax_##S_)(const T *x, int64_t n) {                        
     for (int j = 1; j < AT_ACC; j++) m = mx[j] > m ? mx[j] : m;                          \
     return m;                                                                            \
 }                                                                                        \
-/* x[c] = exp(x[c] - m) for c < n; returns their sum (fixed lanes) */                     \
-static inline T ASFX(expsum_##S_)(T *x, int64_t n, T m) {                                \
+/* x[c] = exp(x[c] - m) for c < n (a plain loop: the vectoriser takes the exp);     \
+   returns their sum, added in fixed lanes */                                            \
+static inline T ASFX(expsum_##S_)(T *restrict x, int64_t n, T m) {                       \
+    for (int64_t c = 0; c < n; c++) x[c] = EXPF(x[c] - m);                               \
     T sm[AT_ACC];                                                                        \
     for (int j = 0; j < AT_ACC; j++) sm[j] = 0;                                          \
     int64_t c = 0;                                                                       \
     for (; c + AT_ACC <= n; c += AT_ACC)                                                 \
-        for (int j = 0; j < AT_ACC; j++) {                                               \
-            T p = EXPF(x[c + j] - m); x[c + j] = p; sm[j] += p;                          \
-        }                                                                                \
-    for (int j = 0; c < n; c++, j++) { T p = EXPF(x[c] - m); x[c] = p; sm[j] += p; }     \
+        for (int j = 0; j < AT_ACC; j++) sm[j] += x[c + j];                              \
+    for (int j = 0; c < n; c++, j++) sm[j] += x[c];                                      \
     for (int w = AT_ACC / 2; w > 0; w /= 2)                                              \
         for (int j = 0; j < w; j++) sm[j] += sm[j + w];                                  \
     return sm[0];                                                                        \

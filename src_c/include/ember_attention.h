@@ -1,9 +1,10 @@
 /* Fused scaled-dot-product attention over contiguous [BH, L, D] queries,
    [BH, S, D] keys and [BH, S, Dv] values: ember's C ABI for ember._C.reduce.
-   Each query row is one online pass over its keys (scores of one row at a
-   time, never an L x S matrix); the causal mask (key j <= query i) skips the
-   masked keys.  One thread owns each batch-head, so results are bit-identical
-   whatever the thread count. */
+   Flash-attention style: blocks of queries against blocks of keys with an
+   online softmax (never an L x S matrix); the causal mask (key j <= query i)
+   skips the masked blocks.  The split of the work depends on the shapes only,
+   so results are bit-identical whatever the thread count (see
+   attention_impl.h). */
 #ifndef EMBER_ATTENTION_H
 #define EMBER_ATTENTION_H
 #include <stdint.h>
