@@ -10,7 +10,7 @@ RNG = np.random.default_rng(5)
 
 
 def _fused(q, k, v, is_causal=False, scale=None):
-    """ember's fused kernel, whatever the size (F takes it from 65536 scores on)."""
+    """ember's fused kernel, called directly."""
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     return ember._C.reduce.sdpa_fused(q, k, v, scale, is_causal)
 
