@@ -39,31 +39,31 @@ static int isa(void) {
     return v;
 }
 
-int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, int64_t BH, int64_t L,
+int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, const char *mask,
+                const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH, int64_t L,
                 int64_t S, int64_t D, int64_t Dv, double scale, int causal, char *out, char *lse,
                 int nthreads) {
+#define FWD_ARGS dtype, q, k, v, mask, moff, mrs, mcs, BH, L, S, D, Dv, scale, causal, out, \
+                 lse, nthreads
 #if EM_HAVE_AVX2
-    if (isa() == 2)
-        return at_avx512_sdpa_fwd(dtype, q, k, v, BH, L, S, D, Dv, scale, causal, out, lse,
-                                  nthreads);
-    if (isa() == 1)
-        return at_avx2_sdpa_fwd(dtype, q, k, v, BH, L, S, D, Dv, scale, causal, out, lse, nthreads);
+    if (isa() == 2) return at_avx512_sdpa_fwd(FWD_ARGS);
+    if (isa() == 1) return at_avx2_sdpa_fwd(FWD_ARGS);
 #endif
-    return at_gen_sdpa_fwd(dtype, q, k, v, BH, L, S, D, Dv, scale, causal, out, lse, nthreads);
+    return at_gen_sdpa_fwd(FWD_ARGS);
+#undef FWD_ARGS
 }
 
 int em_sdpa_bwd(int dtype, const char *dout, const char *q, const char *k, const char *v,
-                const char *out, const char *lse, int64_t BH, int64_t L, int64_t S, int64_t D,
+                const char *out, const char *lse, const char *mask, const int64_t *moff,
+                int64_t mrs, int64_t mcs, int64_t BH, int64_t L, int64_t S, int64_t D,
                 int64_t Dv, double scale, int causal, char *dq, char *dk, char *dv,
                 int nthreads) {
+#define BWD_ARGS dtype, dout, q, k, v, out, lse, mask, moff, mrs, mcs, BH, L, S, D, Dv, scale, \
+                 causal, dq, dk, dv, nthreads
 #if EM_HAVE_AVX2
-    if (isa() == 2)
-        return at_avx512_sdpa_bwd(dtype, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale,
-                                  causal, dq, dk, dv, nthreads);
-    if (isa() == 1)
-        return at_avx2_sdpa_bwd(dtype, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale, causal,
-                                dq, dk, dv, nthreads);
+    if (isa() == 2) return at_avx512_sdpa_bwd(BWD_ARGS);
+    if (isa() == 1) return at_avx2_sdpa_bwd(BWD_ARGS);
 #endif
-    return at_gen_sdpa_bwd(dtype, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale, causal, dq, dk,
-                           dv, nthreads);
+    return at_gen_sdpa_bwd(BWD_ARGS);
+#undef BWD_ARGS
 }

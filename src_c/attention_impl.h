@@ -62,8 +62,21 @@ static inline T ASFX(expsum_##S_)(T *restrict x, int64_t n, T m) {              
         for (int j = 0; j < w; j++) sm[j] += sm[j + w];                                  \
     return sm[0];                                                                        \
 }                                                                                        \
-/* rows [i0, i0 + bq) of one batch-head; s: AT_BQ * AT_BK scratch, m, l: AT_BQ */         \
-static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, int64_t i0, int64_t bq, \
+/* s[r, c] = M[(i0 + r) mrs + (j0 + c) mcs]: the additive mask's tile, to which the       \
+   score GEMM then adds (beta 1) */                                                      \
+static void ASFX(mask_tile_##S_)(const T *M, int64_t mrs, int64_t mcs, int64_t i0,        \
+                                 int64_t j0, int64_t bq, int64_t bk, T *s) {             \
+    for (int64_t r = 0; r < bq; r++) {                                                   \
+        const T *mr = M + (i0 + r) * mrs + j0 * mcs;                                     \
+        T *sr = s + r * bk;                                                              \
+        if (mcs == 1) memcpy(sr, mr, (size_t)bk * sizeof(T));                            \
+        else for (int64_t c = 0; c < bk; c++) sr[c] = mr[c * mcs];                       \
+    }                                                                                    \
+}                                                                                        \
+/* rows [i0, i0 + bq) of one batch-head; s: AT_BQ * AT_BK scratch, m, l: AT_BQ;          \
+   M: the batch-head's additive mask (or NULL), element (i, j) at M[i mrs + j mcs] */    \
+static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, const T *M,          \
+                               int64_t mrs, int64_t mcs, int64_t i0, int64_t bq,         \
                                int64_t S, int64_t D, int64_t Dv, T scale, int causal,    \
                                T *O, T *lse, T *s, T *m, T *l) {                         \
     for (int64_t r = 0; r < bq; r++) { m[r] = -INFINITY; l[r] = 0; }                     \
@@ -71,7 +84,8 @@ static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, int64_t i0, i
     const int64_t send = causal ? at_min(S, i0 + bq) : S;                                \
     for (int64_t j0 = 0; j0 < send; j0 += AT_BK) {                                       \
         const int64_t bk = at_min(AT_BK, send - j0);                                     \
-        GEMM(bq, bk, D, scale, Q, D, 1, K + j0 * D, 1, D, 0, s, bk, 1, 1);               \
+        if (M) ASFX(mask_tile_##S_)(M, mrs, mcs, i0, j0, bq, bk, s);                     \
+        GEMM(bq, bk, D, scale, Q, D, 1, K + j0 * D, 1, D, M ? 1 : 0, s, bk, 1, 1);       \
         for (int64_t r = 0; r < bq; r++) {                                               \
             T *sr = s + r * bk;                                                          \
             const int64_t nv = causal ? at_min(bk, i0 + r + 1 - j0) : bk;                \
@@ -93,15 +107,17 @@ static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, int64_t i0, i
         GEMM(bq, Dv, bk, 1, s, bk, 1, V + j0 * Dv, Dv, 1, 1, O, Dv, 1, 1);               \
     }                                                                                    \
     for (int64_t r = 0; r < bq; r++) {                                                   \
-        const T inv = (T)1 / l[r];                                                       \
+        /* a row the mask hides entirely: output 0 (as torch), lse -inf */               \
+        const T inv = l[r] > 0 ? (T)1 / l[r] : (T)0;                                     \
         T *orow = O + r * Dv;                                                            \
         for (int64_t e = 0; e < Dv; e++) orow[e] *= inv;                                 \
-        lse[r] = m[r] + (T)LOGF(l[r]);                                                   \
+        lse[r] = l[r] > 0 ? m[r] + (T)LOGF(l[r]) : -INFINITY;                            \
     }                                                                                    \
 }                                                                                        \
-static int ASFX(fwd_##S_)(const T *q, const T *k, const T *v, int64_t BH, int64_t L,     \
-                          int64_t S, int64_t D, int64_t Dv, T scale, int causal, T *out, \
-                          T *lse, int nt) {                                              \
+static int ASFX(fwd_##S_)(const T *q, const T *k, const T *v, const T *mask,             \
+                          const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH,     \
+                          int64_t L, int64_t S, int64_t D, int64_t Dv, T scale,          \
+                          int causal, T *out, T *lse, int nt) {                          \
     const int64_t nqb = (L + AT_BQ - 1) / AT_BQ;                                         \
     int fail = 0;                                                                        \
     _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                    \
@@ -114,6 +130,7 @@ static int ASFX(fwd_##S_)(const T *q, const T *k, const T *v, int64_t BH, int64_
             /* the longest (causal: last) query blocks first */                          \
             const int64_t bh = it % BH, qb = nqb - 1 - it / BH, i0 = qb * AT_BQ;         \
             ASFX(fwd_blk_##S_)(q + (bh * L + i0) * D, k + bh * S * D, v + bh * S * Dv,   \
+                               mask ? mask + moff[bh] : NULL, mrs, mcs,                  \
                                i0, at_min(AT_BQ, L - i0), S, D, Dv, scale, causal,       \
                                out + (bh * L + i0) * Dv, lse + bh * L + i0, s,           \
                                s + AT_BQ * AT_BK, s + AT_BQ * AT_BK + AT_BQ);            \
@@ -124,6 +141,7 @@ static int ASFX(fwd_##S_)(const T *q, const T *k, const T *v, int64_t BH, int64_
 }                                                                                        \
 /* key blocks [kb0, kb1) of one batch-head; dQ (zeroed here) gets this chunk's part */    \
 static void ASFX(bwd_chunk_##S_)(const T *Q, const T *K, const T *V, const T *G,         \
+                                 const T *M, int64_t mrs, int64_t mcs,                   \
                                  const T *LSE, const T *Di, int64_t L, int64_t S,        \
                                  int64_t D, int64_t Dv, T scale, int causal, int64_t kb0, \
                                  int64_t kb1, T *dQ, T *dK, T *dV, T *p, T *dp) {        \
@@ -141,12 +159,15 @@ static void ASFX(bwd_chunk_##S_)(const T *Q, const T *K, const T *V, const T *G,
             const int64_t nk = causal ? at_min(bk, i0 + bq - j0) : bk;                   \
             if (nk <= 0) continue;                                                       \
             const T *Qb = Q + i0 * D, *Gb = G + i0 * Dv;                                 \
-            GEMM(bq, nk, D, scale, Qb, D, 1, Kb, 1, D, 0, p, nk, 1, 1);                  \
+            if (M) ASFX(mask_tile_##S_)(M, mrs, mcs, i0, j0, bq, nk, p);                 \
+            GEMM(bq, nk, D, scale, Qb, D, 1, Kb, 1, D, M ? 1 : 0, p, nk, 1, 1);          \
             GEMM(bq, nk, Dv, 1, Gb, Dv, 1, Vb, 1, Dv, 0, dp, nk, 1, 1);                  \
             for (int64_t r = 0; r < bq; r++) {                                           \
                 T *pr = p + r * nk, *dpr = dp + r * nk;                                  \
-                const int64_t nv = causal ? at_min(nk, i0 + r + 1 - j0) : nk;            \
                 const T lr = LSE[i0 + r], dr = Di[i0 + r];                               \
+                /* a row the mask hid entirely (lse -inf) gets no gradient */            \
+                const int64_t nv = lr == -INFINITY ? 0                                   \
+                                   : causal ? at_min(nk, i0 + r + 1 - j0) : nk;          \
                 int64_t c = 0;                                                           \
                 for (; c < nv; c++) {                                                    \
                     T pv = EXPF(pr[c] - lr);                                             \
@@ -162,7 +183,8 @@ static void ASFX(bwd_chunk_##S_)(const T *Q, const T *K, const T *V, const T *G,
     }                                                                                    \
 }                                                                                        \
 static int ASFX(bwd_##S_)(const T *dout, const T *q, const T *k, const T *v, const T *out, \
-                          const T *lse, int64_t BH, int64_t L, int64_t S, int64_t D,     \
+                          const T *lse, const T *mask, const int64_t *moff, int64_t mrs, \
+                          int64_t mcs, int64_t BH, int64_t L, int64_t S, int64_t D,      \
                           int64_t Dv, T scale, int causal, T *dq, T *dk, T *dv, int nt) {  \
     const int64_t nkb = (S + AT_BK - 1) / AT_BK, C = at_chunks(BH, S);                   \
     /* Di = rowsum(dO o O); the chunks' dQ partials when a batch-head has several */     \
@@ -187,7 +209,8 @@ static int ASFX(bwd_##S_)(const T *dout, const T *q, const T *k, const T *v, con
             const int64_t bh = it / C, c = it % C;                                       \
             T *dQ = C > 1 ? part + (bh * C + c) * L * D : dq + bh * L * D;               \
             ASFX(bwd_chunk_##S_)(q + bh * L * D, k + bh * S * D, v + bh * S * Dv,        \
-                                 dout + bh * L * Dv, lse + bh * L, di + bh * L, L, S, D, \
+                                 dout + bh * L * Dv, mask ? mask + moff[bh] : NULL, mrs, \
+                                 mcs, lse + bh * L, di + bh * L, L, S, D,                \
                                  Dv, scale, causal, nkb * c / C, nkb * (c + 1) / C, dQ,  \
                                  dk + bh * S * D, dv + bh * S * Dv, p, p + AT_BQ * AT_BK); \
         }                                                                                \
@@ -211,31 +234,35 @@ static int ASFX(bwd_##S_)(const T *dout, const T *q, const T *k, const T *v, con
 DEF_SDPA(f32, float, em_expf, logf, ember_sgemm)
 DEF_SDPA(f64, double, exp, log, ember_dgemm)
 
-static int ASFX(sdpa_fwd)(int dtype, const char *q, const char *k, const char *v, int64_t BH,
-                          int64_t L, int64_t S, int64_t D, int64_t Dv, double scale,
-                          int causal, char *out, char *lse, int nt) {
+static int ASFX(sdpa_fwd)(int dtype, const char *q, const char *k, const char *v,
+                          const char *mask, const int64_t *moff, int64_t mrs, int64_t mcs,
+                          int64_t BH, int64_t L, int64_t S, int64_t D, int64_t Dv,
+                          double scale, int causal, char *out, char *lse, int nt) {
     if (dtype == EM_F32)
-        return ASFX(fwd_f32)((const float *)q, (const float *)k, (const float *)v, BH, L, S, D,
-                             Dv, (float)scale, causal, (float *)out, (float *)lse, nt);
+        return ASFX(fwd_f32)((const float *)q, (const float *)k, (const float *)v,
+                             (const float *)mask, moff, mrs, mcs, BH, L, S, D, Dv,
+                             (float)scale, causal, (float *)out, (float *)lse, nt);
     if (dtype == EM_F64)
-        return ASFX(fwd_f64)((const double *)q, (const double *)k, (const double *)v, BH, L,
-                             S, D, Dv, scale, causal, (double *)out, (double *)lse, nt);
+        return ASFX(fwd_f64)((const double *)q, (const double *)k, (const double *)v,
+                             (const double *)mask, moff, mrs, mcs, BH, L, S, D, Dv, scale,
+                             causal, (double *)out, (double *)lse, nt);
     return -1;
 }
 
 static int ASFX(sdpa_bwd)(int dtype, const char *dout, const char *q, const char *k,
-                          const char *v, const char *out, const char *lse, int64_t BH,
+                          const char *v, const char *out, const char *lse, const char *mask,
+                          const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH,
                           int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
                           char *dq, char *dk, char *dv, int nt) {
     if (dtype == EM_F32)
         return ASFX(bwd_f32)((const float *)dout, (const float *)q, (const float *)k,
-                             (const float *)v, (const float *)out, (const float *)lse, BH, L,
-                             S, D, Dv, (float)scale, causal, (float *)dq, (float *)dk,
-                             (float *)dv, nt);
+                             (const float *)v, (const float *)out, (const float *)lse,
+                             (const float *)mask, moff, mrs, mcs, BH, L, S, D, Dv,
+                             (float)scale, causal, (float *)dq, (float *)dk, (float *)dv, nt);
     if (dtype == EM_F64)
         return ASFX(bwd_f64)((const double *)dout, (const double *)q, (const double *)k,
-                             (const double *)v, (const double *)out, (const double *)lse, BH,
-                             L, S, D, Dv, scale, causal, (double *)dq, (double *)dk,
-                             (double *)dv, nt);
+                             (const double *)v, (const double *)out, (const double *)lse,
+                             (const double *)mask, moff, mrs, mcs, BH, L, S, D, Dv, scale,
+                             causal, (double *)dq, (double *)dk, (double *)dv, nt);
     return -1;
 }
