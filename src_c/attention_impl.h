@@ -28,9 +28,12 @@
 #define AT_ACC 16
 static inline int64_t at_min(int64_t a, int64_t b) { return a < b ? a : b; }
 /* key chunks per batch-head in the backward: enough items for the threads of
-   a big machine, from the shapes alone */
-static inline int64_t at_chunks(int64_t BH, int64_t S) {
+   a big machine, with their dQ partials held to 2^24 elements; from the shapes
+   alone */
+static inline int64_t at_chunks(int64_t BH, int64_t L, int64_t S, int64_t D) {
     int64_t nkb = (S + AT_BK - 1) / AT_BK, want = (32 + BH - 1) / BH;
+    int64_t room = ((int64_t)1 << 24) / (BH * L * D + 1);
+    if (want > room) want = room;
     return want < 1 ? 1 : want > nkb ? nkb : want;
 }
 #endif
@@ -186,7 +189,7 @@ static int ASFX(bwd_##S_)(const T *dout, const T *q, const T *k, const T *v, con
                           const T *lse, const T *mask, const int64_t *moff, int64_t mrs, \
                           int64_t mcs, int64_t BH, int64_t L, int64_t S, int64_t D,      \
                           int64_t Dv, T scale, int causal, T *dq, T *dk, T *dv, int nt) {  \
-    const int64_t nkb = (S + AT_BK - 1) / AT_BK, C = at_chunks(BH, S);                   \
+    const int64_t nkb = (S + AT_BK - 1) / AT_BK, C = at_chunks(BH, L, S, D);                   \
     /* Di = rowsum(dO o O); the chunks' dQ partials when a batch-head has several */     \
     T *di = (T *)malloc((size_t)(BH * L + (C > 1 ? BH * C * L * D : 0)) * sizeof(T));    \
     if (!di) return -2;                                                                  \
