@@ -807,10 +807,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(Q K^T * scale + mask) V over the last two dims.
 
-    Without a mask other than the causal one and without dropout, float32/float64
-    CPU inputs of equal batch dims and at least 65536 scores per head run one fused
-    kernel (forward and backward) that never forms the L x S score matrix; other
-    cases compose matmul and softmax."""
+    Without dropout, float32/float64 CPU inputs of equal batch dims run one fused
+    kernel (forward and backward, flash-attention style) that never forms the L x S
+    score matrix; it is faster than the composed path at every size measured, down
+    to 8 x 8.  The causal mask skips whole blocks; a boolean or float ``attn_mask``
+    (broadcast to the scores, needing no gradient) is added to each block of scores.
+    Other cases compose matmul and softmax."""
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
@@ -821,20 +823,39 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                            "be set when is_causal=True")
     dt = query.dtype
-    if (attn_mask is None and dropout_p == 0.0 and L * S >= _SDPA_FUSED_MIN
+    if (dropout_p == 0.0 and L * S > 0
             and dt in (ember.float32, ember.float64) and key.dtype == dt and value.dtype == dt
             and query.device.type == "cpu" and key.device.type == "cpu"
             and value.device.type == "cpu" and query.dim() >= 2
             and query.dim() == key.dim() == value.dim()
             and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
             and key.shape[-1] == query.shape[-1] and value.shape[-2] == S):
-        return _C_reduce.sdpa_fused(query, key, value, float(scale), bool(is_causal))
+        if attn_mask is None:
+            return _C_reduce.sdpa_fused(query, key, value, float(scale), bool(is_causal))
+        mask = _sdpa_fused_mask(attn_mask, query, S)
+        if mask is not None:
+            return _C_reduce.sdpa_fused(query, key, value, float(scale), False, mask)
     return _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
-# From this many scores per head on, the fused kernel is used: it never holds the
-# L x S matrix; below, the composed GEMMs are faster and the matrix is small.
-_SDPA_FUSED_MIN = 1 << 16
+def _sdpa_fused_mask(attn_mask, query, S):
+    """``attn_mask`` as the fused kernel's additive mask (the query's dtype, expanded to
+    batch + (L, S)), or None where the composed path must take it (a mask that needs a
+    gradient, another device, a shape that does not broadcast)."""
+    if (not isinstance(attn_mask, ember.Tensor) or attn_mask.requires_grad
+            or attn_mask.device.type != "cpu" or attn_mask.dim() > query.dim()
+            or not (attn_mask.dtype == ember.bool or attn_mask.is_floating_point())):
+        return None
+    shape = tuple(query.shape[:-1]) + (S,)
+    for m, want in zip(reversed(attn_mask.shape), reversed(shape)):
+        if m != want and m != 1:
+            return None
+    if attn_mask.dtype == ember.bool:
+        mask = ember.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(
+            attn_mask.logical_not(), float("-inf"))
+    else:
+        mask = attn_mask.to(query.dtype)
+    return mask.expand(shape)
 
 
 def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
@@ -935,11 +956,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len) \
             .reshape(bsz * num_heads, 1, src_len)
         mask = kpm if mask is None else mask + kpm
-    if not need_weights and attn_mask is None and key_padding_mask is None and (
-            dropout_p == 0.0 or not training):
-        # no weights to return and no mask but the causal one: the fused kernel
-        out = scaled_dot_product_attention(q, k, v, is_causal=bool(is_causal),
-                                           scale=1.0 / math.sqrt(head_dim))
+    if not need_weights and (dropout_p == 0.0 or not training):
+        # no weights to return: the fused kernel, with the causal mask alone or the
+        # combined additive mask
+        if attn_mask is None and key_padding_mask is None:
+            out = scaled_dot_product_attention(q, k, v, is_causal=bool(is_causal),
+                                               scale=1.0 / math.sqrt(head_dim))
+        else:
+            out = scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               scale=1.0 / math.sqrt(head_dim))
     else:
         scores = ember.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
         if mask is not None:
@@ -1127,6 +1152,6 @@ for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
               "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
               "soft_margin_loss", "poisson_nll_loss", "triplet_margin_loss",
               "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "prelu",
-              "layer_norm", "group_norm"):
+              "layer_norm", "group_norm", "scaled_dot_product_attention"):
     globals()[_name] = _autocast_entry(_name)(globals()[_name])
 del _name
