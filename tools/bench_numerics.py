@@ -109,6 +109,21 @@ def _linalg(torch, pair, rng):
         lambda: torch.linalg.det(ta), 15
     yield "linalg", "cholesky 10000 x 3x3 float64", lambda: ember.linalg.cholesky(es), \
         lambda: torch.linalg.cholesky(ts), 15
+    # small batches: (1000, 4, 4) and (100, 16, 16) in both real dtypes
+    for batch, n in ((1000, 4), (100, 16)):
+        for dt in (np.float32, np.float64):
+            m = (rng.standard_normal((batch, n, n)) + 3 * np.eye(n)).astype(dt)
+            ea, ta = pair(m)
+            es, ts = pair((m @ m.transpose(0, 2, 1) + np.eye(n, dtype=dt)).astype(dt))
+            eb, tb = pair(rng.standard_normal((batch, n, 1)).astype(dt))
+            tag = f"({batch},{n},{n}) {np.dtype(dt).name}"
+            for op in ("inv", "det", "cholesky", "eigh", "svd"):
+                x, tx = (es, ts) if op in ("cholesky", "eigh") else (ea, ta)
+                yield "linalg", f"{op} {tag}", \
+                    (lambda f=getattr(ember.linalg, op), x=x: f(x)), \
+                    (lambda f=getattr(torch.linalg, op), x=tx: f(x)), 31
+            yield "linalg", f"solve {tag}", (lambda a=ea, b=eb: ember.linalg.solve(a, b)), \
+                (lambda a=ta, b=tb: torch.linalg.solve(a, b)), 31
 
 
 def main() -> None:
