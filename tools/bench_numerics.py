@@ -62,6 +62,13 @@ def _fft(torch, pair, c64, rng):
     e4, t4 = pair(c64((256, 4096)))
     yield "fft", "fft 4096 x batch 256 complex64", lambda: ember.fft.fft(e4), \
         lambda: torch.fft.fft(t4), 15
+    e5, t5 = pair(c64(1 << 20).astype(np.complex128))
+    yield "fft", "fft 2^20 complex128", lambda: ember.fft.fft(e5), lambda: torch.fft.fft(t5), 15
+    e6, t6 = pair(rng.standard_normal(1 << 20))
+    yield "fft", "rfft 2^20 float64", lambda: ember.fft.rfft(e6), lambda: torch.fft.rfft(t6), 15
+    e7, t7 = pair(c64((512, 512)).astype(np.complex128))
+    yield "fft", "fft2 512x512 complex128", lambda: ember.fft.fft2(e7), \
+        lambda: torch.fft.fft2(t7), 15
 
 
 def _special(torch, pair, rng):
