@@ -645,15 +645,32 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         for i in range(nd):
             shp[i] = st._shape[i]
         rd = st._dtype
+    if ts and category(st._dtype) == 3:
+        raise RuntimeError("normal expects standard deviation to be non-complex")
     if isinstance(out, TensorBase):
+        if category(rd) == 3 and category((<TensorBase>out)._dtype) < 3:
+            raise RuntimeError(f"result type {torch_type_name(rd)} can't be cast to the "
+                               f"desired output type "
+                               f"{torch_type_name((<TensorBase>out)._dtype)}")
         rd = (<TensorBase>out)._dtype
     if rd < EM_F16:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                   f"'{torch_type_name(rd)}'")
     if ts:
         _check_std_tensor(st)
-    cd = EM_F64 if rd == EM_F64 else EM_F32
     cdef Generator g = _gen(generator, "normal")
+    if category(rd) == 3:
+        # a complex result: complex noise (variance std^2, half in each part), as torch
+        z = new_tensor(nd, shp, rd, cpu_device())
+        normal_(z, 0.0, 1.0, generator=g)
+        if grad_on() and ((tm and mt._requires_grad) or (ts and st._requires_grad)):
+            if out is not None:
+                raise RuntimeError("normal(): out= is not supported for inputs that require "
+                                   "grad")
+            return _ew.add(mean, _ew.mul(std, z))
+        t = cast(_ew.add(mt, _ew.mul(st, z)), rd)
+        return finish_out(t, out, False, "normal", (mean, std))
+    cd = EM_F64 if rd == EM_F64 else EM_F32
     z = new_tensor(nd, shp, cd, cpu_device())
     _fill_float(z, EM_RD_NORMAL, 0.0, 1.0, g)
     if grad_on() and ((tm and mt._requires_grad) or (ts and st._requires_grad)):
