@@ -409,7 +409,8 @@ def logdet(A: Tensor) -> Tensor:
 
 
 def _identity_solve(A: Tensor) -> tuple:
-    """(inverse, infos) by getrf + getrs on the identity."""
+    """(inverse, infos): Gauss-Jordan for small real matrices, else getrf + getrs on the
+    identity (singular members always take LAPACK's path, for its info and values)."""
     L = _lapack()
     if L.small(A):
         r, infos = L.small_inv(A)

@@ -133,9 +133,11 @@ static int potf2_##SFX(char uplo, int n, T *a) {                                
    local copy of each matrix.  Partial pivoting picks the same pivots as getf2 on the
    matrix, so the first zero pivot (the info they return) is LAPACK's. */
 
+#define SMALL_INL static inline __attribute__((always_inline))
+
 #define DEFINE_ROWMAJOR(T, SFX)                                                         \
 /* in-place Gauss-Jordan inverse of the row-major a; 0, or the first zero pivot */      \
-static inline __attribute__((always_inline)) int inv_gj_##SFX(int n, T *a) {                                                  \
+SMALL_INL int inv_gj_##SFX(int n, T *a) {                                                \
     int perm[SMALL_N];                                                                   \
     for (int k = 0; k < n; k++) {                                                        \
         int p = k;                                                                       \
@@ -170,7 +172,7 @@ static inline __attribute__((always_inline)) int inv_gj_##SFX(int n, T *a) {    
 }                                                                                        \
 /* A X = B by elimination with partial pivoting on [A | B] (row-major; B is n x k,     \
    overwritten with X); 0, or the first zero pivot */                                   \
-static inline __attribute__((always_inline)) int solve_ge_##SFX(int n, int k, T *a, T *b) {                                   \
+SMALL_INL int solve_ge_##SFX(int n, int k, T *a, T *b) {                                 \
     for (int j = 0; j < n; j++) {                                                        \
         int p = j;                                                                       \
         T big = fabs(a[j * n + j]);                                                      \
@@ -204,7 +206,7 @@ static inline __attribute__((always_inline)) int solve_ge_##SFX(int n, int k, T 
 }                                                                                        \
 /* LU with partial pivoting of the row-major a (getf2 on its transpose has the same    \
    determinant); sign of the permutation and the diagonal of U, in place */            \
-static inline __attribute__((always_inline)) T lu_det_##SFX(int n, T *a, T *diag) {                                           \
+SMALL_INL T lu_det_##SFX(int n, T *a, T *diag) {                                         \
     T sign = 1;                                                                          \
     for (int j = 0; j < n; j++) {                                                        \
         int p = j;                                                                       \

@@ -26,10 +26,9 @@
 #include "ember_special.h"
 
 #define CH EM_PHILOX_BATCH
+/* block k of element i is counter k << KSHIFT | i: up to 2^40 elements per call */
 #define KSHIFT 40
-
-/* the element's result is final / needs the scalar code */
-enum { L_DONE = 0, L_MORE = 1 };
+#define INL static inline __attribute__((always_inline))
 
 typedef struct {
     uint64_t seed, off, i, k;
@@ -52,7 +51,7 @@ static uint32_t next_u32(stream *s) {
 }
 
 /* uniform in the open interval (0, 1) from 53 bits of two words */
-static inline __attribute__((always_inline)) double u_open(uint32_t hi, uint32_t lo) {
+INL double u_open(uint32_t hi, uint32_t lo) {
     return (em_w53(hi, lo) + 0.5) * 0x1p-53;
 }
 
@@ -62,7 +61,7 @@ static double uniform(stream *s) {
 }
 
 /* standard normal from four words (Box-Muller, the cosine half) */
-static inline __attribute__((always_inline)) double box_muller(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3) {
+INL double box_muller(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3) {
     double cs, sn;
     em_sincos2pi(em_w53(w2, w3) * 0x1p-53, &cs, &sn);
     return sqrt(-2.0 * em_log_posd(u_open(w0, w1))) * cs;
@@ -76,7 +75,7 @@ static double normal(stream *s) {
 /* 1/k for the inversion walks (a multiply, not a divide, on their critical path) */
 static double inv_k[64];
 
-static inline __attribute__((always_inline)) double recip(int64_t k) {
+INL double recip(int64_t k) {
     return k < 64 ? inv_k[k] : 1.0 / (double)k;
 }
 
@@ -110,7 +109,7 @@ static double gamma_rest(double alpha, double ub, stream *s) {
 
 /* log(k!) for k >= 0: Stirling's series at z = k + 1 (shifted up by 8 below 8,
    dividing the shift's product back out), truncation below 3e-15; branch-free */
-static inline __attribute__((always_inline)) double log_factorial(double k) {
+INL double log_factorial(double k) {
     const int small = k < 8;
     const double x = k + 1, z = small ? x + 8 : x;
     const double prod = small ? x * (x + 1) * (x + 2) * (x + 3) * (x + 4) * (x + 5) * (x + 6) *
@@ -124,7 +123,7 @@ static inline __attribute__((always_inline)) double log_factorial(double k) {
 /* PTRS's constants for rate lambda >= 10 */
 typedef struct { double b, a, invalpha, vr; } ptrs_c;
 
-static inline __attribute__((always_inline)) ptrs_c ptrs_consts(double lambda) {
+INL ptrs_c ptrs_consts(double lambda) {
     ptrs_c c;
     c.b = 0.931 + 2.53 * sqrt(lambda);
     c.a = -0.059 + 0.02483 * c.b;
@@ -134,7 +133,7 @@ static inline __attribute__((always_inline)) ptrs_c ptrs_consts(double lambda) {
 }
 
 /* one PTRS attempt on (u, v): the draw, or -1 for a rejection (branch-free) */
-static inline __attribute__((always_inline)) double ptrs_try(double lambda, ptrs_c c, double u, double v) {
+INL double ptrs_try(double lambda, ptrs_c c, double u, double v) {
     const double uc = u - 0.5, us = 0.5 - fabs(uc);
     const double k = floor((2 * c.a / us + c.b) * uc + lambda + 0.43);
     const double kk = k >= 0 ? k : 0;
@@ -217,7 +216,7 @@ static double btrs(double n, double p, stream *s) {
 
 /* special parameters: NaN for NaN, 0 for n <= 0 or p <= 0, n for p >= 1 or n = inf;
    -1 when (n, p) is an ordinary pair */
-static inline __attribute__((always_inline)) double binomial_special(double n, double p) {
+INL double binomial_special(double n, double p) {
     if (isnan(n) || isnan(p)) return NAN;
     if (n <= 0 || p <= 0) return 0;
     if (p >= 1 || isinf(n)) return n;
@@ -226,16 +225,16 @@ static inline __attribute__((always_inline)) double binomial_special(double n, d
 
 /* log(1 - q) for 0 < q <= 1/2: the log of the rounded 1 - q plus its rounding error
    (em_log_posd vectorises where em_log1p_d does not) */
-static inline __attribute__((always_inline)) double log1m(double q) {
+INL double log1m(double q) {
     const double u = 1.0 - q;
     return em_log_posd(u) + ((1.0 - u) - q) / u;
 }
 
-static inline __attribute__((always_inline)) double load(int dtype, const void *p, int64_t i) {
+INL double load(int dtype, const void *p, int64_t i) {
     return dtype == EM_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
-static inline __attribute__((always_inline)) void store(int dtype, void *p, int64_t i, double v) {
+INL void store(int dtype, void *p, int64_t i, double v) {
     if (dtype == EM_F32) ((float *)p)[i] = (float)v;
     else ((double *)p)[i] = v;
 }

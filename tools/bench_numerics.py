@@ -95,6 +95,20 @@ def _samplers(torch, pair, rng):
     ep, tp = pair(rng.uniform(0, 1, m).astype(np.float32))
     yield "samplers", "binomial 2^20 float32", lambda: ember.binomial(ec, ep), \
         lambda: torch.binomial(tc, tp), 9
+    E, T = ember.distributions, torch.distributions
+    c, r = pair(rng.uniform(0.2, 10, m).astype(np.float32)), pair(rng.uniform(0.5, 2, m)
+                                                                   .astype(np.float32))
+    c8 = pair(rng.uniform(0.2, 10, (m // 8, 8)).astype(np.float32))
+    lam = pair(rng.uniform(0.5, 40.0, m).astype(np.float32))
+    dists = [("Gamma", lambda M, i: M.Gamma(c[i], r[i])),
+             ("Beta", lambda M, i: M.Beta(c[i], r[i])),
+             ("Chi2", lambda M, i: M.Chi2(c[i])),
+             ("Dirichlet 2^17x8", lambda M, i: M.Dirichlet(c8[i])),
+             ("Poisson", lambda M, i: M.Poisson(lam[i])),
+             ("Binomial", lambda M, i: M.Binomial((ec, tc)[i], probs=(ep, tp)[i]))]
+    for name, make in dists:
+        de, dt = make(E, 0), make(T, 1)
+        yield "samplers", f"distributions.{name}.sample 2^20", de.sample, dt.sample, 9
     en, tn = ember.empty(m), torch.empty(m)
     yield "samplers", "normal_ 2^20 float32", lambda: en.normal_(), lambda: tn.normal_(), 15
     yield "samplers", "exponential_ 2^20 float32", lambda: en.exponential_(), \
