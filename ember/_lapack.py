@@ -269,10 +269,12 @@ def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
     """Eigen-decomposition of symmetric ``a`` (B, n, n): values into ``w``, vectors into ``a``
     (heevd for Hermitian complex ``a``; ``w`` is real)."""
     cplx = a.dtype.is_complex
-    f = _fn(a.dtype, "heevd" if cplx else "syevd")
     n, batch = a.shape[1], a.shape[0]
     if not batch:
         return []
+    if not cplx and n <= 32:
+        return _syev_small(a, w, vectors, uplo)
+    f = _fn(a.dtype, "heevd" if cplx else "syevd")
     jobz = "V" if vectors else "N"
     info = _c_int(0)
     iw = _c_int(0)
@@ -296,6 +298,21 @@ def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
     _batch.syevd(_addr(f), _kind(a), jobz, uplo, n, a.data_ptr(), _stride(a), w.data_ptr(),
                  _stride(w), work.data_ptr(), lw, rwork.data_ptr(), lrw, iwork.data_ptr(), liw,
                  batch, infos.data_ptr())
+    return infos.tolist()[:batch]
+
+
+def _syev_small(a, w, vectors: bool, uplo: str) -> list:
+    """?syev for small real matrices: its QR iteration costs less than syevd's setup."""
+    f = _fn(a.dtype, "syev")
+    n, batch = a.shape[1], a.shape[0]
+    jobz = "V" if vectors else "N"
+    info = _c_int(0)
+    work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), _vp(a.data_ptr()),
+                                           _i(max(1, n)), _vp(w.data_ptr()), wk, _i(-1),
+                                           _byref(info), _ONE, _ONE))
+    infos = _infos(batch)
+    _batch.syev(_addr(f), jobz, uplo, n, a.data_ptr(), _stride(a), w.data_ptr(), _stride(w),
+                work.data_ptr(), lw, batch, infos.data_ptr())
     return infos.tolist()[:batch]
 
 

@@ -28,6 +28,9 @@ typedef void (*trsm_t)(const char *side, const char *uplo, const char *transa,
 typedef void (*syevd_t)(const char *jobz, const char *uplo, const int *n, void *a,
                         const int *lda, void *w, void *work, const int *lwork, int *iwork,
                         const int *liwork, int *info, size_t l1, size_t l2);
+typedef void (*syev_t)(const char *jobz, const char *uplo, const int *n, void *a,
+                       const int *lda, void *w, void *work, const int *lwork, int *info,
+                       size_t l1, size_t l2);
 typedef void (*heevd_t)(const char *jobz, const char *uplo, const int *n, void *a,
                         const int *lda, void *w, void *work, const int *lwork, void *rwork,
                         const int *lrwork, int *iwork, const int *liwork, int *info, size_t l1,
@@ -387,4 +390,12 @@ int em_small_det(int kind, int n, const void *a, void *r1, void *r2, int64_t bat
     if (kind) small_det_d(n, (const double *)a, (double *)r1, (double *)r2, batch, logabs);
     else small_det_s(n, (const float *)a, (float *)r1, (float *)r2, batch, logabs);
     return 0;
+}
+
+void em_batch_syev(void *fn, char jobz, char uplo, int n, char *a, int64_t sa, char *w,
+                   int64_t sw, void *work, int lwork, int64_t batch, int *infos) {
+    int lda = n > 1 ? n : 1;
+    for (int64_t k = 0; k < batch; k++)
+        ((syev_t)fn)(&jobz, &uplo, &n, a + k * sa, &lda, w + k * sw, work, &lwork, &infos[k], 1,
+                     1);
 }

@@ -17,6 +17,8 @@ cdef extern from "ember_lapack_batch.h" nogil:
     void em_batch_syevd(void *fn, int kind, char jobz, char uplo, int n, char *a, int64_t sa,
                         char *w, int64_t sw, void *work, int lwork, void *rwork, int lrwork,
                         int *iwork, int liwork, int64_t batch, int *infos)
+    void em_batch_syev(void *fn, char jobz, char uplo, int n, char *a, int64_t sa, char *w,
+                       int64_t sw, void *work, int lwork, int64_t batch, int *infos)
     void em_batch_gesdd(void *fn, int kind, char jobz, int m, int n, char *a, int64_t sa, char *s,
                         int64_t ss, char *u, int64_t su, int ldu, char *vt, int64_t svt,
                         int ldvt, void *work, int lwork, void *rwork, int *iwork,
@@ -144,3 +146,16 @@ def small_det(int kind, int n, a, r1, r2, int64_t batch, bint logabs):
     with nogil:
         r = em_small_det(kind, n, pa, p1, p2, batch, logabs)
     return r == 0
+
+
+def syev(fn, str jobz, str uplo, int n, a, int64_t sa, w, int64_t sw, work, int lwork,
+         int64_t batch, infos):
+    """Real symmetric eigen-decomposition (QR iteration) of each n x n matrix at ``a``."""
+    cdef void *f = _p(fn)
+    cdef char jz = ord(jobz), u = ord(uplo)
+    cdef char *pa = <char *>_p(a)
+    cdef char *pw = <char *>_p(w)
+    cdef void *wk = _p(work)
+    cdef int *pi = <int *>_p(infos)
+    with nogil:
+        em_batch_syev(f, jz, u, n, pa, sa, pw, sw, wk, lwork, batch, pi)

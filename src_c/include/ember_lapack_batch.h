@@ -22,6 +22,9 @@ void em_batch_trsm(void *fn, char side, char uplo, char trans, char diag, int m,
 void em_batch_syevd(void *fn, int kind, char jobz, char uplo, int n, char *a, int64_t sa, char *w,
                     int64_t sw, void *work, int lwork, void *rwork, int lrwork, int *iwork,
                     int liwork, int64_t batch, int *infos);
+/* ?syev (QR iteration; real kinds): for small matrices, where it beats syevd's setup */
+void em_batch_syev(void *fn, char jobz, char uplo, int n, char *a, int64_t sa, char *w,
+                   int64_t sw, void *work, int lwork, int64_t batch, int *infos);
 /* ?gesdd of m x n matrices (a destroyed): s, and u/vt unless NULL (jobz 'N') */
 void em_batch_gesdd(void *fn, int kind, char jobz, int m, int n, char *a, int64_t sa, char *s,
                     int64_t ss, char *u, int64_t su, int ldu, char *vt, int64_t svt, int ldvt,
