@@ -423,6 +423,10 @@ def cum(str op, TensorBase t, dim, dtype, out):
         t = t.to(dtype)
         if not _is_c(t):
             return getattr(E, op)(t, dim, out=out)
+    if (dtype is None and op != "logcumsumexp" and isinstance(out, TensorBase)
+            and not _is_c(<TensorBase>out)):
+        # torch scans in out's dtype: the input is cast first (its warning included)
+        return getattr(E, op)(t.to(out.dtype), dim, out=out)
     cdef int d = wrap_dim(dim, t._ndim if t._ndim else 1, op)
     if t._ndim == 0:
         r = getattr(E, op)(t.reshape(1), 0).reshape(())

@@ -118,12 +118,35 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                            count_include_pad).squeeze(-2)
 
 
+def _global_avg(input, nsp, output_size, kernel):
+    """A 1 x ... x 1 adaptive average is torch's mean over the pooled dims, for any input
+    rank and for complex input (which torch pools no other way); None where the pooling
+    kernel runs (None in output_size keeps that input size)."""
+    if not isinstance(input, _core.TensorBase):
+        return None
+    cplx = input.is_complex()
+    if not cplx and input.is_floating_point() and input.dim() in (nsp + 1, nsp + 2):
+        return None
+    out = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size] * nsp
+    sizes = input.shape[-nsp:] if input.dim() >= nsp else [1] * nsp
+    if len(out) == nsp and all((sizes[j] if o is None else o) == 1 for j, o in enumerate(out)):
+        return input.mean(tuple(range(-nsp, 0)), keepdim=True)
+    if cplx:
+        _real_only(input, kernel)
+    return None
+
+
 def adaptive_avg_pool2d(input, output_size):
-    return _conv.adaptive_avg_pool2d(input, output_size)
+    r = _global_avg(input, 2, output_size, "adaptive_avg_pool2d")
+    return _conv.adaptive_avg_pool2d(input, output_size) if r is None else r
 
 
 def adaptive_avg_pool1d(input, output_size):
-    return _conv.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+    if isinstance(input, _core.TensorBase) and input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"adaptive_avg_pool1d)")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
