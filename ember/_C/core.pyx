@@ -647,7 +647,8 @@ cdef object _write_target(object a, list back):
 cdef object _call_resolved(str name, object fn, tuple args, dict kwargs):
     cdef list back = []
     cdef list al = list(args)
-    if al and name.endswith("_") and not name.endswith("__") and _has_bits(al[0]):
+    if al and _has_bits(al[0]) and (name == "setitem" or name.endswith("_") and
+                                    not name.endswith("__")):
         check_inplace(<TensorBase>al[0], name)
         al[0] = _write_target(al[0], back)
         start = 1
