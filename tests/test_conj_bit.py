@@ -181,6 +181,8 @@ def test_matmul_with_conjugate_operands(dtype, which):
            **tol)
     _close(args[0][0][1] @ args[0][1][0], args[1][0][1] @ args[1][1][0], **tol)   # 1-D @ 2-D
     _close(ember.vdot(ea[0, 0], ea[0, 1].conj()), torch.vdot(ta[0, 0], ta[0, 1].conj()), **tol)
+    _close(ember.dot(ea[0, 0].conj(), ea[0, 1]), torch.dot(ta[0, 0].conj(), ta[0, 1]), **tol)
+    _close(ember.dot(ea[0, 0], ea[0, 1].conj()), torch.dot(ta[0, 0], ta[0, 1].conj()), **tol)
 
 
 def test_values_printing_comparison_and_python_values():
@@ -224,6 +226,8 @@ _WRITES = {
                                 m.ones(2, 4, dtype=y.dtype) + 2, out=y),
     "sum_out": lambda y, m: m.sum(m.ones(2, 3, 4, dtype=y.dtype) * (1 + 1j), 0, out=y),
     "exp_out": lambda y, m: m.exp(m.ones(3, 4, dtype=y.dtype) * 1j, out=y),
+    "dot_out": lambda y, m: m.dot(m.ones(3, dtype=y.dtype) * 1j, m.ones(3, dtype=y.dtype) + 2j,
+                                  out=y[0, 0]),
     "imag_fill_": lambda y, m: y.imag.fill_(0.25),
     "real_add_": lambda y, m: y.real.add_(1),
 }

@@ -415,8 +415,8 @@ def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors (a 0-d tensor)."""
     cdef TensorBase a = as_tensor(input, "dot", "input", 1)
     cdef TensorBase b = as_tensor(tensor, "dot", "tensor")
-    if needs_slow((a, b)):
-        return redispatch("dot", dot, (input, tensor), None)
+    if _slow_mm(a, b, out):
+        return redispatch("dot", dot, (input, tensor), None if out is None else {"out": out})
     check_same_device(a, b, "dot", "tensor")
     if a._ndim != 1 or b._ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._ndim}D and {b._ndim}D tensors")
