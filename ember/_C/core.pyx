@@ -37,11 +37,44 @@ cdef extern from *:
         else if (isz == 4) for (i = 0; i < n; i++) *(uint32_t *)(p + i * st) ^= (uint32_t)1 << 31;
         else for (i = 0; i < n; i++) *(uint16_t *)(p + i * st) ^= (uint16_t)1 << 15;
     }
+    /* dst = src with sign bits flipped by the masks (lo: the first 8 bytes of an item,
+       hi: the next 8 of a 16-byte item): a copy between tensors of one dtype whose lazy
+       bits differ, in one pass */
+    typedef struct { int64_t isz; uint64_t lo, hi; } em_flip_aux;
+    static void em_flipcopy(char **ptrs, const int64_t *strides, int64_t n, const void *aux) {
+        const em_flip_aux *a = (const em_flip_aux *)aux;
+        char *d = ptrs[0];
+        const char *s = ptrs[1];
+        int64_t sd = strides[0], ss = strides[1], i;
+        if (a->isz == 16) {
+            for (i = 0; i < n; i++) {
+                const uint64_t *x = (const uint64_t *)(s + i * ss);
+                uint64_t x0 = x[0], x1 = x[1];
+                uint64_t *o = (uint64_t *)(d + i * sd);
+                o[0] = x0 ^ a->lo;
+                o[1] = x1 ^ a->hi;
+            }
+        } else if (a->isz == 8) {
+            for (i = 0; i < n; i++)
+                *(uint64_t *)(d + i * sd) = *(const uint64_t *)(s + i * ss) ^ a->lo;
+        } else if (a->isz == 4) {
+            for (i = 0; i < n; i++)
+                *(uint32_t *)(d + i * sd) = *(const uint32_t *)(s + i * ss) ^ (uint32_t)a->lo;
+        } else {
+            for (i = 0; i < n; i++)
+                *(uint16_t *)(d + i * sd) = *(const uint16_t *)(s + i * ss) ^ (uint16_t)a->lo;
+        }
+    }
     """
     int em_grad_on
     int em_inference_on
     int em_omp_max() nogil
     void em_signflip(char **ptrs, const int64_t *strides, int64_t n, const void *aux) noexcept nogil
+    ctypedef struct em_flip_aux:
+        int64_t isz
+        uint64_t lo
+        uint64_t hi
+    void em_flipcopy(char **ptrs, const int64_t *strides, int64_t n, const void *aux) noexcept nogil
 
 # DLPack export and import
 include "dlpack.pxi"
@@ -1367,11 +1400,32 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     cdef em_loop fn = em_cast_loop(dst._dtype, src._dtype)
     cdef int64_t isz = em_itemsize[dst._dtype]
     cdef int nt = nthreads_for(it.numel)
+    cdef em_flip_aux flip
+    if bits and dst._dtype == src._dtype:
+        _flip_masks(dst._dtype, bits, &flip)
+        with nogil:
+            em_run_nd(em_flipcopy, 2, it.ptrs, it.ndim, it.shape, it.strides, &flip, nt)
+        return 0
     with nogil:
         em_run_nd(fn, 2, it.ptrs, it.ndim, it.shape, it.strides, &isz, nt)
     if bits:
         apply_bits(dst, bits)
     return 0
+
+
+cdef void _flip_masks(int dtype, int bits, em_flip_aux *a) noexcept:
+    """the sign-bit masks that conjugate (MATH_CONJ) and/or negate (MATH_NEG) an item"""
+    cdef uint64_t top = (<uint64_t>1) << 63
+    cdef bint neg = (bits & MATH_NEG) != 0, im = neg != ((bits & MATH_CONJ) != 0)
+    a.isz = em_itemsize[dtype]
+    a.hi = 0
+    if dtype == EM_C128:
+        a.lo = top if neg else 0
+        a.hi = top if im else 0
+    elif dtype == EM_C64:           # (re, im) float32 pair: re in the low half
+        a.lo = (top if im else 0) | ((<uint64_t>1) << 31 if neg else 0)
+    else:                           # a real float: its sign bit
+        a.lo = ((<uint64_t>1) << (8 * a.isz - 1)) if neg else 0
 
 
 cdef int apply_bits(TensorBase t, int bits) except -1:

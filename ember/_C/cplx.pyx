@@ -365,8 +365,9 @@ def conj_physical(input, *, out=None):
             return redispatch("conj_physical", conj_physical, (input,),
                               None if out is None else {"out": out})
         r = new_like(t, -1)
+        (<TensorBase>r)._mbits = MATH_CONJ      # one pass: r stores what conj(t) reads
         copy_into(<TensorBase>r, t)
-        apply_bits(<TensorBase>r, MATH_CONJ)
+        (<TensorBase>r)._mbits = 0
         if grad_on() and t._requires_grad:
             record("conj_physical", (t,), r, None)
     if out is not None:
