@@ -406,3 +406,20 @@ def test_compiled_function_reads_lazy_arguments_through_their_bits():
     for _ in range(3):              # the first call captures, the later ones replay
         for arg in (x.imag, x.conj().imag, x.conj()):
             np.testing.assert_allclose(_np(f(arg)), _np(arg) * 2 + 1, rtol=1e-6)
+
+
+def test_gradients_of_a_conj_view_whose_base_was_written_match_torch():
+    rng = np.random.default_rng(14)
+    arrays = (_c(rng, 3, 4, dtype=np.complex128), _c(rng, 3, 4, dtype=np.complex128))
+
+    def loss(m, x, w):
+        y = x * 1
+        z = y.conj()              # a conjugate view ...
+        n = z.imag                # ... and a negative one
+        y.mul_(w)                 # the base is written after the views were taken
+        return (z * (1 + 2j)).real.sum() + (n * 3).sum() + y.real[1:].pow(2).sum()
+
+    ge = _grads(ember, loss, arrays)
+    gt = _grads(torch, loss, arrays)
+    for a, b in zip(ge, gt):
+        _close(a, b, rtol=1e-10, atol=1e-10)
