@@ -69,12 +69,14 @@ cdef extern from *:
     int em_grad_on
     int em_inference_on
     int em_omp_max() nogil
-    void em_signflip(char **ptrs, const int64_t *strides, int64_t n, const void *aux) noexcept nogil
+    void em_signflip(char **ptrs, const int64_t *strides, int64_t n,
+                     const void *aux) noexcept nogil
     ctypedef struct em_flip_aux:
         int64_t isz
         uint64_t lo
         uint64_t hi
-    void em_flipcopy(char **ptrs, const int64_t *strides, int64_t n, const void *aux) noexcept nogil
+    void em_flipcopy(char **ptrs, const int64_t *strides, int64_t n,
+                     const void *aux) noexcept nogil
 
 # DLPack export and import
 include "dlpack.pxi"
