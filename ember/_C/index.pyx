@@ -1360,8 +1360,8 @@ def cat(tensors, dim=0, *, out=None, axis=None):
     if not ts:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t in ts:
-        if t._device.kind != DEV_CPU or slow_path():
-            if not slow_path():      # mixed devices fail here, naming both
+        if off_fast(t) or slow_path():
+            if not slow_path() and t._device.kind != DEV_CPU:   # mixed devices fail here
                 for i in range(1, len(ts)):
                     check_same_device(<TensorBase>ts[0], <TensorBase>ts[i], "cat", "tensors")
             return redispatch("cat", cat, (tensors,), {"dim": dim})

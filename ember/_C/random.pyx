@@ -619,7 +619,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with float mean and std")
     first = <TensorBase>(mean if tm else std)
-    if slow_path() or first._device.kind:
+    if slow_path() or off_fast(first) or needs_slow_arg(mean) or needs_slow_arg(std):
         if tm and ts:
             check_same_device(<TensorBase>mean, <TensorBase>std, "normal", "std")
         return redispatch("normal", normal, (mean, std), _kw(generator=generator, out=out))
@@ -691,7 +691,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("bernoulli", bernoulli, x, (p,), _kw(generator=generator,
                                                                      out=out))
     cdef Generator g = _gen(generator, "bernoulli")
@@ -722,7 +722,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("multinomial", multinomial, x, (num_samples, replacement),
                                 _kw(generator=generator, out=out))
     cdef int64_t k = int64_arg(_as_int(num_samples, "multinomial", "num_samples"), "multinomial",
@@ -976,7 +976,7 @@ def dropout(input, p, train=True, *, generator=None):
     pp = float(_as_number(p, "dropout", "p"))
     if not (0.0 <= pp <= 1.0):
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {_num(p)}")
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return redispatch("native_dropout", dropout, (input, p, train), _kw(generator=generator))
     cdef TensorBase mask = _empty_shape(x, EM_BOOL)
     if not train:
@@ -1056,7 +1056,7 @@ def poisson(input, generator=None):
         raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("poisson", poisson, x, (), _kw(generator=generator))
     _real_float(x, "poisson_cpu")
     cdef Generator g = _gen(generator, "poisson")
@@ -1094,7 +1094,7 @@ def binomial(count, prob, generator=None):
             raise TypeError(f"binomial(): argument '{name}' (position {pos}) must be Tensor, "
                             f"not {type(v).__name__}")
     cdef TensorBase c = <TensorBase>count, p = <TensorBase>prob
-    if slow_path() or c._device.kind or p._device.kind:
+    if slow_path() or off_fast(c) or off_fast(p):
         return redispatch("binomial", binomial, (count, prob), _kw(generator=generator))
     if c._dtype < EM_F16 or c._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
@@ -1130,7 +1130,7 @@ def _standard_gamma(input, generator=None):
         raise TypeError(f"_standard_gamma(): argument 'input' (position 1) must be Tensor, "
                         f"not {type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("_standard_gamma", _standard_gamma, x, (),
                                 _kw(generator=generator))
     _real_float(x, "gamma_cpu")

@@ -22,6 +22,7 @@ def _contiguous_bytes(t):
     """(bytes view, owner) of a tensor's elements in row-major order."""
     if t.device.type != "cpu":
         t = t.cpu()
+    t = t.resolve_conj().resolve_neg()      # the values, never lazy bits
     if not t.is_contiguous():
         t = t.contiguous()
     n = t.numel() * t.element_size()
