@@ -24,7 +24,6 @@ from ember.cuda._device_ops import (
     _deterministic,
     _index_select,
     _philox,
-    _sorted_rows,
 )
 from ember.cuda._dispatch import (
     _FLOATS,
@@ -169,26 +168,9 @@ def _to_device(t: Any, dev: Any) -> Any:
 
 def nonzero_coords(mask: Any) -> Any:
     """(nnz, mask.dim()) int64 coordinates of the nonzero elements of a CUDA tensor, in
-    row-major order: a stable descending sort of the flattened mask puts them first
-    in index order; their flat positions unravel with the mask's strides."""
-    m = mask.detach()
-    m = (m if m.dtype == _BOOL else m != 0)._cast(_U8.code)     # 0 / 1 keys for the sort
-    flat = m.reshape(-1)
-    n = flat.numel()
-    shape = tuple(mask.shape)
-    if n == 0:
-        return _empty((0, len(shape)), _I64, mask)
+    row-major order (the device's stream-compaction kernel)."""
     with ember.no_grad():
-        nnz = int(flat.sum().item())
-        order = _sorted_rows("nonzero", flat, 0, None, True, False)[1]
-        pos = order.narrow(0, 0, nnz)
-        if not shape:
-            return _empty((nnz, 0), _I64, mask)
-        cols, acc = [], 1
-        for s in reversed(shape):
-            cols.append(ember.remainder(ember.floor_divide(pos, acc), s))
-            acc *= s
-        return ember.stack(list(reversed(cols)), 1)
+        return ember.nonzero(mask.detach())
 
 
 def _mask_to_long(v: Any, mask: Any, at: int) -> list:
