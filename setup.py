@@ -35,8 +35,9 @@ COMMON = ["src_c/nd.c", "src_c/cpu.c"]
 MODULES = {
     "core": ["src_c/alloc.c", "src_c/copy.c"] + COMMON,
     "elementwise": EW + COMMON,
+    # attention's block products are GEMMs; its dropout draws Philox words
     "reduce": ["src_c/reduce.c", "src_c/sort.c", "src_c/norm.c", "src_c/attention.c",
-               "src_c/loss.c"] + EW + GEMM + COMMON,   # attention's block products are GEMMs
+               "src_c/loss.c", "src_c/philox.c"] + EW + GEMM + COMMON,
     "foreach": ["src_c/foreach.c", "src_c/reduce.c"] + COMMON,
     "index": ["src_c/index.c"] + COMMON,
     "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + COMMON,

@@ -9,6 +9,28 @@
 #include "ember_attention.h"
 #include "ember_gemm.h"
 #include "ember_math.h"
+#include "ember_philox.h"
+#include "ember_random.h"
+
+/* dropout inside the kernel: keep score e (flat index over [BH, L, S]) when its
+   Philox word is >= thresh, drawn exactly as em_dropout draws element e of a
+   contiguous [BH, L, S] tensor; scale = 1 / (1 - p) */
+typedef struct { uint64_t seed, off, thresh; double scale; } at_drop;
+
+/* keep[0..n) for the flat indices [e0, e0 + n): a pure function of
+   (seed, offset, index), whatever the blocking or the thread */
+static void at_keep(const at_drop *d, int64_t e0, int64_t n, uint8_t *keep) {
+    enum { PB = EM_PHILOX_BATCH, PER = 4 * EM_PHILOX_BATCH };
+    uint32_t w[4][PB];
+    for (int64_t e = e0, end = e0 + n; e < end;) {
+        const int64_t base = e / PER * PER, stop = base + PER < end ? base + PER : end;
+        em_philox_blocks(w, (uint64_t)(base / PER) * PB, d->off, d->seed);
+        for (; e < stop; e++) {
+            const int64_t r = e - base;
+            keep[e - e0] = (uint64_t)w[r / PB][r % PB] >= d->thresh;
+        }
+    }
+}
 
 #define ASFX(name) at_gen_##name
 #include "attention_impl.h"
@@ -41,10 +63,13 @@ static int isa(void) {
 
 int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, const char *mask,
                 const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH, int64_t L,
-                int64_t S, int64_t D, int64_t Dv, double scale, int causal, char *out, char *lse,
-                int nthreads) {
-#define FWD_ARGS dtype, q, k, v, mask, moff, mrs, mcs, BH, L, S, D, Dv, scale, causal, out, \
-                 lse, nthreads
+                int64_t S, int64_t D, int64_t Dv, double scale, int causal, double dropout_p,
+                uint64_t seed, uint64_t offset, char *out, char *lse, int nthreads) {
+    at_drop dr = {seed, offset, em_prob_threshold(dropout_p),
+                  dropout_p >= 1 ? 0.0 : 1.0 / (1.0 - dropout_p)};
+    const at_drop *drop = dropout_p > 0 ? &dr : NULL;
+#define FWD_ARGS dtype, q, k, v, mask, moff, mrs, mcs, BH, L, S, D, Dv, scale, causal, drop, \
+                 out, lse, nthreads
 #if EM_HAVE_AVX2
     if (isa() == 2) return at_avx512_sdpa_fwd(FWD_ARGS);
     if (isa() == 1) return at_avx2_sdpa_fwd(FWD_ARGS);
@@ -56,10 +81,13 @@ int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, const ch
 int em_sdpa_bwd(int dtype, const char *dout, const char *q, const char *k, const char *v,
                 const char *out, const char *lse, const char *mask, const int64_t *moff,
                 int64_t mrs, int64_t mcs, int64_t BH, int64_t L, int64_t S, int64_t D,
-                int64_t Dv, double scale, int causal, char *dq, char *dk, char *dv,
-                int nthreads) {
+                int64_t Dv, double scale, int causal, double dropout_p, uint64_t seed,
+                uint64_t offset, char *dq, char *dk, char *dv, int nthreads) {
+    at_drop dr = {seed, offset, em_prob_threshold(dropout_p),
+                  dropout_p >= 1 ? 0.0 : 1.0 / (1.0 - dropout_p)};
+    const at_drop *drop = dropout_p > 0 ? &dr : NULL;
 #define BWD_ARGS dtype, dout, q, k, v, out, lse, mask, moff, mrs, mcs, BH, L, S, D, Dv, scale, \
-                 causal, dq, dk, dv, nthreads
+                 causal, drop, dq, dk, dv, nthreads
 #if EM_HAVE_AVX2
     if (isa() == 2) return at_avx512_sdpa_bwd(BWD_ARGS);
     if (isa() == 1) return at_avx2_sdpa_bwd(BWD_ARGS);

@@ -13,6 +13,13 @@
    has several chunks (few batch-heads), each chunk writes its own dQ partial
    and the partials are summed in chunk order.
 
+   Dropout (drop non-NULL) zeroes the probabilities P V multiplies, and the
+   final O is scaled by 1/(1-p); the row sums l are of the undropped P.  The
+   keep bit of score (bh, i, j) is drawn by at_keep() from its flat index, so the
+   backward regenerates the forward's mask.  With Z the scaled keep mask,
+   dV = (P o Z)^T dO and dS = P o (Z o dO V^T - Di) scale: Di = rowsum(dO o O)
+   still equals rowsum(P o Z o dO V^T).
+
    The causal mask (key j <= query i) skips whole blocks above the diagonal and
    trims the GEMMs of the diagonal ones.  The GEMMs are ember's single-threaded
    micro-kernel GEMM; threads take whole work items and the chunking depends
@@ -81,7 +88,9 @@ static void ASFX(mask_tile_##S_)(const T *M, int64_t mrs, int64_t mcs, int64_t i
 static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, const T *M,          \
                                int64_t mrs, int64_t mcs, int64_t i0, int64_t bq,         \
                                int64_t S, int64_t D, int64_t Dv, T scale, int causal,    \
+                               const at_drop *drop, int64_t ebase,                       \
                                T *O, T *lse, T *s, T *m, T *l) {                         \
+    uint8_t keep[AT_BK];                                                                 \
     for (int64_t r = 0; r < bq; r++) { m[r] = -INFINITY; l[r] = 0; }                     \
     memset(O, 0, (size_t)(bq * Dv) * sizeof(T));                                         \
     const int64_t send = causal ? at_min(S, i0 + bq) : S;                                \
@@ -100,6 +109,10 @@ static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, const T *M,  
             const T corr = EXPF(m[r] - mn);                                              \
             const T sum = ASFX(expsum_##S_)(sr, nv, mn);                                 \
             for (int64_t c = nv; c < bk; c++) sr[c] = 0;                                 \
+            if (drop) {                                                                  \
+                at_keep(drop, ebase + (i0 + r) * S + j0, nv, keep);                      \
+                for (int64_t c = 0; c < nv; c++) sr[c] = keep[c] ? sr[c] : (T)0;         \
+            }                                                                            \
             l[r] = l[r] * corr + sum;                                                    \
             m[r] = mn;                                                                   \
             if (corr != (T)1) {                                                          \
@@ -111,7 +124,7 @@ static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, const T *M,  
     }                                                                                    \
     for (int64_t r = 0; r < bq; r++) {                                                   \
         /* a row the mask hides entirely: output 0 (as torch), lse -inf */               \
-        const T inv = l[r] > 0 ? (T)1 / l[r] : (T)0;                                     \
+        const T inv = l[r] > 0 ? (drop ? (T)drop->scale : (T)1) / l[r] : (T)0;           \
         T *orow = O + r * Dv;                                                            \
         for (int64_t e = 0; e < Dv; e++) orow[e] *= inv;                                 \
         lse[r] = l[r] > 0 ? m[r] + (T)LOGF(l[r]) : -INFINITY;                            \
@@ -120,7 +133,7 @@ static void ASFX(fwd_blk_##S_)(const T *Q, const T *K, const T *V, const T *M,  
 static int ASFX(fwd_##S_)(const T *q, const T *k, const T *v, const T *mask,             \
                           const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH,     \
                           int64_t L, int64_t S, int64_t D, int64_t Dv, T scale,          \
-                          int causal, T *out, T *lse, int nt) {                          \
+                          int causal, const at_drop *drop, T *out, T *lse, int nt) {     \
     const int64_t nqb = (L + AT_BQ - 1) / AT_BQ;                                         \
     int fail = 0;                                                                        \
     _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                    \
@@ -135,8 +148,9 @@ static int ASFX(fwd_##S_)(const T *q, const T *k, const T *v, const T *mask,    
             ASFX(fwd_blk_##S_)(q + (bh * L + i0) * D, k + bh * S * D, v + bh * S * Dv,   \
                                mask ? mask + moff[bh] : NULL, mrs, mcs,                  \
                                i0, at_min(AT_BQ, L - i0), S, D, Dv, scale, causal,       \
-                               out + (bh * L + i0) * Dv, lse + bh * L + i0, s,           \
-                               s + AT_BQ * AT_BK, s + AT_BQ * AT_BK + AT_BQ);            \
+                               drop, bh * L * S, out + (bh * L + i0) * Dv,               \
+                               lse + bh * L + i0, s, s + AT_BQ * AT_BK,                  \
+                               s + AT_BQ * AT_BK + AT_BQ);                               \
         }                                                                                \
         free(s);                                                                         \
     }                                                                                    \
@@ -147,7 +161,9 @@ static void ASFX(bwd_chunk_##S_)(const T *Q, const T *K, const T *V, const T *G,
                                  const T *M, int64_t mrs, int64_t mcs,                   \
                                  const T *LSE, const T *Di, int64_t L, int64_t S,        \
                                  int64_t D, int64_t Dv, T scale, int causal, int64_t kb0, \
-                                 int64_t kb1, T *dQ, T *dK, T *dV, T *p, T *dp) {        \
+                                 int64_t kb1, const at_drop *drop, int64_t ebase,        \
+                                 T *dQ, T *dK, T *dV, T *p, T *dp) {                     \
+    uint8_t keep[AT_BK];                                                                 \
     memset(dQ, 0, (size_t)(L * D) * sizeof(T));                                          \
     for (int64_t kb = kb0; kb < kb1; kb++) {                                             \
         const int64_t j0 = kb * AT_BK, bk = at_min(AT_BK, S - j0);                       \
@@ -172,6 +188,15 @@ static void ASFX(bwd_chunk_##S_)(const T *Q, const T *K, const T *V, const T *G,
                 const int64_t nv = lr == -INFINITY ? 0                                   \
                                    : causal ? at_min(nk, i0 + r + 1 - j0) : nk;          \
                 int64_t c = 0;                                                           \
+                if (drop && nv > 0) {                                                    \
+                    at_keep(drop, ebase + (i0 + r) * S + j0, nv, keep);                  \
+                    const T zs = (T)drop->scale;                                         \
+                    for (; c < nv; c++) {                                                \
+                        const T pv = EXPF(pr[c] - lr), z = keep[c] ? zs : (T)0;          \
+                        pr[c] = pv * z;                                                  \
+                        dpr[c] = pv * (dpr[c] * z - dr) * scale;                         \
+                    }                                                                    \
+                }                                                                        \
                 for (; c < nv; c++) {                                                    \
                     T pv = EXPF(pr[c] - lr);                                             \
                     pr[c] = pv;                                                          \
@@ -188,7 +213,8 @@ static void ASFX(bwd_chunk_##S_)(const T *Q, const T *K, const T *V, const T *G,
 static int ASFX(bwd_##S_)(const T *dout, const T *q, const T *k, const T *v, const T *out, \
                           const T *lse, const T *mask, const int64_t *moff, int64_t mrs, \
                           int64_t mcs, int64_t BH, int64_t L, int64_t S, int64_t D,      \
-                          int64_t Dv, T scale, int causal, T *dq, T *dk, T *dv, int nt) {  \
+                          int64_t Dv, T scale, int causal, const at_drop *drop, T *dq,   \
+                          T *dk, T *dv, int nt) {                                        \
     const int64_t nkb = (S + AT_BK - 1) / AT_BK, C = at_chunks(BH, L, S, D);                   \
     /* Di = rowsum(dO o O); the chunks' dQ partials when a batch-head has several */     \
     T *di = (T *)malloc((size_t)(BH * L + (C > 1 ? BH * C * L * D : 0)) * sizeof(T));    \
@@ -214,7 +240,8 @@ static int ASFX(bwd_##S_)(const T *dout, const T *q, const T *k, const T *v, con
             ASFX(bwd_chunk_##S_)(q + bh * L * D, k + bh * S * D, v + bh * S * Dv,        \
                                  dout + bh * L * Dv, mask ? mask + moff[bh] : NULL, mrs, \
                                  mcs, lse + bh * L, di + bh * L, L, S, D,                \
-                                 Dv, scale, causal, nkb * c / C, nkb * (c + 1) / C, dQ,  \
+                                 Dv, scale, causal, nkb * c / C, nkb * (c + 1) / C, drop, \
+                                 bh * L * S, dQ,                                         \
                                  dk + bh * S * D, dv + bh * S * Dv, p, p + AT_BQ * AT_BK); \
         }                                                                                \
         free(p);                                                                         \
@@ -240,15 +267,16 @@ DEF_SDPA(f64, double, exp, log, ember_dgemm)
 static int ASFX(sdpa_fwd)(int dtype, const char *q, const char *k, const char *v,
                           const char *mask, const int64_t *moff, int64_t mrs, int64_t mcs,
                           int64_t BH, int64_t L, int64_t S, int64_t D, int64_t Dv,
-                          double scale, int causal, char *out, char *lse, int nt) {
+                          double scale, int causal, const at_drop *drop, char *out, char *lse,
+                          int nt) {
     if (dtype == EM_F32)
         return ASFX(fwd_f32)((const float *)q, (const float *)k, (const float *)v,
                              (const float *)mask, moff, mrs, mcs, BH, L, S, D, Dv,
-                             (float)scale, causal, (float *)out, (float *)lse, nt);
+                             (float)scale, causal, drop, (float *)out, (float *)lse, nt);
     if (dtype == EM_F64)
         return ASFX(fwd_f64)((const double *)q, (const double *)k, (const double *)v,
                              (const double *)mask, moff, mrs, mcs, BH, L, S, D, Dv, scale,
-                             causal, (double *)out, (double *)lse, nt);
+                             causal, drop, (double *)out, (double *)lse, nt);
     return -1;
 }
 
@@ -256,16 +284,17 @@ static int ASFX(sdpa_bwd)(int dtype, const char *dout, const char *q, const char
                           const char *v, const char *out, const char *lse, const char *mask,
                           const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH,
                           int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
-                          char *dq, char *dk, char *dv, int nt) {
+                          const at_drop *drop, char *dq, char *dk, char *dv, int nt) {
     if (dtype == EM_F32)
         return ASFX(bwd_f32)((const float *)dout, (const float *)q, (const float *)k,
                              (const float *)v, (const float *)out, (const float *)lse,
                              (const float *)mask, moff, mrs, mcs, BH, L, S, D, Dv,
-                             (float)scale, causal, (float *)dq, (float *)dk, (float *)dv, nt);
+                             (float)scale, causal, drop, (float *)dq, (float *)dk,
+                             (float *)dv, nt);
     if (dtype == EM_F64)
         return ASFX(bwd_f64)((const double *)dout, (const double *)q, (const double *)k,
                              (const double *)v, (const double *)out, (const double *)lse,
                              (const double *)mask, moff, mrs, mcs, BH, L, S, D, Dv, scale,
-                             causal, (double *)dq, (double *)dk, (double *)dv, nt);
+                             causal, drop, (double *)dq, (double *)dk, (double *)dv, nt);
     return -1;
 }

@@ -250,3 +250,169 @@ def test_multihead_attention_without_weights_matches_torch():
     ye.sum().backward()
     yt.sum().backward()
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+# ---- dropout inside the fused kernel ------------------------------------------
+
+def _keep(shape, p, seed, offset):
+    """The scaled keep-mask dropout draws for a contiguous tensor of `shape` at
+    (seed, offset): the mask the fused kernel must use."""
+    gen = ember.Generator()
+    gen.manual_seed(seed)
+    gen.set_offset(offset)
+    ones = ember.ones(*shape, dtype=ember.float64)
+    return ember._C.random.dropout(ones, p, True, generator=gen)[0].numpy()
+
+
+def _np_softmax(s):
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _drop_run(arrs, g, seed, **kw):
+    """(output, grads, (seed, offset) of the draw) of F.sdpa with dropout."""
+    ember.manual_seed(seed)
+    off = ember.default_generator.get_offset()
+    ts = [ember.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    y = F.scaled_dot_product_attention(*ts, **kw)
+    assert "ScaledDotProduct" in type(y.grad_fn).__name__
+    assert ember.default_generator.get_offset() == off + 1
+    y.backward(ember.from_numpy(g))
+    return y.detach().numpy(), [t.grad.numpy() for t in ts], off
+
+
+@pytest.mark.parametrize("shape,S,causal,masked", [
+    ((2, 3, 7, 8), 9, False, False), ((2, 3, 7, 8), 7, True, False),
+    ((1, 2, 300, 16), 270, False, False), ((1, 2, 300, 16), 300, True, False),
+    ((3, 5, 4), 6, False, True)])
+def test_sdpa_dropout_equals_composed_with_the_same_mask(shape, S, causal, masked):
+    p = 0.3
+    q = RNG.standard_normal(shape)
+    k, v = (RNG.standard_normal(shape[:-2] + (S, shape[-1])) for _ in range(2))
+    g = RNG.standard_normal(shape)
+    kw = {"dropout_p": p, "is_causal": causal}
+    am = None
+    if masked:
+        am = RNG.standard_normal(shape[:-1] + (S,))
+        kw["attn_mask"] = ember.from_numpy(am)
+    y, grads, off = _drop_run((q, k, v), g, 11, **kw)
+    # reference 1: NumPy with the mask dropout draws at the same (seed, offset)
+    z = _keep(shape[:-1] + (S,), p, 11, off)
+    assert 0 < (z == 0).sum() < z.size
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    if masked:
+        s = s + am
+    np.testing.assert_allclose(y, (_np_softmax(s) * z) @ v, rtol=1e-10, atol=1e-12)
+    # reference 2: the composed path (autograd through matmul, softmax, mask product)
+    ts = [ember.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
+    yc = F._sdpa_composite(*ts, kw.get("attn_mask"), 0.0, causal, shape[-1] ** -0.5,
+                           ember.from_numpy(z))
+    yc.backward(ember.from_numpy(g))
+    np.testing.assert_allclose(y, yc.detach().numpy(), rtol=1e-10, atol=1e-12)
+    for a, t in zip(grads, ts):
+        np.testing.assert_allclose(a, t.grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_sdpa_dropout_gradients_match_finite_differences():
+    q, k, v = (RNG.standard_normal((2, 3, 4)) for _ in range(3))
+    g = RNG.standard_normal((2, 3, 4))
+
+    def f(arrs):
+        ember.manual_seed(3)
+        y = F.scaled_dot_product_attention(*[ember.from_numpy(a) for a in arrs],
+                                           dropout_p=0.4, is_causal=True)
+        return float((y.numpy() * g).sum())
+
+    _, grads, _ = _drop_run((q, k, v), g, 3, dropout_p=0.4, is_causal=True)
+    arrs, eps = [q, k, v], 1e-6
+    for n, a in enumerate(arrs):
+        num = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            hi = [x.copy() for x in arrs]
+            lo = [x.copy() for x in arrs]
+            hi[n][idx] += eps
+            lo[n][idx] -= eps
+            num[idx] = (f(hi) - f(lo)) / (2 * eps)
+        np.testing.assert_allclose(grads[n], num, rtol=1e-5, atol=1e-7)
+
+
+def test_sdpa_dropout_mask_fraction_and_identity_values():
+    # q = k = 0: uniform probabilities 1/S; V = I: output (i, j) = keep(i, j) / (S (1-p))
+    B, H, L, S, p = 2, 2, 256, 256, 0.25
+    q = ember.zeros(B, H, L, 8)
+    k = ember.zeros(B, H, S, 8)
+    v = ember.eye(S).expand(B, H, S, S).contiguous()
+    ember.manual_seed(21)
+    off = ember.default_generator.get_offset()
+    y = F.scaled_dot_product_attention(q, k, v, dropout_p=p).numpy()
+    z = _keep((B, H, L, S), p, 21, off)
+    np.testing.assert_allclose(y, z / S, rtol=1e-6, atol=0)
+    assert abs((y == 0).mean() - p) < 0.01
+
+
+def test_sdpa_dropout_is_deterministic_per_seed():
+    q, k, v = (ember.from_numpy(RNG.standard_normal((2, 40, 16)).astype(np.float32))
+               for _ in range(3))
+    outs = []
+    for seed in (5, 5, 6):
+        ember.manual_seed(seed)
+        outs.append(F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).numpy())
+    assert outs[0].tobytes() == outs[1].tobytes()
+    assert outs[0].tobytes() != outs[2].tobytes()
+    # a second call on the same generator draws a new mask
+    ember.manual_seed(5)
+    F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    again = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).numpy()
+    assert again.tobytes() != outs[0].tobytes()
+
+
+@pytest.mark.parametrize("shape", [(4, 4, 64, 32), (1, 2, 333, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_dropout_bit_identical_across_thread_counts(shape, causal):
+    q, k, v = (RNG.standard_normal(shape).astype(np.float32) for _ in range(3))
+    g = RNG.standard_normal(shape).astype(np.float32)
+    old = ember.get_num_threads()
+    res = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            y, grads, _ = _drop_run((q, k, v), g, 9, dropout_p=0.2, is_causal=causal)
+            res.append([y.tobytes()] + [a.tobytes() for a in grads])
+    finally:
+        ember.set_num_threads(old)
+    assert res[0] == res[1]
+
+
+def test_sdpa_dropout_zero_is_unchanged():
+    q, k, v = (RNG.standard_normal((2, 3, 20, 8)) for _ in range(3))
+    g = RNG.standard_normal((2, 3, 20, 8))
+    off = ember.default_generator.get_offset()
+    a = _run(ember, q, k, v, g, is_causal=True, scale=0.3)
+    ts = [ember.from_numpy(x.copy()).requires_grad_() for x in (q, k, v)]
+    y = F.scaled_dot_product_attention(*ts, dropout_p=0.0, is_causal=True, scale=0.3)
+    y.backward(ember.from_numpy(g))
+    assert ember.default_generator.get_offset() == off
+    assert y.detach().numpy().tobytes() == a[0].tobytes()
+    for x, t in zip(a[1], ts):
+        assert x.tobytes() == t.grad.numpy().tobytes()
+
+
+def test_sdpa_dropout_double_backward_uses_the_same_mask():
+    q, k, v = (RNG.standard_normal((2, 5, 3)) for _ in range(3))
+    out = []
+    for fused in (True, False):
+        ts = [ember.from_numpy(a.copy()).requires_grad_() for a in (q, k, v)]
+        ember.manual_seed(4)
+        off = ember.default_generator.get_offset()
+        if fused:
+            y = F.scaled_dot_product_attention(*ts, dropout_p=0.3)
+        else:
+            y = F._sdpa_composite(*ts, None, 0.0, False, 3 ** -0.5,
+                                  ember.from_numpy(_keep((2, 5, 5), 0.3, 4, off)))
+        gq, = ember.autograd.grad((y * y).sum(), (ts[0],), create_graph=True)
+        (gq * gq).sum().backward()
+        out.append([gq.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for a, c in zip(*out):
+        np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-12)

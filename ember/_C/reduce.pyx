@@ -9,7 +9,7 @@ released -> results scattered into the output's layout -> autograd record.
 
 Kernels (src_c/reduce.c, src_c/sort.c) are deterministic: the result does not
 depend on the number of threads."""
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 from libc.math cimport isnan, INFINITY
 
@@ -1171,7 +1171,7 @@ def rms_norm_fused_backward(grad, input, rstd, weight, bint need_input, bint nee
 
 
 # ---------------------------------------------------------------------------
-# fused scaled-dot-product attention (causal or an additive mask, no dropout)
+# fused scaled-dot-product attention (causal or an additive mask, optional dropout)
 
 cdef int _sdpa_dims(TensorBase q, TensorBase k, TensorBase v, int64_t *dims) except -1:
     """dims = BH, L, S, D, Dv for same-dtype float tensors with equal batch dims."""
@@ -1230,15 +1230,20 @@ cdef object _sdpa_mask_offsets(object attn_mask, TensorBase q, int64_t *dims, in
     return m, off
 
 
-def sdpa_fused(query, key, value, double scale, bint is_causal, attn_mask=None):
-    """softmax(Q K^T * scale [causal] [+ attn_mask]) V, flash-attention style; records
-    the op for autograd with each row's log-sum-exp saved for the fused backward.
-    attn_mask: None, or an additive mask of the query's dtype and shape batch + (L, S)
-    (expanded views welcome)."""
+def sdpa_fused(query, key, value, double scale, bint is_causal, attn_mask=None,
+               double dropout_p=0.0, uint64_t seed=0, uint64_t offset=0):
+    """dropout(softmax(Q K^T * scale [causal] [+ attn_mask])) V, flash-attention style;
+    records the op for autograd with each row's log-sum-exp saved for the fused
+    backward.  attn_mask: None, or an additive mask of the query's dtype and shape
+    batch + (L, S) (expanded views welcome).  dropout_p > 0: the keep-mask is the one
+    ember's dropout(seed, offset) draws for a contiguous batch + (L, S) tensor,
+    regenerated (never stored) by the backward."""
     if needs_slow1(_as_t(query, "scaled_dot_product_attention")):
         args = (query, key, value, scale, is_causal) + (() if attn_mask is None
                                                         else (attn_mask,))
-        return redispatch("scaled_dot_product_attention", sdpa_fused, args, {})
+        kw = {} if dropout_p == 0.0 else {"dropout_p": dropout_p, "seed": seed,
+                                          "offset": offset}
+        return redispatch("scaled_dot_product_attention", sdpa_fused, args, kw)
     cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
     cdef TensorBase k = contig(_as_t(key, "scaled_dot_product_attention"))
     cdef TensorBase v = contig(_as_t(value, "scaled_dot_product_attention"))
@@ -1264,7 +1269,8 @@ def sdpa_fused(query, key, value, double scale, bint is_causal, attn_mask=None):
     with nogil:
         rc = em_sdpa_fwd(q._dtype, data_ptr(q), data_ptr(k), data_ptr(v), mp, mo, mst[0],
                          mst[1], dims[0], dims[1], dims[2], dims[3], dims[4], scale,
-                         1 if is_causal else 0, data_ptr(out), data_ptr(lse), nt)
+                         1 if is_causal else 0, dropout_p, seed, offset, data_ptr(out),
+                         data_ptr(lse), nt)
     if rc == -2:
         raise MemoryError("scaled_dot_product_attention: out of memory")
     if rc != 0:
@@ -1272,12 +1278,14 @@ def sdpa_fused(query, key, value, double scale, bint is_causal, attn_mask=None):
     if grad_on() and ((<TensorBase>query)._requires_grad or (<TensorBase>key)._requires_grad
                       or (<TensorBase>value)._requires_grad):
         record("scaled_dot_product_attention", (query, key, value), out,
-               {"scale": scale, "is_causal": is_causal, "lse": lse, "attn_mask": attn_mask})
+               {"scale": scale, "is_causal": is_causal, "lse": lse, "attn_mask": attn_mask,
+                "dropout_p": dropout_p, "seed": seed, "offset": offset})
     return out
 
 
 def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is_causal,
-                        attn_mask=None):
+                        attn_mask=None, double dropout_p=0.0, uint64_t seed=0,
+                        uint64_t offset=0):
     """(grad_query, grad_key, grad_value) of sdpa_fused; not recorded."""
     cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
     cdef TensorBase k = contig(_as_t(key, "scaled_dot_product_attention"))
@@ -1304,7 +1312,7 @@ def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is
         rc = em_sdpa_bwd(q._dtype, data_ptr(g), data_ptr(q), data_ptr(k), data_ptr(v),
                          data_ptr(o), data_ptr(ls), mp, mo, mst[0], mst[1], dims[0], dims[1],
                          dims[2], dims[3], dims[4], scale, 1 if is_causal else 0,
-                         data_ptr(dq), data_ptr(dk), data_ptr(dv), nt)
+                         dropout_p, seed, offset, data_ptr(dq), data_ptr(dk), data_ptr(dv), nt)
     if rc == -2:
         raise MemoryError("scaled_dot_product_attention_backward: out of memory")
     if rc != 0:

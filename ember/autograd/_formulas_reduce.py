@@ -382,6 +382,18 @@ def _layer_norm(ctx, g):
 # ---------------------------------------------------------------------------
 # fused scaled-dot-product attention
 
+def _sdpa_keep(q, k, p, seed, offset):
+    """The fused forward's scaled keep-mask (batch + (L, S)): dropout of ones drawn
+    at the same (seed, offset)."""
+    import ember
+    from ember._C import random as _rnd
+    gen = ember.Generator()
+    gen.manual_seed(seed)
+    gen.set_offset(offset)
+    ones = ember.ones(*q.shape[:-1], k.shape[-2], dtype=q.dtype)
+    return _rnd.dropout(ones, p, True, generator=gen)[0]
+
+
 @formula("scaled_dot_product_attention", save_output=True, exact=True,
          node_name="ScaledDotProductFlashAttentionForCpuBackward0")
 def _sdpa(ctx, g):
@@ -393,10 +405,15 @@ def _sdpa(ctx, g):
         from ember.nn.functional import _sdpa_composite
         needs = [ctx.needs(i) for i in range(3)]
         wanted = [t for t, n in zip((q, k, v), needs) if n]
-        y = _sdpa_composite(q, k, v, a.get("attn_mask"), 0.0, a["is_causal"], a["scale"])
+        p = a.get("dropout_p", 0.0)
+        keep = _sdpa_keep(q, k, p, a["seed"], a["offset"]) if p > 0.0 else None
+        y = _sdpa_composite(q, k, v, a.get("attn_mask"), 0.0, a["is_causal"], a["scale"],
+                            keep)
         got = iter(autograd.grad(y, wanted, g, create_graph=True, allow_unused=True))
         return tuple(next(got) if n else None for n in needs)
     dq, dk, dv = R.sdpa_fused_backward(g, q, k, v, ctx.output, a["lse"], a["scale"],
-                                       a["is_causal"], a.get("attn_mask"))
+                                       a["is_causal"], a.get("attn_mask"),
+                                       a.get("dropout_p", 0.0), a.get("seed", 0),
+                                       a.get("offset", 0))
     return (dq if ctx.needs(0) else None, dk if ctx.needs(1) else None,
             dv if ctx.needs(2) else None)

@@ -830,11 +830,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(Q K^T * scale + mask) V over the last two dims.
 
-    Without dropout, float32/float64 CPU inputs of equal batch dims run one fused
+    Float32/float64 CPU inputs of equal batch dims run one fused
     kernel (forward and backward, flash-attention style) that never forms the L x S
     score matrix; it is faster than the composed path at every size measured, down
     to 8 x 8.  The causal mask skips whole blocks; a boolean or float ``attn_mask``
     (broadcast to the scores, needing no gradient) is added to each block of scores.
+    Dropout (applied whenever ``dropout_p > 0``, as torch) runs inside the kernel: the
+    keep-mask is drawn from the default generator exactly as ``dropout`` would draw
+    it for the batch + (L, S) probabilities, and the backward regenerates it.
     Other cases compose matmul and softmax."""
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -846,18 +849,26 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                            "be set when is_causal=True")
     dt = query.dtype
-    if (dropout_p == 0.0 and L * S > 0
+    # under a dispatch mode (tracing) dropout stays a traced draw of its own
+    if ((dropout_p == 0.0 or (0.0 < dropout_p < 1.0 and not _core._mode_active()))
+            and L * S > 0
             and dt in (ember.float32, ember.float64) and key.dtype == dt and value.dtype == dt
             and query.device.type == "cpu" and key.device.type == "cpu"
             and value.device.type == "cpu" and query.dim() >= 2
             and query.dim() == key.dim() == value.dim()
             and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
             and key.shape[-1] == query.shape[-1] and value.shape[-2] == S):
-        if attn_mask is None:
-            return _C_reduce.sdpa_fused(query, key, value, float(scale), bool(is_causal))
-        mask = _sdpa_fused_mask(attn_mask, query, S)
-        if mask is not None:
-            return _C_reduce.sdpa_fused(query, key, value, float(scale), False, mask)
+        mask = None if attn_mask is None else _sdpa_fused_mask(attn_mask, query, S)
+        if attn_mask is None or mask is not None:
+            drop = ()
+            if dropout_p > 0.0:
+                # one draw of the default generator, as dropout takes
+                gen = ember.default_generator
+                off = gen.get_offset()
+                gen.set_offset(off + 1)
+                drop = (float(dropout_p), gen.initial_seed(), off)
+            return _C_reduce.sdpa_fused(query, key, value, float(scale),
+                                        bool(is_causal) and mask is None, mask, *drop)
     return _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
@@ -881,7 +892,9 @@ def _sdpa_fused_mask(attn_mask, query, S):
     return mask.expand(shape)
 
 
-def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
+def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale, keep=None):
+    """The composed attention; keep (optional) multiplies the probabilities: a given,
+    already scaled dropout mask."""
     L, S = query.shape[-2], key.shape[-2]
     scores = ember.matmul(query, key.transpose(-2, -1)) * scale
     if is_causal:
@@ -898,6 +911,8 @@ def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
     attn = ember.softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
+    if keep is not None:
+        attn = attn * keep
     return ember.matmul(attn, value)
 
 

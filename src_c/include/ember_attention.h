@@ -14,16 +14,20 @@
    added to the scaled scores: batch-head b's element (i, j) is at
    mask[moff[b] + i * mrs + j * mcs] (element offsets and strides, 0 to
    broadcast).  A row whose scores are all -inf gets output 0 and lse -inf.
-   dtype EM_F32/EM_F64; -1 otherwise, -2 no memory. */
+   dropout_p > 0 drops each probability with that chance (the kept ones scaled by
+   1 / (1 - p)); score (b, i, j) keeps by the Philox word em_dropout(seed, offset)
+   draws for flat index (b L + i) S + j, so the mask equals dropout's on a
+   contiguous [BH, L, S] tensor and the backward, given the same seed and offset,
+   regenerates it.  dtype EM_F32/EM_F64; -1 otherwise, -2 no memory. */
 int em_sdpa_fwd(int dtype, const char *q, const char *k, const char *v, const char *mask,
                 const int64_t *moff, int64_t mrs, int64_t mcs, int64_t BH, int64_t L,
-                int64_t S, int64_t D, int64_t Dv, double scale, int causal, char *out, char *lse,
-                int nthreads);
+                int64_t S, int64_t D, int64_t Dv, double scale, int causal, double dropout_p,
+                uint64_t seed, uint64_t offset, char *out, char *lse, int nthreads);
 /* dq, dk, dv (the inputs' layouts) from the incoming gradient, the forward's out and
-   lse, and the forward's mask */
+   lse, and the forward's mask and dropout arguments */
 int em_sdpa_bwd(int dtype, const char *dout, const char *q, const char *k, const char *v,
                 const char *out, const char *lse, const char *mask, const int64_t *moff,
                 int64_t mrs, int64_t mcs, int64_t BH, int64_t L, int64_t S, int64_t D,
-                int64_t Dv, double scale, int causal, char *dq, char *dk, char *dv,
-                int nthreads);
+                int64_t Dv, double scale, int causal, double dropout_p,
+                uint64_t seed, uint64_t offset, char *dq, char *dk, char *dv, int nthreads);
 #endif
