@@ -416,3 +416,24 @@ def test_sdpa_dropout_double_backward_uses_the_same_mask():
         out.append([gq.detach().numpy()] + [t.grad.numpy() for t in ts])
     for a, c in zip(*out):
         np.testing.assert_allclose(a, c, rtol=1e-10, atol=1e-12)
+
+
+def test_multihead_attention_training_dropout_runs_the_fused_kernel():
+    # training without weights: projections, then sdpa with the module's dropout
+    E, H, L = 8, 2, 6
+    mha = ember.nn.MultiheadAttention(E, H, dropout=0.3, batch_first=True).double()
+    x = RNG.standard_normal((2, L, E))
+    xe = ember.from_numpy(x)
+    ember.manual_seed(13)
+    got = mha(xe, xe, xe, need_weights=False)[0].detach().numpy()
+    w, b = mha.in_proj_weight.detach(), mha.in_proj_bias.detach()
+    q, k, v = (ember.from_numpy(x @ w[i * E:(i + 1) * E].numpy().T + b[i * E:(i + 1) * E]
+                                .numpy()).reshape(2, L, H, E // H).transpose(1, 2)
+               for i in range(3))
+    ember.manual_seed(13)
+    o = F.scaled_dot_product_attention(q.contiguous(), k.contiguous(), v.contiguous(),
+                                       dropout_p=0.3).transpose(1, 2).reshape(2, L, E)
+    want = mha.out_proj(o).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    mha.eval()
+    assert not np.allclose(mha(xe, xe, xe, need_weights=False)[0].detach().numpy(), got)

@@ -994,14 +994,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len) \
             .reshape(bsz * num_heads, 1, src_len)
         mask = kpm if mask is None else mask + kpm
-    if not need_weights and (dropout_p == 0.0 or not training):
-        # no weights to return: the fused kernel, with the causal mask alone or the
-        # combined additive mask
+    if not need_weights:
+        # no weights to return: the fused kernel (dropout included), with the causal
+        # mask alone or the combined additive mask
+        p = dropout_p if training else 0.0
         if attn_mask is None and key_padding_mask is None:
-            out = scaled_dot_product_attention(q, k, v, is_causal=bool(is_causal),
+            out = scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=bool(is_causal),
                                                scale=1.0 / math.sqrt(head_dim))
         else:
-            out = scaled_dot_product_attention(q, k, v, attn_mask=mask,
+            out = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
                                                scale=1.0 / math.sqrt(head_dim))
     else:
         scores = ember.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
