@@ -62,9 +62,10 @@ class _KernelCall:
     point (:class:`ember._C.cgrun.Kernel`: outputs allocated and the function called
     with the GIL released, no ctypes on the way)."""
 
-    __slots__ = ("k", "ins", "outs", "static")
+    __slots__ = ("k", "ins", "outs", "static", "gemm")
 
     def __init__(self, fn: Any, k: Kernel) -> None:
+        self.gemm = k.gemm is not None      # a GEMM with a fused epilogue
         self.ins = list(k.inputs)
         self.outs = list(k.outputs)
         specs = [(tuple(_meta(n).shape), getattr(ember, _dtype(_meta(n)))) for n in self.outs]
@@ -353,6 +354,9 @@ def _compile_plain(gm: Any, mode: CompileMode = CompileMode.DEFAULT) -> Callable
     source = module_source(kernels, header, par_min=1) if tune else \
         module_source(kernels, header)
     lib = cache.load(source, argv)
+    if any(k.gemm is not None for k in kernels):
+        from ember._C import matmul as _matmul
+        lib.em_cg_set_gemm(ctypes.c_void_p(_matmul._sgemm_epi_address()))
     tune_file = None
     if tune:
         key = cache.cache_key(source, argv)

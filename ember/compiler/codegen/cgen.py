@@ -15,7 +15,7 @@ from typing import Any
 from ember.fx import Node
 
 from . import lowering as L
-from .scheduler import Kernel, _dtype, _meta
+from .scheduler import Kernel, _dtype, _meta, gemm_operands
 from .scheduler import _op_name as _name
 
 PRELUDE = r"""
@@ -327,10 +327,92 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     return "".join(variants) + tail
 
 
+# ember's GEMM with an epilogue hook (ember_sgemm_epi in ember_gemm.h, same layout),
+# reached through a pointer the runtime sets once the module is loaded
+GEMM_PRELUDE = r"""
+typedef struct { const float *p; int64_t rs, cs; const int64_t *ro, *co; } em_cg_smat;
+typedef void (*em_cg_epi)(float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                          void *);
+typedef void (*em_cg_gemm_fn)(int64_t, int64_t, int64_t, float, const em_cg_smat *,
+                              const em_cg_smat *, float, float *, int64_t, int64_t,
+                              const float *, const float *, em_cg_epi, void *, int);
+static em_cg_gemm_fn em_cg_gemm;
+void em_cg_set_gemm(void *fn) { em_cg_gemm = (em_cg_gemm_fn)fn; }
+"""
+
+
+def gemm_kernel_source(k: Kernel, name: str) -> str:
+    """A GEMM kernel: ``name`` runs ember's GEMM for the linear ``k.gemm`` and hands it
+    ``name_epi``, which computes the pointwise nodes on each finished block of the
+    product (read from the block, stored to the outputs).  With the product itself
+    unused outside, the block is overwritten in place by one of the outputs."""
+    x, w, b = gemm_operands(k.gemm)
+    N, K = _meta(w).shape
+    wst = _meta(w).stride
+    rows = f"(n0 * {math.prod(k.vshape[1:-1])}LL)"
+    nin = len(k.inputs)
+    floats = [i for i, n in enumerate(k.outputs) if _dtype(_meta(n)) == "float32"]
+    ci = k.outputs.index(k.gemm) if k.gemm in k.outputs else floats[0]
+    var = {n: f"v{i}" for i, n in enumerate(k.nodes)}
+    used = [i for i, x_ in enumerate(k.inputs)
+            if any(x_ in k.prim[n][1] for n in k.nodes[1:])]
+
+    def operand(a: Any) -> str:
+        if not isinstance(a, Node):
+            return _lit(a)
+        if a in var:
+            return var[a]
+        i = k.inputs.index(a)
+        return f"(float)in{i}[ro{i} + j * {_strides(k, a)[-1]}LL]"
+
+    lines = [f"static void {name}_epi(float *c, int64_t rsc, int64_t csc, int64_t i0, "
+             f"int64_t j0, int64_t m, int64_t n, void *ctx) {{",
+             "    void **a = (void **)ctx;"]
+    for i in used:
+        ct = "const unsigned char" if _dtype(_meta(k.inputs[i])) == "bool" else "const float"
+        lines.append(f"    {ct} *in{i} = ({ct} *)a[{i}];")
+    for i, n in enumerate(k.outputs):
+        ct = "unsigned char" if _dtype(_meta(n)) == "bool" else "float"
+        lines.append(f"    {ct} *out{i} = ({ct} *)a[{nin + i}]; (void)out{i};")
+    lines.append("    for (int64_t ii = 0; ii < m; ii++) {")
+    lines.append("        const int64_t r = i0 + ii;")
+    for i in used:
+        lines.append(f"        const int64_t ro{i} = {_row_offset(k, _strides(k, k.inputs[i]))};")
+    lines.append("        #pragma omp simd")
+    lines.append("        for (int64_t jj = 0; jj < n; jj++) {")
+    lines.append("            const int64_t j = j0 + jj;")
+    lines.append(f"            const float {var[k.gemm]} = c[ii * rsc + jj * csc];")
+    for n in k.nodes[1:]:
+        prim, ops = k.prim[n]
+        # libm's sin/cos here: no rerun of a GEMM for a large argument
+        expr = prim.expr.replace("em_cg_sin(", "em_cg_sin_exact(").replace(
+            "em_cg_cos(", "em_cg_cos_exact(")
+        lines.append(f"            const float {var[n]} = {expr.format(*map(operand, ops))};")
+    for i, n in enumerate(k.outputs):
+        if n is k.gemm and i == ci:
+            continue      # the block is this output's own memory
+        val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
+        lines.append(f"            out{i}[r * {N}LL + j] = {val};")
+    lines += ["        }", "    }", "}"]
+    bias = f"(const float *)a[{k.inputs.index(b)}]" if b is not None else "NULL"
+    lines += [f"void {name}(void **a, int nt, int64_t n0) {{",
+              f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}LL, 1LL, "
+              f"NULL, NULL}};",
+              f"    const em_cg_smat B = {{(const float *)a[{k.inputs.index(w)}], {wst[1]}LL, "
+              f"{wst[0]}LL, NULL, NULL}};",
+              f"    em_cg_gemm({rows}, {N}LL, {K}LL, 1.0f, &A, &B, 0.0f, (float *)a[{nin + ci}], "
+              f"{N}LL, 1LL, NULL, {bias}, {name}_epi, a, nt);",
+              "}"]
+    return "\n".join(lines) + "\n"
+
+
 def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN) -> str:
     """The whole translation unit: ember's scalar math, helpers, one function per kernel
     (autotuning passes ``par_min=1``: the thread count it picks is then the one used)."""
     parts = ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>", math_header,
              PRELUDE]
-    parts += [kernel_source(k, f"k{i}", par_min) for i, k in enumerate(kernels)]
+    if any(k.gemm is not None for k in kernels):
+        parts.append(GEMM_PRELUDE)
+    parts += [gemm_kernel_source(k, f"k{i}") if k.gemm is not None else
+              kernel_source(k, f"k{i}", par_min) for i, k in enumerate(kernels)]
     return "\n".join(parts)
