@@ -210,7 +210,8 @@ class Kernel:
     def worth_it(self) -> bool:
         """A lone pointwise op or reduction (or a GEMM with no epilogue) gains nothing
         over its eager kernel."""
-        return len(self.nodes) > 1 or self.gemm is None and isinstance(self.prim[self.nodes[0]][0], L.Row)
+        return len(self.nodes) > 1 or (self.gemm is None and
+                                       isinstance(self.prim[self.nodes[0]][0], L.Row))
 
 
 def _contiguous(m: Any) -> bool:
