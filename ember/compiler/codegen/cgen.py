@@ -26,31 +26,51 @@ static inline float em_cg_max(float a, float b) {
 static inline float em_cg_min(float a, float b) {
     return (a != a || b != b) ? a + b : (a < b ? a : b); }
 static inline float em_cg_pow(float a, float b) { return b == 2.0f ? a * a : powf(a, b); }
-/* sin/cos that vectorise (Cephes: pi/4 reduction in three parts, ~1 ulp for
-   |x| <= 8192); a kernel that meets a larger |x| reruns with libm's. */
+/* sin/cos that vectorise (Cephes' polynomials on [-pi/4, pi/4] after a reduction
+   by the nearest multiple of pi/2 in three parts, ~1 ulp for |x| <= 8192; the
+   quadrant picks the polynomial and flips the sign bit).  sin and cos of one
+   argument share everything but that choice.  A kernel that meets a larger |x|
+   reruns with libm's. */
 #define EM_CG_TRIG_MAX 8192.0f
-static inline float em_cg_trig(float xx, int want_cos) {
-    float x = fabsf(xx);
-    int32_t j = (int32_t)(x * 1.27323954473516f);
-    int32_t odd = j & 1;
-    j += odd;
-    float y = (float)j;
-    j &= 7;
-    float sign = (want_cos || xx >= 0) ? 1.0f : -1.0f;
-    sign = j > 3 ? -sign : sign;
-    j = j > 3 ? j - 4 : j;
-    sign = (want_cos && j > 1) ? -sign : sign;
-    x = ((x - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
-    float z = x * x;
+static inline float em_cg_trig(float x, int want_cos) {
+    float jf = rintf(x * 0.636619772367581343f);
+    int32_t q = (int32_t)jf + want_cos;
+    float r = ((x - jf * 1.5703125f) - jf * 4.837512969970703125e-4f)
+              - jf * 7.54978995489188216e-8f;
+    float z = r * r;
     float pc = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z
                 + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
-    float ps = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
-    int use_c = (j == 1 || j == 2) ^ want_cos;
-    return sign * (use_c ? pc : ps);
+    float ps = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+    float v = (q & 1) ? pc : ps;
+    int32_t b;
+    memcpy(&b, &v, 4);
+    b ^= (int32_t)((uint32_t)(q & 2) << 30);
+    memcpy(&v, &b, 4);
+    return v;
 }
-/* the eager kernel's sigmoid (ember_math.h): no overflow, and the negative tail
-   keeps its bits down to the subnormal range */
-static inline float em_cg_sigmoid(float x) { return em_sigmoidf(x); }
+/* the eager kernel's sigmoid (ember_math.h, em_sigmoidf) for x >= -80, where
+   exp(-|x|) is a normal float: one scale factor instead of two and no rescaling,
+   the same bits.  A kernel that meets x < -80 (its tail keeps bits down to the
+   subnormal range) reruns with em_sigmoidf. */
+#define EM_CG_SIGMOID_MIN 80.0f
+static inline float em_cg_sigmoid_mid(float x) {
+    float a = fabsf(x);
+    float xc = a > EM_CG_SIGMOID_MIN ? -EM_CG_SIGMOID_MIN : -a;
+    float fx = floorf(xc * 1.44269504088896341f + 0.5f);
+    float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
+    float y = 1.9875691500E-4f;
+    y = EM_MADF(y, r, 1.3981999507E-3f);
+    y = EM_MADF(y, r, 8.3334519073E-3f);
+    y = EM_MADF(y, r, 4.1665795894E-2f);
+    y = EM_MADF(y, r, 1.6666665459E-1f);
+    y = EM_MADF(y, r, 5.0000001201E-1f);
+    y = EM_MADF(y, r * r, r) + 1.0f;
+    int32_t eb = ((int32_t)fx + 127) << 23;
+    float s;
+    memcpy(&s, &eb, 4);
+    float e = y * s;
+    return (x < 0.0f ? e : 1.0f) / (1.0f + e);
+}
 /* One-thread parallel regions (small tensors, one thread) run their body
    directly: libgomp's team barrier costs a futex wake-up even for a team of one
    (the module is linked with --wrap=GOMP_parallel, as ember's own are). */
@@ -66,6 +86,8 @@ __attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
     __real_GOMP_parallel(fn, data, nthreads, flags);
 }
 #endif
+#define em_cg_sigmoid_fast(x) em_cg_sigmoid_mid(x)
+#define em_cg_sigmoid_exact(x) em_sigmoidf(x)
 #define em_cg_sin_fast(x) em_cg_trig((x), 0)
 #define em_cg_cos_fast(x) em_cg_trig((x), 1)
 #define em_cg_sin_exact(x) ((float)sin((double)(x)))
@@ -193,6 +215,10 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
             # the largest |argument| (one max per vector; a NaN never replaces it)
             a = f"fabsf({operand(k.prim[n][1][0])})"
             return f" big = {a} > big ? {a} : big;"
+        if "em_cg_sigmoid(" in getattr(k.prim[n][0], "expr", ""):
+            # the fast sigmoid's limit, scaled to the trig limit's
+            a = f"(-{operand(k.prim[n][1][0])} * (EM_CG_TRIG_MAX / EM_CG_SIGMOID_MIN))"
+            return f" big = {a} > big ? {a} : big;"
         return ""
 
     def v_stmt(n: Node) -> str:
@@ -317,8 +343,9 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     variants = []
     for v in ("fast", "exact"):
         variants.append(text.replace("_VARIANT(", f"_{v}(").replace(
-            "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}("))
-    if "em_cg_sin(" not in text and "em_cg_cos(" not in text:
+            "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}(").replace(
+            "em_cg_sigmoid(", f"em_cg_sigmoid_{v}("))
+    if not any(f in text for f in ("em_cg_sin(", "em_cg_cos(", "em_cg_sigmoid(")):
         variants = variants[:1]
         tail = f"void {name}(void **a, int nt, int64_t n0) {{ {name}_fast(a, nt, n0); }}\n"
     else:
@@ -384,9 +411,9 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
     lines.append(f"            const float {var[k.gemm]} = c[ii * rsc + jj * csc];")
     for n in k.nodes[1:]:
         prim, ops = k.prim[n]
-        # libm's sin/cos here: no rerun of a GEMM for a large argument
+        # libm's sin/cos and the full-range sigmoid here: no rerun of a GEMM
         expr = prim.expr.replace("em_cg_sin(", "em_cg_sin_exact(").replace(
-            "em_cg_cos(", "em_cg_cos_exact(")
+            "em_cg_cos(", "em_cg_cos_exact(").replace("em_cg_sigmoid(", "em_cg_sigmoid_exact(")
         lines.append(f"            const float {var[n]} = {expr.format(*map(operand, ops))};")
     for i, n in enumerate(k.outputs):
         if n is k.gemm and i == ci:
