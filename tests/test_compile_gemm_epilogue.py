@@ -172,3 +172,57 @@ def test_linears_the_gemm_kernel_leaves_to_eager():
         cf64, made64 = _compiled(lambda t: F.linear(t, w.double()).relu() * 2)
         _close(cf64(xd), F.linear(xd, w.double()).relu() * 2, 1e-12)
         assert _gemm_kernels(made64) == 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_both_gemm_variants_match_eager(threads):
+    g = ember.Generator().manual_seed(6)
+    lin = ember.nn.Linear(40, 72)
+    x = ember.randn(3, 45, 40, generator=g)
+
+    def f(t):
+        return F.gelu(lin(t)) * t.sum(-1, keepdim=True)
+
+    cf, made = _compiled(f)
+    with ember.no_grad():
+        ref = _with_threads(threads, lambda: f(x))
+        cf(x)
+        (step,) = [k for is_k, k in made[0].steps if is_k and k.gemm]
+        outs = []
+        for v in (0, 1):
+            step.choose(v, 0)
+            outs.append(_with_threads(threads, lambda: cf(x)).numpy())
+    assert np.array_equal(outs[0], outs[1])
+    _close(ember.tensor(outs[0]), ref)
+
+
+def test_max_autotune_times_the_gemm_variants_and_keeps_its_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    g = ember.Generator().manual_seed(7)
+    lin = ember.nn.Linear(64, 64)
+    x = ember.randn(8, 30, 64, generator=g)
+
+    def f(t):
+        return F.relu(lin(t)) + t
+
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(compile_graph(gm, example_inputs, ember.CompileMode("max-autotune")))
+        return made[-1]
+
+    with ember.no_grad():
+        for _ in range(2):
+            cf = ember.compile(f, backend=backend)
+            cf(x)
+            _close(cf(x), f(x))
+    first, second = made
+    import json
+    saved = json.loads(first.tune_file.read_text())
+    nt = str(ember.get_num_threads())
+    assert saved[nt] == first.kernel_threads and saved[f"{nt}:variants"] == \
+        first.kernel_variants
+    assert first.kernel_variants[0] in (0, 1) and first.kernel_threads[0] >= 1
+    # a new process (here: a new compile) reads the choice back instead of timing again
+    assert second.tuned and second.kernel_variants == first.kernel_variants
+    assert second.kernel_threads == first.kernel_threads

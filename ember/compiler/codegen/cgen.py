@@ -372,7 +372,9 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
     """A GEMM kernel: ``name`` runs ember's GEMM for the linear ``k.gemm`` and hands it
     ``name_epi``, which computes the pointwise nodes on each finished block of the
     product (read from the block, stored to the outputs).  With the product itself
-    unused outside, the block is overwritten in place by one of the outputs."""
+    unused outside, the block is overwritten in place by one of the outputs.
+    ``name_after`` is the other variant max-autotune times: the whole GEMM first,
+    then the epilogue over blocks of rows in a parallel loop."""
     x, w, b = gemm_operands(k.gemm)
     N, K = _meta(w).shape
     wst = _meta(w).stride
@@ -429,6 +431,21 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
               f"{wst[0]}LL, NULL, NULL}};",
               f"    em_cg_gemm({rows}, {N}LL, {K}LL, 1.0f, &A, &B, 0.0f, (float *)a[{nin + ci}], "
               f"{N}LL, 1LL, NULL, {bias}, {name}_epi, a, nt);",
+              "}"]
+    lines += [f"void {name}_after(void **a, int nt, int64_t n0) {{",
+              f"    const int64_t M = {rows};",
+              f"    float *C = (float *)a[{nin + ci}];",
+              f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}LL, 1LL, "
+              f"NULL, NULL}};",
+              f"    const em_cg_smat B = {{(const float *)a[{k.inputs.index(w)}], {wst[1]}LL, "
+              f"{wst[0]}LL, NULL, NULL}};",
+              f"    em_cg_gemm(M, {N}LL, {K}LL, 1.0f, &A, &B, 0.0f, C, {N}LL, 1LL, NULL, {bias}, "
+              f"NULL, NULL, nt);",
+              f"    #pragma omp parallel for num_threads(nt) schedule(static) "
+              f"if(M * {N}LL >= {_PAR_MIN}LL)",
+              "    for (int64_t r0 = 0; r0 < M; r0 += 16)",
+              f"        {name}_epi(C + r0 * {N}LL, {N}LL, 1LL, r0, 0, M - r0 < 16 ? M - r0 : 16, "
+              f"{N}LL, a);",
               "}"]
     return "\n".join(lines) + "\n"
 
