@@ -226,3 +226,35 @@ def test_max_autotune_times_the_gemm_variants_and_keeps_its_choice(tmp_path, mon
     # a new process (here: a new compile) reads the choice back instead of timing again
     assert second.tuned and second.kernel_variants == first.kernel_variants
     assert second.kernel_threads == first.kernel_threads
+
+
+def test_gelu_tail_below_the_fast_range_matches_eager():
+    """gelu and its derivative below -5.5 (libm's erfc) in a row kernel and in a GEMM
+    epilogue: the rows or kernels that meet such values are computed again."""
+    from ember._C import elementwise as _E
+    g = ember.Generator().manual_seed(8)
+    vals = [-40.0, -10.0, -6.0, -5.5, -5.4999, -1.0, -0.0, 0.0, 0.5, 6.0, 40.0]
+    x = ember.cat([ember.tensor(vals), ember.randn(2000, generator=g) * 4])
+
+    def f(t):
+        return F.gelu(t * 1.0) + 0.0, _E.gelu_backward(t * 0.5, t * 1.0) + 0.0
+
+    cf, made = _compiled(f)
+    for got, ref in zip(cf(x), f(x)):
+        np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=4e-7, atol=1e-37)
+    assert made[0].n_kernels == 1
+
+    lin = ember.nn.Linear(16, 40)
+    with ember.no_grad():
+        lin.weight.mul_(8.0)        # pre-activations far below -5.5 in most rows
+    xs = ember.randn(37, 16, generator=g)
+
+    def h(t):
+        return F.gelu(lin(t)) * 2
+
+    ch, made_h = _compiled(h)
+    with ember.no_grad():
+        got, ref = ch(xs), h(xs)
+    assert (lin(xs) < -5.5).any()
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=4e-7, atol=1e-37)
+    assert _gemm_kernels(made_h) == 1

@@ -86,6 +86,13 @@ __attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
     __real_GOMP_parallel(fn, data, nthreads, flags);
 }
 #endif
+/* exact gelu and its derivative (the eager kernels' formulas): the vectorising form
+   for x >= -5.5, libm's erfc below */
+#define EM_CG_GELU_MIN 5.5f
+#define em_cg_gelu_fast(x) em_gelu_fastf(x)
+#define em_cg_gelu_exact(x) em_geluf(x)
+#define em_cg_gelu_grad_fast(x) em_gelu_grad_fastf(x)
+#define em_cg_gelu_grad_exact(x) em_gelu_gradf(x)
 #define em_cg_sigmoid_fast(x) em_cg_sigmoid_mid(x)
 #define em_cg_sigmoid_exact(x) em_sigmoidf(x)
 #define em_cg_sin_fast(x) em_cg_trig((x), 0)
@@ -157,6 +164,23 @@ def _flat(k: Kernel) -> bool:
     return True
 
 
+def _variant(text: str, v: str) -> str:
+    """``text`` calling the ``v`` (fast or exact) form of each two-form function."""
+    for f in L.FAST_FNS:
+        text = text.replace(f + "(", f"{f}_{v}(")
+    return text
+
+
+def _range_check(k: Kernel, n: Node, operand: Any) -> str:
+    """C keeping ``big`` the largest distance past the fast range of ``n``'s function
+    (one max per vector; a NaN never replaces it), or ""."""
+    r = L.FAST_RANGE.get(_name(n) or "")
+    if r is None or not isinstance(k.prim[n][0], L.Pointwise):
+        return ""
+    a = r[1].format(operand(k.prim[n][1][r[0]]))
+    return f" big = {a} > big ? {a} : big;"
+
+
 def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     """The C function for kernel ``k``; it forks threads from ``par_min`` elements."""
     flat = _flat(k)
@@ -211,15 +235,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         return [n for n in k.nodes if n in need]
 
     def trig_check(n: Node) -> str:
-        if _name(n) in ("sin", "cos"):
-            # the largest |argument| (one max per vector; a NaN never replaces it)
-            a = f"fabsf({operand(k.prim[n][1][0])})"
-            return f" big = {a} > big ? {a} : big;"
-        if "em_cg_sigmoid(" in getattr(k.prim[n][0], "expr", ""):
-            # the fast sigmoid's limit, scaled to the trig limit's
-            a = f"(-{operand(k.prim[n][1][0])} * (EM_CG_TRIG_MAX / EM_CG_SIGMOID_MIN))"
-            return f" big = {a} > big ? {a} : big;"
-        return ""
+        return _range_check(k, n, operand)
 
     def v_stmt(n: Node) -> str:
         prim, ops = k.prim[n]
@@ -340,12 +356,8 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     lines.append("    return big > EM_CG_TRIG_MAX;")
     lines.append("}")
     text = "\n".join(lines) + "\n"
-    variants = []
-    for v in ("fast", "exact"):
-        variants.append(text.replace("_VARIANT(", f"_{v}(").replace(
-            "em_cg_sin(", f"em_cg_sin_{v}(").replace("em_cg_cos(", f"em_cg_cos_{v}(").replace(
-            "em_cg_sigmoid(", f"em_cg_sigmoid_{v}("))
-    if not any(f in text for f in ("em_cg_sin(", "em_cg_cos(", "em_cg_sigmoid(")):
+    variants = [_variant(text.replace("_VARIANT(", f"_{v}("), v) for v in ("fast", "exact")]
+    if not any(f + "(" in text for f in L.FAST_FNS):
         variants = variants[:1]
         tail = f"void {name}(void **a, int nt, int64_t n0) {{ {name}_fast(a, nt, n0); }}\n"
     else:
@@ -407,22 +419,33 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
     lines.append("        const int64_t r = i0 + ii;")
     for i in used:
         lines.append(f"        const int64_t ro{i} = {_row_offset(k, _strides(k, k.inputs[i]))};")
-    lines.append("        #pragma omp simd")
-    lines.append("        for (int64_t jj = 0; jj < n; jj++) {")
-    lines.append("            const int64_t j = j0 + jj;")
-    lines.append(f"            const float {var[k.gemm]} = c[ii * rsc + jj * csc];")
+    body = [f"const float {var[k.gemm]} = c[ii * rsc + jj * csc];"]
     for n in k.nodes[1:]:
         prim, ops = k.prim[n]
-        # libm's sin/cos and the full-range sigmoid here: no rerun of a GEMM
-        expr = prim.expr.replace("em_cg_sin(", "em_cg_sin_exact(").replace(
-            "em_cg_cos(", "em_cg_cos_exact(").replace("em_cg_sigmoid(", "em_cg_sigmoid_exact(")
-        lines.append(f"            const float {var[n]} = {expr.format(*map(operand, ops))};")
+        body.append(f"const float {var[n]} = {prim.expr.format(*map(operand, ops))};"
+                    + _range_check(k, n, operand))
     for i, n in enumerate(k.outputs):
         if n is k.gemm and i == ci:
             continue      # the block is this output's own memory
         val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
-        lines.append(f"            out{i}[r * {N}LL + j] = {val};")
-    lines += ["        }", "    }", "}"]
+        body.append(f"out{i}[r * {N}LL + j] = {val};")
+    text = "\n".join(body)
+    # a row whose values leave a fast function's range is computed again with the
+    # full-range forms (the product is then kept apart from the outputs: scheduler)
+    rerun = any(f + "(" in text for f in L.FAST_FNS)
+    lines.append("        float big = 0.0f; (void)big;")
+    lines.append("        #pragma omp simd reduction(max:big)")
+    lines.append("        for (int64_t jj = 0; jj < n; jj++) {")
+    lines.append("            const int64_t j = j0 + jj;")
+    lines += ["            " + b for b in _variant(text, "fast").split("\n")]
+    lines.append("        }")
+    if rerun:
+        lines.append("        if (big > EM_CG_TRIG_MAX)")
+        lines.append("            for (int64_t jj = 0; jj < n; jj++) {")
+        lines.append("                const int64_t j = j0 + jj;")
+        lines += ["                " + b for b in _variant(text, "exact").split("\n")]
+        lines.append("            }")
+    lines += ["    }", "}"]
     bias = f"(const float *)a[{k.inputs.index(b)}]" if b is not None else "NULL"
     lines += [f"void {name}(void **a, int nt, int64_t n0) {{",
               f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}LL, 1LL, "

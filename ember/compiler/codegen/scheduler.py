@@ -203,9 +203,12 @@ class Kernel:
     def finish(self) -> None:
         inside = set(self.nodes)
         self.outputs = [n for n in self.nodes if any(u not in inside for u in n.users)]
-        if self.gemm is not None and self.gemm not in self.outputs and not any(
-                _dtype(_meta(n)) == _FLOAT for n in self.outputs):
-            self.outputs.insert(0, self.gemm)    # the GEMM needs float memory to write
+        if self.gemm is not None and self.gemm not in self.outputs and (
+                not any(_dtype(_meta(n)) == _FLOAT for n in self.outputs) or
+                any(_op_name(n) in L.FAST_RANGE for n in self.nodes)):
+            # the GEMM needs float memory to write, and an epilogue that may compute
+            # a row again must find the product unchanged
+            self.outputs.insert(0, self.gemm)
 
     def worth_it(self) -> bool:
         """A lone pointwise op or reduction (or a GEMM with no epilogue) gains nothing
