@@ -291,7 +291,7 @@ class Program:
                 e.at(self, i, env)
                 e.memo = memo
                 raise
-        return tuple(env[i] for i in self.outs)
+        return tuple(_read(env, i) for i in self.outs)
 
 
 def split_kind(node: Node) -> str | None:

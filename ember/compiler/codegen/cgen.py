@@ -437,13 +437,13 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
     lines.append("        #pragma omp simd reduction(max:big)")
     lines.append("        for (int64_t jj = 0; jj < n; jj++) {")
     lines.append("            const int64_t j = j0 + jj;")
-    lines += ["            " + b for b in _variant(text, "fast").split("\n")]
+    lines += ["            " + t for t in _variant(text, "fast").split("\n")]
     lines.append("        }")
     if rerun:
         lines.append("        if (big > EM_CG_TRIG_MAX)")
         lines.append("            for (int64_t jj = 0; jj < n; jj++) {")
         lines.append("                const int64_t j = j0 + jj;")
-        lines += ["                " + b for b in _variant(text, "exact").split("\n")]
+        lines += ["                " + t for t in _variant(text, "exact").split("\n")]
         lines.append("            }")
     lines += ["    }", "}"]
     bias = f"(const float *)a[{k.inputs.index(b)}]" if b is not None else "NULL"
