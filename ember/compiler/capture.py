@@ -1233,6 +1233,8 @@ class CompiledCode:
 
             def compile_graph(gm: GraphModule, example_inputs: list) -> Callable:
                 gm.meta["capture_time_s"] = capture_time
+                if self.dynamic is True:
+                    gm.meta["dynamic_sizes"] = True     # generated code reads every size
                 compiler._log("graph", gm.print_readable(print_output=False))
                 compiler._compiling.depth += 1
                 try:

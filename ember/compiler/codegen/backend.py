@@ -26,7 +26,7 @@ from ember.fx.node import map_arg
 
 from .. import Backend, CompileMode
 from . import cache
-from .cgen import module_source
+from .cgen import _PAR_MIN, module_source
 from .scheduler import Kernel, _dtype, _meta, partition
 
 _warned = threading.Event()
@@ -74,7 +74,7 @@ class _KernelCall:
         # the code's variants (a GEMM kernel: epilogue per block, or after the GEMM);
         # max-autotune times them, the first runs otherwise
         self.variants = [_cgrun.Kernel(ctypes.cast(fn, ctypes.c_void_p).value, len(self.ins),
-                                       specs, n0) for fn in fns]
+                                       specs, n0, k.sizes) for fn in fns]
         self.variant = 0
         self.k = self.variants[0]
         self.static: list | None = None    # reduce-overhead: outputs allocated once
@@ -381,8 +381,9 @@ def _compile_plain(gm: Any, mode: CompileMode = CompileMode.DEFAULT) -> Callable
                     "installation")
         return gm.forward
     tune = mode in _TUNED
-    source = module_source(kernels, header, par_min=1) if tune else \
-        module_source(kernels, header)
+    # dynamic=True: one shared object for every size (they are read at run time)
+    dyn = bool(gm.meta.get("dynamic_sizes"))
+    source = module_source(kernels, header, par_min=1 if tune else _PAR_MIN, dyn=dyn)
     lib = cache.load(source, argv)
     if any(k.gemm is not None for k in kernels):
         from ember._C import matmul as _matmul

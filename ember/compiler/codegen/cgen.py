@@ -122,7 +122,46 @@ def _strides(k: Kernel, x: Node) -> list:
     return out
 
 
-def _row_offset(k: Kernel, st: list) -> str:
+class _Dims:
+    """How the code names the kernel's sizes and strides: numbers baked in (the leading
+    size excepted: the argument ``n0``), or, for code that serves every size
+    (``dynamic=True``), entries of the int64 array ``z`` the runtime passes after the
+    outputs (``values``, in slot order).  Sizes of 1 and strides of 0 or 1 stay
+    numbers either way: they are the layout, which the code is built for."""
+
+    def __init__(self, dyn: bool) -> None:
+        self.dyn = dyn
+        self.values: list = []
+        self._slots: dict = {}
+
+    def _z(self, key: tuple, v: int) -> str:
+        if key not in self._slots:
+            self._slots[key] = len(self.values)
+            self.values.append(int(v))
+        return f"z[{self._slots[key]}]"
+
+    def dim(self, k: Kernel, d: int) -> str:
+        v = k.vshape[d]
+        if self.dyn and v != 1:
+            return self._z(("dim", d), v)
+        return "n0" if d == 0 else f"{v}LL"
+
+    def prod(self, k: Kernel, ds: range) -> str:
+        """The product of the kernel's sizes ``ds``."""
+        if not len(ds):
+            return "1LL"
+        if self.dyn:
+            return "(" + " * ".join(self.dim(k, d) for d in ds) + ")"
+        rest = math.prod(k.vshape[d] for d in ds if d != 0)
+        return f"(n0 * {rest}LL)" if ds[0] == 0 else f"{rest}LL"
+
+    def num(self, key: Any, v: int) -> str:
+        """A size or stride ``v`` (``key`` names it)."""
+        return self._z(("num", key), v) if self.dyn and v not in (0, 1) else f"{v}LL"
+
+
+def _row_offset(k: Kernel, st: list, D: _Dims | None = None, key: Any = None) -> str:
+    D = D or _Dims(False)
     dims = list(k.vshape[:-1])
     if not dims:
         return "0"
@@ -134,14 +173,16 @@ def _row_offset(k: Kernel, st: list) -> str:
             ok = False
         inner *= dims[d]
     if ok:
-        return f"r * {st[len(dims) - 1]}LL"
-    terms, inner = [], 1
+        return f"r * {D.num((key, len(dims) - 1), st[len(dims) - 1])}"
+    terms, inner = [], []
     for d in range(len(dims) - 1, -1, -1):
         if dims[d] != 1 and st[d] != 0:
             # r < rows: the leading index needs no modulo (nor the leading size)
-            q = f"(r / {inner}LL)" if d == 0 else f"((r / {inner}LL) % {dims[d]}LL)"
-            terms.append(f"{q} * {st[d]}LL")
-        inner *= dims[d]
+            div = "(" + " * ".join(inner) + ")" if inner else "1LL"
+            q = f"(r / {div})" if d == 0 else f"((r / {div}) % {D.dim(k, d)})"
+            terms.append(f"{q} * {D.num((key, d), st[d])}")
+        if dims[d] != 1:
+            inner.append(D.dim(k, d))
     return " + ".join(terms) or "0"
 
 
@@ -181,17 +222,19 @@ def _range_check(k: Kernel, n: Node, operand: Any) -> str:
     return f" big = {a} > big ? {a} : big;"
 
 
-def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
-    """The C function for kernel ``k``; it forks threads from ``par_min`` elements."""
+def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN, dyn: bool = False) -> str:
+    """The C function for kernel ``k``; it forks threads from ``par_min`` elements.
+    ``dyn``: every size and stride is read at run time (``k.sizes`` lists them)."""
     flat = _flat(k)
-    C = k.cols
+    D = _Dims(dyn)
     # the leading size is the run-time argument n0, so one kernel serves every
     # size of that dimension (a new batch size needs no new build)
     nd = len(k.vshape)
+    C = D.dim(k, nd - 1) if nd else "1LL"
     if flat:
-        Rs, Cs = "1LL", (f"(n0 * {math.prod(k.vshape[1:])}LL)" if nd else "1LL")
+        Rs, Cs = "1LL", D.prod(k, range(nd))
     else:
-        Rs, Cs = (f"(n0 * {math.prod(k.vshape[1:-1])}LL)" if nd >= 2 else "1LL"), f"{C}LL"
+        Rs, Cs = D.prod(k, range(nd - 1)), C
     # the body is written twice: the fast variant flags arguments its vectorised
     # sin/cos cannot take, and then the exact one (libm) reruns the kernel
     lines = [f"static int {name}_VARIANT(void **a, int nt, int64_t n0) {{",
@@ -210,14 +253,14 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
     if not flat:
         for i, x in enumerate(k.inputs):
             st = _strides(k, x)
-            body.append(f"{ind}const int64_t ro{i} = {_row_offset(k, st)}; "
+            body.append(f"{ind}const int64_t ro{i} = {_row_offset(k, st, D, i)}; "
                         f"(void)ro{i};")
 
     def load(i: int) -> str:
         if flat:
             return f"(float)in{i}[j]"
         sj = _strides(k, k.inputs[i])[-1] if k.vshape else 0
-        return f"(float)in{i}[ro{i} + j * {sj}LL]"
+        return f"(float)in{i}[ro{i} + j * {D.num((i, nd - 1), sj)}]"
 
     def operand(a: Any) -> str:
         if isinstance(a, Node):
@@ -332,7 +375,7 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
                          f"out{i}[j] = NAN; return 0; }}")
         lines.append(f"    #pragma omp parallel for {par}")
         lines.append("    for (int64_t blk = 0; blk < nb; blk++) {")
-        lines += [f"        double *pk{i} = part{i} + blk * {C}LL;" for i, _ in columns]
+        lines += [f"        double *pk{i} = part{i} + blk * {C};" for i, _ in columns]
         lines.append("        const int64_t r1 = (blk + 1) * rb < nr ? (blk + 1) * rb : nr;")
         lines.append("        for (int64_t r = blk * rb; r < r1; r++) {")
         lines += ["    " + b for b in body]
@@ -340,8 +383,8 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         lines.append("    }")
         for i, n in columns:
             div = " / (double)nr" if k.prim[n][0].kind == "mean" else ""
-            lines.append(f"    for (int64_t j = 0; j < {C}LL; j++) {{ double t = 0.0;")
-            lines.append(f"        for (int64_t b = 0; b < nb; b++) t += part{i}[b * {C}LL + j];")
+            lines.append(f"    for (int64_t j = 0; j < {C}; j++) {{ double t = 0.0;")
+            lines.append(f"        for (int64_t b = 0; b < nb; b++) t += part{i}[b * {C} + j];")
             lines.append(f"        out{i}[j] = (float)(t{div}); }}")
             lines.append(f"    free(part{i});")
     else:
@@ -355,6 +398,10 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN) -> str:
         lines.append(f"      out{i}[0] = (float)(t{div}); free(part{i}); }}")
     lines.append("    return big > EM_CG_TRIG_MAX;")
     lines.append("}")
+    if D.values:
+        lines.insert(2, f"    const int64_t *z = (const int64_t *)"
+                        f"a[{len(k.inputs) + len(k.outputs)}];")
+    k.sizes = D.values if dyn else None
     text = "\n".join(lines) + "\n"
     variants = [_variant(text.replace("_VARIANT(", f"_{v}("), v) for v in ("fast", "exact")]
     if not any(f + "(" in text for f in L.FAST_FNS):
@@ -380,17 +427,20 @@ void em_cg_set_gemm(void *fn) { em_cg_gemm = (em_cg_gemm_fn)fn; }
 """
 
 
-def gemm_kernel_source(k: Kernel, name: str) -> str:
+def gemm_kernel_source(k: Kernel, name: str, dyn: bool = False) -> str:
     """A GEMM kernel: ``name`` runs ember's GEMM for the linear ``k.gemm`` and hands it
     ``name_epi``, which computes the pointwise nodes on each finished block of the
     product (read from the block, stored to the outputs).  With the product itself
     unused outside, the block is overwritten in place by one of the outputs.
     ``name_after`` is the other variant max-autotune times: the whole GEMM first,
-    then the epilogue over blocks of rows in a parallel loop."""
+    then the epilogue over blocks of rows in a parallel loop.  ``dyn``: every size and
+    stride is read at run time (``k.sizes`` lists them)."""
     x, w, b = gemm_operands(k.gemm)
-    N, K = _meta(w).shape
-    wst = _meta(w).stride
-    rows = f"(n0 * {math.prod(k.vshape[1:-1])}LL)"
+    D = _Dims(dyn)
+    nd = len(k.vshape)
+    rows = D.prod(k, range(nd - 1))
+    N, K = D.dim(k, nd - 1), D.num("K", _meta(w).shape[1])
+    wst = [D.num(("w", d), v) for d, v in enumerate(_meta(w).stride)]
     nin = len(k.inputs)
     floats = [i for i, n in enumerate(k.outputs) if _dtype(_meta(n)) == "float32"]
     ci = k.outputs.index(k.gemm) if k.gemm in k.outputs else floats[0]
@@ -404,7 +454,7 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
         if a in var:
             return var[a]
         i = k.inputs.index(a)
-        return f"(float)in{i}[ro{i} + j * {_strides(k, a)[-1]}LL]"
+        return f"(float)in{i}[ro{i} + j * {D.num((i, nd - 1), _strides(k, a)[-1])}]"
 
     lines = [f"static void {name}_epi(float *c, int64_t rsc, int64_t csc, int64_t i0, "
              f"int64_t j0, int64_t m, int64_t n, void *ctx) {{",
@@ -418,7 +468,8 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
     lines.append("    for (int64_t ii = 0; ii < m; ii++) {")
     lines.append("        const int64_t r = i0 + ii;")
     for i in used:
-        lines.append(f"        const int64_t ro{i} = {_row_offset(k, _strides(k, k.inputs[i]))};")
+        lines.append(f"        const int64_t ro{i} = "
+                     f"{_row_offset(k, _strides(k, k.inputs[i]), D, i)};")
     body = [f"const float {var[k.gemm]} = c[ii * rsc + jj * csc];"]
     for n in k.nodes[1:]:
         prim, ops = k.prim[n]
@@ -428,7 +479,7 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
         if n is k.gemm and i == ci:
             continue      # the block is this output's own memory
         val = f"({var[n]} != 0)" if _dtype(_meta(n)) == "bool" else var[n]
-        body.append(f"out{i}[r * {N}LL + j] = {val};")
+        body.append(f"out{i}[r * {N} + j] = {val};")
     text = "\n".join(body)
     # a row whose values leave a fast function's range is computed again with the
     # full-range forms (the product is then kept apart from the outputs: scheduler)
@@ -447,39 +498,45 @@ def gemm_kernel_source(k: Kernel, name: str) -> str:
         lines.append("            }")
     lines += ["    }", "}"]
     bias = f"(const float *)a[{k.inputs.index(b)}]" if b is not None else "NULL"
-    lines += [f"void {name}(void **a, int nt, int64_t n0) {{",
-              f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}LL, 1LL, "
+    zdecl = (f"    const int64_t *z = (const int64_t *)a[{nin + len(k.outputs)}]; (void)z;"
+             if D.values else "")
+    lines.insert(2, zdecl)
+    lines += [f"void {name}(void **a, int nt, int64_t n0) {{", zdecl,
+              f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}, 1LL, "
               f"NULL, NULL}};",
-              f"    const em_cg_smat B = {{(const float *)a[{k.inputs.index(w)}], {wst[1]}LL, "
-              f"{wst[0]}LL, NULL, NULL}};",
-              f"    em_cg_gemm({rows}, {N}LL, {K}LL, 1.0f, &A, &B, 0.0f, (float *)a[{nin + ci}], "
-              f"{N}LL, 1LL, NULL, {bias}, {name}_epi, a, nt);",
+              f"    const em_cg_smat B = {{(const float *)a[{k.inputs.index(w)}], {wst[1]}, "
+              f"{wst[0]}, NULL, NULL}};",
+              f"    em_cg_gemm({rows}, {N}, {K}, 1.0f, &A, &B, 0.0f, (float *)a[{nin + ci}], "
+              f"{N}, 1LL, NULL, {bias}, {name}_epi, a, nt);",
               "}"]
-    lines += [f"void {name}_after(void **a, int nt, int64_t n0) {{",
+    lines += [f"void {name}_after(void **a, int nt, int64_t n0) {{", zdecl,
               f"    const int64_t M = {rows};",
               f"    float *C = (float *)a[{nin + ci}];",
-              f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}LL, 1LL, "
+              f"    const em_cg_smat A = {{(const float *)a[{k.inputs.index(x)}], {K}, 1LL, "
               f"NULL, NULL}};",
-              f"    const em_cg_smat B = {{(const float *)a[{k.inputs.index(w)}], {wst[1]}LL, "
-              f"{wst[0]}LL, NULL, NULL}};",
-              f"    em_cg_gemm(M, {N}LL, {K}LL, 1.0f, &A, &B, 0.0f, C, {N}LL, 1LL, NULL, {bias}, "
+              f"    const em_cg_smat B = {{(const float *)a[{k.inputs.index(w)}], {wst[1]}, "
+              f"{wst[0]}, NULL, NULL}};",
+              f"    em_cg_gemm(M, {N}, {K}, 1.0f, &A, &B, 0.0f, C, {N}, 1LL, NULL, {bias}, "
               f"NULL, NULL, nt);",
               f"    #pragma omp parallel for num_threads(nt) schedule(static) "
-              f"if(M * {N}LL >= {_PAR_MIN}LL)",
+              f"if(M * {N} >= {_PAR_MIN}LL)",
               "    for (int64_t r0 = 0; r0 < M; r0 += 16)",
-              f"        {name}_epi(C + r0 * {N}LL, {N}LL, 1LL, r0, 0, M - r0 < 16 ? M - r0 : 16, "
-              f"{N}LL, a);",
+              f"        {name}_epi(C + r0 * {N}, {N}, 1LL, r0, 0, M - r0 < 16 ? M - r0 : 16, "
+              f"{N}, a);",
               "}"]
+    k.sizes = D.values if dyn else None
     return "\n".join(lines) + "\n"
 
 
-def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN) -> str:
+def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN,
+                  dyn: bool = False) -> str:
     """The whole translation unit: ember's scalar math, helpers, one function per kernel
-    (autotuning passes ``par_min=1``: the thread count it picks is then the one used)."""
+    (autotuning passes ``par_min=1``: the thread count it picks is then the one used).
+    ``dyn``: code for every size (sizes and strides read at run time, ``k.sizes``)."""
     parts = ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>", math_header,
              PRELUDE]
     if any(k.gemm is not None for k in kernels):
         parts.append(GEMM_PRELUDE)
-    parts += [gemm_kernel_source(k, f"k{i}") if k.gemm is not None else
-              kernel_source(k, f"k{i}", par_min) for i, k in enumerate(kernels)]
+    parts += [gemm_kernel_source(k, f"k{i}", dyn) if k.gemm is not None else
+              kernel_source(k, f"k{i}", par_min, dyn) for i, k in enumerate(kernels)]
     return "\n".join(parts)

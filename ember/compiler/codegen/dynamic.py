@@ -19,8 +19,8 @@ together are one symbol), and every integer of the graphs is fitted as
 seq``, ``seq * seq`` in strides); a value that no such form fits, or that two
 forms fit, leaves the function without a template, so nothing is
 extrapolated on a guess.  Later calls at new sizes get the graph rebuilt
-without a capture (a size other than the leading one changes the generated
-code, so that builds, or loads from the disk cache, a new shared object).
+without a capture, and its generated code reads every size at run time
+(``cgen``), so they share one shared object.
 """
 from __future__ import annotations
 
@@ -387,6 +387,8 @@ def _resized(code: Any, key: tuple, leaves: list, slot: dict, s: Any) -> Any:
             tuple(n.meta["tensor_meta"].stride) != tuple(t.stride()) for n, t in zip(phs, inputs)):
         return None
     gm = GraphModule(src.gm, g, "GraphModule")
+    if src.gm.meta.get("dynamic_sizes"):
+        gm.meta["dynamic_sizes"] = True
     compiled = code.backend.compile(gm, inputs, mode=code.mode, options=code.options)
     e = _Entry(key, src.guards, compiled, src.user_idx, src.lifted, src.lifted_keys,
                src.out_spec, src.consts, gm=gm, module_guards=src.module_guards,

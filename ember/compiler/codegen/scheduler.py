@@ -62,6 +62,7 @@ class Kernel:
     inputs: list = field(default_factory=list)   # external nodes, in first-use order
     outputs: list = field(default_factory=list)  # nodes read outside the kernel
     gemm: Node | None = None     # the linear whose epilogue this kernel is
+    sizes: list | None = None    # code for every size: the sizes it reads (cgen)
 
     def start_gemm(self, n: Node) -> None:
         """Open the kernel with the GEMM ``n`` (see :func:`gemm_operands`): its value is
