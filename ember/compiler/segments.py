@@ -143,6 +143,11 @@ class LateInput:
         return t
 
 
+def _peek(v: Any) -> Any:
+    """``v``, or the tensor a late input stands for now (without keeping it)."""
+    return v.fetch(v.leaves) if type(v) is LateInput else v
+
+
 def _read(env: dict, name: str) -> Any:
     v = env[name]
     if type(v) is LateInput:
@@ -269,7 +274,7 @@ class Program:
         k, other = miss.step, miss.program
         return (k < len(self.fps) and type(self.steps[k]) is not _GraphStep and
                 self.fps[:k + 1] == other.fps[:k + 1] and
-                all(miss.env.get(n) is env[n] for n in self.reads[k]))
+                all(_peek(miss.env.get(n)) is _peek(env[n]) for n in self.reads[k]))
 
     def __call__(self, *inputs: Any, resume: GuardMiss | None = None) -> tuple:
         env = dict(zip(self.input_names, inputs))
