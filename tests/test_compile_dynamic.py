@@ -98,3 +98,30 @@ def test_dynamic_none_keeps_sizes_beyond_the_leading_one_specialised():
         for T in (3, 5, 7, 9):
             _check(cf, f, ember.randn(2, T, 16, generator=g))
     assert ember.compiler.counters["stats"]["calls_captured"] == 4
+
+
+def test_training_at_new_batch_and_sequence_lengths():
+    ember.compiler.reset()
+    g = ember.Generator().manual_seed(5)
+    lin = ember.nn.Linear(16, 48)
+    f = _attention(lin)
+
+    def loss_fn(x):
+        a, b = f(x)
+        return (a ** 2).mean() + b
+
+    cf = ember.compile(loss_fn, dynamic=True)
+    for B, T in [(2, 5), (3, 7), (5, 4), (4, 9), (6, 3)]:
+        x = ember.randn(B, T, 16, generator=g, requires_grad=True)
+        grads = []
+        for fn in (cf, loss_fn):
+            lin.weight.grad = None
+            x.grad = None
+            loss = fn(x)
+            loss.backward()
+            grads.append((loss.detach().numpy(), lin.weight.grad.numpy(), x.grad.numpy()))
+        for a, e in zip(*grads):
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    stats = ember.compiler.counters["stats"]
+    assert stats["calls_captured"] == 3 and stats["graphs_resized"] == 2
+    assert _recompiles() == 2

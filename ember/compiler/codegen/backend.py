@@ -352,9 +352,13 @@ def compile_graph(gm: Any, example_inputs: list,
         from . import aot
         try:
             # no static buffers: saved activations must outlive the next forward
-            return aot.compile_training(gm, example_inputs, lambda g: _compile_plain(
-                g, CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS if mode in _TUNED else
-                CompileMode.DEFAULT))
+            def plain(g: Any) -> Callable:
+                # the forward and backward graphs: code for every size too (dynamic=True)
+                if gm.meta.get("dynamic_sizes"):
+                    g.meta["dynamic_sizes"] = True
+                return _compile_plain(g, CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS
+                                      if mode in _TUNED else CompileMode.DEFAULT)
+            return aot.compile_training(gm, example_inputs, plain)
         except aot.JointTraceError as e:
             gm.meta["joint_error"] = str(e)
             return gm.forward
