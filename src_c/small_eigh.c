@@ -99,9 +99,10 @@ static void tred2(int n, double *V, double *d, double *e, int vec) {
 }
 
 /* Implicit QL on the tridiagonal (d, e); with `vec`, rotations are applied to the
-   columns of V.  Ends with d ascending (and V's columns in the same order).  Returns 0,
+   rows of Z (tred2's V transposed, so each rotation touches two contiguous rows).
+   Ends with d ascending (and Z's rows in the same order).  Returns 0,
    or l + 1 when eigenvalue l does not converge. */
-static int tql2(int n, double *V, double *d, double *e, int vec) {
+static int tql2(int n, double *Z, double *d, double *e, int vec) {
     for (int i = 1; i < n; i++) e[i - 1] = e[i];
     e[n - 1] = 0.0;
     double f = 0.0, tst1 = 0.0;
@@ -133,19 +134,20 @@ static int tql2(int n, double *V, double *d, double *e, int vec) {
                     s2 = s;
                     g = c * e[i];
                     h = c * p;
-                    r = hypot(p, e[i]);
+                    r = sqrt(p * p + e[i] * e[i]);   /* |p|, |e| <= ~n after scaling */
                     e[i + 1] = s * r;
                     s = e[i] / r;
                     c = p / r;
                     p = c * d[i] - s * g;
                     d[i + 1] = h + s * (c * g + s * d[i]);
-                    if (vec)
+                    if (vec) {
+                        double *zi = Z + (size_t)i * n, *zj = zi + n;
                         for (int k = 0; k < n; k++) {
-                            double *row = V + (size_t)k * n;
-                            double hk = row[i + 1];
-                            row[i + 1] = s * row[i] + c * hk;
-                            row[i] = c * row[i] - s * hk;
+                            double hk = zj[k];
+                            zj[k] = s * zi[k] + c * hk;
+                            zi[k] = c * zi[k] - s * hk;
                         }
+                    }
                 }
                 p = -s * s2 * c3 * el1 * e[l] / dl1;
                 e[l] = s * p;
@@ -166,8 +168,7 @@ static int tql2(int n, double *V, double *d, double *e, int vec) {
             d[i] = p;
             if (vec)
                 for (int j = 0; j < n; j++) {
-                    double *row = V + (size_t)j * n;
-                    double t = row[i]; row[i] = row[k]; row[k] = t;
+                    double t = Z[i * n + j]; Z[i * n + j] = Z[k * n + j]; Z[k * n + j] = t;
                 }
         }
     }
@@ -182,17 +183,31 @@ static int finite_tri_##SFX(int n, const T *a, int lower) {                     
     return 1;                                                                                \
 }                                                                                            \
 static int eigh_one_##SFX(int n, T *a, T *w, int vec, int lower) {                          \
-    double V[EIGH_SMALL_N * EIGH_SMALL_N], d[EIGH_SMALL_N], e[EIGH_SMALL_N];                \
-    /* A(i, j), i >= j, from the chosen triangle of the column-major a */                   \
+    double V[EIGH_SMALL_N * EIGH_SMALL_N], Z[EIGH_SMALL_N * EIGH_SMALL_N];                 \
+    double d[EIGH_SMALL_N], e[EIGH_SMALL_N];                                                 \
+    /* A(i, j), i >= j, from the chosen triangle of the column-major a, scaled by a power  \
+       of two (exact) to max |A| in [1, 2) so the QL rotations need no overflow guard */    \
+    double amax = 0.0;                                                                       \
     for (int i = 0; i < n; i++)                                                              \
-        for (int j = 0; j <= i; j++)                                                         \
-            V[i * n + j] = V[j * n + i] = (double)(lower ? a[i + j * n] : a[j + i * n]);     \
+        for (int j = 0; j <= i; j++) {                                                       \
+            double x = (double)(lower ? a[i + j * n] : a[j + i * n]);                        \
+            V[i * n + j] = V[j * n + i] = x;                                                 \
+            if (fabs(x) > amax) amax = fabs(x);                                              \
+        }                                                                                    \
+    int ex = 0;                                                                              \
+    if (amax > 0.0) {                                                                        \
+        frexp(amax, &ex);                                                                    \
+        ex -= 1;                                                                             \
+        for (int i = 0; i < n * n; i++) V[i] = ldexp(V[i], -ex);                             \
+    }                                                                                        \
     tred2(n, V, d, e, vec);                                                                  \
-    int info = tql2(n, V, d, e, vec);                                                        \
-    for (int i = 0; i < n; i++) w[i] = (T)d[i];                                              \
     if (vec)                                                                                 \
-        for (int c = 0; c < n; c++)                                                          \
-            for (int r = 0; r < n; r++) a[r + c * n] = (T)V[r * n + c];                      \
+        for (int r = 0; r < n; r++)                                                          \
+            for (int c = 0; c < n; c++) Z[c * n + r] = V[r * n + c];                         \
+    int info = tql2(n, Z, d, e, vec);                                                        \
+    for (int i = 0; i < n; i++) w[i] = (T)ldexp(d[i], ex);                                   \
+    if (vec)                                                                                 \
+        for (int i = 0; i < n * n; i++) a[i] = (T)Z[i];                                      \
     return info;                                                                             \
 }                                                                                            \
 static int small_syev_##SFX(int vec, int lower, int n, T *a, T *w, int64_t batch,           \
