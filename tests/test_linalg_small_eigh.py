@@ -49,6 +49,8 @@ def test_special_matrices(dtype):
     mats = [np.zeros((n, n)), np.eye(n), np.diag(RNG.standard_normal(n)), repeated,
             np.ones((n, n)), 1e30 * _sym(1, n, "float64")[0] if dtype == "float64"
             else 1e15 * _sym(1, n, "float64")[0], 1e-30 * _sym(1, n, "float64")[0]]
+    if dtype == "float64":   # the exact power-of-two scaling keeps extremes representable
+        mats += [1e300 * repeated, 1e-300 * repeated]
     h = np.stack(mats).astype(dtype)
     w, v = ember.linalg.eigh(ember.tensor(h))
     _check(h, w.numpy(), v.numpy(), dtype)
