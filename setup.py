@@ -48,7 +48,7 @@ MODULES = {
     "conv": ["src_c/conv.c", "src_c/pool.c"] + GEMM + COMMON,   # convolution lowers to GEMM
     "special": ["src_c/special.c"] + COMMON,
     "chnorm": ["src_c/chnorm.c"] + COMMON,     # batch_norm, group_norm
-    "lapack_batch": ["src_c/lapack_batch.c"],
+    "lapack_batch": ["src_c/lapack_batch.c", "src_c/small_eigh.c"],
     "cgrun": COMMON,            # calls ember.compile's generated kernels
 }
 

@@ -273,6 +273,10 @@ def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
     if not batch:
         return []
     if not cplx and n <= 32:
+        infos = _infos(batch)
+        if _batch.small_syev(_kind(a), vectors, uplo, n, a.data_ptr(), w.data_ptr(), batch,
+                             core.get_num_threads(), infos.data_ptr()):
+            return infos.tolist()[:batch]
         return _syev_small(a, w, vectors, uplo)
     f = _fn(a.dtype, "heevd" if cplx else "syevd")
     jobz = "V" if vectors else "N"

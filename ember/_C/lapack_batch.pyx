@@ -28,6 +28,8 @@ cdef extern from "ember_lapack_batch.h" nogil:
                        int64_t batch, int *infos)
     int em_small_det(int kind, int n, const void *a, void *r1, void *r2, int64_t batch,
                      int logabs)
+    int em_small_syev(int kind, int vec, char uplo, int n, void *a, void *w, int64_t batch,
+                      int nthreads, int *infos)
 
 
 cdef inline void *_p(object addr):
@@ -159,3 +161,17 @@ def syev(fn, str jobz, str uplo, int n, a, int64_t sa, w, int64_t sw, work, int 
     cdef int *pi = <int *>_p(infos)
     with nogil:
         em_batch_syev(f, jz, u, n, pa, sa, pw, sw, wk, lwork, batch, pi)
+
+
+def small_syev(int kind, bint vectors, str uplo, int n, a, w, int64_t batch, int nthreads,
+               infos):
+    """Symmetric eigen-decomposition of ``batch`` column-major n x n matrices at ``a`` (n <= 32,
+    real, finite): values into ``w``, vectors into ``a``; False if not taken."""
+    cdef void *pa = _p(a)
+    cdef void *pw = _p(w)
+    cdef int *pi = <int *>_p(infos)
+    cdef char u = ord(uplo)
+    cdef int r
+    with nogil:
+        r = em_small_syev(kind, vectors, u, n, pa, pw, batch, nthreads, pi)
+    return r == 0

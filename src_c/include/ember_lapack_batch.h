@@ -39,4 +39,10 @@ int em_small_solve(int kind, int n, int k, const void *a, const void *b, void *o
                    int64_t batch, int *infos);
 int em_small_det(int kind, int n, const void *a, void *r1, void *r2, int64_t batch,
                  int logabs);
+/* Symmetric eigen-decomposition of real (kind 0/1) column-major n x n matrices, n <= 32,
+   reading the uplo triangle ('L'/'U'): values ascending into w (batch x n), vectors
+   (vec 1) into a's columns, infos 0 or the QL failure index; threaded over the batch.
+   Returns -1, doing nothing, for other kinds or sizes or any non-finite input. */
+int em_small_syev(int kind, int vec, char uplo, int n, void *a, void *w, int64_t batch,
+                  int nthreads, int *infos);
 #endif
