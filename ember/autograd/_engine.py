@@ -92,6 +92,7 @@ class _Freed:
 
 
 _FREED_SCALAR = object()     # a released tensor input (no metadata kept)
+_FREED_ONE = (_FREED_SCALAR,)
 
 
 class Node:
@@ -230,7 +231,11 @@ class Node:
             ins = self._inputs
             if self._saves or self._exact:
                 if fixed is None:
-                    if len(ins) == 2:
+                    n = len(ins)
+                    if n == 1:
+                        if isinstance(ins[0], TensorBase):
+                            self._inputs = _FREED_ONE
+                    elif n == 2:
                         a, b = ins
                         self._inputs = (_FREED_SCALAR if isinstance(a, TensorBase) else a,
                                         _FREED_SCALAR if isinstance(b, TensorBase) else b)
@@ -812,7 +817,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                             x = ins[i]
                             if x is not _FREED_SCALAR and (
                                     g.dtype is not x.dtype or g.dim() != x.dim() or
-                                    g.numel() != x.numel() or not x.numel()):
+                                    g.numel() != (xn := x.numel()) or not xn):
                                 g = _fix_grad(g, x)
                                 if fixed is None:
                                     fixed = set()
@@ -841,14 +846,18 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 def _run_all(roots, grads, keep_graph, create_graph):
     """Every reachable node runs, newest first (a max-heap on creation order): when a
     node is popped, all of its consumers, being newer, have already delivered their
-    gradients. No dependency-counting pass over the graph is needed."""
+    gradients. No dependency-counting pass over the graph is needed. The heap holds
+    plain ints (negated sequence numbers, cheaper to compare than tuples) and
+    ``pending`` maps them back to their nodes."""
     buffers = {}
     bget = buffers.get
     heap = []
+    pending = {}
     for (n, nr), g in zip(roots, grads):
         if g is not None:
             if bget(n) is None:
-                heappush(heap, (-n._seq, n))
+                pending[n._seq] = n
+                heappush(heap, -n._seq)
             _add_into(buffers, n, nr, g)
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
@@ -856,9 +865,10 @@ def _run_all(roots, grads, keep_graph, create_graph):
     observe = _node_observer[0]
     bpop = buffers.pop
     Acc = AccumulateGrad
+    ppop = pending.pop
     try:
         while heap:
-            fn = heappop(heap)[1]
+            fn = ppop(-heappop(heap))
             buf = bpop(fn)
             if type(fn) is Acc:
                 if fn._extra is None and not anomaly:
@@ -894,7 +904,7 @@ def _run_all(roots, grads, keep_graph, create_graph):
                         x = ins[i]
                         if x is not _FREED_SCALAR and (
                                 g.dtype is not x.dtype or g.dim() != x.dim() or
-                                g.numel() != x.numel() or not x.numel()):
+                                g.numel() != (xn := x.numel()) or not xn):
                             g = _fix_grad(g, x)
                             if fixed is None:
                                 fixed = set()
@@ -904,12 +914,16 @@ def _run_all(roots, grads, keep_graph, create_graph):
                         old = bget(n)
                         if old is None:
                             buffers[n] = g
-                            heappush(heap, (-n._seq, n))
+                            s = n._seq
+                            pending[s] = n
+                            heappush(heap, -s)
                         else:
                             buffers[n] = old + g
                     else:
                         if bget(n) is None:
-                            heappush(heap, (-n._seq, n))
+                            s = n._seq
+                            pending[s] = n
+                            heappush(heap, -s)
                         _add_into(buffers, n, e[1], g)
                     del g
                 del res
