@@ -409,7 +409,8 @@ def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1, _new=object.
     return node
 
 
-def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
+def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase,
+            _new=object.__new__):
     cls = _get(name)
     if cls is None:
         cls = _class_for(name)
@@ -435,7 +436,15 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
             if saves:
                 vers.append(None)
             nxt.append(None)
-    node = new_node(cls, nxt, inputs, attrs)
+    # new_node, inlined: this runs for every recorded op
+    node = _new(cls)
+    node._next = nxt
+    node._inputs = inputs
+    node._attrs = attrs
+    node._out = None
+    node._extra = None
+    node._seq = next_seq()
+    node._nout = 1
     if type(output) is tuple:
         node._nout = len(output)
         if cls._save_out:
