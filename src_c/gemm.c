@@ -22,7 +22,15 @@
                               const float *, const float *, int);                         \
     void ember_dgemm_ex_##sfx(int64_t, int64_t, int64_t, double, const ember_dmat *,      \
                               const ember_dmat *, double, double *, int64_t, int64_t,     \
-                              const double *, const double *, int);
+                              const double *, const double *, int);                       \
+    void ember_sgemm_epi_##sfx(int64_t, int64_t, int64_t, float, const ember_smat *,      \
+                               const ember_smat *, float, float *, int64_t, int64_t,      \
+                               const float *, const float *, ember_sgemm_epilogue, void *, \
+                               int);                                                      \
+    void ember_dgemm_epi_##sfx(int64_t, int64_t, int64_t, double, const ember_dmat *,     \
+                               const ember_dmat *, double, double *, int64_t, int64_t,    \
+                               const double *, const double *, ember_dgemm_epilogue,      \
+                               void *, int);
 DECL(generic)
 DECL(avx2)
 DECL(avx512)
@@ -95,4 +103,20 @@ void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_d
                     const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
                     const double *br, const double *bc, int nthreads) {
     DISPATCH(ember_dgemm_ex, M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, nthreads)
+}
+
+void ember_sgemm_epi(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
+                     const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
+                     const float *br, const float *bc, ember_sgemm_epilogue epi, void *ctx,
+                     int nthreads) {
+    DISPATCH(ember_sgemm_epi, M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, epi, ctx,
+             nthreads)
+}
+
+void ember_dgemm_epi(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
+                     const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
+                     const double *br, const double *bc, ember_dgemm_epilogue epi, void *ctx,
+                     int nthreads) {
+    DISPATCH(ember_dgemm_epi, M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, epi, ctx,
+             nthreads)
 }

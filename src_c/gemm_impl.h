@@ -103,6 +103,7 @@ extern int eg_tune_mc, eg_tune_kc, eg_tune_nc; /* defined by the harness */
 #define EGT(name) EG_FN(EGT_CAT(eg_, TS, name))       /* static helpers */
 #define EGPUB(name) EG_FN(EGT_CAT(ember_, TS, name))  /* public entry points */
 #define MAT EGT_CAT(ember_, TS, mat)                  /* ember_smat / ember_dmat */
+#define EPI EGT_CAT(ember_, TS, gemm_epilogue)        /* per-panel epilogue hook */
 
 /* ---- vector abstraction: VT (W lanes), MR x (NV*W) register tile ---- */
 #if EMBER_GEMM_ISA == 2
@@ -608,7 +609,7 @@ static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, i
 /* ---------------------------------------------------------- blocked GEMM */
 static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
                           T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
-                          int nt) {
+                          EPI epi, void *ctx, int nt) {
     const int64_t MC = EG_TUNE(eg_tune_mc, MC_DEF) / MR * MR;
     const int64_t KC = EG_TUNE(eg_tune_kc, KC_DEF);
     const int64_t NC = EG_TUNE(eg_tune_nc, NC_DEF) / NR * NR;
@@ -670,6 +671,10 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
                                 EGT(_tile_bias)(cc + ir * rsc, rsc, csc, mr, nr,
                                                 br ? br + ic + ir : NULL, bcp);
                         }
+                        /* the panel is final after the last K block and still in
+                           L1: the caller's epilogue runs on it now */
+                        if (epi && pc + kc >= K)
+                            epi(cc, rsc, csc, ic, jc + p * NR, mc, nr, ctx);
                     }
                 }
 #pragma omp barrier
@@ -698,10 +703,19 @@ static inline int EGT(_threads)(double flops, int nthreads) {
 /* C = alpha*A@B + beta*C (+ br[i] + bc[j]) for descriptor operands (offset
    tables allowed); br / bc are per-row / per-column biases or NULL. */
 static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT B, T beta, T *C,
-                           int64_t rsc, int64_t csc, const T *br, const T *bc, int nthreads) {
+                           int64_t rsc, int64_t csc, const T *br, const T *bc, EPI epi,
+                           void *ctx, int nthreads) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == (T)0) { EGT(_scale)(M, N, beta, C, rsc, csc, br, bc); return; }
+    /* paths that do not go through panels run the epilogue once, on all of C */
+    const int64_t M0 = M, N0 = N, rsc0 = rsc, csc0 = csc;
+    if (K <= 0 || alpha == (T)0) {
+        EGT(_scale)(M, N, beta, C, rsc, csc, br, bc);
+        if (epi) epi(C, rsc, csc, 0, 0, M, N, ctx);
+        return;
+    }
+    EPI tile_epi = epi;
     if (csc != 1 && rsc == 1) {
+        tile_epi = NULL;  /* panels of the transposed problem: run it on the whole */
         /* work on the orientation whose C rows are contiguous: C^T = B^T A^T */
         const MAT at = {B.p, B.cs, B.rs, B.co, B.ro}, bt = {A.p, A.cs, A.rs, A.co, A.ro};
         const T *tb = br;
@@ -723,18 +737,20 @@ static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT 
             small = 0;
         if (small) {
             if (br || bc) EGT(_tile_bias)(C, rsc, csc, M, N, br, bc);
+            if (epi) epi(C, rsc0, csc0, 0, 0, M0, N0, ctx);
             return;
         }
     }
     const int nt = EGT(_threads)(2.0 * (double)M * (double)N * (double)K, nthreads);
-    EGT(_blocked)(M, N, K, alpha, &A, &B, beta, C, rsc, csc, br, bc, nt);
+    EGT(_blocked)(M, N, K, alpha, &A, &B, beta, C, rsc, csc, br, bc, tile_epi, ctx, nt);
+    if (epi && !tile_epi) epi(C, rsc0, csc0, 0, 0, M0, N0, ctx);
 }
 
 static void EGT(_gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
                        int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
                        int64_t rsc, int64_t csc, int nthreads) {
     const MAT a = {A, rsa, csa, NULL, NULL}, b = {B, rsb, csb, NULL, NULL};
-    EGT(_gemm_mat)(M, N, K, alpha, a, b, beta, C, rsc, csc, NULL, NULL, nthreads);
+    EGT(_gemm_mat)(M, N, K, alpha, a, b, beta, C, rsc, csc, NULL, NULL, NULL, NULL, nthreads);
 }
 
 void EGPUB(gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
@@ -746,7 +762,13 @@ void EGPUB(gemm)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t r
 void EGPUB(gemm_ex)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
                     T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
                     int nthreads) {
-    EGT(_gemm_mat)(M, N, K, alpha, *A, *B, beta, C, rsc, csc, br, bc, nthreads);
+    EGT(_gemm_mat)(M, N, K, alpha, *A, *B, beta, C, rsc, csc, br, bc, NULL, NULL, nthreads);
+}
+
+void EGPUB(gemm_epi)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
+                     T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc, EPI epi,
+                     void *ctx, int nthreads) {
+    EGT(_gemm_mat)(M, N, K, alpha, *A, *B, beta, C, rsc, csc, br, bc, epi, ctx, nthreads);
 }
 
 void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
@@ -795,6 +817,7 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef EGPUB
 #undef EG_TR8
 #undef MAT
+#undef EPI
 #undef EGT_CAT
 #undef EGT_CAT3
 #endif

@@ -213,3 +213,22 @@ def test_fused_relu_and_large_trig_arguments_after_a_nan():
     relu, sin = (t.numpy() for t in cf(x))
     assert relu[1] == 0.0 and relu[2] == 0.0 and relu[3] == 2.0 and np.isnan(relu[0])
     np.testing.assert_allclose(sin[500], np.sin(np.float64(3e7)), rtol=1e-6)
+
+
+def test_fused_sin_and_cos_of_one_input_across_quadrants():
+    def f(t):
+        return t.sin() + 0.0, t.cos() + 0.0
+
+    q = np.arange(-64, 65) * (np.pi / 4)          # quadrant boundaries and both sides
+    x = np.concatenate([np.linspace(-100, 100, 20001), q, np.nextafter(q, -1e9),
+                        np.nextafter(q, 1e9)]).astype(np.float32)
+    xt = ember.tensor(x)
+    cf, made = _compiled(f)
+    cf(xt)
+    s, c = cf(xt)
+    assert made[0].n_kernels == 1
+    xd = x.astype(np.float64)
+    for got, ref, eager in ((s, np.sin(xd), xt.sin()), (c, np.cos(xd), xt.cos())):
+        # within one float32 ulp of 1 of the exact value (the vectorised polynomials)
+        np.testing.assert_allclose(got.numpy(), ref, rtol=0, atol=1.2e-7)
+        np.testing.assert_allclose(got.numpy(), eager.numpy(), rtol=0, atol=2.4e-7)

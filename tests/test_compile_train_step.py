@@ -158,3 +158,65 @@ def test_hyperparameters_changed_by_traced_code_run_eagerly(where):
             assert any("changed Python state" in str(m.message) for m in w)
     assert runs[0][0] == runs[1][0] == 0.1 / 8
     np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=1e-6, atol=1e-7)
+
+
+def _clip_step(net, opt, max_norm):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        total = nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        opt.step()
+        return loss, total
+    return step
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])     # clipping, and a factor clamped at 1
+def test_gradients_clipped_between_backward_and_step_stay_compiled(max_norm):
+    ember.compiler.reset()
+    x, y = _data()
+    n1, o1 = _make(ember.optim.Adam, lr=1e-2)
+    n2, o2 = _make(ember.optim.Adam, lr=1e-2)
+    compiled = ember.compile(_clip_step(n1, o1, max_norm))
+    eager = _clip_step(n2, o2, max_norm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # no graph break makes it run eagerly
+        for _ in range(5):
+            (l1, t1), (l2, t2) = compiled(x, y), eager(x, y)
+            np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-5)
+            np.testing.assert_allclose(t1.item(), t2.item(), rtol=1e-5)
+            for a, b in zip(n1.parameters(), n2.parameters()):
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5,
+                                           atol=1e-7)
+    for a, b in zip(n1.parameters(), n2.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    stats = ember.compiler.counters["stats"]
+    assert stats["calls_captured"] == 1 and stats["unique_graphs"] == 2
+    # zero_grad, forward+backward graph, backward, the clipping graph, step
+    prog = _program(compiled)
+    assert [type(s).__name__ for s in prog.steps] == \
+        ["_EagerStep", "_GraphStep", "_EagerStep", "_GraphStep", "_EagerStep"]
+    clip = prog.steps[3].gm.graph
+    assert sum(1 for n in clip.nodes if n.op == "placeholder") == len(list(n1.parameters()))
+
+
+def test_module_zero_grad_inside_a_compiled_step_runs_on_every_call():
+    x, y = _data()
+    runs = []
+    def make(net):
+        def step(x, y):
+            net.zero_grad()
+            F.cross_entropy(net(x), y).backward()
+        return step
+
+    for compiled in (True, False):
+        net, _ = _make(ember.optim.SGD, lr=0.1)
+        fn = ember.compile(make(net)) if compiled else make(net)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(3):
+                fn(x, y)
+        runs.append([p.grad.numpy() for p in net.parameters()])
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

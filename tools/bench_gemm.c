@@ -201,6 +201,44 @@ static int check_tables(int dbl, int64_t M, int64_t N, int64_t K, int mode, int 
     return 0;
 }
 
+/* ember_sgemm_epi: the epilogue sees every element of C exactly once, after the
+   bias and the last K block (C transposed too: the whole-matrix path) */
+typedef struct { float *c; int64_t rsc, csc; int *seen; } epi_ctx;
+static void epi_count(float *c, int64_t rsc, int64_t csc, int64_t i0, int64_t j0, int64_t m,
+                      int64_t n, void *ctx) {
+    epi_ctx *e = ctx;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float *p = c + i * rsc + j * csc;
+            if (p != e->c + (i0 + i) * e->rsc + (j0 + j) * e->csc) __atomic_fetch_add(e->seen, 1 << 20, __ATOMIC_RELAXED);
+            *p = *p * 2.0f + 1.0f;
+            __atomic_fetch_add(e->seen + 1 + (i0 + i) * 1000 + (j0 + j), 1, __ATOMIC_RELAXED);
+        }
+}
+
+static int check_epi(int64_t M, int64_t N, int64_t K, int tc, int nt) {
+    float *a = malloc((M * K + 1) * 4), *b = malloc((K * N + 1) * 4), *bc = malloc((N + 1) * 4);
+    float *c = malloc((M * N + 1) * 4), *ref = malloc((M * N + 1) * 4);
+    int *seen = calloc(1 + 1000 * 1000, sizeof(int));
+    for (int64_t i = 0; i < M * K; i++) a[i] = urand();
+    for (int64_t i = 0; i < K * N; i++) b[i] = urand();
+    for (int64_t i = 0; i < N; i++) bc[i] = urand();
+    int64_t rsc = tc ? 1 : N, csc = tc ? M : 1;
+    ember_smat A = {a, K, 1, NULL, NULL}, B = {b, N, 1, NULL, NULL};
+    ember_sgemm_ex(M, N, K, 1.f, &A, &B, 0.f, ref, rsc, csc, NULL, bc, nt);
+    epi_ctx e = {c, rsc, csc, seen};
+    ember_sgemm_epi(M, N, K, 1.f, &A, &B, 0.f, c, rsc, csc, NULL, bc, epi_count, &e, nt);
+    int bad = seen[0] != 0;
+    for (int64_t i = 0; i < M && !bad; i++)
+        for (int64_t j = 0; j < N && !bad; j++)
+            bad = seen[1 + i * 1000 + j] != 1 ||
+                  c[i * rsc + j * csc] != ref[i * rsc + j * csc] * 2.0f + 1.0f;
+    if (bad) printf("FAIL epilogue M=%ld N=%ld K=%ld tc=%d nt=%d\n", (long)M, (long)N, (long)K,
+                    tc, nt);
+    free(a); free(b); free(bc); free(c); free(ref); free(seen);
+    return bad;
+}
+
 static int run_checks(void) {
     int hw = ember_gemm_set_isa(-1), fails = 0, count = 0;
     int64_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 64, 95, 130};
@@ -226,6 +264,15 @@ static int run_checks(void) {
                     count++;
                 }
             fails += check_batched(dbl, isa);
+            if (!dbl) {
+                int64_t epi[][3] = {{0, 5, 3}, {3, 4, 0}, {2, 3, 4}, {1, 300, 70}, {300, 1, 70},
+                                    {37, 53, 29}, {130, 97, 400}, {333, 517, 701}};
+                for (int t = 0; t < 8; t++)
+                    for (int v = 0; v < 4; v++) {
+                        fails += check_epi(epi[t][0], epi[t][1], epi[t][2], v & 1, 1 + (v >> 1));
+                        count++;
+                    }
+            }
             for (int t = 0; t < 512; t++) {
                 int64_t M = sizes[(rng >> 3) % ns]; urand();
                 int64_t N = t < 256 ? sizes[(rng >> 3) % ns] : 100 + (rng >> 5) % 300; urand();

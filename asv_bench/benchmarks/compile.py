@@ -2,6 +2,8 @@
 
 * ``Chain``: ``(x.sin() * 2 + x.cos()).relu() * x.sigmoid()`` on 4M float32.
 * ``RowOps``: softmax and layer_norm over the rows of a 4096x4096 matrix.
+* ``LinearEpilogue``: ``gelu(linear(x)) + x`` on 4096x512 (ember runs the gelu and
+  the residual add as the GEMM's epilogue, on each block of the product).
 * ``TrainStep``: a training step of an MLP and of a transformer block, the
   forward and loss compiled (generated forward and backward) or eager.
 
@@ -57,6 +59,29 @@ class RowOps:
         self.f = _prepare(mod, fn, self.x, how)
 
     def time_row_op(self, op, how, library):
+        self.f(self.x)
+
+
+class LinearEpilogue:
+    params = [["eager", "compiled"], LIBS]
+    param_names = ["how", "library"]
+    timer = WALL
+    timeout = 300
+
+    def setup(self, how, library):
+        mod = need(library, "numpy")
+        mod.manual_seed(0)
+        self.x = asarray(library, randn((4096, 512)))
+        lin = mod.nn.Linear(512, 512)
+        F = mod.nn.functional
+        self.grad = mod.no_grad()
+        self.grad.__enter__()
+        self.f = _prepare(mod, lambda t: F.gelu(lin(t)) + t, self.x, how)
+
+    def teardown(self, how, library):
+        self.grad.__exit__(None, None, None)
+
+    def time_linear_gelu_residual(self, how, library):
         self.f(self.x)
 
 

@@ -38,3 +38,9 @@ cdef extern from "ember_gemm.h" nogil:
     void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
                         const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
                         const double *br, const double *bc, int nthreads)
+    ctypedef void (*ember_sgemm_epilogue)(float *C, int64_t rsc, int64_t csc, int64_t i0,
+                                          int64_t j0, int64_t m, int64_t n, void *ctx)
+    void ember_sgemm_epi(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
+                         const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
+                         const float *br, const float *bc, ember_sgemm_epilogue epi,
+                         void *ctx, int nthreads)

@@ -3,7 +3,9 @@
 
 A generated kernel is ``void kN(void **a, int nt, int64_t n0)``: ``a`` holds the
 data pointers of its inputs then its outputs, ``nt`` the thread count, ``n0`` the
-leading size.  :class:`Kernel` keeps one such function's address and its
+leading size; a kernel generated for every size (``dynamic=True``) also finds
+the address of its sizes and strides (int64) after its outputs in ``a``.
+:class:`Kernel` keeps one such function's address and its
 outputs' shapes and dtypes; a call allocates the outputs, gathers the addresses
 into an array on the C stack (so concurrent calls share nothing) and calls the
 function with the GIL released.  :class:`Plan` runs a graph made only of
@@ -24,7 +26,8 @@ cdef enum:
 
 
 cdef class Kernel:
-    """One generated kernel: ``Kernel(address, n_in, [(shape, dtype), ...], n0)``.
+    """One generated kernel: ``Kernel(address, n_in, [(shape, dtype), ...], n0,
+    sizes=None)``; ``sizes`` (ints) is passed to the code after the outputs.
 
     ``nt`` caps its thread count (0: ember's thread count), as max-autotune chose.
     """
@@ -36,9 +39,10 @@ cdef class Kernel:
     cdef int *ndims
     cdef int *dtypes
     cdef int64_t *shapes          # n_out rows of MAX_DIMS
+    cdef int64_t *sizes           # the code's run-time sizes, or NULL
     cdef Device dev
 
-    def __cinit__(self, fn_addr, int n_in, list out_specs, int64_t n0):
+    def __cinit__(self, fn_addr, int n_in, list out_specs, int64_t n0, sizes=None):
         cdef int i, d
         if not fn_addr:
             raise ValueError("cgrun.Kernel: null function address")
@@ -53,6 +57,13 @@ cdef class Kernel:
         self.shapes = <int64_t *>malloc(sizeof(int64_t) * MAX_DIMS * (self.n_out + 1))
         if self.ndims is NULL or self.dtypes is NULL or self.shapes is NULL:
             raise MemoryError()
+        self.sizes = NULL
+        if sizes is not None:
+            self.sizes = <int64_t *>malloc(sizeof(int64_t) * (len(sizes) + 1))
+            if self.sizes is NULL:
+                raise MemoryError()
+            for i, v in enumerate(sizes):
+                self.sizes[i] = v
         for i, (shape, dt) in enumerate(out_specs):
             if len(shape) > MAX_DIMS:
                 raise ValueError(f"cgrun.Kernel: output {i} has more than {MAX_DIMS} dims")
@@ -65,6 +76,7 @@ cdef class Kernel:
         free(self.ndims)
         free(self.dtypes)
         free(self.shapes)
+        free(self.sizes)
 
     cdef inline int threads(self, int nt) noexcept:
         if nt <= 0:
@@ -80,7 +92,7 @@ cdef class Kernel:
         """Run on ``ins`` (a tuple or list of tensors) writing ``outs`` (a list)."""
         cdef void *stack[STACK_ARGS]
         cdef void **a = stack
-        cdef int i, n = self.n_in + self.n_out
+        cdef int i, n = self.n_in + self.n_out + (self.sizes is not NULL)
         if len(ins) != self.n_in or len(outs) != self.n_out:
             raise ValueError(f"cgrun.Kernel: expected {self.n_in} inputs and {self.n_out} "
                              f"outputs, got {len(ins)} and {len(outs)}")
@@ -93,6 +105,8 @@ cdef class Kernel:
                 a[i] = data_ptr(<TensorBase?>ins[i])
             for i in range(self.n_out):
                 a[self.n_in + i] = data_ptr(<TensorBase?>outs[i])
+            if self.sizes is not NULL:
+                a[self.n_in + self.n_out] = self.sizes
             nt = self.threads(nt)
             with nogil:
                 self.fn(a, nt, self.n0)

@@ -887,6 +887,13 @@ def _set_gemm_isa(int isa):
     return ember_gemm_set_isa(isa)
 
 
+def _sgemm_epi_address():
+    """The address of ``ember_sgemm_epi`` in this module's copy of the GEMM (the one
+    eager matmul/linear run): code ``ember.compile`` generates calls it to apply a
+    fused epilogue to each finished block of C."""
+    return <size_t>&ember_sgemm_epi
+
+
 def _bf16_gemm_isa():
     """1 when bfloat16 GEMMs run the AVX512_BF16 (vdpbf16ps) kernel, 0 when they widen to
     float32."""

@@ -729,7 +729,7 @@ class _Capture(DispatchMode):
         info = self.sources.get(id(t))
         if info is None and not self.export:
             self._scan_frames_for_modules()
-            info = self.sources.get(id(t))
+            info = self.sources.get(id(t)) or self._parameter_grad(t)
         if info is not None:
             d, k, path, kind = info
             self.lifted.append(functools.partial(_fetch_entry, d, k))
@@ -754,6 +754,21 @@ class _Capture(DispatchMode):
         node.meta["tensor_meta"] = _extract_tensor_metadata(t)
         self.env[id(t)] = (node, t)
         self.versions[sid] = t._version
+        return None
+
+    def _parameter_grad(self, t: Any) -> tuple | None:
+        """``t`` as the ``.grad`` of a parameter the graph lifts, when a ``backward()``
+        earlier in this call set it (gradient clipping between backward and step): a
+        replay reads it from the parameter when the step that uses it runs (the
+        program's earlier steps set it), not at the start of the call."""
+        if not self.split_reasons:
+            return None      # one graph: nothing inside it can have set a .grad
+        for container, key, path, kind in list(self.sources.values()):
+            if kind == "_parameters":
+                p = container.get(key)
+                if p is not None and p.grad is t:
+                    self.add_source(t, _Slot(p, "grad"), "grad", f"{path}.grad", "_late_grad")
+                    return self.sources[id(t)]
         return None
 
     def _scan_frames_for_modules(self) -> None:
@@ -920,7 +935,10 @@ class _Entry:
         self.checked_rg = _rg_writes()
         # lifted inputs that can change without a counted write: re-read every call
         self.volatile = [i for i, (kind, _) in enumerate(lifted_paths or ())
-                         if kind not in ("_parameters", "_buffers", "_attr")]
+                         if kind not in ("_parameters", "_buffers", "_attr", "_late_grad")]
+        # gradients an earlier step of the program sets: read when a step needs them
+        self.late = [(i, path) for i, (kind, path) in enumerate(lifted_paths or ())
+                     if kind == "_late_grad"]
         self.single = out_spec is None and len(consts) == 1 and consts[0] is _MISSING
         self.program = isinstance(compiled, segments.Program)
         self.rng_restore = rng_restore
@@ -975,6 +993,11 @@ class _Entry:
         if self.compiled is None:
             return fn(*args, **kwargs)
         inputs = [leaves[i] for i in self.user_idx] + [f(leaves) for f in self.lifted]
+        if self.late:
+            n = len(self.user_idx)
+            for i, path in self.late:
+                inputs[n + i] = segments.LateInput(self.lifted[i], leaves, self.lifted_keys[i],
+                                                   path)
         if self.program:
             rng = _rng_state() if self.rng_restore else None
             try:
@@ -1214,6 +1237,8 @@ class CompiledCode:
 
             def compile_graph(gm: GraphModule, example_inputs: list) -> Callable:
                 gm.meta["capture_time_s"] = capture_time
+                if self.dynamic is True:
+                    gm.meta["dynamic_sizes"] = True     # generated code reads every size
                 compiler._log("graph", gm.print_readable(print_output=False))
                 compiler._compiling.depth += 1
                 try:

@@ -122,6 +122,39 @@ def output_guard(out: Any) -> tuple:
     return ((type(out), out),)
 
 
+class LateInput:
+    """A graph input read when the first step that needs it runs: a parameter's
+    ``.grad`` that a ``backward()`` earlier in the program sets (gradient clipping
+    between backward and the optimizer step)."""
+
+    __slots__ = ("fetch", "leaves", "key", "path")
+
+    def __init__(self, fetch: Callable, leaves: list, key: tuple, path: str) -> None:
+        self.fetch, self.leaves, self.key, self.path = fetch, leaves, key, path
+
+    def get(self) -> Any:
+        from .capture import tensor_key
+        t = self.fetch(self.leaves)
+        # the program's backward made it when captured; the same steps make it again
+        if t is None or tensor_key(t) != self.key:
+            raise RuntimeError(f"ember.compile: {self.path} is "
+                               f"{'None' if t is None else 'another size or dtype'} where the "
+                               f"compiled step reads it, unlike when it was captured")
+        return t
+
+
+def _peek(v: Any) -> Any:
+    """``v``, or the tensor a late input stands for now (without keeping it)."""
+    return v.fetch(v.leaves) if type(v) is LateInput else v
+
+
+def _read(env: dict, name: str) -> Any:
+    v = env[name]
+    if type(v) is LateInput:
+        v = env[name] = v.get()
+    return v
+
+
 class _GraphStep:
     __slots__ = ("fn", "ins", "outs", "gm", "fp")
 
@@ -130,7 +163,7 @@ class _GraphStep:
         self.fp = ("graph", gm.code, tuple(ins), tuple(outs))
 
     def __call__(self, env: dict, memo: CallMemo | None) -> None:
-        res = self.fn(*[env[i] for i in self.ins])
+        res = self.fn(*[_read(env, i) for i in self.ins])
         for i, v in zip(self.outs, res):
             env[i] = v
 
@@ -145,7 +178,7 @@ class _ValueStep:
         self.fp = ("value", src, how, repr(dtype))
 
     def __call__(self, env: dict, memo: CallMemo | None) -> None:
-        v = read_value(env[self.src], self.how, self.dtype)
+        v = read_value(_read(env, self.src), self.how, self.dtype)
         if not same_value(v, self.expected):
             raise GuardMiss(f"{self.label} == {self.expected!r} (now {v!r})")
 
@@ -167,7 +200,7 @@ class _EagerStep:
 
     def __call__(self, env: dict, memo: CallMemo | None) -> None:
         def get(a: Any) -> Any:
-            return env[a.name] if type(a) is _Ref else a
+            return _read(env, a.name) if type(a) is _Ref else a
         if self.opaque and memo is not None:
             out = memo.call(self.fn, lambda: self.fn(*map_aggregate(self.args, get),
                                                      **map_aggregate(self.kwargs, get)))
@@ -241,7 +274,7 @@ class Program:
         k, other = miss.step, miss.program
         return (k < len(self.fps) and type(self.steps[k]) is not _GraphStep and
                 self.fps[:k + 1] == other.fps[:k + 1] and
-                all(miss.env.get(n) is env[n] for n in self.reads[k]))
+                all(_peek(miss.env.get(n)) is _peek(env[n]) for n in self.reads[k]))
 
     def __call__(self, *inputs: Any, resume: GuardMiss | None = None) -> tuple:
         env = dict(zip(self.input_names, inputs))
@@ -263,7 +296,7 @@ class Program:
                 e.at(self, i, env)
                 e.memo = memo
                 raise
-        return tuple(env[i] for i in self.outs)
+        return tuple(_read(env, i) for i in self.outs)
 
 
 def split_kind(node: Node) -> str | None:

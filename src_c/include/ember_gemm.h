@@ -48,6 +48,25 @@ void ember_dgemm_ex(int64_t M, int64_t N, int64_t K, double alpha, const ember_d
                     const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
                     const double *br, const double *bc, int nthreads);
 
+/* ember_?gemm_ex with an epilogue: epi(C + i0*rsc + j0*csc, rsc, csc, i0, j0, m, n, ctx)
+   runs once for every m x n block of C that is final (bias included), while the
+   block is still in cache, on the thread that computed it; blocks do not overlap
+   and cover C.  The block split depends on the ISA, the sizes and the thread
+   count, so an epilogue must treat each element on its own (elementwise math,
+   reading other operands at (i0 + i, j0 + j)).  epi == NULL is ember_?gemm_ex. */
+typedef void (*ember_sgemm_epilogue)(float *C, int64_t rsc, int64_t csc, int64_t i0,
+                                     int64_t j0, int64_t m, int64_t n, void *ctx);
+typedef void (*ember_dgemm_epilogue)(double *C, int64_t rsc, int64_t csc, int64_t i0,
+                                     int64_t j0, int64_t m, int64_t n, void *ctx);
+void ember_sgemm_epi(int64_t M, int64_t N, int64_t K, float alpha, const ember_smat *A,
+                     const ember_smat *B, float beta, float *C, int64_t rsc, int64_t csc,
+                     const float *br, const float *bc, ember_sgemm_epilogue epi, void *ctx,
+                     int nthreads);
+void ember_dgemm_epi(int64_t M, int64_t N, int64_t K, double alpha, const ember_dmat *A,
+                     const ember_dmat *B, double beta, double *C, int64_t rsc, int64_t csc,
+                     const double *br, const double *bc, ember_dgemm_epilogue epi, void *ctx,
+                     int nthreads);
+
 /* The ISA the GEMM kernels run with (0 generic, 1 AVX2+FMA, 2 AVX-512), and a
    way to force a lower one (tests; -1 = back to detection).  Returns the ISA
    now in use. */

@@ -26,7 +26,7 @@ from ember.fx.node import map_arg
 
 from .. import Backend, CompileMode
 from . import cache
-from .cgen import module_source
+from .cgen import _PAR_MIN, module_source
 from .scheduler import Kernel, _dtype, _meta, partition
 
 _warned = threading.Event()
@@ -62,15 +62,21 @@ class _KernelCall:
     point (:class:`ember._C.cgrun.Kernel`: outputs allocated and the function called
     with the GIL released, no ctypes on the way)."""
 
-    __slots__ = ("k", "ins", "outs", "static")
+    __slots__ = ("k", "ins", "outs", "static", "gemm", "variants", "variant")
 
-    def __init__(self, fn: Any, k: Kernel) -> None:
+    def __init__(self, fns: list, k: Kernel) -> None:
+        self.gemm = k.gemm is not None      # a GEMM with a fused epilogue
         self.ins = list(k.inputs)
         self.outs = list(k.outputs)
         specs = [(tuple(_meta(n).shape), getattr(ember, _dtype(_meta(n)))) for n in self.outs]
         # the leading size is a run-time argument of the code
         n0 = k.vshape[0] if k.vshape else 1
-        self.k = _cgrun.Kernel(ctypes.cast(fn, ctypes.c_void_p).value, len(self.ins), specs, n0)
+        # the code's variants (a GEMM kernel: epilogue per block, or after the GEMM);
+        # max-autotune times them, the first runs otherwise
+        self.variants = [_cgrun.Kernel(ctypes.cast(fn, ctypes.c_void_p).value, len(self.ins),
+                                       specs, n0, k.sizes) for fn in fns]
+        self.variant = 0
+        self.k = self.variants[0]
         self.static: list | None = None    # reduce-overhead: outputs allocated once
 
     @property
@@ -81,6 +87,12 @@ class _KernelCall:
     @nt.setter
     def nt(self, v: int) -> None:
         self.k.nt = v
+
+    def choose(self, variant: int, nt: int) -> None:
+        """Run variant ``variant`` of the code with ``nt`` threads (0: all)."""
+        self.variant = variant
+        self.k = self.variants[variant]
+        self.k.nt = nt
 
     def run(self, env: dict, static: bool) -> list:
         ins = [env[n] for n in self.ins]
@@ -94,24 +106,26 @@ class _KernelCall:
         return outs
 
     def tune(self, env: dict, nt: int) -> None:
-        """Time the kernel on this call's inputs at each thread count; keep the fastest
-        (the kernel is a pure function of its inputs, so reruns change nothing)."""
+        """Time each variant of the kernel on this call's inputs at each thread count;
+        keep the fastest (the kernel is a pure function of its inputs, so reruns change
+        nothing)."""
         import time
         ins = [env[n] for n in self.ins]
         outs = self.k.run(ins)
         best = None
-        self.k.nt = 0
-        for c in sorted({1, max(1, nt // 2), nt}):
-            self.k.run_into(ins, outs, c)
-            ts = []
-            for _ in range(5):
-                t0 = time.perf_counter()
-                self.k.run_into(ins, outs, c)
-                ts.append(time.perf_counter() - t0)
-            t = sorted(ts)[2]
-            if best is None or t < best[0]:
-                best = (t, c)
-        self.k.nt = best[1]
+        for v, k in enumerate(self.variants):
+            k.nt = 0
+            for c in sorted({1, max(1, nt // 2), nt}):
+                k.run_into(ins, outs, c)
+                ts = []
+                for _ in range(5):
+                    t0 = time.perf_counter()
+                    k.run_into(ins, outs, c)
+                    ts.append(time.perf_counter() - t0)
+                t = sorted(ts)[2]
+                if best is None or t < best[0]:
+                    best = (t, v, c)
+        self.choose(best[1], best[2])
 
 
 class CompiledGraph:
@@ -134,7 +148,10 @@ class CompiledGraph:
         ki = 0
         for kind, obj in steps:
             if kind == "kernel":
-                self.steps.append((True, _KernelCall(getattr(lib, f"k{ki}"), obj)))
+                fns = [getattr(lib, f"k{ki}")]
+                if obj.gemm is not None:
+                    fns.append(getattr(lib, f"k{ki}_after"))
+                self.steps.append((True, _KernelCall(fns, obj)))
                 ki += 1
             else:
                 self.steps.append((False, obj))
@@ -158,17 +175,30 @@ class CompiledGraph:
         """The thread count each kernel runs with (0: ``ember.get_num_threads()``)."""
         return [obj.nt for is_k, obj in self.steps if is_k]
 
+    @property
+    def kernel_variants(self) -> list:
+        """The code variant each kernel runs (GEMM kernels: 0 epilogue per block,
+        1 epilogue after the GEMM; others have only 0)."""
+        return [obj.variant for is_k, obj in self.steps if is_k]
+
     def _load_tuning(self) -> bool:
         import json
+        nt = str(ember.get_num_threads())
         try:
-            choice = json.loads(self.tune_file.read_text()).get(str(ember.get_num_threads()))
+            saved = json.loads(self.tune_file.read_text())
+            choice = saved.get(nt)
+            variants = saved.get(f"{nt}:variants")
         except (OSError, ValueError, AttributeError):
             return False
         kernels = [obj for is_k, obj in self.steps if is_k]
         if not isinstance(choice, list) or len(choice) != len(kernels):
             return False
-        for k, c in zip(kernels, choice):
-            k.nt = int(c)
+        if not isinstance(variants, list) or len(variants) != len(kernels) or any(
+                not isinstance(v, int) or not 0 <= v < len(k.variants)
+                for v, k in zip(variants, kernels)):
+            variants = [0] * len(kernels)
+        for k, c, v in zip(kernels, choice, variants):
+            k.choose(v, int(c))
         return True
 
     def _save_tuning(self) -> None:
@@ -178,6 +208,7 @@ class CompiledGraph:
         except (OSError, ValueError):
             old = {}
         old[str(ember.get_num_threads())] = self.kernel_threads
+        old[f"{ember.get_num_threads()}:variants"] = self.kernel_variants
         self.tune_file.parent.mkdir(parents=True, exist_ok=True)
         cache._write_atomic(self.tune_file, json.dumps(old).encode())
 
@@ -321,9 +352,13 @@ def compile_graph(gm: Any, example_inputs: list,
         from . import aot
         try:
             # no static buffers: saved activations must outlive the next forward
-            return aot.compile_training(gm, example_inputs, lambda g: _compile_plain(
-                g, CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS if mode in _TUNED else
-                CompileMode.DEFAULT))
+            def plain(g: Any) -> Callable:
+                # the forward and backward graphs: code for every size too (dynamic=True)
+                if gm.meta.get("dynamic_sizes"):
+                    g.meta["dynamic_sizes"] = True
+                return _compile_plain(g, CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS
+                                      if mode in _TUNED else CompileMode.DEFAULT)
+            return aot.compile_training(gm, example_inputs, plain)
         except aot.JointTraceError as e:
             gm.meta["joint_error"] = str(e)
             return gm.forward
@@ -350,9 +385,13 @@ def _compile_plain(gm: Any, mode: CompileMode = CompileMode.DEFAULT) -> Callable
                     "installation")
         return gm.forward
     tune = mode in _TUNED
-    source = module_source(kernels, header, par_min=1) if tune else \
-        module_source(kernels, header)
+    # dynamic=True: one shared object for every size (they are read at run time)
+    dyn = bool(gm.meta.get("dynamic_sizes"))
+    source = module_source(kernels, header, par_min=1 if tune else _PAR_MIN, dyn=dyn)
     lib = cache.load(source, argv)
+    if any(k.gemm is not None for k in kernels):
+        from ember._C import matmul as _matmul
+        lib.em_cg_set_gemm(ctypes.c_void_p(_matmul._sgemm_epi_address()))
     tune_file = None
     if tune:
         key = cache.cache_key(source, argv)
@@ -375,11 +414,12 @@ class InductorBackend(Backend):
                                      "addresses), so results are overwritten by the next "
                                      "call, as with CUDA graphs; training graphs keep "
                                      "fresh buffers",
-        CompileMode.MAX_AUTOTUNE: "times each kernel at 1, half and all threads on the "
-                                  "first call and keeps the fastest (cached on disk), plus "
-                                  "reduce-overhead's static buffers",
-        CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS: "max-autotune's per-kernel thread choice "
-                                                "without static buffers",
+        CompileMode.MAX_AUTOTUNE: "times each kernel at 1, half and all threads (GEMM "
+                                  "kernels also with the epilogue per block or after the "
+                                  "GEMM) on the first call and keeps the fastest (cached on "
+                                  "disk), plus reduce-overhead's static buffers",
+        CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS: "max-autotune's per-kernel choices without "
+                                                "static buffers",
     }
 
     def compile(self, gm: Any, example_inputs: list, *, mode: CompileMode,

@@ -10,7 +10,17 @@ not affine in ``s`` is caught rather than extrapolated).  From then on a call
 with a new leading size ``s >= 2`` gets the graph resized to ``s`` without a
 capture run, and since generated kernels take the leading size at run time
 (``cgen``), its code is the shared object already built.  ``dynamic=False``
-turns this off; ``dynamic=True`` behaves as the automatic mode.
+turns this off.
+
+``dynamic=True`` goes further: every size of every tensor argument may change.
+The sizes that differ between three captures become symbols (sizes that move
+together are one symbol), and every integer of the graphs is fitted as
+``c * m + d`` where ``m`` is one symbol or the product of two (``batch *
+seq``, ``seq * seq`` in strides); a value that no such form fits, or that two
+forms fit, leaves the function without a template, so nothing is
+extrapolated on a guess.  Later calls at new sizes get the graph rebuilt
+without a capture, and its generated code reads every size at run time
+(``cgen``), so they share one shared object.
 """
 from __future__ import annotations
 
@@ -33,6 +43,21 @@ class _Sym:
 
     def at(self, s: int) -> int:
         return self.a * s + self.b
+
+
+class _Mono:
+    """An integer ``c * prod(symbols[i] for i in m) + d`` of the symbols' values."""
+
+    __slots__ = ("c", "m", "d")
+
+    def __init__(self, c: int, m: tuple, d: int) -> None:
+        self.c, self.m, self.d = c, m, d
+
+    def at(self, s: tuple) -> int:
+        v = self.c
+        for i in self.m:
+            v *= s[i]
+        return v + self.d
 
 
 class _Mismatch(Exception):
@@ -93,9 +118,9 @@ def _raise() -> Any:
     raise _Mismatch
 
 
-def _at(t: Any, s: int, nodes: dict) -> Any:
+def _at(t: Any, s: Any, nodes: dict) -> Any:
     tt = type(t)
-    if tt is _Sym:
+    if tt is _Sym or tt is _Mono:
         return t.at(s)
     if tt is tuple and len(t) == 2 and t[0] == "node":
         return nodes[t[1]]
@@ -154,9 +179,148 @@ def _same(tpl: list, s: int, entry: Any) -> bool:
         x[:3] == y[:3] and repr(x[3:]) == repr(y[3:]) for x, y in zip(got, want))
 
 
+# ---------------------------------------------------------------- dynamic=True
+def _all_sizes(key: tuple) -> tuple:
+    """``key`` without any tensor leaf's sizes or strides, and all those sizes in order."""
+    spec, leaves, alias, sw = key
+    rest, sizes = [], []
+    for k in leaves:
+        if isinstance(k, tuple) and len(k) == 5 and hasattr(k[0], "__len__"):
+            shape, dtype, dev, rg, _ = k
+            sizes.extend(shape)
+            rest.append((len(shape), dtype, dev, rg))
+        else:
+            rest.append(k)
+    return ("every size", spec, tuple(rest), alias, sw), tuple(sizes)
+
+
+def _symbols(vectors: list) -> tuple:
+    """Per size position: None (the same in every capture) or its symbol's index, and
+    each capture's symbol values; positions whose sizes move together share a symbol."""
+    groups: dict = {}
+    pos = []
+    for p in range(len(vectors[0])):
+        vals = tuple(v[p] for v in vectors)
+        pos.append(None if len(set(vals)) == 1 else groups.setdefault(vals, len(groups)))
+    order = sorted(groups, key=groups.get)
+    return pos, [tuple(vals[i] for vals in order) for i in range(len(vectors))]
+
+
+def _fit_int(vs: tuple, S: list) -> Any:
+    if all(v == vs[0] for v in vs):
+        return vs[0]
+    n = len(S[0])
+    found = []
+    for m in [(j,) for j in range(n)] + [(j, k) for j in range(n) for k in range(j, n)]:
+        ms = []
+        for sv in S:
+            x = 1
+            for j in m:
+                x *= sv[j]
+            ms.append(x)
+        if ms[0] == ms[1]:
+            continue
+        c, r = divmod(vs[1] - vs[0], ms[1] - ms[0])
+        d = vs[0] - c * ms[0]
+        if not r and c and all(c * x + d == v for x, v in zip(ms, vs)):
+            found.append(_Mono(c, m, d))
+    if len(found) != 1:
+        raise _Mismatch      # no form, or two that the captures cannot tell apart
+    return found[0]
+
+
+def _fit_all(vs: tuple, S: list) -> Any:
+    """The template value for the captures' values ``vs`` at symbol values ``S``."""
+    t = type(vs[0])
+    if any(type(v) is not t for v in vs):
+        raise _Mismatch
+    if t is int:
+        return _fit_int(vs, S)
+    if t in (tuple, list) or (isinstance(vs[0], tuple) and hasattr(vs[0], "_fields")):
+        if any(len(v) != len(vs[0]) for v in vs):
+            raise _Mismatch
+        items = [_fit_all(x, S) for x in zip(*vs)]
+        return t(*items) if hasattr(vs[0], "_fields") else t(items)
+    if t is dict:
+        if any(list(v) != list(vs[0]) for v in vs):
+            raise _Mismatch
+        return {k: _fit_all(tuple(v[k] for v in vs), S) for k in vs[0]}
+    if t is slice:
+        return slice(_fit_all(tuple(v.start for v in vs), S),
+                     _fit_all(tuple(v.stop for v in vs), S),
+                     _fit_all(tuple(v.step for v in vs), S))
+    if isinstance(vs[0], Node):
+        return ("node", vs[0].name) if all(v.name == vs[0].name for v in vs) else _raise()
+    if hasattr(vs[0], "__len__") and t.__name__ == "Size":
+        return ("size", _fit_all(tuple(tuple(v) for v in vs), S))
+    if all(v == vs[0] or v is vs[0] for v in vs):
+        return vs[0]
+    raise _Mismatch
+
+
+def _template_all(entries: list, S: list) -> list:
+    recs = [_records(e.gm.graph) for e in entries]
+    e0 = entries[0]
+    for e, r in zip(entries[1:], recs[1:]):
+        if len(r) != len(recs[0]) or e.out_spec != e0.out_spec or \
+                e.user_idx != e0.user_idx or len(e.consts) != len(e0.consts) or any(
+                    a is not b and a != b for a, b in zip(e.consts, e0.consts)):
+            raise _Mismatch
+    tpl = []
+    for rs in zip(*recs):
+        if any(r[:3] != rs[0][:3] for r in rs):
+            raise _Mismatch
+        tpl.append(rs[0][:3] + tuple(_fit_all(tuple(r[i] for r in rs), S)
+                                     for i in range(3, 6)))
+    return tpl
+
+
+def _observe_all(code: Any, entry: Any, key: tuple) -> None:
+    base, sizes = _all_sizes(key)
+    if not sizes:
+        return
+    st = _state.setdefault(code, {})
+    slot = st.setdefault(base, {"seen": [], "tpl": None, "pos": None, "made": 0})
+    if slot["tpl"] is not None or any(sizes == t for t, _ in slot["seen"]):
+        return
+    slot["seen"] = (slot["seen"] + [(sizes, entry)])[-3:]
+    if len(slot["seen"]) < 3:
+        return
+    pos, S = _symbols([t for t, _ in slot["seen"]])
+    try:
+        slot["tpl"] = _template_all([e for _, e in slot["seen"]], S)
+        slot["pos"] = pos
+    except (_Mismatch, TypeError, ValueError):
+        slot["tpl"] = None
+
+
+def _resize_all(code: Any, key: tuple, leaves: list) -> Any:
+    base, sizes = _all_sizes(key)
+    slot = (_state.get(code) or {}).get(base)
+    if slot is None or slot["tpl"] is None or slot["made"] >= _MAX_SIZES:
+        return None
+    ref = slot["seen"][-1][0]
+    n = 1 + max((i for i in slot["pos"] if i is not None), default=-1)
+    S: list = [None] * n
+    for p, i in enumerate(slot["pos"]):
+        if i is None:
+            if sizes[p] != ref[p]:
+                return None      # a size no capture varied
+        elif S[i] is None:
+            S[i] = sizes[p]
+        elif S[i] != sizes[p]:
+            return None          # sizes that moved together in the captures part ways
+    if any(v is None or v < 2 for v in S):
+        return None
+    return _resized(code, key, leaves, slot, tuple(S))
+
+
 def observe(code: Any, entry: Any, key: tuple) -> None:
     """A capture of ``code`` finished: learn (or confirm) its shape-generic form."""
     if code.dynamic is False or entry.compiled is None or entry.gm is None:
+        return
+    if code.dynamic is True:
+        _observe_all(code, entry, key)
         return
     base, sizes = _leading(key)
     if not sizes or len(set(sizes)) != 1:
@@ -187,6 +351,8 @@ def observe(code: Any, entry: Any, key: tuple) -> None:
 
 def resize(code: Any, key: tuple, leaves: list) -> Any:
     """An entry for ``key`` from the confirmed shape-generic graph, or None."""
+    if code.dynamic is True:
+        return _resize_all(code, key, leaves)
     st = _state.get(code)
     if not st:
         return None
@@ -197,6 +363,11 @@ def resize(code: Any, key: tuple, leaves: list) -> Any:
     s = sizes[0]
     if s < 2 or slot["made"] >= _MAX_SIZES:
         return None
+    return _resized(code, key, leaves, slot, s)
+
+
+def _resized(code: Any, key: tuple, leaves: list, slot: dict, s: Any) -> Any:
+    """The entry running ``slot``'s template at sizes ``s``, or None."""
     from ..capture import _Entry
     src = slot["seen"][-1][1]
     try:
@@ -216,6 +387,8 @@ def resize(code: Any, key: tuple, leaves: list) -> Any:
             tuple(n.meta["tensor_meta"].stride) != tuple(t.stride()) for n, t in zip(phs, inputs)):
         return None
     gm = GraphModule(src.gm, g, "GraphModule")
+    if src.gm.meta.get("dynamic_sizes"):
+        gm.meta["dynamic_sizes"] = True
     compiled = code.backend.compile(gm, inputs, mode=code.mode, options=code.options)
     e = _Entry(key, src.guards, compiled, src.user_idx, src.lifted, src.lifted_keys,
                src.out_spec, src.consts, gm=gm, module_guards=src.module_guards,

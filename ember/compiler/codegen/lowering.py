@@ -69,13 +69,12 @@ POINTWISE: dict[str, Pointwise] = {
     "sigmoid": Pointwise(_SIGMOID, 1),
     "relu": Pointwise("em_cg_relu({0})", 1),
     "silu": Pointwise("em_siluf({0})", 1),
-    "gelu": Pointwise("(float)(0.5 * (double){0} * (1 + erf((double){0} * "
-                      "0.70710678118654752440)))", 1),
+    "gelu": Pointwise("em_cg_gelu({0})", 1),
     # the backward formulas' own kernels (training graphs): (grad, input or output)
     "relu_backward": Pointwise("({1} > 0 ? {0} : 0.0f)", 2),
     "sigmoid_backward": Pointwise("({0} * {1} * (1.0f - {1}))", 2),
     "tanh_backward": Pointwise("({0} * (1.0f - {1} * {1}))", 2),
-    "gelu_backward": Pointwise("({0} * em_gelu_gradf({1}))", 2),
+    "gelu_backward": Pointwise("({0} * em_cg_gelu_grad({1}))", 2),
     "gt": Pointwise("({0} > {1})", 2, True),
     "lt": Pointwise("({0} < {1})", 2, True),
     "ge": Pointwise("({0} >= {1})", 2, True),
@@ -85,6 +84,20 @@ POINTWISE: dict[str, Pointwise] = {
     "logical_not": Pointwise("(!({0}))", 1, True),
     "where": Pointwise("(({0}) ? ({1}) : ({2}))", 3),
 }
+# functions generated code takes in a fast, vectorising form over part of their
+# range: op name -> (the operand whose range matters, C for how far past that range it
+# is, scaled so that > EM_CG_TRIG_MAX means past).  A kernel that meets such a value
+# runs again with the full-range forms (cgen).
+FAST_RANGE: dict[str, tuple[int, str]] = {
+    "sin": (0, "fabsf({})"),
+    "cos": (0, "fabsf({})"),
+    "sigmoid": (0, "(-({}) * (EM_CG_TRIG_MAX / EM_CG_SIGMOID_MIN))"),
+    "gelu": (0, "(-({}) * (EM_CG_TRIG_MAX / EM_CG_GELU_MIN))"),
+    "gelu_backward": (1, "(-({}) * (EM_CG_TRIG_MAX / EM_CG_GELU_MIN))"),
+}
+# the C functions with a _fast and an _exact form
+FAST_FNS = ("em_cg_sin", "em_cg_cos", "em_cg_sigmoid", "em_cg_gelu", "em_cg_gelu_grad")
+
 POINTWISE["greater"] = POINTWISE["gt"]
 POINTWISE["less"] = POINTWISE["lt"]
 POINTWISE["multiply"] = POINTWISE["mul"]

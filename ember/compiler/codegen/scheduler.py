@@ -9,6 +9,11 @@ on them).  Pointwise chains thus become one loop, and pointwise producers,
 softmax, log_softmax and layer_norm's mean/variance become one pass per row.
 Anything else is an eager step, which also closes the open kernel so the
 graph's order of effects is kept.
+
+A float32 ``linear`` opens a *GEMM kernel*: the product runs through ember's
+GEMM and the pointwise nodes that follow it (activation, residual add ...)
+become its epilogue, applied to each block of the result as the GEMM finishes
+it, while the block is still in cache.
 """
 from __future__ import annotations
 
@@ -56,6 +61,20 @@ class Kernel:
     prim: dict = field(default_factory=dict)     # node -> (primitive, operands)
     inputs: list = field(default_factory=list)   # external nodes, in first-use order
     outputs: list = field(default_factory=list)  # nodes read outside the kernel
+    gemm: Node | None = None     # the linear whose epilogue this kernel is
+    sizes: list | None = None    # code for every size: the sizes it reads (cgen)
+
+    def start_gemm(self, n: Node) -> None:
+        """Open the kernel with the GEMM ``n`` (see :func:`gemm_operands`): its value is
+        the one every epilogue node reads first."""
+        self.vshape = tuple(_meta(n).shape)
+        self.gemm = n
+        for a in gemm_operands(n):
+            if a is not None and a not in self.inputs:
+                self.inputs.append(a)
+        self.nodes.append(n)
+        self.cls[n] = "V"
+        self.prim[n] = (None, [])
 
     @property
     def rows(self) -> int:
@@ -128,6 +147,8 @@ class Kernel:
         if m is None:
             return False
         shape = tuple(m.shape)
+        if self.gemm is not None and not isinstance(prim, L.Pointwise):
+            return False      # an epilogue is elementwise: blocks finish in any order
         if isinstance(prim, L.Pointwise):
             ops = list(n.args[:prim.arity])
             if len(ops) != prim.arity or len(n.args) > prim.arity:
@@ -143,6 +164,8 @@ class Kernel:
                   and any(isinstance(a, Node) for a in ops)):
                 kind = "S"
             else:
+                return False
+            if self.gemm is not None and kind != "V":
                 return False
         else:
             if not n.args or not isinstance(n.args[0], Node) or _dtype(m) != _FLOAT:
@@ -181,10 +204,54 @@ class Kernel:
     def finish(self) -> None:
         inside = set(self.nodes)
         self.outputs = [n for n in self.nodes if any(u not in inside for u in n.users)]
+        if self.gemm is not None and self.gemm not in self.outputs and (
+                not any(_dtype(_meta(n)) == _FLOAT for n in self.outputs) or
+                any(_op_name(n) in L.FAST_RANGE for n in self.nodes)):
+            # the GEMM needs float memory to write, and an epilogue that may compute
+            # a row again must find the product unchanged
+            self.outputs.insert(0, self.gemm)
 
     def worth_it(self) -> bool:
-        """A lone pointwise op or reduction gains nothing over its eager kernel."""
-        return len(self.nodes) > 1 or isinstance(self.prim[self.nodes[0]][0], L.Row)
+        """A lone pointwise op or reduction (or a GEMM with no epilogue) gains nothing
+        over its eager kernel."""
+        return len(self.nodes) > 1 or (self.gemm is None and
+                                       isinstance(self.prim[self.nodes[0]][0], L.Row))
+
+
+def _contiguous(m: Any) -> bool:
+    expect = 1
+    for s, st in zip(reversed(tuple(m.shape)), reversed(tuple(m.stride))):
+        if s != 1 and st != expect:
+            return False
+        expect *= s
+    return True
+
+
+def gemm_operands(n: Node) -> tuple | None:
+    """``(x, weight, bias or None)`` when ``n`` is a linear the GEMM kernel takes:
+    float32, an input of two or more dimensions laid out contiguously (its rows are
+    the GEMM's), a 2-D weight of any strides and a contiguous 1-D bias, the case the
+    eager linear runs as one GEMM with the bias fused."""
+    if _op_name(n) != "linear" or set(n.kwargs) - {"bias"} or not 2 <= len(n.args) <= 3:
+        return None
+    x, w = n.args[0], n.args[1]
+    b = n.args[2] if len(n.args) > 2 else n.kwargs.get("bias")
+    if not isinstance(x, Node) or not isinstance(w, Node) or not (b is None or isinstance(b, Node)):
+        return None
+    xm, wm, om = _meta(x), _meta(w), _meta(n)
+    if xm is None or wm is None or om is None:
+        return None
+    if any(_dtype(m) != _FLOAT for m in (xm, wm, om)) or len(xm.shape) < 2 or \
+            len(wm.shape) != 2 or not _contiguous(xm):
+        return None
+    N, K = wm.shape
+    if xm.shape[-1] != K or K < 1 or N < 1 or tuple(om.shape) != tuple(xm.shape[:-1]) + (N,):
+        return None
+    if b is not None:
+        bm = _meta(b)
+        if bm is None or _dtype(bm) != _FLOAT or tuple(bm.shape) != (N,) or not _contiguous(bm):
+            return None
+    return x, w, b
 
 
 def partition(graph: Any) -> list:
@@ -207,6 +274,11 @@ def partition(graph: Any) -> list:
         if n.op in ("placeholder", "output"):
             continue
         name = _op_name(n)
+        if name == "linear" and gemm_operands(n) is not None:
+            close()
+            open_k = Kernel(())
+            open_k.start_gemm(n)
+            continue
         prim = L.lookup(name, dict(n.kwargs)) if name else None
         if prim is not None:
             if open_k is not None and open_k.try_add(n, prim):

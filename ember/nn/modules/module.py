@@ -5,12 +5,14 @@ Parameters, buffers and submodules register themselves on attribute assignment;
 ``forward``."""
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable
 
 import ember
+from ember._tensor import _capturing
 from ember.autograd._hooks import RemovableHandle, add_hook
 from ember.nn.parameter import Buffer, Parameter, UninitializedParameter
 
@@ -606,6 +608,12 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
+        if _capturing():
+            # inside ember.compile: an eager step, so every call resets the gradients
+            # (a replay of the graphs alone would not)
+            from ember.compiler import _eager_step
+            return _eager_step("zero_grad", functools.partial(type(self).zero_grad, self,
+                                                             bool(set_to_none)))
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:

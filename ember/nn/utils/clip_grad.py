@@ -5,6 +5,7 @@ import math
 
 import ember
 from ember._C import foreach as _fe
+from ember._tensor import _capturing
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -55,6 +56,14 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     below 1 (``total_norm`` from :func:`get_total_norm`)."""
     grads = _grads(parameters)
     if not grads:
+        return
+    if isinstance(total_norm, ember.Tensor) and _capturing():
+        # a graph being captured: the factor stays a tensor, clamped at 1 (scaling by 1
+        # changes no bit), so the step reads no value into Python and stays one graph
+        with ember.autograd.no_grad():
+            coef = (float(max_norm) / (total_norm.detach() + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(coef)
         return
     if foreach is not False and grads[0].is_cuda and isinstance(total_norm, ember.Tensor):
         with ember.autograd.no_grad():     # the coefficient stays on the device: no sync
