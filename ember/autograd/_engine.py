@@ -92,6 +92,7 @@ class _Freed:
 
 
 _FREED_SCALAR = object()     # a released tensor input (no metadata kept)
+_FREED_ONE = (_FREED_SCALAR,)
 
 
 class Node:
@@ -230,7 +231,11 @@ class Node:
             ins = self._inputs
             if self._saves or self._exact:
                 if fixed is None:
-                    if len(ins) == 2:
+                    n = len(ins)
+                    if n == 1:
+                        if isinstance(ins[0], TensorBase):
+                            self._inputs = _FREED_ONE
+                    elif n == 2:
                         a, b = ins
                         self._inputs = (_FREED_SCALAR if isinstance(a, TensorBase) else a,
                                         _FREED_SCALAR if isinstance(b, TensorBase) else b)
@@ -404,7 +409,8 @@ def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1, _new=object.
     return node
 
 
-def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
+def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase,
+            _new=object.__new__):
     cls = _get(name)
     if cls is None:
         cls = _class_for(name)
@@ -430,7 +436,15 @@ def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase):
             if saves:
                 vers.append(None)
             nxt.append(None)
-    node = new_node(cls, nxt, inputs, attrs)
+    # new_node, inlined: this runs for every recorded op
+    node = _new(cls)
+    node._next = nxt
+    node._inputs = inputs
+    node._attrs = attrs
+    node._out = None
+    node._extra = None
+    node._seq = next_seq()
+    node._nout = 1
     if type(output) is tuple:
         node._nout = len(output)
         if cls._save_out:
@@ -812,7 +826,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                             x = ins[i]
                             if x is not _FREED_SCALAR and (
                                     g.dtype is not x.dtype or g.dim() != x.dim() or
-                                    g.numel() != x.numel() or not x.numel()):
+                                    g.numel() != (xn := x.numel()) or not xn):
                                 g = _fix_grad(g, x)
                                 if fixed is None:
                                     fixed = set()
@@ -841,14 +855,18 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 def _run_all(roots, grads, keep_graph, create_graph):
     """Every reachable node runs, newest first (a max-heap on creation order): when a
     node is popped, all of its consumers, being newer, have already delivered their
-    gradients. No dependency-counting pass over the graph is needed."""
+    gradients. No dependency-counting pass over the graph is needed. The heap holds
+    plain ints (negated sequence numbers, cheaper to compare than tuples) and
+    ``pending`` maps them back to their nodes."""
     buffers = {}
     bget = buffers.get
     heap = []
+    pending = {}
     for (n, nr), g in zip(roots, grads):
         if g is not None:
             if bget(n) is None:
-                heappush(heap, (-n._seq, n))
+                pending[n._seq] = n
+                heappush(heap, -n._seq)
             _add_into(buffers, n, nr, g)
     prev = is_grad_enabled()
     _set_grad_enabled(create_graph)
@@ -856,9 +874,10 @@ def _run_all(roots, grads, keep_graph, create_graph):
     observe = _node_observer[0]
     bpop = buffers.pop
     Acc = AccumulateGrad
+    ppop = pending.pop
     try:
         while heap:
-            fn = heappop(heap)[1]
+            fn = ppop(-heappop(heap))
             buf = bpop(fn)
             if type(fn) is Acc:
                 if fn._extra is None and not anomaly:
@@ -894,7 +913,7 @@ def _run_all(roots, grads, keep_graph, create_graph):
                         x = ins[i]
                         if x is not _FREED_SCALAR and (
                                 g.dtype is not x.dtype or g.dim() != x.dim() or
-                                g.numel() != x.numel() or not x.numel()):
+                                g.numel() != (xn := x.numel()) or not xn):
                             g = _fix_grad(g, x)
                             if fixed is None:
                                 fixed = set()
@@ -904,12 +923,16 @@ def _run_all(roots, grads, keep_graph, create_graph):
                         old = bget(n)
                         if old is None:
                             buffers[n] = g
-                            heappush(heap, (-n._seq, n))
+                            s = n._seq
+                            pending[s] = n
+                            heappush(heap, -s)
                         else:
                             buffers[n] = old + g
                     else:
                         if bget(n) is None:
-                            heappush(heap, (-n._seq, n))
+                            s = n._seq
+                            pending[s] = n
+                            heappush(heap, -s)
                         _add_into(buffers, n, e[1], g)
                     del g
                 del res
