@@ -72,7 +72,7 @@
     X(ABS, abs, "abs", ARITH, NUM_B, OWN, _, _) \
     X(SIGN, sign, "sign", ARITH, NUM_B, OWN, _, _) \
     X(EXP, exp, "exp", FLOAT, FLOATS, F2, em_expf(x), em_exp_d(x)) \
-    X(EXP2, exp2, "exp2", FLOAT, FLOATS, F2, em_exp2f(x), exp2(x)) \
+    X(EXP2, exp2, "exp2", FLOAT, FLOATS, OWN, _, _) \
     X(EXPM1, expm1, "expm1", FLOAT, FLOATS, F2, em_expm1f(x), (T)expm1(x)) \
     X(LOG, log, "log", FLOAT, FLOATS, F2, em_logf(x), em_log_d(x)) \
     X(LOG2, log2, "log2", FLOAT, FLOATS, F2, em_logf(x) * 1.44269504088896341f, em_log2_d(x)) \
@@ -88,10 +88,10 @@
     X(ATAN, atan, "atan", FLOAT, FLOATS, F2, em_atanf(x), (T)atan(x)) \
     X(SINH, sinh, "sinh", FLOAT, FLOATS, F2, em_sinhf(x), (T)sinh(x)) \
     X(COSH, cosh, "cosh", FLOAT, FLOATS, F2, em_coshf(x), (T)cosh(x)) \
-    X(TANH, tanh, "tanh", FLOAT, FLOATS, F2, ew_tanhf(x), tanh(x)) \
+    X(TANH, tanh, "tanh", FLOAT, FLOATS, F2, ew_tanhf(x), em_tanh_vd(x)) \
     X(ASINH, asinh, "asinh", FLOAT, FLOATS, F2, em_asinhf(x), em_asinh_d(x)) \
     X(ACOSH, acosh, "acosh", FLOAT, FLOATS, F2, em_acoshf(x), em_acosh_d(x)) \
-    X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanhf(x), em_atanh_d(x)) \
+    X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanh_vf(x), em_atanh_d(x)) \
     X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, ew_sigmoidf(x), ew_sigmoidd(x)) \
     X(RELU, relu, "relu", ARITH, NUM, ALL, (x != x) ? x : (x > 0 ? x : 0), _) \
     X(GELU, gelu, "", FLOAT, FLOATS, OWN, _, _) \
