@@ -107,7 +107,8 @@ EM_HD_INLINE double em_silu_bw(double g, double x) { double s = em_sigmoidd(x); 
    e^x scaled by 2^64 so it stays normal until the last product */
 EM_HD_INLINE float em_mishf(float x) {
     float m = x * em_tanhf(x > 20 ? x : em_log1pf(em_expf(x)));
-    float t = (x * em_exp_reduced(x < -120.0f ? -120.0f : x, 64)) * 5.421010862427522e-20f;
+    float xc = x < -120.0f ? -120.0f : x;           /* x e^x is 0 below -104 */
+    float t = (xc * em_exp_reduced(xc, 64)) * 5.421010862427522e-20f;
     return (x < -20.0f) & (x > -INFINITY) ? t : m;
 }
 EM_HD_INLINE double em_mish(double x) { return x * tanh(x > 20 ? x : log1p(exp(x))); }
