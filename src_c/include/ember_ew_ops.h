@@ -92,11 +92,11 @@
     X(ASINH, asinh, "asinh", FLOAT, FLOATS, F2, em_asinhf(x), em_asinh_d(x)) \
     X(ACOSH, acosh, "acosh", FLOAT, FLOATS, F2, em_acoshf(x), em_acosh_d(x)) \
     X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanh_vf(x), em_atanh_d(x)) \
-    X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, ew_sigmoidf(x), ew_sigmoidd(x)) \
+    X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, em_sigmoid_vf(x), ew_sigmoidd(x)) \
     X(RELU, relu, "relu", ARITH, NUM, ALL, (x != x) ? x : (x > 0 ? x : 0), _) \
     X(GELU, gelu, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH, gelu_tanh, "", FLOAT, FLOATS, F2, em_gelu_tanhf(x), em_gelu_tanh(x)) \
-    X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_siluf(x), x * ew_sigmoidd(x)) \
+    X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_silu_vf(x), x * ew_sigmoidd(x)) \
     X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish(x)) \
     X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), (T)erf(x)) \
     X(ERFC, erfc, "erfc", FLOAT, FLOATS, F2, em_erfcf(x), (T)erfc(x)) \

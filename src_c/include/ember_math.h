@@ -950,4 +950,41 @@ EM_HD_INLINE float em_exp2_vf(float x) {
     return x != x ? x : r;
 }
 
+/* exp(-a) 2^32 for 0 <= a <= 108 (normal throughout): the 1.5 * 2^23 shifter
+   rounds a / ln2 (its low bits carry n + 32 for the exponent), r = -a + n ln2 in
+   two FMAs, expm1(r) a degree-7 fit (absolute error 1e-10), n + 32 added to the
+   exponent bits */
+EM_HD_INLINE float em_exp_neg_scaled_vf(float a) {
+    float kf = EM_MADF(a, -1.44269504088896341f, 12582944.0f);     /* 1.5 * 2^23 + 32 + n */
+    float nf = kf - 12582944.0f;
+    float r = EM_MADF(nf, -0.693359375f, -a);
+    r = EM_MADF(nf, 2.12194440e-4f, r);
+    float q = 0.00019953405717387795f;
+    q = EM_MADF(q, r, 0.001393576036207378f);
+    q = EM_MADF(q, r, 0.008333197794854641f);
+    q = EM_MADF(q, r, 0.04166645556688309f);
+    q = EM_MADF(q, r, 0.1666666716337204f);
+    q = EM_MADF(q, r, 0.5f);
+    float y = EM_MADF(q, r * r, r) + 1.0f;
+    return em_f32_from_bits(em_f32_bits(y) + (em_f32_bits(kf) << 23));
+}
+/* sigmoid and silu as em_sigmoidf / em_siluf (num / (1 + e), e = exp(-|x|) formed
+   times 2^32 so the tail reaches the subnormal range) with the exponential above */
+EM_HD_INLINE float em_sigmoid_vf(float x) {
+    float a = fabsf(x);
+    float es = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a);
+    float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
+    float r = (x < 0.0f ? es * 2.3283064365386963e-10f : 1.0f) / d;
+    return x != x ? x : r;
+}
+EM_HD_INLINE float em_silu_vf(float x) {
+    float a = fabsf(x);
+    float es = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a);
+    es = a > 108.0f ? 0.0f : es;                    /* x e^x is 0 there (-inf gives NaN) */
+    float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
+    float r = (x * (x < 0.0f ? es : 1.0f)) / d;
+    r = x < 0.0f ? r * 2.3283064365386963e-10f : r;
+    return x != x ? x : r;
+}
+
 #endif
