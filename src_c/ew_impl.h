@@ -311,6 +311,21 @@ UN_LOOP(un_lgamma_f64, double, double, lgamma(x))
 EW_WIDE UNFIX_LOOP(un_gelu_f32, float, em_gelu_vf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
 EW_WIDE BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_vf(b), b < EM_GELU_FAST_MIN,
                     a * em_gelu_grad_slowf(b))
+/* softplus: prm = {beta, threshold}, read once so the float32 loop vectorises
+   (read through prm in the loop, they might alias the output) */
+static void un_softplus_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
+    const double *prm = (const double *)aux;
+    const float beta = (float)prm[0], thr = (float)prm[1];
+    if (s[0] == 4 && s[1] == 4) {
+        float *o = (float *)p[0]; const float *in = (const float *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = em_softplusf(in[i], beta, thr);
+    } else {
+        char *o = p[0]; const char *in = p[1];
+        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])
+            *(float *)o = em_softplusf(*(const float *)in, beta, thr);
+    }
+}
+UN_LOOP(un_softplus_f64, double, double, em_softplus(x, prm[0], prm[1]))
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {

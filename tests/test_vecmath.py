@@ -479,3 +479,14 @@ def test_float64_trig_and_tanh_ulps(name, bound):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
     np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+@pytest.mark.parametrize("beta, threshold", [(1.0, 20.0), (1.5, 2.0), (0.25, 5.0)])
+def test_softplus_parameters_contiguous_and_strided(beta, threshold):
+    x = (RNG.standard_normal((300, 40)) * 8).astype(np.float32)
+    xd = x.astype(np.float64)
+    ref = np.where(xd * beta > threshold, xd, np.log1p(np.exp(xd * beta)) / beta)
+    t = ember.from_numpy(x)
+    for inp, r in ((t, ref), (t[:, ::3], ref[:, ::3]), (t.t(), ref.T)):
+        got = ember.nn.functional.softplus(inp, beta, threshold).numpy()
+        np.testing.assert_allclose(got, r, rtol=2e-6, atol=1e-30)

@@ -112,8 +112,7 @@
     X(LGAMMA, lgamma, "lgamma", FLOAT, FLOATS, OWN, _, _) \
     /* parametric (prm): softplus {beta, threshold}, leaky_relu {slope}, \
        elu {alpha, scale, input_scale}; clamp reads its own aux block */ \
-    X(SOFTPLUS, softplus, "", FLOAT, FLOATS, F2, \
-      em_softplusf(x, (float)prm[0], (float)prm[1]), em_softplus(x, prm[0], prm[1])) \
+    X(SOFTPLUS, softplus, "", FLOAT, FLOATS, OWN, _, _) \
     X(LEAKY_RELU, leaky_relu, "", FLOAT, FLOATS, ALL, x > 0 ? x : (T)(x * prm[0]), _) \
     X(ELU, elu, "", FLOAT, FLOATS, OWN, _, _) \
     X(CLAMP, clamp, "", ARITH, NUM, OWN, _, _) \
