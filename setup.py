@@ -36,7 +36,7 @@ MODULES = {
     "core": ["src_c/alloc.c", "src_c/copy.c"] + COMMON,
     "elementwise": EW + COMMON,
     "reduce": ["src_c/reduce.c", "src_c/sort.c", "src_c/norm.c", "src_c/attention.c",
-               "src_c/loss.c"] + EW + COMMON,
+               "src_c/loss.c"] + EW + GEMM + COMMON,   # attention's block products are GEMMs
     "foreach": ["src_c/foreach.c", "src_c/reduce.c"] + COMMON,
     "index": ["src_c/index.c"] + COMMON,
     "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + COMMON,
@@ -46,6 +46,7 @@ MODULES = {
     "matmul": GEMM + COMMON,
     "conv": ["src_c/conv.c", "src_c/pool.c"] + GEMM + COMMON,   # convolution lowers to GEMM
     "special": ["src_c/special.c"] + COMMON,
+    "chnorm": ["src_c/chnorm.c"] + COMMON,     # batch_norm, group_norm
     "lapack_batch": ["src_c/lapack_batch.c"],
     "cgrun": COMMON,            # calls ember.compile's generated kernels
 }

@@ -7,9 +7,10 @@ runs entirely in its policy's dtype and the ops it decomposes into inherit that 
 Python composites on torch's lists (losses, ``prelu``, ``trace``, ``cdist``) mark their
 entry with ``autocast_entry`` so that autocast sees them as one op rather than their parts.
 
-The op lists are torch's CPU lists: ``LOWER`` ops run in the autocast dtype, ``FP32`` ops
-in float32, ``PROMOTE`` ops in the widest floating dtype of their inputs; any other op runs
-in the dtype of its inputs. float64 tensors are never cast."""
+The op lists are torch's, per device type (``LISTS``): ``LOWER`` ops run in the autocast
+dtype, ``FP32`` ops in float32, ``PROMOTE`` ops in the widest floating dtype of their
+inputs; any other op runs in the dtype of its inputs. An op follows the autocast state and
+lists of its tensors' device type. float64 tensors are never cast."""
 from __future__ import annotations
 
 import functools
@@ -36,6 +37,34 @@ fractional_max_pool3d adaptive_max_pool3d linalg_qr linalg_cholesky_ex linalg_sv
 linalg_eigh linalg_lstsq linalg_inv_ex""".split())
 
 PROMOTE = frozenset(("stack", "cat", "index_copy"))
+
+# torch's CUDA lists: more ops in float16/bfloat16, and the pointwise transcendental ops,
+# norms, reductions and softmaxes in float32 (the ``fp32_set_opt_dtype`` ones only when
+# no ``dtype=`` is given)
+CUDA_LOWER = LOWER | frozenset("""addmv addr einsum mv chain_matmul linalg_multi_dot
+convolution lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell""".split())
+
+CUDA_FP32 = frozenset("""acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt
+sinh tan pow softplus layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity
+poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
+smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
+triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits cross_entropy dist pdist
+cdist renorm logsumexp upsample_nearest1d upsample_nearest2d upsample_nearest3d
+upsample_linear1d upsample_bilinear2d upsample_trilinear3d upsample_bicubic2d grid_sampler
+polar norm prod softmax log_softmax cumprod cumsum vector_norm linalg_vector_norm
+linalg_matrix_norm sum""".split())
+
+CUDA_FP32_OPT_DTYPE = frozenset("""prod softmax log_softmax cumprod cumsum vector_norm
+linalg_vector_norm linalg_matrix_norm sum""".split())
+
+CUDA_PROMOTE = frozenset("""addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put
+scatter_add tensordot stack cat index_copy""".split())
+
+# ops torch refuses under CUDA autocast (unsafe in float16), with its advice
+CUDA_BANNED = frozenset(("binary_cross_entropy",))
+
+# device type -> (lower-precision ops, float32 ops, widest-dtype ops)
+LISTS = {"cpu": (LOWER, FP32, PROMOTE), "cuda": (CUDA_LOWER, CUDA_FP32, CUDA_PROMOTE)}
 
 _SUPPORTED = {"cpu": ("bfloat16", "float16"), "cuda": ("float16", "bfloat16")}
 

@@ -837,17 +837,6 @@ def adjoint(input):
     return input.transpose(-2, -1).conj()
 
 
-def resolve_neg(input):
-    """``input`` with its negative bit resolved: itself when it has none."""
-    return _tensor_arg(input, "resolve_neg")
-
-
-def is_neg(input) -> bool:
-    """Whether ``input`` carries a lazy negative bit (never in ember)."""
-    _tensor_arg(input, "is_neg")
-    return False
-
-
 def is_same_size(input, other) -> bool:
     """Whether the two tensors have the same shape."""
     _tensor_arg(input, "is_same_size")

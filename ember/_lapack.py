@@ -75,6 +75,65 @@ def fortran(a):
     return buf.reshape(batch, cols, rows)
 
 
+def rowmajor(a):
+    """A fresh ``(B, rows, cols)`` copy of ``a`` (``(..., rows, cols)``) in its own layout: read
+    column-major, its memory is ``a``'s transpose (a plain copy, no transposition)."""
+    rows, cols = a.shape[-2], a.shape[-1]
+    buf = core.empty(*a.shape, dtype=a.dtype)
+    buf.copy_(a)
+    batch = 1
+    for d in a.shape[:-2]:
+        batch *= d
+    return buf.reshape(batch, rows, cols)
+
+
+def small(a) -> bool:
+    """Whether the row-major kernels (real, n <= 16) take square ``a``.  They are ember's
+    own, but the library is still required (loaded here), as for every factorization."""
+    if a.shape[-1] <= 16 and a.dtype in (core.float32, core.float64):
+        _fn(a.dtype, "getrf")
+        return True
+    return False
+
+
+def _count(a) -> int:
+    n = 1
+    for d in a.shape[:-2]:
+        n *= d
+    return n
+
+
+def small_inv(a) -> tuple:
+    """(inverse, infos) of real square ``a`` (..., n, n), n <= 16, in ``a``'s layout."""
+    c, batch = a.contiguous(), _count(a)
+    out = core.empty(*a.shape, dtype=a.dtype)
+    infos = _infos(batch)
+    _batch.small_inv(_kind(a), a.shape[-1], c.data_ptr(), out.data_ptr(), batch,
+                     infos.data_ptr())
+    return out, infos.tolist()[:batch]
+
+
+def small_solve(a, b) -> tuple:
+    """(X, infos) for ``a X = b``: real ``a`` (..., n, n), n <= 16, ``b`` (..., n, k) of the
+    same batch shape."""
+    ca, cb, batch = a.contiguous(), b.contiguous(), _count(a)
+    out = core.empty(*b.shape, dtype=b.dtype)
+    infos = _infos(batch)
+    _batch.small_solve(_kind(a), a.shape[-1], b.shape[-1], ca.data_ptr(), cb.data_ptr(),
+                       out.data_ptr(), batch, infos.data_ptr())
+    return out, infos.tolist()[:batch]
+
+
+def small_det(a, logabs: bool):
+    """det of real square ``a`` (..., n, n), n <= 16, or (sign, log|det|) with ``logabs``."""
+    c, batch = a.contiguous(), _count(a)
+    r1 = core.empty(*a.shape[:-2], dtype=a.dtype)
+    r2 = core.empty(*a.shape[:-2], dtype=a.dtype) if logabs else r1
+    _batch.small_det(_kind(a), a.shape[-1], c.data_ptr(), r1.data_ptr(), r2.data_ptr(), batch,
+                     logabs)
+    return (r1, r2) if logabs else r1
+
+
 def matrix(buf, batch_shape):
     """The logical ``(..., rows, cols)`` view of a Fortran buffer."""
     return buf.reshape(*batch_shape, buf.shape[-2], buf.shape[-1]).transpose(-2, -1)
@@ -209,86 +268,87 @@ def ormqr(a, tau, c, side: str, trans: str) -> None:
 def syevd(a, w, vectors: bool, uplo: str = "L") -> list:
     """Eigen-decomposition of symmetric ``a`` (B, n, n): values into ``w``, vectors into ``a``
     (heevd for Hermitian complex ``a``; ``w`` is real)."""
-    if a.dtype.is_complex:
-        return _heevd(a, w, vectors, uplo)
-    f = _fn(a.dtype, "syevd")
-    n = a.shape[1]
+    cplx = a.dtype.is_complex
+    n, batch = a.shape[1], a.shape[0]
+    if not batch:
+        return []
+    if not cplx and n <= 32:
+        return _syev_small(a, w, vectors, uplo)
+    f = _fn(a.dtype, "heevd" if cplx else "syevd")
     jobz = "V" if vectors else "N"
     info = _c_int(0)
-    pa = _ptrs(a)
-    if not pa:
-        return []
     iw = _c_int(0)
-    work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), pa[0], _i(max(1, n)),
-                                           _vp(w.data_ptr()), wk, _i(-1), _byref(iw), _i(-1),
+    ld = _i(max(1, n))
+    if cplx:
+        rw = core.empty(1, dtype=w.dtype)
+        work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), _vp(a.data_ptr()),
+                                               ld, _vp(w.data_ptr()), wk, _i(-1),
+                                               _vp(rw.data_ptr()), _i(-1), _byref(iw), _i(-1),
+                                               _byref(info), _ONE, _ONE))
+        lrw = max(1, int(rw.item()))
+        rwork = _rwork(a.dtype, lrw)
+    else:
+        work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), _vp(a.data_ptr()),
+                                               ld, _vp(w.data_ptr()), wk, _i(-1), _byref(iw),
+                                               _i(-1), _byref(info), _ONE, _ONE))
+        lrw, rwork = 0, work
+    liw = max(1, iw.value)
+    iwork = core.empty(liw, dtype=core.int32)
+    infos = _infos(batch)
+    _batch.syevd(_addr(f), _kind(a), jobz, uplo, n, a.data_ptr(), _stride(a), w.data_ptr(),
+                 _stride(w), work.data_ptr(), lw, rwork.data_ptr(), lrw, iwork.data_ptr(), liw,
+                 batch, infos.data_ptr())
+    return infos.tolist()[:batch]
+
+
+def _syev_small(a, w, vectors: bool, uplo: str) -> list:
+    """?syev for small real matrices: its QR iteration costs less than syevd's setup."""
+    f = _fn(a.dtype, "syev")
+    n, batch = a.shape[1], a.shape[0]
+    jobz = "V" if vectors else "N"
+    info = _c_int(0)
+    work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), _vp(a.data_ptr()),
+                                           _i(max(1, n)), _vp(w.data_ptr()), wk, _i(-1),
                                            _byref(info), _ONE, _ONE))
-    liw = max(1, iw.value)
-    iwork = core.empty(liw, dtype=core.int32)
-    infos = []
-    for p, pw in zip(pa, _ptrs(w)):
-        f(_ch(jobz), _ch(uplo), _i(n), p, _i(max(1, n)), pw, _vp(work.data_ptr()), _i(lw),
-          _vp(iwork.data_ptr()), _i(liw), _byref(info), _ONE, _ONE)
-        infos.append(info.value)
-    return infos
-
-
-def _heevd(a, w, vectors: bool, uplo: str) -> list:
-    f = _fn(a.dtype, "heevd")
-    n = a.shape[1]
-    jobz = "V" if vectors else "N"
-    info = _c_int(0)
-    pa = _ptrs(a)
-    if not pa:
-        return []
-    iw = _c_int(0)
-    rw = core.empty(1, dtype=w.dtype)
-    work, lw = _work(a.dtype, lambda wk: f(_ch(jobz), _ch(uplo), _i(n), pa[0], _i(max(1, n)),
-                                           _vp(w.data_ptr()), wk, _i(-1), _vp(rw.data_ptr()),
-                                           _i(-1), _byref(iw), _i(-1), _byref(info), _ONE, _ONE))
-    lrw = max(1, int(rw.item()))
-    rwork = _rwork(a.dtype, lrw)
-    liw = max(1, iw.value)
-    iwork = core.empty(liw, dtype=core.int32)
-    infos = []
-    for p, pw in zip(pa, _ptrs(w)):
-        f(_ch(jobz), _ch(uplo), _i(n), p, _i(max(1, n)), pw, _vp(work.data_ptr()), _i(lw),
-          _vp(rwork.data_ptr()), _i(lrw), _vp(iwork.data_ptr()), _i(liw), _byref(info),
-          _ONE, _ONE)
-        infos.append(info.value)
-    return infos
+    infos = _infos(batch)
+    _batch.syev(_addr(f), jobz, uplo, n, a.data_ptr(), _stride(a), w.data_ptr(), _stride(w),
+                work.data_ptr(), lw, batch, infos.data_ptr())
+    return infos.tolist()[:batch]
 
 
 def gesdd(a, s, u, vt, jobz: str) -> list:
     """SVD of ``a`` (B, n, m) (destroyed): ``s`` (B, k); ``u``/``vt`` Fortran buffers or None."""
     f = _fn(a.dtype, "gesdd")
-    n, m = a.shape[1], a.shape[2]
+    n, m, batch = a.shape[1], a.shape[2], a.shape[0]
+    if not batch:
+        return []
     k = min(m, n)
     ldu = max(1, m)
     ldvt = max(1, n if jobz == "A" else k)
     info = _c_int(0)
-    pa = _ptrs(a)
-    if not pa:
-        return []
-    pu = _ptrs(u) if u is not None else [None] * len(pa)
-    pv = _ptrs(vt) if vt is not None else [None] * len(pa)
+    pu = _vp(u.data_ptr()) if u is not None else None
+    pv = _vp(vt.data_ptr()) if vt is not None else None
     iwork = core.empty(max(1, 8 * k), dtype=core.int32)
     rw = ()
+    rwork = iwork
     if a.dtype.is_complex:
         # LAPACK's bound on the real workspace of ?gesdd (7 k for jobz "N")
         big = max(m, n)
         rwork = _rwork(a.dtype, 7 * k if jobz == "N" else
                        k * max(5 * k + 7, 2 * big + 2 * k + 1))
         rw = (_vp(rwork.data_ptr()),)
-    work, lw = _work(a.dtype, lambda w: f(_ch(jobz), _i(m), _i(n), pa[0], _i(max(1, m)),
-                                          _vp(s.data_ptr()), pu[0], _i(ldu), pv[0], _i(ldvt),
-                                          w, _i(-1), *rw, _vp(iwork.data_ptr()), _byref(info),
-                                          _ONE))
-    infos = []
-    for p, ps, q, r in zip(pa, _ptrs(s), pu, pv):
-        f(_ch(jobz), _i(m), _i(n), p, _i(max(1, m)), ps, q, _i(ldu), r, _i(ldvt),
-          _vp(work.data_ptr()), _i(lw), *rw, _vp(iwork.data_ptr()), _byref(info), _ONE)
-        infos.append(info.value)
-    return infos
+    work, lw = _work(a.dtype, lambda w: f(_ch(jobz), _i(m), _i(n), _vp(a.data_ptr()),
+                                          _i(max(1, m)), _vp(s.data_ptr()), pu, _i(ldu), pv,
+                                          _i(ldvt), w, _i(-1), *rw, _vp(iwork.data_ptr()),
+                                          _byref(info), _ONE))
+    infos = _infos(batch)
+    _batch.gesdd(_addr(f), _kind(a), jobz, m, n, a.data_ptr(), _stride(a), s.data_ptr(),
+                 _stride(s), u.data_ptr() if u is not None else 0,
+                 _stride(u) if u is not None else 0, ldu,
+                 vt.data_ptr() if vt is not None else 0, _stride(vt) if vt is not None else 0,
+                 ldvt, work.data_ptr(), lw, rwork.data_ptr(), iwork.data_ptr(), batch,
+                 infos.data_ptr())
+    return infos.tolist()[:batch]
 
 
 def gels(a, b) -> list:

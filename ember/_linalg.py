@@ -106,6 +106,8 @@ def _same_dtype(A: Tensor, B: Tensor, op: str, arg: str = "B") -> None:
 
 
 def _raise_info(op: str, infos: list, batched: bool, message, error=None) -> None:
+    if not any(infos):
+        return
     for b, info in enumerate(infos):
         if info != 0:
             where = f"(Batch element {b}): " if batched else ""
@@ -113,6 +115,8 @@ def _raise_info(op: str, infos: list, batched: bool, message, error=None) -> Non
 
 
 def _info_tensor(infos: list, batch: tuple) -> Tensor:
+    if not any(infos):
+        return core.zeros(batch, dtype=core.int32)
     return core.tensor(infos, dtype=core.int32).reshape(batch)
 
 
@@ -334,13 +338,26 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 # ---------------------------------------------------------------------------
 # determinants, inverse, solve
 
+def _lu_transposed(A: Tensor) -> tuple:
+    """(LU buffer, pivots) of A^T, factored in A's own memory layout (no transposing copy):
+    A^T is singular exactly when A is, det(A^T) = det(A) and inv(A^T) = inv(A)^T."""
+    L = _lapack()
+    buf = L.rowmajor(A)
+    piv = core.empty(buf.shape[0], A.shape[-1], dtype=core.int32)
+    infos = L.getrf(buf, piv)
+    if any(infos):      # LAPACK's info names A's first zero pivot, not A^T's
+        infos = L.getrf(L.fortran(A), core.empty(buf.shape[0], A.shape[-1], dtype=core.int32))
+    return buf, piv, infos
+
+
 def _lu_det_parts(A: Tensor) -> tuple:
-    """(permutation sign, diag(U), infos) from one LU factorization."""
-    LU, piv, infos = _lu_raw(A)
+    """(permutation sign, diag(U), infos) from one LU factorization (of A^T: same det)."""
+    buf, piv, infos = _lu_transposed(A)
     n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
     swaps = (piv != ember.arange(1, n + 1, dtype=core.int32)).sum(-1)
-    sign = (1 - 2 * (swaps % 2)).to(A.dtype)
-    return sign, LU.diagonal(0, -2, -1), infos
+    sign = (1 - 2 * (swaps % 2)).to(A.dtype).reshape(batch)
+    return sign, buf.diagonal(0, -2, -1).reshape(*batch, n), infos
 
 
 def det(A: Tensor, *, out: Any = None) -> Tensor:
@@ -354,6 +371,8 @@ def det(A: Tensor, *, out: Any = None) -> Tensor:
     _matrix(A, "linalg.det", square=True)
 
     def run(a):
+        if _lapack().small(a):
+            return _lapack().small_det(a, False)
         sign, d, _ = _lu_det_parts(a)
         return sign * d.prod(-1)
 
@@ -368,6 +387,8 @@ def slogdet(A: Tensor, *, out: Any = None) -> tuple:
     _matrix(A, "linalg.slogdet", square=True)
 
     def run(a):
+        if _lapack().small(a):
+            return _lapack().small_det(a, True)
         sign, d, _ = _lu_det_parts(a)
         return sign * (d.sgn() if d.is_complex() else d.sign()).prod(-1), d.abs().log().sum(-1)
 
@@ -388,15 +409,19 @@ def logdet(A: Tensor) -> Tensor:
 
 
 def _identity_solve(A: Tensor) -> tuple:
-    """(inverse, infos) by getrf + getrs on the identity."""
+    """(inverse, infos): Gauss-Jordan for small real matrices, else getrf + getrs on the
+    identity (singular members always take LAPACK's path, for its info and values)."""
     L = _lapack()
+    if L.small(A):
+        r, infos = L.small_inv(A)
+        if not any(infos):
+            return r, infos
     n = A.shape[-1]
     batch = tuple(A.shape[:-2])
-    LU, piv, infos = _lu_raw(A)
-    a = L.fortran(LU)
-    b = L.fortran(ember.eye(n, dtype=A.dtype).expand(*batch, n, n))
-    L.getrs(a, piv.reshape(a.shape[0], n), b)
-    return L.matrix(b, batch), infos
+    buf, piv, infos = _lu_transposed(A)
+    b = ember.eye(n, dtype=A.dtype).expand(buf.shape[0], n, n).contiguous()
+    L.getrs(buf, piv, b)        # inv(A^T), column-major: inv(A) in A's layout
+    return b.reshape(*batch, n, n), infos
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> tuple:
@@ -437,6 +462,16 @@ def _solve_raw(A: Tensor, B: Tensor, left: bool) -> tuple:
     if not left:
         X, infos = _solve_raw(_mT(A), _mT(B), True)
         return _mT(X), infos
+    if tuple(A.shape[:-2]) == tuple(B.shape[:-2]):
+        L = _lapack()
+        if L.small(A) and A.dtype == B.dtype:
+            X, infos = L.small_solve(A, B)
+            if not any(infos):
+                return X, infos
+        buf, piv, infos = _lu_transposed(A)
+        b = L.fortran(B)
+        L.getrs(buf, piv, b, "T")     # (A^T)^T X = B
+        return L.matrix(b, tuple(B.shape[:-2])), infos
     LU, piv, infos = _lu_raw(A)       # info per matrix of A, as torch reports it
     return _lu_solve_raw(LU, piv, B, True, False), infos
 
@@ -555,10 +590,11 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
 
 def _cholesky_raw(A: Tensor) -> tuple:
     L = _lapack()
-    batch = tuple(A.shape[:-2])
-    buf = L.fortran(A)
-    infos = L.potrf(buf, "L")
-    return L.matrix(buf, batch).tril(), infos
+    # A's own layout read column-major is A^T (conj(A) for Hermitian A): its upper triangle
+    # is A's lower one, and its upper factor U (conj(A) = U^H U) read row-major is L
+    buf = L.rowmajor(A)
+    infos = L.potrf(buf, "U")
+    return buf.reshape(A.shape).tril(), infos
 
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,

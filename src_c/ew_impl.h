@@ -284,13 +284,12 @@ UN_LOOP(un_abs_bool, em_bool, em_bool, x)
 FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
-UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), sinf(x))
+UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_sinf_any(x))
 UNFIX_LOOP(un_sin_f64, double, em_sin_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), sin(x))
-UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), cosf(x))
+UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_cosf_any(x))
 UNFIX_LOOP(un_cos_f64, double, em_cos_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), cos(x))
-UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), tanf(x))
+UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_tanf_any(x))
 UNFIX_LOOP(un_tan_f64, double, em_tan_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), tan(x))
-
 UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
 /* exp2: float-only with the exponent added to the bits; x < -125 (subnormal
    results, -inf) takes em_exp2f */

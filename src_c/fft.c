@@ -18,16 +18,22 @@ static void em_fft_lock(void) { pthread_mutex_lock(&em_fft_mutex); }
 static void em_fft_unlock(void) { pthread_mutex_unlock(&em_fft_mutex); }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* the float passes have AVX2 forms (fft_avx2.h), used when the CPU has AVX2+FMA */
+/* the radix-2/4 passes have AVX2 forms (fft_avx2.h for float, fft_avx2d.h for double),
+   used when the CPU has AVX2+FMA */
 #include "fft_avx2.h"
+#include "fft_avx2d.h"
 #define FFT_SIMD 1
-static int use_simd_f(void) {
+static int use_simd(void) {
     static int v = -1;
     if (v < 0) v = ember_cpu_isa() >= 1;
     return v;
 }
+#define use_simd_f use_simd
+#define use_simd_d use_simd
 #define simd_pass_f simdf_pass
 #define simd_multi_f simdf_multi
+#define simd_pass_d simdd_pass
+#define simd_multi_d simdd_multi
 #endif
 
 #define T float
@@ -45,7 +51,6 @@ static int use_simd_f(void) {
 #undef CREAL
 #undef CIMAG
 #undef CONJ
-#undef FFT_SIMD
 
 #define T double
 #define CT double complex

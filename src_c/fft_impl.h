@@ -369,12 +369,45 @@ static const CT *F(real_twiddles)(const F(plan) *cp) {
 
 /* c2c over `howmany` rows: row r of the input starts at in + r * idist (complex
    elements) with element stride istride; the same for the output. */
+/* A thread's scratch for single transforms, kept between calls up to SCRATCH_KEEP
+   elements: a fresh large buffer per call costs more in page faults than the passes */
+#ifndef SCRATCH_KEEP
+#define SCRATCH_KEEP ((int64_t)1 << 20)
+#endif
+static __thread CT *F(kept) = NULL;
+static __thread int64_t F(kept_len) = 0;
+
+static CT *F(scratch_get)(int64_t len) {
+    if (len > SCRATCH_KEEP) return (CT *)malloc(sizeof(CT) * len);
+    if (F(kept_len) < len) {
+        free(F(kept));
+        F(kept) = (CT *)malloc(sizeof(CT) * len);
+        F(kept_len) = F(kept) ? len : 0;
+    }
+    return F(kept);
+}
+
+static void F(scratch_put)(CT *buf, int64_t len) {
+    if (len > SCRATCH_KEEP) free(buf);
+}
+
 static int F(c2c)(const CT *in, int64_t istride, int64_t idist, CT *out, int64_t ostride,
                   int64_t odist, int64_t n, int64_t howmany, int s, T scale, int nthreads) {
     const F(plan) *p = F(get_plan)(n);
     if (!p) return 1;
     int64_t sl = F(scratch_len)(p);
     int fail = 0;
+    if (howmany == 1 && ostride == 1 && (istride == 1 || in + n <= out || out + n <= in)) {
+        /* one contiguous output: transform in place there */
+        CT *scr = F(scratch_get)(sl);
+        if (!scr) return 1;
+        if (in != out)
+            for (int64_t j = 0; j < n; j++) out[j] = in[j * istride];
+        F(exec)(p, out, scr, s);
+        if (scale != 1) for (int64_t j = 0; j < n; j++) out[j] *= scale;
+        F(scratch_put)(scr, sl);
+        return 0;
+    }
     if (idist == 1 && odist == 1 && howmany > 1 && (istride > 1 || ostride > 1)) {
         /* rows are adjacent columns (a transform over a non-last dim): move FFT_BLOCK of
            them at a time, so each gather/scatter touches whole cache lines */

@@ -150,6 +150,11 @@ int em_random_isa(void) {
 
 static const rtable *table(void) { return &TABLES[em_random_isa()]; }
 
+void em_philox_blocks(uint32_t w[4][EM_PHILOX_BATCH], uint64_t blk0, uint64_t offset,
+                      uint64_t seed) {
+    table()->batch(w, blk0, offset, seed);
+}
+
 /* Split n elements over threads in whole batches of per_batch elements. */
 static void run_batches(batch_fn fn, const rctx *c, int64_t n, int64_t per_batch, int nthreads) {
     if (n <= 0) return;

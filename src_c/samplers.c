@@ -1,121 +1,184 @@
 /* Rejection samplers on Philox4x32-10: Gamma (Marsaglia and Tsang), Poisson
-   (multiplication below rate 10, Hoermann's PTRS above), Binomial (geometric
-   inversion below n*min(p, 1-p) = 10, Hoermann's BTRS above), as PyTorch's
-   CPU samplers choose them, and the reparameterised gradient of Gamma draws.
+   (CDF inversion below rate 10, Hoermann's PTRS above), Binomial (CDF inversion
+   below n*min(p, 1-p) = 10, Hoermann's BTRS above), and the reparameterised
+   gradient of Gamma draws.
 
-   Each element draws from its own stream: block k of element i is the Philox
-   block at counter {k, i_lo, i_hi, offset_lo} under the key
-   {seed_lo ^ DOMAIN, seed_hi ^ offset_hi}.  However many uniforms an element's
-   rejection loop consumes, the numbers depend only on (seed, offset, i), so any
-   thread count gives the same result; the DOMAIN constant keeps these streams
-   apart from the batch kernels of philox.c (which use the seed as key).
+   Element i owns the Philox blocks at counter (k << 40 | i, offset) under the key
+   `seed`, k = 0, 1, ...: its draws depend only on (seed, offset, i), so any thread
+   count gives the same numbers.  Elements go in chunks of EM_PHILOX_BATCH: one
+   batched (SIMD) Philox call gives the chunk's first blocks, a branch-free lane
+   pass (vectorised, compiled per ISA) runs the first attempt of every element,
+   and the few elements that attempt does not settle (a rejection, an inversion
+   walk, a special value) finish in scalar code on the rest of their stream.  No
+   FMA anywhere, so every ISA gives the same bits.
 
-   BTRS and the binomial inversion follow TensorFlow's random_binomial_op.cc
-   (Copyright 2019 The TensorFlow Authors, Apache License 2.0) as adapted in
-   PyTorch's ATen/native/Distributions.h. */
+   BTRS follows TensorFlow's random_binomial_op.cc (Copyright 2019 The TensorFlow
+   Authors, Apache License 2.0) as adapted in PyTorch's ATen/native/Distributions.h. */
+#ifndef EM_SAMPLERS_IMPL
+
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ember_random.h"
+#include "ember_philox.h"
 #include "ember_special.h"
 
-#define DOMAIN 0x5851F42Du
+#define CH EM_PHILOX_BATCH
+/* block k of element i is counter k << KSHIFT | i: up to 2^40 elements per call */
+#define KSHIFT 40
+#define INL static inline __attribute__((always_inline))
 
 typedef struct {
-    uint32_t ctr[4], key[2], buf[4];
+    uint64_t seed, off, i, k;
+    uint32_t w[4];
     int pos;
-    int has_spare;
-    double spare_r, spare_t;
 } stream;
 
-static void stream_init(stream *s, uint64_t seed, uint64_t offset, int64_t i) {
-    s->ctr[0] = 0;
-    s->ctr[1] = (uint32_t)(uint64_t)i;
-    s->ctr[2] = (uint32_t)((uint64_t)i >> 32);
-    s->ctr[3] = (uint32_t)offset;
-    s->key[0] = (uint32_t)seed ^ DOMAIN;
-    s->key[1] = (uint32_t)(seed >> 32) ^ (uint32_t)(offset >> 32);
-    s->pos = 4;
-    s->has_spare = 0;
+/* element i's stream from its block k on */
+static void st_init(stream *s, uint64_t seed, uint64_t off, uint64_t i, uint64_t k) {
+    s->seed = seed; s->off = off; s->i = i; s->k = k; s->pos = 4;
 }
 
 static uint32_t next_u32(stream *s) {
     if (s->pos == 4) {
-        em_philox4x32_10(s->ctr, s->key, s->buf);
-        s->ctr[0]++;
+        em_philox_words((s->k << KSHIFT) | s->i, s->off, s->seed, s->w);
+        s->k++;
         s->pos = 0;
     }
-    return s->buf[s->pos++];
+    return s->w[s->pos++];
 }
 
-/* uniform double in the open interval (0, 1), 53 random bits */
+/* uniform in the open interval (0, 1) from 53 bits of two words */
+INL double u_open(uint32_t hi, uint32_t lo) {
+    return (em_w53(hi, lo) + 0.5) * 0x1p-53;
+}
+
 static double uniform(stream *s) {
-    uint64_t a = next_u32(s) >> 5, b = next_u32(s) >> 6;
-    return ((double)(a * 67108864u + b) + 0.5) * (1.0 / 9007199254740992.0);
+    uint32_t hi = next_u32(s), lo = next_u32(s);
+    return u_open(hi, lo);
 }
 
-/* standard normal (Box-Muller; the second value of a pair is kept for the next call,
-   its sine computed only if that call comes: most draws need one normal) */
+/* standard normal from four words (Box-Muller, the cosine half) */
+INL double box_muller(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3) {
+    double cs, sn;
+    em_sincos2pi(em_w53(w2, w3) * 0x1p-53, &cs, &sn);
+    return sqrt(-2.0 * em_log_posd(u_open(w0, w1))) * cs;
+}
+
 static double normal(stream *s) {
-    if (s->has_spare) {
-        s->has_spare = 0;
-        return s->spare_r * sin(s->spare_t);
-    }
-    double r = sqrt(-2.0 * log(uniform(s))), t = 6.283185307179586 * uniform(s);
-    s->spare_r = r;
-    s->spare_t = t;
-    s->has_spare = 1;
-    return r * cos(t);
+    uint32_t w0 = next_u32(s), w1 = next_u32(s), w2 = next_u32(s), w3 = next_u32(s);
+    return box_muller(w0, w1, w2, w3);
 }
 
-static double sample_gamma(double alpha, stream *s) {
-    double scale = 1.0;
+/* 1/k for the inversion walks (a multiply, not a divide, on their critical path) */
+static double inv_k[64];
+
+INL double recip(int64_t k) {
+    return k < 64 ? inv_k[k] : 1.0 / (double)k;
+}
+
+__attribute__((constructor)) static void init_inv_k(void) {
+    inv_k[0] = 0.0;
+    for (int k = 1; k < 64; k++) inv_k[k] = 1.0 / k;
+}
+
+/* ---- scalar continuations ------------------------------------------------ */
+
+/* Gamma(alpha): the attempts after the lane pass's first one (blocks 2, 3, ...);
+   `ub` is the boost uniform the lane pass drew for alpha < 1 */
+static double gamma_rest(double alpha, double ub, stream *s) {
     if (!(alpha > 0)) return alpha == 0 ? 0.0 : NAN;
     if (isinf(alpha)) return INFINITY;
-    if (alpha < 1.0) {    /* boost: Gamma(a) = Gamma(a + 1) * U^(1/a) */
-        scale = pow(uniform(s), 1.0 / alpha);
+    double scale = 1.0;
+    if (alpha < 1.0) {    /* Gamma(a) = Gamma(a + 1) * U^(1/a) */
+        scale = em_exp_d(em_log_posd(ub) / alpha);
         alpha += 1.0;
     }
     const double d = alpha - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
     for (;;) {
-        double x, y;
-        do {
-            x = normal(s);
-            y = 1.0 + c * x;
-        } while (y <= 0);
-        const double v = y * y * y, u = uniform(s), xx = x * x;
+        const double x = normal(s), y = 1.0 + c * x;
+        const double u = uniform(s);
+        if (y <= 0) continue;
+        const double v = y * y * y, xx = x * x;
         if (u < 1.0 - 0.0331 * xx * xx) return scale * d * v;
-        if (log(u) < 0.5 * xx + d * (1.0 - v + log(v))) return scale * d * v;
+        if (em_log_posd(u) < 0.5 * xx + d * (1.0 - v + em_log_d(v))) return scale * d * v;
     }
 }
 
-static double sample_poisson(double lambda, stream *s) {
-    if (!(lambda >= 0)) return NAN;
-    if (isinf(lambda)) return INFINITY;
-    if (lambda >= 10) {   /* PTRS: transformed rejection with squeeze */
-        const double slam = sqrt(lambda), loglam = log(lambda);
-        const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-        const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
-        for (;;) {
-            const double u = uniform(s) - 0.5, v = uniform(s), us = 0.5 - fabs(u);
-            const double k = floor((2 * a / us + b) * u + lambda + 0.43);
-            if (us >= 0.07 && v <= vr) return k;
-            if (k < 0 || (us < 0.013 && v > us)) continue;
-            if (log(v) + log(invalpha) - log(a / (us * us) + b) <=
-                -lambda + k * loglam - lgamma(k + 1))
-                return k;
-        }
-    }
-    if (lambda == 0) return 0;
-    /* multiply uniforms until the product drops below exp(-lambda) */
-    const double enlam = exp(-lambda);
-    double x = 0, prod = 1.0;
+/* log(k!) for k >= 0: Stirling's series at z = k + 1 (shifted up by 8 below 8,
+   dividing the shift's product back out), truncation below 3e-15; branch-free */
+INL double log_factorial(double k) {
+    const int small = k < 8;
+    const double x = k + 1, z = small ? x + 8 : x;
+    const double prod = small ? x * (x + 1) * (x + 2) * (x + 3) * (x + 4) * (x + 5) * (x + 6) *
+                                (x + 7) : 1.0;
+    const double r = 1.0 / z, r2 = r * r;
+    const double series = r * (1.0 / 12 - r2 * (1.0 / 360 - r2 * (1.0 / 1260 - r2 * (1.0 / 1680 -
+                          r2 * (1.0 / 1188 - r2 * (691.0 / 360360))))));
+    return (z - 0.5) * em_log_posd(z) - z + 0.91893853320467274 + series - em_log_posd(prod);
+}
+
+/* PTRS's constants for rate lambda >= 10 */
+typedef struct { double b, a, invalpha, vr; } ptrs_c;
+
+INL ptrs_c ptrs_consts(double lambda) {
+    ptrs_c c;
+    c.b = 0.931 + 2.53 * sqrt(lambda);
+    c.a = -0.059 + 0.02483 * c.b;
+    c.invalpha = 1.1239 + 1.1328 / (c.b - 3.4);
+    c.vr = 0.9277 - 3.6224 / (c.b - 2);
+    return c;
+}
+
+/* one PTRS attempt on (u, v): the draw, or -1 for a rejection (branch-free) */
+INL double ptrs_try(double lambda, ptrs_c c, double u, double v) {
+    const double uc = u - 0.5, us = 0.5 - fabs(uc);
+    const double k = floor((2 * c.a / us + c.b) * uc + lambda + 0.43);
+    const double kk = k >= 0 ? k : 0;
+    const int fast = (us >= 0.07) & (v <= c.vr);
+    const int slow = (k >= 0) & !((us < 0.013) & (v > us)) &
+                     (em_log_posd(v) + em_log_posd(c.invalpha) -
+                      em_log_posd(c.a / (us * us) + c.b) <=
+                      -lambda + kk * em_log_posd(lambda) - log_factorial(kk));
+    return fast | slow ? k : -1.0;
+}
+
+/* PTRS's attempts after the lane pass's first one (blocks 1, 2, ...) */
+static double ptrs_rest(double lambda, stream *s) {
+    const ptrs_c c = ptrs_consts(lambda);
     for (;;) {
-        prod *= uniform(s);
-        if (prod > enlam) x += 1;
-        else return x;
+        const double u = uniform(s), v = uniform(s);
+        const double k = ptrs_try(lambda, c, u, v);
+        if (k >= 0) return k;
     }
+}
+
+/* the smallest k with P(X <= k) >= u, walking the pmf from p0 = P(X = 0);
+   the pmf ratio P(k) / P(k - 1) is num(k) * r / k */
+static double poisson_walk(double lambda, double p0, double u) {
+    double p = p0, f = p0;
+    int64_t k = 0;
+    while (u > f) {
+        k++;
+        p *= lambda * recip(k);
+        if (p == 0) break;     /* the rest of the tail is below double precision */
+        f += p;
+    }
+    return (double)k;
+}
+
+static double binomial_walk(double n, double r, double p0, double u) {
+    double p = p0, f = p0;
+    int64_t k = 0;
+    while (u > f && (double)k < n) {
+        p *= (n - (double)k) * r * recip(k + 1);
+        k++;
+        if (p == 0) break;
+        f += p;
+    }
+    return (double)k;
 }
 
 static double stirling_tail(double k) {
@@ -128,16 +191,7 @@ static double stirling_tail(double k) {
     return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1);
 }
 
-static double binomial_inversion(double n, double p, stream *s) {
-    const double logq = log1p(-p);
-    double geom_sum = 0, num = 0;
-    for (;;) {
-        geom_sum += ceil(log(uniform(s)) / logq);
-        if (geom_sum > n) return num;
-        num += 1;
-    }
-}
-
+/* BTRS for p <= 1/2 and n p >= 10, from the element's first block on */
 static double btrs(double n, double p, stream *s) {
     const double spq = sqrt(n * p * (1 - p));
     const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * p;
@@ -150,52 +204,105 @@ static double btrs(double n, double p, stream *s) {
         const double k = floor((2 * a / us + b) * u + c);
         if (k < 0 || k > n) continue;
         if (us >= 0.07 && v <= v_r) return k;
-        v = log(v * alpha / (a / (us * us) + b));
-        const double bound = (m + 0.5) * log((m + 1) / (r * (n - m + 1))) +
-                             (n + 1) * log((n - m + 1) / (n - k + 1)) +
-                             (k + 0.5) * log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) +
-                             stirling_tail(n - m) - stirling_tail(k) - stirling_tail(n - k);
+        v = em_log_d(v * alpha / (a / (us * us) + b));
+        const double bound = (m + 0.5) * em_log_d((m + 1) / (r * (n - m + 1))) +
+                             (n + 1) * em_log_d((n - m + 1) / (n - k + 1)) +
+                             (k + 0.5) * em_log_d(r * (n - k + 1) / (k + 1)) +
+                             stirling_tail(m) + stirling_tail(n - m) - stirling_tail(k) -
+                             stirling_tail(n - k);
         if (v <= bound) return k;
     }
 }
 
-static double sample_binomial(double n, double p, stream *s) {
+/* special parameters: NaN for NaN, 0 for n <= 0 or p <= 0, n for p >= 1 or n = inf;
+   -1 when (n, p) is an ordinary pair */
+INL double binomial_special(double n, double p) {
     if (isnan(n) || isnan(p)) return NAN;
     if (n <= 0 || p <= 0) return 0;
     if (p >= 1 || isinf(n)) return n;
-    if (p <= 0.5) return n * p >= 10 ? btrs(n, p, s) : binomial_inversion(n, p, s);
-    const double q = 1 - p;
-    return n - (n * q >= 10 ? btrs(n, q, s) : binomial_inversion(n, q, s));
+    return -1;
 }
 
-void em_sample_gamma(const double *alpha, double *out, int64_t n, uint64_t seed,
-                     uint64_t offset, int nthreads) {
-    #pragma omp parallel for schedule(dynamic, 4096) num_threads(nthreads) if (nthreads > 1)
-    for (int64_t i = 0; i < n; i++) {
-        stream s;
-        stream_init(&s, seed, offset, i);
-        out[i] = sample_gamma(alpha[i], &s);
+/* log(1 - q) for 0 < q <= 1/2: the log of the rounded 1 - q plus its rounding error
+   (em_log_posd vectorises where em_log1p_d does not) */
+INL double log1m(double q) {
+    const double u = 1.0 - q;
+    return em_log_posd(u) + ((1.0 - u) - q) / u;
+}
+
+INL double load(int dtype, const void *p, int64_t i) {
+    return dtype == EM_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+INL void store(int dtype, void *p, int64_t i, double v) {
+    if (dtype == EM_F32) ((float *)p)[i] = (float)v;
+    else ((double *)p)[i] = v;
+}
+
+/* ---- the lane passes, compiled once per ISA ------------------------------- */
+
+#define EM_SAMPLERS_IMPL
+#define EM_CAT_(a, b) a##_##b
+#define EM_CAT(a, b) EM_CAT_(a, b)
+#define FN(name) EM_CAT(name, SFX)
+
+#define SFX generic
+#include "samplers.c"
+#undef SFX
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define SFX avx2
+#include "samplers.c"
+#undef SFX
+#pragma GCC pop_options
+#define HAVE_AVX2 1
+#else
+#define HAVE_AVX2 0
+#endif
+
+typedef void (*chunk_fn)(const void *, const void *, void *, int, int64_t, int64_t, uint64_t,
+                         uint64_t, double);
+
+static chunk_fn pick(chunk_fn generic, chunk_fn avx2) {
+    (void)avx2;
+    return HAVE_AVX2 && em_random_isa() >= 1 ? avx2 : generic;
+}
+
+/* chunks of CH elements over threads; chunk boundaries are fixed, so the split
+   does not change any number */
+static void run_chunks(chunk_fn fn, const void *a, const void *b, void *out, int dtype, int64_t n,
+                       uint64_t seed, uint64_t off, double extra, int nthreads) {
+    int64_t nc = (n + CH - 1) / CH;
+    if (nthreads > nc) nthreads = (int)(nc > 0 ? nc : 1);
+    #pragma omp parallel for schedule(static, 64) num_threads(nthreads) if (nthreads > 1)
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t e0 = c * CH, e1 = e0 + CH < n ? e0 + CH : n;
+        fn(a, b, out, dtype, e0, e1, seed, off, extra);
     }
 }
 
-void em_sample_poisson(const double *rate, double *out, int64_t n, uint64_t seed,
-                       uint64_t offset, int nthreads) {
-    #pragma omp parallel for schedule(dynamic, 4096) num_threads(nthreads) if (nthreads > 1)
-    for (int64_t i = 0; i < n; i++) {
-        stream s;
-        stream_init(&s, seed, offset, i);
-        out[i] = sample_poisson(rate[i], &s);
-    }
+void em_sample_gamma(int dtype, const void *alpha, void *out, int64_t n, uint64_t seed,
+                     uint64_t offset, double tiny, int nthreads) {
+    run_chunks(pick(gamma_chunk_generic, gamma_chunk_avx2), alpha, NULL, out, dtype, n, seed,
+               offset, tiny, nthreads);
 }
 
-void em_sample_binomial(const double *count, const double *prob, double *out, int64_t n,
+int64_t em_sample_poisson(int dtype, const void *rate, void *out, int64_t n, uint64_t seed,
+                          uint64_t offset, int nthreads) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !(load(dtype, rate, i) >= 0);
+    if (bad) return bad;
+    run_chunks(pick(poisson_chunk_generic, poisson_chunk_avx2), rate, NULL, out, dtype, n, seed,
+               offset, 0.0, nthreads);
+    return 0;
+}
+
+void em_sample_binomial(int dtype, const void *count, const void *prob, void *out, int64_t n,
                         uint64_t seed, uint64_t offset, int nthreads) {
-    #pragma omp parallel for schedule(dynamic, 4096) num_threads(nthreads) if (nthreads > 1)
-    for (int64_t i = 0; i < n; i++) {
-        stream s;
-        stream_init(&s, seed, offset, i);
-        out[i] = sample_binomial(count[i], prob[i], &s);
-    }
+    run_chunks(pick(binomial_chunk_generic, binomial_chunk_avx2), count, prob, out, dtype, n,
+               seed, offset, 0.0, nthreads);
 }
 
 /* dx/dalpha of a Gamma(alpha, 1) draw x at a fixed CDF value:
@@ -259,3 +366,141 @@ void em_standard_gamma_grad(const double *alpha, const double *x, double *out, i
     #pragma omp parallel for schedule(dynamic, 4096) num_threads(nthreads) if (nthreads > 1)
     for (int64_t i = 0; i < n; i++) out[i] = gamma_grad_one(alpha[i], x[i]);
 }
+
+#else  /* EM_SAMPLERS_IMPL: one chunk of at most CH elements, [e0, e1) ------- */
+
+/* Gamma: block 0 gives the normal, block 1 the acceptance uniform and the boost
+   uniform (alpha < 1); draws below `tiny` (and NaN) become `tiny` */
+static void FN(gamma_chunk)(const void *alpha, const void *unused, void *out, int dtype,
+                            int64_t e0, int64_t e1, uint64_t seed, uint64_t off, double tiny) {
+    (void)unused;
+    uint32_t w0[4][CH], w1[4][CH];
+    double al[CH], res[CH], ubs[CH];
+    int more[CH];
+    const int cnt = (int)(e1 - e0);
+    em_philox_blocks(w0, (uint64_t)e0, off, seed);
+    em_philox_blocks(w1, ((uint64_t)1 << KSHIFT) | (uint64_t)e0, off, seed);
+    for (int j = 0; j < cnt; j++) al[j] = load(dtype, alpha, e0 + j);
+    for (int j = cnt; j < CH; j++) al[j] = 1.0;
+    for (int j = 0; j < CH; j++) {
+        const double a = al[j];
+        const int boost = a < 1.0;
+        const double aa = boost ? a + 1.0 : a;
+        const double d = aa - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * (d > 0 ? d : 1.0));
+        const double x = box_muller(w0[0][j], w0[1][j], w0[2][j], w0[3][j]);
+        const double y = 1.0 + c * x, v = y * y * y, xx = x * x;
+        const double u = u_open(w1[0][j], w1[1][j]), ub = u_open(w1[2][j], w1[3][j]);
+        const int ok = (y > 0) & ((u < 1.0 - 0.0331 * xx * xx) |
+                                  (em_log_posd(u) < 0.5 * xx +
+                                   d * (1.0 - v + em_log_posd(v > 1e-300 ? v : 1e-300))));
+        const double scale = boost ? em_exp_d(em_log_posd(ub) / (a > 0 ? a : 1.0)) : 1.0;
+        res[j] = scale * d * v;
+        ubs[j] = ub;
+        more[j] = !(ok & (a > 0) & (a < INFINITY));
+    }
+    for (int j = 0; j < cnt; j++) {
+        double r = res[j];
+        if (more[j]) {
+            stream s;
+            st_init(&s, seed, off, (uint64_t)(e0 + j), 2);
+            r = gamma_rest(al[j], ubs[j], &s);
+        }
+        store(dtype, out, e0 + j, r >= tiny ? r : tiny);
+    }
+}
+
+/* Poisson: block 0 gives PTRS's first (u, v) or the inversion's uniform; PTRS's
+   later attempts take blocks 1, 2, ... */
+static void FN(poisson_chunk)(const void *rate, const void *unused, void *out, int dtype,
+                              int64_t e0, int64_t e1, uint64_t seed, uint64_t off, double unused2) {
+    (void)unused; (void)unused2;
+    uint32_t w[4][CH];
+    double lam[CH], res[CH], p0[CH], uinv[CH];
+    const int cnt = (int)(e1 - e0);
+    em_philox_blocks(w, (uint64_t)e0, off, seed);
+    for (int j = 0; j < cnt; j++) lam[j] = load(dtype, rate, e0 + j);
+    for (int j = cnt; j < CH; j++) lam[j] = 0.0;
+    for (int j = 0; j < CH; j++) {
+        const double l = lam[j];
+        const int big = l >= 10.0;
+        const double lb = big & (l < INFINITY) ? l : 10.0;
+        const double u = u_open(w[0][j], w[1][j]), v = u_open(w[2][j], w[3][j]);
+        const double k = ptrs_try(lb, ptrs_consts(lb), u, v);
+        res[j] = k;
+        p0[j] = em_exp_d(-(big ? 0.0 : l));
+        uinv[j] = u;
+    }
+    for (int j = 0; j < cnt; j++) {
+        double r = res[j];
+        if (lam[j] < 10.0) {                       /* the inversion walk */
+            r = poisson_walk(lam[j], p0[j], uinv[j]);
+        } else if (!(r >= 0) || isinf(lam[j])) {   /* a rejection, or rate inf */
+            stream s;
+            st_init(&s, seed, off, (uint64_t)(e0 + j), 1);
+            r = isinf(lam[j]) ? INFINITY : ptrs_rest(lam[j], &s);
+        }
+        store(dtype, out, e0 + j, r);
+    }
+}
+
+/* Binomial: with q = min(p, 1 - p), block 0 gives BTRS's first (u, v) when n q >= 10
+   or the inversion's uniform below; the draw for q counts failures when p > 1/2 */
+static void FN(binomial_chunk)(const void *count, const void *prob, void *out, int dtype,
+                               int64_t e0, int64_t e1, uint64_t seed, uint64_t off,
+                               double unused) {
+    (void)unused;
+    uint32_t w[4][CH];
+    double nn[CH], pp[CH], res[CH], p0[CH], uinv[CH], rr[CH];
+    int kind[CH];
+    const int cnt = (int)(e1 - e0);
+    em_philox_blocks(w, (uint64_t)e0, off, seed);
+    for (int j = 0; j < cnt; j++) {
+        nn[j] = load(dtype, count, e0 + j);
+        pp[j] = load(dtype, prob, e0 + j);
+    }
+    for (int j = cnt; j < CH; j++) { nn[j] = 1.0; pp[j] = 0.5; }
+    for (int j = 0; j < CH; j++) {
+        const double n = nn[j], p = pp[j];
+        const int ordinary = (n > 0) & (n < INFINITY) & (p > 0) & (p < 1);
+        const int flip = p > 0.5;
+        const double q = ordinary ? (flip ? 1 - p : p) : 0.5, nq = ordinary ? n : 20.0;
+        const int big = nq * q >= 10;
+        const double spq = sqrt(nq * q * (1 - q));
+        const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * q;
+        const double c = nq * q + 0.5, v_r = 0.92 - 4.2 / b;
+        const double u = u_open(w[0][j], w[1][j]), v = u_open(w[2][j], w[3][j]);
+        const double uc = u - 0.5, us = 0.5 - fabs(uc);
+        const double k = floor((2 * a / us + b) * uc + c);
+        res[j] = flip ? n - k : k;
+        /* the inversion counts whole trials: floor(n) of them, as PyTorch's geometric
+           inversion does for a fractional count */
+        p0[j] = em_exp_d(big ? 0.0 : floor(nq) * log1m(q));
+        rr[j] = q / (1 - q);
+        uinv[j] = u;
+        /* 0: settled by the squeeze, 1: inversion walk, 2: BTRS's full test, 3: special */
+        kind[j] = !ordinary ? 3 : !big ? 1 :
+                  ((k >= 0) & (k <= nq) & (us >= 0.07) & (v <= v_r)) ? 0 : 2;
+    }
+    for (int j = 0; j < cnt; j++) {
+        double r = res[j];
+        const double n = nn[j], p = pp[j];
+        if (kind[j] == 3) {
+            r = binomial_special(n, p);
+        } else if (kind[j]) {
+            const int flip = p > 0.5;
+            const double q = flip ? 1 - p : p;
+            double k;
+            if (kind[j] == 1) {
+                k = binomial_walk(floor(n), rr[j], p0[j], uinv[j]);
+            } else {
+                stream s;
+                st_init(&s, seed, off, (uint64_t)(e0 + j), 0);
+                k = btrs(n, q, &s);
+            }
+            r = flip ? n - k : k;
+        }
+        store(dtype, out, e0 + j, r);
+    }
+}
+
+#endif  /* EM_SAMPLERS_IMPL */

@@ -35,13 +35,13 @@ __host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
     case EW_SQRT: return sqrt(x);
     case EW_RSQRT: return (A)1 / sqrt(x);
     case EW_SIN:
-        if (f32) return (fabsf((float)x) < 8192.0f || x != x) ? (A)em_sinf((float)x) : (A)sinf((float)x);
+        if (f32) return (A)em_sinf_any((float)x);
         return sin(x);
     case EW_COS:
-        if (f32) return (fabsf((float)x) < 8192.0f || x != x) ? (A)em_cosf((float)x) : (A)cosf((float)x);
+        if (f32) return (A)em_cosf_any((float)x);
         return cos(x);
     case EW_TAN:
-        if (f32) return (fabsf((float)x) < 8192.0f || x != x) ? (A)em_tanf((float)x) : (A)tanf((float)x);
+        if (f32) return (A)em_tanf_any((float)x);
         return tan(x);
     case EW_ASIN: if (f32) return (A)em_asinf((float)x); return asin(x);
     case EW_ACOS: if (f32) return (A)em_acosf((float)x); return acos(x);

@@ -177,7 +177,7 @@ template <> __device__ __forceinline__ void atomic_add<int64_t>(int64_t *p, int6
     atomicAdd((unsigned long long *)p, (unsigned long long)v);
 }
 
-/* one thread per (position, slice element) */
+/* one thread per (position, slice element): plain writes or atomic sums */
 template <typename T, bool ADD>
 __global__ void put_direct(T *out, const T *vals, const int64_t *tgt, const int64_t *vof,
                            int64_t n, emc_nd slice, int64_t S) {
@@ -193,8 +193,18 @@ __global__ void put_direct(T *out, const T *vals, const int64_t *tgt, const int6
     }
 }
 
+/* acc `op` v for the reductions (EMC_PUT_*); max/min propagate NaN as the CPU's
+   scatter does (v != v is false for integers) */
+template <int RED, typename A> __device__ __forceinline__ A put_combine(A acc, A v) {
+    if constexpr (RED == EMC_PUT_ADD) return acc + v;
+    else if constexpr (RED == EMC_PUT_MUL) return acc * v;
+    else if (v != v) return v;
+    else if constexpr (RED == EMC_PUT_MAX) return (acc != acc || acc > v) ? acc : v;
+    else return (acc != acc || acc < v) ? acc : v;
+}
+
 /* one thread per (run of equal targets in sorted order, slice element) */
-template <typename T, typename A, bool ADD>
+template <typename T, typename A, int RED>
 __global__ void put_ordered(T *out, const T *vals, const int64_t *kt, const int64_t *order,
                             const int64_t *vof, int64_t n, emc_nd slice, int64_t S) {
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n * S;
@@ -206,9 +216,10 @@ __global__ void put_ordered(T *out, const T *vals, const int64_t *kt, const int6
         emc_offsets<2>(slice, e, so);
         T *d = out + key + so[0];
         int64_t r = q;
-        if constexpr (ADD) {
+        if constexpr (RED != EMC_PUT_SET) {
             A acc = ld<T, A>(d);
-            for (; r < n && kt[r] == key; r++) acc += ld<T, A>(vals + vof[order[r]] + so[1]);
+            for (; r < n && kt[r] == key; r++)
+                acc = put_combine<RED, A>(acc, ld<T, A>(vals + vof[order[r]] + so[1]));
             st<T, A>(d, acc);
         } else {
             while (r + 1 < n && kt[r + 1] == key) r++;
@@ -220,47 +231,62 @@ __global__ void put_ordered(T *out, const T *vals, const int64_t *kt, const int6
 int emc_sort_i64_keys(const int64_t *keys, const int64_t *xi, int64_t rows, int64_t n, int desc,
                       int64_t *kout, int64_t *iout, cudaStream_t s);
 
-template <typename T, typename A, bool ADD>
+template <typename T, typename A, int RED>
 static int put_typed(T *out, const T *vals, int64_t *tgt, int64_t *vof, int64_t n,
                      const emc_nd *slice, int64_t S, bool det, cudaStream_t s) {
-    if (!det) {
-        put_direct<T, ADD><<<emc_blocks(n * S), EMC_THREADS, 0, s>>>(out, vals, tgt, vof, n,
-                                                                     *slice, S);
-        return 0;
+    /* products, max and min always run in index order (no atomics for them) */
+    if constexpr (RED == EMC_PUT_SET || RED == EMC_PUT_ADD) {
+        if (!det) {
+            put_direct<T, RED == EMC_PUT_ADD><<<emc_blocks(n * S), EMC_THREADS, 0, s>>>(
+                out, vals, tgt, vof, n, *slice, S);
+            return 0;
+        }
     }
     int64_t *kt = NULL;
     int rc = emc_malloc((void **)&kt, sizeof(int64_t) * (size_t)(2 * n), s);
     if (rc) return rc;
     rc = emc_sort_i64_keys(tgt, NULL, 1, n, 0, kt, kt + n, s);
     if (!rc)
-        put_ordered<T, A, ADD><<<emc_blocks(n * S), EMC_THREADS, 0, s>>>(out, vals, kt, kt + n,
+        put_ordered<T, A, RED><<<emc_blocks(n * S), EMC_THREADS, 0, s>>>(out, vals, kt, kt + n,
                                                                          vof, n, *slice, S);
     emc_free(kt);
     return rc;
 }
 
-/* dispatch on dtype: plain writes move bits, sums need a numeric type */
+/* one numeric type, every reduction */
+template <typename T, typename A>
+static int put_numeric(int red, T *out, const T *vals, int64_t *tgt, int64_t *vof, int64_t n,
+                       const emc_nd *slice, int64_t S, bool det, cudaStream_t s) {
+    switch (red) {
+    case EMC_PUT_ADD: return put_typed<T, A, EMC_PUT_ADD>(out, vals, tgt, vof, n, slice, S, det, s);
+    case EMC_PUT_MUL: return put_typed<T, A, EMC_PUT_MUL>(out, vals, tgt, vof, n, slice, S, det, s);
+    case EMC_PUT_MAX: return put_typed<T, A, EMC_PUT_MAX>(out, vals, tgt, vof, n, slice, S, det, s);
+    default: return put_typed<T, A, EMC_PUT_MIN>(out, vals, tgt, vof, n, slice, S, det, s);
+    }
+}
+
+/* dispatch on dtype: plain writes move bits, reductions need a numeric type */
 static int put_run(int dtype, void *out, const void *vals, int64_t *tgt, int64_t *vof, int64_t n,
-                   const emc_nd *slice, bool add, bool det, cudaStream_t s) {
+                   const emc_nd *slice, int red, bool det, cudaStream_t s) {
     const int64_t S = emc_numel(slice);
     if (S == 0) return 0;
-    if (!add) {
+    if (red == EMC_PUT_SET) {
         switch (em_itemsize[dtype]) {
-        case 1: return put_typed<uint8_t, uint8_t, false>((uint8_t *)out, (const uint8_t *)vals, tgt, vof, n, slice, S, det, s);
-        case 2: return put_typed<uint16_t, uint16_t, false>((uint16_t *)out, (const uint16_t *)vals, tgt, vof, n, slice, S, det, s);
-        case 4: return put_typed<uint32_t, uint32_t, false>((uint32_t *)out, (const uint32_t *)vals, tgt, vof, n, slice, S, det, s);
-        case 16: return put_typed<uint4, uint4, false>((uint4 *)out, (const uint4 *)vals, tgt, vof, n, slice, S, det, s);
-        default: return put_typed<uint64_t, uint64_t, false>((uint64_t *)out, (const uint64_t *)vals, tgt, vof, n, slice, S, det, s);
+        case 1: return put_typed<uint8_t, uint8_t, EMC_PUT_SET>((uint8_t *)out, (const uint8_t *)vals, tgt, vof, n, slice, S, det, s);
+        case 2: return put_typed<uint16_t, uint16_t, EMC_PUT_SET>((uint16_t *)out, (const uint16_t *)vals, tgt, vof, n, slice, S, det, s);
+        case 4: return put_typed<uint32_t, uint32_t, EMC_PUT_SET>((uint32_t *)out, (const uint32_t *)vals, tgt, vof, n, slice, S, det, s);
+        case 16: return put_typed<uint4, uint4, EMC_PUT_SET>((uint4 *)out, (const uint4 *)vals, tgt, vof, n, slice, S, det, s);
+        default: return put_typed<uint64_t, uint64_t, EMC_PUT_SET>((uint64_t *)out, (const uint64_t *)vals, tgt, vof, n, slice, S, det, s);
         }
     }
     switch (dtype) {
-    case EM_F32: return put_typed<float, float, true>((float *)out, (const float *)vals, tgt, vof, n, slice, S, det, s);
-    case EM_F64: return put_typed<double, double, true>((double *)out, (const double *)vals, tgt, vof, n, slice, S, det, s);
-    case EM_F16: return put_typed<__half, float, true>((__half *)out, (const __half *)vals, tgt, vof, n, slice, S, det, s);
-    case EM_BF16: return put_typed<__nv_bfloat16, float, true>((__nv_bfloat16 *)out, (const __nv_bfloat16 *)vals, tgt, vof, n, slice, S, det, s);
-    case EM_I32: return put_typed<int, int, true>((int *)out, (const int *)vals, tgt, vof, n, slice, S, det, s);
-    case EM_I64: return put_typed<int64_t, int64_t, true>((int64_t *)out, (const int64_t *)vals, tgt, vof, n, slice, S, det, s);
-    default: return emc_set_error(EMC_E_DTYPE, "scatter_add / index_put (accumulate)");
+    case EM_F32: return put_numeric<float, float>(red, (float *)out, (const float *)vals, tgt, vof, n, slice, S, det, s);
+    case EM_F64: return put_numeric<double, double>(red, (double *)out, (const double *)vals, tgt, vof, n, slice, S, det, s);
+    case EM_F16: return put_numeric<__half, float>(red, (__half *)out, (const __half *)vals, tgt, vof, n, slice, S, det, s);
+    case EM_BF16: return put_numeric<__nv_bfloat16, float>(red, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)vals, tgt, vof, n, slice, S, det, s);
+    case EM_I32: return put_numeric<int, int>(red, (int *)out, (const int *)vals, tgt, vof, n, slice, S, det, s);
+    case EM_I64: return put_numeric<int64_t, int64_t>(red, (int64_t *)out, (const int64_t *)vals, tgt, vof, n, slice, S, det, s);
+    default: return emc_set_error(EMC_E_DTYPE, "scatter (reduce) / index_put (accumulate)");
     }
 }
 
@@ -271,8 +297,8 @@ static bool addable(int dtype) {
 
 /* the common tail: targets computed, run the writes, free the buffer */
 static int put_finish(int rc0, int dtype, void *out, const void *vals, int64_t *buf, int64_t n,
-                      const emc_nd *slice, bool add, bool det, cudaStream_t s, const char *where) {
-    int rc = rc0 ? rc0 : put_run(dtype, out, vals, buf, buf + n, n, slice, add, det, s);
+                      const emc_nd *slice, int red, bool det, cudaStream_t s, const char *where) {
+    int rc = rc0 ? rc0 : put_run(dtype, out, vals, buf, buf + n, n, slice, red, det, s);
     cudaError_t e = cudaGetLastError();
     emc_free(buf);
     if (rc) return rc;
@@ -284,8 +310,8 @@ EMC_API int emc_scatter(int reduce, int dtype, void *out, int64_t dim_size, int6
                         const int64_t *idx, const void *src, const emc_nd *nd, int deterministic,
                         void *stream) {
     if (dtype < 0 || dtype >= EM_NDTYPES) return emc_set_error(EMC_E_DTYPE, "emc_scatter");
-    if (reduce != EMC_PUT_SET && reduce != EMC_PUT_ADD) return emc_set_error(EMC_E_OP, "emc_scatter");
-    if (reduce == EMC_PUT_ADD && !addable(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_scatter");
+    if (reduce < EMC_PUT_SET || reduce > EMC_PUT_MIN) return emc_set_error(EMC_E_OP, "emc_scatter");
+    if (reduce != EMC_PUT_SET && !addable(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_scatter");
     if (nd->nargs < 3 || nd->ndim > EMC_MAX_DIMS) return emc_set_error(EMC_E_ARG, "emc_scatter");
     const int64_t n = emc_numel(nd);
     if (n == 0) return 0;
@@ -298,8 +324,8 @@ EMC_API int emc_scatter(int reduce, int dtype, void *out, int64_t dim_size, int6
     emc_nd one;
     memset(&one, 0, sizeof one);
     one.nargs = 2;
-    return put_finish(0, dtype, out, src, buf, n, &one, reduce == EMC_PUT_ADD, deterministic != 0,
-                      s, "emc_scatter");
+    return put_finish(0, dtype, out, src, buf, n, &one, reduce, deterministic != 0, s,
+                      "emc_scatter");
 }
 
 EMC_API int emc_index_put(int dtype, void *out, int k, const int64_t *const *idx,
@@ -324,6 +350,7 @@ EMC_API int emc_index_put(int dtype, void *out, int k, const int64_t *const *idx
     if (rc) return rc;
     put_targets<<<emc_blocks(n), EMC_THREADS, 0, s>>>(ix, n, vstride, buf, buf + n,
                                                       emc_error_flag());
-    return put_finish(0, dtype, out, values, buf, n, slice, accumulate != 0, deterministic != 0,
-                      s, "emc_index_put");
+    return put_finish(0, dtype, out, values, buf, n, slice,
+                      accumulate ? EMC_PUT_ADD : EMC_PUT_SET, deterministic != 0, s,
+                      "emc_index_put");
 }

@@ -20,7 +20,8 @@ def _close(e, t, rtol=1e-5, atol=1e-6):
     t = t.detach().resolve_conj() if hasattr(t, "resolve_conj") else t
     assert tuple(e.shape) == tuple(t.shape)
     assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (e.dtype, t.dtype)
-    np.testing.assert_allclose(e.detach().numpy(), t.numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(e.detach().resolve_conj().resolve_neg().numpy(),
+                               t.resolve_neg().numpy(), rtol=rtol, atol=atol)
 
 
 # --- dtypes, creation, printing ------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember.cuda import _dispatch, _kernels
+from tests.cuda import test_device_scan_optim as _device_scan_optim
 from tests.cuda import test_device_tensors as _device_tests
 from tests.cuda.fake_device import FakeDevice
 from tests.cuda.harness import c_enums
@@ -69,13 +70,18 @@ def test_supported_ops_cover_the_issue_list():
     ops = set(_dispatch.supported_ops())
     for name in ("add", "mul", "div", "exp", "where", "sum", "mean", "amax", "max", "argmax",
                  "mm", "bmm", "matmul", "linear", "softmax", "log_softmax", "index_select",
-                 "gather", "index_add", "cat", "rand", "randn", "randint", "clone", "lerp"):
+                 "gather", "index_add", "cat", "rand", "randn", "randint", "clone", "lerp",
+                 "conv2d", "conv1d", "conv_transpose2d", "conv2d_input_grad",
+                 "conv2d_weight_grad", "max_pool2d", "max_pool2d_backward", "avg_pool2d",
+                 "avg_pool2d_backward",
+                 "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "getitem", "setitem",
+                 "index_put", "index_put_", "randperm", "multinomial"):
         assert name in ops, name
 
 
 @pytest.fixture(autouse=True)
 def _fake_device(request):
-    if request.function.__module__ != _device_tests.__name__:
+    if request.function.__module__ not in (_device_tests.__name__, _device_scan_optim.__name__):
         yield None
         return
     with FakeDevice() as fd:
@@ -83,9 +89,10 @@ def _fake_device(request):
 
 
 # the device tests, collected here too (without their `cuda` mark)
-for _name in dir(_device_tests):
-    if _name.startswith("test_"):
-        globals()[_name] = getattr(_device_tests, _name)
+for _mod in (_device_tests, _device_scan_optim):
+    for _name in dir(_mod):
+        if _name.startswith("test_"):
+            globals()[_name] = getattr(_mod, _name)
 
 
 def test_device_memory_goes_back_to_the_allocator():
@@ -135,5 +142,92 @@ def test_device_index_and_placement():
             t.to("cuda:1")
         assert t.cuda() is t and t.cuda(0) is t
         assert t.to("cuda", ember.float64).dtype == ember.float64
-        with pytest.raises(RuntimeError, match="Could not run 'cumsum'.*CUDA"):
-            ember.cumsum(t, 0)
+        with pytest.raises(RuntimeError, match="Could not run 'kthvalue'.*CUDA"):
+            ember.kthvalue(t, 1)
+
+
+def test_cnn_training_step_over_the_stand_in():
+    from tests.cuda.test_training import cnn_losses
+
+    cpu_losses, _ = cnn_losses("cpu", steps=2)
+    with FakeDevice() as fd:
+        dev_losses, model = cnn_losses("cuda", steps=2)
+        assert all(p.device.type == "cuda" for p in model.parameters())
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    for name in ("conv2d_fwd", "conv2d_bwd_input", "conv2d_bwd_weight", "max_pool2d_fwd",
+                 "avg_pool2d_fwd", "avg_pool2d_bwd", ("batch_norm_fwd", 1),
+                 ("batch_norm_bwd", 1)):
+        assert name in fd.lib.calls, name
+
+
+def test_mask_coordinates_and_index_put_launch_details():
+    with FakeDevice() as fd:
+        from ember.cuda._index_ops import nonzero_coords
+
+        m = ember.tensor([[True, False, True], [False, False, True]])
+        np.testing.assert_array_equal(nonzero_coords(m.cuda()).cpu().numpy(),
+                                      ember.nonzero(m).numpy())
+        assert tuple(nonzero_coords(ember.zeros(0, 3, dtype=ember.bool, device="cuda"))
+                     .shape) == (0, 2)
+        x = ember.zeros(4, device="cuda")
+        prev = ember.are_deterministic_algorithms_enabled()
+        ember.use_deterministic_algorithms(True)
+        try:
+            x.index_put_((ember.tensor([1, 1, 3]).cuda(),), ember.ones(3, device="cuda"),
+                         accumulate=True)
+        finally:
+            ember.use_deterministic_algorithms(prev)
+        assert ("index_put", 1, 1) in fd.lib.calls
+        np.testing.assert_array_equal(x.cpu().numpy(), [0.0, 2.0, 0.0, 1.0])
+        x.index_put_((ember.tensor([0, 2]).cuda(),), ember.ones(2, device="cuda"),
+                     accumulate=True)
+        assert ("index_put", 1, 0) in fd.lib.calls     # float sums: atomics unless asked
+
+
+def _memcpy_kinds(fd):
+    """Record the kind of every cudaMemcpyAsync on the stand-in's runtime."""
+    kinds, copy = [], fd.rt.cudaMemcpyAsync
+
+    def spy(dst, src, n, kind, stream):
+        kinds.append(kind.value if hasattr(kind, "value") else kind)
+        return copy(dst, src, n, kind, stream)
+    fd.rt.cudaMemcpyAsync = spy
+    return kinds
+
+
+def test_an_optimizer_step_is_one_launch_per_group_and_clipping_never_syncs():
+    with FakeDevice() as fd:
+        ps = [ember.ones(s, device="cuda", requires_grad=True) for s in ((300, 40), (5,))]
+        for p in ps:
+            p.grad = ember.full(p.shape, 0.5, device="cuda")
+        for opt in (ember.optim.SGD(ps, lr=0.1, momentum=0.9),
+                    ember.optim.AdamW([{"params": ps[:1]}, {"params": ps[1:]}], amsgrad=True)):
+            opt.step()                   # the first step also makes the state
+            fd.lib.calls.clear()
+            opt.step()
+            kind = "sgd_multi" if isinstance(opt, ember.optim.SGD) else "adam_multi"
+            groups = len(opt.param_groups)
+            assert [c for c in fd.lib.calls if c[0] == kind] == \
+                [(kind, 8, len(g["params"])) for g in opt.param_groups]
+            assert len(fd.lib.calls) == groups, fd.lib.calls     # nothing per tensor
+        fd.lib.calls.clear()
+        kinds = _memcpy_kinds(fd)
+        total = ember.nn.utils.clip_grad_norm_(ps, 1.0)
+        assert [c[0] for c in fd.lib.calls] == ["total_norm", "clip_multi"]
+        assert _kernels.D2H not in kinds            # no device-to-host copy, so no sync
+        np.testing.assert_allclose(float(total), np.sqrt(12005 * 0.25), rtol=1e-6)
+        np.testing.assert_allclose(ps[1].grad.cpu().numpy(), 0.5 / (float(total) + 1e-6),
+                                   rtol=1e-6)
+
+
+def test_copies_between_devices_never_touch_the_host():
+    from tests.cuda.test_device_scan_optim import check_cross_device, cross_device_ops
+
+    a = ember.arange(12.0).reshape(3, 4)
+    with FakeDevice(ndev=2) as fd:
+        a0 = a.to("cuda:0")
+        kinds = _memcpy_kinds(fd)
+        out = cross_device_ops(a0)
+        assert _kernels.H2D not in kinds and _kernels.D2H not in kinds, kinds
+        assert fd.rt.peer_copies >= 8
+        check_cross_device(out, a)

@@ -146,7 +146,8 @@ def test_sample_moments(name):
     m = x.numpy().mean(0)
     # mean within 6 standard errors; variance within 15%
     assert np.all(np.abs(m - mean) <= 6 * np.sqrt(var / n) + 1e-12), (m, mean)
-    if name not in ("StudentT", "InverseGamma", "GeneralizedPareto"):       # heavy tails
+    # heavy tails (FisherSnedecor: d2 < 8 here, so the sample variance has no finite variance)
+    if name not in ("StudentT", "InverseGamma", "GeneralizedPareto", "FisherSnedecor"):
         np.testing.assert_allclose(x.numpy().var(0), var, rtol=0.15)
 
 

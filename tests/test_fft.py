@@ -15,8 +15,8 @@ TF = torch.fft
 def _close(e, t, rtol=1e-5, atol=1e-5):
     assert tuple(e.shape) == tuple(t.shape), (tuple(e.shape), tuple(t.shape))
     assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (e.dtype, t.dtype)
-    np.testing.assert_allclose(e.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol,
-                               atol=atol)
+    np.testing.assert_allclose(e.detach().resolve_conj().numpy(),
+                               t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
 
 
 def _c(rng, *shape, dtype=np.complex128):

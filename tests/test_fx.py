@@ -543,16 +543,27 @@ class _Wrap(nn.Module):
         return out + 0.25
 
 
-def _check_runner(runner, m, x, want, gx, gp):
+def _check_runner(runner, m, x, want, gx, gp, exact=True):
+    """runner's output and gradients equal eager's: bit for bit, or (exact=False) to
+    float32 rounding where eager runs a fused kernel and the capture its composed ops"""
+    def same(a, b):
+        if exact:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     x.grad = None
     for p in m.parameters():
         p.grad = None
     got = runner(x)
-    np.testing.assert_array_equal(np_of(got), np_of(want))
+    same(np_of(got), np_of(want))
     got.sum().backward()
-    np.testing.assert_array_equal(np_of(x.grad), gx)
+    same(np_of(x.grad), gx)
     for p, g in zip(m.parameters(), gp):
-        np.testing.assert_array_equal(np_of(p.grad), g)
+        same(np_of(p.grad), g)
+
+
+# eager runs these as one fused C kernel; a compile capture records the composed ops
+_FUSED_IN_EAGER = {"BatchNorm1d", "BatchNorm1d-train", "BatchNorm2d", "BatchNorm3d", "GroupNorm"}
 
 
 @pytest.mark.parametrize("name,make,shape,call", _LAYERS, ids=[e[0] for e in _LAYERS])
@@ -565,10 +576,11 @@ def test_layer_parity_trace_and_compile(name, make, shape, call):
     gx, gp = np_of(x.grad), [np_of(p.grad) for p in m.parameters()]
     _check_runner(fx.symbolic_trace(m), m, x, want, gx, gp)
     compiled = ember.compile(m, backend="eager")
-    _check_runner(compiled, m, x, want, gx, gp)         # the capturing call
+    exact = name not in _FUSED_IN_EAGER
+    _check_runner(compiled, m, x, want, gx, gp, exact)  # the capturing call
     if name == "NLLLoss":       # nll_loss validates targets with item(): a guarded split
         assert any("item" in r for r in ember.compiler.counters["graph_break"])
-    _check_runner(compiled, m, x, want, gx, gp)         # a replay of the graph
+    _check_runner(compiled, m, x, want, gx, gp, exact)  # a replay of the graph
 
 
 def _small_cnn(lib, F_):

@@ -176,3 +176,128 @@ def test_beta_and_dirichlet_through_gamma():
     d = ember.distributions.Dirichlet(ember.tensor([1.0, 2.0, 3.0])).sample((N,)).numpy()
     np.testing.assert_allclose(d.sum(-1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(d.mean(0), [1 / 6, 2 / 6, 3 / 6], atol=0.01)
+
+
+# ---- the chunked kernels: each element's draw depends only on (seed, offset, index)
+
+@pytest.mark.parametrize("draw", [
+    lambda n: R._standard_gamma(ember.linspace(0.05, 30, n)),
+    lambda n: ember.poisson(ember.linspace(0, 80, n, dtype=ember.float64)),
+    lambda n: ember.binomial(ember.linspace(1, 400, n), ember.linspace(0.01, 0.99, n)),
+])
+def test_a_draw_depends_only_on_its_index(draw):
+    # the parameters of the first 37 elements differ between the two calls (linspace),
+    # so compare a shared-parameter prefix instead: same n, prefix of a longer tensor
+    ember.manual_seed(5)
+    a = draw(1000).numpy()
+    ember.manual_seed(5)
+    b = _threads(2, lambda: draw(1000).numpy())
+    np.testing.assert_array_equal(a, b)
+    ember.manual_seed(5)
+    g = R._standard_gamma(ember.full((1003,), 2.5)).numpy()
+    ember.manual_seed(5)
+    np.testing.assert_array_equal(R._standard_gamma(ember.full((37,), 2.5)).numpy(), g[:37])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_dtypes_and_layouts_like_torch(dtype):
+    torch = pytest.importorskip("torch")
+    x = ember.full((6, 5), 3.0, dtype=getattr(ember, dtype)).t()     # not contiguous
+    tx = torch.full((6, 5), 3.0, dtype=getattr(torch, dtype)).t()
+    for ef, tf in [(lambda: R._standard_gamma(x), lambda: torch._standard_gamma(tx)),
+                   (lambda: ember.poisson(x), lambda: torch.poisson(tx)),
+                   (lambda: ember.binomial(x, x / 4), lambda: torch.binomial(tx, tx / 4))]:
+        e = ef()
+        try:
+            t = tf()
+        except NotImplementedError:     # torch has no half gamma/binomial; ember does
+            t = torch.empty(tuple(e.shape), dtype=tx.dtype)
+        assert e.shape == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
+        assert bool((e >= 0).all())
+    # count and prob of different dtypes: torch's RuntimeError
+    other = "float32" if dtype == "float64" else "float64"
+    with pytest.raises(RuntimeError, match="Found dtype (Double|Float) but expected"):
+        torch.binomial(tx, torch.full((5, 6), 0.5, dtype=getattr(torch, other)))
+    with pytest.raises(RuntimeError, match="Found dtype (Double|Float) but expected"):
+        ember.binomial(x, ember.full((5, 6), 0.5, dtype=getattr(ember, other)))
+
+
+@pytest.mark.parametrize("rate", [1e-3, 2.5, 150.0, 1e6])
+def test_poisson_mean_and_variance(rate):
+    ember.manual_seed(17)
+    d = ember.poisson(ember.full((N,), rate, dtype=ember.float64)).numpy()
+    tol = 5 * math.sqrt(rate / N)
+    assert abs(d.mean() - rate) < tol
+    # the sample variance's standard error is about rate * sqrt(2 / N) (+ 1/N kurtosis)
+    assert abs(d.var() - rate) < 5 * math.sqrt((2 * rate * rate + rate) / N)
+
+
+@pytest.mark.parametrize("n,p", [(1e6, 2e-6), (3e5, 0.999985), (7, 0.93), (2000, 0.7)])
+def test_binomial_mean_and_variance_both_methods_and_flip(n, p):
+    ember.manual_seed(19)
+    d = ember.binomial(ember.full((N,), n, dtype=ember.float64),
+                       ember.full((N,), p, dtype=ember.float64)).numpy()
+    assert d.min() >= 0 and d.max() <= n and np.all(d == np.floor(d))
+    mean, var = n * p, n * p * (1 - p)
+    assert abs(d.mean() - mean) < 5 * math.sqrt(var / N)
+    assert abs(d.var() - var) < 6 * math.sqrt((2 * var * var + var) / N)
+
+
+def test_binomial_fractional_count_counts_whole_trials_like_torch():
+    # torch's inversion draws Binomial(floor(n), p) trials; for p > 1/2 it returns
+    # n minus the failures, so the values keep n's fraction
+    ember.manual_seed(2)
+    for p, values in [(0.3, [0.0, 1.0, 2.0]), (0.7, [2.5, 1.5, 0.5])]:
+        d = ember.binomial(ember.full((N,), 2.5), ember.full((N,), p)).numpy()
+        q = min(p, 1 - p)
+        pmf = [(1 - q) ** 2, 2 * q * (1 - q), q * q]
+        freq = [np.mean(d == v) for v in values]
+        assert sum(freq) == 1.0
+        np.testing.assert_allclose(freq, pmf, atol=5 * math.sqrt(0.25 / N))
+
+
+@pytest.mark.parametrize("alpha", [0.3, 4.0])
+def test_gamma_float32_draws_follow_the_gamma_cdf(alpha):
+    ember.manual_seed(23)
+    x = R._standard_gamma(ember.full((N,), alpha)).numpy()
+    assert x.dtype == np.float32
+    x = np.sort(x.astype(np.float64))
+    f = _gamma_cdf(alpha, x)
+    emp = np.arange(1, N + 1) / N
+    assert max(np.max(emp - f), np.max(f - (emp - 1 / N))) < KS_CRIT
+
+
+def test_distributions_sample_the_same_on_one_and_two_threads():
+    D = ember.distributions
+    dists = [D.Gamma(ember.full((5000,), 0.8), ember.full((5000,), 2.0)),
+             D.Beta(ember.full((5000,), 2.0), ember.full((5000,), 0.5)),
+             D.Chi2(ember.full((5000,), 3.0)),
+             D.Dirichlet(ember.full((1000, 4), 1.5)),
+             D.Poisson(ember.full((5000,), 12.0)),
+             D.Binomial(ember.full((5000,), 30.0), probs=ember.full((5000,), 0.4))]
+    for d in dists:
+        def run(d=d):
+            ember.manual_seed(9)
+            return d.sample().numpy()
+        np.testing.assert_array_equal(_threads(1, run), _threads(2, run))
+
+
+def test_same_numbers_with_generic_kernels():
+    import os
+    import subprocess
+    import sys
+    code = ("import ember, hashlib\n"
+            "from ember._C import random as R\n"
+            "ember.manual_seed(4)\n"
+            "x = ember.linspace(0.01, 60, 3001, dtype=ember.float64)\n"
+            "ts = [R._standard_gamma(x), R._standard_gamma(x.float()), ember.poisson(x),"
+            " ember.binomial(x * 3, x / 61)]\n"
+            "print(hashlib.sha1(b''.join(bytes(t.numpy().data) for t in ts)).hexdigest())\n")
+    outs = []
+    for isa in ("generic", None):
+        env = {k: v for k, v in os.environ.items() if k != "EMBER_ISA"}
+        if isa:
+            env["EMBER_ISA"] = isa
+        outs.append(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                   text=True, env=env, check=True).stdout)
+    assert outs[0] == outs[1] and len(outs[0]) > 10

@@ -3,10 +3,13 @@ linalg figures time ember and torch in alternation).
 
     .venv/bin/python tools/bench_models.py linalg      # matmul, bmm, conv2d
     .venv/bin/python tools/bench_models.py train       # MLP+Adam, CNN+SGD steps
+    .venv/bin/python tools/bench_models.py resnet      # ResNet block step, per-op profile
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
     .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
+    .venv/bin/python tools/bench_models.py sdpa        # attention at L=1024: time, peak memory
+    .venv/bin/python tools/bench_models.py engine      # autograd bookkeeping share of a GPT step
 """
 import os
 import resource
@@ -71,6 +74,11 @@ def _model(T, model):
         m = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10))
         return m, T.optim.Adam(m.parameters(), lr=1e-3), T.randn(64, 784)
+    if model == "resnet":
+        sys.path.insert(0, os.path.join(ROOT, "asv_bench", "benchmarks"))
+        from nn_training import _resnet_block
+        m = _resnet_block(T)
+        return m, T.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), T.randn(32, 64, 32, 32)
     m = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
                       nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(),
                       nn.Linear(128, 10))
@@ -80,12 +88,13 @@ def _model(T, model):
 
 def _step_fn(T, model):
     m, opt, x = _model(T, model)
-    y, loss = T.randint(0, 10, (64,)), T.nn.CrossEntropyLoss()
+    y, loss = T.randint(0, 10, (x.shape[0],)), T.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad()
         loss(m(x), y).backward()
         opt.step()
+    step.opt = opt
     return step
 
 
@@ -106,6 +115,54 @@ def train():
     for name in ("ember", "torch"):
         for model in ("mlp", "cnn"):
             subprocess.run([sys.executable, __file__, "memory", name, model], check=True)
+
+
+def resnet():
+    """The ResNet-block training step (asv's ResNetBlockSGD), then its ops one by one at
+    the block's shapes (forward, and forward+backward where the op trains)."""
+    import torch
+
+    import ember
+    steps = {}
+    for name, T in (("ember", ember), ("torch", torch)):
+        T.manual_seed(0)
+        steps[name] = _step_fn(T, "resnet")
+    from ember._C import conv as CV
+    grads = ((CV.conv2d_input_grad, CV.conv2d_weight_grad),
+             (torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight))
+    ops = []
+    for T, (dx_fn, dw_fn) in zip((ember, torch), grads):
+        F = T.nn.functional
+        x = T.randn(32, 64, 32, 32, requires_grad=True)
+        w = T.randn(64, 64, 3, 3, requires_grad=True)
+        g = T.randn(32, 64, 32, 32)
+        bn = T.nn.BatchNorm2d(64)
+        xd, wd = x.detach(), w.detach()
+        xp = T.randn(64, 32, 24, 24, requires_grad=True)   # the digits CNN's first pooling
+        gp = T.randn(64, 32, 12, 12)
+        ops.append({
+            "conv fwd": lambda F=F, xd=xd, wd=wd: F.conv2d(xd, wd, padding=1),
+            "conv input-grad": lambda f=dx_fn, xd=xd, wd=wd, g=g: f(xd.shape, wd, g, padding=1),
+            "conv weight-grad": lambda f=dw_fn, xd=xd, wd=wd, g=g: f(xd, wd.shape, g,
+                                                                     padding=1),
+            "batch_norm fwd": lambda bn=bn, xd=xd: bn(xd),
+            "batch_norm fwd+bwd": lambda bn=bn, x=x, g=g: bn(x).backward(g),
+            "relu fwd+bwd": lambda x=x, g=g: x.relu().backward(g),
+            "max_pool2d 2x2 fwd+bwd (64x32x24x24)": lambda F=F, xp=xp, gp=gp: F.max_pool2d(
+                xp, 2).backward(gp),
+            "SGD momentum step": steps["ember" if T is ember else "torch"].opt.step,
+        })
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        e, t = pair(steps["ember"], steps["torch"], 2, 7)
+        print(f"resnet step thr{th}: ember {e * 1e3:.1f} ms, torch {t * 1e3:.1f} ms "
+              f"({e / t:.2f}x)")
+        row = []
+        for name in ops[0]:
+            e, t = pair(ops[0][name], ops[1][name], 2, 5)
+            row.append(f"{name} {e / t:.2f}x ({e * 1e3:.1f} vs {t * 1e3:.1f} ms)")
+        print(f"  ops thr{th}: " + ", ".join(row))
 
 
 def _hwm_kb():
@@ -284,7 +341,140 @@ def gpt():
         print(f"gpt step thr{th}: ember {e * 1e3:.1f} ms, torch {t * 1e3:.1f} ms ({e / t:.2f}x)")
 
 
+def engine():
+    """Share of ember's GPT step (1 thread) spent in autograd bookkeeping: recording
+    nodes in the forward (the record hook) and the backward engine's own work (graph
+    walk, gradient buffers and accumulation into .grad), i.e. the backward's time less
+    the time inside the nodes' formulas and kernels.  Two models: the `gpt` mode's,
+    and a deep one with small tensors (16 blocks, emb 64, sequence 16, batch 2) where
+    the engine weighs the most."""
+    for cfg, batch in (({}, 16), ({"emb": 64, "seq": 16, "layers": 16}, 2)):
+        _engine_share(cfg, batch)
+
+
+def _engine_share(cfg, batch):
+    import time
+
+    import ember
+    from ember.autograd import _engine as E
+    ember.set_num_threads(1)
+    ember.manual_seed(0)
+    m = _gpt(ember, **cfg)
+    opt = ember.optim.AdamW(m.parameters(), lr=1e-3)
+    seq = cfg.get("seq", 64)
+    idx, tgt = ember.randint(0, 256, (batch, seq)), ember.randint(0, 256, (batch, seq))
+    clock = time.perf_counter
+    acc = {"record": 0.0, "nodes": 0.0, "n_nodes": 0}
+
+    def record(name, inputs, output, attrs, _rec=E._record):
+        t = clock()
+        r = _rec(name, inputs, output, attrs)
+        acc["record"] += clock() - t
+        return r
+
+    def observe(fn, buf, skip_pre, call):
+        t = clock()
+        r = fn._apply(buf) if fn._extra is None and fn._vers is not None else \
+            call(fn, buf, skip_pre)
+        acc["nodes"] += clock() - t
+        acc["n_nodes"] += 1
+        return r
+
+    def step(timed):
+        opt.zero_grad()
+        t0 = clock()
+        if timed:
+            E.push_record_hook(record)
+        try:
+            loss = ember.nn.functional.cross_entropy(m(idx).reshape(-1, 256), tgt.reshape(-1))
+        finally:
+            if timed:
+                E.pop_record_hook(record)
+        t1 = clock()
+        if timed:
+            E._node_observer[0] = observe
+        try:
+            loss.backward()
+        finally:
+            E._node_observer[0] = None
+        t2 = clock()
+        opt.step()
+        return t2 - t0 + (clock() - t2), t1 - t0, t2 - t1
+
+    for _ in range(3):
+        step(False)
+    plain = statistics.median([step(False)[0] for _ in range(15)])
+    rows = []
+    for _ in range(15):
+        acc.update(record=0.0, nodes=0.0, n_nodes=0)
+        total, fwd, bwd = step(True)
+        rows.append((total, fwd, bwd, acc["record"], bwd - acc["nodes"], acc["n_nodes"]))
+    total, fwd, bwd, rec, eng, n = (statistics.median(c) for c in zip(*rows))
+    print(f"gpt {cfg or 'default'} batch {batch} step thr1: {plain * 1e3:.1f} ms untimed; "
+          f"instrumented {total * 1e3:.1f} ms "
+          f"(forward {fwd * 1e3:.1f}, backward {bwd * 1e3:.1f} over {n:.0f} nodes)")
+    print(f"  recording {rec * 1e3:.2f} ms ({rec / plain:.1%} of the step), backward engine "
+          f"{eng * 1e3:.2f} ms ({eng / plain:.1%}); bookkeeping {(rec + eng) / plain:.1%} "
+          f"of the step")
+
+
+SDPA_SHAPE = (4, 8, 1024, 64)  # batch, heads, sequence, head dim
+
+
+def _sdpa_case(T, causal, shape=SDPA_SHAPE):
+    T.manual_seed(0)
+    q, k, v = (T.randn(*shape, requires_grad=True) for _ in range(3))
+    g = T.randn(*shape)
+    F = T.nn.functional
+
+    def fwd():
+        with T.no_grad():
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def fwd_bwd():
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(g)
+        q.grad = k.grad = v.grad = None
+    return fwd, fwd_bwd
+
+
+def sdpa():
+    """scaled_dot_product_attention at (4, 8, 1024, 64) float32: forward and
+    forward+backward, ember and torch alternated; then the peak memory of one
+    forward+backward, each library in its own process."""
+    import torch
+
+    import ember
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        for causal in (False, True):
+            fe, be = _sdpa_case(ember, causal)
+            ft, bt = _sdpa_case(torch, causal)
+            te, tt = pair(fe, ft, 1, repeat=5)
+            ue, ut = pair(be, bt, 1, repeat=5)
+            print(f"sdpa {'x'.join(map(str, SDPA_SHAPE))} {'causal' if causal else 'full'} "
+                  f"thr{th}: fwd {te / tt:.2f}x ({te * 1e3:.1f} vs {tt * 1e3:.1f} ms), "
+                  f"fwd+bwd {ue / ut:.2f}x ({ue * 1e3:.1f} vs {ut * 1e3:.1f} ms)")
+    for causal in ("full", "causal"):
+        for name in ("ember", "torch"):
+            subprocess.run([sys.executable, __file__, "sdpa-memory", name, causal], check=True)
+
+
+def sdpa_memory(lib, causal):
+    """Peak RSS that one forward+backward adds over its inputs, in this process."""
+    T = __import__(lib)
+    T.set_num_threads(1)
+    _, fwd_bwd = _sdpa_case(T, causal == "causal")
+    base = _hwm_kb()
+    fwd_bwd()
+    fwd_bwd()
+    peak = _hwm_kb()
+    print(f"sdpa {causal} {lib}: peak RSS over the inputs {(peak - base) / 1024:.1f} MB")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
-    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses}
+    modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
+             "resnet": resnet, "sdpa": sdpa, "engine": engine,
+             "sdpa-memory": lambda: sdpa_memory(*sys.argv[2:4])}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

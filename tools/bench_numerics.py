@@ -62,6 +62,13 @@ def _fft(torch, pair, c64, rng):
     e4, t4 = pair(c64((256, 4096)))
     yield "fft", "fft 4096 x batch 256 complex64", lambda: ember.fft.fft(e4), \
         lambda: torch.fft.fft(t4), 15
+    e5, t5 = pair(c64(1 << 20).astype(np.complex128))
+    yield "fft", "fft 2^20 complex128", lambda: ember.fft.fft(e5), lambda: torch.fft.fft(t5), 15
+    e6, t6 = pair(rng.standard_normal(1 << 20))
+    yield "fft", "rfft 2^20 float64", lambda: ember.fft.rfft(e6), lambda: torch.fft.rfft(t6), 15
+    e7, t7 = pair(c64((512, 512)).astype(np.complex128))
+    yield "fft", "fft2 512x512 complex128", lambda: ember.fft.fft2(e7), \
+        lambda: torch.fft.fft2(t7), 15
 
 
 def _special(torch, pair, rng):
@@ -88,6 +95,20 @@ def _samplers(torch, pair, rng):
     ep, tp = pair(rng.uniform(0, 1, m).astype(np.float32))
     yield "samplers", "binomial 2^20 float32", lambda: ember.binomial(ec, ep), \
         lambda: torch.binomial(tc, tp), 9
+    E, T = ember.distributions, torch.distributions
+    c, r = pair(rng.uniform(0.2, 10, m).astype(np.float32)), pair(rng.uniform(0.5, 2, m)
+                                                                   .astype(np.float32))
+    c8 = pair(rng.uniform(0.2, 10, (m // 8, 8)).astype(np.float32))
+    lam = pair(rng.uniform(0.5, 40.0, m).astype(np.float32))
+    dists = [("Gamma", lambda M, i: M.Gamma(c[i], r[i])),
+             ("Beta", lambda M, i: M.Beta(c[i], r[i])),
+             ("Chi2", lambda M, i: M.Chi2(c[i])),
+             ("Dirichlet 2^17x8", lambda M, i: M.Dirichlet(c8[i])),
+             ("Poisson", lambda M, i: M.Poisson(lam[i])),
+             ("Binomial", lambda M, i: M.Binomial((ec, tc)[i], probs=(ep, tp)[i]))]
+    for name, make in dists:
+        de, dt = make(E, 0), make(T, 1)
+        yield "samplers", f"distributions.{name}.sample 2^20", de.sample, dt.sample, 9
     en, tn = ember.empty(m), torch.empty(m)
     yield "samplers", "normal_ 2^20 float32", lambda: en.normal_(), lambda: tn.normal_(), 15
     yield "samplers", "exponential_ 2^20 float32", lambda: en.exponential_(), \
@@ -109,6 +130,21 @@ def _linalg(torch, pair, rng):
         lambda: torch.linalg.det(ta), 15
     yield "linalg", "cholesky 10000 x 3x3 float64", lambda: ember.linalg.cholesky(es), \
         lambda: torch.linalg.cholesky(ts), 15
+    # small batches: (1000, 4, 4) and (100, 16, 16) in both real dtypes
+    for batch, n in ((1000, 4), (100, 16)):
+        for dt in (np.float32, np.float64):
+            m = (rng.standard_normal((batch, n, n)) + 3 * np.eye(n)).astype(dt)
+            ea, ta = pair(m)
+            es, ts = pair((m @ m.transpose(0, 2, 1) + np.eye(n, dtype=dt)).astype(dt))
+            eb, tb = pair(rng.standard_normal((batch, n, 1)).astype(dt))
+            tag = f"({batch},{n},{n}) {np.dtype(dt).name}"
+            for op in ("inv", "det", "cholesky", "eigh", "svd"):
+                x, tx = (es, ts) if op in ("cholesky", "eigh") else (ea, ta)
+                yield "linalg", f"{op} {tag}", \
+                    (lambda f=getattr(ember.linalg, op), x=x: f(x)), \
+                    (lambda f=getattr(torch.linalg, op), x=tx: f(x)), 31
+            yield "linalg", f"solve {tag}", (lambda a=ea, b=eb: ember.linalg.solve(a, b)), \
+                (lambda a=ta, b=tb: torch.linalg.solve(a, b)), 31
 
 
 def main() -> None:

@@ -149,6 +149,8 @@ def speed_table():
         if has_torch else None
     rows.append(("layer_norm 4096x4096", ms, tms, ""))
     rows += _nn_and_data_rows(dev, torch if has_torch else None)
+    rows += _training_rows(torch if has_torch else None)
+    rows += _scan_optim_rows(torch if has_torch else None)
     dev.close()
     print("\nember/torch is the time ratio: below 1 means ember is faster")
     print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
@@ -244,6 +246,81 @@ def _nn_and_data_rows(dev, torch):
     perm = dev.alloc((1 << 20,), np.int64)
     row("randperm 2^20", lambda: lib.emc_randperm(perm, 1 << 20, 1, 0, None),
         lambda: torch.randperm(1 << 20, device="cuda"), iters=5)
+    return rows
+
+
+def _training_rows(torch):
+    """One SGD step (forward, backward, update) of a small CNN on device tensors,
+    ember against the same architecture in torch (timing only: separate weights)."""
+    def build(nn):
+        return nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Linear(64, 10))
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3, 32, 32)).astype(np.float32)
+    y = rng.integers(0, 10, 64)
+    model = build(ember.nn).cuda()
+    opt = ember.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    ex, ey = ember.tensor(x).cuda(), ember.tensor(y).cuda()
+
+    def step():
+        opt.zero_grad()
+        ember.nn.functional.cross_entropy(model(ex), ey).backward()
+        opt.step()
+
+    ms = _timer(step, 10)
+    tms = None
+    if torch is not None:
+        tm = build(torch.nn).cuda()
+        topt = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=0.9)
+        tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+
+        def tstep():
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(tm(tx), ty).backward()
+            topt.step()
+
+        tms = _torch_timer(torch, tstep, 10)
+    return [("CNN train step 64x3x32²", ms, tms, "SGD, conv+bn+pool")]
+
+
+def _scan_optim_rows(torch):
+    """cumsum, nonzero, an Adam step and clip_grad_norm_ through ember's tensor API."""
+    rows = []
+
+    def row(name, fn, tfn, iters=20):
+        ms = _timer(fn, iters)
+        tms = _torch_timer(torch, tfn, iters) if torch is not None else None
+        rows.append((name, ms, tms, ""))
+
+    n = 1 << 24
+    x = ember.randn(n, device="cuda")
+    m = x > 1.0
+    tx = torch.randn(n, device="cuda") if torch is not None else None
+    tm = tx > 1.0 if torch is not None else None
+    row("cumsum f32 2^24", lambda: ember.cumsum(x, 0), lambda: torch.cumsum(tx, 0))
+    row("cumsum 4096 rows x 4096", lambda: ember.cumsum(x.view(4096, 4096), 1),
+        lambda: torch.cumsum(tx.view(4096, 4096), 1))
+    row("nonzero 2^24 (16%)", lambda: ember.nonzero(m), lambda: torch.nonzero(tm))
+    row("masked_select 2^24", lambda: ember.masked_select(x, m),
+        lambda: torch.masked_select(tx, tm))
+    shapes = [(1024, 1024)] * 16            # 16 M parameters in 16 tensors
+    ps = [ember.zeros(s, device="cuda", requires_grad=True) for s in shapes]
+    for p in ps:
+        p.grad = ember.randn(p.shape, device="cuda")
+    opt = ember.optim.AdamW(ps, lr=1e-3)
+    tps, topt = [], None
+    if torch is not None:
+        tps = [torch.zeros(s, device="cuda", requires_grad=True) for s in shapes]
+        for p in tps:
+            p.grad = torch.randn(p.shape, device="cuda")
+        topt = torch.optim.AdamW(tps, lr=1e-3)
+    row("AdamW step 16x1M", opt.step, lambda: topt.step())
+    row("clip_grad_norm_ 16x1M", lambda: ember.nn.utils.clip_grad_norm_(ps, 1.0),
+        lambda: torch.nn.utils.clip_grad_norm_(tps, 1.0))
     return rows
 
 

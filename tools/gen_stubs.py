@@ -43,7 +43,7 @@ ANY_RESULT = {
     "__deepcopy__", "__array_wrap__", "__torch_function__", "native_dropout", "__format__",
     "__getstate__", "__setstate__", "__array_priority__", "allclose", "equal",
 }
-BOOL_RESULT = {"allclose", "equal", "__bool__", "__contains__", "is_nonzero"}
+BOOL_RESULT = {"allclose", "equal", "__bool__", "__contains__", "is_nonzero", "is_conj", "is_neg"}
 INT_RESULT = {"dim", "ndimension", "numel", "nelement", "element_size", "storage_offset",
               "data_ptr", "get_device", "__len__", "__int__", "__index__", "__hash__"}
 NONE_RESULT = {"backward", "retain_grad", "__setitem__", "__init__", "__delitem__",

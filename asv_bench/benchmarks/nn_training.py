@@ -4,6 +4,8 @@ state): ember beside PyTorch through the same code, ``lib.nn`` / ``lib.optim``.
 - MLP 784-256-256-10 with Adam (PyTorch: about 2.2 ms per step on the 2-core box)
 - LeNet-like CNN (conv 1->32 3x3 pad 1, relu, maxpool, conv 32->64 3x3, relu, maxpool,
   linear 1600->128, relu, linear ->10) on 1x26x26 inputs with SGD momentum
+- ResNet basic block (conv3x3-bn-relu twice, identity shortcut, 64 channels, 32x32,
+  batch 32) with SGD momentum
 - LSTM (input 64, hidden 128, seq 32, batch 32) forward + backward
 
 Run directly (``python asv_bench/benchmarks/nn_training.py``) for a ratio table."""
@@ -94,6 +96,34 @@ class CNNSGDMomentum(_StepBench):
         return m, lib.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), (64, 1, 26, 26)
 
 
+def _resnet_block(lib):
+    """conv3x3-bn-relu-conv3x3-bn + identity, relu (64 channels, no conv bias), then global
+    average pooling and a linear head to 10 classes"""
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self, c=64):
+            super().__init__()
+            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            h = self.bn1(self.conv1(x)).relu()
+            return (self.bn2(self.conv2(h)) + x).relu()
+    return nn.Sequential(Block(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+class ResNetBlockSGD(_StepBench):
+    """ResNet basic block (3x3 conv + batch_norm + relu twice, identity shortcut, 64 channels)
+    on batch 32 of 64x32x32 feature maps, global pooling + linear head, SGD momentum 0.9"""
+
+    def _build(self, lib):
+        m = _resnet_block(lib)
+        return m, lib.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), (32, 64, 32, 32)
+
+
 class LSTMForwardBackward:
     """LSTM input 64, hidden 128, seq 32, batch 32: forward + backward"""
     params = [["ember", "torch"]]
@@ -130,7 +160,7 @@ def _measure(cls, library, repeat=7, number=None):
 
 if __name__ == "__main__":
     rows = []
-    for cls in (MLPAdam, CNNSGDMomentum, LSTMForwardBackward):
+    for cls in (MLPAdam, CNNSGDMomentum, ResNetBlockSGD, LSTMForwardBackward):
         times = {}
         for library in ("torch", "ember"):
             try:

@@ -28,11 +28,11 @@ cdef extern from "ember_random.h" nogil:
                        int nthreads)
     em_loop em_normal_affine_loop(int dtype)
     int em_random_isa()
-    void em_sample_gamma(const double *alpha, double *out, int64_t n, uint64_t seed,
-                         uint64_t offset, int nthreads)
-    void em_sample_poisson(const double *rate, double *out, int64_t n, uint64_t seed,
-                           uint64_t offset, int nthreads)
-    void em_sample_binomial(const double *count, const double *prob, double *out, int64_t n,
-                            uint64_t seed, uint64_t offset, int nthreads)
+    void em_sample_gamma(int dtype, const void *alpha, void *out, int64_t n, uint64_t seed,
+                         uint64_t offset, double tiny, int nthreads)
+    int64_t em_sample_poisson(int dtype, const void *rate, void *out, int64_t n,
+                              uint64_t seed, uint64_t offset, int nthreads)
+    void em_sample_binomial(int dtype, const void *count, const void *prob, void *out,
+                            int64_t n, uint64_t seed, uint64_t offset, int nthreads)
     void em_standard_gamma_grad(const double *alpha, const double *x, double *out, int64_t n,
                                 int nthreads)

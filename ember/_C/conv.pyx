@@ -1296,3 +1296,39 @@ __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv2d_i
            "conv2d_weight_grad", "max_pool2d", "max_pool2d_backward", "avg_pool2d",
            "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
            "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "unfold", "fold"]
+
+
+# ----------------------------------------------------------------------------
+# the CPU's shape checks for device backends (ember.cuda): the same messages, and
+# the kernel parameters as plain Python values
+
+def conv_params(str op, int nd, tuple xshape, tuple wshape, stride, padding, dilation, groups,
+                bint transposed=False, output_padding=0):
+    """Validate a conv2d/conv1d (or transposed) call as the CPU does; returns a dict
+    of the ember_conv2d_params fields (of the equivalent forward conv for a
+    transposed one) plus pt, pb, pl, pr (padding, possibly asymmetric) and batched."""
+    if transposed and isinstance(padding, str):
+        raise RuntimeError(f"{op}: padding must be an int or a tuple of ints, got '{padding}'")
+    cdef _ConvArgs a = _conv_setup(op, nd, xshape, wshape, stride, padding, dilation, groups,
+                                   transposed, output_padding)
+    p = a.p
+    return {"N": p.N, "C": p.C, "H": p.H, "W": p.W, "OC": p.OC, "kh": p.kh, "kw": p.kw,
+            "sh": p.sh, "sw": p.sw, "ph": p.ph, "pw": p.pw, "dh": p.dh, "dw": p.dw,
+            "groups": p.groups, "Ho": p.Ho, "Wo": p.Wo, "pt": a.pt, "pb": a.pb, "pl": a.pl,
+            "pr": a.pr, "batched": bool(a.batched)}
+
+
+def pool_params(input, str op, kernel_size, stride, padding, dilation, ceil_mode):
+    """Validate a max/avg_pool2d call as the CPU does; returns (dict of the
+    ember_pool2d_params fields, output shape)."""
+    cdef TensorBase x = _pool_input(input, op, "")
+    cdef _PoolArgs a = _pool_setup(x, op, kernel_size, stride, padding, dilation, ceil_mode)
+    p = a.p
+    return ({"planes": p.planes, "H": p.H, "W": p.W, "kh": p.kh, "kw": p.kw, "sh": p.sh,
+             "sw": p.sw, "ph": p.ph, "pw": p.pw, "dh": p.dh, "dw": p.dw, "Ho": p.Ho,
+             "Wo": p.Wo}, a.oshape)
+
+
+def pool_divisor(divisor_override, str op):
+    """divisor_override checked as the CPU checks it (None or a non-zero int)."""
+    return _divisor(divisor_override, op)

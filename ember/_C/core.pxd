@@ -41,6 +41,10 @@ cdef extern from "ember.h" nogil:
     int ember_set_flush_denormal(int on, int nthreads)
 
 cdef enum:
+    MATH_CONJ = 1
+    MATH_NEG = 2
+
+cdef enum:
     MAX_DIMS = 16
     MAX_ARGS = 8
     DEV_CPU = 0
@@ -93,6 +97,9 @@ cdef class TensorBase:
     cdef public object _ag_post_hooks  # a leaf's post-accumulate-grad hooks
     cdef public object _ag_base        # a view's base: the tensor that owns its memory
     cdef public int64_t _ag_ver        # the storage version when a view's grad_fn was set
+    # torch's lazy math bits (MATH_CONJ, MATH_NEG): the values read are the conjugate /
+    # negation of the ones stored; views share them, kernels see them resolved
+    cdef public int _mbits
 
 
 # A broadcast, coalesced iteration over up to MAX_ARGS operands (arg 0 = output).
@@ -127,6 +134,8 @@ cdef int64_t numel_of(int ndim, const int64_t *shape) noexcept nogil
 cdef bint is_contig(TensorBase t) noexcept nogil
 cdef TensorBase contig(TensorBase t)
 cdef TensorBase cast(TensorBase t, int dtype)
+cdef int apply_bits(TensorBase t, int bits) except -1
+cdef TensorBase resolve_bits(TensorBase t)
 cdef int copy_into(TensorBase dst, TensorBase src) except -1
 cdef int fill_scalar(TensorBase dst, object v) except -1
 cdef int scalar_to_buf(object v, int dtype, void *buf) except -1

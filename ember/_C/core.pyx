@@ -28,10 +28,55 @@ cdef extern from *:
     #else
     static int em_omp_max(void) { return 1; }
     #endif
+    /* flip the sign bit of each item (*aux bytes) of ptrs[0]: negation of IEEE floats,
+       how a lazy conjugate/negative bit is made physical */
+    static void em_signflip(char **ptrs, const int64_t *strides, int64_t n, const void *aux) {
+        int64_t isz = *(const int64_t *)aux, st = strides[0], i;
+        char *p = ptrs[0];
+        if (isz == 8) for (i = 0; i < n; i++) *(uint64_t *)(p + i * st) ^= (uint64_t)1 << 63;
+        else if (isz == 4) for (i = 0; i < n; i++) *(uint32_t *)(p + i * st) ^= (uint32_t)1 << 31;
+        else for (i = 0; i < n; i++) *(uint16_t *)(p + i * st) ^= (uint16_t)1 << 15;
+    }
+    /* dst = src with sign bits flipped by the masks (lo: the first 8 bytes of an item,
+       hi: the next 8 of a 16-byte item): a copy between tensors of one dtype whose lazy
+       bits differ, in one pass */
+    typedef struct { int64_t isz; uint64_t lo, hi; } em_flip_aux;
+    static void em_flipcopy(char **ptrs, const int64_t *strides, int64_t n, const void *aux) {
+        const em_flip_aux *a = (const em_flip_aux *)aux;
+        char *d = ptrs[0];
+        const char *s = ptrs[1];
+        int64_t sd = strides[0], ss = strides[1], i;
+        if (a->isz == 16) {
+            for (i = 0; i < n; i++) {
+                const uint64_t *x = (const uint64_t *)(s + i * ss);
+                uint64_t x0 = x[0], x1 = x[1];
+                uint64_t *o = (uint64_t *)(d + i * sd);
+                o[0] = x0 ^ a->lo;
+                o[1] = x1 ^ a->hi;
+            }
+        } else if (a->isz == 8) {
+            for (i = 0; i < n; i++)
+                *(uint64_t *)(d + i * sd) = *(const uint64_t *)(s + i * ss) ^ a->lo;
+        } else if (a->isz == 4) {
+            for (i = 0; i < n; i++)
+                *(uint32_t *)(d + i * sd) = *(const uint32_t *)(s + i * ss) ^ (uint32_t)a->lo;
+        } else {
+            for (i = 0; i < n; i++)
+                *(uint16_t *)(d + i * sd) = *(const uint16_t *)(s + i * ss) ^ (uint16_t)a->lo;
+        }
+    }
     """
     int em_grad_on
     int em_inference_on
     int em_omp_max() nogil
+    void em_signflip(char **ptrs, const int64_t *strides, int64_t n,
+                     const void *aux) noexcept nogil
+    ctypedef struct em_flip_aux:
+        int64_t isz
+        uint64_t lo
+        uint64_t hi
+    void em_flipcopy(char **ptrs, const int64_t *strides, int64_t n,
+                     const void *aux) noexcept nogil
 
 # DLPack export and import
 include "dlpack.pxi"
@@ -531,13 +576,22 @@ def _declare_op(str name, deterministic=("cpu",)):
 
 
 cdef object _first_device(tuple args, dict kwargs):
+    """the device of the first tensor not on the CPU (else the CPU): a CPU tensor
+    beside a device tensor goes to the device's backend, which names both devices"""
+    cpu = None
     for a in args:
         if isinstance(a, TensorBase):
-            return (<TensorBase>a)._device
-        if isinstance(a, (list, tuple)):
+            if (<TensorBase>a)._device.kind != DEV_CPU:
+                return (<TensorBase>a)._device
+            cpu = (<TensorBase>a)._device
+        elif isinstance(a, (list, tuple)):
             for b in a:
                 if isinstance(b, TensorBase):
-                    return (<TensorBase>b)._device
+                    if (<TensorBase>b)._device.kind != DEV_CPU:
+                        return (<TensorBase>b)._device
+                    cpu = (<TensorBase>b)._device
+    if cpu is not None:
+        return cpu
     dev = kwargs.get("device") if kwargs else None
     return as_device(dev) if dev is not None else as_device(None)
 
@@ -571,6 +625,8 @@ cdef object redispatch(str name, object fn, tuple args, dict kwargs):
             return mode.__ember_dispatch__(name, fn, args, kwargs)
         finally:
             _push_mode(mode)
+    if _any_bits(args, kwargs):
+        return _call_resolved(name, fn, args, kwargs)
     cdef Device dev = <Device>_first_device(args, kwargs)
     if dev.kind == DEV_PLUGIN:
         kern = _backend_kernels.get(dev.type, {}).get(name)
@@ -583,6 +639,89 @@ cdef object redispatch(str name, object fn, tuple args, dict kwargs):
     if dev.kind == DEV_META:
         raise NotImplementedError(f"{name}: the meta device has no kernels")
     return fn(*args, **kwargs)
+
+
+# Lazy math bits.  An op without its own handling of a conjugate/negative bit reaches
+# redispatch (needs_slow sees the bit) and runs on resolved copies of such operands; a
+# written operand (self of an in-place op, out=) gets the result copied back through its
+# bits, so its base sees the logical values, as torch's math-bits fallback does.
+cdef inline bint _has_bits(object a):
+    return isinstance(a, TensorBase) and (<TensorBase>a)._mbits != 0
+
+
+cdef bint _any_bits(tuple args, dict kwargs) except -1:
+    for a in args:
+        if _has_bits(a):
+            return True
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if _has_bits(b):
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if _has_bits(a):
+                return True
+            if isinstance(a, (list, tuple)):
+                for b in a:
+                    if _has_bits(b):
+                        return True
+    return False
+
+
+cdef object _resolved_arg(object a):
+    """a with every tensor that has a math bit replaced by a resolved (differentiable) copy"""
+    if _has_bits(a):
+        return (<TensorBase>a).clone()
+    if isinstance(a, (list, tuple)):
+        return type(a)([_resolved_arg(b) for b in a])
+    return a
+
+
+cdef object _write_target(object a, list back):
+    """a scratch tensor the op writes instead of `a` when `a` has a math bit"""
+    if _has_bits(a):
+        tmp = (<TensorBase>a).clone()
+        back.append((a, tmp))
+        return tmp
+    if isinstance(a, (list, tuple)):
+        return type(a)([_write_target(b, back) for b in a])
+    return a
+
+
+cdef object _call_resolved(str name, object fn, tuple args, dict kwargs):
+    cdef list back = []
+    cdef list al = list(args)
+    if al and _has_bits(al[0]) and (name == "setitem" or name.endswith("_") and
+                                    not name.endswith("__")):
+        check_inplace(<TensorBase>al[0], name)
+        al[0] = _write_target(al[0], back)
+        start = 1
+    else:
+        start = 0
+    for i in range(start, len(al)):
+        al[i] = _resolved_arg(al[i])
+    kw = {}
+    for k, v in kwargs.items():
+        kw[k] = _write_target(v, back) if k == "out" else _resolved_arg(v)
+    r = fn(*al, **kw)
+    if not back:
+        return r
+    for dst, tmp in back:
+        dst.copy_(tmp)
+    for dst, tmp in back:
+        if r is tmp:
+            return dst
+    if isinstance(r, tuple):
+        return type(r)(*[_swap_back(x, back) for x in r]) if hasattr(r, "_fields") else \
+            tuple([_swap_back(x, back) for x in r])
+    return r
+
+
+cdef object _swap_back(object x, list back):
+    for dst, tmp in back:
+        if x is tmp:
+            return dst
+    return x
 
 
 cdef int check_same_device(TensorBase a, TensorBase b, str op, str argname) except -1:
@@ -839,6 +978,8 @@ cdef object _to_plain(TensorBase self, dtype, device, bint copy, bint non_blocki
     if dev == self._device and dt == self._dtype:
         return self.clone() if copy else self
     if dev != self._device:
+        if self._mbits:
+            self = self.clone()         # another device gets the values, not the bits
         if dev.kind == DEV_PLUGIN or self._device.kind == DEV_PLUGIN:
             devtype = dev.type if dev.kind == DEV_PLUGIN else self._device.type
             kern = _backend_kernels.get(devtype, {}).get("to")
@@ -1004,6 +1145,7 @@ cdef TensorBase make_view(TensorBase base, int ndim, const int64_t *shape,
     t._device = base._device
     t._storage = base._storage
     t._inference = base._inference
+    t._mbits = base._mbits
     # every view knows its base (through views of views, the one that owns the memory),
     # so that an in-place write through it reaches the base's graph
     t._ag_base = base if base._ag_base is None else base._ag_base
@@ -1250,6 +1392,16 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     if nd != dst._ndim or any([bshape[i] != dst._shape[i] for i in range(nd)]):
         raise RuntimeError(f"output with shape {list(shape_tuple(dst))} doesn't match the "
                            f"broadcast shape {[bshape[i] for i in range(nd)]}")
+    # the values stored differ by the bits where dst's and src's differ: copy the stored
+    # values, then flip those bits in dst (an integer dst takes src's resolved values)
+    cdef int bits = dst._mbits ^ src._mbits
+    if bits and (category(dst._dtype) < 2 or dst._device.kind != DEV_CPU or
+                 src._device.kind != DEV_CPU):
+        if dst._mbits:
+            raise RuntimeError("copy_: a tensor with a conjugate or negative bit set can only "
+                               "be written on the CPU")
+        src = resolve_bits(src)
+        bits = 0
     if dst._device.kind == DEV_CUDA or src._device.kind == DEV_CUDA:
         _cuda_backend().copy_into(dst, src)
         return 0
@@ -1259,9 +1411,81 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     cdef em_loop fn = em_cast_loop(dst._dtype, src._dtype)
     cdef int64_t isz = em_itemsize[dst._dtype]
     cdef int nt = nthreads_for(it.numel)
+    cdef em_flip_aux flip
+    if bits and dst._dtype == src._dtype:
+        _flip_masks(dst._dtype, bits, &flip)
+        with nogil:
+            em_run_nd(em_flipcopy, 2, it.ptrs, it.ndim, it.shape, it.strides, &flip, nt)
+        return 0
     with nogil:
         em_run_nd(fn, 2, it.ptrs, it.ndim, it.shape, it.strides, &isz, nt)
+    if bits:
+        apply_bits(dst, bits)
     return 0
+
+
+cdef void _flip_masks(int dtype, int bits, em_flip_aux *a) noexcept:
+    """the sign-bit masks that conjugate (MATH_CONJ) and/or negate (MATH_NEG) an item"""
+    cdef uint64_t top = (<uint64_t>1) << 63
+    cdef bint neg = (bits & MATH_NEG) != 0, im = neg != ((bits & MATH_CONJ) != 0)
+    a.isz = em_itemsize[dtype]
+    a.hi = 0
+    if dtype == EM_C128:
+        a.lo = top if neg else 0
+        a.hi = top if im else 0
+    elif dtype == EM_C64:           # (re, im) float32 pair: re in the low half
+        a.lo = (top if im else 0) | ((<uint64_t>1) << 31 if neg else 0)
+    else:                           # a real float: its sign bit
+        a.lo = ((<uint64_t>1) << (8 * a.isz - 1)) if neg else 0
+
+
+cdef int apply_bits(TensorBase t, int bits) except -1:
+    """Conjugate (MATH_CONJ) and/or negate (MATH_NEG) t's stored values in place, by
+    flipping sign bits; a dim of stride 0 is visited once (its elements share memory)."""
+    cdef bint cplx = t._dtype == EM_C64 or t._dtype == EM_C128
+    if not cplx:
+        bits &= MATH_NEG
+    if bits == 0 or numel_of(t._ndim, t._shape) == 0:
+        return 0
+    if category(t._dtype) < 2:
+        raise RuntimeError(f"negative bit: not supported for {dtype_obj(t._dtype)} tensors")
+    if t._device.kind != DEV_CPU:
+        raise RuntimeError(f"conjugate/negative bit: {t._device} tensors are not supported")
+    cdef int64_t isz = em_itemsize[t._dtype] // (2 if cplx else 1)
+    cdef int64_t shape[MAX_DIMS + 1]
+    cdef int64_t strides[MAX_DIMS + 1]
+    cdef int64_t n = 1
+    cdef int nd = 0, i
+    cdef char *p = _ptr(t)
+    for i in range(t._ndim):
+        if t._shape[i] == 1 or t._strides[i] == 0:
+            continue
+        shape[nd] = t._shape[i]
+        strides[nd] = t._strides[i] * em_itemsize[t._dtype]
+        n *= shape[nd]
+        nd += 1
+    if cplx:
+        if bits == MATH_CONJ:          # the imaginary parts
+            p += isz
+        elif bits == MATH_NEG:         # both parts
+            shape[nd] = 2
+            strides[nd] = isz
+            n *= 2
+            nd += 1
+        # both bits: -conj(z) negates the real parts only
+    with nogil:
+        em_run_nd(em_signflip, 1, &p, nd, shape, strides, &isz, nthreads_for(n))
+    return 0
+
+
+cdef TensorBase resolve_bits(TensorBase t):
+    """t's values without lazy bits: t itself when it has none, else a new tensor (not
+    recorded for autograd)"""
+    if t._mbits == 0:
+        return t
+    cdef TensorBase r = new_like(t, -1)
+    copy_into(r, t)
+    return r
 
 
 cdef TensorBase contig(TensorBase t):
@@ -1285,6 +1509,10 @@ cdef int fill_scalar(TensorBase dst, object v) except -1:
     buf[0] = 0
     buf[1] = 0
     cdef NdIter it
+    if dst._mbits:          # store the value that reads as v, through a plain view
+        v = _math_value(v, dst._mbits)
+        dst = make_view(dst, dst._ndim, dst._shape, dst._strides, dst._offset)
+        dst._mbits = 0
     scalar_to_buf(v, dst._dtype, buf)
     if dst._device.kind == DEV_CUDA:
         _cuda_backend().fill(dst, (<char *>buf)[:em_itemsize[dst._dtype]])
@@ -1297,6 +1525,13 @@ cdef int fill_scalar(TensorBase dst, object v) except -1:
     cdef TensorBase s = wrap_scalar(v, dst._dtype)
     copy_into(dst, s)
     return 0
+
+
+cdef object _math_value(object v, int bits):
+    """the value to store so that a tensor with these bits reads v"""
+    if bits & MATH_CONJ and isinstance(v, complex):
+        v = v.conjugate()
+    return -v if bits & MATH_NEG else v
 
 
 cdef bint _compute_view_strides(TensorBase t, int nnd, const int64_t *nshape,
@@ -1528,6 +1763,7 @@ cdef class TensorBase:
             self._ag_base = None      # other memory: no longer a view of its old base
         self._storage = src._storage
         self._offset = src._offset
+        self._mbits = src._mbits
         self._ndim = src._ndim
         for i in range(src._ndim):
             self._shape[i] = src._shape[i]
@@ -1553,6 +1789,9 @@ cdef class TensorBase:
 
     def _view_dtype(self, d):
         cdef int c = dtype_code(d)
+        if self._mbits and c != self._dtype:
+            raise RuntimeError("view(dtype): not supported on a tensor with its conjugate or "
+                               "negative bit set; call resolve_conj() / resolve_neg() first")
         if em_itemsize[c] != em_itemsize[self._dtype] or not is_contig(self):
             raise RuntimeError("view(dtype): only same-itemsize views of contiguous tensors are "
                                "supported")
@@ -2004,13 +2243,14 @@ cdef class TensorBase:
                                f"cannot be converted to Scalar")
         if self._device.kind != DEV_CPU:
             return self.to("cpu").item()
-        return buf_to_scalar(_ptr(self), self._dtype)
+        return buf_to_scalar(_ptr(resolve_bits(self)), self._dtype)
 
     def tolist(self):
         if _slow:
             return redispatch("tolist", TensorBase.tolist, (self,), None)
         if self._device.kind != DEV_CPU:
             return self.to("cpu").tolist()
+        self = resolve_bits(self)
         if self._ndim == 0:
             return buf_to_scalar(_ptr(self), self._dtype)
         return _tolist(self, 0, _ptr(self))
@@ -2050,6 +2290,7 @@ cdef class TensorBase:
         if self._device.kind != DEV_CPU:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
+        _check_no_bits(self, "numpy()")
         ts = _TYPESTR[self._dtype]
         if ts is None:
             raise TypeError("Got unsupported ScalarType BFloat16")
@@ -2065,6 +2306,8 @@ cdef class TensorBase:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if force:
+            self = resolve_bits(self)
         import numpy
         return numpy.asarray(_NumpyView(self))
 
@@ -2093,6 +2336,9 @@ cdef class TensorBase:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
         if copy:
             return self.clone().__dlpack__(max_version=max_version)
+        if self._mbits:
+            raise BufferError("Can't export tensors with the "
+                              f"{'conjugate' if self._mbits & MATH_CONJ else 'negative'} bit set")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"__dlpack__: can't export to device {dl_device} without a copy")
         versioned = max_version is not None and max_version[0] >= 1
@@ -2100,20 +2346,37 @@ cdef class TensorBase:
 
     def __reduce_ex__(self, proto):
         import numpy
-        return (_rebuild_from_numpy, (numpy.array(_NumpyView(self)) if self._dtype != EM_BF16
-                                      else numpy.array(_NumpyView(self._cast(EM_F32))),
-                                      self._dtype, self._requires_grad))
+        # the stored values and the lazy bits, as torch pickles them
+        cdef TensorBase p = make_view(self, self._ndim, self._shape, self._strides,
+                                      self._offset)
+        p._mbits = 0
+        arr = numpy.array(_NumpyView(p)) if self._dtype != EM_BF16 else \
+            numpy.array(_NumpyView(p._cast(EM_F32)))
+        if self._mbits:
+            return (_rebuild_from_numpy, (arr, self._dtype, self._requires_grad, self._mbits))
+        return (_rebuild_from_numpy, (arr, self._dtype, self._requires_grad))
 
 
 def _array_interface(TensorBase t):
     return TensorBase.__array_interface__.__get__(t)
 
 
-def _rebuild_from_numpy(arr, int dt, rg):
+def _rebuild_from_numpy(arr, int dt, rg, int mbits=0):
     t = _tensor_from_data(arr, dt, None)
+    (<TensorBase>t)._mbits = mbits
     if rg:
         t.requires_grad_(True)
     return t
+
+
+cdef int _check_no_bits(TensorBase t, str what) except -1:
+    if t._mbits & MATH_CONJ:
+        raise RuntimeError(f"Can't call {what} on Tensor that has conjugate bit set. Use "
+                           f"tensor.resolve_conj().{what} instead.")
+    if t._mbits & MATH_NEG:
+        raise RuntimeError(f"Can't call {what} on Tensor that has negative bit set. Use "
+                           f"tensor.resolve_neg().{what} instead.")
+    return 0
 
 
 cdef object _raise_index(str op, dim, int n):
@@ -2264,6 +2527,7 @@ def _make_subclass(type cls, TensorBase data not None, bint requires_grad=False)
     t._dtype = data._dtype
     t._device = data._device
     t._inference = data._inference
+    t._mbits = data._mbits
     for i in range(data._ndim):
         t._shape[i] = data._shape[i]
         t._strides[i] = data._strides[i]
@@ -2286,6 +2550,7 @@ def _batched_alias(type cls, TensorBase phys not None, int bdim):
     t._dtype = phys._dtype
     t._device = phys._device
     t._inference = phys._inference
+    t._mbits = phys._mbits
     for i in range(phys._ndim):
         if i != bdim:
             t._shape[k] = phys._shape[i]

@@ -11,6 +11,7 @@ derivative): every op here records, or is a composition of ops that do."""
 from libc.stdint cimport int64_t
 
 from ember._C.core cimport *
+from ember._C.frame cimport graph_old, commit_inplace
 
 cdef extern from *:
     """
@@ -143,6 +144,11 @@ def view_as_real(input):
     cdef TensorBase t = _arg(input, "view_as_real")
     if not _is_c(t):
         raise RuntimeError("view_as_real is only supported for complex tensors")
+    if t._mbits & MATH_CONJ:
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To "
+                           "resolve the conjugate tensor so you can view it as real, use "
+                           "self.resolve_conj(); however, be warned that the resulting tensor "
+                           "will NOT alias the original.")
     if slow_path() or t._device.kind:
         return redispatch("view_as_real", view_as_real, (input,), None)
     cdef int64_t shp[MAX_DIMS]
@@ -189,12 +195,17 @@ def view_as_complex(input):
 
 
 cdef TensorBase _part(TensorBase t, int which):
-    """The real (0) or imaginary (1) part of a complex tensor as a strided real view."""
+    """The real (0) or imaginary (1) part of a complex tensor as a strided real view; the
+    imaginary part of a conjugate view is a view with the negative bit, as in torch."""
     cdef int64_t st[MAX_DIMS]
     cdef int i
     for i in range(t._ndim):
         st[i] = t._strides[i] * 2
-    return _retyped(t, t._ndim, t._shape, st, t._offset * 2 + which, real_of(t._dtype))
+    cdef TensorBase r = _retyped(t, t._ndim, t._shape, st, t._offset * 2 + which,
+                                 real_of(t._dtype))
+    r._mbits = (t._mbits & MATH_NEG) ^ (MATH_NEG if which == 1 and t._mbits & MATH_CONJ
+                                        else 0)
+    return r
 
 
 def real(input):
@@ -288,7 +299,61 @@ def _no_grad():
 
 
 # ---------------------------------------------------------------------------
-# conjugation (materialised: ember keeps no lazy conjugate bit)
+# conjugation: a lazy bit on a view (torch's conjugate and negative bits).  The core
+# copies honour the bits and every other kernel is handed resolved operands.
+
+def conj(input):
+    """The complex conjugate: an O(1) view of ``input``'s memory with the conjugate bit
+    flipped (``input`` itself for a non-complex tensor). Kernels see the conjugated values;
+    ``resolve_conj`` materialises them."""
+    cdef TensorBase t = _arg(input, "conj")
+    if not _is_c(t):
+        return t
+    if slow_path():
+        return redispatch("conj", conj, (input,), None)
+    if t._device.kind:
+        return conj_physical(t)         # the bit is a CPU feature: other devices copy
+    cdef TensorBase r = make_view(t, t._ndim, t._shape, t._strides, t._offset)
+    r._mbits = t._mbits ^ MATH_CONJ
+    if grad_on() and t._requires_grad:
+        record("conj", (t,), r, None)
+    return r
+
+
+cdef object _resolve(TensorBase t, int bit, str name, object fn):
+    if not t._mbits & bit:
+        return t
+    if slow_path():
+        return redispatch(name, fn, (t,), None)
+    cdef TensorBase r = new_like(t, -1)
+    r._mbits = t._mbits & ~bit
+    copy_into(r, t)
+    if grad_on() and t._requires_grad:
+        record("clone", (t,), r, None)
+    return r
+
+
+def resolve_conj(input):
+    """``input`` with its conjugate bit materialised: a new tensor holding the conjugated
+    values when the bit is set, else ``input`` itself."""
+    return _resolve(_arg(input, "resolve_conj"), MATH_CONJ, "resolve_conj", resolve_conj)
+
+
+def resolve_neg(input):
+    """``input`` with its negative bit materialised: a new tensor holding the negated
+    values when the bit is set, else ``input`` itself."""
+    return _resolve(_arg(input, "resolve_neg"), MATH_NEG, "resolve_neg", resolve_neg)
+
+
+def is_conj(input) -> bool:
+    """Whether ``input`` is a lazy conjugate view (its conjugate bit is set)."""
+    return bool(_arg(input, "is_conj")._mbits & MATH_CONJ)
+
+
+def is_neg(input) -> bool:
+    """Whether ``input`` is a lazy negated view (its negative bit is set)."""
+    return bool(_arg(input, "is_neg")._mbits & MATH_NEG)
+
 
 def conj_physical(input, *, out=None):
     """The complex conjugate as a new tensor (``input`` itself for a real tensor)."""
@@ -300,10 +365,9 @@ def conj_physical(input, *, out=None):
             return redispatch("conj_physical", conj_physical, (input,),
                               None if out is None else {"out": out})
         r = new_like(t, -1)
+        (<TensorBase>r)._mbits = MATH_CONJ      # one pass: r stores what conj(t) reads
         copy_into(<TensorBase>r, t)
-        im = _part(<TensorBase>r, 1)
-        with _no_grad():
-            im.neg_()
+        (<TensorBase>r)._mbits = 0
         if grad_on() and t._requires_grad:
             record("conj_physical", (t,), r, None)
     if out is not None:
@@ -312,30 +376,19 @@ def conj_physical(input, *, out=None):
 
 
 def conj_physical_(input):
-    """Conjugate ``input`` in place."""
+    """Conjugate ``input`` in place (its stored values: whatever its bits, the values it
+    reads become their conjugates)."""
     cdef TensorBase t = _arg(input, "conj_physical_")
-    if _is_c(t):
-        check_inplace(t, "conj_physical_")
-        _part(t, 1).neg_()
-        bump_version(t)
+    if not _is_c(t):
+        return t
+    if slow_path() or t._device.kind:
+        return redispatch("conj_physical_", conj_physical_, (input,), None)
+    if grad_on() and t._requires_grad:
+        return commit_inplace(t, <TensorBase>conj_physical(graph_old(t, "conj_physical_")))
+    check_inplace(t, "conj_physical_")
+    apply_bits(t, MATH_CONJ)
+    bump_version(t)
     return t
-
-
-def conj(input):
-    """The complex conjugate (materialised for complex input; ``input`` for real)."""
-    return conj_physical(_arg(input, "conj"))
-
-
-def resolve_conj(input):
-    """``input``: ember materialises conjugates, so there is never a bit to resolve."""
-    return _arg(input, "resolve_conj")
-
-
-def is_conj(input) -> bool:
-    """Whether ``input`` carries a lazy conjugate bit: never in ember, whose ``conj``
-    materialises the result."""
-    _arg(input, "is_conj")
-    return False
 
 
 def isreal(input):
@@ -404,8 +457,29 @@ cdef object _prod(TensorBase t, tuple dims, bint keepdim):
 
 
 def matmul(a, b):
-    """Complex matrix product from four real GEMMs on the (re, im) parts."""
+    """Complex matrix product from four real GEMMs on the (re, im) parts.  An operand
+    with the conjugate bit (and nothing to record) is read as stored, its imaginary
+    part's sign folded into how the four products combine."""
     E = _ember()
+    cdef TensorBase x = <TensorBase>a, y = <TensorBase>b
+    cdef bint ca = x._mbits == MATH_CONJ, cb = y._mbits == MATH_CONJ
+    if ca or cb:
+        if ca:
+            x = make_view(x, x._ndim, x._shape, x._strides, x._offset)
+            x._mbits = 0
+        if cb:
+            y = make_view(y, y._ndim, y._shape, y._strides, y._offset)
+            y._mbits = 0
+        ar, ai = _part(x, 0), _part(x, 1)
+        br, bi = _part(y, 0), _part(y, 1)
+        # (ar + sa i ai)(br + sb i bi) = ar br - sa sb ai bi + i (sb ar bi + sa ai br)
+        p = E.matmul(ai, bi)
+        re = E.add(E.matmul(ar, br), p) if ca != cb else E.sub(E.matmul(ar, br), p)
+        q = E.matmul(ar, bi)
+        s = E.matmul(ai, br)
+        im = E.sub(s, q) if cb and not ca else E.sub(q, s) if ca and not cb else \
+            E.add(q, s) if not ca else E.neg(E.add(q, s))
+        return complex(re, im)
     ar, ai = real(a), imag(a)
     br, bi = real(b), imag(b)
     return complex(E.sub(E.matmul(ar, br), E.matmul(ai, bi)),
@@ -423,6 +497,10 @@ def cum(str op, TensorBase t, dim, dtype, out):
         t = t.to(dtype)
         if not _is_c(t):
             return getattr(E, op)(t, dim, out=out)
+    if (dtype is None and op != "logcumsumexp" and isinstance(out, TensorBase)
+            and not _is_c(<TensorBase>out)):
+        # torch scans in out's dtype: the input is cast first (its warning included)
+        return getattr(E, op)(t.to(out.dtype), dim, out=out)
     cdef int d = wrap_dim(dim, t._ndim if t._ndim else 1, op)
     if t._ndim == 0:
         r = getattr(E, op)(t.reshape(1), 0).reshape(())

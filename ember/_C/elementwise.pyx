@@ -160,7 +160,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         raise TypeError(f"{name}(): expected at least one tensor argument, got "
                         f"{type(a).__name__} and {type(b).__name__}")
     check_out_arg(out, name)
-    if slow_path() or (ta and (<TensorBase>a)._device.kind) or (tb and (<TensorBase>b)._device.kind):
+    if slow_path() or (ta and off_fast(<TensorBase>a)) or (tb and off_fast(<TensorBase>b)) \
+            or lazy_out(out):
         if ta and tb:
             check_same_device(<TensorBase>a, <TensorBase>b, name, "other")
         return redispatch(name, _PUBLIC[name], (a, b), {} if out is None else {"out": out})
@@ -286,7 +287,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
     cdef em_loop fn
     t = as_tensor(a, name, "input", 1)
     check_out_arg(out, name)
-    if needs_slow1(t):
+    if needs_slow1(t) or lazy_out(out):
         return _redispatch_unary(name, a, out, attrs, inplace)
     rd = t._dtype
     if kind != K_CMP and ((op == EW_ABS and rd == EM_BOOL) or
@@ -376,7 +377,7 @@ cdef bint _fuse_alpha(object a, object b) except -1:
         return False
     # A Python mode or a non-CPU device gets the op re-dispatched without ``alpha``:
     # there it runs as mul + add, each dispatched on its own.
-    if slow_path() or (<TensorBase>a)._device.kind or (<TensorBase>b)._device.kind:
+    if slow_path() or off_fast(<TensorBase>a) or off_fast(<TensorBase>b):
         return False
     if grad_on() and ((<TensorBase>a)._requires_grad or (<TensorBase>b)._requires_grad):
         return False
@@ -490,7 +491,7 @@ def silu_backward(grad, input):
 def add_(TensorBase self not None, other, *, alpha=1):
     cdef double al
     if alpha != 1:
-        if _fuse_alpha(self, other) and not slow_path() and not self._device.kind:
+        if _fuse_alpha(self, other) and not slow_path() and not off_fast(self):
             al = alpha
             return _binary(EW_ADDA, "add", self, other, None, K_ARITH, True, None, &al)
         other = mul(other, alpha)
@@ -500,7 +501,7 @@ def add_(TensorBase self not None, other, *, alpha=1):
 def sub_(TensorBase self not None, other, *, alpha=1):
     cdef double al
     if alpha != 1:
-        if _fuse_alpha(self, other) and not slow_path() and not self._device.kind:
+        if _fuse_alpha(self, other) and not slow_path() and not off_fast(self):
             al = -alpha
             return _binary(EW_ADDA, "sub", self, other, None, K_ARITH, True, None, &al)
         other = mul(other, alpha)
@@ -779,7 +780,7 @@ def where(condition, input=None, other=None, *, out=None):
         raise TypeError(f"where(): argument 'condition' must be Tensor, not "
                         f"{type(condition).__name__}")
     c = <TensorBase>condition
-    if slow_path() or c._device.kind:
+    if slow_path() or off_fast(c) or needs_slow_arg(input) or needs_slow_arg(other):
         return redispatch("where", where, (condition, input, other), {})
     if c._dtype != EM_BOOL:
         if c._dtype == EM_U8:

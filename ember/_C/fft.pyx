@@ -98,7 +98,7 @@ def _fft_c2c(input, int dim, bint forward, double scale, bint overwrite=False):
         raise RuntimeError(f"_fft_c2c: expected a complex tensor, got {dtype_obj(t._dtype)}")
     cdef int d = wrap_dim(dim, t._ndim, "_fft_c2c")
     cdef bint inplace = overwrite and is_contig(t) and not (grad_on() and t._requires_grad)
-    r = _run(K_C2C, contig(t), d, t._shape[d], -1 if forward else 1, scale, inplace)
+    r = _run(K_C2C, contig(resolve_bits(t)), d, t._shape[d], -1 if forward else 1, scale, inplace)
     if grad_on() and t._requires_grad:
         record("_fft_c2c", (t,), r, (d, bool(forward), scale))
     return r
@@ -111,7 +111,7 @@ def _fft_r2c(input, int dim, double scale):
         raise RuntimeError(f"_fft_r2c: expected a float or double tensor, got "
                            f"{dtype_obj(t._dtype)}")
     cdef int d = wrap_dim(dim, t._ndim, "_fft_r2c")
-    r = _run(K_R2C, contig(t), d, t._shape[d], -1, scale)
+    r = _run(K_R2C, contig(resolve_bits(t)), d, t._shape[d], -1, scale)
     if grad_on() and t._requires_grad:
         record("_fft_r2c", (t,), r, (d, scale, t._shape[d]))
     return r
@@ -127,7 +127,7 @@ def _fft_c2r(input, int dim, int64_t n, double scale):
     if t._shape[d] != n // 2 + 1:
         raise RuntimeError(f"_fft_c2r: expected {n // 2 + 1} terms along dim {d} for an output "
                            f"of length {n}, got {t._shape[d]}")
-    r = _run(K_C2R, contig(t), d, n, 1, scale)
+    r = _run(K_C2R, contig(resolve_bits(t)), d, n, 1, scale)
     if grad_on() and t._requires_grad:
         record("_fft_c2r", (t,), r, (d, n, scale))
     return r

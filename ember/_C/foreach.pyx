@@ -44,8 +44,8 @@ cdef bint _fits(object x, int dtype, int64_t n) noexcept:
     if not isinstance(x, TensorBase):
         return False
     t = <TensorBase>x
-    return (t._dtype == dtype and t._device.kind == DEV_CPU and is_contig(t)
-            and numel_of(t._ndim, t._shape) == n)
+    return (t._dtype == dtype and t._device.kind == DEV_CPU and t._mbits == 0
+            and is_contig(t) and numel_of(t._ndim, t._shape) == n)
 
 
 cdef _Lists _gather(list rows, bint check_params=True):

@@ -21,6 +21,17 @@ cdef inline char *data_ptr(TensorBase t) noexcept nogil:
     return t._storage.data + t._offset * em_itemsize[t._dtype]
 
 
+cdef inline bint off_fast(TensorBase t) noexcept:
+    """t cannot take a CPU kernel's fast path: another device or a lazy math bit"""
+    return t._device.kind != DEV_CPU or t._mbits != 0
+
+
+cdef inline bint lazy_out(object out):
+    """out= has a lazy math bit: a kernel that writes out= directly would store the values
+    unconjugated, so the op redispatches (the result is copied in through the bits)"""
+    return isinstance(out, TensorBase) and (<TensorBase>out)._mbits != 0
+
+
 cdef inline int max_threads() noexcept nogil:
     """the thread count for work large enough to use every thread"""
     return nthreads_for(<int64_t>1 << 40)
@@ -64,15 +75,17 @@ cdef inline int check_out_arg(object out, str op) except -1:
 
 
 cdef inline bint needs_slow1(TensorBase t):
-    """the op must go through redispatch: a Python mode is active or t is not on the CPU"""
-    return slow_path() or t._device.kind != DEV_CPU
+    """the op must go through redispatch: a Python mode is active, t is not on the CPU or
+    t carries a lazy conjugate/negative bit (redispatch resolves it)"""
+    return slow_path() or t._device.kind != DEV_CPU or t._mbits != 0
 
 
 cdef inline bint needs_slow_arg(object x):
     """needs_slow1 for an argument that may not be a tensor (non-tensors are rejected
     later with a TypeError, never cast blindly)"""
     return slow_path() or (isinstance(x, TensorBase) and
-                           (<TensorBase>x)._device.kind != DEV_CPU)
+                           ((<TensorBase>x)._device.kind != DEV_CPU or
+                            (<TensorBase>x)._mbits != 0))
 
 
 cdef inline bint needs_slow(tuple ts):
@@ -80,7 +93,8 @@ cdef inline bint needs_slow(tuple ts):
     if slow_path():
         return True
     for t in ts:
-        if isinstance(t, TensorBase) and (<TensorBase>t)._device.kind != DEV_CPU:
+        if isinstance(t, TensorBase) and ((<TensorBase>t)._device.kind != DEV_CPU or
+                                          (<TensorBase>t)._mbits != 0):
             return True
     return False
 

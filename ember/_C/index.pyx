@@ -443,9 +443,21 @@ cdef list _adv_to_ind(TensorBase v, list adv):
     return ind
 
 
+cdef bint _index_off_cpu(object idx):
+    """an index tensor in idx (a tensor or a tuple/list of items) is off the CPU: the
+    op goes to that device's backend, which refuses a CPU tensor indexed by it"""
+    if isinstance(idx, TensorBase):
+        return (<TensorBase>idx)._device.kind != DEV_CPU
+    if isinstance(idx, (tuple, list)):
+        for it in idx:
+            if isinstance(it, TensorBase) and (<TensorBase>it)._device.kind != DEV_CPU:
+                return True
+    return False
+
+
 def getitem(TensorBase self not None, idx):
     """``self[idx]`` for everything basic indexing can't do (advanced indexing)."""
-    if needs_slow1(self):
+    if needs_slow1(self) or _index_off_cpu(idx):
         return redispatch("getitem", getitem, (self, idx), {})
     cdef tuple items = _normalize(idx)
     basic, adv, trivial = _split(self, items)
@@ -510,7 +522,7 @@ cdef int _setitem_impl(TensorBase self, tuple items, object value) except -1:
 
 def setitem(TensorBase self not None, idx, value):
     """``self[idx] = value`` (value: tensor, Python scalar, list or array)."""
-    if needs_slow1(self):
+    if needs_slow1(self) or _index_off_cpu(idx):
         return redispatch("setitem", setitem, (self, idx, value), {})
     cdef tuple items = _normalize(idx)
     cdef TensorBase old, r
@@ -529,7 +541,7 @@ def setitem(TensorBase self not None, idx, value):
 def index_put_(TensorBase self not None, indices, values, accumulate=False):
     """self[indices] = values (or += with accumulate=True, duplicates summed)."""
     check_written(self, (indices, values), "index_put_", True)
-    if needs_slow1(self):
+    if needs_slow1(self) or _index_off_cpu(indices) or needs_slow_arg(values):
         return redispatch("index_put_", index_put_, (self, indices, values),
                           {"accumulate": accumulate})
     if any_grad((self, values)):
@@ -549,7 +561,7 @@ def index_put_(TensorBase self not None, indices, values, accumulate=False):
 
 def index_put(TensorBase input not None, indices, values, accumulate=False):
     """Out-of-place ``index_put_``."""
-    if needs_slow1(input):
+    if needs_slow1(input) or _index_off_cpu(indices) or needs_slow_arg(values):
         return redispatch("index_put", index_put, (input, indices, values),
                           {"accumulate": accumulate})
     cdef list ind = _user_indices(input, indices, "index_put")
@@ -621,7 +633,7 @@ cdef TensorBase _as1d(TensorBase t):
 
 def index_select(TensorBase input not None, dim, index, *, out=None):
     """Entries of ``input`` along ``dim`` at the positions in ``index`` (1-D)."""
-    if needs_slow1(input):
+    if needs_slow((input, index)):
         return redispatch("index_select", index_select, (input, dim, index), {})
     cdef int d = wrap_dim(dim, input._ndim, "index_select")
     cdef TensorBase x = _as1d(input)
@@ -681,7 +693,7 @@ cdef int _check_source(TensorBase self, int d, TensorBase ix, TensorBase src, st
 
 def index_add(TensorBase input not None, dim, index, source, *, alpha=1, out=None):
     """input with ``alpha * source`` added at ``index`` along ``dim`` (duplicates summed)."""
-    if needs_slow1(input):
+    if needs_slow((input, index, source)):
         return redispatch("index_add", index_add, (input, dim, index, source), {"alpha": alpha})
     cdef int d = wrap_dim(dim, input._ndim, "index_add")
     cdef TensorBase src = as_tensor(source, "index_add", "source")
@@ -705,7 +717,7 @@ def index_add_(TensorBase self not None, dim, index, source, *, alpha=1):
     if any_grad((self, source)):
         return commit_inplace(self, <TensorBase>index_add(graph_old(self, "index_add_"), dim, index, source,
                                                    alpha=alpha))
-    if needs_slow1(self):
+    if needs_slow((self, index, source)):
         return redispatch("index_add_", index_add_, (self, dim, index, source), {"alpha": alpha})
     cdef int d = wrap_dim(dim, self._ndim, "index_add_")
     cdef TensorBase src = as_tensor(source, "index_add_", "source")
@@ -842,7 +854,7 @@ cdef TensorBase _restride(TensorBase t, TensorBase like, int d):
 
 def gather(TensorBase input not None, dim, index, *, sparse_grad=False, out=None):
     """out[i][j] = input[index[i][j]][j] (for dim 0), out has index's shape."""
-    if needs_slow1(input):
+    if needs_slow((input, index)):
         return redispatch("gather", gather, (input, dim, index), {})
     cdef int d = wrap_dim(dim, input._ndim, "gather")
     cdef TensorBase ix = _gs_index(input, d, index, "gather", None)
@@ -944,7 +956,7 @@ cdef object _scatter_src(TensorBase self, object src, object value, str op):
 
 def scatter(TensorBase input not None, dim, index, src=None, *, value=None, reduce=None, out=None):
     """input with src (tensor or scalar) written at index along dim."""
-    if needs_slow1(input):
+    if needs_slow((input, index, src)):
         return redispatch("scatter", scatter, (input, dim, index, src),
                           {"value": value, "reduce": reduce})
     cdef int d = wrap_dim(dim, input._ndim, "scatter")
@@ -965,7 +977,7 @@ def scatter_(TensorBase self not None, dim, index, src=None, *, value=None, redu
     if any_grad((self, src)):
         return commit_inplace(self, <TensorBase>scatter(graph_old(self, "scatter_"), dim, index, src,
                                                  value=value, reduce=reduce))
-    if needs_slow1(self):
+    if needs_slow((self, index, src)):
         return redispatch("scatter_", scatter_, (self, dim, index, src),
                           {"value": value, "reduce": reduce})
     cdef int d = wrap_dim(dim, self._ndim, "scatter_")
@@ -978,7 +990,7 @@ def scatter_(TensorBase self not None, dim, index, src=None, *, value=None, redu
 
 def scatter_add(TensorBase input not None, dim, index, src):
     """input with src summed into the positions index gives along dim (deterministic)."""
-    if needs_slow1(input):
+    if needs_slow((input, index, src)):
         return redispatch("scatter_add", scatter_add, (input, dim, index, src), {})
     cdef int d = wrap_dim(dim, input._ndim, "scatter_add")
     src = _scatter_src(input, as_tensor(src, "scatter_add", "src"), None, "scatter_add")
@@ -994,7 +1006,7 @@ def scatter_add_(TensorBase self not None, dim, index, src):
     check_written(self, (index, src), "scatter_add_", True)
     if any_grad((self, src)):
         return commit_inplace(self, <TensorBase>scatter_add(graph_old(self, "scatter_add_"), dim, index, src))
-    if needs_slow1(self):
+    if needs_slow((self, index, src)):
         return redispatch("scatter_add_", scatter_add_, (self, dim, index, src), {})
     cdef int d = wrap_dim(dim, self._ndim, "scatter_add_")
     src = _scatter_src(self, as_tensor(src, "scatter_add_", "src"), None, "scatter_add_")
@@ -1005,7 +1017,7 @@ def scatter_add_(TensorBase self not None, dim, index, src):
 
 def scatter_reduce(TensorBase input not None, dim, index, src, reduce, *, include_self=True):
     """Reduce src into input at index along dim: "sum", "prod", "mean", "amax", "amin"."""
-    if needs_slow1(input):
+    if needs_slow((input, index, src)):
         return redispatch("scatter_reduce", scatter_reduce, (input, dim, index, src, reduce),
                           {"include_self": include_self})
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
@@ -1159,7 +1171,8 @@ cdef TensorBase _nonzero(TensorBase t):
 def nonzero(TensorBase input not None, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) tensor, or a tuple of 1-D tensors."""
     if needs_slow1(input):
-        return redispatch("nonzero", nonzero, (input,), {"as_tuple": as_tuple})
+        return redispatch("nonzero", nonzero, (input,), {"as_tuple": as_tuple} if out is None else
+                          {"as_tuple": as_tuple, "out": out})
     cdef TensorBase r
     if as_tuple:
         r = _nonzero(_as1d(input))
@@ -1252,7 +1265,8 @@ cdef tuple _broadcast_pair(TensorBase a, TensorBase b):
 def masked_select(TensorBase input not None, mask, *, out=None):
     """1-D tensor of the elements of input where mask (broadcast) is True."""
     if needs_slow1(input):
-        return redispatch("masked_select", masked_select, (input, mask), {})
+        return redispatch("masked_select", masked_select, (input, mask),
+                          {} if out is None else {"out": out})
     cdef TensorBase m = as_tensor(mask, "masked_select", "mask")
     if m._dtype != EM_BOOL:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
@@ -1346,8 +1360,8 @@ def cat(tensors, dim=0, *, out=None, axis=None):
     if not ts:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t in ts:
-        if t._device.kind != DEV_CPU or slow_path():
-            if not slow_path():      # mixed devices fail here, naming both
+        if off_fast(t) or slow_path():
+            if not slow_path() and t._device.kind != DEV_CPU:   # mixed devices fail here
                 for i in range(1, len(ts)):
                     check_same_device(<TensorBase>ts[0], <TensorBase>ts[i], "cat", "tensors")
             return redispatch("cat", cat, (tensors,), {"dim": dim})

@@ -16,6 +16,18 @@ from ember._C.frame cimport *
 from ember._C.c_gemm cimport *
 
 
+cdef bint _slow_mm(TensorBase a, TensorBase b, object out):
+    """needs_slow((a, b)), except for complex operands whose only lazy bit is the conjugate
+    one when nothing is recorded: the complex product reads that bit itself"""
+    if lazy_out(out):
+        return True
+    if (a._mbits | b._mbits) == 0 or a._mbits & MATH_NEG or b._mbits & MATH_NEG:
+        return needs_slow((a, b))
+    if slow_path() or a._device.kind != DEV_CPU or b._device.kind != DEV_CPU:
+        return True
+    return category(a._dtype) != 3 or category(b._dtype) != 3 or any_grad((a, b))
+
+
 cdef str _shape_str(TensorBase t, str sep="x"):
     return sep.join([str(t._shape[i]) for i in range(t._ndim)])
 
@@ -252,7 +264,7 @@ def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
     cdef TensorBase a = as_tensor(input, "mm", "input", 1)
     cdef TensorBase b = as_tensor(mat2, "mm", "mat2")
-    if needs_slow((a, b)):
+    if _slow_mm(a, b, out):
         return redispatch("mm", mm, (input, mat2), {"out": out} if out is not None else None)
     check_same_device(a, b, "mm", "mat2")
     if a._ndim != 2:
@@ -295,7 +307,7 @@ def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
     cdef TensorBase a = as_tensor(input, "bmm", "input", 1)
     cdef TensorBase b = as_tensor(mat2, "bmm", "mat2")
-    if needs_slow((a, b)):
+    if _slow_mm(a, b, out):
         return redispatch("bmm", bmm, (input, mat2), {"out": out} if out is not None else None)
     check_same_device(a, b, "bmm", "mat2")
     if a._ndim != 3:
@@ -323,7 +335,7 @@ def matmul(input, other, *, out=None):
     added then removed), batch dims broadcast."""
     cdef TensorBase a = as_tensor(input, "matmul", "input", 1)
     cdef TensorBase b = as_tensor(other, "matmul", "other")
-    if needs_slow((a, b)):
+    if _slow_mm(a, b, out):
         return redispatch("matmul", matmul, (input, other),
                           {"out": out} if out is not None else None)
     check_same_device(a, b, "matmul", "other")
@@ -403,8 +415,8 @@ def dot(input, tensor, *, out=None):
     """Inner product of two 1-D tensors (a 0-d tensor)."""
     cdef TensorBase a = as_tensor(input, "dot", "input", 1)
     cdef TensorBase b = as_tensor(tensor, "dot", "tensor")
-    if needs_slow((a, b)):
-        return redispatch("dot", dot, (input, tensor), None)
+    if _slow_mm(a, b, out):
+        return redispatch("dot", dot, (input, tensor), None if out is None else {"out": out})
     check_same_device(a, b, "dot", "tensor")
     if a._ndim != 1 or b._ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._ndim}D and {b._ndim}D tensors")
@@ -438,7 +450,7 @@ def mv(input, vec, *, out=None):
     """Matrix-vector product."""
     cdef TensorBase a = as_tensor(input, "mv", "input", 1)
     cdef TensorBase v = as_tensor(vec, "mv", "vec")
-    if needs_slow((a, v)):
+    if needs_slow((a, v)) or lazy_out(out):
         return redispatch("mv", mv, (input, vec), None)
     check_same_device(a, v, "mv", "vec")
     if a._ndim != 2 or v._ndim != 1:

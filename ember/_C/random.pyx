@@ -619,7 +619,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if size is not None:
         raise TypeError("normal(): 'size' is only accepted with float mean and std")
     first = <TensorBase>(mean if tm else std)
-    if slow_path() or first._device.kind:
+    if slow_path() or off_fast(first) or needs_slow_arg(mean) or needs_slow_arg(std):
         if tm and ts:
             check_same_device(<TensorBase>mean, <TensorBase>std, "normal", "std")
         return redispatch("normal", normal, (mean, std), _kw(generator=generator, out=out))
@@ -645,15 +645,32 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         for i in range(nd):
             shp[i] = st._shape[i]
         rd = st._dtype
+    if ts and category(st._dtype) == 3:
+        raise RuntimeError("normal expects standard deviation to be non-complex")
     if isinstance(out, TensorBase):
+        if category(rd) == 3 and category((<TensorBase>out)._dtype) < 3:
+            raise RuntimeError(f"result type {torch_type_name(rd)} can't be cast to the "
+                               f"desired output type "
+                               f"{torch_type_name((<TensorBase>out)._dtype)}")
         rd = (<TensorBase>out)._dtype
     if rd < EM_F16:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                   f"'{torch_type_name(rd)}'")
     if ts:
         _check_std_tensor(st)
-    cd = EM_F64 if rd == EM_F64 else EM_F32
     cdef Generator g = _gen(generator, "normal")
+    if category(rd) == 3:
+        # a complex result: complex noise (variance std^2, half in each part), as torch
+        z = new_tensor(nd, shp, rd, cpu_device())
+        normal_(z, 0.0, 1.0, generator=g)
+        if grad_on() and ((tm and mt._requires_grad) or (ts and st._requires_grad)):
+            if out is not None:
+                raise RuntimeError("normal(): out= is not supported for inputs that require "
+                                   "grad")
+            return _ew.add(mean, _ew.mul(std, z))
+        t = cast(_ew.add(mt, _ew.mul(st, z)), rd)
+        return finish_out(t, out, False, "normal", (mean, std))
+    cd = EM_F64 if rd == EM_F64 else EM_F32
     z = new_tensor(nd, shp, cd, cpu_device())
     _fill_float(z, EM_RD_NORMAL, 0.0, 1.0, g)
     if grad_on() and ((tm and mt._requires_grad) or (ts and st._requires_grad)):
@@ -674,7 +691,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("bernoulli", bernoulli, x, (p,), _kw(generator=generator,
                                                                      out=out))
     cdef Generator g = _gen(generator, "bernoulli")
@@ -705,7 +722,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise TypeError(f"multinomial(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("multinomial", multinomial, x, (num_samples, replacement),
                                 _kw(generator=generator, out=out))
     cdef int64_t k = int64_arg(_as_int(num_samples, "multinomial", "num_samples"), "multinomial",
@@ -959,7 +976,7 @@ def dropout(input, p, train=True, *, generator=None):
     pp = float(_as_number(p, "dropout", "p"))
     if not (0.0 <= pp <= 1.0):
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {_num(p)}")
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return redispatch("native_dropout", dropout, (input, p, train), _kw(generator=generator))
     cdef TensorBase mask = _empty_shape(x, EM_BOOL)
     if not train:
@@ -1013,8 +1030,13 @@ cdef int _real_float(TensorBase t, str kernel) except -1:
     return 0
 
 
+cdef TensorBase _sampler_input(TensorBase t):
+    """float32 and float64 parameters go to the kernels as they are, others as float64"""
+    return contig(t) if t._dtype == EM_F32 or t._dtype == EM_F64 else _f64(t)
+
+
 cdef TensorBase _sampled(TensorBase draws, TensorBase like):
-    return draws if like._dtype == EM_F64 else cast(draws, like._dtype)
+    return draws if draws._dtype == like._dtype else cast(draws, like._dtype)
 
 
 def poisson(input, generator=None):
@@ -1034,21 +1056,21 @@ def poisson(input, generator=None):
         raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("poisson", poisson, x, (), _kw(generator=generator))
     _real_float(x, "poisson_cpu")
     cdef Generator g = _gen(generator, "poisson")
-    cdef TensorBase r = _f64(x)
-    cdef TensorBase out = _empty_shape(x, EM_F64)
-    cdef int64_t n = numel_of(x._ndim, x._shape)
-    if n and bool(_ew.logical_not(_ew.ge(r, 0)).any()):    # NaN too, as torch
-        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    cdef TensorBase r = _sampler_input(x)
+    cdef TensorBase out = _empty_shape(x, r._dtype)
+    cdef int64_t n = numel_of(x._ndim, x._shape), bad
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *rp = <const double *>data_ptr(r)
-    cdef double *op = <double *>data_ptr(out)
-    cdef int nt = _sampler_threads(n)
+    cdef const void *rp = data_ptr(r)
+    cdef void *op = data_ptr(out)
+    cdef int nt = _sampler_threads(n), dt = r._dtype
     with nogil:
-        em_sample_poisson(rp, op, n, seed, off, nt)
+        bad = em_sample_poisson(dt, rp, op, n, seed, off, nt)
+    if bad:    # NaN too, as torch
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     return _sampled(out, x)
 
 
@@ -1072,7 +1094,7 @@ def binomial(count, prob, generator=None):
             raise TypeError(f"binomial(): argument '{name}' (position {pos}) must be Tensor, "
                             f"not {type(v).__name__}")
     cdef TensorBase c = <TensorBase>count, p = <TensorBase>prob
-    if slow_path() or c._device.kind or p._device.kind:
+    if slow_path() or off_fast(c) or off_fast(p):
         return redispatch("binomial", binomial, (count, prob), _kw(generator=generator))
     if c._dtype < EM_F16 or c._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
@@ -1080,21 +1102,24 @@ def binomial(count, prob, generator=None):
     if p._dtype < EM_F16 or p._dtype > EM_F64:
         raise ValueError(f"binomial only supports floating-point dtypes for prob, got: "
                          f"{torch_type_name(p._dtype)}")
+    if p._dtype != c._dtype:
+        raise RuntimeError(f"Found dtype {torch_type_name(p._dtype)} but expected "
+                           f"{torch_type_name(c._dtype)}")
     cdef int64_t shape[MAX_DIMS]
     cdef int nd = broadcast_shape(c._ndim, c._shape, p._ndim, p._shape, shape)
     sh = tuple([shape[i] for i in range(nd)])
     cdef Generator g = _gen(generator, "binomial")
-    cdef TensorBase cc = _f64(c.expand(sh)), pc = _f64(p.expand(sh))
-    cdef TensorBase out = new_tensor(nd, shape, EM_F64, cpu_device())
+    cdef TensorBase cc = _sampler_input(c.expand(sh)), pc = _sampler_input(p.expand(sh))
+    cdef TensorBase out = new_tensor(nd, shape, cc._dtype, cpu_device())
     cdef int64_t n = numel_of(nd, shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *cp = <const double *>data_ptr(cc)
-    cdef const double *pp = <const double *>data_ptr(pc)
-    cdef double *op = <double *>data_ptr(out)
-    cdef int nt = _sampler_threads(n)
+    cdef const void *cp = data_ptr(cc)
+    cdef const void *pp = data_ptr(pc)
+    cdef void *op = data_ptr(out)
+    cdef int nt = _sampler_threads(n), dt = cc._dtype
     with nogil:
-        em_sample_binomial(cp, pp, op, n, seed, off, nt)
-    return out if c._dtype == EM_F64 else cast(out, c._dtype)
+        em_sample_binomial(dt, cp, pp, op, n, seed, off, nt)
+    return out if out._dtype == c._dtype else cast(out, c._dtype)
 
 
 def _standard_gamma(input, generator=None):
@@ -1105,25 +1130,24 @@ def _standard_gamma(input, generator=None):
         raise TypeError(f"_standard_gamma(): argument 'input' (position 1) must be Tensor, "
                         f"not {type(input).__name__}")
     cdef TensorBase x = <TensorBase>input
-    if slow_path() or x._device.kind:
+    if slow_path() or off_fast(x):
         return _method_slow_new("_standard_gamma", _standard_gamma, x, (),
                                 _kw(generator=generator))
     _real_float(x, "gamma_cpu")
     cdef Generator g = _gen(generator, "_standard_gamma")
-    cdef TensorBase a = _f64(x)
-    cdef TensorBase out = _empty_shape(x, EM_F64)
+    cdef TensorBase a = _sampler_input(x)
+    cdef TensorBase out = _empty_shape(x, a._dtype)
     cdef int64_t n = numel_of(x._ndim, x._shape)
     cdef uint64_t seed = g._seed, off = g._next()
-    cdef const double *ap = <const double *>data_ptr(a)
-    cdef double *op = <double *>data_ptr(out)
-    cdef int nt = _sampler_threads(n)
+    cdef const void *ap = data_ptr(a)
+    cdef void *op = data_ptr(out)
+    cdef int nt = _sampler_threads(n), dt = a._dtype
+    # draws below the dtype's smallest normal number (NaN too) become it, as in PyTorch
+    cdef double tiny = {EM_F64: 2.2250738585072014e-308, EM_F32: 1.1754943508222875e-38,
+                        EM_F16: 6.103515625e-05, EM_BF16: 1.1754943508222875e-38}[x._dtype]
     with nogil:
-        em_sample_gamma(ap, op, n, seed, off, nt)
+        em_sample_gamma(dt, ap, op, n, seed, off, tiny, nt)
     r = _sampled(out, x)
-    tiny = {EM_F64: 2.2250738585072014e-308, EM_F32: 1.1754943508222875e-38,
-            EM_F16: 6.103515625e-05, EM_BF16: 1.1754943508222875e-38}[x._dtype]
-    # NaN and non-positive draws become tiny too, as in PyTorch
-    r = _ew.where(_ew.ge(r, tiny), r, tiny)
     if grad_on() and x._requires_grad:
         record("_standard_gamma", (input,), r, None)
     return r

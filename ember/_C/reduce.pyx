@@ -887,7 +887,8 @@ cdef object _cum(object input, object dim, object dtype, int op, str name, objec
                  object out):
     cdef TensorBase t = _as_t(input, name)
     if needs_slow1(t):
-        return redispatch(name, fn, (input, dim), {"dtype": dtype})
+        return redispatch(name, fn, (input, dim), {"dtype": dtype} if out is None else
+                          {"dtype": dtype, "out": out})
     if category(t._dtype) == 3 or (dtype is not None and category(dtype_code(dtype)) == 3):
         from ember._C import cplx
         return cplx.cum(name, t, dim, dtype, out)
@@ -916,7 +917,8 @@ def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along ``dim``, computed stably."""
     cdef TensorBase t = _as_t(input, "logcumsumexp")
     if needs_slow1(t):
-        return redispatch("logcumsumexp", logcumsumexp, (input, dim), {})
+        return redispatch("logcumsumexp", logcumsumexp, (input, dim),
+                          {} if out is None else {"out": out})
     if category(t._dtype) == 3:
         from ember._C import cplx
         return cplx.cum("logcumsumexp", t, dim, None, out)
@@ -1169,7 +1171,7 @@ def rms_norm_fused_backward(grad, input, rstd, weight, bint need_input, bint nee
 
 
 # ---------------------------------------------------------------------------
-# fused scaled-dot-product attention (no mask but the causal one, no dropout)
+# fused scaled-dot-product attention (causal or an additive mask, no dropout)
 
 cdef int _sdpa_dims(TensorBase q, TensorBase k, TensorBase v, int64_t *dims) except -1:
     """dims = BH, L, S, D, Dv for same-dtype float tensors with equal batch dims."""
@@ -1198,17 +1200,58 @@ cdef int _sdpa_dims(TensorBase q, TensorBase k, TensorBase v, int64_t *dims) exc
     return 0
 
 
-def sdpa_fused(query, key, value, double scale, bint is_causal):
-    """softmax(Q K^T * scale [causal]) V in one pass per query row; records the
-    op for autograd with each row's log-sum-exp saved for the fused backward."""
+cdef object _sdpa_mask_offsets(object attn_mask, TensorBase q, int64_t *dims, int64_t *mst):
+    """The additive mask (None, or q's dtype and shape batch + (L, S), any strides, 0 to
+    broadcast): its tensor, with each batch-head's element offset in the returned bytes
+    object and its row / column strides in mst."""
+    if attn_mask is None:
+        return None, None
+    cdef TensorBase m = _as_t(attn_mask, "scaled_dot_product_attention")
+    cdef int n = q._ndim, i
+    if m._dtype != q._dtype or m._ndim != n or m._shape[n - 2] != dims[1] or \
+            m._shape[n - 1] != dims[2]:
+        raise RuntimeError("scaled_dot_product_attention: the fused kernel takes an additive "
+                           "mask of the query's dtype and shape batch + (L, S)")
+    for i in range(n - 2):
+        if m._shape[i] != q._shape[i]:
+            raise RuntimeError("scaled_dot_product_attention: the mask's batch dims differ")
+    off = bytearray(dims[0] * sizeof(int64_t))
+    cdef int64_t *o = <int64_t *><char *>off
+    cdef int64_t b, r, e
+    for b in range(dims[0]):
+        r = b
+        e = 0
+        for i in range(n - 3, -1, -1):
+            e += (r % q._shape[i]) * m._strides[i]
+            r //= q._shape[i]
+        o[b] = e
+    mst[0] = m._strides[n - 2]
+    mst[1] = m._strides[n - 1]
+    return m, off
+
+
+def sdpa_fused(query, key, value, double scale, bint is_causal, attn_mask=None):
+    """softmax(Q K^T * scale [causal] [+ attn_mask]) V, flash-attention style; records
+    the op for autograd with each row's log-sum-exp saved for the fused backward.
+    attn_mask: None, or an additive mask of the query's dtype and shape batch + (L, S)
+    (expanded views welcome)."""
     if needs_slow1(_as_t(query, "scaled_dot_product_attention")):
-        return redispatch("scaled_dot_product_attention", sdpa_fused,
-                          (query, key, value, scale, is_causal), {})
+        args = (query, key, value, scale, is_causal) + (() if attn_mask is None
+                                                        else (attn_mask,))
+        return redispatch("scaled_dot_product_attention", sdpa_fused, args, {})
     cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
     cdef TensorBase k = contig(_as_t(key, "scaled_dot_product_attention"))
     cdef TensorBase v = contig(_as_t(value, "scaled_dot_product_attention"))
     cdef int64_t dims[5]
+    cdef int64_t mst[2]
+    mst[0] = mst[1] = 0
     _sdpa_dims(q, k, v, dims)
+    m, off = _sdpa_mask_offsets(attn_mask, q, dims, mst)
+    cdef const char *mp = NULL
+    cdef const int64_t *mo = NULL
+    if m is not None:
+        mp = data_ptr(<TensorBase>m)
+        mo = <const int64_t *><char *>off
     cdef int64_t oshape[MAX_DIMS]
     cdef int i
     for i in range(q._ndim):
@@ -1219,8 +1262,9 @@ def sdpa_fused(query, key, value, double scale, bint is_causal):
     cdef int nt = nthreads_for(dims[0] * dims[1] * dims[2] * (dims[3] + dims[4]) * 2)
     cdef int rc
     with nogil:
-        rc = em_sdpa_fwd(q._dtype, data_ptr(q), data_ptr(k), data_ptr(v), dims[0], dims[1], dims[2], dims[3],
-                         dims[4], scale, 1 if is_causal else 0, data_ptr(out), data_ptr(lse), nt)
+        rc = em_sdpa_fwd(q._dtype, data_ptr(q), data_ptr(k), data_ptr(v), mp, mo, mst[0],
+                         mst[1], dims[0], dims[1], dims[2], dims[3], dims[4], scale,
+                         1 if is_causal else 0, data_ptr(out), data_ptr(lse), nt)
     if rc == -2:
         raise MemoryError("scaled_dot_product_attention: out of memory")
     if rc != 0:
@@ -1228,11 +1272,12 @@ def sdpa_fused(query, key, value, double scale, bint is_causal):
     if grad_on() and ((<TensorBase>query)._requires_grad or (<TensorBase>key)._requires_grad
                       or (<TensorBase>value)._requires_grad):
         record("scaled_dot_product_attention", (query, key, value), out,
-               {"scale": scale, "is_causal": is_causal, "lse": lse})
+               {"scale": scale, "is_causal": is_causal, "lse": lse, "attn_mask": attn_mask})
     return out
 
 
-def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is_causal):
+def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is_causal,
+                        attn_mask=None):
     """(grad_query, grad_key, grad_value) of sdpa_fused; not recorded."""
     cdef TensorBase q = contig(_as_t(query, "scaled_dot_product_attention"))
     cdef TensorBase k = contig(_as_t(key, "scaled_dot_product_attention"))
@@ -1241,15 +1286,24 @@ def sdpa_fused_backward(grad, query, key, value, out, lse, double scale, bint is
     cdef TensorBase o = contig(_as_t(out, "scaled_dot_product_attention"))
     cdef TensorBase ls = contig(_as_t(lse, "scaled_dot_product_attention"))
     cdef int64_t dims[5]
+    cdef int64_t mst[2]
+    mst[0] = mst[1] = 0
     _sdpa_dims(q, k, v, dims)
+    m, off = _sdpa_mask_offsets(attn_mask, q, dims, mst)
+    cdef const char *mp = NULL
+    cdef const int64_t *mo = NULL
+    if m is not None:
+        mp = data_ptr(<TensorBase>m)
+        mo = <const int64_t *><char *>off
     cdef TensorBase dq = new_like(q, -1)
     cdef TensorBase dk = new_like(k, -1)
     cdef TensorBase dv = new_like(v, -1)
     cdef int nt = nthreads_for(dims[0] * dims[1] * dims[2] * (dims[3] + dims[4]) * 4)
     cdef int rc
     with nogil:
-        rc = em_sdpa_bwd(q._dtype, data_ptr(g), data_ptr(q), data_ptr(k), data_ptr(v), data_ptr(o), data_ptr(ls), dims[0],
-                         dims[1], dims[2], dims[3], dims[4], scale, 1 if is_causal else 0,
+        rc = em_sdpa_bwd(q._dtype, data_ptr(g), data_ptr(q), data_ptr(k), data_ptr(v),
+                         data_ptr(o), data_ptr(ls), mp, mo, mst[0], mst[1], dims[0], dims[1],
+                         dims[2], dims[3], dims[4], scale, 1 if is_causal else 0,
                          data_ptr(dq), data_ptr(dk), data_ptr(dv), nt)
     if rc == -2:
         raise MemoryError("scaled_dot_product_attention_backward: out of memory")

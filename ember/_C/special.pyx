@@ -10,7 +10,7 @@ tensors -> out= and autograd record."""
 from libc.stdint cimport int64_t
 
 from ember._C.core cimport *
-from ember._C.frame cimport torch_type_name
+from ember._C.frame cimport torch_type_name, off_fast
 
 cdef extern from "ember_special.h" nogil:
     enum:
@@ -63,7 +63,7 @@ cdef object _unary(int op, str name, object a, object out, const void *aux=NULL,
     if out is not None and not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     t = <TensorBase>a
-    if slow_path() or t._device.kind:
+    if slow_path() or off_fast(t):
         return redispatch(name, _PUBLIC[name], args if args is not None else (a,),
                           {} if out is None else {"out": out})
     rd = _float_dtype(t._dtype)
@@ -101,8 +101,7 @@ cdef object _binary(int op, str name, object a, object b, object out,
                             f"{type(v).__name__}")
     if out is not None and not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if slow_path() or (ta and (<TensorBase>a)._device.kind) or \
-            (tb and (<TensorBase>b)._device.kind):
+    if slow_path() or (ta and off_fast(<TensorBase>a)) or (tb and off_fast(<TensorBase>b)):
         if ta and tb:
             check_same_device(<TensorBase>a, <TensorBase>b, name, "other")
         return redispatch(name, _PUBLIC[name], (a, b), {} if out is None else {"out": out})

@@ -54,6 +54,15 @@ def is_parameter(t) -> bool:
     return False
 
 
+def set_math_bits(t, conj: bool, neg: bool) -> None:
+    """Give a loaded tensor the conjugate/negative bits it was saved with."""
+    if conj and not t.is_complex():
+        raise ValueError("a conjugate bit on a non-complex tensor")
+    if neg and not (t.is_complex() or t.is_floating_point()):
+        raise ValueError("a negative bit on a non-floating-point tensor")
+    t._mbits = (1 if conj else 0) | (2 if neg else 0)
+
+
 def make_parameter(t, requires_grad: bool):
     try:
         from ember.nn import Parameter
@@ -160,6 +169,8 @@ class Encoder:
                  "offset": x.storage_offset()}
             if x.requires_grad:
                 d["rg"] = True
+            if x._mbits:
+                d["mb"] = x._mbits      # the stored values are read through these bits
             if is_parameter(x):
                 d["param"] = True
             k = self.tensor_ids[id(x)] = len(self.tensors)
@@ -492,6 +503,11 @@ class Loader:
             shape, stride, offset = d["shape"], d["stride"], d["offset"]
             check_view(s.nbytes(), dt.itemsize, shape, stride, offset)
             t = core._from_storage(s, shape, stride, dt, offset)
+            mb = d.get("mb", 0)
+            if type(mb) is not int or mb < 0 or mb > 3:
+                raise ValueError(f"math bits {_r(mb)}")
+            if mb:
+                set_math_bits(t, bool(mb & 1), bool(mb & 2))
             rg = d.get("rg", False) is True
             if d.get("param", False) is True:
                 return make_parameter(t, rg)

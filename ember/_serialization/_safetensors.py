@@ -13,7 +13,7 @@ from ember._serialization import CheckpointError, _ember, _io
 
 _TO_ST = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
           "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8",
-          "bool": "BOOL"}
+          "bool": "BOOL", "complex64": "C64"}
 _FROM_ST = {v: k for k, v in _TO_ST.items()}
 MAX_HEADER = 100 * 1024 * 1024
 
@@ -22,6 +22,7 @@ def _contiguous_bytes(t):
     """(bytes view, owner) of a tensor's elements in row-major order."""
     if t.device.type != "cpu":
         t = t.cpu()
+    t = t.resolve_conj().resolve_neg()      # the values, never lazy bits
     if not t.is_contiguous():
         t = t.contiguous()
     n = t.numel() * t.element_size()
@@ -43,6 +44,10 @@ class _Writer:
                 raise TypeError(f"save_safetensors: {k!r} is a {type(t).__name__}, not a tensor")
             if t.device.type == "meta":
                 raise ValueError(f"save_safetensors: {k!r} is a meta tensor (it has no data)")
+            if t.dtype._name not in _TO_ST:
+                # the format has no code for it (complex128, complex32): safetensors' KeyError
+                raise KeyError(f"save_safetensors: {k!r} has dtype {t.dtype._name}, which the "
+                               f"safetensors format cannot store")
             items.append((k, t))
         # Biggest elements first, then by name: every tensor stays aligned to its itemsize.
         items.sort(key=lambda kv: (-kv[1].element_size(), kv[0]))

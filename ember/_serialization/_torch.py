@@ -89,6 +89,11 @@ class Rebuild:
     def tensor_v2(self, storage, storage_offset, size, stride, requires_grad=False,
                   backward_hooks=None, metadata=None):
         t = self.view(storage, storage_offset, size, stride)
+        if metadata:
+            # torch's math bits: the stored values are read conjugated / negated
+            if not isinstance(metadata, dict):
+                raise TypeError("tensor metadata must be a dict")
+            _ember.set_math_bits(t, bool(metadata.get("conj")), bool(metadata.get("neg")))
         if requires_grad is True:
             t.requires_grad_(True)
         return t
@@ -412,9 +417,11 @@ class Writer:
             return (_g("torch._utils", "_rebuild_meta_tensor_no_storage"),
                     (t.dtype, size, stride, requires_grad))
         pid = self.storage_pid(t.untyped_storage(), t.dtype)
-        return (_g("torch._utils", "_rebuild_tensor_v2"),
-                (_StorageRef(pid), t.storage_offset(), size, stride, requires_grad,
-                 OrderedDict()))
+        args = (_StorageRef(pid), t.storage_offset(), size, stride, requires_grad,
+                OrderedDict())
+        if t._mbits:        # torch's metadata dict carries the math bits
+            args += ({k: True for k, b in (("conj", 1), ("neg", 2)) if t._mbits & b},)
+        return (_g("torch._utils", "_rebuild_tensor_v2"), args)
 
     def write(self, f) -> None:
         import hashlib

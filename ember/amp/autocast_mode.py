@@ -31,15 +31,24 @@ def _cast_one(t, dtype):
     return t.to(dtype)
 
 
-def _eligible(a):
+def _eligible(a, device_type):
     return isinstance(a, core.TensorBase) and a.is_floating_point() and \
-        str(a.dtype) != "ember.float64" and a.device.type == "cpu"
+        str(a.dtype) != "ember.float64" and a.device.type == device_type
 
 
-def _cast_args(args, kwargs, dtype):
+def _device_type(args, kwargs):
+    """The device type of an op's first tensor argument (None for none)."""
+    for a in list(args) + list(kwargs.values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, core.TensorBase):
+                return x.device.type
+    return None
+
+
+def _cast_args(args, kwargs, dtype, device_type="cpu"):
     def cast(a):
         if isinstance(a, core.TensorBase):
-            return _cast_one(a, dtype) if _eligible(a) else a
+            return _cast_one(a, dtype) if _eligible(a, device_type) else a
         if isinstance(a, (list, tuple)) and a and any(isinstance(x, core.TensorBase)
                                                       for x in a):
             return type(a)(cast(x) for x in a)
@@ -57,24 +66,50 @@ def _widest(args, kwargs):
 
 
 class AutocastMode(DispatchMode):
-    """Casts the inputs of ops on the autocast lists while CPU autocast is enabled."""
+    """Casts the inputs of ops on ``device_type``'s autocast lists while autocast is
+    enabled for that device type (ops on other devices pass through)."""
+
+    def __init__(self, device_type: str = "cpu") -> None:
+        self.device_type = device_type
 
     def __ember_dispatch__(self, name, func, args, kwargs):
-        st = _ac._state["cpu"]
-        if st[0]:
-            if name in _ac.LOWER:
-                args, kwargs = _cast_args(args, kwargs, getattr(ember, st[1]))
-            elif name in _ac.FP32:
-                args, kwargs = _cast_args(args, kwargs, ember.float32)
-            elif name in _ac.PROMOTE:
+        dev = self.device_type
+        st = _ac._state[dev]
+        if st[0] and _device_type(args, kwargs) == dev:
+            lower, fp32, promote = _ac.LISTS[dev]
+            if name in lower:
+                args, kwargs = _cast_args(args, kwargs, getattr(ember, st[1]), dev)
+            elif name in fp32:
+                if not (name in _ac.CUDA_FP32_OPT_DTYPE and kwargs.get("dtype") is not None):
+                    args, kwargs = _cast_args(args, kwargs, ember.float32, dev)
+            elif name in promote:
                 dt = _widest(args, kwargs)
                 if dt is not None:
-                    args, kwargs = _cast_args(args, kwargs, dt)
+                    args, kwargs = _cast_args(args, kwargs, dt, dev)
+            elif dev == "cuda" and name in _ac.CUDA_BANNED:
+                raise RuntimeError(
+                    f"torch.nn.functional.{name} and torch.nn.BCELoss are unsafe to autocast."
+                    f"\nMany models use a sigmoid layer right before the binary cross entropy "
+                    f"layer.\nIn this case, combine the two layers using "
+                    f"torch.nn.functional.binary_cross_entropy_with_logits\nor "
+                    f"torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
+                    f"BCEWithLogits are\nsafe to autocast.")
         return func(*args, **kwargs)
 
 
-# the mode installed by set_autocast_enabled("cpu", True) outside any context manager
-_global_mode: list = [None]
+# the modes installed by set_autocast_enabled(device_type, True) outside any context
+# manager, per device type
+_global_mode: dict = {}
+
+
+def _cuda_usable() -> bool:
+    """Whether CUDA kernels can run (the library and a device, or a stand-in for them)."""
+    from ember.cuda import _kernels
+    try:
+        _kernels.backend()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _check_device(device_type):
@@ -107,18 +142,17 @@ def set_autocast_enabled(*args: Any) -> None:
         raise TypeError(f"set_autocast_enabled() takes 1 or 2 arguments ({len(args)} given)")
     _ac._state[_check_device(device_type)][0] = bool(enabled)
     _ac._sync()
-    if device_type == "cpu":
-        if enabled and _global_mode[0] is None:
-            _global_mode[0] = AutocastMode()
-            core._push_mode(_global_mode[0])
-        elif not enabled and _global_mode[0] is not None:
-            _uninstall_global()
+    if enabled and device_type not in _global_mode:
+        _global_mode[device_type] = AutocastMode(device_type)
+        core._push_mode(_global_mode[device_type])
+    elif not enabled and device_type in _global_mode:
+        _uninstall_global(device_type)
 
 
-def _uninstall_global():
+def _uninstall_global(device_type):
     # a mode can only come off the top of the stack; one left below others passes ops
-    # through while CPU autocast is off
-    mode = _global_mode[0]
+    # through while autocast is off
+    mode = _global_mode.pop(device_type)
     popped = []
     while core._mode_active():
         m = core._pop_mode()
@@ -127,7 +161,6 @@ def _uninstall_global():
         popped.append(m)
     for m in reversed(popped):
         core._push_mode(m)
-    _global_mode[0] = None
 
 
 def get_autocast_dtype(device_type: str) -> ember.dtype:
@@ -211,18 +244,20 @@ class autocast:
     Parameters
     ----------
     device_type : str
-        ``"cpu"`` (``"cuda"`` is accepted and disabled when CUDA is not available).
+        ``"cpu"`` or ``"cuda"`` (disabled with a warning when CUDA is not available).
     dtype : ember.dtype, optional
-        The lower-precision dtype: ``bfloat16`` (the CPU default) or ``float16``.
+        The lower-precision dtype: ``bfloat16`` (the CPU default) or ``float16`` (the
+        CUDA default).
     enabled : bool
         ``False`` turns autocast off inside the region (also inside an enclosing one).
     cache_enabled : bool, optional
         Cache the casts of leaf tensors that require grad (parameters) in the region.
 
     Ops on torch's lower-precision list (matmul, linear, conv, bmm, addmm...) run in
-    ``dtype``; ops on the float32 list (losses, ``prod``, ``cdist``, linear algebra...) run
-    in float32; ``cat``/``stack``/``index_copy`` run in the widest input dtype. Also
-    usable as a decorator.
+    ``dtype``; ops on the float32 list (losses, ``prod``, ``cdist``, linear algebra on
+    the CPU; also softmax, layer_norm, sums and the transcendental pointwise ops on CUDA)
+    run in float32; ``cat``/``stack``/``index_copy`` run in the widest input dtype. The
+    lists of the device type of an op's tensors apply. Also usable as a decorator.
     """
 
     def __init__(self, device_type: str, dtype: ember.dtype | None = None,
@@ -233,7 +268,7 @@ class autocast:
         self._enabled = bool(enabled)
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
             else bool(cache_enabled)
-        if device_type == "cuda" and self._enabled and not ember.cuda.is_available():
+        if device_type == "cuda" and self._enabled and not _cuda_usable():
             warnings.warn("User provided device_type of 'cuda', but CUDA is not available. "
                           "Disabling", UserWarning, stacklevel=2)
             self._enabled = False
@@ -256,8 +291,8 @@ class autocast:
         _ac._cache_enabled[0] = self._cache_enabled
         _ac._sync()
         _ac._nesting[0] += 1
-        if self._enabled and self.device == "cpu":
-            self._mode = AutocastMode()
+        if self._enabled:
+            self._mode = AutocastMode(self.device)
             core._push_mode(self._mode)
         return self
 

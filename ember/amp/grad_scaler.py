@@ -5,6 +5,7 @@ import warnings
 from typing import Any
 
 import ember
+from ember.amp.autocast_mode import _cuda_usable
 
 __all__ = ["GradScaler"]
 
@@ -33,7 +34,7 @@ class GradScaler:
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if device == "cuda" and enabled and not ember.cuda.is_available():
+        if device == "cuda" and enabled and not _cuda_usable():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
                           "Disabling.", UserWarning, stacklevel=2)
             self._enabled = False
@@ -55,18 +56,21 @@ class GradScaler:
         return self._per_optimizer.setdefault(id(optimizer),
                                               {"stage": _READY, "found_inf": None})
 
-    def _lazy_init(self):
-        self._scale = ember.full((), self._init_scale, dtype=ember.float32)
-        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32)
+    def _lazy_init(self, device=None):
+        # the scale lives where the loss does (on the device for "cuda": no copies per step)
+        device = self._device if device is None else device
+        self._scale = ember.full((), self._init_scale, dtype=ember.float32, device=device)
+        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32,
+                                          device=device)
 
     def scale(self, outputs: Any) -> Any:
         """``outputs`` (a tensor or nested lists/tuples of them) times the scale factor."""
         if not self._enabled:
             return outputs
-        if self._scale is None:
-            self._lazy_init()
         if isinstance(outputs, ember.Tensor):
-            return outputs * self._scale.to(outputs.dtype)
+            if self._scale is None:
+                self._lazy_init(outputs.device)
+            return outputs * self._scale.to(outputs.device, outputs.dtype)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
@@ -86,9 +90,15 @@ class GradScaler:
                                "the last update().")
         if st["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv = 1.0 / self._scale.double().item()
-        found = False
+        scale = self._scale
         with ember.no_grad():
+            if scale.is_cuda:
+                # on the device: no synchronisation until step() reads found_inf
+                inv = scale.double().reciprocal().float()
+                found = ember.zeros((), dtype=ember.bool, device=scale.device)
+            else:
+                inv = 1.0 / scale.double().item()
+                found = False
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     g = p.grad
@@ -96,10 +106,14 @@ class GradScaler:
                         continue
                     if g.dtype == ember.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    g.mul_(inv)
-                    if not bool(ember.isfinite(g).all()):
-                        found = True
-        st["found_inf"] = ember.full((), 1.0 if found else 0.0, dtype=ember.float32)
+                    if scale.is_cuda:
+                        g.mul_(inv.to(g.device))
+                        found = found | (~ember.isfinite(g)).any().to(found.device)
+                    else:
+                        g.mul_(inv)
+                        found = found or not bool(ember.isfinite(g).all())
+        st["found_inf"] = found.float() if scale.is_cuda else \
+            ember.full((), 1.0 if found else 0.0, dtype=ember.float32)
         st["stage"] = _UNSCALED
 
     def step(self, optimizer, *args: Any, **kwargs: Any):

@@ -494,7 +494,7 @@ def _view_written(view):
     old._grad_fn = base._grad_fn
     old._ag_nr = base._ag_nr
     view._ag_ver = view._version     # the view's own (in-place) grad_fn is current
-    _record("view_write", (old, view), base, (pos,))
+    _record("view_write", (old, view), base, (pos, view._mbits ^ base._mbits))
     base._ag_nr = None
 
 
@@ -505,9 +505,35 @@ def _view_refresh(view):
     view._ag_ver = view._version
     if not base._requires_grad or (view._grad_fn is None and view._requires_grad):
         return               # nothing to regenerate from, or a leaf view the user made
-    _record("as_strided", (base,), view,
-            (tuple(base.shape), base.stride(), base.storage_offset(), tuple(view.shape),
-             view.stride(), view.storage_offset()))
+    rel = view._mbits ^ base._mbits
+    if rel & 1 and not view.is_complex():
+        rel &= 2
+    src = base
+    if base.is_complex() and not view.is_complex() and not base._mbits & 1:
+        # a real view (real, imag) of a complex base: its strides count the base's
+        # (re, im) parts, so it is regenerated from the base's real view
+        from ember._C import cplx
+        prev = is_grad_enabled()
+        _set_grad_enabled(False)
+        try:
+            src = cplx.view_as_real(base.detach())
+        finally:
+            _set_grad_enabled(prev)
+        _record("view_as_real", (base,), src, None)
+    attrs = (tuple(src.shape), src.stride(), src.storage_offset(), tuple(view.shape),
+             view.stride(), view.storage_offset())
+    if not rel:
+        _record("as_strided", (src,), view, attrs)
+    else:
+        # the view reads its memory through other conjugate/negative bits than the base
+        mid = view.detach()
+        _record("as_strided", (src,), mid, attrs)
+        if rel & 1:
+            out = view if rel == 1 else view.detach()
+            _record("conj", (mid,), out, None)
+            mid = out
+        if rel & 2:
+            _record("neg", (mid,), view, None)
     view._ag_nr = None
 
 

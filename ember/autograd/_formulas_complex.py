@@ -96,6 +96,11 @@ def _conj_physical(ctx, g):
     return (_conj(g),)
 
 
+@formula("conj", exact=True, saves=False)
+def _conj_view(ctx, g):
+    return (_conj(g),)
+
+
 @formula("angle")
 def _angle(ctx, g):
     z = ctx.input(0)

@@ -136,8 +136,10 @@ def _scatter_reduce(ctx, g):
         gx = g if include_self else _ix.scatter(g, d, index, 0)
         return (gx, None, _ix.gather(g, d, index))
     if reduce == "mean":
-        cnt = _core.full(tuple(x.shape), 1.0 if include_self else 0.0, dtype=g.dtype)
-        cnt = _ix.scatter_add(cnt, d, index, _core.ones(tuple(index.shape), dtype=g.dtype))
+        cnt = _core.full(tuple(x.shape), 1.0 if include_self else 0.0, dtype=g.dtype,
+                         device=g.device)
+        cnt = _ix.scatter_add(cnt, d, index, _core.ones(tuple(index.shape), dtype=g.dtype,
+                                                        device=g.device))
         cnt = cnt.clamp(min=1)
         gx = g / cnt
         gs = _ix.gather(gx, d, index)
@@ -191,7 +193,7 @@ def _masked_scatter(ctx, g):
             n *= s
         k = sel.numel()
         if k < n:
-            sel = _ix.cat([sel, _core.zeros(n - k, dtype=g.dtype)])
+            sel = _ix.cat([sel, _core.zeros(n - k, dtype=g.dtype, device=g.device)])
         gs = sel.reshape(tuple(src_shape))
     return (gx, None, gs)
 

@@ -393,10 +393,10 @@ def _sdpa(ctx, g):
         from ember.nn.functional import _sdpa_composite
         needs = [ctx.needs(i) for i in range(3)]
         wanted = [t for t, n in zip((q, k, v), needs) if n]
-        y = _sdpa_composite(q, k, v, None, 0.0, a["is_causal"], a["scale"])
+        y = _sdpa_composite(q, k, v, a.get("attn_mask"), 0.0, a["is_causal"], a["scale"])
         got = iter(autograd.grad(y, wanted, g, create_graph=True, allow_unused=True))
         return tuple(next(got) if n else None for n in needs)
     dq, dk, dv = R.sdpa_fused_backward(g, q, k, v, ctx.output, a["lse"], a["scale"],
-                                       a["is_causal"])
+                                       a["is_causal"], a.get("attn_mask"))
     return (dq if ctx.needs(0) else None, dk if ctx.needs(1) else None,
             dv if ctx.needs(2) else None)

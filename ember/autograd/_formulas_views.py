@@ -39,11 +39,16 @@ def _expand(ctx, g):
 def _view_write(ctx, g):
     # the base outside the written view keeps its old gradient path; the view's
     # elements (at flat positions pos of the base) take the view's
-    (pos,) = ctx._attrs
+    # (through the view's conjugate/negative bits where they differ from the base's)
+    pos, rel = ctx._attrs
     idx = pos.reshape(-1)
     flat = g.reshape(-1)
     gb = flat.index_fill(0, idx, 0).reshape(g.shape) if ctx.needs(0) else None
     gv = flat.index_select(0, idx).reshape(pos.shape) if ctx.needs(1) else None
+    if gv is not None and rel & 1 and gv.is_complex():
+        gv = gv.conj_physical()
+    if gv is not None and rel & 2:
+        gv = gv.neg()
     return (gb, gv)
 
 

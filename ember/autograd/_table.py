@@ -36,7 +36,7 @@ _NODE_NAMES = {
 
 _AREA_MODULES = ("_formulas_elementwise", "_formulas_views", "_formulas_reduce",
                  "_formulas_index", "_formulas_linalg", "_formulas_random",
-                 "_formulas_complex", "_formulas_special")
+                 "_formulas_complex", "_formulas_special", "_formulas_norm")
 _loaded = [False]
 _loading = [False]
 # Threads whose first backward starts together must all see the full table: the

@@ -324,6 +324,15 @@ def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
     _offsets[idx] = g.get_offset()
 
 
+def __getattr__(name: str) -> Any:
+    # ``ember.cuda.amp``: PyTorch's deprecated spelling of ``ember.amp`` for CUDA
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(__name__ + ".amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def set_rng_state_all(new_states: Any) -> None:
     """Restore the states of devices 0, 1, ... from a sequence of states."""
     for i, state in enumerate(new_states):

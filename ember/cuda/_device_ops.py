@@ -680,37 +680,26 @@ def _gather(input, dim, index, *, sparse_grad=False, out=None):
 
 @kernel("scatter_add")
 def _scatter_add(input, dim, index, src):
-    """out[..., index[i, j, k], ...] += src[i, j, k] along ``dim``: an index_add over
-    the flattened output with flat positions computed on the device."""
+    """out[..., index[i, j, k], ...] += src[i, j, k] along ``dim``: emc_scatter's sum."""
     d = _wrap(dim, input.dim(), "scatter_add")
-    idx = _index_arg(index, "scatter_add")
-    shape = tuple(input.shape)
-    ishape = tuple(idx.shape)
-    st = [1] * len(shape)
-    for j in range(len(shape) - 2, -1, -1):
-        st[j] = st[j + 1] * shape[j + 1]
     with ember.no_grad():
-        flat = _binary("mul", idx, st[d] if shape else 1)
-        for j in range(len(ishape)):
-            if j != d and ishape[j] > 1:
-                pos = ember.arange(ishape[j], device=input.device) * st[j]
-                flat = _binary("add", flat, pos.view([-1 if k == j else 1
-                                                      for k in range(len(ishape))]))
-        srcv = src.detach()
-        for j in range(len(ishape)):
-            srcv = srcv.narrow(j, 0, ishape[j])
-        r = _index_add(input.detach().reshape(-1), 0, flat.reshape(-1),
-                       srcv.contiguous().reshape(-1)).view(shape)
+        r = _scatter(input.detach(), d, index, src.detach(), reduce="add")
     _record("scatter_add", (input, index, src), r, (d,))
     return r
+
+
+_SCATTER_REDUCE = {None: 0, "add": 1, "sum": 1, "multiply": 2, "prod": 2, "amax": 3, "amin": 4}
 
 
 @kernel("scatter")
 def _scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     """input with src (a tensor, or a number) written at index along dim; where an index
-    repeats, the last write in index order wins (emc_scatter's deterministic mode)."""
-    if reduce is not None:
-        raise RuntimeError("scatter: reduce= has no CUDA kernel in ember")
+    repeats, the last write in index order wins (emc_scatter's deterministic mode);
+    reduce= combines instead ("add"/"sum", "multiply"/"prod", "amax", "amin")."""
+    code = _SCATTER_REDUCE.get(reduce)
+    if code is None:
+        raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got "
+                           f"{reduce}")
     d = _wrap(dim, input.dim(), "scatter")
     src = value if src is None else src
     if src is None:
@@ -732,8 +721,14 @@ def _scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
         sst = tuple(sv.stride()) if sv.dim() else (0,) * len(shape)
         nd = K.make_nd(shape, tuple(st0), tuple(idx.stride()), sst)
         s = _stream(r)
-        K.check(_lib().emc_scatter(0, input.dtype.code, _ptr(r), r.shape[d], r.stride()[d],
-                                   _ptr(idx), _ptr(sv), ctypes.byref(nd), 1, s), "scatter")
+        # plain writes run in index order (the last write wins, as on the CPU); sums
+        # of floats use atomics unless deterministic algorithms are asked for
+        det = _deterministic(input.dtype) if code == 1 else 1
+        rc = _lib().emc_scatter(code, input.dtype.code, _ptr(r), r.shape[d], r.stride()[d],
+                                _ptr(idx), _ptr(sv), ctypes.byref(nd), det, s)
+        if rc == 10001:
+            raise _not_implemented(f"scatter_{reduce}", input.dtype)
+        K.check(rc, "scatter")
         K.check_index("scatter", s)
     if out is not None:
         return _write_out(out, r, "scatter")
@@ -816,31 +811,6 @@ def _basic_index(x: Any, idx: Any) -> Any:
                                  f"{r.shape[d]}")
             r = r.select(d, i)
     return r
-
-
-@kernel("getitem")
-def _getitem(self, idx):
-    r = _basic_index(self, idx)
-    if r is not None:
-        return r
-    if isinstance(idx, ember.Tensor) and idx.dtype in (ember.int64, ember.int32):
-        return _index_select(self, 0, idx.reshape(-1)).view(tuple(idx.shape) +
-                                                            tuple(self.shape[1:]))
-    raise RuntimeError("getitem: this indexing (boolean masks, several index tensors) has no "
-                       "CUDA kernel in ember; index with ints, slices or one integer tensor")
-
-
-@kernel("setitem")
-def _setitem(self, idx, value):
-    view = _basic_index(self, idx)
-    if view is None:
-        raise RuntimeError("setitem: only ints, slices, None and Ellipsis index CUDA tensors "
-                           "for assignment")
-    if isinstance(value, ember.Tensor):
-        view.copy_(value)
-    else:
-        view.fill_(value)
-    return self
 
 
 # ---------------------------------------------------------------------------

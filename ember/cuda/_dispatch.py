@@ -103,7 +103,8 @@ def copy_into(dst: Any, src: Any, non_blocking: bool = False) -> None:
         return
     lib = K.backend().lib
     if dst.is_cuda and src.is_cuda and dst.device != src.device:
-        src = _staged(src)                      # across devices through the host
+        from ember.cuda._peer import copy_across
+        return copy_across(dst, src)            # device to device, never via the host
     if dst.is_cuda and src.is_cuda:
         with K.on_device(dst.device.index):
             K.check(lib.emc_copy(dst.dtype.code, _ptr(dst), src.dtype.code, _ptr(src),
@@ -140,12 +141,6 @@ def copy_into(dst: Any, src: Any, non_blocking: bool = False) -> None:
     if h is not dst:
         with ember.no_grad():
             dst.copy_(h)
-
-
-def _staged(src: Any) -> Any:
-    h = ember.empty(tuple(src.shape), dtype=src.dtype)
-    copy_into(h, src)
-    return h
 
 
 def fill(dst: Any, value: bytes) -> None:
@@ -246,10 +241,37 @@ def _check_devices(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     return first
 
 
+_OWN_DEVICE_CHECK: set = set()
+
+
+def own_device_check(*names: str) -> None:
+    """Ops that check their operands' devices themselves (indexing: index tensors on
+    the CPU are moved to the device, as PyTorch allows)."""
+    _OWN_DEVICE_CHECK.update(names)
+
+
+def _host_indexed(name: str, args: tuple) -> None:
+    """The error of a CPU tensor indexed by (or assigned) device tensors."""
+    idx = args[1] if len(args) > 1 else None
+    items = idx if isinstance(idx, (tuple, list)) else (idx,)
+    if any(isinstance(t, ember.Tensor) and t.device.type != "cpu" for t in items):
+        raise RuntimeError(f"indices should be either on cpu or on the same device as the "
+                           f"indexed tensor ({args[0].device})")
+    other = next(t.device for _, t in _tensors(args[2:], {}) if t.device != args[0].device)
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {args[0].device} and {other}! (when checking argument for "
+                       f"argument values in method {name})")
+
+
 def dispatch(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     """Run op ``name`` on CUDA tensors (or a factory asked for a CUDA device)."""
     K.backend()
-    dev = _check_devices(name, fn, args, kwargs)
+    if name in _OWN_DEVICE_CHECK and args and isinstance(args[0], ember.Tensor):
+        dev = args[0].device
+        if dev.type != "cuda":                  # a host tensor indexed by device tensors
+            _host_indexed(name, args)
+    else:
+        dev = _check_devices(name, fn, args, kwargs)
     if dev is None or dev.type != "cuda":
         dev = ember.device(kwargs.get("device", "cuda"))
     kern = _KERNELS.get(name)
@@ -635,4 +657,5 @@ def _clone(input, *, memory_format=None):
     return r
 
 
-from ember.cuda import _device_ops, _nn_ops  # noqa: E402,F401  (register their kernels)
+# the other kernel modules register themselves
+from ember.cuda import _cnn_ops, _device_ops, _index_ops, _nn_ops, _scan_ops  # noqa: E402,F401

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import ember
-from ember._check import _check, _check_value
+from ember._check import _check, _check_value, _real_only
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool1d_with_indices",
            "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
@@ -260,6 +260,10 @@ def adaptive_avg_pool3d(input, output_size):
     _check(min(od, oh, ow) >= 0, lambda: f"{op}: elements of output_size must be greater "
                                          f"than or equal to 0 but received "
                                          f"{[od, oh, ow]}")
+    if input.is_complex():      # torch's only complex case: the mean over (D, H, W)
+        if (od, oh, ow) == (1, 1, 1):
+            return input.mean((-3, -2, -1), keepdim=True)
+        _real_only(input, "adaptive_avg_pool3d_cpu")
     *lead, d, h, w = input.shape
     x = _F().adaptive_avg_pool2d(input.reshape(-1, d, h, w), (oh, ow))     # (B, D, oh, ow)
     x = x.reshape(-1, d, oh * ow).transpose(1, 2)                          # (B, oh*ow, D)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._C import chnorm as _C_chnorm
 from ember._C import conv as _conv
 from ember._C import core as _core
 from ember._C import elementwise as _ew
@@ -117,12 +118,35 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                            count_include_pad).squeeze(-2)
 
 
+def _global_avg(input, nsp, output_size, kernel):
+    """A 1 x ... x 1 adaptive average is torch's mean over the pooled dims, for any input
+    rank and for complex input (which torch pools no other way); None where the pooling
+    kernel runs (None in output_size keeps that input size)."""
+    if not isinstance(input, _core.TensorBase):
+        return None
+    cplx = input.is_complex()
+    if not cplx and input.is_floating_point() and input.dim() in (nsp + 1, nsp + 2):
+        return None
+    out = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size] * nsp
+    sizes = input.shape[-nsp:] if input.dim() >= nsp else [1] * nsp
+    if len(out) == nsp and all((sizes[j] if o is None else o) == 1 for j, o in enumerate(out)):
+        return input.mean(tuple(range(-nsp, 0)), keepdim=True)
+    if cplx:
+        _real_only(input, kernel)
+    return None
+
+
 def adaptive_avg_pool2d(input, output_size):
-    return _conv.adaptive_avg_pool2d(input, output_size)
+    r = _global_avg(input, 2, output_size, "adaptive_avg_pool2d")
+    return _conv.adaptive_avg_pool2d(input, output_size) if r is None else r
 
 
 def adaptive_avg_pool1d(input, output_size):
-    return _conv.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+    if isinstance(input, _core.TensorBase) and input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"adaptive_avg_pool1d)")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -313,11 +337,28 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Batch normalisation over all dims but 1; in training, updates the running stats
-    (unbiased variance) in place."""
+    (unbiased variance) in place.  float32/float64 CPU tensors run one fused kernel
+    (forward and backward), others the composed ops."""
     _real_only(input, "batch_norm")
     nd = input.dim()
     if nd < 2:
         raise ValueError(f"expected 2D or more input (got {nd}D input)")
+    if input.device.type == "cuda":
+        from ember.cuda import _cnn_ops
+        if _cnn_ops.fits_batch_norm(input, running_mean, running_var, weight, bias):
+            return _cnn_ops.batch_norm(input, running_mean, running_var, weight, bias,
+                                       training, momentum, eps)
+    y = _C_chnorm.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                             float(momentum), float(eps))
+    if y is not None:
+        return y
+    return _batch_norm_composite(input, running_mean, running_var, weight, bias, training,
+                                 momentum, eps)
+
+
+def _batch_norm_composite(input, running_mean, running_var, weight=None, bias=None,
+                          training=False, momentum=0.1, eps=1e-5):
+    nd = input.dim()
     C = input.shape[1]
     dims = (0,) + tuple(range(2, nd))
     shape = (1, C) + (1,) * (nd - 2)
@@ -473,12 +514,23 @@ def _rms_norm_function():
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation over groups of channels of an (N, C, *) input.
+    float32/float64 CPU tensors run one fused kernel (forward and backward), others
+    the composed ops."""
     _real_only(input, "GroupNormKernelImpl")
-    N, C = input.shape[0], input.shape[1]
+    C = input.shape[1]
     if C % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    y = _C_chnorm.group_norm(input, num_groups, weight, bias, float(eps))
+    if y is not None:
+        return y
+    return _group_norm_composite(input, num_groups, weight, bias, eps)
+
+
+def _group_norm_composite(input, num_groups, weight=None, bias=None, eps=1e-5):
+    N, C = input.shape[0], input.shape[1]
     x = input.reshape(N, num_groups, -1)
     mean = x.mean(2, keepdim=True)
     xc = x - mean
@@ -778,10 +830,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(Q K^T * scale + mask) V over the last two dims.
 
-    Without a mask other than the causal one and without dropout, float32/float64
-    CPU inputs of equal batch dims and at least 65536 scores per head run one fused
-    kernel (forward and backward) that never forms the L x S score matrix; other
-    cases compose matmul and softmax."""
+    Without dropout, float32/float64 CPU inputs of equal batch dims run one fused
+    kernel (forward and backward, flash-attention style) that never forms the L x S
+    score matrix; it is faster than the composed path at every size measured, down
+    to 8 x 8.  The causal mask skips whole blocks; a boolean or float ``attn_mask``
+    (broadcast to the scores, needing no gradient) is added to each block of scores.
+    Other cases compose matmul and softmax."""
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
@@ -792,20 +846,39 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                            "be set when is_causal=True")
     dt = query.dtype
-    if (attn_mask is None and dropout_p == 0.0 and L * S >= _SDPA_FUSED_MIN
+    if (dropout_p == 0.0 and L * S > 0
             and dt in (ember.float32, ember.float64) and key.dtype == dt and value.dtype == dt
             and query.device.type == "cpu" and key.device.type == "cpu"
             and value.device.type == "cpu" and query.dim() >= 2
             and query.dim() == key.dim() == value.dim()
             and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
             and key.shape[-1] == query.shape[-1] and value.shape[-2] == S):
-        return _C_reduce.sdpa_fused(query, key, value, float(scale), bool(is_causal))
+        if attn_mask is None:
+            return _C_reduce.sdpa_fused(query, key, value, float(scale), bool(is_causal))
+        mask = _sdpa_fused_mask(attn_mask, query, S)
+        if mask is not None:
+            return _C_reduce.sdpa_fused(query, key, value, float(scale), False, mask)
     return _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
-# From this many scores per head on, the fused kernel is used: it never holds the
-# L x S matrix; below, the composed GEMMs are faster and the matrix is small.
-_SDPA_FUSED_MIN = 1 << 16
+def _sdpa_fused_mask(attn_mask, query, S):
+    """``attn_mask`` as the fused kernel's additive mask (the query's dtype, expanded to
+    batch + (L, S)), or None where the composed path must take it (a mask that needs a
+    gradient, another device, a shape that does not broadcast)."""
+    if (not isinstance(attn_mask, ember.Tensor) or attn_mask.requires_grad
+            or attn_mask.device.type != "cpu" or attn_mask.dim() > query.dim()
+            or not (attn_mask.dtype == ember.bool or attn_mask.is_floating_point())):
+        return None
+    shape = tuple(query.shape[:-1]) + (S,)
+    for m, want in zip(reversed(attn_mask.shape), reversed(shape)):
+        if m != want and m != 1:
+            return None
+    if attn_mask.dtype == ember.bool:
+        mask = ember.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(
+            attn_mask.logical_not(), float("-inf"))
+    else:
+        mask = attn_mask.to(query.dtype)
+    return mask.expand(shape)
 
 
 def _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
@@ -906,11 +979,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len) \
             .reshape(bsz * num_heads, 1, src_len)
         mask = kpm if mask is None else mask + kpm
-    if not need_weights and attn_mask is None and key_padding_mask is None and (
-            dropout_p == 0.0 or not training):
-        # no weights to return and no mask but the causal one: the fused kernel
-        out = scaled_dot_product_attention(q, k, v, is_causal=bool(is_causal),
-                                           scale=1.0 / math.sqrt(head_dim))
+    if not need_weights and (dropout_p == 0.0 or not training):
+        # no weights to return: the fused kernel, with the causal mask alone or the
+        # combined additive mask
+        if attn_mask is None and key_padding_mask is None:
+            out = scaled_dot_product_attention(q, k, v, is_causal=bool(is_causal),
+                                               scale=1.0 / math.sqrt(head_dim))
+        else:
+            out = scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               scale=1.0 / math.sqrt(head_dim))
     else:
         scores = ember.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
         if mask is not None:
@@ -1097,6 +1174,7 @@ for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
               "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
               "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
               "soft_margin_loss", "poisson_nll_loss", "triplet_margin_loss",
-              "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "prelu"):
+              "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "prelu",
+              "layer_norm", "group_norm", "scaled_dot_product_attention"):
     globals()[_name] = _autocast_entry(_name)(globals()[_name])
 del _name

@@ -377,7 +377,8 @@ def _masked_fill(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
 
 def _sdpa_fused(b: _Builder, node: Any, args: tuple, kwargs: dict) -> _Value:
     q, k, v, scale, causal = args[:5]
-    return _sdpa(b, node, (q, k, v), {"scale": scale, "is_causal": causal})
+    mask = args[5] if len(args) > 5 else kwargs.get("attn_mask")
+    return _sdpa(b, node, (q, k, v), {"scale": scale, "is_causal": causal, "attn_mask": mask})
 
 
 def _fill_like(value: Any) -> Callable:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import ember
-from ember._C import foreach as _fe
 from ember.optim.optimizer import (
     Optimizer,
     _addcdiv_,
@@ -12,6 +11,7 @@ from ember.optim.optimizer import (
     _check_adam_args,
     _check_capturable,
     _check_fused,
+    _foreach,
     _grad_tracking,
     _lerp_,
     _multi_tensor,
@@ -124,7 +124,8 @@ class Adam(Optimizer):
         if not params:
             return True
         beta1, beta2 = group["betas"]
-        if not _fe.adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs,
+        fe = _foreach(params)
+        if not fe.adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs,
                          steps, lr, beta1, beta2, group["eps"], group["weight_decay"], amsgrad,
                          group["maximize"], group.get("decoupled_weight_decay", False)):
             return False

@@ -393,6 +393,16 @@ def _multi_tensor(group) -> bool:
             and not group.get("differentiable") and not ember.is_grad_enabled())
 
 
+def _foreach(tensors):
+    """The multi-tensor kernels for ``tensors``: ``ember._C.foreach``, or its CUDA twin
+    (``ember.cuda._optim``, same functions) for device tensors."""
+    if tensors and getattr(tensors[0], "is_cuda", False):
+        from ember.cuda import _optim
+        return _optim
+    from ember._C import foreach
+    return foreach
+
+
 def _grad_tracking(*tensors) -> bool:
     return ember.is_grad_enabled() and any(t.requires_grad for t in tensors)
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import ember
-from ember._C import foreach as _fe
 from ember.optim.optimizer import (
     Optimizer,
     _check_fused,
     _check_lr,
+    _foreach,
     _multi_tensor,
     _use_grad,
     _value,
@@ -81,9 +81,10 @@ class SGD(Optimizer):
                     buf = ember.empty_like(p)  # the kernel starts it from the gradient
                     fresh.append((p, buf))
                 bufs.append(buf)
-        if not _fe.sgd_(params, [p.grad for p in params], bufs, init, lr,
-                        _value(group["weight_decay"]), momentum, group["dampening"],
-                        group["nesterov"], group["maximize"]):
+        fe = _foreach(params)
+        if not fe.sgd_(params, [p.grad for p in params], bufs, init, lr,
+                       _value(group["weight_decay"]), momentum, group["dampening"],
+                       group["nesterov"], group["maximize"]):
             return False
         for p, buf in fresh:
             self.state[p]["momentum_buffer"] = buf

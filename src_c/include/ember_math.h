@@ -722,7 +722,8 @@ EM_HD_INLINE double em_atanh_d(double x) {
     return copysign(a < 0.5 ? small : big, x);
 }
 
-/* ==== vectorised float32 math, float-only ====================================
+/* ==== vectorised float32 math, float-only =============================}
+
    Kept apart from the functions above: these evaluate in float at full vector
    width (no double steps), for the CPU loops of ew_impl.h. */
 
@@ -985,6 +986,84 @@ EM_HD_INLINE float em_silu_vf(float x) {
     float r = (x * (x < 0.0f ? es : 1.0f)) / d;
     r = x < 0.0f ? r * 2.3283064365386963e-10f : r;
     return x != x ? x : r;
+=======
+/* sin, cos and tan of float32 for every finite x.  Below EM_TRIG_MAX the
+   reduction of em_sincosf_red; above it Payne-Hanek: |x| = M 2^(E-23) with a
+   24-bit integer M, and x 2/pi mod 4 from M times the first 224 bits of 2/pi
+   (0.A2F9836E 4E441529 ...) in 32-bit words.  The window kept holds the
+   quadrant, 62 fraction bits and 32 more, so r = x - n pi/2 keeps more than
+   50 good bits even for the float closest to a multiple of pi/2 (about
+   2^-30 of it); the polynomials of em_sincosf_red follow (under 0.6 ulp). */
+EM_HD_INLINE uint64_t em_bits64_at(const uint32_t b[8], int r) {
+    int j = r >> 5, sh = r & 31;
+    uint64_t lo = ((uint64_t)b[j + 1] << 32) | b[j];
+    return sh ? (lo >> sh) | ((uint64_t)b[j + 2] << (64 - sh)) : lo;
+}
+EM_HD_INLINE void em_sincosf_any_red(float x, double *sr, double *cr, int32_t *q) {
+    if (fabsf(x) < EM_TRIG_MAX) {
+        em_sincosf_red(x, sr, cr, q);
+        return;
+    }
+    uint32_t ix;
+    memcpy(&ix, &x, 4);
+    const uint64_t m = (ix & 0x7fffffu) | 0x800000u;
+    const int s = (int)((ix >> 23) & 0xff) - 127 - 23;     /* |x| = m 2^s, s >= -3 */
+    /* b = m * (2/pi) * 2^224, little-endian words */
+    uint32_t b[8];
+    uint64_t u = m * 0xfe5163abu;
+    b[0] = (uint32_t)u;
+    u = m * 0x3c439041u + (u >> 32); b[1] = (uint32_t)u;
+    u = m * 0xdb629599u + (u >> 32); b[2] = (uint32_t)u;
+    u = m * 0xf534ddc0u + (u >> 32); b[3] = (uint32_t)u;
+    u = m * 0xfc2757d1u + (u >> 32); b[4] = (uint32_t)u;
+    u = m * 0x4e441529u + (u >> 32); b[5] = (uint32_t)u;
+    u = m * 0xa2f9836eu + (u >> 32); b[6] = (uint32_t)u;
+    b[7] = (uint32_t)(u >> 32);
+    /* bit 162 - s of b is 2^-62 of |x| 2/pi: the top two bits of w are the
+       quadrant, the rest the fraction; f (units of 2^-64) is it rounded to the
+       nearest quadrant, as a signed number */
+    const int r0 = 162 - s;
+    const uint64_t w = em_bits64_at(b, r0);
+    const uint32_t low = (uint32_t)em_bits64_at(b, r0 - 32);
+    const int64_t f = (int64_t)(w << 2);
+    int32_t n = (int32_t)(w >> 62) + (f < 0);
+    double r = ((double)f + (double)low * 9.313225746154785e-10)       /* 2^-30 */
+               * 8.515303950216386e-20;                                 /* pi/2 2^-64 */
+    if (x < 0.0f) {
+        n = -n;
+        r = -r;
+    }
+    double z = r * r, v = z * z;
+    *sr = (r + r * z * EM_MAD(z, 0.008333329385889463, -0.16666666641626524))
+          + r * z * v * EM_MAD(z, 2.718311493989822e-06, -0.00019839334836096632);
+    *cr = (EM_MAD(z, -0.499999997251031, 1.0) + v * 0.04166662332373906)
+          + v * z * EM_MAD(z, 2.439044879627741e-05, -0.001388676377460993);
+    *q = n;
+}
+EM_HD_INLINE float em_sinf_any(float x) {
+    double s, c;
+    int32_t q;
+    if (!(fabsf(x) <= 3.4028234663852886e38f)) return x - x;   /* NaN for inf and NaN */
+    em_sincosf_any_red(x, &s, &c, &q);
+    double r = (q & 1) ? c : s;
+    r = (q & 2) ? -r : r;
+    return x == 0.0f ? x : (float)r;
+}
+EM_HD_INLINE float em_cosf_any(float x) {
+    double s, c;
+    int32_t q;
+    if (!(fabsf(x) <= 3.4028234663852886e38f)) return x - x;
+    em_sincosf_any_red(x, &s, &c, &q);
+    double r = (q & 1) ? -s : c;
+    return (float)((q & 2) ? -r : r);
+}
+EM_HD_INLINE float em_tanf_any(float x) {
+    double s, c;
+    int32_t q;
+    if (!(fabsf(x) <= 3.4028234663852886e38f)) return x - x;
+    em_sincosf_any_red(x, &s, &c, &q);
+    double num = (q & 1) ? -c : s, den = (q & 1) ? s : c;
+    return x == 0.0f ? x : (float)(num / den);
 }
 
 #endif

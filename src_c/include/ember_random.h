@@ -74,17 +74,23 @@ int em_multinomial(const double *p, int64_t rows, int64_t ncat, int64_t nsamp, i
    out = mean + std * z, in float32 or float64 (NULL for other dtypes). */
 em_loop em_normal_affine_loop(int dtype);
 
+/* The Philox blocks (blk0 + b, offset) under key `seed` for b < EM_PHILOX_BATCH,
+   word m of block b in w[m][b]; blk0 must be a multiple of EM_PHILOX_BATCH. */
+void em_philox_blocks(uint32_t w[4][EM_PHILOX_BATCH], uint64_t blk0, uint64_t offset,
+                      uint64_t seed);
+
 /* Rejection samplers (src_c/samplers.c): one draw per element from contiguous
-   float64 parameters into contiguous float64 out; element i draws from its own
-   stream, so the result is the same on any thread count.  Gamma(alpha, 1)
-   (alpha == 0 gives 0, alpha < 0 or NaN gives NaN); Poisson(rate) (NaN for a
-   negative rate); Binomial(count, prob) (0 for count <= 0 or prob <= 0, count
-   for prob >= 1). */
-void em_sample_gamma(const double *alpha, double *out, int64_t n, uint64_t seed,
-                     uint64_t offset, int nthreads);
-void em_sample_poisson(const double *rate, double *out, int64_t n, uint64_t seed,
-                       uint64_t offset, int nthreads);
-void em_sample_binomial(const double *count, const double *prob, double *out, int64_t n,
+   parameters of `dtype` (EM_F32 or EM_F64) into contiguous out of the same dtype;
+   element i draws from its own stream, so the result is the same on any thread
+   count.  Gamma(alpha, 1) (alpha == 0 gives 0, alpha < 0 or NaN gives NaN; then
+   every draw below `tiny` becomes `tiny`); Poisson(rate) (returns the number of
+   negative or NaN rates, drawing nothing when there are any); Binomial(count, prob)
+   (0 for count <= 0 or prob <= 0, count for prob >= 1, NaN for NaN). */
+void em_sample_gamma(int dtype, const void *alpha, void *out, int64_t n, uint64_t seed,
+                     uint64_t offset, double tiny, int nthreads);
+int64_t em_sample_poisson(int dtype, const void *rate, void *out, int64_t n, uint64_t seed,
+                          uint64_t offset, int nthreads);
+void em_sample_binomial(int dtype, const void *count, const void *prob, void *out, int64_t n,
                         uint64_t seed, uint64_t offset, int nthreads);
 /* out = dx/dalpha of Gamma(alpha, 1) draws x (implicit reparameterisation) */
 void em_standard_gamma_grad(const double *alpha, const double *x, double *out, int64_t n,

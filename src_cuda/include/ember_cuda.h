@@ -261,12 +261,15 @@ EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
 /* gather along a dim: out [O, J, I] = src [O, S, I][o, idx[o, j, i], i] */
 EMC_API int emc_gather(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
                        const int64_t *idx, int64_t J, void *out, void *stream);
-/* scatter (reduce EMC_PUT_SET) / scatter_add (EMC_PUT_ADD) along a dim.  nd
-   spans the index's shape with three operands: out (the dim's stride 0), index,
-   src (stride 0 broadcasts a value); dim_size / dim_stride are out's along the
-   dim.  deterministic = 1 sorts by target and applies each target's writes in
-   index order (the last write wins, sums add in order), no atomics. */
-enum { EMC_PUT_SET = 0, EMC_PUT_ADD = 1 };
+/* scatter (reduce EMC_PUT_SET) / scatter_add (EMC_PUT_ADD) / scatter with a
+   product, max or min (EMC_PUT_MUL/MAX/MIN: the codes of EM_RED_*; max and min
+   propagate NaN) along a dim.  nd spans the index's shape with three operands:
+   out (the dim's stride 0), index, src (stride 0 broadcasts a value); dim_size /
+   dim_stride are out's along the dim.  deterministic = 1 sorts by target and
+   applies each target's writes in index order (the last write wins, sums add in
+   order), no atomics; MUL/MAX/MIN always run so.  Reductions take f32, f64,
+   f16, bf16, i32 and i64. */
+enum { EMC_PUT_SET = 0, EMC_PUT_ADD = 1, EMC_PUT_MUL = 2, EMC_PUT_MAX = 3, EMC_PUT_MIN = 4 };
 EMC_API int emc_scatter(int reduce, int dtype, void *out, int64_t dim_size, int64_t dim_stride,
                         const int64_t *idx, const void *src, const emc_nd *nd, int deterministic,
                         void *stream);
@@ -281,4 +284,28 @@ EMC_API int emc_index_put(int dtype, void *out, int k, const int64_t *const *idx
 /* EMC_E_INDEX when an index kernel launched on `stream` since the last call saw an
    out-of-range index (synchronises the stream), else 0; resets the flag. */
 EMC_API int emc_check_index_error(void *stream);
+/* --- scans and stream compaction (scan.cu) ------------------------------------ */
+/* inclusive scan over K of a contiguous [O, K, I]: SC_SUM, SC_PROD (f32 with a
+   double accumulator, f64, i64 wrapping), SC_LOGSUMEXP (f32, f64); fixed tiles,
+   independent of the launch (columns are the CPU's serial order exactly) */
+EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                     void *out, void *stream);
+/* cummax (SC_MAX) / cummin (SC_MIN) over K of a contiguous [O, K, I] (f32, f64, i64):
+   values and int64 indices in the input's layout; the CPU's serial walk and rule (NaN
+   propagates, ties take the later index) */
+EMC_API int emc_cumext(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
+                       void *vals, int64_t *idx, void *stream);
+/* pos[0] = 0, pos[i + 1] = the count of nonzero bytes of mask[0..i]: n + 1 int64s,
+   pos[n] the total (the caller reads it back to size its output) */
+EMC_API int emc_mask_positions(const uint8_t *mask, int64_t n, int64_t *pos, void *stream);
+/* out [count, ndim] int64: the row-major multi-index (shape a host array) of each
+   nonzero mask element, in order */
+EMC_API int emc_nonzero(const uint8_t *mask, int ndim, const int64_t *shape, int64_t n,
+                        const int64_t *pos, int64_t *out, void *stream);
+/* out[pos[i]] = x[i] where mask[i] (contiguous, itemsize 1, 2, 4, 8 or 16 bytes) */
+EMC_API int emc_masked_select(int itemsize, const void *x, const uint8_t *mask,
+                              const int64_t *pos, int64_t n, void *out, void *stream);
+/* out[i] = src[pos[i]] where mask[i] */
+EMC_API int emc_masked_scatter(int itemsize, void *out, const uint8_t *mask, const int64_t *pos,
+                               int64_t n, const void *src, void *stream);
 #endif

@@ -167,22 +167,30 @@ def _guarded(cls):
 class FakeRuntime:
     """cudaMemcpyAsync and friends over host memory."""
 
-    def __init__(self, arena):
+    def __init__(self, arena, ndev=1):
         self.arena = arena
         self.pinned = {}
+        self.ndev, self.cur = ndev, 0
 
     def cudaGetDevice(self, p):
-        _v(p).value = 0
+        _v(p).value = self.cur
         return 0
 
     def cudaGetDeviceCount(self, p):
-        _v(p).value = 1
+        _v(p).value = self.ndev
         return 0
 
     def cudaSetDevice(self, i):
-        return 0 if i == 0 else 101
+        if not 0 <= _v(i) < self.ndev:
+            return 101
+        self.cur = _v(i)
+        return 0
 
     def cudaMemcpyAsync(self, dst, src, n, kind, stream):
+        # a copy is the kind it claims: device memory lives in the arena, host memory not
+        on_dev = (self.arena.contains(_v(src)), self.arena.contains(_v(dst)))
+        assert _v(n) == 0 or on_dev == {1: (False, True), 2: (True, False),
+                                        3: (True, True)}[_v(kind)], (_v(kind), on_dev)
         ctypes.memmove(_v(dst), _v(src), _v(n))
         return 0
 
@@ -519,8 +527,19 @@ class FakeLib:
         acc = _vals(o, dt).copy()
         if reduce == 1:
             np.add.at(acc, tgt, vals)
-        else:
+        elif reduce == 0:
             acc[tgt] = vals
+        else:                                  # in index order; max / min propagate NaN
+            if dt not in (4, 5, 6, BF16, 8, 9):
+                return self._fail(_E_DTYPE, "fake scatter reduce dtype")
+            for t, v in zip(tgt, vals):
+                a = acc[t]
+                if reduce == 2:
+                    acc[t] = a * v
+                elif v != v:
+                    acc[t] = v
+                elif not (a != a or (a > v if reduce == 3 else a < v)):
+                    acc[t] = v
         _store(o, acc, dt)
         return 0
 
@@ -534,9 +553,268 @@ class FakeLib:
             view(_v(src), dt, (O, S, In)), i, 1)
         return 0
 
+    # -- convolution, pooling, batch_norm (the kernels' contracts, tap by tap)
+    @staticmethod
+    def _conv_geom(p):
+        q = _v(p)
+        return {n: getattr(q, n) for n, _ in q._fields_}
+
+    def _conv_taps(self, q, xp):
+        """(i, j, the input patch (N, C, Ho, Wo) tap (i, j) reads) over padded xp"""
+        for i in range(q["kh"]):
+            for j in range(q["kw"]):
+                h0, w0 = i * q["dh"], j * q["dw"]
+                yield i, j, (slice(None), slice(None),
+                             slice(h0, h0 + q["sh"] * (q["Ho"] - 1) + 1, q["sh"]),
+                             slice(w0, w0 + q["sw"] * (q["Wo"] - 1) + 1, q["sw"]))
+
+    def _conv_shapes(self, q):
+        G = q["groups"]
+        return G, q["C"] // G, q["OC"] // G
+
+    def emc_conv2d_fwd(self, dt, p, x, w, bias, y, stream):
+        self.calls.append("conv2d_fwd")
+        q = self._conv_geom(p)
+        if dt not in (8, 9):
+            return self._fail(_E_DTYPE, "fake conv dtype")
+        G, Cg, OCg = self._conv_shapes(q)
+        N, ph, pw = q["N"], q["ph"], q["pw"]
+        xv = view(_v(x), dt, (N, q["C"], q["H"], q["W"])).astype(np.float64)
+        xp = np.pad(xv, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        wv = view(_v(w), dt, (G, OCg, Cg, q["kh"], q["kw"])).astype(np.float64)
+        out = np.zeros((N, G, OCg, q["Ho"], q["Wo"]))
+        for i, j, sl in self._conv_taps(q, xp):
+            patch = xp[sl].reshape(N, G, Cg, q["Ho"], q["Wo"])
+            out += np.einsum("ngchw,goc->ngohw", patch, wv[..., i, j])
+        out = out.reshape(N, q["OC"], q["Ho"], q["Wo"])
+        if _v(bias):
+            out += view(_v(bias), dt, (q["OC"],))[None, :, None, None]
+        _store(view(_v(y), dt, out.shape), out, dt)
+        return 0
+
+    def emc_conv2d_bwd_input(self, dt, p, dy, w, dx, stream):
+        self.calls.append("conv2d_bwd_input")
+        q = self._conv_geom(p)
+        G, Cg, OCg = self._conv_shapes(q)
+        N, ph, pw, H, W = q["N"], q["ph"], q["pw"], q["H"], q["W"]
+        g = view(_v(dy), dt, (N, G, OCg, q["Ho"], q["Wo"])).astype(np.float64)
+        wv = view(_v(w), dt, (G, OCg, Cg, q["kh"], q["kw"])).astype(np.float64)
+        dxp = np.zeros((N, q["C"], H + 2 * ph, W + 2 * pw))
+        for i, j, sl in self._conv_taps(q, dxp):
+            dxp[sl] += np.einsum("ngohw,goc->ngchw", g, wv[..., i, j]).reshape(
+                N, q["C"], q["Ho"], q["Wo"])
+        _store(view(_v(dx), dt, (N, q["C"], H, W)), dxp[:, :, ph:ph + H, pw:pw + W], dt)
+        return 0
+
+    def emc_conv2d_bwd_weight(self, dt, p, x, dy, dw, dbias, stream):
+        self.calls.append("conv2d_bwd_weight")
+        q = self._conv_geom(p)
+        G, Cg, OCg = self._conv_shapes(q)
+        N, ph, pw = q["N"], q["ph"], q["pw"]
+        xv = view(_v(x), dt, (N, q["C"], q["H"], q["W"])).astype(np.float64)
+        xp = np.pad(xv, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        g = view(_v(dy), dt, (N, G, OCg, q["Ho"], q["Wo"])).astype(np.float64)
+        gw = np.zeros((G, OCg, Cg, q["kh"], q["kw"]))
+        for i, j, sl in self._conv_taps(q, xp):
+            patch = xp[sl].reshape(N, G, Cg, q["Ho"], q["Wo"])
+            gw[..., i, j] = np.einsum("ngohw,ngchw->goc", g, patch)
+        _store(view(_v(dw), dt, gw.shape), gw, dt)
+        if _v(dbias):
+            _store(view(_v(dbias), dt, (q["OC"],)), g.sum(axis=(0, 3, 4)).reshape(-1), dt)
+        return 0
+
+    @staticmethod
+    def _taps_1d(o, s, pd, d, k, n):
+        """input positions (Out, k) of each output's taps, and whether they are inside"""
+        pos = np.arange(o)[:, None] * s - pd + np.arange(k)[None, :] * d
+        return np.clip(pos, 0, max(n - 1, 0)), (pos >= 0) & (pos < n)
+
+    def emc_max_pool2d_fwd(self, dt, p, x, y, idx, stream):
+        self.calls.append("max_pool2d_fwd")
+        q = self._conv_geom(p)
+        P, H, W, Ho, Wo = q["planes"], q["H"], q["W"], q["Ho"], q["Wo"]
+        xv = _vals(view(_v(x), dt, (P, H * W)), dt).astype(np.float64)
+        hs, hok = self._taps_1d(Ho, q["sh"], q["ph"], q["dh"], q["kh"], H)
+        ws, wok = self._taps_1d(Wo, q["sw"], q["pw"], q["dw"], q["kw"], W)
+        best = np.full((P, Ho, Wo), -np.inf)
+        bi = np.full((P, Ho, Wo), -1, np.int64)
+        for i in range(q["kh"]):               # taps in the kernel's order: rows, then columns
+            for j in range(q["kw"]):
+                flat = hs[:, i][:, None] * W + ws[:, j][None, :]
+                ok = hok[:, i][:, None] & wok[:, j][None, :]
+                v = xv[:, flat]
+                take = ok[None] & ((bi < 0) | (v > best) | np.isnan(v))
+                best = np.where(take, v, best)
+                bi = np.where(take, flat[None], bi)
+        _store(view(_v(y), dt, (P, Ho, Wo)), best, dt)
+        if _v(idx):
+            view(_v(idx), 5, (P, Ho, Wo))[...] = bi
+        return 0
+
+    @staticmethod
+    def _avg_windows(q):
+        """per output (oh, ow): the clipped window and its divisor (PyTorch's rules)"""
+        for oh in range(q["Ho"]):
+            for ow in range(q["Wo"]):
+                hs, ws = oh * q["sh"] - q["ph"], ow * q["sw"] - q["pw"]
+                he, we = min(hs + q["kh"], q["H"] + q["ph"]), min(ws + q["kw"], q["W"] + q["pw"])
+                size = (he - hs) * (we - ws)
+                hs, ws, he, we = max(hs, 0), max(ws, 0), min(he, q["H"]), min(we, q["W"])
+                if q["divisor"]:
+                    div = q["divisor"]
+                elif q["count_include_pad"]:
+                    div = size
+                else:
+                    div = (he - hs) * (we - ws)
+                yield oh, ow, slice(hs, max(he, hs)), slice(ws, max(we, ws)), div
+
+    def emc_avg_pool2d_fwd(self, dt, p, x, y, stream):
+        self.calls.append("avg_pool2d_fwd")
+        q = self._conv_geom(p)
+        xv = _vals(view(_v(x), dt, (q["planes"], q["H"], q["W"])), dt).astype(np.float64)
+        out = np.zeros((q["planes"], q["Ho"], q["Wo"]))
+        for oh, ow, hsl, wsl, div in self._avg_windows(q):
+            win = xv[:, hsl, wsl]
+            out[:, oh, ow] = win.sum(axis=(1, 2)) / div if win.size or div else 0.0
+        _store(view(_v(y), dt, out.shape), out, dt)
+        return 0
+
+    def emc_avg_pool2d_bwd(self, dt, p, dy, dx, stream):
+        self.calls.append("avg_pool2d_bwd")
+        q = self._conv_geom(p)
+        g = _vals(view(_v(dy), dt, (q["planes"], q["Ho"], q["Wo"])), dt).astype(np.float64)
+        out = np.zeros((q["planes"], q["H"], q["W"]))
+        for oh, ow, hsl, wsl, div in self._avg_windows(q):
+            if div:
+                out[:, hsl, wsl] += (g[:, oh, ow] / div)[:, None, None]
+        _store(view(_v(dx), dt, out.shape), out, dt)
+        return 0
+
+    def emc_batch_norm_fwd(self, dt, x, w, b, rm, rv, N, C, HW, training, momentum, eps, y,
+                           smean, sinv, stream):
+        self.calls.append(("batch_norm_fwd", training))
+        sd = 9 if dt == 9 else 8
+        momentum, eps = _v(momentum), _v(eps)
+        v = _vals(view(_v(x), dt, (N, C, HW)), dt).astype(np.float64)
+        if training:
+            mu = v.mean(axis=(0, 2))
+            var = v.var(axis=(0, 2))
+            m = N * HW
+            if _v(rm):
+                r = view(_v(rm), dt, (C,))
+                _store(r, (1 - momentum) * _vals(r, dt) + momentum * mu, dt)
+            if _v(rv):
+                r = view(_v(rv), dt, (C,))
+                _store(r, (1 - momentum) * _vals(r, dt) + momentum * var * m / (m - 1), dt)
+            if _v(smean):
+                view(_v(smean), sd, (C,))[...] = mu
+            if _v(sinv):
+                view(_v(sinv), sd, (C,))[...] = 1 / np.sqrt(var + eps)
+        else:
+            mu = _vals(view(_v(rm), dt, (C,)), dt).astype(np.float64)
+            var = _vals(view(_v(rv), dt, (C,)), dt).astype(np.float64)
+        out = (v - mu[None, :, None]) / np.sqrt(var + eps)[None, :, None]
+        if _v(w):
+            out = out * _vals(view(_v(w), dt, (C,)), dt)[None, :, None]
+        if _v(b):
+            out = out + _vals(view(_v(b), dt, (C,)), dt)[None, :, None]
+        _store(view(_v(y), dt, (N, C, HW)), out, dt)
+        return 0
+
+    def emc_batch_norm_bwd(self, dt, dy, x, w, rm, rv, smean, sinv, N, C, HW, training, eps,
+                           dx, dw, db, stream):
+        self.calls.append(("batch_norm_bwd", training))
+        sd = 9 if dt == 9 else 8
+        eps = _v(eps)
+        g = _vals(view(_v(dy), dt, (N, C, HW)), dt).astype(np.float64)
+        v = _vals(view(_v(x), dt, (N, C, HW)), dt).astype(np.float64)
+        if training:
+            mu = view(_v(smean), sd, (C,)).astype(np.float64)
+            inv = view(_v(sinv), sd, (C,)).astype(np.float64)
+        else:
+            mu = _vals(view(_v(rm), dt, (C,)), dt).astype(np.float64)
+            inv = 1 / np.sqrt(_vals(view(_v(rv), dt, (C,)), dt).astype(np.float64) + eps)
+        xh = (v - mu[None, :, None]) * inv[None, :, None]
+        wv = _vals(view(_v(w), dt, (C,)), dt).astype(np.float64) if _v(w) else np.ones(C)
+        s1, s2 = g.sum(axis=(0, 2)), (g * xh).sum(axis=(0, 2))
+        if _v(dx):
+            if training:
+                m = N * HW
+                r = (g - s1[None, :, None] / m - xh * s2[None, :, None] / m)
+            else:
+                r = g
+            _store(view(_v(dx), dt, (N, C, HW)), r * (wv * inv)[None, :, None], dt)
+        if _v(dw):
+            _store(view(_v(dw), dt, (C,)), s2, dt)
+        if _v(db):
+            _store(view(_v(db), dt, (C,)), s1, dt)
+        return 0
+
+    # -- index_put, randperm, multinomial
+    def emc_index_put(self, dt, out, k, idx, sizes, strides, n, values, vstride, slice_, acc,
+                      det, stream):
+        self.calls.append(("index_put", acc, det))
+        if acc and dt not in (4, 5, 6, BF16, 8, 9):
+            return self._fail(_E_DTYPE, "fake index_put dtype")
+        shape, (so, sv) = _nd(slice_)
+        pos = np.indices(shape).reshape(len(shape), -1) if shape else np.zeros((0, 1), int)
+        oo = np.asarray(so, np.int64) @ pos if shape else np.zeros(1, np.int64)
+        ov = np.asarray(sv, np.int64) @ pos if shape else np.zeros(1, np.int64)
+        tgt = np.zeros(n, np.int64)
+        ok = np.ones(n, bool)
+        for d in range(k):
+            j = view(idx[d], 5, (n,)).copy()
+            bad = (j < -sizes[d]) | (j >= sizes[d])
+            if bad.any():
+                self.index_error = True
+            ok &= ~bad
+            tgt += np.where(bad, 0, j % max(sizes[d], 1)) * strides[d]
+        tgt, vp = tgt[ok], np.arange(n)[ok] * vstride
+        if tgt.size == 0:
+            return 0
+        dst = (tgt[:, None] + oo[None, :]).reshape(-1)
+        src = (vp[:, None] + ov[None, :]).reshape(-1)
+        o = view(_v(out), dt, (int(dst.max()) + 1,))
+        vals = _vals(view(_v(values), dt, (int(src.max()) + 1,)), dt)[src]
+        res = _vals(o, dt).copy()
+        if acc:
+            res = res.astype(np.float64 if dt >= 6 else np.int64)
+            np.add.at(res, dst, vals)
+        else:
+            for a, b in zip(dst, vals):            # in index order: the last write wins
+                res[a] = b
+        _store(o, res, dt)
+        return 0
+
+    def emc_randperm(self, out, n, seed, offset, stream):
+        self.calls.append("randperm")
+        g = ember.Generator().manual_seed(_v(seed)).set_offset(_v(offset))
+        t = ember.randperm(_v(n), generator=g)
+        ctypes.memmove(_v(out), t.data_ptr(), t.numel() * t.element_size())
+        return 0
+
+    def emc_multinomial(self, dt, p, rows, ncat, nsamp, repl, out, seed, offset, status,
+                        stream):
+        self.calls.append("multinomial")
+        pv = _vals(view(_v(p), dt, (rows, ncat)), dt).astype(np.float64)
+        g = ember.Generator().manual_seed(_v(seed)).set_offset(_v(offset))
+        code = 0
+        try:
+            t = ember.multinomial(ember.tensor(pv), nsamp, bool(repl), generator=g)
+            ctypes.memmove(_v(out), t.data_ptr(), t.numel() * t.element_size())
+        except RuntimeError as e:
+            msg = str(e)
+            code = 1 if "inf" in msg else 2 if "sum" in msg else 3
+        if _v(status):
+            view(_v(status), 4, ())[...] = code
+        return 0
+
 
 class FakeDevice:
     """Install the stand-in as ember's CUDA backend for a block."""
+
+    def __init__(self, ndev=1):
+        self.ndev = ndev
 
     def __enter__(self):
         from ember.cuda import _kernels
@@ -544,7 +822,8 @@ class FakeDevice:
         if _ARENA is None:     # one for the process: tensors cached across tests stay valid
             _ARENA = _Arena()
         self.arena = _ARENA
-        self.lib, self.rt = FakeLib(self.arena), FakeRuntime(self.arena)
+        self.lib, self.rt = FakeLib(self.arena), FakeRuntime(self.arena, self.ndev)
+        _kernels._count.clear()
         self.prev = _kernels.install(self.lib, self.rt)
         return self
 
@@ -552,3 +831,8 @@ class FakeDevice:
         from ember.cuda import _kernels
         _kernels._backend = self.prev
         return False
+
+
+from tests.cuda.fake_ops import extend as _extend  # noqa: E402
+
+_extend(FakeLib, FakeRuntime)

@@ -330,6 +330,61 @@ def test_scatter():
     close(d, x.clone().scatter_(1, idx[:1], -1.0))
 
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    x, src = data(4, 5, seed=60), data(3, 5, seed=61)
+    idx = ember.tensor([[0, 1, 2, 3, 0], [3, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    kw = {"include_self": include_self}
+    close(ember.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), reduce, **kw),
+          ember.scatter_reduce(x, 0, idx, src, reduce, **kw), rtol=1e-6)
+    xi, si = (x * 10).to(ember.int64), (src * 10).to(ember.int64)
+    close(ember.scatter_reduce(xi.cuda(), 1, idx[:, :3].cuda(), si.cuda(), reduce, **kw),
+          ember.scatter_reduce(xi, 1, idx[:, :3], si, reduce, **kw))
+    d = x.cuda()
+    d.scatter_reduce_(0, idx.cuda(), src.cuda(), reduce, **kw)
+    close(d, x.clone().scatter_reduce_(0, idx, src, reduce, **kw), rtol=1e-6)
+    if reduce != "prod":                     # (no derivative on the CPU either)
+        _grads_match(lambda x, s: ember.scatter_reduce(x, 0, idx.to(x.device), s, reduce, **kw),
+                     [x, src])
+
+
+def test_scatter_add_and_the_gather_backward():
+    x, src = data(4, 5, seed=64), data(3, 5, seed=65)
+    idx = ember.tensor([[0, 1, 2, 3, 0], [3, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    close(ember.scatter_add(x.cuda(), 0, idx.cuda(), src.cuda()), ember.scatter_add(x, 0, idx, src),
+          rtol=1e-6)
+    close(x.cuda().scatter_add(1, idx[:, :2].cuda(), src.cuda()),
+          x.scatter_add(1, idx[:, :2], src), rtol=1e-6)
+    _grads_match(lambda x, s: ember.scatter_add(x, 0, idx.to(x.device), s), [x, src])
+    _grads_match(lambda x: ember.gather(x, 0, idx.to(x.device)) * 3, [x])
+    prev = ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True)
+    try:
+        close(ember.scatter_add(x.cuda(), 0, idx.cuda(), src.cuda()),
+              ember.scatter_add(x, 0, idx, src), rtol=1e-6)
+    finally:
+        ember.use_deterministic_algorithms(prev)
+
+
+def test_scatter_with_reduce_nan_and_errors():
+    x, src = data(4, 5, seed=62), data(3, 5, seed=63)
+    src[1, 2] = float("nan")
+    idx = ember.tensor([[0, 1, 2, 3, 0], [3, 3, 2, 1, 0], [1, 1, 1, 1, 1]])
+    for red in ("add", "multiply"):
+        close(x.cuda().scatter(0, idx.cuda(), src.cuda(), reduce=red),
+              x.scatter(0, idx, src, reduce=red), rtol=1e-6)
+        close(x.cuda().scatter(1, idx.cuda(), 2.0, reduce=red), x.scatter(1, idx, 2.0,
+                                                                          reduce=red))
+    for red in ("amax", "amin"):
+        close(ember.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), red),
+              ember.scatter_reduce(x, 0, idx, src, red))
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        ember.scatter_reduce(x.cuda(), 0, idx.cuda(), src.cuda(), "max")
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        x.cuda().scatter(0, idx.cuda(), src.cuda(), reduce="max")
+
+
 def test_clamp_and_attention():
     x = data(5, 6).requires_grad_(True)
     d = x.detach().cuda().requires_grad_(True)
@@ -633,7 +688,320 @@ def test_mixed_devices_and_ops_without_a_kernel_raise():
         ember.cat([c, a])
     with pytest.raises(RuntimeError, match=r"same device.*cuda.*cpu"):
         ember.cat([a, c])
-    with pytest.raises(RuntimeError, match=r"'cumsum'.*CUDA"):
-        ember.cumsum(a, 0)
-    with pytest.raises(RuntimeError, match=r"'nonzero'.*CUDA"):
-        ember.nonzero(a)
+    with pytest.raises(RuntimeError, match=r"same device.*cpu.*cuda"):
+        ember.mm(c.view(1, 3), a.view(3, 1))
+    with pytest.raises(RuntimeError, match=r"same device.*cpu.*cuda"):
+        F.conv2d(ember.zeros(1, 1, 3, 3), ember.zeros(1, 1, 2, 2, device=DEV))
+    with pytest.raises(RuntimeError, match=r"same device"):
+        F.max_pool2d_with_indices(ember.zeros(1, 1, 4, 4, device=DEV), 2)[0] + \
+            ember.zeros(1, 1, 2, 2)
+    with pytest.raises(RuntimeError, match=r"same device"):
+        ember.index_put(a, (ember.tensor([0]),), ember.ones(1))
+    # a CPU tensor indexed by device tensors: errors (never a CPU kernel on device memory)
+    i = ember.tensor([1, 2], device=DEV)
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu"):
+        c[i]
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu"):
+        c[i] = 2.0
+    with pytest.raises(RuntimeError, match=r"same device.*values"):
+        ember.index_put(c, (ember.tensor([1]),), ember.ones(1, device=DEV))
+    for f in (lambda: ember.index_select(c, 0, i), lambda: ember.gather(c, 0, i),
+              lambda: c.index_add(0, i, ember.ones(2)), lambda: ember.scatter_add(c, 0, i, c),
+              lambda: c.scatter(0, i, 1.0), lambda: c.clone().scatter_(0, i, c)):
+        with pytest.raises(RuntimeError, match=r"same device.*(cpu.*cuda|cuda.*cpu)"):
+            f()
+    with pytest.raises(RuntimeError, match=r"'median'.*CUDA"):
+        ember.median(a)
+    with pytest.raises(RuntimeError, match=r"'kthvalue'.*CUDA"):
+        ember.kthvalue(a, 1)
+
+
+# --- convolution, pooling, batch_norm --------------------------------------------------
+
+def _grads_match(f, inputs, rtol=1e-4, atol=1e-5):
+    """f on CPU leaves and on CUDA leaves: outputs and every input's gradient agree."""
+    lc = [x.clone().requires_grad_(x.dtype.is_floating_point) for x in inputs]
+    ld = [x.cuda().requires_grad_(x.dtype.is_floating_point) for x in inputs]
+    yc, yd = f(*lc), f(*ld)
+    close(yd, yc, rtol=rtol, atol=atol)
+    w = data(*yc.shape, seed=99, dtype=np.float64).to(yc.dtype)
+    (yc * w).sum().backward()
+    (yd * w.cuda()).sum().backward()
+    for c, d in zip(lc, ld):
+        if c.requires_grad:
+            close(d.grad, c.grad, rtol=rtol, atol=atol)
+    return yd
+
+
+@pytest.mark.parametrize("kw,wshape", [
+    ({}, (6, 4, 3, 3)),
+    ({"stride": 2, "padding": 1}, (5, 4, 3, 2)),
+    ({"stride": (1, 2), "padding": (2, 0), "dilation": (2, 1)}, (6, 4, 2, 3)),
+    ({"groups": 2, "padding": 1}, (6, 2, 3, 3)),
+    ({"groups": 4, "stride": 2}, (8, 1, 3, 3)),
+    ({"padding": "same"}, (3, 4, 2, 4)),           # even kernel: asymmetric padding
+    ({"padding": "valid", "dilation": 2}, (3, 4, 2, 2)),
+])
+def test_conv2d_forward_and_both_backward_kernels(kw, wshape):
+    x, w, b = data(2, 4, 9, 8, seed=30), data(*wshape, seed=31), data(wshape[0], seed=32)
+    _grads_match(lambda x, w, b: F.conv2d(x, w, b, **kw), [x, w, b])
+    _grads_match(lambda x, w: F.conv2d(x, w, None, **kw), [x, w])
+
+
+def test_conv_strided_unbatched_float64_conv1d_and_module():
+    x = data(2, 9, 4, 8, seed=33)
+    w = data(5, 4, 3, 3, seed=34)
+    # a permuted (non-contiguous) input, an unbatched input, float64, conv1d
+    _grads_match(lambda x, w: F.conv2d(x.permute(0, 2, 1, 3), w, padding=1), [x, w])
+    _grads_match(lambda x, w: F.conv2d(x[0].permute(1, 0, 2), w), [x, w])
+    _grads_match(lambda x, w: F.conv2d(x, w, stride=2), [x.permute(0, 2, 1, 3).double(),
+                                                          w.double()], rtol=1e-10, atol=1e-12)
+    x1, w1, b1 = data(3, 4, 11, seed=35), data(6, 2, 3, seed=36), data(6, seed=37)
+    _grads_match(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, groups=2), [x1, w1, b1])
+    ember.manual_seed(0)
+    m = nn.Conv2d(4, 3, 3, padding=1, bias=True)
+    md = nn.Conv2d(4, 3, 3, padding=1, bias=True).cuda()
+    md.load_state_dict(m.state_dict())
+    xx = data(2, 4, 5, 5, seed=38)
+    close(md(xx.cuda()), m(xx), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw,wshape", [
+    ({}, (4, 3, 3, 3)),
+    ({"stride": 2, "padding": 1, "output_padding": 1}, (4, 2, 3, 2)),
+    ({"groups": 2, "dilation": 2, "stride": (1, 2)}, (4, 3, 2, 2)),
+])
+def test_conv_transpose2d_and_1d(kw, wshape):
+    g = kw.get("groups", 1)
+    x, w, b = data(2, 4, 5, 6, seed=70), data(*wshape, seed=71), data(wshape[1] * g, seed=72)
+    _grads_match(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw), [x, w, b])
+    x1, w1 = data(2, 4, 7, seed=73), data(4, 3, 3, seed=74)
+    _grads_match(lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1), [x1, w1])
+    with pytest.raises(RuntimeError, match="padding must be an int"):
+        F.conv_transpose2d(x.cuda(), w.cuda(), padding="same")
+
+
+def test_conv_empty_batch_and_errors():
+    w = data(3, 2, 3, 3, seed=39).cuda().requires_grad_(True)
+    x = ember.zeros(0, 2, 5, 5, device=DEV, requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    assert tuple(y.shape) == (0, 3, 5, 5) and y.device.type == "cuda"
+    y.sum().backward()
+    close(w.grad, ember.zeros(3, 2, 3, 3))
+    assert tuple(x.grad.shape) == (0, 2, 5, 5)
+    with pytest.raises(RuntimeError, match="expected input.*to have 2 channels"):
+        F.conv2d(ember.zeros(1, 3, 5, 5, device=DEV), w)
+    with pytest.raises(RuntimeError, match="same device"):
+        F.conv2d(ember.zeros(1, 2, 5, 5), w)
+    with pytest.raises(RuntimeError, match="Input type"):
+        F.conv2d(ember.zeros(1, 2, 5, 5, device=DEV, dtype=ember.float64), w)
+    with pytest.raises(NotImplementedError):
+        F.conv2d(ember.zeros(1, 2, 5, 5, device=DEV, dtype=ember.int64),
+                 ember.zeros(3, 2, 3, 3, device=DEV, dtype=ember.int64))
+
+
+@pytest.mark.parametrize("kw", [
+    {"kernel_size": 2},
+    {"kernel_size": 3, "stride": 2, "padding": 1},
+    {"kernel_size": (2, 3), "stride": (2, 1), "ceil_mode": True},
+    {"kernel_size": 3, "stride": 1, "padding": 1, "dilation": 1},
+])
+def test_max_and_avg_pool2d_forward_backward(kw):
+    x = data(2, 3, 7, 8, seed=40)
+    _grads_match(lambda x: F.max_pool2d(x, **kw), [x])
+    yd, idx = F.max_pool2d(x.cuda(), return_indices=True, **kw)
+    assert idx.dtype == ember.int64
+    close(idx, F.max_pool2d(x, return_indices=True, **kw)[1])
+    akw = {k: v for k, v in kw.items() if k != "dilation"}
+    for cip in (True, False):
+        _grads_match(lambda x: F.avg_pool2d(x, count_include_pad=cip, **akw), [x])
+    _grads_match(lambda x: F.avg_pool2d(x, divisor_override=3, **akw), [x])
+    # strided and unbatched inputs
+    _grads_match(lambda x: F.max_pool2d(x.transpose(2, 3), **kw), [x])
+    _grads_match(lambda x: F.avg_pool2d(x[1], **akw), [x])
+
+
+def test_max_pool_ties_nan_ints_and_adaptive_avg():
+    x = ember.tensor([[[[1.0, 1.0, 0.0], [float("nan"), 2.0, 2.0], [3.0, 3.0, 3.0]]]])
+    _grads_match(lambda x: F.max_pool2d(x, 2, 1), [x])
+    xi = ember.tensor(np.random.default_rng(41).integers(-9, 9, (1, 2, 4, 4)))
+    close(F.max_pool2d(xi.cuda(), 2), F.max_pool2d(xi, 2))
+    x = data(2, 3, 6, 8, seed=42)
+    for out in (1, (2, 4), (3, None), (6, 8), (4, 3), (5, 7), (7, 9)):
+        _grads_match(lambda x: F.adaptive_avg_pool2d(x, out), [x])
+    _grads_match(lambda x: F.adaptive_avg_pool2d(x.double()[0], (4, 5)), [x], rtol=1e-10,
+                 atol=1e-12)
+    close(nn.AdaptiveAvgPool2d(1)(x.cuda()), nn.AdaptiveAvgPool2d(1)(x), rtol=1e-5)
+    x1 = data(2, 3, 10, seed=49)                      # the 1-d poolings run the 2-d kernels
+    _grads_match(lambda x: F.max_pool1d(x, 3, 2, 1), [x1])
+    _grads_match(lambda x: F.avg_pool1d(x, 2), [x1])
+    _grads_match(lambda x: F.adaptive_avg_pool1d(x, 5), [x1])
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        F.max_pool2d(ember.zeros(1, 1, 1, 1, device=DEV), 2)
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (3, 2, 4, 5)])
+def test_batch_norm_train_eval_and_running_stats(shape):
+    x = data(*shape, seed=43)
+    C = shape[1]
+    w, b = data(C, seed=44), data(C, seed=45)
+    rm, rv = data(C, seed=46), data(C, lo=0.5, hi=2.0, seed=47)
+    stats = {"cpu": (rm.clone(), rv.clone()), "cuda": (rm.cuda(), rv.cuda())}
+
+    def f(training, momentum, eps):
+        def run(x, w, b):
+            m, v = stats[x.device.type]
+            return F.batch_norm(x, m, v, w, b, training, momentum, eps)
+        return run
+    _grads_match(f(True, 0.3, 1e-4), [x, w, b])
+    # each forward updated its own device's statistics, the same way
+    close(stats["cuda"][0], stats["cpu"][0], rtol=1e-5)
+    close(stats["cuda"][1], stats["cpu"][1], rtol=1e-5)
+    _grads_match(f(False, 0.1, 1e-5), [x, w, b])
+    _grads_match(lambda x: F.batch_norm(x, None, None, None, None, True), [x])
+    _grads_match(lambda x: F.batch_norm(x.transpose(0, 1).contiguous().transpose(0, 1),
+                                        None, None, None, None, True), [x])
+
+
+def test_batch_norm_module_and_errors():
+    ember.manual_seed(0)
+    m, md = nn.BatchNorm2d(3), nn.BatchNorm2d(3).cuda()
+    x = data(4, 3, 2, 2, seed=48)
+    for _ in range(2):
+        close(md(x.cuda()), m(x), rtol=1e-4, atol=1e-5)
+    close(md.running_mean, m.running_mean, rtol=1e-5)
+    close(md.running_var, m.running_var, rtol=1e-5)
+    assert int(md.num_batches_tracked.item()) == 2
+    m.eval()
+    md.eval()
+    close(md(x.cuda()), m(x), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(ember.zeros(1, 3, device=DEV), None, None, training=True)
+    with pytest.raises(RuntimeError, match="same device"):
+        F.batch_norm(ember.zeros(2, 3, device=DEV), ember.zeros(3), ember.ones(3))
+
+
+# --- advanced indexing, index_put, randperm, multinomial ---------------------------------
+
+_I = ember.tensor
+
+
+@pytest.mark.parametrize("key", [
+    lambda a: (_I([0, 2, -1]),),
+    lambda a: (slice(None), _I([4, 0, 0])),
+    lambda a: (_I([0, 3, 1]), slice(None), _I([0, 5, 1])),         # split: B goes first
+    lambda a: (Ellipsis, _I([[1], [3]])),
+    lambda a: (_I([[1], [3]]), None, 1, _I([0, 2, -1])),
+    lambda a: (1, slice(1, 4), _I([0, 5], dtype=ember.int32)),
+    lambda a: (a > 0,),
+    lambda a: (slice(None), a[0] > 0),
+    lambda a: (a[:, :, 0] > 0, _I([2])),
+    lambda a: ([0, 2], [1, 1]),
+    lambda a: (_I([], dtype=ember.int64),),
+    lambda a: (a > 10,),                                             # an empty selection
+])
+def test_advanced_getitem_and_setitem(key):
+    a = data(4, 5, 6, seed=50)
+    k = key(a)
+    kd = tuple(t.cuda() if isinstance(t, ember.Tensor) else t for t in k)
+    ref = a[k]
+    close(a.cuda()[kd], ref)
+    close(a.cuda()[k], ref)                                          # CPU index tensors
+    c, d = a.clone(), a.cuda()
+    v = data(*ref.shape, seed=51)
+    c[k] = v
+    d[kd] = v.cuda()
+    close(d, c)
+    c[k] = -3.0
+    d[kd] = -3.0
+    close(d, c)
+    # gradients through both
+    _grads_match(lambda x: x[k if not x.is_cuda else kd] * 2, [a])
+
+    def put(x, y):
+        x = x * 1
+        x[k if not x.is_cuda else kd] = y
+        return x
+    _grads_match(put, [a, v])
+
+
+def test_indexing_a_strided_view_and_errors():
+    a = data(6, 8, seed=52)
+    i = _I([0, 2, 2, 3])
+    close(a.cuda()[:, ::2][i.cuda(), 1:], a[:, ::2][i, 1:])
+    d, c = a.cuda(), a.clone()
+    d.t()[i.cuda()] = 5.0
+    c.t()[i] = 5.0
+    close(d, c)
+    m8 = (a > 0).to(ember.uint8) * 3                  # a byte mask: nonzero selects
+    close(a.cuda()[m8.cuda()], a[m8])
+    d[d > 0] = ember.tensor(2)                        # a one-element value of another dtype
+    c[c > 0] = ember.tensor(2)
+    close(d, c)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 0 with size 6"):
+        a.cuda()[_I([0, 6]).cuda()]
+    with pytest.raises(IndexError, match="shape mismatch"):
+        a.cuda()[_I([0, 1]).cuda(), _I([0, 1, 2]).cuda()]
+    with pytest.raises(IndexError, match="shape of the mask"):
+        a.cuda()[ember.ones(3, dtype=ember.bool, device=DEV)]
+    with pytest.raises(IndexError, match="tensors used as indices"):
+        a.cuda()[ember.ones(2, device=DEV)]
+    with pytest.raises(RuntimeError, match="shape mismatch: value tensor"):
+        a.cuda()[i.cuda()] = ember.ones(3, device=DEV)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int64, ember.int32])
+def test_index_put_accumulate_sums_duplicates(dtype):
+    x = data(5, 3, seed=53).to(dtype)
+    idx = (_I([0, 4, 0, 0, 2]),)
+    v = data(5, 3, seed=54, lo=-5, hi=5).to(dtype)
+    ref = ember.index_put(x, idx, v, accumulate=True)
+    close(ember.index_put(x.cuda(), (idx[0].cuda(),), v.cuda(), accumulate=True), ref,
+          rtol=1e-6)
+    d = x.cuda()
+    d.index_put_((idx[0].cuda(),), v.cuda(), accumulate=True)
+    close(d, ref, rtol=1e-6)
+    prev = ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True)
+    try:
+        r1 = ember.index_put(x.cuda(), (idx[0].cuda(),), v.cuda(), accumulate=True)
+        r2 = ember.index_put(x.cuda(), (idx[0].cuda(),), v.cuda(), accumulate=True)
+        np.testing.assert_array_equal(_np(r1), _np(r2))
+        close(r1, ref, rtol=1e-6)
+        # two index tensors, a mask, a broadcast value and no accumulate (last write wins)
+        m = x > 0 if dtype.is_floating_point else x != 0
+        close(ember.index_put(x.cuda(), (m.cuda(),), ember.tensor(7).to(dtype).cuda()),
+              ember.index_put(x, (m,), ember.tensor(7).to(dtype)))
+        close(ember.index_put(x.cuda(), (_I([1, 1]).cuda(), _I([2, 2]).cuda()),
+                              v[:2, 0].cuda()),
+              ember.index_put(x, (_I([1, 1]), _I([2, 2])), v[:2, 0]))
+    finally:
+        ember.use_deterministic_algorithms(prev)
+
+
+def test_index_put_gradients():
+    x, v = data(5, 3, seed=55), data(4, 3, seed=56)
+    idx = _I([1, 3, 1, 0])
+    for acc in (True, False):
+        _grads_match(lambda x, v: ember.index_put(x, (idx.cuda() if x.is_cuda else idx,), v,
+                                                  accumulate=acc) * 1.5, [x, v])
+
+
+def test_randperm_and_multinomial_follow_the_cpu_streams():
+    for n in (0, 1, 7, 300):
+        g1, g2 = ember.Generator().manual_seed(4), ember.Generator().manual_seed(4)
+        close(ember.randperm(n, device=DEV, generator=g1), ember.randperm(n, generator=g2))
+    g1, g2 = ember.Generator().manual_seed(4), ember.Generator().manual_seed(4)
+    close(ember.randperm(9, device=DEV, dtype=ember.int32, generator=g1),
+          ember.randperm(9, dtype=ember.int32, generator=g2))
+    p = ember.rand(3, 12, generator=ember.Generator().manual_seed(1))
+    p[:, ::3] = 0
+    for rep, k in ((True, 20), (False, 6), (True, 1)):
+        close(ember.multinomial(p.cuda(), k, rep, generator=g1),
+              ember.multinomial(p, k, rep, generator=g2))
+    close(ember.multinomial(p[0].cuda().double(), 4, generator=g1),
+          ember.multinomial(p[0].double(), 4, generator=g2))
+    with pytest.raises(RuntimeError, match="sum of probabilities"):
+        ember.multinomial(ember.zeros(2, 3, device=DEV), 1)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        ember.multinomial(p.cuda(), 13)

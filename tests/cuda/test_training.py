@@ -82,3 +82,49 @@ def test_mlp_steps_match_cpu_losses(dev):
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4)
     assert gpu_losses[-1] < gpu_losses[0]
     np.testing.assert_allclose(dev.get(pw2), tw2.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def small_cnn():
+    """conv, batch norm, ReLU, max pool, a grouped strided conv, global average pool
+    and a linear head: every CNN kernel of the CUDA backend, forward and backward."""
+    import ember.nn as nn
+
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2), nn.ReLU(),
+        nn.AvgPool2d(2, ceil_mode=True), nn.Conv2d(8, 6, 1), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(6, 5))
+
+
+def cnn_losses(device, steps=3):
+    """Losses of SGD steps (momentum) on the small CNN, from the same initial
+    weights and batch, with the model and data on ``device``; and the model."""
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.standard_normal((8, 3, 12, 12)).astype(np.float32))
+    y = ember.tensor(rng.integers(0, 5, 8))
+    ember.manual_seed(0)
+    model = small_cnn().to(device)
+    opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    xd, yd = x.to(device), y.to(device)
+    for _ in range(steps):
+        loss = F.cross_entropy(model(xd), yd)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, model
+
+
+def test_cnn_training_steps_match_cpu_losses():
+    cpu_losses, cpu_model = cnn_losses("cpu")
+    dev_losses, dev_model = cnn_losses("cuda")
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    assert dev_losses[-1] < dev_losses[0]
+    for (n, pc), (_, pd) in zip(cpu_model.named_parameters(), dev_model.named_parameters()):
+        assert pd.device.type == "cuda", n
+        np.testing.assert_allclose(pd.detach().cpu().numpy(), pc.detach().numpy(), rtol=1e-3,
+                                   atol=1e-4, err_msg=n)
+    for (n, bc), (_, bd) in zip(cpu_model.named_buffers(), dev_model.named_buffers()):
+        np.testing.assert_allclose(bd.cpu().numpy(), bc.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=n)

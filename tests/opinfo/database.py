@@ -284,6 +284,8 @@ OPS = [
     OpInfo("sgn", _unary_samples(), grad=False),
     OpInfo("conj", _view((3, 4), ())),
     OpInfo("resolve_conj", _view((3, 4), ())),
+    OpInfo("resolve_neg", _view((3, 4), ())),
+    OpInfo("conj_physical", _unary_samples()),
     OpInfo("addr", lambda rng, dt: [Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 2, dtype=dt),
                                             _r(rng, 3, dtype=dt))),
                                     Sample((_r(rng, 2, 3, dtype=dt), _r(rng, 2, dtype=dt),

@@ -10,6 +10,11 @@ __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_n
            "clip_grads_with_norm_"]
 
 
+def _foreach(tensors):
+    from ember.optim.optimizer import _foreach
+    return _foreach(tensors)
+
+
 def _grads(parameters):
     if isinstance(parameters, ember.Tensor):
         parameters = [parameters]
@@ -27,7 +32,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     fused = foreach is not False
     with ember.autograd.no_grad():
         # one C call over every tensor when they fit the kernel (same value, bit for bit)
-        total = _fe.total_norm(tensors, norm_type) if fused and norm_type > 0 else None
+        total = _foreach(tensors).total_norm(tensors, norm_type) \
+            if fused and norm_type > 0 else None
         if total is None and norm_type == math.inf:
             norms = [t.detach().abs().max() for t in tensors]
             total = norms[0] if len(norms) == 1 else ember.stack(norms).max()
@@ -50,6 +56,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     if not grads:
         return
+    if foreach is not False and grads[0].is_cuda and isinstance(total_norm, ember.Tensor):
+        with ember.autograd.no_grad():     # the coefficient stays on the device: no sync
+            if _foreach(grads).clip_(grads, float(max_norm), total_norm):
+                return
     coef = float(max_norm) / (float(total_norm) + 1e-6)
     if coef < 1.0:
         with ember.autograd.no_grad():

@@ -1,0 +1,156 @@
+"""The stand-in's scans, stream compaction and optimizer steps (references of
+src_cuda/scan.cu and optim.cu), added to tests/cuda/fake_device.py's FakeLib."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+import ember
+from ember._C import foreach as _fe
+from tests.cuda.fake_device import _E_DTYPE, _guarded, _store, _v, view
+
+
+@_guarded
+class ScanFakes:
+    def emc_scan(self, op, dt, x, O, Kn, In, out, stream):
+        self.calls.append(("scan", op, dt))
+        if dt not in (5, 8, 9) or (dt == 5 and op == 4):
+            return self._fail(_E_DTYPE, "fake scan dtype")
+        v = view(_v(x), dt, (O, Kn, In)).astype(np.int64 if dt == 5 else np.float64)
+        with np.errstate(all="ignore"):
+            r = {0: np.cumsum, 1: np.cumprod, 4: np.logaddexp.accumulate}[op](v, axis=1)
+        _store(view(_v(out), dt, (O, Kn, In)), r, dt)
+        return 0
+
+    def emc_cumext(self, op, dt, x, O, Kn, In, vals, idx, stream):
+        self.calls.append(("cumext", op, dt))
+        if dt not in (5, 8, 9):
+            return self._fail(_E_DTYPE, "fake cumext dtype")
+        v = view(_v(x), dt, (O, Kn, In))
+        out, ix = view(_v(vals), dt, (O, Kn, In)), view(_v(idx), 5, (O, Kn, In))
+        b, bi = v[:, 0].copy(), np.zeros((O, In), np.int64)
+        for k in range(Kn):
+            c = v[:, k]
+            take = np.isnan(c) | (~np.isnan(b) & ((c >= b) if op == 2 else (c <= b))) \
+                if dt != 5 else ((c >= b) if op == 2 else (c <= b))
+            b, bi = np.where(take, c, b), np.where(take, k, bi)
+            out[:, k], ix[:, k] = b, bi
+        return 0
+
+    def emc_mask_positions(self, mask, n, pos, stream):
+        self.calls.append("mask_positions")
+        p = view(_v(pos), 5, (_v(n) + 1,))
+        p[0] = 0
+        p[1:] = np.cumsum(view(_v(mask), 0, (_v(n),)) != 0)
+        return 0
+
+    def emc_nonzero(self, mask, ndim, shape, n, pos, out, stream):
+        self.calls.append("nonzero")
+        shp = tuple(shape[i] for i in range(ndim))
+        m = view(_v(mask), 0, shp)
+        p = view(_v(pos), 5, (_v(n) + 1,))
+        cnt = int(p[-1])
+        view(_v(out), 5, (cnt, ndim))[...] = np.argwhere(m)
+        return 0
+
+    def _rows(self, isz, ptr, n):
+        return view(_v(ptr), 1, (n, isz))
+
+    def emc_masked_select(self, isz, x, mask, pos, n, out, stream):
+        self.calls.append("masked_select")
+        m = view(_v(mask), 0, (_v(n),)).astype(bool)
+        p = view(_v(pos), 5, (_v(n) + 1,))
+        self._rows(isz, out, int(p[-1]))[p[:-1][m]] = self._rows(isz, x, _v(n))[m]
+        return 0
+
+    def emc_masked_scatter(self, isz, out, mask, pos, n, src, stream):
+        self.calls.append("masked_scatter")
+        m = view(_v(mask), 0, (_v(n),)).astype(bool)
+        p = view(_v(pos), 5, (_v(n) + 1,))
+        self._rows(isz, out, _v(n))[m] = self._rows(isz, src, int(p[-1]))[p[:-1][m]]
+        return 0
+
+
+@_guarded
+class OptimFakes:
+    """The CPU's multi-tensor kernels run on the fake device memory (the CUDA kernels
+    promise the CPU's bits)."""
+
+    def _host_tensors(self, ptrs, numel, n, dt):
+        return [ember.from_numpy(view(ptrs[k] or 0, dt, (numel[k],))) for k in range(n)]
+
+    def emc_sgd_multi(self, dt, n, params, grads, bufs, init, numel, a, stream):
+        self.calls.append(("sgd_multi", dt, n))
+        a = _v(a)
+        P, G = (self._host_tensors(x, numel, n, dt) for x in (params, grads))
+        B = self._host_tensors(bufs, numel, n, dt) if _v(bufs) else []
+        ini = [bool(init[k]) for k in range(n)]
+        assert _fe.sgd_(P, G, B, ini, a.lr, a.weight_decay, a.momentum, a.dampening,
+                        bool(a.nesterov), bool(a.maximize))
+        return 0
+
+    def emc_adam_multi(self, dt, n, params, grads, ms, vs, mxs, steps, numel, a, stream):
+        self.calls.append(("adam_multi", dt, n))
+        a = _v(a)
+        rows = [self._host_tensors(x, numel, n, dt) for x in (params, grads, ms, vs)]
+        mx = self._host_tensors(mxs, numel, n, dt) if a.amsgrad else []
+        assert _fe.adam_(*rows, mx, [steps[k] for k in range(n)], a.lr, a.beta1, a.beta2,
+                         a.eps, a.weight_decay, bool(a.amsgrad), bool(a.maximize),
+                         bool(a.decoupled))
+        return 0
+
+    def emc_total_norm(self, dt, n, xs, numel, p, out, stream):
+        self.calls.append(("total_norm", dt, n))
+        p = _v(p)
+        v = np.concatenate([view(xs[k] or 0, dt, (numel[k],)).astype(np.float64)
+                            for k in range(n)] or [np.zeros(0)])
+        a = np.abs(v)
+        r = a.max(initial=0.0) if np.isinf(p) else a.sum() if p == 1 else \
+            np.sqrt((a * a).sum()) if p == 2 else (a ** p).sum() ** (1 / p)
+        _store(view(_v(out), dt, ()), r, dt)
+        return 0
+
+    def emc_clip_multi(self, dt, n, xs, numel, norm, max_norm, stream):
+        self.calls.append(("clip_multi", dt, n))
+        coef = _v(max_norm) / (float(view(_v(norm), dt, ())) + 1e-6)
+        if coef < 1.0:
+            for k in range(n):
+                x = view(xs[k] or 0, dt, (numel[k],))
+                x *= x.dtype.type(coef)
+        return 0
+
+
+@_guarded
+class PeerFakes:
+    """Copies between devices and the events that order them (the runtime's)."""
+
+    def cudaMemcpyPeerAsync(self, dst, ddev, src, sdev, n, stream):
+        assert self.arena.contains(_v(dst)) and self.arena.contains(_v(src))
+        assert _v(ddev) != _v(sdev) and max(_v(ddev), _v(sdev)) < self.ndev
+        self.peer_copies = getattr(self, "peer_copies", 0) + 1
+        ctypes.memmove(_v(dst), _v(src), _v(n))
+        return 0
+
+    def cudaEventCreateWithFlags(self, p, flags):
+        _v(p).value = 0x1000
+        return 0
+
+    def cudaEventRecord(self, ev, stream):
+        return 0
+
+    def cudaStreamWaitEvent(self, stream, ev, flags):
+        return 0
+
+    def cudaEventDestroy(self, ev):
+        return 0
+
+
+def extend(lib, runtime):
+    """Give the stand-in library and runtime the fakes above."""
+    for cls, fakes in ((lib, (ScanFakes, OptimFakes)), (runtime, (PeerFakes,))):
+        for fk in fakes:
+            for name, fn in list(vars(fk).items()):
+                if name.startswith(("emc_", "cuda", "_rows", "_host_tensors")):
+                    setattr(cls, name, fn)
