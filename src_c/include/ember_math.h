@@ -722,8 +722,7 @@ EM_HD_INLINE double em_atanh_d(double x) {
     return copysign(a < 0.5 ? small : big, x);
 }
 
-/* ==== vectorised float32 math, float-only =============================}
-
+/* ==== vectorised float32 math, float-only ====================================
    Kept apart from the functions above: these evaluate in float at full vector
    width (no double steps), for the CPU loops of ew_impl.h. */
 
@@ -986,7 +985,8 @@ EM_HD_INLINE float em_silu_vf(float x) {
     float r = (x * (x < 0.0f ? es : 1.0f)) / d;
     r = x < 0.0f ? r * 2.3283064365386963e-10f : r;
     return x != x ? x : r;
-=======
+}
+
 /* sin, cos and tan of float32 for every finite x.  Below EM_TRIG_MAX the
    reduction of em_sincosf_red; above it Payne-Hanek: |x| = M 2^(E-23) with a
    24-bit integer M, and x 2/pi mod 4 from M times the first 224 bits of 2/pi
