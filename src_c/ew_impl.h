@@ -272,9 +272,7 @@ FOR_INTS(MK_BIN, max, a > b ? a : b)
 FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
 BIN_LOOP(bin_min_bool, em_bool, a & b)
-/* gelu's backward: the fast path vectorises; x < -5.5 is fixed up per block */
-BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_fastf(b), b < EM_GELU_FAST_MIN,
-            a * em_gelu_grad_slowf(b))
+
 BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad(b))
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
@@ -287,14 +285,16 @@ FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
 FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
 UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_sinf_any(x))
-UN_LOOP(un_sin_f64, double, double, sin(x))
+UNFIX_LOOP(un_sin_f64, double, em_sin_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), sin(x))
 UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_cosf_any(x))
-UN_LOOP(un_cos_f64, double, double, cos(x))
+UNFIX_LOOP(un_cos_f64, double, em_cos_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), cos(x))
 UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_tanf_any(x))
-UN_LOOP(un_tan_f64, double, double, tan(x))
-/* exact gelu: the fast path vectorises; x < -5.5 is fixed up per block */
-UNFIX_LOOP(un_gelu_f32, float, em_gelu_fastf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
+UNFIX_LOOP(un_tan_f64, double, em_tan_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), tan(x))
 UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
+/* exp2: float-only with the exponent added to the bits; x < -125 (subnormal
+   results, -inf) takes em_exp2f */
+UNFIX_LOOP(un_exp2_f32, float, em_exp2_vf(x), x < -125.0f, em_exp2f(x))
+UN_LOOP(un_exp2_f64, double, double, exp2(x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 /* float32 lgamma vectorised in double (ember_math.h); x <= 0, inf and NaN take libm.
@@ -305,6 +305,26 @@ UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 EW_WIDE UNFIX_LOOP(un_lgamma_f32, float, em_lgammaf_pos(x), (!(x > 0.0f)) | (x == INFINITY),
            (float)lgamma((double)x))
 UN_LOOP(un_lgamma_f64, double, double, lgamma(x))
+/* exact gelu and its backward in float at full width (ember_math.h); x < -5.5,
+   where the results are below 1e-7, is fixed up per block in double */
+EW_WIDE UNFIX_LOOP(un_gelu_f32, float, em_gelu_vf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
+EW_WIDE BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_vf(b), b < EM_GELU_FAST_MIN,
+                    a * em_gelu_grad_slowf(b))
+/* softplus: prm = {beta, threshold}, read once so the float32 loop vectorises
+   (read through prm in the loop, they might alias the output) */
+static void un_softplus_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
+    const double *prm = (const double *)aux;
+    const float beta = (float)prm[0], thr = (float)prm[1];
+    if (s[0] == 4 && s[1] == 4) {
+        float *o = (float *)p[0]; const float *in = (const float *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = em_softplusf(in[i], beta, thr);
+    } else {
+        char *o = p[0]; const char *in = p[1];
+        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])
+            *(float *)o = em_softplusf(*(const float *)in, beta, thr);
+    }
+}
+UN_LOOP(un_softplus_f64, double, double, em_softplus(x, prm[0], prm[1]))
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {

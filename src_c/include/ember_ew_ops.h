@@ -72,7 +72,7 @@
     X(ABS, abs, "abs", ARITH, NUM_B, OWN, _, _) \
     X(SIGN, sign, "sign", ARITH, NUM_B, OWN, _, _) \
     X(EXP, exp, "exp", FLOAT, FLOATS, F2, em_expf(x), em_exp_d(x)) \
-    X(EXP2, exp2, "exp2", FLOAT, FLOATS, F2, em_exp2f(x), exp2(x)) \
+    X(EXP2, exp2, "exp2", FLOAT, FLOATS, OWN, _, _) \
     X(EXPM1, expm1, "expm1", FLOAT, FLOATS, F2, em_expm1f(x), (T)expm1(x)) \
     X(LOG, log, "log", FLOAT, FLOATS, F2, em_logf(x), em_log_d(x)) \
     X(LOG2, log2, "log2", FLOAT, FLOATS, F2, em_logf(x) * 1.44269504088896341f, em_log2_d(x)) \
@@ -88,15 +88,15 @@
     X(ATAN, atan, "atan", FLOAT, FLOATS, F2, em_atanf(x), (T)atan(x)) \
     X(SINH, sinh, "sinh", FLOAT, FLOATS, F2, em_sinhf(x), (T)sinh(x)) \
     X(COSH, cosh, "cosh", FLOAT, FLOATS, F2, em_coshf(x), (T)cosh(x)) \
-    X(TANH, tanh, "tanh", FLOAT, FLOATS, F2, ew_tanhf(x), tanh(x)) \
+    X(TANH, tanh, "tanh", FLOAT, FLOATS, F2, ew_tanhf(x), em_tanh_vd(x)) \
     X(ASINH, asinh, "asinh", FLOAT, FLOATS, F2, em_asinhf(x), em_asinh_d(x)) \
     X(ACOSH, acosh, "acosh", FLOAT, FLOATS, F2, em_acoshf(x), em_acosh_d(x)) \
-    X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanhf(x), em_atanh_d(x)) \
-    X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, ew_sigmoidf(x), ew_sigmoidd(x)) \
+    X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanh_vf(x), em_atanh_d(x)) \
+    X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, em_sigmoid_vf(x), ew_sigmoidd(x)) \
     X(RELU, relu, "relu", ARITH, NUM, ALL, (x != x) ? x : (x > 0 ? x : 0), _) \
     X(GELU, gelu, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH, gelu_tanh, "", FLOAT, FLOATS, F2, em_gelu_tanhf(x), em_gelu_tanh(x)) \
-    X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_siluf(x), x * ew_sigmoidd(x)) \
+    X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_silu_vf(x), x * ew_sigmoidd(x)) \
     X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish(x)) \
     X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), (T)erf(x)) \
     X(ERFC, erfc, "erfc", FLOAT, FLOATS, F2, em_erfcf(x), (T)erfc(x)) \
@@ -112,8 +112,7 @@
     X(LGAMMA, lgamma, "lgamma", FLOAT, FLOATS, OWN, _, _) \
     /* parametric (prm): softplus {beta, threshold}, leaky_relu {slope}, \
        elu {alpha, scale, input_scale}; clamp reads its own aux block */ \
-    X(SOFTPLUS, softplus, "", FLOAT, FLOATS, F2, \
-      em_softplusf(x, (float)prm[0], (float)prm[1]), em_softplus(x, prm[0], prm[1])) \
+    X(SOFTPLUS, softplus, "", FLOAT, FLOATS, OWN, _, _) \
     X(LEAKY_RELU, leaky_relu, "", FLOAT, FLOATS, ALL, x > 0 ? x : (T)(x * prm[0]), _) \
     X(ELU, elu, "", FLOAT, FLOATS, OWN, _, _) \
     X(CLAMP, clamp, "", ARITH, NUM, OWN, _, _) \

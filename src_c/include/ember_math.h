@@ -722,6 +722,271 @@ EM_HD_INLINE double em_atanh_d(double x) {
     return copysign(a < 0.5 ? small : big, x);
 }
 
+/* ==== vectorised float32 math, float-only ====================================
+   Kept apart from the functions above: these evaluate in float at full vector
+   width (no double steps), for the CPU loops of ew_impl.h. */
+
+/* exp(-w/2) for w = u^2, u = |x| <= 6.5, as 2^n (1 + s2/2): returns s2 (|s2| < 0.84)
+   and *nb = n << 23 (to add to a float's bits).  w's rounding error
+   l = u^2 - w (exact through FMA) enters the reduced argument r2 = 2r, so the
+   result keeps float precision however large w is; expm1 is a degree-6 fit on
+   |r| <= ln2/2 (absolute error 3e-9), which the callers multiply in with one FMA:
+   y exp(-w/2) = 2^n fma(y/2, s2, y). */
+EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
+    float l = fmaf(u, u, -w);
+    float kf = EM_MADF(w, -0.72134752044448170f, 12582912.0f);   /* 1.5 * 2^23 + n */
+    float nf = kf - 12582912.0f;
+    float r2 = EM_MADF(nf, -1.38671875f, -w);                      /* exact */
+    r2 = r2 + EM_MADF(nf, 4.24388880e-4f, -l);                     /* one rounding */
+    float q = 4.354925113148056e-05f;
+    q = EM_MADF(q, r2, 0.0005230681854300201f);
+    q = EM_MADF(q, r2, 0.005208306945860386f);
+    q = EM_MADF(q, r2, 0.041666291654109955f);
+    q = EM_MADF(q, r2, 0.25f);
+    *nb = em_f32_bits(kf) << 23;
+    return EM_MADF(q, r2 * r2, r2);
+}
+
+/* Exact gelu, x >= EM_GELU_FAST_MIN (the loops send x below it to em_gelu_slowf).
+   |x| < A: x Phi(x) = x/2 + x^2 P(x^2).  Beyond, with u = |x|: x Phi(-u) = -u Q(u)
+   and x Phi(u) = x - u Q(u), where u Q(u) = exp(-u^2/2) V(u) and V(u) = u erfcx(u/sqrt 2)/2
+   is smooth and flat (0.17 to 0.39): a polynomial in t = (u - A)/(u + 4), exact
+   at u = A where V changes fastest, in the form c0 + t (c1 + t W(t - t0)) that keeps
+   Horner's partial sums small (the coefficients are halved: v = V/2).  A is where
+   V(A) is a float to 1e-11.  Fits by least squares with float coefficients
+   (mpmath), relative error < 6e-9. */
+#define EM_GELU_A 0.4939231872558594f
+EM_HD_INLINE float em_gelu_vf(float x) {
+    float u = fabsf(x), z = x * x;
+    float p = EM_MADF(z, 0.00019943843653891236f, -0.0012354434002190828f);
+    p = EM_MADF(p, z, 0.009982503019273281f);
+    p = EM_MADF(p, z, -0.06649099290370941f);
+    p = EM_MADF(p, z, 0.3989422917366028f);
+    float small = EM_MADF(z, p, 0.5f * x);
+    small = z == 0.0f ? 0.5f * x : small;           /* keeps the sign of -0 and tiny x */
+    float uc = u > 5.5f ? 5.5f : u;
+    float wc = z > 30.25f ? 30.25f : z;
+    float t = (uc - EM_GELU_A) / (uc + 4.0f), tc = t - 0.26347771286964417f;
+    float v = 0.018359161913394928f;
+    v = EM_MADF(v, tc, 0.013802310451865196f);
+    v = EM_MADF(v, tc, -0.08863650262355804f);
+    v = EM_MADF(v, tc, 0.026577875018119812f);
+    v = EM_MADF(v, tc, 0.29046937823295593f);
+    v = EM_MADF(v, tc, -0.7104407548904419f);
+    v = EM_MADF(v, tc, 0.9388096928596497f);
+    v = EM_MADF(v, tc, -0.8404083251953125f);
+    v = EM_MADF(v, t, 0.5382928848266602f);
+    v = EM_MADF(v, t, 0.08667987585067749f);
+    int32_t nb;
+    float s2 = em_gauss_expm1_vf(uc, wc, &nb);
+    float ev = em_f32_from_bits(em_f32_bits(EM_MADF(v, s2, v + v)) + nb);
+    float big = (x > 0.0f ? x : 0.0f) - ev;
+    big = x != x ? x : big;                         /* the bit arithmetic loses NaN */
+    return u < EM_GELU_A ? small : big;
+}
+
+/* d gelu / dx = Phi(x) + x phi(x), x >= EM_GELU_FAST_MIN.  |x| < A: 1/2 + x P2(x^2).
+   Beyond: Phi(-u) - u phi(u) = exp(-u^2/2) D(u) and Phi(u) + u phi(u) = 1 - that,
+   with D(u) = R(u) - u / sqrt(2 pi), R(u) = erfcx(u/sqrt 2)/2 a polynomial in t as
+   in em_gelu_vf (fitted to u = 6.5, where u phi(u) leaves float range of 1). */
+EM_HD_INLINE float em_gelu_grad_vf(float x) {
+    float u = fabsf(x), z = x * x;
+    float p = EM_MADF(z, 0.00126621313393116f, -0.009583023376762867f);
+    p = EM_MADF(p, z, 0.05985824018716812f);
+    p = EM_MADF(p, z, -0.26596271991729736f);
+    p = EM_MADF(p, z, 0.7978845834732056f);
+    float small = EM_MADF(x, p, 0.5f);
+    float uc = u > 6.5f ? 6.5f : u;
+    float wc = z > 42.25f ? 42.25f : z;
+    float t = (uc - EM_GELU_A) / (uc + 4.0f), tc = t - 0.28600364923477173f;
+    float v = 0.022853365167975426f;
+    v = EM_MADF(v, tc, -0.028726672753691673f);
+    v = EM_MADF(v, tc, -0.058285221457481384f);
+    v = EM_MADF(v, tc, 0.24872909486293793f);
+    v = EM_MADF(v, tc, -0.45195797085762024f);
+    v = EM_MADF(v, tc, 0.5519168376922607f);
+    v = EM_MADF(v, t, -0.5068755745887756f);
+    v = EM_MADF(v, t, 0.17549262940883636f);
+    float d = EM_MADF(uc, -0.19947114020071635f, v);
+    int32_t nb;
+    float s2 = em_gauss_expm1_vf(uc, wc, &nb);
+    float ed = em_f32_from_bits(em_f32_bits(EM_MADF(d, s2, d + d)) + nb);
+    float big = x > 0.0f ? 1.0f - ed : ed;
+    big = x == INFINITY ? NAN : big;                /* inf * phi(inf), as torch */
+    big = x != x ? x : big;
+    return u < EM_GELU_A ? small : big;
+}
+
+/* atanh of a float32 in double, rounded once: 1 +- x are exact, so
+   log((1 + x)/(1 - x)) / 2 has one division and one log (the log1p form has three
+   divisions); below 2^-10 the series x + x^3/3 (the quotient's rounding would
+   dominate there).  +-1 give +-inf, |x| > 1 NaN. */
+EM_HD_INLINE float em_atanh_vf(float x) {
+    double xd = x;
+    double big = 0.5 * em_log_d((1.0 + xd) / (1.0 - xd));
+    double small = EM_MAD(xd * xd, xd * 0.33333333333333333, xd);
+    return (float)(fabs(xd) < 0.0009765625 ? small : big);
+}
+
+/* float64 sin / cos / tan that vectorise (|x| < EM_TRIG_D_MAX; the loops call
+   libm above it): Cody-Waite reduction by pi/2 in three
+   33-bit parts (every product n * part exact for |n| < 2^20) with the remainder
+   carried as hi + lo (TwoSum), and fdlibm's __kernel_sin / __kernel_cos
+   polynomials on |r| <= pi/4 (error < 2^-58), which take the lo part. */
+#define EM_TRIG_D_MAX 1.6e6      /* n = round(x 2/pi) < 2^20 */
+EM_HD_INLINE double em_twosum_err(double a, double b, double s) {
+    double bb = s - a;
+    return (a - (s - bb)) + (b - bb);
+}
+EM_HD_INLINE void em_trig_red_d(double x, double *rh, double *rl, int64_t *q) {
+    double kd = x * 0.63661977236758134308 + 6755399441055744.0;
+    double n = kd - 6755399441055744.0;
+    *q = em_f64_bits(kd);
+    double r0 = x - n * 1.57079632673412561417e+00;          /* exact */
+    double p2 = -n * 6.07710050630396597660e-11;              /* exact */
+    double r1 = r0 + p2, e1 = em_twosum_err(r0, p2, r1);
+    double p3 = -n * 2.02226624871116645580e-21;              /* exact */
+    double r2 = r1 + p3, e2 = em_twosum_err(r1, p3, r2);
+    double lo = (e1 + e2) - n * 8.47842766036889956997e-32;
+    double h = r2 + lo;
+    *rh = h;
+    *rl = lo - (h - r2);
+}
+EM_HD_INLINE double em_ksin_d(double x, double y) {
+    double z = x * x, v = z * x;
+    double r = EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, 1.58969099521155010221e-10, -2.50507602534068634195e-08),
+                      2.75573137070700676789e-06), -1.98412698298579493134e-04), 8.33333333332248946124e-03);
+    return x - ((z * (0.5 * y - v * r) - y) - v * -1.66666666666666324348e-01);
+}
+EM_HD_INLINE double em_kcos_d(double x, double y) {
+    double z = x * x;
+    double r = z * EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, -1.13596475577881948265e-11, 2.08757232129817482790e-09),
+                      -2.75573143513906633035e-07), 2.48015872894767294178e-05), -1.38888888888741095749e-03), 4.16666666666666019037e-02);
+    double hz = 0.5 * z, w = 1.0 - hz;
+    return w + (((1.0 - w) - hz) + (z * r - x * y));
+}
+EM_HD_INLINE double em_sin_vd(double x) {
+    double h, l; int64_t q;
+    em_trig_red_d(x, &h, &l, &q);
+    double s = em_ksin_d(h, l), c = em_kcos_d(h, l);
+    double r = (q & 1) ? c : s;
+    r = (q & 2) ? -r : r;
+    return x == 0.0 ? x : r;
+}
+EM_HD_INLINE double em_cos_vd(double x) {
+    double h, l; int64_t q;
+    em_trig_red_d(x, &h, &l, &q);
+    double s = em_ksin_d(h, l), c = em_kcos_d(h, l);
+    double r = (q & 1) ? -s : c;
+    return (q & 2) ? -r : r;
+}
+/* tan(x + y) on |x + y| <= pi/4 (k = +1) or -1/tan (k = -1): fdlibm's __kernel_tan,
+   branch-free: above 0.6744 it works on pi/4 - x, and -1/tan is formed with a
+   split divisor so the division's rounding does not reach the result */
+EM_HD_INLINE double em_ktan_d(double x, double y, int odd) {
+    int big = fabs(x) >= 0.6743316650390625;
+    double sg = x < 0.0 ? -1.0 : 1.0;
+    double xa = big ? sg * x : x, ya = big ? sg * y : y;
+    double z0 = 7.85398163397448278999e-01 - xa, w0 = 3.06161699786838301793e-17 - ya;
+    x = big ? z0 + w0 : x;
+    y = big ? 0.0 : y;
+    double z = x * x, w = z * z;
+    double r = EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, -1.85586374855275456654e-05, 7.81794442939557092300e-05),
+                      5.88041240820264096874e-04), 3.59207910759131235356e-03), 2.18694882948595424599e-02), 1.33333333333201242699e-01);
+    double v = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, 2.59073051863633712884e-05, 7.14072491382608190305e-05),
+                      2.46463134818469906812e-04), 1.45620945432529025516e-03), 8.86323982359930005737e-03), 5.39682539762260521377e-02);
+    double s = z * x;
+    r = y + z * (s * (r + v) + y);
+    r += 3.33333333333334091986e-01 * s;
+    w = x + r;
+    double vk = odd ? -1.0 : 1.0;
+    double bigr = sg * (vk - 2.0 * (x - (w * w / (w + vk) - r)));
+    /* -1/(x + r) accurately: w split in two, the remainder carried */
+    double zz = em_f64_from_bits(em_f64_bits(w) & (int64_t)0xffffffff00000000ULL);
+    double vv = r - (zz - x);
+    double a = -1.0 / w;
+    double t = em_f64_from_bits(em_f64_bits(a) & (int64_t)0xffffffff00000000ULL);
+    double ss = 1.0 + t * zz;
+    double inv = t + a * (ss + t * vv);
+    return big ? bigr : (odd ? inv : w);
+}
+EM_HD_INLINE double em_tan_vd(double x) {
+    double h, l; int64_t q;
+    em_trig_red_d(x, &h, &l, &q);
+    double r = em_ktan_d(h, l, (int)(q & 1));
+    return x == 0.0 ? x : r;
+}
+
+/* float64 tanh: Cephes' rational x + x^3 P(x^2)/Q(x^2) below 0.625, and
+   1 - 2/(exp(2|x|) + 1) above (em_exp_d; +-1 from |x| = 19.1 on) */
+EM_HD_INLINE double em_tanh_vd(double x) {
+    double a = fabs(x), z = x * x;
+    double p = EM_MAD(EM_MAD(-9.64399179425052238628e-1, z, -9.92877231001918586564e1), z,
+                      -1.61468768441708447952e3);
+    double q = EM_MAD(EM_MAD(z + 1.12811678491632931402e2, z, 2.23548839060100448583e3), z,
+                      4.84406305325125486048e3);
+    double small = EM_MAD(x * z, p / q, x);
+    double e = em_exp_d(2.0 * (a > 40.0 ? 40.0 : a));
+    double big = copysign(1.0 - 2.0 / (e + 1.0), x);
+    return x == 0.0 ? x : (a < 0.625 ? small : big);
+}
+
+/* 2^x for float32 x >= -125 (the loops send smaller x to em_exp2f): n = round(x)
+   through the 1.5 * 2^23 shifter, f = x - n exact, 2^f = 1 + f q(f) a degree-6 fit
+   on |f| <= 1/2 (relative error 3.6e-9, float coefficients), and n added to the
+   exponent bits; integers are exact, x >= 128 gives inf */
+EM_HD_INLINE float em_exp2_vf(float x) {
+    float xc = x > 128.0f ? 128.0f : x;
+    float kf = xc + 12582912.0f;
+    float f = xc - (kf - 12582912.0f);
+    float p = 0.00015238006017170846f;
+    p = EM_MADF(p, f, 0.0013391136890277267f);
+    p = EM_MADF(p, f, 0.009618841111660004f);
+    p = EM_MADF(p, f, 0.055503591895103455f);
+    p = EM_MADF(p, f, 0.24022644758224487f);
+    p = EM_MADF(p, f, 0.6931471824645996f);
+    p = EM_MADF(p, f, 1.0f);
+    float r = em_f32_from_bits(em_f32_bits(p) + (em_f32_bits(kf) << 23));
+    return x != x ? x : r;
+}
+
+/* exp(-a) 2^32 for 0 <= a <= 108 (normal throughout): the 1.5 * 2^23 shifter
+   rounds a / ln2 (its low bits carry n + 32 for the exponent), r = -a + n ln2 in
+   two FMAs, expm1(r) a degree-7 fit (absolute error 1e-10), n + 32 added to the
+   exponent bits */
+EM_HD_INLINE float em_exp_neg_scaled_vf(float a) {
+    float kf = EM_MADF(a, -1.44269504088896341f, 12582944.0f);     /* 1.5 * 2^23 + 32 + n */
+    float nf = kf - 12582944.0f;
+    float r = EM_MADF(nf, -0.693359375f, -a);
+    r = EM_MADF(nf, 2.12194440e-4f, r);
+    float q = 0.00019953405717387795f;
+    q = EM_MADF(q, r, 0.001393576036207378f);
+    q = EM_MADF(q, r, 0.008333197794854641f);
+    q = EM_MADF(q, r, 0.04166645556688309f);
+    q = EM_MADF(q, r, 0.1666666716337204f);
+    q = EM_MADF(q, r, 0.5f);
+    float y = EM_MADF(q, r * r, r) + 1.0f;
+    return em_f32_from_bits(em_f32_bits(y) + (em_f32_bits(kf) << 23));
+}
+/* sigmoid and silu as em_sigmoidf / em_siluf (num / (1 + e), e = exp(-|x|) formed
+   times 2^32 so the tail reaches the subnormal range) with the exponential above */
+EM_HD_INLINE float em_sigmoid_vf(float x) {
+    float a = fabsf(x);
+    float es = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a);
+    float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
+    float r = (x < 0.0f ? es * 2.3283064365386963e-10f : 1.0f) / d;
+    return x != x ? x : r;
+}
+EM_HD_INLINE float em_silu_vf(float x) {
+    float a = fabsf(x);
+    float es = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a);
+    es = a > 108.0f ? 0.0f : es;                    /* x e^x is 0 there (-inf gives NaN) */
+    float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
+    float r = (x * (x < 0.0f ? es : 1.0f)) / d;
+    r = x < 0.0f ? r * 2.3283064365386963e-10f : r;
+    return x != x ? x : r;
+}
+
 /* sin, cos and tan of float32 for every finite x.  Below EM_TRIG_MAX the
    reduction of em_sincosf_red; above it Payne-Hanek: |x| = M 2^(E-23) with a
    24-bit integer M, and x 2/pi mod 4 from M times the first 224 bits of 2/pi

@@ -103,7 +103,14 @@ EM_HD_INLINE double em_gelu_grad(double b) {
 /* grad * silu'(x) */
 EM_HD_INLINE float em_silu_bwf(float g, float x) { float s = em_sigmoidf(x); return g * s * (1 + x * (1 - s)); }
 EM_HD_INLINE double em_silu_bw(double g, double x) { double s = em_sigmoidd(x); return g * s * (1 + x * (1 - s)); }
-EM_HD_INLINE float em_mishf(float x) { return x * em_tanhf(x > 20 ? x : em_log1pf(em_expf(x))); }
+/* below x = -20, tanh(softplus(x)) = e^x to float precision: mish is x e^x, with
+   e^x scaled by 2^64 so it stays normal until the last product */
+EM_HD_INLINE float em_mishf(float x) {
+    float m = x * em_tanhf(x > 20 ? x : em_log1pf(em_expf(x)));
+    float xc = x < -120.0f ? -120.0f : x;           /* x e^x is 0 below -104 */
+    float t = (xc * em_exp_reduced(xc, 64)) * 5.421010862427522e-20f;
+    return (x < -20.0f) & (x > -INFINITY) ? t : m;
+}
 EM_HD_INLINE double em_mish(double x) { return x * tanh(x > 20 ? x : log1p(exp(x))); }
 /* softplus(x) = log(1 + exp(beta x)) / beta, linear above the threshold */
 EM_HD_INLINE float em_softplusf(float x, float beta, float thr) {
