@@ -93,20 +93,29 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
     return y
 
 
+cdef tuple _bwd_operands(str op, grad, input, stat1, str name1, stat2, str name2, weight,
+                         bint need_input, bint need_weight, bint need_bias):
+    """The contiguous operands of a norm backward and its outputs (None where not
+    needed): (x, g, stat1, stat2, w, dx, dw, db)."""
+    cdef TensorBase x = contig(as_tensor(input, op, "input"))
+    cdef int64_t C = x._shape[1]
+    return (x, contig(cast(as_tensor(grad, op, "grad"), x._dtype)),
+            contig(as_tensor(stat1, op, name1)), contig(as_tensor(stat2, op, name2)),
+            contig(<TensorBase>weight) if weight is not None else None,
+            new_like(x, -1) if need_input else None,
+            _vec(C, x) if need_weight else None, _vec(C, x) if need_bias else None)
+
+
 def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint training,
                         bint need_input, bint need_weight, bint need_bias):
     """(grad_input, grad_weight, grad_bias) of batch_norm from the saved mean and
     1/std (flat [C] parameter gradients); None for each one not needed.  Not
     recorded: the formula composes public ops when a graph of the backward is wanted."""
-    cdef TensorBase x = contig(as_tensor(input, "batch_norm_backward", "input"))
-    cdef TensorBase g = contig(cast(as_tensor(grad, "batch_norm_backward", "grad"), x._dtype))
-    cdef TensorBase sm = contig(as_tensor(save_mean, "batch_norm_backward", "save_mean"))
-    cdef TensorBase si = contig(as_tensor(save_invstd, "batch_norm_backward", "save_invstd"))
+    cdef TensorBase x, g, sm, si, w, dx, dw, db
+    x, g, sm, si, w, dx, dw, db = _bwd_operands(
+        "batch_norm_backward", grad, input, save_mean, "save_mean", save_invstd, "save_invstd",
+        weight, need_input, need_weight, need_bias)
     cdef int64_t N = x._shape[0], C = x._shape[1], HW = _hw(x)
-    cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
-    cdef TensorBase dx = new_like(x, -1) if need_input else None
-    cdef TensorBase dw = _vec(C, x) if need_weight else None
-    cdef TensorBase db = _vec(C, x) if need_bias else None
     cdef const char *wp = _cptr(w)
     cdef char *dxp = data_ptr(dx) if dx is not None else NULL
     cdef char *dwp = data_ptr(dw) if dw is not None else NULL
@@ -159,15 +168,11 @@ def group_norm_backward(grad, input, mean, rstd, weight, int64_t num_groups, bin
                         bint need_weight, bint need_bias):
     """(grad_input, grad_weight, grad_bias) of group_norm from the saved per-(sample,
     group) mean and 1/std; None for each one not needed.  Not recorded."""
-    cdef TensorBase x = contig(as_tensor(input, "group_norm_backward", "input"))
-    cdef TensorBase g = contig(cast(as_tensor(grad, "group_norm_backward", "grad"), x._dtype))
-    cdef TensorBase mu = contig(as_tensor(mean, "group_norm_backward", "mean"))
-    cdef TensorBase rs = contig(as_tensor(rstd, "group_norm_backward", "rstd"))
+    cdef TensorBase x, g, mu, rs, w, dx, dw, db
+    x, g, mu, rs, w, dx, dw, db = _bwd_operands(
+        "group_norm_backward", grad, input, mean, "mean", rstd, "rstd", weight, need_input,
+        need_weight, need_bias)
     cdef int64_t N = x._shape[0], C = x._shape[1], HW = _hw(x)
-    cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
-    cdef TensorBase dx = new_like(x, -1) if need_input else None
-    cdef TensorBase dw = _vec(C, x) if need_weight else None
-    cdef TensorBase db = _vec(C, x) if need_bias else None
     cdef const char *wp = _cptr(w)
     cdef char *dxp = data_ptr(dx) if dx is not None else NULL
     cdef char *dwp = data_ptr(dw) if dw is not None else NULL
