@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
-from ember.fx.node import Node, map_aggregate, map_arg
+from ember.fx.node import INPUT_OP, Node, map_aggregate, map_arg
 
 
 class CallMemo:
@@ -310,14 +310,14 @@ def split_program(graph: Graph, root: Any, examples: dict,
     ``compile_graph(gm, example_inputs)``.  ``examples`` maps nodes to the values
     they had while capturing."""
     nodes = list(graph.nodes)
-    graph_inputs = [n for n in nodes if n.op == "placeholder"]
+    graph_inputs = graph.find_nodes(op=INPUT_OP)
     output = nodes[-1]
 
     # pieces: ("graph", [nodes]) | ("value", node) | ("eager", node, [getitem nodes])
     pieces: list[list] = []
     current: list[Node] = []
     for n in nodes:
-        if n.op in ("placeholder", "output"):
+        if n.op in (INPUT_OP, "output"):
             continue
         kind = split_kind(n)
         if kind is not None:

@@ -16,7 +16,9 @@ __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
 Argument = Any
 Target = Any
 
-OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
+# torch.fx's opcode for a graph input (the name is part of fx's public API)
+INPUT_OP = "placeholder"
+OPCODES = (INPUT_OP, "get_attr", "call_function", "call_method", "call_module", "output")
 
 # Magic methods a Proxy records as ``operator`` calls; codegen prints them back as syntax.
 BINARY_MAGIC = {

@@ -26,7 +26,7 @@ import ember
 from ember._C import core as _core
 from ember.autograd.function import Function
 from ember.fx import Graph, GraphModule, Node
-from ember.fx.node import map_arg
+from ember.fx.node import INPUT_OP, map_arg
 from ember.fx.passes.shape_prop import _extract_tensor_metadata
 
 from ..capture import _DATA_DEPENDENT, _TO_PYTHON, _Capture
@@ -241,7 +241,7 @@ def trace_joint(gm: GraphModule, example_inputs: list, islands: frozenset = froz
     output nodes, gradient node per primal or None, differentiable-output mask,
     the forward's in-place writes)."""
     tr = _JointTracer()
-    graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    graph_inputs = gm.graph.find_nodes(op=INPUT_OP)
     primals = [_trace_copy(x) for x in example_inputs]
     p_nodes = [tr.add_input(p, ph.name) if isinstance(p, TensorBase) else None
                for p, ph in zip(primals, graph_inputs)]
@@ -250,7 +250,7 @@ def trace_joint(gm: GraphModule, example_inputs: list, islands: frozenset = froz
     env: dict = dict(zip(graph_inputs, primals))
     with ember.enable_grad(), tr:
         for n in gm.graph.nodes:
-            if n.op == "placeholder":
+            if n.op == INPUT_OP:
                 continue
             if n.op == "output":
                 outs = map_arg(n.args[0], env.__getitem__)

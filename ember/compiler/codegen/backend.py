@@ -22,7 +22,7 @@ from typing import Any, Callable
 import ember
 from ember._C import cgrun as _cgrun
 from ember.fx import Graph, GraphModule, Node
-from ember.fx.node import map_arg
+from ember.fx.node import INPUT_OP, map_arg
 
 from .. import Backend, CompileMode
 from . import cache
@@ -142,7 +142,7 @@ class CompiledGraph:
                  tune_file: Path | None = None) -> None:
         self.gm = gm
         self.lib = lib          # the kernels' code stays mapped while this graph lives
-        self.graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.graph_inputs = gm.graph.find_nodes(op=INPUT_OP)
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
         self.steps = []
         ki = 0
@@ -167,7 +167,7 @@ class CompiledGraph:
         keep = set(self.output.all_input_nodes)
         self.free = [[] for _ in self.steps]
         for n, i in last.items():
-            if n not in keep and n.op != "placeholder":
+            if n not in keep and n.op != INPUT_OP:
                 self.free[i].append(n)
 
     @property

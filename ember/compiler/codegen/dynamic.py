@@ -28,6 +28,7 @@ import weakref
 from typing import Any
 
 from ember.fx import Graph, GraphModule, Node
+from ember.fx.node import INPUT_OP
 
 _MAX_SIZES = 64           # resized entries per function (each holds a small runtime)
 _state: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -381,7 +382,7 @@ def _resized(code: Any, key: tuple, leaves: list, slot: dict, s: Any) -> Any:
     inputs = [leaves[i] for i in src.user_idx] + [f(leaves) for f in src.lifted]
     # the resized graph inputs must describe these very arguments (a transposed or
     # sliced input at a new size is a new layout, not a new size)
-    phs = [n for n in g.nodes if n.op == "placeholder"]
+    phs = g.find_nodes(op=INPUT_OP)
     if len(phs) != len(inputs) or any(
             tuple(n.meta["tensor_meta"].shape) != tuple(t.shape) or
             tuple(n.meta["tensor_meta"].stride) != tuple(t.stride()) for n, t in zip(phs, inputs)):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ember.fx import Node
+from ember.fx.node import INPUT_OP
 
 from . import lowering as L
 
@@ -271,7 +272,7 @@ def partition(graph: Any) -> list:
         open_k = None
 
     for n in graph.nodes:
-        if n.op in ("placeholder", "output"):
+        if n.op in (INPUT_OP, "output"):
             continue
         name = _op_name(n)
         if name == "linear" and gemm_operands(n) is not None:
