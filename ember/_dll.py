@@ -299,6 +299,8 @@ CUDA_SYMBOLS = {
     "emc_conv2d_bwd_weight": ("i", "ipppppp"),
     "emc_max_pool2d_fwd": ("i", "ippppp"),
     "emc_max_pool2d_bwd": ("i", "ippppp"),
+    "emc_adaptive_max_pool2d_fwd": ("i", "ippppp"),
+    "emc_adaptive_max_pool2d_bwd": ("i", "ippppp"),
     "emc_avg_pool2d_fwd": ("i", "ipppp"),
     "emc_avg_pool2d_bwd": ("i", "ipppp"),
     "emc_sort": ("i", "ipqqippp"),

@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember.cuda import _dispatch, _kernels
+from tests.cuda import test_device_extra_ops as _device_extra_ops
 from tests.cuda import test_device_scan_optim as _device_scan_optim
 from tests.cuda import test_device_tensors as _device_tests
 from tests.cuda.fake_device import FakeDevice
@@ -81,7 +82,8 @@ def test_supported_ops_cover_the_issue_list():
 
 @pytest.fixture(autouse=True)
 def _fake_device(request):
-    if request.function.__module__ not in (_device_tests.__name__, _device_scan_optim.__name__):
+    if request.function.__module__ not in (_device_tests.__name__, _device_scan_optim.__name__,
+                                           _device_extra_ops.__name__):
         yield None
         return
     with FakeDevice() as fd:
@@ -89,7 +91,7 @@ def _fake_device(request):
 
 
 # the device tests, collected here too (without their `cuda` mark)
-for _mod in (_device_tests, _device_scan_optim):
+for _mod in (_device_tests, _device_scan_optim, _device_extra_ops):
     for _name in dir(_mod):
         if _name.startswith("test_"):
             globals()[_name] = getattr(_mod, _name)

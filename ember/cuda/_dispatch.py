@@ -658,4 +658,11 @@ def _clone(input, *, memory_format=None):
 
 
 # the other kernel modules register themselves
-from ember.cuda import _cnn_ops, _device_ops, _index_ops, _nn_ops, _scan_ops  # noqa: E402,F401
+from ember.cuda import (  # noqa: E402,F401
+    _blas_ops,
+    _cnn_ops,
+    _device_ops,
+    _index_ops,
+    _nn_ops,
+    _scan_ops,
+)

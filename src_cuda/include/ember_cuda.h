@@ -190,6 +190,14 @@ EMC_API int emc_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const vo
                                int64_t *idx, void *stream);
 EMC_API int emc_max_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy,
                                const int64_t *idx, void *dx, void *stream);
+/* adaptive max pooling (planes, H, W, Ho, Wo of p; the rest unused): output (oh, ow)
+   takes rows [oh H / Ho, ceil((oh + 1) H / Ho)) and the columns alike; NaN wins
+   (the last one), ties the first; the backward gathers as emc_max_pool2d_bwd */
+EMC_API int emc_adaptive_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x,
+                                        void *y, int64_t *idx, void *stream);
+EMC_API int emc_adaptive_max_pool2d_bwd(int dtype, const ember_pool2d_params *p,
+                                        const void *dy, const int64_t *idx, void *dx,
+                                        void *stream);
 /* average pooling with count_include_pad / divisor as PyTorch (dilation unused) */
 EMC_API int emc_avg_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x, void *y,
                                void *stream);
@@ -202,7 +210,8 @@ EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const vo
 EMC_API int emc_sort(int dtype, const void *x, int64_t rows, int64_t n, int descending,
                      void *vals, int64_t *idx, void *stream);
 /* the k largest (largest = 1) or smallest of each row, in sorted order, ties by
-   index; vals / idx [rows, k] (either may be NULL) */
+   index; vals / idx [rows, k] (either may be NULL); k <= 256 of a row longer than
+   a sort tile merges only each tile's first k */
 EMC_API int emc_topk(int dtype, const void *x, int64_t rows, int64_t n, int64_t k, int largest,
                      void *vals, int64_t *idx, void *stream);
 
@@ -254,7 +263,8 @@ EMC_API int emc_rand_int_host(int dtype, void *out, int64_t n, uint64_t seed, ui
 EMC_API int emc_index_select(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
                              const int64_t *idx, int64_t n_idx, void *out, void *stream);
 /* out [O, S, I] += src [O, n_idx, I] at idx: index_add, embedding backward.
-   deterministic = 1 sums in index order (no atomics); floats only for 0. */
+   deterministic = 1 sums in index order (indices sorted stably by target, one
+   thread per target run and column; no atomics); float dtypes. */
 EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
                           const int64_t *idx, int64_t n_idx, const void *src, int deterministic,
                           void *stream);
@@ -287,7 +297,8 @@ EMC_API int emc_check_index_error(void *stream);
 /* --- scans and stream compaction (scan.cu) ------------------------------------ */
 /* inclusive scan over K of a contiguous [O, K, I]: SC_SUM, SC_PROD (f32 with a
    double accumulator, f64, i64 wrapping), SC_LOGSUMEXP (f32, f64); fixed tiles,
-   independent of the launch (columns are the CPU's serial order exactly) */
+   independent of the launch (many columns are the CPU's serial order exactly; at
+   most 4096 columns of 1024+ elements take the tiles, like rows) */
 EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
                      void *out, void *stream);
 /* cummax (SC_MAX) / cummin (SC_MIN) over K of a contiguous [O, K, I] (f32, f64, i64):

@@ -350,7 +350,10 @@ class FakeLib:
     # -- sort
     def _order(self, dt, x, rows, n, descending):
         v = _vals(view(_v(x), dt, (rows, n)), dt).astype(np.float64)
-        return np.argsort(-v if descending else v, axis=1, kind="stable"), v
+        nan = np.isnan(v)                     # NaN is the largest; ties by index
+        key = np.where(nan, 0.0, -v if descending else v)
+        first = ~nan if descending else nan
+        return np.lexsort((key, first), axis=-1), v
 
     def emc_sort(self, dt, x, rows, n, descending, vals, idx, stream):
         self.calls.append("sort")
@@ -503,7 +506,9 @@ class FakeLib:
         self.calls.append(("index_add", det))
         i = self._idx(idx, n, S)
         o = view(_v(out), dt, (O, S, In))
-        acc = _vals(o, dt).astype(np.float64 if dt >= 6 else np.int64)
+        # in index order, rounding to the dtype after each add (the kernels' sum)
+        acc = _vals(o, dt).astype({6: np.float16, 9: np.float64}.get(dt, np.float32)
+                                  if dt >= 6 else np.int64)
         np.add.at(acc, (slice(None), i, slice(None)),
                   _vals(view(_v(src), dt, (O, n, In)), dt))
         _store(o, acc, dt)
