@@ -301,6 +301,8 @@ CUDA_SYMBOLS = {
     "emc_max_pool2d_bwd": ("i", "ippppp"),
     "emc_adaptive_max_pool2d_fwd": ("i", "ippppp"),
     "emc_adaptive_max_pool2d_bwd": ("i", "ippppp"),
+    "emc_sdpa_fwd": ("i", "ipppqqqqqdidQQppp"),
+    "emc_sdpa_bwd": ("i", "ippppppqqqqqdidQQpppp"),
     "emc_avg_pool2d_fwd": ("i", "ipppp"),
     "emc_avg_pool2d_bwd": ("i", "ipppp"),
     "emc_sort": ("i", "ipqqippp"),

@@ -233,3 +233,17 @@ def test_copies_between_devices_never_touch_the_host():
         assert _kernels.H2D not in kinds and _kernels.D2H not in kinds, kinds
         assert fd.rt.peer_copies >= 8
         check_cross_device(out, a)
+
+
+def test_attention_takes_the_fused_kernels_where_they_fit():
+    q = ember.randn(2, 5, 8)
+    with FakeDevice() as fd:
+        ember.manual_seed(1)
+        y = ember.nn.functional.scaled_dot_product_attention(
+            q.cuda().requires_grad_(), q.cuda(), q.cuda(), dropout_p=0.5, is_causal=True)
+        y.sum().backward()
+        assert ("sdpa_fwd", 1, True) in fd.lib.calls and ("sdpa_bwd", 1, True) in fd.lib.calls
+        fd.lib.calls.clear()
+        ember.nn.functional.scaled_dot_product_attention(
+            q.cuda(), q.cuda(), q.cuda(), attn_mask=ember.ones(5, 5, device="cuda"))
+        assert not any(c[0] == "sdpa_fwd" for c in fd.lib.calls if isinstance(c, tuple))

@@ -327,7 +327,8 @@ def _scan_optim_rows(torch):
 
 def _extra_rows(torch):
     """addmm, adaptive max pooling, max pooling's gather backward, deterministic
-    index_add, a scan down few long columns and topk of a few (tensor API)."""
+    index_add, a scan down few long columns, topk of a few and fused attention
+    (tensor API)."""
     import ember.nn.functional as F
     from ember._C import conv as _conv
 
@@ -381,6 +382,17 @@ def _extra_rows(torch):
     row("cumsum 2^22 x 4 cols", lambda: ember.cumsum(col, 0), lambda: torch.cumsum(tcol, 0))
     r, tr = both((64, 1 << 17), 8)
     row("topk 64x2^17 k=8", lambda: ember.topk(r, 8), lambda: torch.topk(tr, 8))
+    (aq, taq), (ak, tak), (av, tav) = (both((8, 16, 1024, 64), s) for s in (9, 10, 11))
+    sdpa, tsdpa = F.scaled_dot_product_attention, (
+        torch.nn.functional.scaled_dot_product_attention if torch is not None else None)
+    row("sdpa causal 8x16x1024x64", lambda: sdpa(aq, ak, av, is_causal=True),
+        lambda: tsdpa(taq, tak, tav, is_causal=True), iters=5)
+    aq.requires_grad_()
+    if torch is not None:
+        taq.requires_grad_()
+    row("sdpa causal fwd+bwd p=0.1", lambda: sdpa(aq, ak, av, dropout_p=0.1,
+                                                  is_causal=True).sum().backward(),
+        lambda: tsdpa(taq, tak, tav, dropout_p=0.1, is_causal=True).sum().backward(), iters=5)
     return rows
 
 

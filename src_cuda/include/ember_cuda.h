@@ -204,6 +204,21 @@ EMC_API int emc_avg_pool2d_fwd(int dtype, const ember_pool2d_params *p, const vo
 EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy, void *dx,
                                void *stream);
 
+/* --- fused attention (attention.cu): q [BH, L, D], k [BH, S, D], v [BH, S, Dv],
+   out [BH, L, Dv], lse [BH, L] contiguous, float32 / float64, D and Dv <= 256;
+   softmax(q k^T scale [causal: key j <= query i]) v, dropout p (0 <= p < 1) keeping
+   score (bh, i, j) when the Philox word of flat index (bh L + i) S + j at
+   (seed, offset) is at least p 2^32 (native_dropout's draw); the backward
+   regenerates that mask and overwrites dq, dk, dv ---------------------------- */
+EMC_API int emc_sdpa_fwd(int dtype, const void *q, const void *k, const void *v, int64_t BH,
+                         int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
+                         double p, uint64_t seed, uint64_t offset, void *out, void *lse,
+                         void *stream);
+EMC_API int emc_sdpa_bwd(int dtype, const void *dout, const void *q, const void *k, const void *v,
+                         const void *out, const void *lse, int64_t BH, int64_t L, int64_t S,
+                         int64_t D, int64_t Dv, double scale, int causal, double p, uint64_t seed,
+                         uint64_t offset, void *dq, void *dk, void *dv, void *stream);
+
 /* --- sort (sort.cu) ------------------------------------------------------------ */
 /* stable sort of each contiguous row of n (real dtypes): vals (may be NULL) and
    int64 idx [rows, n]; NaN is the largest value */

@@ -9,6 +9,7 @@ import numpy as np
 
 import ember
 from ember._C import foreach as _fe
+from ember._C import random as _rnd
 from tests.cuda.fake_device import _E_DTYPE, _guarded, _store, _v, _vals, view
 
 
@@ -209,11 +210,65 @@ class PoolFakes:
         return 0
 
 
+@_guarded
+class AttentionFakes:
+    """The fused attention (src_cuda/attention.cu) in float64 NumPy, with the keep-mask
+    of ember's CPU dropout at the same (seed, offset)."""
+
+    def _att_probs(self, dt, q, k, BH, L, S, D, scale, causal, lse=None):
+        Q = view(_v(q), dt, (BH, L, D)).astype(np.float64)
+        Kt = view(_v(k), dt, (BH, S, D)).astype(np.float64)
+        s = Q @ Kt.transpose(0, 2, 1) * _v(scale)
+        if _v(causal):
+            s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+        if lse is None:
+            m = s.max(-1, keepdims=True)
+            lse = (m + np.log(np.exp(s - m).sum(-1, keepdims=True)))[..., 0]
+        return Q, Kt, np.exp(s - lse[..., None]), lse
+
+    @staticmethod
+    def _att_keep(BH, L, S, p, seed, off):
+        if _v(p) == 0:
+            return 1.0
+        g = ember.Generator().manual_seed(_v(seed)).set_offset(_v(off))
+        ones = ember.ones(BH * L * S, dtype=ember.float64)
+        return _rnd.dropout(ones, _v(p), True, generator=g)[0].numpy().reshape(BH, L, S)
+
+    def emc_sdpa_fwd(self, dt, q, k, v, BH, L, S, D, Dv, scale, causal, p, seed, off, out,
+                     lse, stream):
+        self.calls.append(("sdpa_fwd", _v(causal), _v(p) > 0))
+        if dt not in (8, 9):
+            return self._fail(_E_DTYPE, "fake sdpa dtype")
+        _, _, P, ls = self._att_probs(dt, q, k, BH, L, S, D, scale, causal)
+        V = view(_v(v), dt, (BH, S, Dv)).astype(np.float64)
+        _store(view(_v(out), dt, (BH, L, Dv)), (P * self._att_keep(BH, L, S, p, seed, off)) @ V,
+               dt)
+        _store(view(_v(lse), dt, (BH, L)), ls, dt)
+        return 0
+
+    def emc_sdpa_bwd(self, dt, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale, causal, p,
+                     seed, off, dq, dk, dv, stream):
+        self.calls.append(("sdpa_bwd", _v(causal), _v(p) > 0))
+        ls = view(_v(lse), dt, (BH, L)).astype(np.float64)
+        Q, Kt, P, _ = self._att_probs(dt, q, k, BH, L, S, D, scale, causal, ls)
+        V = view(_v(v), dt, (BH, S, Dv)).astype(np.float64)
+        G = view(_v(dout), dt, (BH, L, Dv)).astype(np.float64)
+        O = view(_v(out), dt, (BH, L, Dv)).astype(np.float64)
+        Z = self._att_keep(BH, L, S, p, seed, off)
+        di = (G * O).sum(-1, keepdims=True)
+        dS = P * ((G @ V.transpose(0, 2, 1)) * Z - di)
+        _store(view(_v(dq), dt, (BH, L, D)), dS @ Kt * _v(scale), dt)
+        _store(view(_v(dk), dt, (BH, S, D)), dS.transpose(0, 2, 1) @ Q * _v(scale), dt)
+        _store(view(_v(dv), dt, (BH, S, Dv)), (P * Z).transpose(0, 2, 1) @ G, dt)
+        return 0
+
+
 def extend(lib, runtime):
     """Give the stand-in library and runtime the fakes above."""
-    for cls, fakes in ((lib, (ScanFakes, OptimFakes, PoolFakes)), (runtime, (PeerFakes,))):
+    for cls, fakes in ((lib, (ScanFakes, OptimFakes, PoolFakes, AttentionFakes)),
+                       (runtime, (PeerFakes,))):
         for fk in fakes:
             for name, fn in list(vars(fk).items()):
                 if name.startswith(("emc_", "cuda", "_rows", "_host_tensors", "_gather_bwd",
-                                    "_ada")):
+                                    "_ada", "_att_")):
                     setattr(cls, name, fn)

@@ -194,7 +194,46 @@ def test_layer_norm_double_backward(affine):
         close(a, b_, 1e-9, 1e-10)
 
 
-# --- attention dropout -------------------------------------------------------------
+# --- attention ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_attention_values_and_grads(causal, dtype):
+    tol = 1e-4 if dtype == np.float32 else 1e-11         # the CPU float32 kernel rounds
+    q, k, v = data(2, 3, 37, 40, seed=27, dtype=dtype), data(2, 3, 45, 40, seed=28,
+                                                               dtype=dtype), \
+        data(2, 3, 45, 24, seed=29, dtype=dtype)
+    _grads_match(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal),
+                 (q, k, v), tol, tol)
+    # transposed operands, one batch dim, head dims over 64 and 128, a scale
+    qt = data(1, 70, 6, seed=30, dtype=dtype).transpose(1, 2)
+    kt = data(1, 70, 9, seed=31, dtype=dtype).transpose(1, 2)
+    vt = data(1, 9, 200, seed=32, dtype=dtype)
+    _grads_match(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal,
+                                                                scale=0.3), (qt, kt, vt), tol, tol)
+
+
+def test_fused_attention_double_backward_and_masks():
+    q, k, v = data(2, 6, 8, seed=33, dtype=np.float64), data(2, 7, 8, seed=34, dtype=np.float64), \
+        data(2, 7, 4, seed=35, dtype=np.float64)
+    res = []
+    for dev in ("cpu", DEV):
+        ts = [t.detach().to(dev).requires_grad_() for t in (q, k, v)]
+        ember.manual_seed(7)
+        y = F.scaled_dot_product_attention(*ts, dropout_p=0.25)
+        gs = ember.autograd.grad((y * y).sum(), ts, create_graph=True)
+        sum((g * g).sum() for g in gs).backward()
+        res.append([y] + list(gs) + [t.grad for t in ts])
+    for a, b in zip(res[1], res[0]):
+        close(a, b, 1e-10, 1e-10)
+    m = ember.tensor(np.random.default_rng(36).uniform(0, 1, (6, 7)) > 0.3)
+    m[:, 0] = True
+    close(F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), attn_mask=m.cuda()),
+          F.scaled_dot_product_attention(q, k, v, attn_mask=m), 1e-11, 1e-11)
+    e = ember.zeros(2, 0, 8, dtype=ember.float64)
+    assert tuple(F.scaled_dot_product_attention(e.cuda(), k.cuda(), v.cuda()).shape) == (2, 0, 4)
+
+
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_dropout_draws_the_cpu_mask_for_a_seed(causal):
