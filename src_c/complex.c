@@ -1,7 +1,6 @@
 /* Elementwise loops for complex64 / complex128, added to every ISA's table.
    Storage is interleaved (re, im), the layout of C99 `_Complex`.  The formulas
-   are ember_complex.h's, shared with the CUDA kernels; the inverse
-   trigonometric and hyperbolic functions use libm's c* functions. */
+   are ember_complex.h's, shared with the CUDA kernels. */
 #include <complex.h>
 #include <math.h>
 #include "ember_ew.h"
@@ -47,8 +46,6 @@ static inline cf of_cd_cf(em_cd v) { return CMPLXF((float)v.re, (float)v.im); }
 #define CU(s, op, x) of_cd_##s(em_cun(op, to_cd_##s(x)))
 #define CB(s, op, x, y) of_cd_##s(em_cbin(op, to_cd_##s(x), to_cd_##s(y), 0))
 
-/* the inverse functions have no shared formula (the CUDA kernels refuse them):
-   libm's, as before */
 #define DEF_ALL(s, T, R, F, SFX)                                                         \
     BIN(add_##s, T, CB(s, EW_ADD, x, y)) BIN(sub_##s, T, CB(s, EW_SUB, x, y))            \
     BIN(mul_##s, T, CB(s, EW_MUL, x, y))                                                 \
@@ -73,11 +70,11 @@ static inline cf of_cd_cf(em_cd v) { return CMPLXF((float)v.re, (float)v.im); }
     UN(log1p_##s, T, T, CU(s, EW_LOG1P, x)) UN(sqrt_##s, T, T, CU(s, EW_SQRT, x))        \
     UN(rsqrt_##s, T, T, CU(s, EW_RSQRT, x)) UN(sin_##s, T, T, CU(s, EW_SIN, x))          \
     UN(cos_##s, T, T, CU(s, EW_COS, x)) UN(tan_##s, T, T, CU(s, EW_TAN, x))              \
-    UN(asin_##s, T, T, casin##SFX(x)) UN(acos_##s, T, T, cacos##SFX(x))                  \
-    UN(atan_##s, T, T, catan##SFX(x)) UN(sinh_##s, T, T, CU(s, EW_SINH, x))              \
+    UN(asin_##s, T, T, CU(s, EW_ASIN, x)) UN(acos_##s, T, T, CU(s, EW_ACOS, x))                  \
+    UN(atan_##s, T, T, CU(s, EW_ATAN, x)) UN(sinh_##s, T, T, CU(s, EW_SINH, x))              \
     UN(cosh_##s, T, T, CU(s, EW_COSH, x)) UN(tanh_##s, T, T, CU(s, EW_TANH, x))          \
-    UN(asinh_##s, T, T, casinh##SFX(x)) UN(acosh_##s, T, T, cacosh##SFX(x))              \
-    UN(atanh_##s, T, T, catanh##SFX(x)) UN(sigmoid_##s, T, T, CU(s, EW_SIGMOID, x))      \
+    UN(asinh_##s, T, T, CU(s, EW_ASINH, x)) UN(acosh_##s, T, T, CU(s, EW_ACOSH, x))              \
+    UN(atanh_##s, T, T, CU(s, EW_ATANH, x)) UN(sigmoid_##s, T, T, CU(s, EW_SIGMOID, x))      \
     UN(recip_##s, T, T, CU(s, EW_RECIP, x)) UN(square_##s, T, T, CU(s, EW_SQUARE, x))    \
     UN(isnan_##s, T, em_bool, em_cpred(EW_ISNAN, to_cd_##s(x)))                          \
     UN(isinf_##s, T, em_bool, em_cpred(EW_ISINF, to_cd_##s(x)))                          \

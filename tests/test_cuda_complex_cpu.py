@@ -54,7 +54,9 @@ def test_the_kernels_element_functions_are_the_cpu_formulas(dt):
                                    else 1e-14, err_msg=name)
     for name, code in (("exp", "EXP"), ("log", "LOG"), ("sqrt", "SQRT"), ("sin", "SIN"),
                        ("tanh", "TANH"), ("sigmoid", "SIGMOID"), ("sgn", "SIGN"),
-                       ("reciprocal", "RECIP"), ("tan", "TAN"), ("cosh", "COSH")):
+                       ("reciprocal", "RECIP"), ("tan", "TAN"), ("cosh", "COSH"),
+                       ("asin", "ASIN"), ("acos", "ACOS"), ("atan", "ATAN"),
+                       ("asinh", "ASINH"), ("acosh", "ACOSH"), ("atanh", "ATANH")):
         out = np.empty_like(a)
         assert lib.emc_cew_host(0, _kernels.EW_UN[code], dt.code, out.ctypes.data,
                                 a.ctypes.data, None, a.size, None) == 0
@@ -66,7 +68,7 @@ def test_the_kernels_element_functions_are_the_cpu_formulas(dt):
     np.testing.assert_allclose(absd, ember.abs(ea).numpy(), rtol=1e-7)
     # an op without a complex formula is refused, as the device kernels refuse it
     out = np.empty_like(a)
-    assert lib.emc_cew_host(0, _kernels.EW_UN["ASIN"], dt.code, out.ctypes.data, a.ctypes.data,
+    assert lib.emc_cew_host(0, _kernels.EW_UN["FLOOR"], dt.code, out.ctypes.data, a.ctypes.data,
                             None, a.size, None) == 10001
     alpha = (ctypes.c_double * 1)(2.5)
     assert lib.emc_cew_host(1, _kernels.EW_BIN["ADDA"], dt.code, out.ctypes.data,
@@ -86,3 +88,24 @@ def test_complex_kernels_are_launched_over_the_stand_in():
         np.testing.assert_allclose(y.cpu().numpy(),
                                    (np.exp(x.cpu().numpy()) * np.conj(x.cpu().numpy())),
                                    rtol=1e-6)
+
+
+def test_conj_views_move_between_devices_and_to_the_host():
+    with FakeDevice(ndev=2):
+        x = ember.tensor([1 + 2j, 3 - 4j, -0.5 + 0.25j], dtype=ember.complex128)
+        c = x.cuda(0).conj()
+        moved = c.to("cuda:1")
+        assert moved.device == ember.device("cuda", 1)
+        np.testing.assert_array_equal(moved.cpu().numpy(), np.conj(x.numpy()))
+        np.testing.assert_array_equal(c.to("cuda:1", ember.complex64).cpu().numpy(),
+                                      np.conj(x.numpy()).astype(np.complex64))
+        # into a conjugate view on the other device, and into a host one
+        dst = ember.zeros(3, dtype=ember.complex128, device="cuda:1")
+        dst.conj().copy_(c)
+        np.testing.assert_array_equal(dst.cpu().numpy(), x.numpy())
+        h = ember.zeros(3, dtype=ember.complex128)
+        h.conj().copy_(c)
+        np.testing.assert_array_equal(h.numpy(), x.numpy())
+        d = ember.zeros(3, dtype=ember.complex128, device="cuda:0")
+        d.conj().copy_(x.conj())
+        np.testing.assert_array_equal(d.cpu().numpy(), x.numpy())

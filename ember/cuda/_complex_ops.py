@@ -26,7 +26,7 @@ _CONJ, _NEG = 1, 2
 # unary ops with a complex kernel (ember_complex.h's em_cun_ok), by their EW code name
 _CUN = {"neg", "abs", "sgn", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
         "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid",
-        "reciprocal", "square"}
+        "reciprocal", "square", "asin", "acos", "atan", "asinh", "acosh", "atanh"}
 _CBIN = {"add": "ADD", "sub": "SUB", "mul": "MUL", "div": "DIV", "pow": "POW"}
 _CCMP = {"eq", "ne", "logical_and", "logical_or", "logical_xor"}
 
@@ -209,6 +209,55 @@ def _reduction(name: str, prev: Any) -> Any:
     return run
 
 
+def _var(name: str, prev: Any) -> Any:
+    """var / std (/ _mean) of complex input: the variances of the parts add (cplx)."""
+    def run(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        if not _is_c(input):
+            return prev(input, dim, unbiased, keepdim, correction=correction, out=out)
+        from ember._C import cplx
+        if isinstance(dim, bool):
+            unbiased, dim = dim, None
+        if correction is not None and unbiased is not None:
+            raise RuntimeError(f"{name}: can't specify both the unbiased and correction "
+                               f"arguments")
+        corr = float(correction) if correction is not None else \
+            (0.0 if unbiased is False else 1.0)
+        r = cplx.var_like(name, input, dim, corr, keepdim, name.startswith("std"),
+                          name.endswith("_mean"))
+        return r if out is None else D._write_out(out, r, name)
+    return run
+
+
+def _logsumexp(prev: Any) -> Any:
+    def run(input, dim=None, keepdim=False, *, out=None):
+        if not _is_c(input):
+            return prev(input, dim, keepdim, out=out)
+        from ember._C import cplx
+        r = cplx.logsumexp(input, dim, keepdim)
+        return r if out is None else D._write_out(out, r, "logsumexp")
+    return run
+
+
+def _linear(prev: Any) -> Any:
+    def run(input, weight, bias=None):
+        if not (_is_c(input) or _is_c(weight) or _is_c(bias)):
+            return prev(input, weight, bias)
+        from ember._C import cplx
+        return cplx.linear(input, weight, bias)
+    return run
+
+
+def _addprod(name: str, prev: Any) -> Any:
+    """addmm / baddbmm / addmv of complex operands: beta * input + alpha * (a @ b)."""
+    def run(input, a, b, *, beta=1, alpha=1, out=None):
+        if not (_is_c(input) or _is_c(a) or _is_c(b)):
+            return prev(input, a, b, beta=beta, alpha=alpha, out=out)
+        from ember._C import cplx
+        r = cplx.addprod(name, input, a, b, beta, alpha, None)
+        return r if out is None else D._write_out(out, r, name)
+    return run
+
+
 def _resolved(t: Any) -> Any:
     return t.resolve_neg().resolve_conj() if bits(t) else t
 
@@ -248,5 +297,12 @@ for _n in ("sum", "mean", "prod"):
     D._KERNELS[_n] = _reduction(_n, D._KERNELS[_n])
 for _n in ("mm", "bmm", "matmul"):
     D._KERNELS[_n] = _product(_n, D._KERNELS[_n])
+for _n in ("var", "std", "var_mean", "std_mean"):
+    D._KERNELS[_n] = _var(_n, D._KERNELS[_n])
+D._KERNELS["logsumexp"] = _logsumexp(D._KERNELS["logsumexp"])
+D._KERNELS["linear"] = _linear(D._KERNELS["linear"])
+for _n in ("addmm", "baddbmm", "addmv"):          # where the real kernels exist
+    if _n in D._KERNELS:
+        D._KERNELS[_n] = _addprod(_n, D._KERNELS[_n])
 # ops that read lazy bits themselves (the dispatcher hands them unresolved operands)
 D.bits_native("clone", "mm", "bmm", "matmul")

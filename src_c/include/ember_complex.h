@@ -103,6 +103,39 @@ EM_HD_INLINE em_cd em_cpow(em_cd x, em_cd y) {
     return em_cexp(em_cmul(y, em_clog(x)));
 }
 
+/* the inverse functions by Kahan's formulas ("Branch Cuts for Complex Elementary
+   Functions", 1987): square roots of 1 -+ z and z -+ 1 put the branch cuts' signed
+   zeros on the right side, and real asinh / atan2 give each part without
+   cancellation */
+EM_HD_INLINE em_cd em_casin(em_cd z) {
+    em_cd a = em_csqrt(em_cmk(1 - z.re, -z.im)), b = em_csqrt(em_cmk(1 + z.re, z.im));
+    return em_cmk(atan2(z.re, a.re * b.re - a.im * b.im), asinh(a.re * b.im - a.im * b.re));
+}
+EM_HD_INLINE em_cd em_cacos(em_cd z) {
+    em_cd a = em_csqrt(em_cmk(1 - z.re, -z.im)), b = em_csqrt(em_cmk(1 + z.re, z.im));
+    return em_cmk(2 * atan2(a.re, b.re), asinh(b.re * a.im - b.im * a.re));
+}
+EM_HD_INLINE em_cd em_cacosh(em_cd z) {
+    em_cd c = em_csqrt(em_cmk(z.re - 1, z.im)), d = em_csqrt(em_cmk(z.re + 1, z.im));
+    return em_cmk(asinh(c.re * d.re + c.im * d.im), 2 * atan2(c.im, d.re));
+}
+/* asinh z = -i asin(i z) */
+EM_HD_INLINE em_cd em_casinh(em_cd z) {
+    em_cd w = em_casin(em_cmk(-z.im, z.re));
+    return em_cmk(w.im, -w.re);
+}
+/* Re = log(|1 + z|^2 / |1 - z|^2) / 4 through log1p (accurate near 0), Im = half the
+   argument of (1 + z)(1 - conj z) */
+EM_HD_INLINE em_cd em_catanh(em_cd z) {
+    double x = z.re, y = z.im, d = (1 - x) * (1 - x) + y * y;
+    return em_cmk(0.25 * log1p(4 * x / d), 0.5 * atan2(2 * y, (1 - x) * (1 + x) - y * y));
+}
+/* atan z = -i atanh(i z) */
+EM_HD_INLINE em_cd em_catan(em_cd z) {
+    em_cd w = em_catanh(em_cmk(-z.im, z.re));
+    return em_cmk(w.im, -w.re);
+}
+
 #define EM_LN2 0.69314718055994530942
 #define EM_LN10 2.30258509299404568402
 
@@ -113,7 +146,9 @@ EM_HD_INLINE int em_cun_ok(int op) {
            op == EW_EXPM1 || op == EW_LOG || op == EW_LOG2 || op == EW_LOG10 ||
            op == EW_LOG1P || op == EW_SQRT || op == EW_RSQRT || op == EW_SIN || op == EW_COS ||
            op == EW_TAN || op == EW_SINH || op == EW_COSH || op == EW_TANH ||
-           op == EW_SIGMOID || op == EW_RECIP || op == EW_SQUARE;
+           op == EW_SIGMOID || op == EW_RECIP || op == EW_SQUARE || op == EW_ASIN ||
+           op == EW_ACOS || op == EW_ATAN || op == EW_ASINH || op == EW_ACOSH ||
+           op == EW_ATANH;
 }
 /* EW_ABS gives |z| in .re (the callers store a real) */
 EM_HD_INLINE em_cd em_cun(int op, em_cd z) {
@@ -139,6 +174,12 @@ EM_HD_INLINE em_cd em_cun(int op, em_cd z) {
     case EW_SIGMOID: return em_csigmoid(z);
     case EW_RECIP: return em_crecip(z);
     case EW_SQUARE: return em_cmul(z, z);
+    case EW_ASIN: return em_casin(z);
+    case EW_ACOS: return em_cacos(z);
+    case EW_ATAN: return em_catan(z);
+    case EW_ASINH: return em_casinh(z);
+    case EW_ACOSH: return em_cacosh(z);
+    case EW_ATANH: return em_catanh(z);
     default: return z;
     }
 }

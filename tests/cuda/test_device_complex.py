@@ -188,7 +188,7 @@ def test_binary_ops_broadcast_strided_and_scalars(dt):
 
 _UNARY = ["neg", "abs", "sgn", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
           "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid",
-          "reciprocal", "square"]
+          "reciprocal", "square", "asin", "acos", "atan", "asinh", "acosh", "atanh"]
 
 
 @pytest.mark.parametrize("dt", CDT)
@@ -218,7 +218,7 @@ def test_predicates_and_special_values():
 
 def test_unsupported_complex_ops_raise_naming_op_and_dtype():
     d = cdata(3, dtype=ember.complex64).cuda()
-    for f, name in ((ember.asin, "asin"), (ember.relu, "relu"), (ember.floor, "floor")):
+    for f, name in ((ember.erf, "erf"), (ember.relu, "relu"), (ember.floor, "floor")):
         with pytest.raises(RuntimeError, match=f"{name}.*ComplexFloat"):
             f(d)
     with pytest.raises(RuntimeError, match="maximum.*ComplexDouble"):
@@ -317,3 +317,30 @@ def test_empty_complex_tensors():
     close(ember.sum(d, 0), ember.zeros(3, dtype=ember.complex64))
     close(ember.prod(d, 0), ember.ones(3, dtype=ember.complex64))
     close(d.conj().clone(), ember.empty(0, 3, dtype=ember.complex64))
+
+
+@pytest.mark.parametrize("dt", CDT)
+def test_var_std_logsumexp_and_linear(dt):
+    x = cdata(3, 4, dtype=dt, seed=16, scale=3.0)
+    d = x.cuda()
+    close(ember.var(d, 1), ember.var(x, 1))
+    close(ember.std(d), ember.std(x))
+    close(ember.std(d, 0, correction=0, keepdim=True), ember.std(x, 0, correction=0,
+                                                                 keepdim=True))
+    for a, b in zip(ember.var_mean(d, 1), ember.var_mean(x, 1)):
+        close(a, b)
+    close(ember.logsumexp(d, 1), ember.logsumexp(x, 1))
+    w, b = cdata(2, 4, dtype=dt, seed=17), cdata(2, dtype=dt, seed=18)
+    F = ember.nn.functional
+    close(F.linear(d, w.cuda(), b.cuda()), F.linear(x, w, b))
+    close(F.linear(d, w.cuda()), F.linear(x, w))
+
+
+def test_ops_without_a_complex_kernel_refuse_clearly():
+    d = cdata(4, dtype=ember.complex64).cuda()
+    with pytest.raises(RuntimeError, match="cumsum.*ComplexFloat"):
+        ember.cumsum(d, 0)
+    with pytest.raises(RuntimeError, match="fft.*cuda"):
+        ember.fft.fft(d)
+    with pytest.raises(RuntimeError, match="fft.*cuda"):
+        ember.fft.rfft(d.real)
