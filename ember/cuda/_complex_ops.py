@@ -18,7 +18,7 @@ from typing import Any
 import ember
 from ember.cuda import _dispatch as D
 from ember.cuda import _kernels as K
-from ember.cuda._device_ops import _same_dtype  # (and its kernels, wrapped below)
+from ember.cuda._device_ops import _same_dtype
 
 _COMPLEX = (ember.complex64, ember.complex128)
 _CONJ, _NEG = 1, 2
@@ -293,16 +293,19 @@ def _product(name: str, prev: Any) -> Any:
     return run
 
 
-for _n in ("sum", "mean", "prod"):
-    D._KERNELS[_n] = _reduction(_n, D._KERNELS[_n])
-for _n in ("mm", "bmm", "matmul"):
-    D._KERNELS[_n] = _product(_n, D._KERNELS[_n])
-for _n in ("var", "std", "var_mean", "std_mean"):
-    D._KERNELS[_n] = _var(_n, D._KERNELS[_n])
-D._KERNELS["logsumexp"] = _logsumexp(D._KERNELS["logsumexp"])
-D._KERNELS["linear"] = _linear(D._KERNELS["linear"])
-for _n in ("addmm", "baddbmm", "addmv"):          # where the real kernels exist
-    if _n in D._KERNELS:
-        D._KERNELS[_n] = _addprod(_n, D._KERNELS[_n])
-# ops that read lazy bits themselves (the dispatcher hands them unresolved operands)
-D.bits_native("clone", "mm", "bmm", "matmul")
+def install() -> None:
+    """Wrap the registered real kernels with their complex paths (called by
+    ember.cuda._dispatch once every kernel module has registered)."""
+    for n in ("sum", "mean", "prod"):
+        D._KERNELS[n] = _reduction(n, D._KERNELS[n])
+    for n in ("mm", "bmm", "matmul"):
+        D._KERNELS[n] = _product(n, D._KERNELS[n])
+    for n in ("var", "std", "var_mean", "std_mean"):
+        D._KERNELS[n] = _var(n, D._KERNELS[n])
+    D._KERNELS["logsumexp"] = _logsumexp(D._KERNELS["logsumexp"])
+    D._KERNELS["linear"] = _linear(D._KERNELS["linear"])
+    for n in ("addmm", "baddbmm", "addmv"):          # where the real kernels exist
+        if n in D._KERNELS:
+            D._KERNELS[n] = _addprod(n, D._KERNELS[n])
+    # ops that read lazy bits themselves (the dispatcher hands them unresolved operands)
+    D.bits_native("clone", "mm", "bmm", "matmul")

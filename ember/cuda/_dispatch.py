@@ -690,3 +690,5 @@ from ember.cuda import (  # noqa: E402,F401
     _nn_ops,
     _scan_ops,
 )
+
+_complex_ops.install()      # wraps registered kernels: after every module above
