@@ -430,7 +430,7 @@ class InductorBackend(Backend):
         """A capture finished: keep it on disk for later processes (:mod:`.persist`) and
         learn the function's shape-generic graph from it (:mod:`.dynamic`)."""
         from . import dynamic, persist
-        dynamic.observe(code, entry, key)
+        dynamic.observe(code, entry, key, leaves)
         return persist.save(code, entry, key, leaves)
 
     def restore(self, code: Any, key: tuple, leaves: list) -> Any:
