@@ -57,6 +57,21 @@ def _failing_op() -> str | None:
     return None
 
 
+def _keeps_graph() -> bool:
+    """Whether the autograd engine running this backward keeps the graph
+    (``retain_graph``): read from its frame; True when not found."""
+    import sys
+    f = sys._getframe(1)
+    for _ in range(12):
+        if f is None:
+            break
+        if f.f_code.co_name in ("run_backward", "_run_all") and \
+                f.f_code.co_filename.endswith("_engine.py"):
+            return bool(f.f_locals.get("keep_graph", True))
+        f = f.f_back
+    return True
+
+
 def _call_method(name: str, obj: Any, *args: Any, **kwargs: Any) -> Any:
     return getattr(obj, name)(*args, **kwargs)
 
@@ -457,8 +472,16 @@ class _Joint(Function):
         saved = list(ctx.saved_tensors)
         for i, obj in ctx.others:
             saved.insert(i, obj)
-        tg = [g for g, d in zip(grads, rt.diff) if d]
-        gs = iter(rt.bwd(*saved, *tg))
+        saved += [g for g, d in zip(grads, rt.diff) if d]
+        run_owned = getattr(rt.bwd, "run_owned", None)
+        if run_owned is not None and not _keeps_graph():
+            # the graph is freed after this backward: the generated backward takes the
+            # only references to the saved values, and frees each after its last use
+            ctx._release()
+            ctx.others = ()
+            gs = iter(run_owned(saved))
+        else:
+            gs = iter(rt.bwd(*saved))
         return (None,) + tuple(next(gs) if has else None for has in rt.has_grad)
 
 
