@@ -289,3 +289,23 @@ def test_compiled_backward_twice_with_retain_graph_and_not_without():
     net.zero_grad()
     F.cross_entropy(net(x), y).backward()
     np.testing.assert_allclose(g1.numpy(), net.l1.weight.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_relu_mask_read_from_the_saved_output_not_the_input():
+    ember.compiler.reset()
+    ember.manual_seed(4)
+    mlp = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 5))
+    ref = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 5))
+    ref.load_state_dict(mlp.state_dict())
+    x, y = _data()
+    cm = ember.compile(mlp)
+    F.cross_entropy(cm(x), y).backward()
+    F.cross_entropy(ref(x), y).backward()
+    for p, q in zip(mlp.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)
+    (entry,) = [e for es in cm._compiled.cache.values() for e in es]
+    fwd = entry.gm.meta["joint"]["forward"]
+    out = next(n for n in fwd.graph.nodes if n.op == "output")
+    saved = [n.meta.get("op_name") for n in out.args[0][1:]]
+    # the first layer's output (relu's input) is not kept for the backward
+    assert saved.count("relu") == 1 and "linear" not in saved

@@ -374,6 +374,23 @@ def _ancestors(roots: list, stop: set, deps: dict | None = None) -> set:
     return seen
 
 
+def _relu_masks_from_outputs(graph: Graph) -> None:
+    """``relu_backward(g, x)`` reads ``relu(x)`` instead where the graph has it: the
+    output is positive exactly where the input is, and the next layer saves the
+    output anyway, so the input need not be saved for the backward too."""
+    written = {_storage(w.args[0]) for w in graph.nodes if _is_inplace(w) and w.args}
+    relu_of: dict = {}
+    for n in graph.nodes:
+        if n.meta.get("op_name") == "relu" and len(n.args) == 1 and not n.kwargs and \
+                isinstance(n.args[0], Node) and _storage(n) not in written:
+            relu_of.setdefault(n.args[0], n)
+    for n in graph.nodes:
+        if n.meta.get("op_name") == "relu_backward" and len(n.args) == 2 and \
+                n.args[1] in relu_of and relu_of[n.args[1]] is not n.args[0]:
+            r = relu_of[n.args[1]]
+            n.args = (n.args[0], r)
+
+
 def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
                     g_nodes: list, effects: list = ()) -> tuple[GraphModule, GraphModule, list]:
     """Split the joint graph: (forward module, backward module, saved nodes).
@@ -383,6 +400,7 @@ def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
     returns one gradient per primal that has one.  ``effects`` (the forward's
     in-place writes) run in the forward even though no output depends on them.
     """
+    _relu_masks_from_outputs(graph)
     deps, writes = _write_deps(graph)
     fwd = _ancestors(_with_writes(out_nodes, writes) + list(effects), set(), deps) | \
         set(p_nodes)
