@@ -992,9 +992,11 @@ class _Entry:
         bad = self.guards.check()
         writes, rg = _module_writes(), _rg_writes()
         # modules and requires_grad flags only change through counted writes: until one
-        # happens, parameters and buffers are the objects (and flags) last checked
-        full = writes != self.checked_writes or rg != self.checked_rg
-        if bad is None and full:
+        # happens, parameters and buffers are the objects (and flags) last checked; a
+        # requires_grad write (any tensor's) calls for the lifted tensors' flags only
+        moved = writes != self.checked_writes
+        full = moved or rg != self.checked_rg
+        if bad is None and moved:
             bad = self.module_guards.check()
         if bad is not None:
             d, k, v = bad

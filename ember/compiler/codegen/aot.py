@@ -104,8 +104,39 @@ class _IslandSpec:
         return f"island({getattr(self.target, '__self__', self.target).__name__})"
 
 
+class _DirectCtx:
+    """The ``ctx`` of a Function run outside autograd (its forward and backward
+    called directly): what such Functions use of it."""
+
+    def __init__(self, needs: tuple) -> None:
+        self.needs_input_grad = needs
+        self.saved_tensors: tuple = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *args: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
 def island_forward(spec: _IslandSpec, *args: Any) -> tuple:
-    """Run the Function with grad on, on detached inputs: (output, state for the backward)."""
+    """Run the Function with grad on, on detached inputs: (output, state for the backward).
+
+    A Function marked ``_plain_ctx`` (its forward only saves tensors and sets
+    attributes on ``ctx``, its backward only reads them) has its forward and
+    backward called directly, without an autograd graph of its own."""
+    cls = getattr(spec.target, "__self__", None)
+    if getattr(cls, "_plain_ctx", False) and not spec.kwargs:
+        ctx = _DirectCtx(spec.needs)
+        with ember.no_grad():
+            out = cls.forward(ctx, *[a.detach() if isinstance(a, TensorBase) else a
+                                     for a in args])
+        if not isinstance(out, TensorBase):
+            raise JointTraceError(f"{spec!r} returns {type(out).__name__}, not one tensor")
+        return out, (cls, ctx)
     ins = []
     for a, need in zip(args, spec.needs):
         if isinstance(a, TensorBase):
@@ -122,6 +153,12 @@ def island_forward(spec: _IslandSpec, *args: Any) -> tuple:
 
 def island_backward(state: tuple, grad: Any) -> tuple:
     """The Function's own backward: gradients for the inputs that need them (else None)."""
+    if len(state) == 2:           # a Function called directly
+        cls, ctx = state
+        with ember.no_grad():
+            gs = cls.backward(ctx, grad)
+        gs = gs if isinstance(gs, tuple) else (gs,)
+        return tuple(g if nd else None for g, nd in zip(gs, ctx.needs_input_grad))
     ins, needs, out = state
     wanted = [x for x, nd in zip(ins, needs) if nd]
     # retain_graph: a second backward through the compiled graph (retain_graph=True
