@@ -10,14 +10,16 @@ the expression, and every comparison (and truth test) is recorded in the
 capture's ``size_guards`` with its outcome, as torch's symbolic sizes record
 guards.  A graph is resized only where all of them come out the same at the
 new sizes.  ``len(tensor)`` must return a plain int, so a call from user code
-marks the capture untracked (never resized).  Ops run by the dispatcher see
-plain ints: what an op does with sizes is redone by the op at run time.
+marks the capture untracked (never resized).  Sizes read inside an op the
+dispatcher runs stay plain (what an op does with them it redoes at run time),
+and the graph records plain ints.
 """
 from __future__ import annotations
 
 import operator
 import os
 import sys
+import threading
 from typing import Any
 
 from ember._C import core as _core
@@ -28,6 +30,7 @@ _base_size = _core.TensorBase.size
 _base_numel = _core.TensorBase.numel
 _base_len = _core.TensorBase.__len__
 _installed = [0]
+_install_lock = threading.Lock()
 _OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
         "floordiv": operator.floordiv, "mod": operator.mod, "lt": operator.lt,
         "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
@@ -199,18 +202,20 @@ def _len(self: Any) -> int:
 def install() -> None:
     """Make captured tensors' sizes SymSize values (nested calls count)."""
     from ember import Tensor
-    if not _installed[0]:
-        Tensor.shape = property(_shape)
-        Tensor.size = _size
-        Tensor.numel = _numel
-        Tensor.nelement = _numel
-        Tensor.__len__ = _len
-    _installed[0] += 1
+    with _install_lock:
+        if not _installed[0]:
+            Tensor.shape = property(_shape)
+            Tensor.size = _size
+            Tensor.numel = _numel
+            Tensor.nelement = _numel
+            Tensor.__len__ = _len
+        _installed[0] += 1
 
 
 def uninstall() -> None:
     from ember import Tensor
-    _installed[0] -= 1
-    if not _installed[0]:
-        for k in ("shape", "size", "numel", "nelement", "__len__"):
-            delattr(Tensor, k)
+    with _install_lock:
+        _installed[0] -= 1
+        if not _installed[0]:
+            for k in ("shape", "size", "numel", "nelement", "__len__"):
+                delattr(Tensor, k)
