@@ -714,9 +714,10 @@ def test_automatic_dynamic_leading_size_without_recompiles(tmp_path, monkeypatch
             builds = cache.stats["builds"] if builds is None else builds
     stats, recompiles = ember.compiler.counters["stats"], ember.compiler.counters["recompiles"]
     if dynamic is None:
-        # three captures fit and confirm the size-generic graph; later sizes reuse it
-        assert stats["calls_captured"] == 3 and stats["graphs_resized"] == 3
-        assert sum(recompiles.values()) == 2
+        # the second size's capture fits the size-generic graph (confirmed at a third
+        # size on copies of the arguments); later sizes reuse it
+        assert stats["calls_captured"] == 2 and stats["graphs_resized"] == 4
+        assert sum(recompiles.values()) == 1
         assert cache.stats["builds"] == builds
     else:
         assert stats["calls_captured"] == 6 and stats["graphs_resized"] == 0
@@ -890,7 +891,7 @@ def test_resized_graph_is_not_used_for_another_layout():
         return (x.sin() * 2 + 1).softmax(-1)
 
     cf = ember.compile(f)
-    for n in (4, 6, 8):                       # confirms the size-generic graph
+    for n in (4, 6):                          # confirms the size-generic graph
         x = ember.randn(n, 12)
         _close(cf(x), f(x))
     x = ember.randn(12, 10).t()                # leading size 10, but column-major

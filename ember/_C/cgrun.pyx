@@ -11,7 +11,8 @@ into an array on the C stack (so concurrent calls share nothing) and calls the
 function with the GIL released.  :class:`Plan` runs a graph made only of
 kernels in one call: values live in slots (the arguments first, then each
 kernel's outputs) and a slot is cleared after its last reader, so dead
-intermediates go back to the allocator early.
+intermediates go back to the allocator early; :meth:`Plan.run_owned` takes its
+arguments from a list it empties, so they are freed after their last reader too.
 """
 from libc.stdint cimport int64_t, intptr_t
 from libc.stdlib cimport free, malloc
@@ -130,10 +131,11 @@ cdef class Kernel:
 cdef class Plan:
     """A graph of kernels run in one call.
 
-    ``Plan(kernels, reads, writes, frees, n_args, results, static=None)``: step i runs
-    ``kernels[i]`` on the slots ``reads[i]``, storing its outputs in ``writes[i]``,
-    then clears the slots ``frees[i]``; slots ``0 .. n_args-1`` are the arguments and
-    the call returns the slots ``results`` as a tuple.  With ``static`` (a list, one
+    ``Plan(kernels, reads, writes, frees, n_args, results, static=None,
+    arg_frees=None)``: step i runs ``kernels[i]`` on the slots ``reads[i]``, storing
+    its outputs in ``writes[i]``, then clears the slots ``frees[i]`` (and, in
+    :meth:`run_owned`, the argument slots ``arg_frees[i]``); slots ``0 .. n_args-1``
+    are the arguments and the call returns the slots ``results`` as a tuple.  With ``static`` (a list, one
     tensor per kernel output in step order) outputs are never allocated: every call
     writes the same buffers, and a call whose argument shares storage with one of
     them returns None (the caller runs it with fresh buffers).
@@ -142,6 +144,7 @@ cdef class Plan:
     cdef list reads
     cdef list writes
     cdef list frees
+    cdef list arg_frees
     cdef int n_args
     cdef int n_slots
     cdef tuple results
@@ -150,7 +153,7 @@ cdef class Plan:
     cdef list storages
 
     def __cinit__(self, list kernels, list reads, list writes, list frees, int n_args,
-                  results, static=None):
+                  results, static=None, arg_frees=None):
         cdef int i
         if not (len(kernels) == len(reads) == len(writes) == len(frees)):
             raise ValueError("cgrun.Plan: one reads/writes/frees entry per kernel")
@@ -158,6 +161,10 @@ cdef class Plan:
         self.reads = [tuple(r) for r in reads]
         self.writes = [tuple(w) for w in writes]
         self.frees = [tuple(f) for f in frees]
+        self.arg_frees = [tuple(f) for f in arg_frees] if arg_frees is not None else \
+            [() for _ in frees]
+        if len(self.arg_frees) != len(self.frees):
+            raise ValueError("cgrun.Plan: one arg_frees entry per kernel")
         self.n_args = n_args
         self.n_slots = n_args + sum(len(w) for w in writes)
         self.results = tuple(results)
@@ -211,4 +218,34 @@ cdef class Plan:
                 slots[s] = None
         if self.static_vals is not None:
             return self.static_out
+        return tuple([slots[s] for s in self.results])
+
+    def run_owned(self, list args):
+        """Like a call on ``*args``, but the arguments are taken out of ``args`` (left
+        empty), so each is freed after the last step that reads it."""
+        cdef int i, j, s
+        cdef Kernel k
+        cdef tuple wr
+        cdef list slots, ins, outs
+        if len(args) != self.n_args:
+            raise TypeError(f"cgrun.Plan: expected {self.n_args} arguments, got {len(args)}")
+        if self.static_vals is not None:
+            raise ValueError("cgrun.Plan.run_owned: a static plan keeps its buffers")
+        slots = [None] * self.n_slots
+        for i in range(self.n_args):
+            slots[i] = args[i]
+        del args[:]
+        for i in range(len(self.kernels)):
+            k = <Kernel>self.kernels[i]
+            ins = [slots[<int>s] for s in <tuple>self.reads[i]]
+            wr = <tuple>self.writes[i]
+            outs = k.alloc()
+            for j in range(len(wr)):
+                slots[<int>wr[j]] = outs[j]
+            k.call(ins, outs, 0)
+            ins = None
+            for s in <tuple>self.frees[i]:
+                slots[s] = None
+            for s in <tuple>self.arg_frees[i]:
+                slots[s] = None
         return tuple([slots[s] for s in self.results])

@@ -32,7 +32,7 @@ from ember import _switches
 from ember import compiler as _compiler
 from ember._C import core as _core
 from ember.autograd._hooks import _hook_writes
-from ember.compiler import segments
+from ember.compiler import segments, symsize
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
@@ -431,6 +431,7 @@ class _Capture(DispatchMode):
         self.env: dict[int, tuple[Node, Any]] = {}   # id(tensor) -> (node, tensor)
         self.versions: dict[int, int] = {}           # storage id -> version last seen
         self.inputs: list[Any] = []                  # example inputs, placeholder order
+        self.input_versions: list[int] = []          # their versions when first seen
         self.input_nodes: list[Node] = []
         self.lifted: list[Callable] = []             # fetch(leaves) -> tensor, per lifted
         self.sources: dict[int, tuple[dict, str, str, str]] = {}
@@ -468,6 +469,12 @@ class _Capture(DispatchMode):
         self.snap_last: dict = {}
         self.traced_changes: set = set()
         self.watched: list = []         # optimizers eager steps ran on
+        # sizes read by the function's own code (symsize.py): comparisons on them, with
+        # their outcomes; untracked_sizes: a size was read as a plain int (len())
+        self.track_sizes = False
+        self.in_op = 0
+        self.size_guards: list = []
+        self.untracked_sizes = False
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -483,6 +490,7 @@ class _Capture(DispatchMode):
         self.env[id(t)] = (node, t)
         self.values[node] = t
         self.inputs.append(t)
+        self.input_versions.append(t._version)
         self.input_nodes.append(node)
         sid = t._storage_id()
         self.input_storages[sid] = self.input_storages.get(sid, 0) + 1
@@ -519,6 +527,15 @@ class _Capture(DispatchMode):
                 threading.get_ident() != self.thread:
             # the dispatcher's Python key is process-wide: other threads' ops pass through
             return func(*args, **kwargs)
+        # what an op does with sizes it redoes at run time: only the function's own
+        # code reads tracked sizes
+        self.in_op += 1
+        try:
+            return self._dispatch(name, func, args, kwargs)
+        finally:
+            self.in_op -= 1
+
+    def _dispatch(self, name: str, func: Callable, args: tuple, kwargs: dict) -> Any:
         reason = self._check(name, args, kwargs)
         if reason is not None and self.split and self._check_inputs(args, kwargs) is None:
             # the op itself breaks the graph (not its inputs): split the program there
@@ -795,6 +812,8 @@ class _Capture(DispatchMode):
         if isinstance(a, TensorBase):
             return self.env[id(a)][0]
         t = type(a)
+        if t is symsize.SymSize or t is _core.Size:
+            return symsize.plain(a)
         if t is tuple or t is list:
             return t(self._arg(x) for x in a)
         if t is dict:
@@ -867,11 +886,18 @@ class _Capture(DispatchMode):
         self.env[id(t)] = (node, t)
         self.versions[t._storage_id()] = t._version
 
+    def wrote_inputs(self) -> bool:
+        """Whether the function wrote an input, a parameter or a buffer (a kernel's
+        own in-place update, such as batch norm's running statistics, included)."""
+        return self.impure is not None or any(
+            t._version != v for t, v in zip(self.inputs, self.input_versions))
+
     # ---- the end -------------------------------------------------------------------------
     def finish(self, result: Any) -> tuple[Any, list]:
         """Add the output node; returns (output spec, constant leaves or None per slot)."""
         leaves: list = []
         spec = flatten(result, leaves)
+        leaves = [symsize.plain(x) for x in leaves]
         outs, consts = [], []
         for x in leaves:
             if isinstance(x, TensorBase):
@@ -953,6 +979,12 @@ class _Entry:
         self.consts = consts
         self.reason = reason
         self.gm = gm
+        # writes no input, parameter or buffer: running it again on copies of the
+        # arguments changes nothing outside (dynamic shapes probe other sizes so)
+        self.pure = False
+        # comparisons the function made on tracked sizes and their outcomes (symsize.py);
+        # None: it read a size as a plain int, so no other size can reuse the graph
+        self.size_guards: list | None = None
 
     def failed_guard(self, leaves: list) -> str | None:
         if self.compiled is None:
@@ -960,9 +992,11 @@ class _Entry:
         bad = self.guards.check()
         writes, rg = _module_writes(), _rg_writes()
         # modules and requires_grad flags only change through counted writes: until one
-        # happens, parameters and buffers are the objects (and flags) last checked
-        full = writes != self.checked_writes or rg != self.checked_rg
-        if bad is None and full:
+        # happens, parameters and buffers are the objects (and flags) last checked; a
+        # requires_grad write (any tensor's) calls for the lifted tensors' flags only
+        moved = writes != self.checked_writes
+        full = moved or rg != self.checked_rg
+        if bad is None and moved:
             bad = self.module_guards.check()
         if bad is not None:
             d, k, v = bad
@@ -1160,11 +1194,11 @@ class CompiledCode:
         return labels if len(labels) == len(leaves) else [f"input{i}" for i in
                                                           range(len(leaves))]
 
-    def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list) -> Any:
+    def _run_capture(self, cap: _Capture, args: tuple, kwargs: dict, leaves: list,
+                     labels: list[str]) -> tuple:
+        """Run the function once under ``cap``; returns (result, state guards, module
+        guards, user input leaf indices, output spec, constant outputs)."""
         compiler = _compiler
-        labels = self._leaf_labels(args, kwargs)
-        self._leaf_names = labels
-        cap = _Capture(self.fullgraph, split=True)
         user_idx = []
         for i, (x, lab) in enumerate(zip(leaves, labels)):
             if isinstance(x, TensorBase):
@@ -1192,13 +1226,18 @@ class CompiledCode:
         before = snapshot(mods, self.fn, leaves)
         cap.snap_args, cap.snap_last = (mods, self.fn, leaves), before
         cap.outer_frame = sys._getframe()
-        t0 = time.perf_counter()
         compiler._compiling.depth = getattr(compiler._compiling, "depth", 0) + 1
         stack = compiler._state.__dict__.setdefault("captures", [])
         stack.append(cap)
+        cap.track_sizes = True
+        symsize.install()
         try:
-            with cap:
-                result = self.fn(*args, **kwargs)
+            try:
+                with cap:
+                    result = self.fn(*args, **kwargs)
+            finally:
+                cap.track_sizes = False
+                symsize.uninstall()
             if cap.break_reason is None:
                 out_spec, consts = cap.finish(result)
         finally:
@@ -1210,6 +1249,40 @@ class CompiledCode:
             cap.graph_break("side effect", "the function changed Python state (a module "
                             "attribute, a global, a container, a .grad, the RNG seed, a global "
                             "switch or registered hooks) that a replay would not change")
+        if cap.break_reason is not None:
+            out_spec, consts = None, []
+        return result, guards, module_guards, user_idx, out_spec, consts
+
+    def probe(self, args: tuple, kwargs: dict, leaves: list) -> Any:
+        """Capture the function on ``args`` without compiling, caching or counting it
+        (for :mod:`.codegen.dynamic`: the graph at a size no call asked for).  The
+        caller passes arguments no write can matter for; the generator's state is
+        restored and warnings are not shown twice.  Returns ``(graph, user_idx,
+        out_spec, consts)``, or None when the capture breaks or is split."""
+        cap = _Capture(False)
+        cap.report = False
+        rng = _rng_state()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, _, _, user_idx, out_spec, consts = self._run_capture(
+                    cap, args, kwargs, leaves, self._leaf_labels(args, kwargs))
+        except Exception:     # the function fails at that size: it is not size-generic
+            return None
+        finally:
+            _set_rng_state(rng)
+        if cap.break_reason is not None or cap.split_reasons or not cap.n_ops:
+            return None
+        return cap.graph, user_idx, out_spec, consts
+
+    def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list) -> Any:
+        compiler = _compiler
+        labels = self._leaf_labels(args, kwargs)
+        self._leaf_names = labels
+        cap = _Capture(self.fullgraph, split=True)
+        t0 = time.perf_counter()
+        result, guards, module_guards, user_idx, out_spec, consts = self._run_capture(
+            cap, args, kwargs, leaves, labels)
         guards.items += cap.guards.items
         if cap.new_modules:
             module_state(cap.new_modules, module_guards)
@@ -1264,6 +1337,9 @@ class CompiledCode:
                            leaves=leaves, lifted_paths=cap.lifted_paths,
                            rng_restore=cap.rng_restore)
             entry.split_reasons = cap.split_reasons
+            entry.pure = not cap.wrote_inputs()
+            entry.size_guards = None if cap.untracked_sizes else list(dict.fromkeys(
+                cap.size_guards))
             persist = getattr(self.backend, "persist", None)
             if persist is not None and not entry.program:
                 # (a split program is not one graph of the whole function)
@@ -1276,6 +1352,11 @@ class CompiledCode:
         self.last_key = key
         compiler.counters["stats"]["calls_captured"] += 1
         compiler._on_capture(self, entry)
+        leaves = []
+        spec = flatten(result, leaves)
+        if any(type(x) is symsize.SymSize or type(x) is _core.Size for x in leaves):
+            # the caller gets plain ints, as a replay returns them
+            result = unflatten(spec, iter([symsize.plain(x) for x in leaves]))
         return result
 
 

@@ -207,6 +207,10 @@ def _cross_entropy_function():
         the fused kernels: forward saves each row's log-sum-exp, backward forms
         softmax - one_hot (with smoothing and class weights) in one pass."""
 
+        # ctx is only given tensors to save and read back, and attributes: a caller
+        # may run forward and backward directly with a stand-in ctx
+        _plain_ctx = True
+
         @staticmethod
         def forward(ctx, input, target, weight, ignore_index, label_smoothing, reduction):
             out, lse, denom = _C_reduce.cross_entropy_fused(
@@ -255,6 +259,10 @@ def _cross_entropy_prob_function():
     class _CrossEntropyProb(Function):
         """Cross-entropy of (N, C) logits against class probabilities as one graph
         node over the fused kernels (forward saves each row's log-sum-exp)."""
+
+        # ctx is only given tensors to save and read back, and attributes: a caller
+        # may run forward and backward directly with a stand-in ctx
+        _plain_ctx = True
 
         @staticmethod
         def forward(ctx, input, target, weight, label_smoothing, reduction):

@@ -57,6 +57,21 @@ def _failing_op() -> str | None:
     return None
 
 
+def _keeps_graph() -> bool:
+    """Whether the autograd engine running this backward keeps the graph
+    (``retain_graph``): read from its frame; True when not found."""
+    import sys
+    f = sys._getframe(1)
+    for _ in range(12):
+        if f is None:
+            break
+        if f.f_code.co_name in ("run_backward", "_run_all") and \
+                f.f_code.co_filename.endswith("_engine.py"):
+            return bool(f.f_locals.get("keep_graph", True))
+        f = f.f_back
+    return True
+
+
 def _call_method(name: str, obj: Any, *args: Any, **kwargs: Any) -> Any:
     return getattr(obj, name)(*args, **kwargs)
 
@@ -89,8 +104,39 @@ class _IslandSpec:
         return f"island({getattr(self.target, '__self__', self.target).__name__})"
 
 
+class _DirectCtx:
+    """The ``ctx`` of a Function run outside autograd (its forward and backward
+    called directly): what such Functions use of it."""
+
+    def __init__(self, needs: tuple) -> None:
+        self.needs_input_grad = needs
+        self.saved_tensors: tuple = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *args: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
 def island_forward(spec: _IslandSpec, *args: Any) -> tuple:
-    """Run the Function with grad on, on detached inputs: (output, state for the backward)."""
+    """Run the Function with grad on, on detached inputs: (output, state for the backward).
+
+    A Function marked ``_plain_ctx`` (its forward only saves tensors and sets
+    attributes on ``ctx``, its backward only reads them) has its forward and
+    backward called directly, without an autograd graph of its own."""
+    cls = getattr(spec.target, "__self__", None)
+    if getattr(cls, "_plain_ctx", False) and not spec.kwargs:
+        ctx = _DirectCtx(spec.needs)
+        with ember.no_grad():
+            out = cls.forward(ctx, *[a.detach() if isinstance(a, TensorBase) else a
+                                     for a in args])
+        if not isinstance(out, TensorBase):
+            raise JointTraceError(f"{spec!r} returns {type(out).__name__}, not one tensor")
+        return out, (cls, ctx)
     ins = []
     for a, need in zip(args, spec.needs):
         if isinstance(a, TensorBase):
@@ -107,6 +153,12 @@ def island_forward(spec: _IslandSpec, *args: Any) -> tuple:
 
 def island_backward(state: tuple, grad: Any) -> tuple:
     """The Function's own backward: gradients for the inputs that need them (else None)."""
+    if len(state) == 2:           # a Function called directly
+        cls, ctx = state
+        with ember.no_grad():
+            gs = cls.backward(ctx, grad)
+        gs = gs if isinstance(gs, tuple) else (gs,)
+        return tuple(g if nd else None for g, nd in zip(gs, ctx.needs_input_grad))
     ins, needs, out = state
     wanted = [x for x, nd in zip(ins, needs) if nd]
     # retain_graph: a second backward through the compiled graph (retain_graph=True
@@ -359,6 +411,23 @@ def _ancestors(roots: list, stop: set, deps: dict | None = None) -> set:
     return seen
 
 
+def _relu_masks_from_outputs(graph: Graph) -> None:
+    """``relu_backward(g, x)`` reads ``relu(x)`` instead where the graph has it: the
+    output is positive exactly where the input is, and the next layer saves the
+    output anyway, so the input need not be saved for the backward too."""
+    written = {_storage(w.args[0]) for w in graph.nodes if _is_inplace(w) and w.args}
+    relu_of: dict = {}
+    for n in graph.nodes:
+        if n.meta.get("op_name") == "relu" and len(n.args) == 1 and not n.kwargs and \
+                isinstance(n.args[0], Node) and _storage(n) not in written:
+            relu_of.setdefault(n.args[0], n)
+    for n in graph.nodes:
+        if n.meta.get("op_name") == "relu_backward" and len(n.args) == 2 and \
+                n.args[1] in relu_of and relu_of[n.args[1]] is not n.args[0]:
+            r = relu_of[n.args[1]]
+            n.args = (n.args[0], r)
+
+
 def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
                     g_nodes: list, effects: list = ()) -> tuple[GraphModule, GraphModule, list]:
     """Split the joint graph: (forward module, backward module, saved nodes).
@@ -368,6 +437,7 @@ def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
     returns one gradient per primal that has one.  ``effects`` (the forward's
     in-place writes) run in the forward even though no output depends on them.
     """
+    _relu_masks_from_outputs(graph)
     deps, writes = _write_deps(graph)
     fwd = _ancestors(_with_writes(out_nodes, writes) + list(effects), set(), deps) | \
         set(p_nodes)
@@ -457,8 +527,16 @@ class _Joint(Function):
         saved = list(ctx.saved_tensors)
         for i, obj in ctx.others:
             saved.insert(i, obj)
-        tg = [g for g, d in zip(grads, rt.diff) if d]
-        gs = iter(rt.bwd(*saved, *tg))
+        saved += [g for g, d in zip(grads, rt.diff) if d]
+        run_owned = getattr(rt.bwd, "run_owned", None)
+        if run_owned is not None and not _keeps_graph():
+            # the graph is freed after this backward: the generated backward takes the
+            # only references to the saved values, and frees each after its last use
+            ctx._release()
+            ctx.others = ()
+            gs = iter(run_owned(saved))
+        else:
+            gs = iter(rt.bwd(*saved))
         return (None,) + tuple(next(gs) if has else None for has in rt.has_grad)
 
 

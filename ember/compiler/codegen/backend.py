@@ -215,7 +215,8 @@ class CompiledGraph:
     def _native_plan(self, static: bool) -> Any:
         """A graph of kernels only, as one native plan: where each kernel's inputs come
         from (an argument or an earlier kernel's output, by slot) and after which step
-        each intermediate is dead; ``static`` plans write the buffers of the first call."""
+        each intermediate (and, run owned, each argument) is dead; ``static`` plans
+        write the buffers of the first call."""
         if not all(is_k for is_k, _ in self.steps) or type(self.output.args[0]) is not tuple:
             return None
         if static and not all(k.static is not None for _, k in self.steps):
@@ -241,22 +242,30 @@ class CompiledGraph:
             return None
         results = [slot[n] for n in outs]
         frees: list = [[] for _ in kernels]
+        arg_frees: list = [[] for _ in kernels]
         if not static:
             for s, i in last.items():
-                if s >= len(self.graph_inputs) and s not in results:
-                    frees[i].append(s)
+                if s not in results:
+                    (frees if s >= len(self.graph_inputs) else arg_frees)[i].append(s)
         buffers = [t for _, k in self.steps for t in k.static] if static else None
         return _cgrun.Plan(kernels, reads, writes, frees, len(self.graph_inputs), results,
-                           buffers)
+                           buffers, arg_frees)
 
-    def _python_plan(self) -> Callable:
+    def _python_plan(self, owned: bool = False) -> Callable:
         """Kernels and eager nodes as one generated Python function (``ember.fx``'s code
         generation): each kernel is a call of its native entry point, each eager node
-        a direct call, and values are dropped after their last use."""
+        a direct call, and values are dropped after their last use.  ``owned``: the
+        function takes one list of the arguments and takes them out of it, so they
+        are dropped after their last use too."""
         g = Graph()
         env: dict = {}
+        if owned:
+            lst = g.placeholder("args")
+            for i, n in enumerate(self.graph_inputs):
+                env[n] = g.call_function(_take, (lst, i))
         for n in self.graph_inputs:
-            env[n] = g.node_copy(n, env.__getitem__)
+            if not owned:
+                env[n] = g.node_copy(n, env.__getitem__)
         for is_k, obj in self.steps:
             if is_k:
                 call = g.call_function(obj.k.run, (tuple(env[n] for n in obj.ins),))
@@ -266,6 +275,21 @@ class CompiledGraph:
                 env[obj] = g.node_copy(obj, env.__getitem__)
         g.node_copy(self.output, env.__getitem__)
         return GraphModule(self.gm, g).forward
+
+    def run_owned(self, args: list) -> Any:
+        """The graph on the arguments in the list ``args``, taken out of it (the list
+        keeps no reference), so each is freed after its last use: a training graph's
+        backward frees the saved activations as it goes, as eager autograd does."""
+        if self.static or not self.tuned:
+            a = tuple(args)
+            del args[:]
+            return self(*a)
+        run = self.__dict__.get("owned")
+        if run is None:
+            plan = self._native_plan(False)
+            run = self.owned = plan.run_owned if plan is not None else \
+                self._python_plan(owned=True)
+        return run(args)
 
     def __call__(self, *args: Any) -> Any:
         static, tuning = self.static, not self.tuned
@@ -319,6 +343,12 @@ class CompiledGraph:
             self.tuned = True
             self._save_tuning()
         return map_arg(self.output.args[0], env.__getitem__)
+
+
+def _take(args: list, i: int) -> Any:
+    v = args[i]
+    args[i] = None
+    return v
 
 
 def _run_node(gm: Any, n: Node, env: dict) -> Any:
@@ -430,7 +460,7 @@ class InductorBackend(Backend):
         """A capture finished: keep it on disk for later processes (:mod:`.persist`) and
         learn the function's shape-generic graph from it (:mod:`.dynamic`)."""
         from . import dynamic, persist
-        dynamic.observe(code, entry, key)
+        dynamic.observe(code, entry, key, leaves)
         return persist.save(code, entry, key, leaves)
 
     def restore(self, code: Any, key: tuple, leaves: list) -> Any:

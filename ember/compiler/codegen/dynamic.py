@@ -5,8 +5,11 @@ one function differ only in the leading size ``s`` of their tensor arguments,
 the graphs are compared node by node: every integer that differs between them
 (a size in a ``reshape``, a shape or stride in the recorded metadata) is
 fitted as ``a * s + b`` with integer ``a`` and ``b``.  The fit is trusted only
-after a third capture at another size matches it exactly (so a size that is
-not affine in ``s`` is caught rather than extrapolated).  From then on a call
+after a capture at a third size matches it exactly (so a size that is not
+affine in ``s`` is caught rather than extrapolated): on the second size, the
+function is captured once more on copies of its arguments resized to the sum
+of the two sizes (:func:`_probe`), so like torch it goes dynamic on the second
+distinct size; where that run could change state, a third call confirms it.  From then on a call
 with a new leading size ``s >= 2`` gets the graph resized to ``s`` without a
 capture run, and since generated kernels take the leading size at run time
 (``cgen``), its code is the shared object already built.  ``dynamic=False``
@@ -29,6 +32,8 @@ from typing import Any
 
 from ember.fx import Graph, GraphModule, Node
 from ember.fx.node import INPUT_OP
+
+from .. import symsize
 
 _MAX_SIZES = 64           # resized entries per function (each holds a small runtime)
 _state: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -172,10 +177,10 @@ def _graph(tpl: list, s: int) -> Graph:
     return g
 
 
-def _same(tpl: list, s: int, entry: Any) -> bool:
-    """Whether the template at size ``s`` is exactly ``entry``'s captured graph."""
+def _same(tpl: list, s: int, graph: Graph) -> bool:
+    """Whether the template at size ``s`` is exactly the captured ``graph``."""
     got = _records(_graph(tpl, s))
-    want = _records(entry.gm.graph)
+    want = _records(graph)
     return len(got) == len(want) and all(
         x[:3] == y[:3] and repr(x[3:]) == repr(y[3:]) for x, y in zip(got, want))
 
@@ -316,8 +321,54 @@ def _resize_all(code: Any, key: tuple, leaves: list) -> Any:
     return _resized(code, key, leaves, slot, tuple(S))
 
 
-def observe(code: Any, entry: Any, key: tuple) -> None:
-    """A capture of ``code`` finished: learn (or confirm) its shape-generic form."""
+def _probe(code: Any, entry: Any, key: tuple, leaves: list, tpl: list, s: int) -> Any:
+    """Whether ``tpl`` at leading size ``s`` is the graph a capture at that size
+    records, or None when no such capture can be run safely.
+
+    The capture runs on copies of this call's tensor arguments resized to ``s``
+    (rows repeated), so the function's writes to its arguments touch nothing of
+    the caller's; it is run only when the capture just made wrote no argument,
+    parameter or buffer (so another run changes no state outside) and changed no
+    Python state (it would have broken), and its random numbers are given back."""
+    import ember
+
+    from ..capture import TensorBase, alias_pattern, unflatten
+    if not entry.pure:
+        return None
+    made: dict = {}
+    new = []
+    for x in leaves:
+        if isinstance(x, TensorBase) and x.dim():
+            if not x.is_contiguous() or not x.shape[0]:
+                return None       # the probe's layout would differ from the call's
+            if id(x) not in made:
+                with ember.no_grad():
+                    reps = -(-s // x.shape[0])
+                    y = ember.cat([x.detach()] * reps)[:s].clone()
+                made[id(x)] = y.requires_grad_(x.requires_grad)
+            x = made[id(x)]
+        new.append(x)
+    if alias_pattern(new) != key[2]:
+        return None
+    spec = key[0]
+    if type(spec) is int:
+        args, kwargs = tuple(new), {}
+    else:
+        args, kwargs = unflatten(spec, iter(new))
+    got = code.probe(args, kwargs, new)
+    if got is None:
+        return None
+    graph, user_idx, out_spec, consts = got
+    if user_idx != entry.user_idx or out_spec != entry.out_spec or \
+            len(consts) != len(entry.consts) or \
+            any(a is not b and a != b for a, b in zip(consts, entry.consts)):
+        return False
+    return _same(tpl, s, graph)
+
+
+def observe(code: Any, entry: Any, key: tuple, leaves: list | None = None) -> None:
+    """A capture of ``code`` finished: learn (or confirm) its shape-generic form; on
+    the second size seen, a capture at a third size (:func:`_probe`) confirms it."""
     if code.dynamic is False or entry.compiled is None or entry.gm is None:
         return
     if code.dynamic is True:
@@ -339,8 +390,16 @@ def observe(code: Any, entry: Any, key: tuple) -> None:
         if slot["tpl"] is None:
             (sa, ea), (sb, eb) = slot["seen"][:2]
             slot["tpl"] = _template(ea, sa, eb, sb)
+            if leaves is not None:
+                # confirm the fit at a third size now, on copies of these arguments,
+                # rather than on a third call's capture
+                slot["confirmed"] = _probe(code, entry, key, leaves, slot["tpl"], sa + sb)
+                if slot["confirmed"] is None:
+                    slot["confirmed"] = False    # (a third capture confirms it)
+                elif not slot["confirmed"]:
+                    raise _Mismatch
         else:
-            slot["confirmed"] = _same(slot["tpl"], s, entry)
+            slot["confirmed"] = _same(slot["tpl"], s, entry.gm.graph)
             if not slot["confirmed"]:
                 slot["tpl"] = None
                 del slot["seen"][:-1]
@@ -375,10 +434,17 @@ def _resized(code: Any, key: tuple, leaves: list, slot: dict, s: Any) -> Any:
         g = _graph(slot["tpl"], s)
     except (TypeError, ValueError):
         return None
+    if src.size_guards is None:
+        return None       # the function read a size as a plain int (len())
+    shapes = {}
     for n in g.nodes:
         tm = n.meta.get("tensor_meta")
-        if hasattr(tm, "shape") and any(d < 0 for d in tm.shape):
-            return None
+        if hasattr(tm, "shape"):
+            if any(d < 0 for d in tm.shape):
+                return None
+            shapes[n.name] = tuple(tm.shape)
+    if not symsize.guards_hold(src.size_guards, shapes):
+        return None       # the function's code compared a size the other way
     inputs = [leaves[i] for i in src.user_idx] + [f(leaves) for f in src.lifted]
     # the resized graph inputs must describe these very arguments (a transposed or
     # sliced input at a new size is a new layout, not a new size)
