@@ -13,6 +13,7 @@ from libc.stdint cimport int64_t
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_chnorm cimport *
+from ember._C.layout cimport cl_order, to_cl
 
 
 cdef bint _param_ok(object p, TensorBase x, int64_t C, bint write):
@@ -87,6 +88,8 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
             bump_version(<TensorBase>running_mean)
         if running_var is not None:
             bump_version(<TensorBase>running_var)
+    if cl_order(t):         # torch keeps the input's memory format
+        y = to_cl(y)
     if any_grad((t, weight, bias)):
         record("batch_norm", (input, weight, bias), y,
                {"training": training, "eps": eps, "save_mean": smean, "save_invstd": sinv})
@@ -104,6 +107,13 @@ cdef tuple _bwd_operands(str op, grad, input, stat1, str name1, stat2, str name2
             contig(<TensorBase>weight) if weight is not None else None,
             new_like(x, -1) if need_input else None,
             _vec(C, x) if need_weight else None, _vec(C, x) if need_bias else None)
+
+
+cdef object _like_input(TensorBase dx, object input):
+    """a row-major input gradient in the input's channels-last layout when it has one"""
+    if dx is not None and cl_order(<TensorBase>input):
+        return to_cl(dx)
+    return dx
 
 
 def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint training,
@@ -127,7 +137,7 @@ def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint traini
                                N, C, HW, training, dxp, dwp, dbp, nt)
     if rc != 0:
         raise RuntimeError("batch_norm_backward: kernel failed")
-    return dx, dw, db
+    return _like_input(dx, input), dw, db
 
 
 def group_norm(input, int64_t num_groups, weight, bias, double eps):
@@ -158,6 +168,8 @@ def group_norm(input, int64_t num_groups, weight, bias, double eps):
                                data_ptr(y), data_ptr(mean), data_ptr(rstd), nt)
     if rc != 0:
         raise RuntimeError("group_norm: kernel failed")
+    if cl_order(t):
+        y = to_cl(y)
     if any_grad((t, weight, bias)):
         record("group_norm", (input, weight, bias), y,
                {"num_groups": num_groups, "eps": eps, "mean": mean, "rstd": rstd})
@@ -186,4 +198,4 @@ def group_norm_backward(grad, input, mean, rstd, weight, int64_t num_groups, bin
         raise MemoryError("group_norm_backward: out of memory")
     if rc != 0:
         raise RuntimeError("group_norm_backward: kernel failed")
-    return dx, dw, db
+    return _like_input(dx, input), dw, db

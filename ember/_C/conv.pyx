@@ -13,6 +13,7 @@ from collections.abc import Iterable as _Iterable
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_conv cimport *
+from ember._C.layout cimport cl_order, new_cl, to_cl
 
 
 # ----------------------------------------------------------------------------
@@ -446,6 +447,9 @@ cdef int _check_conv_dtypes(TensorBase x, TensorBase w, TensorBase b, str op) ex
     return 0
 
 
+include "conv_nhwc.pxi"
+
+
 cdef object _conv_nd(str op, int nd, object input, object weight, object bias, object stride,
                      object padding, object dilation, object groups):
     cdef TensorBase x = as_tensor(input, op, "input", 1)
@@ -463,6 +467,13 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
         from ember._C import cplx
         return cplx.conv(op, x, w, b, (stride, padding, dilation, groups))
     cdef int cdt = _conv_dtype(x, op)
+    if _nhwc_ok(a, x, w, cdt) and (b is None or b._dtype == cdt):
+        yn = _conv_fwd_nhwc(a, x, w, b)
+        if any_grad((x, w, b)):
+            record(op, (x, w, b) if b is not None else (x, w), yn,
+                   {"stride": stride, "padding": padding, "dilation": dilation,
+                    "groups": groups})
+        return yn
     cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
                                a.p.kw)
@@ -474,6 +485,8 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
     if not a.batched:
         shp = shp[1:]
     y = _shape_back(y, shp)
+    if y._ndim == 4 and (cl_order(x) or cl_order(w)):
+        y = to_cl(y)        # torch: channels-last when the input or the weight is
     if any_grad((x, w, b)):
         record(op, (x, w, b) if b is not None else (x, w), y,
                {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
@@ -519,6 +532,10 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
         raise RuntimeError(f"{op}: expected grad_output of size {list(oshape)}, but got "
                            f"{shape_list(dy)}")
     cdef int cdt = _conv_dtype(dy, op)
+    attrs = {"input_size": input_size, "stride": stride, "padding": padding,
+             "dilation": dilation, "groups": groups}
+    if _nhwc_ok(a, dy, w, cdt) and _nhwc_input_grad_ok(a):
+        return epilogue(op, (w, dy), _conv_input_grad_nhwc(a, dy, w), attrs)
     cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
                                a.p.kw)
@@ -526,9 +543,17 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
     if dx._dtype != dy._dtype:
         dx = cast(dx, dy._dtype)
     dx = _shape_back(dx, input_size)
-    return epilogue("conv2d_input_grad", (w, dy), dx,
-                    {"input_size": input_size, "stride": stride, "padding": padding,
-                     "dilation": dilation, "groups": groups})
+    if dx._ndim == 4 and (cl_order(dy) or cl_order(w)):
+        dx = to_cl(dx)
+    return epilogue(op, (w, dy), dx, attrs)
+
+
+cdef tuple _conv_weight_grad_nchw(_ConvArgs a, TensorBase x, TensorBase dy, bint bias_grad,
+                                  int cdt):
+    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
+    cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
+    w4 = (a.p.OC, a.p.C // a.p.groups, a.p.kh, a.p.kw)
+    return _conv_weight_grad_raw(a, xc, dyc, w4, bias_grad, cdt)
 
 
 def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dilation=1,
@@ -557,15 +582,16 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
                            f"got {c_type_name(x._dtype)} and {c_type_name(dy._dtype)}")
     cdef int cdt = _conv_dtype(x, op)
-    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
-    cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
-    w4 = (a.p.OC, a.p.C // a.p.groups, a.p.kh, a.p.kw)
-    dw, db = _conv_weight_grad_raw(a, xc, dyc, w4, bias_grad, cdt)
-    if (<TensorBase>dw)._dtype != x._dtype:
-        dw = cast(dw, x._dtype)
-        if db is not None:
-            db = cast(db, x._dtype)
-    dw = _shape_back(dw, weight_size)
+    if _nhwc_ok(a, x, dy, cdt):
+        dw = _conv_weight_grad_nhwc(a, x, dy)        # channels-last, as torch's
+        db = dy.sum((0, 2, 3)) if bias_grad else None
+    else:
+        dw, db = _conv_weight_grad_nchw(a, x, dy, bias_grad, cdt)
+        if (<TensorBase>dw)._dtype != x._dtype:
+            dw = cast(dw, x._dtype)
+            if db is not None:
+                db = cast(db, x._dtype)
+        dw = _shape_back(dw, weight_size)
     if any_grad((x, dy)):
         record("conv2d_weight_grad", (x, dy), dw,
                {"weight_size": weight_size, "stride": stride, "padding": padding,
@@ -628,6 +654,8 @@ cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padd
     if not a.batched:
         shp = shp[1:]
     y = _shape_back(y, shp)
+    if y._ndim == 4 and (cl_order(x) or cl_order(w)):
+        y = to_cl(y)
     if any_grad((x, w, b)):
         record(op, (x, w, b) if b is not None else (x, w), y,
                {"stride": stride, "padding": padding, "output_padding": output_padding,
@@ -1034,6 +1062,9 @@ cdef object _max_pool_run(str op, TensorBase x, _PoolArgs a, bint adaptive, dict
             ember_max_pool2d_fwd_f64(&a.p, <double *>px, <double *>py, pi, nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
+    if cl_order(x):     # torch pools keep the input's memory format
+        y = to_cl(y)
+        idx = to_cl(idx)
     if any_grad((x,)):
         record(op, (x,), y, dict({"indices": idx}, **attrs))
     return (y, idx) if return_indices else y
@@ -1101,7 +1132,7 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
                                      <double *>data_ptr(dx), nt)
     if cdt != x._dtype:
         dx = cast(dx, x._dtype)
-    return dx
+    return to_cl(dx) if cl_order(x) else dx
 
 
 def max_pool2d_backward(grad_output, input, indices):
@@ -1140,6 +1171,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             ember_avg_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y), nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
+    if cl_order(x):
+        y = to_cl(y)
     return epilogue("avg_pool2d", (x,), y,
                     {"kernel_size": kernel_size, "stride": stride, "padding": padding,
                      "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
@@ -1174,6 +1207,8 @@ def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
             ember_avg_pool2d_bwd_f64(&a.p, <double *>data_ptr(dyc), <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
+    if cl_order(x):
+        dx = to_cl(dx)
     return epilogue(op, (dy,), dx,
                     {"kernel_size": kernel_size, "stride": stride, "padding": padding,
                      "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
@@ -1236,6 +1271,8 @@ def adaptive_avg_pool2d(input, output_size):
                                               nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
+    if cl_order(x):
+        y = to_cl(y)
     return epilogue(op, (x,), y, {"output_size": output_size})
 
 
@@ -1267,6 +1304,8 @@ def adaptive_avg_pool2d_backward(grad_output, input):
                                               <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
+    if cl_order(x):
+        dx = to_cl(dx)
     return epilogue(op, (dy,), dx, {"input_shape": tuple(x.shape)})
 
 
