@@ -173,6 +173,8 @@ NN = {
     "conv2d_float32": (lambda m, F, x, w: F.conv2d(x.float(), w.float(), padding=1).double(),
                        [((3, 5, 7, 6), "cl"), ((6, 5, 3, 3), "c")], {"rtol": 1e-4,
                                                                      "atol": 1e-4}),
+    "conv2d_wide_cl": (lambda m, F, x, w: F.conv2d(x, w, padding=1),
+                       [((2, 64, 5, 4), "cl"), ((8, 64, 3, 3), "cl")]),
     "conv2d_groups": (lambda m, F, x, w: F.conv2d(x, w, groups=3, padding=(1, 0)),
                       [((2, 6, 5, 5), "cl"), ((6, 2, 3, 3), "c")]),
     "conv_transpose2d": (lambda m, F, x, w: F.conv_transpose2d(x, w, stride=2),

@@ -13,7 +13,7 @@ from libc.stdint cimport int64_t
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_chnorm cimport *
-from ember._C.layout cimport cl_order, to_cl
+from ember._C.layout cimport cl_order, from_cl, to_cl
 
 
 cdef bint _param_ok(object p, TensorBase x, int64_t C, bint write):
@@ -66,7 +66,7 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
         return None
     if training and N * HW <= 1:
         return None
-    cdef TensorBase x = contig(t)
+    cdef TensorBase x = from_cl(t)
     cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
     cdef TensorBase b = contig(<TensorBase>bias) if bias is not None else None
     cdef TensorBase y = new_like(x, -1)
@@ -100,9 +100,9 @@ cdef tuple _bwd_operands(str op, grad, input, stat1, str name1, stat2, str name2
                          bint need_input, bint need_weight, bint need_bias):
     """The contiguous operands of a norm backward and its outputs (None where not
     needed): (x, g, stat1, stat2, w, dx, dw, db)."""
-    cdef TensorBase x = contig(as_tensor(input, op, "input"))
+    cdef TensorBase x = from_cl(as_tensor(input, op, "input"))
     cdef int64_t C = x._shape[1]
-    return (x, contig(cast(as_tensor(grad, op, "grad"), x._dtype)),
+    return (x, from_cl(cast(as_tensor(grad, op, "grad"), x._dtype)),
             contig(as_tensor(stat1, op, name1)), contig(as_tensor(stat2, op, name2)),
             contig(<TensorBase>weight) if weight is not None else None,
             new_like(x, -1) if need_input else None,
@@ -153,7 +153,7 @@ def group_norm(input, int64_t num_groups, weight, bias, double eps):
     cdef int64_t N = t._shape[0], C = t._shape[1], HW = _hw(t)
     if not (_param_ok(weight, t, C, False) and _param_ok(bias, t, C, False)):
         return None
-    cdef TensorBase x = contig(t)
+    cdef TensorBase x = from_cl(t)
     cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
     cdef TensorBase b = contig(<TensorBase>bias) if bias is not None else None
     cdef TensorBase y = new_like(x, -1)

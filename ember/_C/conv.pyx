@@ -13,7 +13,7 @@ from collections.abc import Iterable as _Iterable
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_conv cimport *
-from ember._C.layout cimport cl_order, new_cl, to_cl
+from ember._C.layout cimport cl_order, from_cl, new_cl, to_cl
 
 
 # ----------------------------------------------------------------------------
@@ -78,7 +78,7 @@ cdef int _check_numel(str op, tuple shape, int itemsize=8) except -1:
 cdef TensorBase _float_contig(TensorBase t, int cdt):
     if t._dtype != cdt:
         return cast(t, cdt)
-    return contig(t)
+    return from_cl(t)
 
 
 cdef int _conv_dtype(TensorBase x, str op) except -1:
@@ -534,8 +534,6 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
     cdef int cdt = _conv_dtype(dy, op)
     attrs = {"input_size": input_size, "stride": stride, "padding": padding,
              "dilation": dilation, "groups": groups}
-    if _nhwc_ok(a, dy, w, cdt) and _nhwc_input_grad_ok(a):
-        return epilogue(op, (w, dy), _conv_input_grad_nhwc(a, dy, w), attrs)
     cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
                                a.p.kw)

@@ -2,9 +2,11 @@
 # (src_c/include/ember_gemm.h), whose row/column offset tables address the image in
 # place: the im2col matrix of an NHWC image is rows of (n, ho, wo) and columns of
 # (i, j, c), with c innermost, so no column buffer is built and the result lands in
-# NHWC order directly.  Included by conv.pyx; used for ungrouped float32/float64
-# 2-D convolutions whose input or weight is channels-last (torch's rule for a
-# channels-last result), the other cases take the NCHW kernels.
+# NHWC order directly.  Included by conv.pyx; used for the forward pass and the
+# weight gradient of ungrouped float32/float64 2-D convolutions whose input or
+# weight is channels-last (torch's rule for a channels-last result); the other cases
+# (and every input gradient: a GEMM with C columns, narrow for the first layer) run
+# the NCHW kernels between layout conversions.
 from ember._C.c_gemm cimport ember_smat, ember_dmat, ember_sgemm_ex, ember_dgemm_ex
 
 
@@ -28,8 +30,10 @@ cdef void _grid(int64_t *o, int64_t n0, int64_t n1, int64_t n2, int64_t s0, int6
 cdef int _gemm(int cdt, int64_t M, int64_t N, int64_t K,
                TensorBase a, int64_t rsa, int64_t csa, TensorBase roa, TensorBase coa,
                TensorBase b, int64_t rsb, int64_t csb, TensorBase rob, TensorBase cob,
-               TensorBase c, int64_t rsc, int64_t csc, TensorBase bias) except -1:
-    """c = a @ b (+ bias per column) over descriptor operands (None: no offset table)"""
+               TensorBase c, int64_t rsc, int64_t csc, TensorBase bias,
+               bint row_bias=False) except -1:
+    """c = a @ b (+ bias per column, or per row) over descriptor operands (None: no
+    offset table)"""
     cdef ember_smat sa, sb
     cdef ember_dmat da, db
     cdef const int64_t *ra = <const int64_t *>data_ptr(roa) if roa is not None else NULL
@@ -50,8 +54,9 @@ cdef int _gemm(int cdt, int64_t M, int64_t N, int64_t K,
         sb.ro = rb
         sb.co = cb
         with nogil:
-            ember_sgemm_ex(M, N, K, 1.0, &sa, &sb, 0.0, <float *>data_ptr(c), rsc, csc, NULL,
-                           <const float *>bp, nt)
+            ember_sgemm_ex(M, N, K, 1.0, &sa, &sb, 0.0, <float *>data_ptr(c), rsc, csc,
+                           <const float *>bp if row_bias else NULL,
+                           NULL if row_bias else <const float *>bp, nt)
     else:
         da.p = <const double *>data_ptr(a)
         da.rs = rsa
@@ -64,19 +69,23 @@ cdef int _gemm(int cdt, int64_t M, int64_t N, int64_t K,
         db.ro = rb
         db.co = cb
         with nogil:
-            ember_dgemm_ex(M, N, K, 1.0, &da, &db, 0.0, <double *>data_ptr(c), rsc, csc, NULL,
-                           <const double *>bp, nt)
+            ember_dgemm_ex(M, N, K, 1.0, &da, &db, 0.0, <double *>data_ptr(c), rsc, csc,
+                           <const double *>bp if row_bias else NULL,
+                           NULL if row_bias else <const double *>bp, nt)
     return 0
 
 
 cdef bint _nhwc_ok(_ConvArgs a, TensorBase x, TensorBase w, int cdt):
-    """the NHWC GEMM path applies: an ungrouped, batched float32/float64 2-D conv with
-    a channels-last operand and no empty dimension"""
+    """the NHWC GEMM path applies and pays: an ungrouped, batched float32/float64 2-D
+    conv with a channels-last operand, no empty dimension and a short reduction (past
+    about 512 taps per output the gathered GEMM operand costs more than converting to
+    NCHW and back)"""
     cdef int d
     if not (a.batched and a.nd == 2 and a.p.groups == 1 and x._dtype == cdt and
             w._dtype == cdt and (cl_order(x) or cl_order(w))):
         return False
-    if a.p.N * a.p.C * a.p.OC * a.p.kh * a.p.kw * a.p.Ho * a.p.Wo == 0:
+    if a.p.N * a.p.C * a.p.OC * a.p.kh * a.p.kw * a.p.Ho * a.p.Wo == 0 or \
+            a.p.C * a.p.kh * a.p.kw > 512:
         return False
     for d in range(4):
         if x._strides[d] < 0 or w._strides[d] < 0:
@@ -134,45 +143,6 @@ cdef TensorBase _conv_fwd_nhwc(_ConvArgs a, TensorBase x, TensorBase w, TensorBa
           w, 0, w._strides[0], rb, None, y, a.p.OC, 1, contig(b) if b is not None else None)
     return y
 
-
-cdef bint _nhwc_input_grad_ok(_ConvArgs a):
-    """the NHWC input gradient is a stride-1 correlation of the padded output gradient
-    with the flipped kernel: it needs stride 1 and padding within the kernel's reach"""
-    return (a.p.sh == 1 and a.p.sw == 1 and a.pt <= a.p.dh * (a.p.kh - 1) and
-            a.pb <= a.p.dh * (a.p.kh - 1) and a.pl <= a.p.dw * (a.p.kw - 1) and
-            a.pr <= a.p.dw * (a.p.kw - 1))
-
-
-cdef TensorBase _conv_input_grad_nhwc(_ConvArgs a, TensorBase dy, TensorBase w):
-    """dx[n, c, h, w] = sum dy[n, oc, h + pt - i*dh, w + pl - j*dw] * w[oc, c, i, j],
-    channels-last"""
-    cdef int64_t eh = a.p.dh * (a.p.kh - 1), ew = a.p.dw * (a.p.kw - 1)
-    cdef TensorBase dyp = _padded_nhwc(to_cl(dy), eh - a.pt, eh - a.pb, ew - a.pl, ew - a.pr)
-    cdef int64_t K = a.p.kh * a.p.kw * a.p.OC, i, j, oc, q = 0
-    cdef TensorBase ro = _offsets(a.p.N * a.p.H * a.p.W)
-    cdef TensorBase co = _offsets(K)
-    cdef TensorBase rb = _offsets(K)
-    cdef int64_t *st = dyp._strides
-    cdef int64_t *r = <int64_t *>data_ptr(rb)
-    with nogil:
-        _grid(<int64_t *>data_ptr(ro), a.p.N, a.p.H, a.p.W, st[0], st[2], st[3])
-        _grid(<int64_t *>data_ptr(co), a.p.kh, a.p.kw, a.p.OC, a.p.dh * st[2], a.p.dw * st[3],
-              st[1])
-        for i in range(a.p.kh):     # the flipped kernel, rows (i, j, oc)
-            for j in range(a.p.kw):
-                for oc in range(a.p.OC):
-                    r[q] = ((a.p.kh - 1 - i) * w._strides[2] + (a.p.kw - 1 - j) * w._strides[3]
-                            + oc * w._strides[0])
-                    q += 1
-    cdef int64_t sh[4]
-    sh[0] = a.p.N
-    sh[1] = a.p.C
-    sh[2] = a.p.H
-    sh[3] = a.p.W
-    cdef TensorBase dx = new_cl(4, sh, dy._dtype, dy._device)
-    _gemm(dy._dtype, a.p.N * a.p.H * a.p.W, a.p.C, K, dyp, 0, 0, ro, co,
-          w, 0, w._strides[1], rb, None, dx, a.p.C, 1, None)
-    return dx
 
 
 cdef TensorBase _conv_weight_grad_nhwc(_ConvArgs a, TensorBase x, TensorBase dy):

@@ -7,7 +7,7 @@
 # Only channels-last (4-D) and channels-last-3d (5-D) results are produced: other
 # stride orders torch would propagate (a transposed 2-D input, say) give row-major
 # results, as ember's ops always have.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from ember._C.core cimport (TensorBase, Device, NdIter, MAX_DIMS, MAX_ARGS, em_itemsize,
                             is_contig, numel_of, new_tensor, iter_coalesce, copy_into, cast,
@@ -184,6 +184,71 @@ cdef inline TensorBase new_cl(int nd, const int64_t *shape, int dtype, Device de
     return r
 
 
+# NCHW <-> NHWC is a transpose of each image's (C x spatial) matrix: in tiles, so that
+# both sides are read and written a cache line at a time, with the inner loop on the
+# side whose stride is short (the other one, often a multiple of 4 KiB, would keep
+# evicting itself from L1)
+cdef inline void _tr32(const uint32_t *s, uint32_t *d, int64_t R, int64_t K,
+                       int64_t B) noexcept nogil:
+    """d = s^T for B consecutive R x K row-major matrices"""
+    cdef int64_t b, r0, c0, r, c, r1, c1
+    for b in range(B):
+        for r0 in range(0, R, 16):
+            r1 = r0 + 16 if r0 + 16 < R else R
+            for c0 in range(0, K, 16):
+                c1 = c0 + 16 if c0 + 16 < K else K
+                if R < K:       # the inner loop on the side with the shorter stride
+                    for r in range(r0, r1):
+                        for c in range(c0, c1):
+                            d[c * R + r] = s[r * K + c]
+                else:
+                    for c in range(c0, c1):
+                        for r in range(r0, r1):
+                            d[c * R + r] = s[r * K + c]
+        s += R * K
+        d += R * K
+
+
+cdef inline void _tr64(const uint64_t *s, uint64_t *d, int64_t R, int64_t K,
+                       int64_t B) noexcept nogil:
+    cdef int64_t b, r0, c0, r, c, r1, c1
+    for b in range(B):
+        for r0 in range(0, R, 16):
+            r1 = r0 + 16 if r0 + 16 < R else R
+            for c0 in range(0, K, 16):
+                c1 = c0 + 16 if c0 + 16 < K else K
+                if R < K:       # the inner loop on the side with the shorter stride
+                    for r in range(r0, r1):
+                        for c in range(c0, c1):
+                            d[c * R + r] = s[r * K + c]
+                else:
+                    for c in range(c0, c1):
+                        for r in range(r0, r1):
+                            d[c * R + r] = s[r * K + c]
+        s += R * K
+        d += R * K
+
+
+cdef inline bint _transpose(TensorBase src, TensorBase dst, bint to_nhwc):
+    """dst = src between dense NCHW and NHWC layouts with 4- or 8-byte elements; False
+    when the tiled path does not apply"""
+    cdef int64_t C = src._shape[1], P = 1, N = src._shape[0]
+    cdef int i, isz = em_itemsize[src._dtype]
+    if (isz != 4 and isz != 8) or src._dtype != dst._dtype:
+        return False
+    for i in range(2, src._ndim):
+        P *= src._shape[i]
+    cdef char *s = src._storage.data + src._offset * isz
+    cdef char *d = dst._storage.data + dst._offset * isz
+    cdef int64_t R = C if to_nhwc else P, K = P if to_nhwc else C
+    with nogil:
+        if isz == 4:
+            _tr32(<const uint32_t *>s, <uint32_t *>d, R, K, N)
+        else:
+            _tr64(<const uint64_t *>s, <uint64_t *>d, R, K, N)
+    return True
+
+
 cdef inline TensorBase to_cl(TensorBase t):
     """t (4-D or 5-D) in channels-last strides: t itself when already dense so, else a
     copy (records nothing: for kernels' fresh results)"""
@@ -191,7 +256,20 @@ cdef inline TensorBase to_cl(TensorBase t):
     if dense_cl(t._ndim, t._shape, t._strides):
         return t
     r = new_cl(t._ndim, t._shape, t._dtype, t._device)
-    copy_into(r, t)
+    if not (is_contig(t) and _transpose(t, r, True)):
+        copy_into(r, t)
+    return r
+
+
+cdef inline TensorBase from_cl(TensorBase t):
+    """a row-major copy of t: tiled when t is dense channels-last (t itself when already
+    row-major)"""
+    cdef TensorBase r
+    if is_contig(t):
+        return t
+    r = new_tensor(t._ndim, t._shape, t._dtype, t._device)
+    if not (dense_cl(t._ndim, t._shape, t._strides) and _transpose(t, r, False)):
+        copy_into(r, t)
     return r
 
 
