@@ -6,7 +6,10 @@ names an order of a tensor's strides: ``contiguous_format`` is row-major,
 NCDHW tensor in NDHWC order. Ops that take ``memory_format=`` (``contiguous``, ``clone``,
 ``to``, ``empty`` and the ``*_like`` factories) give those strides; under
 ``preserve_format`` (their default) a channels-last input stays channels-last, as torch
-keeps it. Every other op returns a row-major result with the values torch gives.
+keeps it. The ops propagate channels-last layouts as torch does (``ember/_C/layout.pxd``
+for elementwise results; convolution, pooling, the norms and resampling lay out their
+results with the helpers here or there), and a leaf's accumulated ``.grad`` takes the
+leaf's strides (``grad_layout``); other stride orders give row-major results.
 
 The core calls in here only when a format is named or the input is a non-contiguous
 4-D or 5-D tensor, so the row-major fast paths stay as they are.

@@ -220,6 +220,28 @@ def test_nn_ops(name):
     _check(fn, specs, **(tol[0] if tol else {}))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_channels_last_indices_and_nan(dtype):
+    a = np.random.default_rng(4).standard_normal((2, 5, 7, 6)).astype(dtype)
+    a[0, 1, 2, 3] = np.nan
+    a[1, 4, :2, :2] = 7.0           # ties: the first tap wins
+    for kw in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1,
+                                    "ceil_mode": True},
+               {"kernel_size": 2, "dilation": 2}):
+        xe = ember.tensor(a).contiguous(memory_format=ember.channels_last).requires_grad_()
+        xt = torch.tensor(a).contiguous(memory_format=torch.channels_last).requires_grad_()
+        ye, ie = F.max_pool2d(xe, return_indices=True, **kw)
+        yt, it = TF.max_pool2d(xt, return_indices=True, **kw)
+        assert_layout(ye, yt)
+        assert_layout(ie, it)
+        np.testing.assert_array_equal(_np(ye), _np(yt))
+        np.testing.assert_array_equal(_np(ie), _np(it))
+        g = np.random.default_rng(6).standard_normal(tuple(yt.shape)).astype(dtype)
+        ye.backward(ember.tensor(g))
+        yt.backward(torch.tensor(g))
+        assert_same(xe.grad, xt.grad, rtol=1e-6, atol=1e-6)
+
+
 def test_conv_input_grad_format():
     # torch's backward gives a channels-last input gradient for a channels-last conv
     x = [_pair((2, 3, 6, 7), f, 1) for f in ("cl", "c")]

@@ -1037,11 +1037,19 @@ cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
     return new_tensor(n, sh, dt, dev)
 
 
+include "pool_nhwc.pxi"
+
+
 cdef object _max_pool_run(str op, TensorBase x, _PoolArgs a, bint adaptive, dict attrs,
                           object return_indices):
     """the kernel and epilogue of max_pool2d / adaptive_max_pool2d: values and flat
     h*W+w indices per plane; the indices go first into the recorded attrs"""
     cdef int cdt = _pool_dtype(x, op)
+    if not adaptive and _pool_nhwc_ok(x):
+        yn, ixn = _max_pool_nhwc(x, a)
+        if any_grad((x,)):
+            record(op, (x,), yn, dict({"indices": ixn}, **attrs))
+        return (yn, ixn) if return_indices else yn
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
     cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
@@ -1098,7 +1106,7 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
                            f"dimensions")
     cdef ember_pool2d_params p
     cdef int nd = x._ndim
-    cdef TensorBase ic = contig(idx)
+    cdef TensorBase ic = to_cl(idx) if _pool_nhwc_ok(x) else contig(idx)
     # the kernel scatters to dx[plane, idx]: every index must lie in the plane
     cdef int64_t n_idx = numel_of(ic._ndim, ic._shape), hw = x._shape[nd - 2] * x._shape[nd - 1]
     cdef int64_t q, bad = -1
@@ -1117,6 +1125,8 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     p.planes = numel_of(nd - 2, x._shape)
     p.Ho = dy._shape[nd - 2]
     p.Wo = dy._shape[nd - 1]
+    if _pool_nhwc_ok(x):
+        return _max_pool_nhwc_backward(dy, x, ic)
     cdef int cdt = _pool_dtype(x, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
