@@ -6,7 +6,10 @@ names an order of a tensor's strides: ``contiguous_format`` is row-major,
 NCDHW tensor in NDHWC order. Ops that take ``memory_format=`` (``contiguous``, ``clone``,
 ``to``, ``empty`` and the ``*_like`` factories) give those strides; under
 ``preserve_format`` (their default) a channels-last input stays channels-last, as torch
-keeps it. Every other op returns a row-major result with the values torch gives.
+keeps it. The ops propagate channels-last layouts as torch does (``ember/_C/layout.pxd``
+for elementwise results; convolution, pooling, the norms and resampling lay out their
+results with the helpers here or there), and a leaf's accumulated ``.grad`` takes the
+leaf's strides (``grad_layout``); other stride orders give row-major results.
 
 The core calls in here only when a format is named or the input is a non-contiguous
 4-D or 5-D tensor, so the row-major fast paths stay as they are.
@@ -197,3 +200,41 @@ def to(t, r, fmt):
     if r is not t and r.stride() == strides_for(tuple(r.shape), fmt):
         return r
     return _copy_in(r, fmt)
+
+
+def _non_overlapping_dense(shape, stride) -> bool:
+    """torch's is_non_overlapping_and_dense: some permutation of the dims is row-major."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: stride[d])
+    expected = 1
+    for d in dims:
+        if shape[d] == 0:
+            return True
+        if stride[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def grad_layout(var, g):
+    """torch's layout contract for a leaf's accumulated ``.grad``: the strides of ``var``
+    when ``var`` is dense (a channels-last parameter gets a channels-last gradient),
+    else row-major.  ``g`` itself when it already obeys."""
+    shape, vst, gst = tuple(var.shape), var.stride(), g.stride()
+    if _non_overlapping_dense(shape, vst):
+        if all(gst[d] == vst[d] if shape[d] != 1 else gst[d] != 0 for d in range(len(shape))):
+            return g
+        from ember._C import creation
+
+        return creation.empty_strided(shape, vst, dtype=g.dtype, device=g.device).copy_(g)
+    return g if g.is_contiguous() else g.contiguous()
+
+
+def like_input(input, out, *others):
+    """``out`` (a row-major result of an op composed of other ops) in the channels-last
+    layout that torch's kernel for the op gives: that of ``input`` (or of one of
+    ``others``, as convolution takes its weight's) when it suggests one."""
+    for t in (input,) + others:
+        fmt = suggest(t)
+        if fmt is not contiguous_format:
+            return out if out.dim() != t.dim() else out.contiguous(memory_format=fmt)
+    return out

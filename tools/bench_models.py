@@ -10,6 +10,7 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
     .venv/bin/python tools/bench_models.py sdpa        # attention at L=1024: time, peak memory
     .venv/bin/python tools/bench_models.py engine      # autograd bookkeeping share of a GPT step
+    .venv/bin/python tools/bench_models.py channels-last   # CNN/ResNet steps in channels_last
 """
 import os
 import resource
@@ -86,8 +87,11 @@ def _model(T, model):
     return m, T.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), T.randn(64, 1, 26, 26)
 
 
-def _step_fn(T, model):
+def _step_fn(T, model, channels_last=False):
     m, opt, x = _model(T, model)
+    if channels_last:
+        m = m.to(memory_format=T.channels_last)
+        x = x.contiguous(memory_format=T.channels_last)
     y, loss = T.randint(0, 10, (x.shape[0],)), T.nn.CrossEntropyLoss()
 
     def step():
@@ -163,6 +167,28 @@ def resnet():
             e, t = pair(ops[0][name], ops[1][name], 2, 5)
             row.append(f"{name} {e / t:.2f}x ({e * 1e3:.1f} vs {t * 1e3:.1f} ms)")
         print(f"  ops thr{th}: " + ", ".join(row))
+
+
+def channels_last():
+    """The digits CNN and ResNet-block training steps with the model and the input in
+    channels_last, ember beside torch (also channels_last), and ember's row-major step."""
+    import torch
+
+    import ember
+    for model in ("cnn", "resnet"):
+        steps = {}
+        for name, T, cl in (("ember", ember, True), ("torch", torch, True),
+                            ("ember-nchw", ember, False)):
+            T.manual_seed(0)
+            steps[name] = _step_fn(T, model, cl)
+        for th in (1, 2):
+            ember.set_num_threads(th)
+            torch.set_num_threads(th)
+            n = 3 if model == "cnn" else 2
+            e, t = pair(steps["ember"], steps["torch"], n, 7)
+            c = med(steps["ember-nchw"], n, 5)
+            print(f"{model} step channels_last thr{th}: ember {e * 1e3:.1f} ms, torch "
+                  f"{t * 1e3:.1f} ms ({e / t:.2f}x); ember row-major {c * 1e3:.1f} ms")
 
 
 def _hwm_kb():
@@ -475,6 +501,6 @@ def sdpa_memory(lib, causal):
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
     modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
-             "resnet": resnet, "sdpa": sdpa, "engine": engine,
+             "resnet": resnet, "sdpa": sdpa, "engine": engine, "channels-last": channels_last,
              "sdpa-memory": lambda: sdpa_memory(*sys.argv[2:4])}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

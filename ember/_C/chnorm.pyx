@@ -13,6 +13,7 @@ from libc.stdint cimport int64_t
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_chnorm cimport *
+from ember._C.layout cimport cl_order, from_cl, to_cl
 
 
 cdef bint _param_ok(object p, TensorBase x, int64_t C, bint write):
@@ -65,7 +66,7 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
         return None
     if training and N * HW <= 1:
         return None
-    cdef TensorBase x = contig(t)
+    cdef TensorBase x = from_cl(t)
     cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
     cdef TensorBase b = contig(<TensorBase>bias) if bias is not None else None
     cdef TensorBase y = new_like(x, -1)
@@ -87,6 +88,8 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
             bump_version(<TensorBase>running_mean)
         if running_var is not None:
             bump_version(<TensorBase>running_var)
+    if cl_order(t):         # torch keeps the input's memory format
+        y = to_cl(y)
     if any_grad((t, weight, bias)):
         record("batch_norm", (input, weight, bias), y,
                {"training": training, "eps": eps, "save_mean": smean, "save_invstd": sinv})
@@ -97,13 +100,20 @@ cdef tuple _bwd_operands(str op, grad, input, stat1, str name1, stat2, str name2
                          bint need_input, bint need_weight, bint need_bias):
     """The contiguous operands of a norm backward and its outputs (None where not
     needed): (x, g, stat1, stat2, w, dx, dw, db)."""
-    cdef TensorBase x = contig(as_tensor(input, op, "input"))
+    cdef TensorBase x = from_cl(as_tensor(input, op, "input"))
     cdef int64_t C = x._shape[1]
-    return (x, contig(cast(as_tensor(grad, op, "grad"), x._dtype)),
+    return (x, from_cl(cast(as_tensor(grad, op, "grad"), x._dtype)),
             contig(as_tensor(stat1, op, name1)), contig(as_tensor(stat2, op, name2)),
             contig(<TensorBase>weight) if weight is not None else None,
             new_like(x, -1) if need_input else None,
             _vec(C, x) if need_weight else None, _vec(C, x) if need_bias else None)
+
+
+cdef object _like_input(TensorBase dx, object input):
+    """a row-major input gradient in the input's channels-last layout when it has one"""
+    if dx is not None and cl_order(<TensorBase>input):
+        return to_cl(dx)
+    return dx
 
 
 def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint training,
@@ -127,7 +137,7 @@ def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint traini
                                N, C, HW, training, dxp, dwp, dbp, nt)
     if rc != 0:
         raise RuntimeError("batch_norm_backward: kernel failed")
-    return dx, dw, db
+    return _like_input(dx, input), dw, db
 
 
 def group_norm(input, int64_t num_groups, weight, bias, double eps):
@@ -143,7 +153,7 @@ def group_norm(input, int64_t num_groups, weight, bias, double eps):
     cdef int64_t N = t._shape[0], C = t._shape[1], HW = _hw(t)
     if not (_param_ok(weight, t, C, False) and _param_ok(bias, t, C, False)):
         return None
-    cdef TensorBase x = contig(t)
+    cdef TensorBase x = from_cl(t)
     cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
     cdef TensorBase b = contig(<TensorBase>bias) if bias is not None else None
     cdef TensorBase y = new_like(x, -1)
@@ -158,6 +168,8 @@ def group_norm(input, int64_t num_groups, weight, bias, double eps):
                                data_ptr(y), data_ptr(mean), data_ptr(rstd), nt)
     if rc != 0:
         raise RuntimeError("group_norm: kernel failed")
+    if cl_order(t):
+        y = to_cl(y)
     if any_grad((t, weight, bias)):
         record("group_norm", (input, weight, bias), y,
                {"num_groups": num_groups, "eps": eps, "mean": mean, "rstd": rstd})
@@ -186,4 +198,4 @@ def group_norm_backward(grad, input, mean, rstd, weight, int64_t num_groups, bin
         raise MemoryError("group_norm_backward: out of memory")
     if rc != 0:
         raise RuntimeError("group_norm_backward: kernel failed")
-    return dx, dw, db
+    return _like_input(dx, input), dw, db

@@ -13,6 +13,7 @@ from collections.abc import Iterable as _Iterable
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_conv cimport *
+from ember._C.layout cimport cl_order, from_cl, new_cl, to_cl
 
 
 # ----------------------------------------------------------------------------
@@ -77,7 +78,7 @@ cdef int _check_numel(str op, tuple shape, int itemsize=8) except -1:
 cdef TensorBase _float_contig(TensorBase t, int cdt):
     if t._dtype != cdt:
         return cast(t, cdt)
-    return contig(t)
+    return from_cl(t)
 
 
 cdef int _conv_dtype(TensorBase x, str op) except -1:
@@ -446,6 +447,9 @@ cdef int _check_conv_dtypes(TensorBase x, TensorBase w, TensorBase b, str op) ex
     return 0
 
 
+include "conv_nhwc.pxi"
+
+
 cdef object _conv_nd(str op, int nd, object input, object weight, object bias, object stride,
                      object padding, object dilation, object groups):
     cdef TensorBase x = as_tensor(input, op, "input", 1)
@@ -463,6 +467,13 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
         from ember._C import cplx
         return cplx.conv(op, x, w, b, (stride, padding, dilation, groups))
     cdef int cdt = _conv_dtype(x, op)
+    if _nhwc_ok(a, x, w, cdt) and (b is None or b._dtype == cdt):
+        yn = _conv_fwd_nhwc(a, x, w, b)
+        if any_grad((x, w, b)):
+            record(op, (x, w, b) if b is not None else (x, w), yn,
+                   {"stride": stride, "padding": padding, "dilation": dilation,
+                    "groups": groups})
+        return yn
     cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
                                a.p.kw)
@@ -474,6 +485,8 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
     if not a.batched:
         shp = shp[1:]
     y = _shape_back(y, shp)
+    if y._ndim == 4 and (cl_order(x) or cl_order(w)):
+        y = to_cl(y)        # torch: channels-last when the input or the weight is
     if any_grad((x, w, b)):
         record(op, (x, w, b) if b is not None else (x, w), y,
                {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
@@ -519,6 +532,8 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
         raise RuntimeError(f"{op}: expected grad_output of size {list(oshape)}, but got "
                            f"{shape_list(dy)}")
     cdef int cdt = _conv_dtype(dy, op)
+    attrs = {"input_size": input_size, "stride": stride, "padding": padding,
+             "dilation": dilation, "groups": groups}
     cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
                                a.p.kw)
@@ -526,9 +541,17 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
     if dx._dtype != dy._dtype:
         dx = cast(dx, dy._dtype)
     dx = _shape_back(dx, input_size)
-    return epilogue("conv2d_input_grad", (w, dy), dx,
-                    {"input_size": input_size, "stride": stride, "padding": padding,
-                     "dilation": dilation, "groups": groups})
+    if dx._ndim == 4 and (cl_order(dy) or cl_order(w)):
+        dx = to_cl(dx)
+    return epilogue(op, (w, dy), dx, attrs)
+
+
+cdef tuple _conv_weight_grad_nchw(_ConvArgs a, TensorBase x, TensorBase dy, bint bias_grad,
+                                  int cdt):
+    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
+    cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
+    w4 = (a.p.OC, a.p.C // a.p.groups, a.p.kh, a.p.kw)
+    return _conv_weight_grad_raw(a, xc, dyc, w4, bias_grad, cdt)
 
 
 def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dilation=1,
@@ -557,15 +580,16 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
                            f"got {c_type_name(x._dtype)} and {c_type_name(dy._dtype)}")
     cdef int cdt = _conv_dtype(x, op)
-    cdef TensorBase xc = _as4d(_float_contig(x, cdt), a.p.N, a.p.C, a.p.H, a.p.W)
-    cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
-    w4 = (a.p.OC, a.p.C // a.p.groups, a.p.kh, a.p.kw)
-    dw, db = _conv_weight_grad_raw(a, xc, dyc, w4, bias_grad, cdt)
-    if (<TensorBase>dw)._dtype != x._dtype:
-        dw = cast(dw, x._dtype)
-        if db is not None:
-            db = cast(db, x._dtype)
-    dw = _shape_back(dw, weight_size)
+    if _nhwc_ok(a, x, dy, cdt):
+        dw = _conv_weight_grad_nhwc(a, x, dy)        # channels-last, as torch's
+        db = dy.sum((0, 2, 3)) if bias_grad else None
+    else:
+        dw, db = _conv_weight_grad_nchw(a, x, dy, bias_grad, cdt)
+        if (<TensorBase>dw)._dtype != x._dtype:
+            dw = cast(dw, x._dtype)
+            if db is not None:
+                db = cast(db, x._dtype)
+        dw = _shape_back(dw, weight_size)
     if any_grad((x, dy)):
         record("conv2d_weight_grad", (x, dy), dw,
                {"weight_size": weight_size, "stride": stride, "padding": padding,
@@ -628,6 +652,8 @@ cdef object _conv_transpose_nd(str op, int nd, input, weight, bias, stride, padd
     if not a.batched:
         shp = shp[1:]
     y = _shape_back(y, shp)
+    if y._ndim == 4 and (cl_order(x) or cl_order(w)):
+        y = to_cl(y)
     if any_grad((x, w, b)):
         record(op, (x, w, b) if b is not None else (x, w), y,
                {"stride": stride, "padding": padding, "output_padding": output_padding,
@@ -1011,11 +1037,19 @@ cdef TensorBase _new_shape(tuple shp, int dt, Device dev):
     return new_tensor(n, sh, dt, dev)
 
 
+include "pool_nhwc.pxi"
+
+
 cdef object _max_pool_run(str op, TensorBase x, _PoolArgs a, bint adaptive, dict attrs,
                           object return_indices):
     """the kernel and epilogue of max_pool2d / adaptive_max_pool2d: values and flat
     h*W+w indices per plane; the indices go first into the recorded attrs"""
     cdef int cdt = _pool_dtype(x, op)
+    if not adaptive and _pool_nhwc_ok(x):
+        yn, ixn = _max_pool_nhwc(x, a)
+        if any_grad((x,)):
+            record(op, (x,), yn, dict({"indices": ixn}, **attrs))
+        return (yn, ixn) if return_indices else yn
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
     cdef TensorBase idx = _new_shape(a.oshape, EM_I64, x._device)
@@ -1034,6 +1068,9 @@ cdef object _max_pool_run(str op, TensorBase x, _PoolArgs a, bint adaptive, dict
             ember_max_pool2d_fwd_f64(&a.p, <double *>px, <double *>py, pi, nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
+    if cl_order(x):     # torch pools keep the input's memory format
+        y = to_cl(y)
+        idx = to_cl(idx)
     if any_grad((x,)):
         record(op, (x,), y, dict({"indices": idx}, **attrs))
     return (y, idx) if return_indices else y
@@ -1069,7 +1106,7 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
                            f"dimensions")
     cdef ember_pool2d_params p
     cdef int nd = x._ndim
-    cdef TensorBase ic = contig(idx)
+    cdef TensorBase ic = to_cl(idx) if _pool_nhwc_ok(x) else contig(idx)
     # the kernel scatters to dx[plane, idx]: every index must lie in the plane
     cdef int64_t n_idx = numel_of(ic._ndim, ic._shape), hw = x._shape[nd - 2] * x._shape[nd - 1]
     cdef int64_t q, bad = -1
@@ -1088,6 +1125,8 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     p.planes = numel_of(nd - 2, x._shape)
     p.Ho = dy._shape[nd - 2]
     p.Wo = dy._shape[nd - 1]
+    if _pool_nhwc_ok(x):
+        return _max_pool_nhwc_backward(dy, x, ic)
     cdef int cdt = _pool_dtype(x, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)
@@ -1101,7 +1140,7 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
                                      <double *>data_ptr(dx), nt)
     if cdt != x._dtype:
         dx = cast(dx, x._dtype)
-    return dx
+    return to_cl(dx) if cl_order(x) else dx
 
 
 def max_pool2d_backward(grad_output, input, indices, kernel_size=None, stride=None, padding=0,
@@ -1146,6 +1185,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             ember_avg_pool2d_fwd_f64(&a.p, <double *>data_ptr(xc), <double *>data_ptr(y), nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
+    if cl_order(x):
+        y = to_cl(y)
     return epilogue("avg_pool2d", (x,), y,
                     {"kernel_size": kernel_size, "stride": stride, "padding": padding,
                      "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
@@ -1180,6 +1221,8 @@ def avg_pool2d_backward(grad_output, input, kernel_size, stride=None, padding=0,
             ember_avg_pool2d_bwd_f64(&a.p, <double *>data_ptr(dyc), <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
+    if cl_order(x):
+        dx = to_cl(dx)
     return epilogue(op, (dy,), dx,
                     {"kernel_size": kernel_size, "stride": stride, "padding": padding,
                      "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
@@ -1242,6 +1285,8 @@ def adaptive_avg_pool2d(input, output_size):
                                               nt)
     if cdt != x._dtype:
         y = cast(y, x._dtype)
+    if cl_order(x):
+        y = to_cl(y)
     return epilogue(op, (x,), y, {"output_size": output_size})
 
 
@@ -1273,6 +1318,8 @@ def adaptive_avg_pool2d_backward(grad_output, input):
                                               <double *>data_ptr(dx), nt)
     if cdt != dy._dtype:
         dx = cast(dx, dy._dtype)
+    if cl_order(x):
+        dx = to_cl(dx)
     return epilogue(op, (dy,), dx, {"input_shape": tuple(x.shape)})
 
 

@@ -2182,6 +2182,10 @@ cdef class TensorBase:
             warnings.warn("Casting complex values to real discards the imaginary part",
                           UserWarning, stacklevel=2)
         cdef TensorBase r = new_like(self, dt)
+        cdef int i
+        if _maybe_channels_last(self) and dense_nonoverlap(self):
+            for i in range(self._ndim):     # torch's preserve_format: the same strides
+                r._strides[i] = self._strides[i]
         copy_into(r, self)
         if em_grad_on and self._requires_grad and dt >= EM_F16:
             record("to_dtype", (self,), r, (self._dtype,))

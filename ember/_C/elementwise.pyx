@@ -12,6 +12,7 @@ from ember._C.core import Size
 import builtins as _bi
 
 from ember._C.c_ew cimport *
+from ember._C.layout cimport new_out, cast_keep, iter_init_ordered, iter_order
 
 cdef const em_ew_table *TAB = em_ew_get()
 
@@ -83,7 +84,7 @@ cdef int _run(em_loop fn, list ops, int ndim, const int64_t *shape, const void *
             with nogil:
                 em_run_nd(fn, k, ptrs, 1, &n, st, aux, nthreads_for(n))
         return 0
-    iter_init(&it, ops, ndim, shape)
+    iter_init_ordered(&it, ops, ndim, shape)
     with nogil:
         em_run_nd(fn, it.nargs, it.ptrs, it.ndim, it.shape, it.strides, aux, nthreads_for(it.numel))
     return 0
@@ -140,6 +141,7 @@ cdef int _run_bin(em_loop fn, TensorBase r, TensorBase x, char *xs, TensorBase y
             with nogil:
                 em_run_nd(fn, 3, it.ptrs, 1, &n, it.strides, aux, nthreads_for(n))
         return 0
+    iter_order(&it)
     iter_coalesce(&it)
     with nogil:
         em_run_nd(fn, 3, it.ptrs, it.ndim, it.shape, it.strides, aux, nthreads_for(it.numel))
@@ -221,8 +223,8 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         r = res if (res._dtype == (EM_BOOL if kind == K_CMP else cd)) else \
             new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd, cpu_device())
     else:
-        r = new_tensor(nd, shape, EM_BOOL if kind == K_CMP else cd,
-                       x._device if ta else y._device)
+        r = new_out(nd, shape, EM_BOOL if kind == K_CMP else cd,
+                    x._device if ta else y._device, [a if ta else None, b if tb else None])
     _run_bin(fn, r, x, <char *>xbuf, y, <char *>ybuf, <void *>alpha if alpha != NULL else &flag)
     if flag:
         raise RuntimeError("ZeroDivisionError")
@@ -232,7 +234,7 @@ cdef object _binary(int op, str name, object a, object b, object out, int kind,
         r = <TensorBase?>out
         bump_version(r)
     elif odt != r._dtype:
-        r = cast(r, odt)
+        r = cast_keep(r, odt)
     if grad_on() and kind != K_CMP and kind != K_INT and (
             (ta and (<TensorBase>a)._requires_grad) or (tb and (<TensorBase>b)._requires_grad)):
         if inplace or out is not None:
@@ -325,7 +327,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         if r._dtype != (EM_BOOL if kind == K_CMP else cd):
             r = new_tensor(t._ndim, t._shape, EM_BOOL if kind == K_CMP else cd, t._device)
     else:
-        r = new_tensor(t._ndim, t._shape, EM_BOOL if kind == K_CMP else cd, t._device)
+        r = new_out(t._ndim, t._shape, EM_BOOL if kind == K_CMP else cd, t._device, [t])
     _run(fn, [r, x], t._ndim, t._shape, aux)
     if out is not None:
         if r is not out:
@@ -333,7 +335,7 @@ cdef object _unary(int op, str name, object a, object out, int kind, const void 
         r = <TensorBase?>out
         bump_version(r)
     elif kind != K_CMP and rd != cd:
-        r = cast(r, rd)
+        r = cast_keep(r, rd)
     if kind != K_CMP and grad_on() and t._requires_grad and not inplace:
         record(name, (a,), r, attrs)
     return r
@@ -717,7 +719,7 @@ cdef object _clamp_scalar(object input, object lo, object hi, object out, bint i
     if hi is not None:
         scalar_to_buf(hi, cd, aux + 8)
         (<int *>(aux + 16))[0] |= 2
-    x = t if rd == t._dtype else cast(t, rd)
+    x = cast_keep(t, rd)
     if inplace:
         return _inplace_unary(EW_CLAMP, "clamp", t, K_ARITH, aux, (lo, hi))
     return _unary(EW_CLAMP, "clamp", x, out, K_ARITH, aux, (lo, hi))
@@ -796,7 +798,8 @@ def where(condition, input=None, other=None, *, out=None):
     y = _operand(other, rd)
     nd = broadcast_shape(x._ndim, x._shape, y._ndim, y._shape, s1)
     nd = broadcast_shape(nd, s1, c._ndim, c._shape, s2)
-    r = new_tensor(nd, s2, rd, c._device)
+    r = new_out(nd, s2, rd, c._device, [c, input if _is_t(input) else None,
+                                        other if _is_t(other) else None])
     _run(TAB.where[rd], [r, c, x, y], nd, s2, NULL)
     if grad_on() and ((_is_t(input) and (<TensorBase>input)._requires_grad) or
                       (_is_t(other) and (<TensorBase>other)._requires_grad)):
@@ -833,10 +836,10 @@ def lerp(input, end, weight, *, out=None):
     w = _operand(weight, cd)
     nd = broadcast_shape(a._ndim, a._shape, b._ndim, b._shape, s1)
     nd = broadcast_shape(nd, s1, w._ndim, w._shape, s2)
-    r = new_tensor(nd, s2, cd, a._device)
+    r = new_out(nd, s2, cd, a._device, [v if _is_t(v) else None for v in (input, end, weight)])
     _run(TAB.lerp[cd], [r, a, b, w], nd, s2, NULL)
     if rd != cd:
-        r = cast(r, rd)
+        r = cast_keep(r, rd)
     if grad_on() and any([_is_t(v) and (<TensorBase>v)._requires_grad
                           for v in (input, end, weight)]):
         record("lerp", (input, end, weight), r, None)

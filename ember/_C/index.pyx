@@ -16,6 +16,7 @@ from ember._C import core as _core
 from ember._C import elementwise as _ew
 
 from ember._C.c_index cimport *
+from ember._C.layout cimport cl_order, new_cl
 
 _LOWER_NAMES = ("bool", "unsigned char", "signed char", "short", "int", "long", "half",
                 "bfloat16", "float", "double", "c10::complex<float>", "c10::complex<double>")
@@ -1399,6 +1400,8 @@ def cat(tensors, dim=0, *, out=None, axis=None):
         total += t._shape[d]
     shp[d] = total
     r = new_tensor(nd, shp, rd, ref._device)
+    if (nd == 4 or nd == 5) and all([cl_order(<TensorBase>x) for x in ts]):
+        r = new_cl(nd, shp, rd, ref._device)    # torch: the inputs' common memory format
     _cat_into(r, ts, sizes, d)
     if grad_on() and any([(<TensorBase>x)._requires_grad for x in ts]):
         record("cat", tuple(ts), r, (d, tuple(sizes), tuple([

@@ -18,6 +18,7 @@ import threading
 import weakref
 from heapq import heappop, heappush
 
+from ember import _memory_format
 from ember._C import core as _core
 from ember._C.core import TensorBase, _set_grad_enabled, is_grad_enabled
 
@@ -311,6 +312,8 @@ def _accumulate(var, g, create_graph):
             var._grad = g.detach().clone()
         if var._grad.dtype is not var.dtype:
             var._grad = var._grad.to(var.dtype)
+        if not (var._grad.is_contiguous() and var.is_contiguous()):
+            var._grad = _memory_format.grad_layout(var, var._grad)
     elif create_graph or old._requires_grad:
         var._grad = old + g
     else:

@@ -4,6 +4,7 @@ Each formula is ``backward(ctx, grad)`` (see ember/autograd/_table.py) and
 returns one gradient per input (None where not needed or the input does not
 require grad).  Formulas use only ember's public tensor API
 and the linalg entry points, so they are differentiable themselves."""
+from ember import _memory_format as _mf
 from ember.autograd._table import formula
 
 
@@ -135,6 +136,11 @@ def _linear(ctx, grad):
     return (gx, gw) if bias is None else (gx, gw, gb)
 
 
+def _channels_last(*ts):
+    """a conv's layout: channels-last when one of its operands is (torch's rule)"""
+    return any(_mf.suggest(t) is not _mf.contiguous_format for t in ts)
+
+
 def _conv(nd):
     def f(ctx, grad):
         inputs, attrs = ctx.inputs, ctx.attrs
@@ -143,9 +149,12 @@ def _conv(nd):
         L = _conv_mod()
         kw = dict(stride=attrs["stride"], padding=attrs["padding"],
                   dilation=attrs["dilation"], groups=attrs["groups"])
-        if _rg(x) and (_rg(w) or _rg(bias)):
+        if _rg(x) and (_rg(w) or _rg(bias)) and not (
+                grad.dim() == 4 and grad.is_contiguous(memory_format=_mf.channels_last)):
             grad = grad.contiguous()  # both kernels need it so: copy an expanded grad once
         gx = L.conv2d_input_grad(tuple(x.shape), w, grad, **kw) if _rg(x) else None
+        if gx is not None and gx.dim() == 4 and _channels_last(x, w):
+            gx = gx.contiguous(memory_format=_mf.channels_last)   # torch's layout
         gw = gb = None
         if _rg(w) or _rg(bias):
             gw, gb = L.conv2d_weight_grad(x, tuple(w.shape), grad, bias_grad=True, **kw)

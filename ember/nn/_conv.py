@@ -8,6 +8,7 @@ composing ops."""
 from __future__ import annotations
 
 import ember
+from ember import _memory_format
 from ember._check import _check
 
 __all__ = ["conv3d", "conv_transpose3d", "conv_tbc"]
@@ -66,6 +67,7 @@ def conv3d(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor | None 
         ``(N, O, D_out, H_out, W_out)``; differentiable in input, weight and bias.
     """
     unbatched = input.dim() == 4
+    input0 = input
     if unbatched:
         input = input.unsqueeze(0)
     _check(groups > 0, "non-positive groups is not supported")
@@ -115,7 +117,13 @@ def conv3d(input: ember.Tensor, weight: ember.Tensor, bias: ember.Tensor | None 
     w2 = weight.permute(0, 2, 1, 3, 4).reshape(o, kd * cg, k[1], k[2])
     out = ember.nn.functional.conv2d(cols, w2, bias, s[1:], p[1:], d[1:], groups)
     out = out.reshape(n, do, o, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
-    return out.squeeze(0) if unbatched else out
+    if unbatched:
+        return out.squeeze(0)
+    # torch's layout: channels-last-3d when the input or the weight is (its float64
+    # kernel is row-major only), else row-major
+    if input.dtype is ember.float64:
+        return out.contiguous()
+    return _memory_format.like_input(input0, out.contiguous(), weight)
 
 
 @_one_op

@@ -8,6 +8,7 @@ import operator
 import struct as _struct
 
 import ember
+from ember import _memory_format
 from ember._C import core as _core
 from ember._check import _real_only
 from ember.nn.functional import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -302,9 +303,9 @@ def interpolate(input: ember.Tensor, size=None, scale_factor=None, mode: str = "
             if nsp == 2 and mode == "nearest" and out_size[k] == input.shape[2 + k]:
                 continue       # ATen's 2-D nearest kernel copies an axis of unchanged size
             out = _nearest_axis(out, 2 + k, out_size[k], scales[k], mode == "nearest-exact")
-        return out
+        return _memory_format.like_input(input, out)
     if mode == "area":
-        return _area_interp(input, out_size)
+        return _memory_format.like_input(input, _area_interp(input, out_size))
     if not input.is_floating_point():
         # PyTorch also refuses every integer dtype here except uint8 (which it resamples
         # with its own fixed-point rounding); ember resamples floating-point inputs only
@@ -326,7 +327,7 @@ def interpolate(input: ember.Tensor, size=None, scale_factor=None, mode: str = "
             out = _cubic_axis(out, 2 + k, out_size[k], align_corners, scales[k])
         else:
             out = _linear_axis(out, 2 + k, out_size[k], align_corners, scales[k])
-    return out
+    return _memory_format.like_input(input, out)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember import _memory_format
 from ember._check import _check, _check_value, _real_only
 
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "max_pool1d_with_indices",
@@ -95,7 +96,7 @@ def _max_pool_nd(input, nsp, op, kernel_size, stride, padding, dilation, ceil_mo
             pick = ember.where(take, ember.full_like(take, j, dtype=ember.int64),
                                ember.zeros_like(take, dtype=ember.int64) if pick is None
                                else pick)
-    out = best.reshape(*lead, do, ho, wo)
+    out = _memory_format.like_input(input, best.reshape(*lead, do, ho, wo))
     if not return_indices:
         return out
     if pick is None:
@@ -103,7 +104,7 @@ def _max_pool_nd(input, nsp, op, kernel_size, stride, padding, dilation, ceil_mo
     start = (ember.arange(do, dtype=ember.int64) * s[0] - p[0]).reshape(1, do, 1, 1)
     depth = (start + pick * d[0]).clamp(0, dd - 1)
     idx = depth * (h * w) + hw_idx.gather(1, depth)
-    return out, idx.reshape(*lead, do, ho, wo)
+    return out, _memory_format.like_input(input, idx.reshape(*lead, do, ho, wo))
 
 
 def _depth_taps(x, k, s, p, d, ceil_mode, fill):

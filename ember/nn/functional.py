@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember import _memory_format
 from ember._C import chnorm as _C_chnorm
 from ember._C import conv as _conv
 from ember._C import core as _core
@@ -804,7 +805,7 @@ def pad(input: ember.Tensor, pad, mode: str = "constant",
             s[dim] = after
             parts.append(ember.full(s, v, dtype=out.dtype, device=out.device))
         out = ember.cat(parts, dim)
-    return out
+    return out if out is input else _memory_format.like_input(input, out)
 
 
 # ---- distances ----------------------------------------------------------------
