@@ -1,5 +1,5 @@
-/* Loss kernels (fused cross-entropy and nll_loss): the generic and AVX2+FMA copies
-   of loss_impl.h and the run-time choice between them. */
+/* Loss kernels (fused cross-entropy and nll_loss): the generic, AVX2+FMA and AVX-512
+   copies of loss_impl.h and the run-time choice between them. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,9 +23,29 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #define EM_HAVE_AVX2 1
+/* fp-contract: the exp polynomial's multiply-adds (ember_math.h, included once for
+   every copy) become FMAs where the target has them */
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#pragma GCC optimize("fp-contract=fast")
 #define LSFX(name) ls_avx2_##name
+#include "loss_impl.h"
+#undef LSFX
+#pragma GCC pop_options
+#undef DEF_CROSS_ENTROPY
+#undef DEF_CE_PROB
+#undef DEF_CE_SPATIAL
+#undef DEF_NLL
+#undef LS_ACC
+#undef LS_SB
+#undef LS_F32
+#undef LS_F64
+#undef LS_CF32
+#undef LS_CF64
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,prefer-vector-width=512")
+#pragma GCC optimize("fp-contract=fast")
+#define LSFX(name) ls_avx512_##name
 #include "loss_impl.h"
 #undef LSFX
 #pragma GCC pop_options
@@ -33,15 +53,17 @@
 #define EM_HAVE_AVX2 0
 #endif
 
-static int use_avx2(void) {
+/* the widest copy the CPU runs: 0 generic, 1 AVX2+FMA, 2 AVX-512 */
+static int ls_isa(void) {
     static int v = -1;
-    if (v < 0) v = EM_HAVE_AVX2 && ember_cpu_isa() >= 1;
+    if (v < 0) v = EM_HAVE_AVX2 ? ember_cpu_isa() : 0;
     return v;
 }
 
-/* the AVX2 copy of `name` where the CPU has it, else the generic one */
 #if EM_HAVE_AVX2
-#define LS_PICK(name, ARGS) return use_avx2() ? ls_avx2_##name ARGS : ls_gen_##name ARGS
+#define LS_PICK(name, ARGS)                                                              \
+    return ls_isa() >= 2 ? ls_avx512_##name ARGS                                         \
+           : ls_isa() == 1 ? ls_avx2_##name ARGS : ls_gen_##name ARGS
 #else
 #define LS_PICK(name, ARGS) return ls_gen_##name ARGS
 #endif

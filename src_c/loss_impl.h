@@ -147,9 +147,20 @@ static void LSFX(cep_bwd_##S)(const T *x, const T *p, const T *w, const T *lse, 
    thread count. */
 #define LS_SB 64
 
-#define DEF_CE_SPATIAL(S, T, EXP, LOG)                                                    \
-/* m[j] = max_c x[c, j], l[j] = m[j] + log sum_c exp(x[c, j] - m[j]) over nb positions */ \
-static void LSFX(sp_lse_##S)(const T *xb, int64_t C, int64_t P, int64_t nb, T *l) {      \
+/* exp(v) for v <= 0 or NaN (x - max, x - lse): only the bottom of the range needs
+   a clamp, which keeps the loops short (exp(-103.97) is float's smallest
+   subnormal, so the clamp changes no sum) */
+static inline float LSFX(expn_f32)(float v) {
+    return em_exp_reduced(v < -103.972077f ? -103.972077f : v, 0);
+}
+static inline double LSFX(expn_f64)(double v) { return em_exp_d(v); }
+
+#define DEF_CE_SPATIAL(S, T, LOG)                                                    \
+/* l[j] = m[j] + log sum_c exp(x[c, j] - m[j]), m[j] = max_c x[c, j], over nb <= LS_SB    \
+   positions.  The helpers below are inlined twice, with nb = LS_SB (full blocks,     \
+   loops of a known length that the compiler vectorises best) and with nb. */          \
+static inline __attribute__((always_inline)) void LSFX(sp_lse_w_##S)(                     \
+        const T *xb, int64_t C, int64_t P, int64_t nb, T *l) {                           \
     T m[LS_SB], se[LS_SB];                                                               \
     for (int64_t j = 0; j < nb; j++) { m[j] = -INFINITY; se[j] = 0; }                    \
     for (int64_t c = 0; c < C; c++) {                                                    \
@@ -158,9 +169,35 @@ static void LSFX(sp_lse_##S)(const T *xb, int64_t C, int64_t P, int64_t nb, T *l
     }                                                                                    \
     for (int64_t c = 0; c < C; c++) {                                                    \
         const T *xc = xb + c * P;                                                        \
-        for (int64_t j = 0; j < nb; j++) se[j] += EXP(xc[j] - m[j]);                     \
+        for (int64_t j = 0; j < nb; j++) se[j] += LSFX(expn_##S)(xc[j] - m[j]);          \
     }                                                                                    \
     for (int64_t j = 0; j < nb; j++) l[j] = m[j] + LOG(se[j]);                           \
+}                                                                                        \
+static void LSFX(sp_lse_##S)(const T *xb, int64_t C, int64_t P, int64_t nb, T *l) {      \
+    if (nb == LS_SB) LSFX(sp_lse_w_##S)(xb, C, P, LS_SB, l);                             \
+    else LSFX(sp_lse_w_##S)(xb, C, P, nb, l);                                            \
+}                                                                                        \
+/* dx[c, j] = cp[j] softmax(x)[c, j] - cw[j] w[c] */                                     \
+static inline __attribute__((always_inline)) void LSFX(sp_ce_grad_w_##S)(                 \
+        const T *xb, T *db, const T *w, int64_t C, int64_t P, int64_t nb, const T *l,     \
+        const T *cp, const T *cw) {                                                      \
+    for (int64_t c = 0; c < C; c++) {                                                    \
+        const T *xc = xb + c * P, wc = w ? w[c] : (T)1;                                  \
+        T *dc = db + c * P;                                                              \
+        for (int64_t j = 0; j < nb; j++)                                                 \
+            dc[j] = cp[j] * LSFX(expn_##S)(xc[j] - l[j]) - cw[j] * wc;                   \
+    }                                                                                    \
+}                                                                                        \
+/* dx[c, j] = gi[j] (sq[j] softmax(x)[c, j] - w[c] (a p[c, j] + b)) */                   \
+static inline __attribute__((always_inline)) void LSFX(sp_cep_grad_w_##S)(                \
+        const T *xb, const T *pb, T *db, const T *w, int64_t C, int64_t P, int64_t nb,    \
+        const T *l, const T *gi, const T *sq, T a, T b) {                                \
+    for (int64_t c = 0; c < C; c++) {                                                    \
+        const T *xc = xb + c * P, *pc = pb + c * P, wc = w ? w[c] : (T)1;                \
+        T *dc = db + c * P;                                                              \
+        for (int64_t j = 0; j < nb; j++)                                                 \
+            dc[j] = gi[j] * (sq[j] * LSFX(expn_##S)(xc[j] - l[j]) - wc * (a * pc[j] + b)); \
+    }                                                                                    \
 }                                                                                        \
 static void LSFX(ce_sp_fwd_##S)(const T *x, const int64_t *t, const T *w, int64_t N,     \
                                 int64_t C, int64_t P, int64_t ig, T eps, T *loss,        \
@@ -216,11 +253,8 @@ static void LSFX(ce_sp_bwd_##S)(const T *x, const int64_t *t, const T *w, const 
             cw[j] = gi * b;                                                              \
             pk[j] = gi * a * wt;                                                         \
         }                                                                                \
-        for (int64_t c = 0; c < C; c++) {                                                \
-            const T *xc = xb + c * P, wc = w ? w[c] : (T)1;                              \
-            T *dc = db + c * P;                                                          \
-            for (int64_t j = 0; j < nb; j++) dc[j] = cp[j] * EXP(xc[j] - l[j]) - cw[j] * wc; \
-        }                                                                                \
+        if (nb == LS_SB) LSFX(sp_ce_grad_w_##S)(xb, db, w, C, P, LS_SB, l, cp, cw);         \
+        else LSFX(sp_ce_grad_w_##S)(xb, db, w, C, P, nb, l, cp, cw);                     \
         for (int64_t j = 0; j < nb; j++) {                                               \
             const int64_t tj = t[o + j];                                                 \
             if (tj != ig) { db[tj * P + j] -= pk[j]; continue; }                         \
@@ -267,12 +301,8 @@ static void LSFX(cep_sp_bwd_##S)(const T *x, const T *p, const T *w, const T *ls
             const T *pc = pb + c * P, wc = w ? w[c] : (T)1;                              \
             for (int64_t j = 0; j < nb; j++) sq[j] += wc * (a * pc[j] + b);              \
         }                                                                                \
-        for (int64_t c = 0; c < C; c++) {                                                \
-            const T *xc = xb + c * P, *pc = pb + c * P, wc = w ? w[c] : (T)1;            \
-            T *dc = db + c * P;                                                          \
-            for (int64_t j = 0; j < nb; j++)                                             \
-                dc[j] = gi[j] * (sq[j] * EXP(xc[j] - l[j]) - wc * (a * pc[j] + b));      \
-        }                                                                                \
+        if (nb == LS_SB) LSFX(sp_cep_grad_w_##S)(xb, pb, db, w, C, P, LS_SB, l, gi, sq, a, b); \
+        else LSFX(sp_cep_grad_w_##S)(xb, pb, db, w, C, P, nb, l, gi, sq, a, b);          \
     }                                                                                    \
 }
 
@@ -313,12 +343,12 @@ static void LSFX(nll_bwd_##S)(const int64_t *t, const T *w, int64_t N, int64_t C
     }                                                                                    \
 }
 
-DEF_CROSS_ENTROPY(f32, float, em_expf, logf)
+DEF_CROSS_ENTROPY(f32, float, LSFX(expn_f32), logf)
 DEF_CROSS_ENTROPY(f64, double, em_exp_d, log)
-DEF_CE_PROB(f32, float, em_expf, logf)
+DEF_CE_PROB(f32, float, LSFX(expn_f32), logf)
 DEF_CE_PROB(f64, double, em_exp_d, log)
-DEF_CE_SPATIAL(f32, float, em_expf, logf)
-DEF_CE_SPATIAL(f64, double, em_exp_d, log)
+DEF_CE_SPATIAL(f32, float, logf)
+DEF_CE_SPATIAL(f64, double, log)
 DEF_NLL(f32, float)
 DEF_NLL(f64, double)
 
