@@ -17,6 +17,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import time
 import timeit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,15 +29,15 @@ def med(fn, number, repeat=7):
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
-def pair(fe, ft, number, repeat=11):
+def pair(fe, ft, number, repeat=11, timer=timeit.default_timer, stat=statistics.median):
     """Medians (seconds per call) of ember's and torch's fn, timed in alternation
     so that a drift in the machine's speed hits both alike."""
     fe(), ft()
     te, tt = [], []
     for _ in range(repeat):
-        te.append(timeit.timeit(fe, number=number) / number)
-        tt.append(timeit.timeit(ft, number=number) / number)
-    return statistics.median(te), statistics.median(tt)
+        te.append(timeit.timeit(fe, number=number, timer=timer) / number)
+        tt.append(timeit.timeit(ft, number=number, timer=timer) / number)
+    return stat(te), stat(tt)
 
 
 def linalg():
@@ -255,8 +256,8 @@ def ops():
 
 
 def losses():
-    """Fused cross-entropy on (N, C, d) logits and on class probabilities, and
-    rms_norm: forward+backward, ember time / torch time, alternated."""
+    """Fused cross-entropy on (N, C, d...) logits and on class probabilities, nll_loss,
+    and rms_norm: forward+backward, ember time / torch time, alternated."""
     import torch
 
     import ember
@@ -269,7 +270,14 @@ def losses():
         p = T.softmax(T.randn(4096, 1000), 1)
         xr = T.randn(16, 64, 512, requires_grad=True)
         wr = T.ones(512, requires_grad=True)
+        xs = T.randn(8, 21, 64, 64, requires_grad=True)    # segmentation logits
+        ts = T.randint(0, 21, (8, 64, 64))
+        ts[:, :4] = 255
         cases.append({
+            "ce (8,21,64,64) idx ignore+smooth": lambda T=T, x=xs, t=ts: T.nn.functional.
+            cross_entropy(x, t, ignore_index=255, label_smoothing=0.1).backward(),
+            "nll (8,21,64,64)": lambda T=T, x=xs, t=ts: T.nn.functional.nll_loss(
+                x, t, ignore_index=255).backward(),
             "ce (32,100,256) idx": lambda T=T, x=x, t=t: T.nn.functional.cross_entropy(
                 x, t).backward(),
             "ce (4096,1000) probs": lambda T=T, x=xp, p=p: T.nn.functional.cross_entropy(
@@ -322,7 +330,9 @@ def _norm_cases(T):
 
 def norms():
     """ember time / torch time of each normalisation: forward (no grad), forward+backward
-    with a random grad, and forward+.sum().backward(), alternated."""
+    with a random grad, and forward+.sum().backward(), alternated; the best of 11
+    (one thread: process CPU time, which other processes on a shared machine leave
+    alone; two threads: wall time)."""
     import torch
 
     import ember
@@ -330,14 +340,15 @@ def norms():
     for th in (1, 2):
         ember.set_num_threads(th)
         torch.set_num_threads(th)
+        kw = dict(timer=time.process_time if th == 1 else timeit.default_timer, stat=min)
         for name in ce:
             r = []
             for i, what in enumerate(("fwd", "fwd+bwd", "fwd+sum.bwd")):
                 if i == 0:
                     with ember.no_grad(), torch.no_grad():
-                        e, t = pair(ce[name][0], ct[name][0], 5)
+                        e, t = pair(ce[name][0], ct[name][0], 5, **kw)
                 else:
-                    e, t = pair(ce[name][i], ct[name][i], 3)
+                    e, t = pair(ce[name][i], ct[name][i], 3, **kw)
                 r.append(f"{what} {e / t:.2f}x ({e * 1e3:.2f} vs {t * 1e3:.2f} ms)")
             print(f"{name} thr{th}: " + ", ".join(r))
 
