@@ -308,3 +308,19 @@ def test_spatial_losses_thread_count_independent():
                 res += [loss.item(), ex.grad.numpy().tobytes()]
             outs.append(res)
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_unbatched_class_losses_are_0_dim_like_torch(reduction):
+    x = np.random.default_rng(12).standard_normal(5)
+    for name, kw in (("cross_entropy", dict(label_smoothing=0.2)), ("nll_loss", {})):
+        res = []
+        for lib in (ember, torch):
+            xt = lib.tensor(x, requires_grad=True)
+            loss = getattr(lib.nn.functional, name)(xt, lib.tensor(2), reduction=reduction,
+                                                    **kw)
+            loss.backward()
+            res.append((tuple(loss.shape), loss.detach().numpy(), xt.grad.numpy()))
+        assert res[0][0] == res[1][0] == ()
+        for a, b in zip(res[0][1:], res[1][1:]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

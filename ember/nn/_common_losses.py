@@ -115,8 +115,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     (N, C, ...) or (C,).  float32/float64 CPU input runs one fused kernel forward and
     one backward, others the composed ops."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if input.dim() == 1:
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    if input.dim() == 1:  # one sample: its loss is 0-dim, as PyTorch's
+        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight,
+                       ignore_index=ignore_index, reduction=reduction)
+        return out.squeeze(0) if reduction == "none" else out
     graph = _fused_loss(input, target, weight, reduction)
     if graph:
         return _NLLLoss.apply(input, target, weight, ignore_index, reduction)
