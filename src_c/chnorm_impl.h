@@ -112,22 +112,31 @@ static void CN(bn_fwd)(const T *x, const T *w, const T *b, int64_t N, int64_t C,
                        int training, double eps, double momentum, T *rm, T *rv, T *y,
                        T *smean, T *sinv, int nt) {
     const int64_t M = N * HW, st = C * HW;
+    if (!training) {
+        /* the running statistics are known: one affine pass in memory order, which
+           streams (a channel at a time jumps a sample's stride per plane) */
+        for (int64_t c = 0; c < C; c++) {
+            smean[c] = rm[c];
+            sinv[c] = (T)(1.0 / sqrt((double)rv[c] + eps));
+        }
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+        for (int64_t r = 0; r < N * C; r++) {
+            const int64_t c = r % C;
+            const T a = sinv[c] * (w ? w[c] : (T)1), off = (b ? b[c] : (T)0) - smean[c] * a;
+            CN(affine)(x + r * HW, y + r * HW, HW, a, off);
+        }
+        return;
+    }
     _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
     for (int64_t c = 0; c < C; c++) {
         const T *xc = x + c * HW;
-        T mean, inv;
-        if (training) {
-            mean = (T)(CN(chan)(xc, NULL, N, st, HW, 0, 0) / (double)M);
-            const double var = CN(chan)(xc, NULL, N, st, HW, mean, 1) / (double)M;
-            inv = (T)(1.0 / sqrt(var + eps));
-            if (rm) rm[c] = (T)(momentum * (double)mean + (1.0 - momentum) * (double)rm[c]);
-            if (rv)
-                rv[c] = (T)(momentum * var * (double)M / (double)(M > 1 ? M - 1 : 1) +
-                            (1.0 - momentum) * (double)rv[c]);
-        } else {
-            mean = rm[c];
-            inv = (T)(1.0 / sqrt((double)rv[c] + eps));
-        }
+        const T mean = (T)(CN(chan)(xc, NULL, N, st, HW, 0, 0) / (double)M);
+        const double var = CN(chan)(xc, NULL, N, st, HW, mean, 1) / (double)M;
+        const T inv = (T)(1.0 / sqrt(var + eps));
+        if (rm) rm[c] = (T)(momentum * (double)mean + (1.0 - momentum) * (double)rm[c]);
+        if (rv)
+            rv[c] = (T)(momentum * var * (double)M / (double)(M > 1 ? M - 1 : 1) +
+                        (1.0 - momentum) * (double)rv[c]);
         smean[c] = mean;
         sinv[c] = inv;
         const T a = inv * (w ? w[c] : (T)1), off = (b ? b[c] : (T)0) - mean * a;

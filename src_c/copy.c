@@ -140,6 +140,22 @@ void em_fill(int dtype, char *dst, int64_t stride, int64_t n, const void *value,
                        (size_t)(s + chunk < nb ? chunk : nb - s));
             return;
         }
+        /* contiguous: unit-stride stores, which the compiler vectorises */
+        if (isz == 4 || isz == 8) {
+            const int64_t chunk = 1 << 16;
+            #pragma omp parallel for num_threads(nthreads) schedule(static) if (n > (1 << 20))
+            for (int64_t s = 0; s < n; s += chunk) {
+                const int64_t e = s + chunk < n ? s + chunk : n;
+                if (isz == 4) {
+                    uint32_t v = *(const uint32_t *)value, *d = (uint32_t *)dst;
+                    for (int64_t k = s; k < e; k++) d[k] = v;
+                } else {
+                    uint64_t v = *(const uint64_t *)value, *d = (uint64_t *)dst;
+                    for (int64_t k = s; k < e; k++) d[k] = v;
+                }
+            }
+            return;
+        }
     }
     switch (isz) {
     case 1: { uint8_t v = *(const uint8_t *)value; for (int64_t k = 0; k < n; k++) *(uint8_t *)(dst + k * stride) = v; } break;

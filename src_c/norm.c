@@ -3,17 +3,24 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ember.h"
 #include "ember_norm.h"
 
+#define NM_VBYTES 16
 #define NSFX(name) nm_gen_##name
 #include "norm_impl.h"
 #undef NSFX
+#undef NM_ACC
+#undef NM_RB
+#undef DEF_LAYER_NORM
+#undef NM_VBYTES
 
 #if defined(__x86_64__) || defined(__i386__)
 #define EM_HAVE_AVX2 1
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#define NM_VBYTES 32
 #define NSFX(name) nm_avx2_##name
 #include "norm_impl.h"
 #undef NSFX

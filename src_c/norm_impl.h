@@ -5,25 +5,48 @@
 #define NM_RB 16      /* rows per block of the weight/bias gradient partials */
 
 #define DEF_LAYER_NORM(S, T, SQRT)                                                        \
+/* NM_ACC lanes as vectors of NM_VBYTES bytes (GCC/Clang vector extensions): lane j   \
+   takes elements i + j, and the lanes are combined in a fixed tree; spelled out, the \
+   lane sums never become a serial chain */                                          \
+typedef T NSFX(v_##S) __attribute__((vector_size(NM_VBYTES)));                           \
+enum { NSFX(VL_##S) = (int)(NM_VBYTES / sizeof(T)), NSFX(NV_##S) = NM_ACC / NSFX(VL_##S) }; \
+static inline NSFX(v_##S) NSFX(ld_##S)(const T *p) {                                     \
+    NSFX(v_##S) v;                                                                       \
+    memcpy(&v, p, sizeof v);                                                             \
+    return v;                                                                            \
+}                                                                                        \
+static inline void NSFX(st_##S)(T *p, NSFX(v_##S) v) { memcpy(p, &v, sizeof v); }        \
+/* the NM_ACC lanes in s (after their tail elements were added) combined */             \
+static inline T NSFX(fold_##S)(T *l) {                                                   \
+    for (int w = NM_ACC / 2; w > 0; w /= 2)                                              \
+        for (int j = 0; j < w; j++) l[j] += l[j + w];                                    \
+    return l[0];                                                                         \
+}                                                                                        \
 static T NSFX(sum_##S)(const T *x, int64_t n) {                                          \
-    T s[NM_ACC] = {0};                                                                   \
+    NSFX(v_##S) s[NSFX(NV_##S)];                                                         \
+    for (int q = 0; q < NSFX(NV_##S); q++) s[q] = (NSFX(v_##S)){0};                      \
     int64_t i = 0;                                                                       \
     for (; i + NM_ACC <= n; i += NM_ACC)                                                 \
-        for (int j = 0; j < NM_ACC; j++) s[j] += x[i + j];                               \
-    for (int j = 0; i < n; i++, j++) s[j] += x[i];                                       \
-    for (int w = NM_ACC / 2; w > 0; w /= 2)                                              \
-        for (int j = 0; j < w; j++) s[j] += s[j + w];                                    \
-    return s[0];                                                                         \
+        for (int q = 0; q < NSFX(NV_##S); q++) s[q] += NSFX(ld_##S)(x + i + q * NSFX(VL_##S)); \
+    T l[NM_ACC];                                                                         \
+    memcpy(l, s, sizeof l);                                                              \
+    for (int j = 0; i < n; i++, j++) l[j] += x[i];                                       \
+    return NSFX(fold_##S)(l);                                                            \
 }                                                                                        \
 static T NSFX(sqdev_##S)(const T *x, int64_t n, T m) {                                   \
-    T s[NM_ACC] = {0};                                                                   \
+    NSFX(v_##S) s[NSFX(NV_##S)];                                                         \
+    const NSFX(v_##S) mv = (NSFX(v_##S)){0} + m;                                         \
+    for (int q = 0; q < NSFX(NV_##S); q++) s[q] = (NSFX(v_##S)){0};                      \
     int64_t i = 0;                                                                       \
     for (; i + NM_ACC <= n; i += NM_ACC)                                                 \
-        for (int j = 0; j < NM_ACC; j++) { T d = x[i + j] - m; s[j] += d * d; }          \
-    for (int j = 0; i < n; i++, j++) { T d = x[i] - m; s[j] += d * d; }                  \
-    for (int w = NM_ACC / 2; w > 0; w /= 2)                                              \
-        for (int j = 0; j < w; j++) s[j] += s[j + w];                                    \
-    return s[0];                                                                         \
+        for (int q = 0; q < NSFX(NV_##S); q++) {                                         \
+            const NSFX(v_##S) d = NSFX(ld_##S)(x + i + q * NSFX(VL_##S)) - mv;           \
+            s[q] += d * d;                                                               \
+        }                                                                                \
+    T l[NM_ACC];                                                                         \
+    memcpy(l, s, sizeof l);                                                              \
+    for (int j = 0; i < n; i++, j++) { T d = x[i] - m; l[j] += d * d; }                  \
+    return NSFX(fold_##S)(l);                                                            \
 }                                                                                        \
 static void NSFX(ln_fwd_##S)(const T *x, const T *w, const T *b, int64_t M, int64_t N,  \
                              T eps, T *y, T *mean, T *rstd, int rms, int nt) {           \
@@ -40,25 +63,51 @@ static void NSFX(ln_fwd_##S)(const T *x, const T *w, const T *b, int64_t M, int6
         else for (int64_t i = 0; i < N; i++) yr[i] = (xr[i] - m) * rs;                   \
     }                                                                                    \
 }                                                                                        \
-/* one block of NM_RB rows: dx rows, and this block's dw/db partial sums (row order) */ \
+/* one block of NM_RB rows: dx rows, and this block's dw/db partial sums (row order).    \
+   One pass per row forms xhat, g = dy * w, the partials and the lane sums of g and   \
+   g * xhat; a second writes dx. */                                                    \
 static void NSFX(ln_bwd_blk_##S)(const T *dy, const T *x, const T *mean, const T *rstd,  \
                                  const T *w, int64_t r0, int64_t r1, int64_t N, T *dx,   \
                                  T *pw, T *pb, T *tmp, int rms) {                        \
+    enum { VL = NSFX(VL_##S), NV = NSFX(NV_##S) };                                       \
     for (int64_t r = r0; r < r1; r++) {                                                  \
         const T *xr = x + r * N, *gr = dy + r * N;                                       \
-        T m = mean[r], rs = rstd[r];                                                     \
+        const T m = mean[r], rs = rstd[r];                                               \
+        const NSFX(v_##S) mv = (NSFX(v_##S)){0} + m, rv = (NSFX(v_##S)){0} + rs;         \
         T *xh = tmp, *g = tmp + N;                                                       \
-        for (int64_t i = 0; i < N; i++) xh[i] = (xr[i] - m) * rs;                        \
-        if (pw) for (int64_t i = 0; i < N; i++) pw[i] += gr[i] * xh[i];                  \
-        if (pb) for (int64_t i = 0; i < N; i++) pb[i] += gr[i];                          \
+        NSFX(v_##S) sa[NV], sc[NV];                                                      \
+        for (int q = 0; q < NV; q++) sa[q] = sc[q] = (NSFX(v_##S)){0};                   \
+        int64_t i = 0;                                                                   \
+        for (; i + NM_ACC <= N; i += NM_ACC)                                             \
+            for (int q = 0; q < NV; q++) {                                               \
+                const int64_t o = i + q * VL;                                            \
+                const NSFX(v_##S) h = (NSFX(ld_##S)(xr + o) - mv) * rv, gv = NSFX(ld_##S)(gr + o); \
+                if (pw) NSFX(st_##S)(pw + o, NSFX(ld_##S)(pw + o) + gv * h);             \
+                if (pb) NSFX(st_##S)(pb + o, NSFX(ld_##S)(pb + o) + gv);                 \
+                const NSFX(v_##S) g2 = w ? gv * NSFX(ld_##S)(w + o) : gv;                \
+                NSFX(st_##S)(xh + o, h);                                                 \
+                NSFX(st_##S)(g + o, g2);                                                 \
+                sa[q] += g2;                                                             \
+                sc[q] += g2 * h;                                                         \
+            }                                                                            \
+        T la[NM_ACC], lc[NM_ACC];                                                        \
+        memcpy(la, sa, sizeof la);                                                       \
+        memcpy(lc, sc, sizeof lc);                                                       \
+        for (int j = 0; i < N; i++, j++) {                                               \
+            const T h = (xr[i] - m) * rs, gv = gr[i];                                    \
+            if (pw) pw[i] += gv * h;                                                     \
+            if (pb) pb[i] += gv;                                                         \
+            const T g2 = w ? gv * w[i] : gv;                                             \
+            xh[i] = h;                                                                   \
+            g[i] = g2;                                                                   \
+            la[j] += g2;                                                                 \
+            lc[j] += g2 * h;                                                             \
+        }                                                                                \
         if (!dx) continue;                                                               \
-        if (w) for (int64_t i = 0; i < N; i++) g[i] = gr[i] * w[i];                      \
-        else for (int64_t i = 0; i < N; i++) g[i] = gr[i];                               \
-        T a = rms ? (T)0 : NSFX(sum_##S)(g, N) / (T)N;                                   \
-        for (int64_t i = 0; i < N; i++) xh[i + 2 * N] = g[i] * xh[i];                    \
-        T c = NSFX(sum_##S)(xh + 2 * N, N) / (T)N;                                       \
+        const T a = rms ? (T)0 : NSFX(fold_##S)(la) / (T)N;                              \
+        const T c = NSFX(fold_##S)(lc) / (T)N;                                           \
         T *dr = dx + r * N;                                                              \
-        for (int64_t i = 0; i < N; i++) dr[i] = rs * ((g[i] - a) - xh[i] * c);           \
+        for (int64_t k = 0; k < N; k++) dr[k] = rs * ((g[k] - a) - xh[k] * c);           \
     }                                                                                    \
 }                                                                                        \
 static int NSFX(ln_bwd_##S)(const T *dy, const T *x, const T *mean, const T *rstd,       \

@@ -1,6 +1,7 @@
-"""The CNN training kernels: max pooling's fast paths, and fused batch_norm and
-group_norm (forward, backward, running statistics) against PyTorch, double backward
-through the composed form, and bit-identical results across thread counts."""
+"""The CNN training kernels: max pooling's fast paths, and fused batch_norm,
+group_norm and instance_norm (forward, backward, running statistics) against
+PyTorch, double backward through the composed form, and bit-identical results
+across thread counts."""
 import numpy as np
 import pytest
 
@@ -220,6 +221,73 @@ def test_group_norm_double_backward_errors_and_threads():
     a, b = _threads(run)
     assert a == b
 
+
+
+# ---------------------------------------------------------------- instance_norm
+@pytest.mark.parametrize("shape", [(2, 3, 7), (3, 4, 5, 6), (2, 2, 3, 2, 4)])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("track", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_instance_norm_matches_torch(shape, affine, track, dtype):
+    # the fused batch_norm kernel over the (1, N*C, ...) view: values, gradients and the
+    # running statistics, in training and in eval
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    C = shape[1]
+    cls = {3: "InstanceNorm1d", 4: "InstanceNorm2d", 5: "InstanceNorm3d"}[len(shape)]
+    outs = []
+    for T in (ember, torch):
+        m = getattr(T.nn, cls)(C, affine=affine, track_running_stats=track, momentum=0.3,
+                               dtype=getattr(T, np.dtype(dtype).name))
+        if affine:
+            with T.no_grad():
+                m.weight.copy_(T.linspace(0.5, 1.5, C, dtype=m.weight.dtype))
+                m.bias.copy_(T.linspace(-1, 1, C, dtype=m.weight.dtype))
+        res = []
+        for training in (True, False):
+            m.train(training)
+            xt = T.tensor(x, requires_grad=True)
+            y = m(xt)
+            y.backward(T.tensor(g))
+            res += [y.detach().numpy(), xt.grad.numpy()]
+            if affine:
+                res += [m.weight.grad.numpy(), m.bias.grad.numpy()]
+            if track:
+                res += [m.running_mean.numpy().copy(), m.running_var.numpy().copy()]
+        outs.append(res)
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, **_tol(dtype))
+
+
+def test_instance_norm_fused_double_backward_errors_and_threads():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 4, 4))
+    res = []
+    for T in (ember, torch):
+        w = T.tensor([0.5, 1.0, 1.5], dtype=T.float64, requires_grad=True)
+        xt = T.tensor(x, requires_grad=True)
+        gx, gw = T.autograd.grad((T.nn.functional.instance_norm(xt, weight=w) ** 3).sum(),
+                                 (xt, w), create_graph=True)
+        (gx.square().sum() + gw.sum()).backward()
+        res.append((xt.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        F.instance_norm(ember.ones(2, 3, 1))
+    y = F.instance_norm(ember.ones(2, 3, 4, requires_grad=True))
+    assert "BatchNorm" in type(y.grad_fn.next_functions[0][0]).__name__  # the fused node
+    xl = rng.standard_normal((8, 16, 20, 20)).astype(np.float32)
+
+    def run():
+        m = ember.nn.InstanceNorm2d(16, affine=True, track_running_stats=True)
+        xt = ember.tensor(xl, requires_grad=True)
+        y = m(xt)
+        y.backward(ember.tensor(xl[::-1].copy()))
+        return [t.numpy().tobytes() for t in (y.detach(), xt.grad, m.weight.grad, m.bias.grad,
+                                              m.running_mean, m.running_var)]
+    a, b = _threads(run)
+    assert a == b
 
 def test_norms_take_any_layout_and_rank():
     rng = np.random.default_rng(7)

@@ -158,6 +158,30 @@ def test_contiguous_clone_copy_cast():
     assert x.to(ember.float32) is x and x.to(ember.float32, copy=True) is not x
 
 
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int64", "int32", "int16", "uint8",
+                                "bool", "complex64", "complex128"])
+def test_broadcast_value_copies_as_fill(dt):
+    # one value expanded over a contiguous result (the grad of a sum) takes the fill
+    # path: every item the value, for every item size and both sides of 2^20 items
+    v = np.array([True] if dt == "bool" else [3 - 2j if dt.startswith("complex") else 7],
+                 dtype=dt)
+    src = ember.tensor(v)[0]
+    for shape in ((3, 5), (1 << 10, 1 << 10, 2)):
+        got = src.expand(*shape).contiguous().numpy()
+        np.testing.assert_array_equal(got, np.full(shape, v[0]))
+        dst = ember.zeros(*shape, dtype=getattr(ember, dt))
+        dst.copy_(src)
+        np.testing.assert_array_equal(dst.numpy(), np.full(shape, v[0]))
+    np.testing.assert_array_equal(ember.full((4, 3), 2.5).numpy(), np.full((4, 3), 2.5, "f4"))
+    # a column broadcast along rows is not one value: the general copy
+    col = ember.tensor(np.arange(3, dtype=np.float32)).reshape(3, 1).expand(3, 4).contiguous()
+    np.testing.assert_array_equal(col.numpy(), np.repeat(np.arange(3.0)[:, None], 4, 1))
+    # the conjugate bit is applied to the filled value
+    if dt.startswith("complex"):
+        np.testing.assert_array_equal(src.conj().expand(2, 2).contiguous().numpy(),
+                                      np.full((2, 2), np.conj(v[0])))
+
 def test_all_dtype_conversions_match_numpy():
     vals = np.array([0, 1, -2, 3.7, 250, -128.5], dtype=np.float64)
     npt = {

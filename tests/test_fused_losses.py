@@ -208,3 +208,119 @@ def test_embedding_backward_deterministic_and_matches_torch(padding_idx):
     torch.nn.functional.embedding(torch.tensor(idx), tw, padding_idx=padding_idx).backward(
         torch.tensor(g))
     np.testing.assert_allclose(grads[0], tw.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _seg_case(dtype, shape=(3, 7, 9, 5), seed=7):
+    """(N, C, d1, ...) logits and (N, d1, ...) targets with some ignored positions"""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    t = rng.integers(0, shape[1], (shape[0],) + shape[2:]).astype(np.int64)
+    t.reshape(-1)[::5] = 255
+    return x, t, rng.uniform(0.2, 2.0, shape[1]).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.15])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(2, 5, 70), (3, 7, 9, 5), (2, 3, 4, 3, 6)])
+def test_cross_entropy_spatial_fused_matches_torch(dtype, reduction, smoothing, weighted, shape):
+    # positions past one block of the kernel (70 > 64) and ranks 3 to 5; ignore_index 255
+    x, t, w = _seg_case(dtype, shape)
+    _check_ce(x, t, dtype, w if weighted else None, reduction=reduction,
+              label_smoothing=smoothing, ignore_index=255)
+    ex = ember.tensor(x, requires_grad=True)
+    loss = F.cross_entropy(ex, ember.tensor(t), ignore_index=255)
+    assert type(loss.grad_fn).__name__ == "_CrossEntropyIdxBackward"  # no composed graph
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(11, 6), (3, 7, 9, 5), (2, 4, 70)])
+def test_nll_loss_fused_matches_torch(dtype, reduction, weighted, shape):
+    x, t, w = _seg_case(dtype, shape, seed=8)
+    # float32: torch sums in float, ember in double
+    tol = dict(rtol=2e-5, atol=5e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    kw = dict(reduction=reduction, ignore_index=255)
+    el = F.nll_loss(ex, ember.tensor(t), ember.tensor(w) if weighted else None, **kw)
+    tl = torch.nn.functional.nll_loss(tx, torch.tensor(t), torch.tensor(w) if weighted else None,
+                                      **kw)
+    assert tuple(el.shape) == tuple(tl.shape)
+    np.testing.assert_allclose(el.detach().numpy(), tl.detach().numpy(), **tol)
+    g = np.random.default_rng(2).standard_normal(tuple(tl.shape)).astype(dtype)
+    el.backward(ember.tensor(g))
+    tl.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), **tol)
+    assert type(el.grad_fn).__name__ == "_NLLLossIdxBackward"
+    with ember.no_grad():
+        nl = F.nll_loss(ex, ember.tensor(t), ember.tensor(w) if weighted else None, **kw)
+    np.testing.assert_array_equal(nl.numpy(), el.detach().numpy())
+
+
+def test_spatial_losses_double_backward_and_errors_match_torch():
+    x, t, w = _seg_case("float64", (2, 4, 3, 5), seed=9)
+    for name, kw in (("cross_entropy", dict(label_smoothing=0.1)), ("nll_loss", {})):
+        grads = []
+        for lib in (ember, torch):
+            xt = lib.tensor(x, requires_grad=True)
+            loss = getattr(lib.nn.functional, name)(xt, lib.tensor(t), lib.tensor(w),
+                                                    ignore_index=255, **kw)
+            (g,) = lib.autograd.grad(loss, xt, create_graph=True)
+            (g * g).sum().backward() if name == "cross_entropy" else (g * xt).sum().backward()
+            grads.append(xt.grad.numpy())
+        np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)
+    xe, xt = ember.tensor(x), torch.tensor(x)
+    bad = [np.zeros((2, 3, 6), np.int64), np.zeros((3, 3, 5), np.int64),
+           np.zeros((2, 3), np.int64), np.full((2, 3, 5), 4, np.int64),
+           np.full((2, 3, 5), -1, np.int64)]
+    for b in bad:
+        for name in ("cross_entropy", "nll_loss"):
+            with pytest.raises(Exception) as te:
+                getattr(torch.nn.functional, name)(xt, torch.tensor(b))
+            with pytest.raises(te.type, match=str(te.value).split("(")[0][:30]):
+                getattr(F, name)(xe, ember.tensor(b))
+    # every position ignored: the mean is nan, as in torch
+    allig = np.full((2, 3, 5), 255, np.int64)
+    for name in ("cross_entropy", "nll_loss"):
+        e = getattr(F, name)(xe, ember.tensor(allig), ignore_index=255)
+        tv = getattr(torch.nn.functional, name)(xt, torch.tensor(allig), ignore_index=255)
+        assert np.isnan(e.item()) and np.isnan(tv.item())
+
+
+def test_spatial_losses_thread_count_independent():
+    x, t, w = _seg_case("float32", (4, 21, 40, 33), seed=10)
+    p = np.random.default_rng(11).dirichlet(np.ones(21), (4, 40, 33)).transpose(0, 3, 1, 2)
+    p = np.ascontiguousarray(p, dtype=np.float32)
+    outs = []
+    for n in (1, 2):
+        with _threads(n):
+            res = []
+            for fn, tgt, kw in (
+                    (F.cross_entropy, t, dict(weight=ember.tensor(w), label_smoothing=0.1,
+                                              ignore_index=255)),
+                    (F.cross_entropy, p, dict(label_smoothing=0.05)),
+                    (F.nll_loss, t, dict(weight=ember.tensor(w), ignore_index=255))):
+                ex = ember.tensor(x, requires_grad=True)
+                loss = fn(ex, ember.tensor(tgt), **kw)
+                loss.backward()
+                res += [loss.item(), ex.grad.numpy().tobytes()]
+            outs.append(res)
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_unbatched_class_losses_are_0_dim_like_torch(reduction):
+    x = np.random.default_rng(12).standard_normal(5)
+    for name, kw in (("cross_entropy", dict(label_smoothing=0.2)), ("nll_loss", {})):
+        res = []
+        for lib in (ember, torch):
+            xt = lib.tensor(x, requires_grad=True)
+            loss = getattr(lib.nn.functional, name)(xt, lib.tensor(2), reduction=reduction,
+                                                    **kw)
+            loss.backward()
+            res.append((tuple(loss.shape), loss.detach().numpy(), xt.grad.numpy()))
+        assert res[0][0] == res[1][0] == ()
+        for a, b in zip(res[0][1:], res[1][1:]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

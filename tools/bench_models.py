@@ -8,6 +8,7 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
     .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
+    .venv/bin/python tools/bench_models.py norms       # every normalisation, end to end
     .venv/bin/python tools/bench_models.py sdpa        # attention at L=1024: time, peak memory
     .venv/bin/python tools/bench_models.py engine      # autograd bookkeeping share of a GPT step
     .venv/bin/python tools/bench_models.py channels-last   # CNN/ResNet steps in channels_last
@@ -17,6 +18,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import time
 import timeit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,15 +30,15 @@ def med(fn, number, repeat=7):
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
-def pair(fe, ft, number, repeat=11):
+def pair(fe, ft, number, repeat=11, timer=timeit.default_timer, stat=statistics.median):
     """Medians (seconds per call) of ember's and torch's fn, timed in alternation
     so that a drift in the machine's speed hits both alike."""
     fe(), ft()
     te, tt = [], []
     for _ in range(repeat):
-        te.append(timeit.timeit(fe, number=number) / number)
-        tt.append(timeit.timeit(ft, number=number) / number)
-    return statistics.median(te), statistics.median(tt)
+        te.append(timeit.timeit(fe, number=number, timer=timer) / number)
+        tt.append(timeit.timeit(ft, number=number, timer=timer) / number)
+    return stat(te), stat(tt)
 
 
 def linalg():
@@ -280,8 +282,8 @@ def ops():
 
 
 def losses():
-    """Fused cross-entropy on (N, C, d) logits and on class probabilities, and
-    rms_norm: forward+backward, ember time / torch time, alternated."""
+    """Fused cross-entropy on (N, C, d...) logits and on class probabilities, nll_loss,
+    and rms_norm: forward+backward, ember time / torch time, alternated."""
     import torch
 
     import ember
@@ -294,7 +296,14 @@ def losses():
         p = T.softmax(T.randn(4096, 1000), 1)
         xr = T.randn(16, 64, 512, requires_grad=True)
         wr = T.ones(512, requires_grad=True)
+        xs = T.randn(8, 21, 64, 64, requires_grad=True)    # segmentation logits
+        ts = T.randint(0, 21, (8, 64, 64))
+        ts[:, :4] = 255
         cases.append({
+            "ce (8,21,64,64) idx ignore+smooth": lambda T=T, x=xs, t=ts: T.nn.functional.
+            cross_entropy(x, t, ignore_index=255, label_smoothing=0.1).backward(),
+            "nll (8,21,64,64)": lambda T=T, x=xs, t=ts: T.nn.functional.nll_loss(
+                x, t, ignore_index=255).backward(),
             "ce (32,100,256) idx": lambda T=T, x=x, t=t: T.nn.functional.cross_entropy(
                 x, t).backward(),
             "ce (4096,1000) probs": lambda T=T, x=xp, p=p: T.nn.functional.cross_entropy(
@@ -310,6 +319,64 @@ def losses():
             te, tt = pair(cases[0][name], cases[1][name], 3)
             row.append(f"{name} {te / tt:.2f}x ({te * 1e3:.1f} vs {tt * 1e3:.1f} ms)")
         print(f"fwd+bwd thr{th}: " + ", ".join(row))
+
+
+def _norm_cases(T):
+    """name -> (forward, forward+backward) of each normalisation at a typical shape:
+    GPT activations (16x64x128) for layer/rms norm, a ResNet feature map
+    (32x64x32x32) for the channel norms; the backward takes a fixed random grad,
+    as a training step's would, or the expanded one of .sum()."""
+    nn, F = T.nn, T.nn.functional
+    T.manual_seed(0)
+    cases = {}
+
+    def add(name, fn, x, *params):
+        xg = x.detach().clone().requires_grad_()
+        g = T.randn(*fn(x).shape)
+        cases[name] = (lambda: fn(x), lambda: fn(xg).backward(g), lambda: fn(xg).sum().backward())
+
+    seq, img = T.randn(16, 64, 128), T.randn(32, 64, 32, 32)
+    w, b = T.ones(128, requires_grad=True), T.zeros(128, requires_grad=True)
+    wc, bc = T.ones(64, requires_grad=True), T.zeros(64, requires_grad=True)
+    add("layer_norm", lambda x: F.layer_norm(x, (128,), w, b), seq)
+    add("LayerNorm", nn.LayerNorm(128), seq)
+    add("rms_norm", lambda x: F.rms_norm(x, (128,), w), seq)
+    add("group_norm", lambda x: F.group_norm(x, 8, wc, bc), img)
+    add("GroupNorm", nn.GroupNorm(8, 64), img)
+    add("batch_norm train", lambda x: F.batch_norm(x, T.zeros(64), T.ones(64), wc, bc, True),
+        img)
+    bn = nn.BatchNorm2d(64)
+    add("BatchNorm2d train", bn, img)
+    bne = nn.BatchNorm2d(64).eval()
+    add("BatchNorm2d eval", bne, img)
+    add("instance_norm", lambda x: F.instance_norm(x, weight=wc, bias=bc), img)
+    add("InstanceNorm2d", nn.InstanceNorm2d(64, affine=True), img)
+    return cases
+
+
+def norms():
+    """ember time / torch time of each normalisation: forward (no grad), forward+backward
+    with a random grad, and forward+.sum().backward(), alternated; the best of 11
+    (one thread: process CPU time, which other processes on a shared machine leave
+    alone; two threads: wall time)."""
+    import torch
+
+    import ember
+    ce, ct = _norm_cases(ember), _norm_cases(torch)
+    for th in (1, 2):
+        ember.set_num_threads(th)
+        torch.set_num_threads(th)
+        kw = dict(timer=time.process_time if th == 1 else timeit.default_timer, stat=min)
+        for name in ce:
+            r = []
+            for i, what in enumerate(("fwd", "fwd+bwd", "fwd+sum.bwd")):
+                if i == 0:
+                    with ember.no_grad(), torch.no_grad():
+                        e, t = pair(ce[name][0], ct[name][0], 5, **kw)
+                else:
+                    e, t = pair(ce[name][i], ct[name][i], 3, **kw)
+                r.append(f"{what} {e / t:.2f}x ({e * 1e3:.2f} vs {t * 1e3:.2f} ms)")
+            print(f"{name} thr{th}: " + ", ".join(r))
 
 
 def _gpt(T, vocab=256, emb=128, heads=4, seq=64, layers=4):
@@ -501,6 +568,7 @@ def sdpa_memory(lib, causal):
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "train"
     modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
-             "resnet": resnet, "sdpa": sdpa, "engine": engine, "channels-last": channels_last,
+             "norms": norms, "resnet": resnet, "sdpa": sdpa, "engine": engine,
+             "channels-last": channels_last,
              "sdpa-memory": lambda: sdpa_memory(*sys.argv[2:4])}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

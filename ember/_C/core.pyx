@@ -1414,6 +1414,13 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     cdef int64_t isz = em_itemsize[dst._dtype]
     cdef int nt = nthreads_for(it.numel)
     cdef em_flip_aux flip
+    if (not bits and dst._dtype == src._dtype and it.ndim == 1 and it.strides[0] == isz
+            and it.strides[1] == 0):
+        # one value broadcast over a contiguous dst (expand().contiguous(), the grad of
+        # a sum): a fill, whose stores vectorise
+        with nogil:
+            em_fill(dst._dtype, it.ptrs[0], isz, it.numel, it.ptrs[1], nt)
+        return 0
     if bits and dst._dtype == src._dtype:
         _flip_masks(dst._dtype, bits, &flip)
         with nogil:

@@ -1083,23 +1083,33 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, double eps=1e-5)
     return y
 
 
+cdef tuple _rows_bwd_operands(str op, grad, input, stat, weight, bint need_input,
+                              bint need_weight, bint need_bias):
+    """The contiguous operands of a row normalisation's backward and its outputs (None
+    where not needed): (x, g, stat, w, dx, dw, db, M, N), x being M rows (stat's
+    numel) of N elements and the parameter gradients flat [N]."""
+    cdef TensorBase x = contig(_as_t(input, op))
+    cdef TensorBase st = contig(_as_t(stat, op))
+    cdef int64_t M = numel_of(st._ndim, st._shape)
+    cdef int64_t N = numel_of(x._ndim, x._shape) // M if M > 0 else 0
+    cdef int64_t pshape[1]
+    pshape[0] = N
+    return (x, contig(cast(_as_t(grad, op), x._dtype)), st, _ln_param(weight, x, N, "weight"),
+            new_like(x, -1) if need_input else None,
+            new_tensor(1, pshape, x._dtype, x._device) if need_weight else None,
+            new_tensor(1, pshape, x._dtype, x._device) if need_bias else None, M, N)
+
+
 def layer_norm_backward(grad, input, mean, rstd, weight, bint need_input, bint need_weight,
                         bint need_bias):
     """(grad_input, grad_weight, grad_bias) of layer_norm from the saved row statistics
-    (weight and bias gradients flat, [N]); None for each one not needed.  Not recorded: the formula composes public ops
-    instead when a graph of the backward is wanted."""
-    cdef TensorBase x = contig(_as_t(input, "layer_norm_backward"))
-    cdef TensorBase g = contig(cast(_as_t(grad, "layer_norm_backward"), x._dtype))
+    (weight and bias gradients flat, [N]); None for each one not needed.  Not recorded:
+    the formula composes public ops instead when a graph of the backward is wanted."""
+    cdef TensorBase x, g, rs, w, dx, dw, db
+    cdef int64_t M, N
+    x, g, rs, w, dx, dw, db, M, N = _rows_bwd_operands(
+        "layer_norm_backward", grad, input, rstd, weight, need_input, need_weight, need_bias)
     cdef TensorBase mu = contig(_as_t(mean, "layer_norm_backward"))
-    cdef TensorBase rs = contig(_as_t(rstd, "layer_norm_backward"))
-    cdef int64_t M = numel_of(mu._ndim, mu._shape)
-    cdef int64_t N = numel_of(x._ndim, x._shape) // M if M > 0 else 0
-    cdef TensorBase w = _ln_param(weight, x, N, "weight")
-    cdef TensorBase dx = new_like(x, -1) if need_input else None
-    cdef int64_t pshape[1]
-    pshape[0] = N
-    cdef TensorBase dw = new_tensor(1, pshape, x._dtype, x._device) if need_weight else None
-    cdef TensorBase db = new_tensor(1, pshape, x._dtype, x._device) if need_bias else None
     cdef const char *wp = data_ptr(w) if w is not None else NULL
     cdef char *dxp = data_ptr(dx) if dx is not None else NULL
     cdef char *dwp = data_ptr(dw) if dw is not None else NULL
@@ -1107,8 +1117,8 @@ def layer_norm_backward(grad, input, mean, rstd, weight, bint need_input, bint n
     cdef int nt = nthreads_for(M * N * 16)
     cdef int rc
     with nogil:
-        rc = em_layer_norm_bwd(x._dtype, data_ptr(g), data_ptr(x), data_ptr(mu), data_ptr(rs), wp, M, N, dxp, dwp,
-                               dbp, nt)
+        rc = em_layer_norm_bwd(x._dtype, data_ptr(g), data_ptr(x), data_ptr(mu), data_ptr(rs),
+                               wp, M, N, dxp, dwp, dbp, nt)
     if rc == -2:
         raise MemoryError("layer_norm_backward: out of memory")
     if rc != 0:
@@ -1145,16 +1155,10 @@ def rms_norm_fused(input, normalized_shape, weight, double eps):
 def rms_norm_fused_backward(grad, input, rstd, weight, bint need_input, bint need_weight):
     """(grad_input, grad_weight) of rms_norm from the saved rstd (grad_weight flat,
     [N]); None for each one not needed.  Not recorded."""
-    cdef TensorBase x = contig(_as_t(input, "rms_norm_backward"))
-    cdef TensorBase g = contig(cast(_as_t(grad, "rms_norm_backward"), x._dtype))
-    cdef TensorBase rs = contig(_as_t(rstd, "rms_norm_backward"))
-    cdef int64_t M = numel_of(rs._ndim, rs._shape)
-    cdef int64_t N = numel_of(x._ndim, x._shape) // M if M > 0 else 0
-    cdef TensorBase w = _ln_param(weight, x, N, "weight")
-    cdef TensorBase dx = new_like(x, -1) if need_input else None
-    cdef int64_t pshape[1]
-    pshape[0] = N
-    cdef TensorBase dw = new_tensor(1, pshape, x._dtype, x._device) if need_weight else None
+    cdef TensorBase x, g, rs, w, dx, dw
+    cdef int64_t M, N
+    x, g, rs, w, dx, dw, _, M, N = _rows_bwd_operands(
+        "rms_norm_backward", grad, input, rstd, weight, need_input, need_weight, False)
     cdef const char *wp = data_ptr(w) if w is not None else NULL
     cdef char *dxp = data_ptr(dx) if dx is not None else NULL
     cdef char *dwp = data_ptr(dw) if dw is not None else NULL

@@ -92,13 +92,42 @@ def _class_shape(input, C):
     return (1, C) + (1,) * (input.dim() - 2)
 
 
+def _fused_loss(input, target, weight, reduction):
+    """Whether a class-index loss of ``input`` runs the fused kernels (float32/float64
+    CPU (N, C, ...) input, int64 target, a plain class-weight vector), and whether it
+    must record a graph node then; None when it runs the composed ops."""
+    if not (_FUSED_CE and input.dim() >= 2 and input.dtype in (ember.float32, ember.float64)
+            and input.device.type == "cpu" and reduction in ("mean", "sum", "none")
+            and isinstance(target, ember.Tensor) and target.dtype == ember.int64
+            and (weight is None or (weight.dim() == 1 and weight.dtype == input.dtype
+                                    and weight.device.type == "cpu"))):
+        return None
+    graph = ember.is_grad_enabled() and (input.requires_grad or (
+        weight is not None and weight.requires_grad))
+    if graph and weight is not None and weight.requires_grad:
+        return None   # the weight's gradient comes from the composed ops
+    return graph
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of class indices; ``input`` holds log-probabilities
-    (N, C, ...) or (C,)."""
+    (N, C, ...) or (C,).  float32/float64 CPU input runs one fused kernel forward and
+    one backward, others the composed ops."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if input.dim() == 1:
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    if input.dim() == 1:  # one sample: its loss is 0-dim, as PyTorch's
+        out = nll_loss(input.unsqueeze(0), target.unsqueeze(0), weight,
+                       ignore_index=ignore_index, reduction=reduction)
+        return out.squeeze(0) if reduction == "none" else out
+    graph = _fused_loss(input, target, weight, reduction)
+    if graph:
+        return _NLLLoss.apply(input, target, weight, ignore_index, reduction)
+    if graph is not None:
+        return _C_reduce.nll_loss_fused(input, target, weight, ignore_index, reduction)[0]
+    return _nll_loss_composite(input, target, weight, ignore_index, reduction)
+
+
+def _nll_loss_composite(input, target, weight, ignore_index, reduction):
     if target.is_floating_point():
         raise RuntimeError("expected scalar type Long but found " + str(target.dtype))
     if input.dim() < 2 or tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
@@ -128,37 +157,70 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _reduce(loss, reduction)
 
 
+def _nll_loss_function():
+    from ember.autograd import Function
+
+    class _NLLLossIdx(Function):
+        """nll_loss of (N, C, ...) log-probabilities as one graph node over the fused
+        kernels: the backward scatters -w[t] * grad at each target."""
+
+        @staticmethod
+        def forward(ctx, input, target, weight, ignore_index, reduction):
+            out, denom = _C_reduce.nll_loss_fused(input, target, weight, ignore_index,
+                                                  reduction)
+            ctx.save_for_backward(input, target, weight)
+            ctx.args = (ignore_index, reduction, denom)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            input, target, weight = ctx.saved_tensors
+            ignore_index, reduction, denom = ctx.args
+            if ember.is_grad_enabled():  # create_graph: differentiate the composed form
+                (gx,) = ember.autograd.grad(
+                    _nll_loss_composite(input, target, weight, ignore_index, reduction),
+                    (input,), grad, create_graph=True)
+                return gx, None, None, None, None
+            gx = _C_reduce.nll_loss_fused_backward(grad, input.detach(), target, weight,
+                                                   ignore_index, reduction, denom)
+            return gx, None, None, None, None
+
+    return _NLLLossIdx
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
-    """Cross-entropy of logits (N, C, ...) against class indices or class probabilities."""
+    """Cross-entropy of logits (N, C, ...) against class indices or class probabilities.
+    float32/float64 CPU logits run one fused kernel forward and one backward (no
+    log_softmax tensor, no transpose of the classes), others the composed ops."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    cdim = 0 if input.dim() == 1 else 1
-    C = input.shape[cdim]
     if input.device.type == "cuda":
         from ember.cuda import _nn_ops
         if _nn_ops.fits_cross_entropy(input, target, weight, reduction, label_smoothing):
             return _nn_ops.cross_entropy(input, target, ignore_index, label_smoothing, reduction)
-    if (input.dim() == 2 and input.dtype in (ember.float32, ember.float64) and
-            target.dtype == ember.int64 and reduction in ("mean", "sum", "none") and
-            0.0 <= label_smoothing <= 1.0 and input.device.type == "cpu" and _FUSED_CE and
-            (weight is None or (weight.dim() == 1 and weight.dtype == input.dtype))):
-        if (input.requires_grad or (weight is not None and weight.requires_grad)) and \
-                ember.is_grad_enabled():
-            if weight is None or not weight.requires_grad:
-                return _CrossEntropy.apply(input, target, weight, ignore_index,
-                                           label_smoothing, reduction)
-        else:
+    if 0.0 <= label_smoothing <= 1.0:
+        graph = _fused_loss(input, target, weight, reduction)
+        if graph:
+            return _CrossEntropy.apply(input, target, weight, ignore_index, label_smoothing,
+                                       reduction)
+        if graph is not None:
             return _C_reduce.cross_entropy_fused(input, target, weight, ignore_index,
                                                  label_smoothing, reduction)[0]
-    # (N, C, d1, ...) inputs stay on the composed ops: moving the classes last costs
-    # more than the fused kernel saves there
-    if (target.is_floating_point() and input.dim() == 2 and input.device.type == "cpu"
-            and input.dtype in (ember.float32, ember.float64) and target.dtype == input.dtype
-            and tuple(target.shape) == tuple(input.shape) and not target.requires_grad
-            and reduction in ("mean", "sum", "none") and 0.0 <= label_smoothing <= 1.0
-            and _FUSED_CE and (weight is None or (weight.dtype == input.dtype
-                                                  and not weight.requires_grad))):
-        return _cross_entropy_prob(input, target, weight, label_smoothing, reduction)
+        if (isinstance(target, ember.Tensor) and target.is_floating_point()
+                and input.dim() >= 2 and input.device.type == "cpu"
+                and input.dtype in (ember.float32, ember.float64) and target.dtype == input.dtype
+                and tuple(target.shape) == tuple(input.shape) and not target.requires_grad
+                and reduction in ("mean", "sum", "none") and _FUSED_CE
+                and (weight is None or (weight.dim() == 1 and weight.dtype == input.dtype
+                                        and not weight.requires_grad))):
+            return _cross_entropy_prob(input, target, weight, label_smoothing, reduction)
+    return _cross_entropy_composite(input, target, weight, ignore_index, reduction,
+                                    label_smoothing)
+
+
+def _cross_entropy_composite(input, target, weight, ignore_index, reduction, label_smoothing):
+    cdim = 0 if input.dim() == 1 else 1
+    C = input.shape[cdim]
     logp = ember.log_softmax(input, cdim)
     if target.is_floating_point():  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
@@ -203,7 +265,7 @@ def _cross_entropy_function():
     from ember.autograd import Function
 
     class _CrossEntropyIdx(Function):
-        """Cross-entropy of (N, C) logits with class indices as one graph node over
+        """Cross-entropy of (N, C, ...) logits with class indices as one graph node over
         the fused kernels: forward saves each row's log-sum-exp, backward forms
         softmax - one_hot (with smoothing and class weights) in one pass."""
 
@@ -223,10 +285,15 @@ def _cross_entropy_function():
         def backward(ctx, grad):
             input, target, weight, lse = ctx.saved_tensors
             ignore_index, eps, reduction, denom = ctx.args
-            if ember.is_grad_enabled():  # create_graph: a differentiable formula
+            if ember.is_grad_enabled() and input.dim() == 2:  # create_graph
                 return _cross_entropy_grad_composite(grad, input, target, weight,
                                                      ignore_index, eps, reduction,
                                                      denom), None, None, None, None, None
+            if ember.is_grad_enabled():  # create_graph: differentiate the composed form
+                (gx,) = ember.autograd.grad(_cross_entropy_composite(
+                    input, target, weight, ignore_index, reduction, eps), (input,), grad,
+                    create_graph=True)
+                return gx, None, None, None, None, None
             gx = _C_reduce.cross_entropy_fused_backward(
                 grad, input.detach(), target, weight, lse, ignore_index, eps, reduction, denom)
             return gx, None, None, None, None, None
@@ -257,7 +324,7 @@ def _cross_entropy_prob_function():
     from ember.autograd import Function
 
     class _CrossEntropyProb(Function):
-        """Cross-entropy of (N, C) logits against class probabilities as one graph
+        """Cross-entropy of (N, C, ...) logits against class probabilities as one graph
         node over the fused kernels (forward saves each row's log-sum-exp)."""
 
         # ctx is only given tensors to save and read back, and attributes: a caller
@@ -277,11 +344,11 @@ def _cross_entropy_prob_function():
             input, target, weight, lse = ctx.saved_tensors
             eps, reduction = ctx.args
             if ember.is_grad_enabled():  # create_graph: a differentiable formula
-                N, C = input.shape
+                C = input.shape[1]
                 q = target * (1 - eps) + eps / C
-                wq = q if weight is None else q * weight
+                wq = q if weight is None else q * weight.reshape(_class_shape(input, C))
                 d = ember.softmax(input, 1) * wq.sum(1, keepdim=True) - wq
-                g = grad / N if reduction == "mean" else grad
+                g = grad / (input.numel() // C) if reduction == "mean" else grad
                 return d * (g.unsqueeze(1) if reduction == "none" else g), None, None, None, None
             gx = _C_reduce.cross_entropy_prob_fused_backward(
                 grad, input.detach(), target, weight, lse, eps, reduction)
@@ -291,7 +358,8 @@ def _cross_entropy_prob_function():
 
 
 def _cross_entropy_prob(input, target, weight, label_smoothing, reduction):
-    """cross_entropy of (N, C) logits against class probabilities on the fused kernels."""
+    """cross_entropy of (N, C, ...) logits against class probabilities on the fused
+    kernels."""
     if input.requires_grad and ember.is_grad_enabled():
         return _CrossEntropyP.apply(input, target, weight, label_smoothing, reduction)
     return _C_reduce.cross_entropy_prob_fused(input, target, weight, label_smoothing,
@@ -300,6 +368,7 @@ def _cross_entropy_prob(input, target, weight, label_smoothing, reduction):
 
 _CrossEntropy = _LazyFn(_cross_entropy_function)
 _CrossEntropyP = _LazyFn(_cross_entropy_prob_function)
+_NLLLoss = _LazyFn(_nll_loss_function)
 _FUSED_CE = True
 
 

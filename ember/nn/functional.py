@@ -391,34 +391,31 @@ def _batch_norm_composite(input, running_mean, running_var, weight=None, bias=No
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Instance normalisation of an (N, C, *) input: each (sample, channel) plane by its
+    own statistics.  As in PyTorch it is batch_norm over the (1, N*C, *) view with the
+    per-channel tensors repeated N times, so it runs the fused batch_norm kernel
+    (forward and backward); the running statistics (when given) take the average of
+    the repeated ones."""
     _real_only(input, "batch_norm")
     nd = input.dim()
-    dims = tuple(range(2, nd))
-    C = input.shape[1]
-    shape = (1, C) + (1,) * (nd - 2)
-    if not use_input_stats:
-        mean = running_mean.reshape(shape)
-        var = running_var.reshape(shape)
-        xc = input - mean
-    else:
-        mean = input.mean(dims, keepdim=True)
-        xc = input - mean
-        var = (xc * xc).mean(dims, keepdim=True)
-        if running_mean is not None or running_var is not None:
-            # running stats average the per-instance stats over the batch (unbiased var)
-            with ember.autograd.no_grad():
-                n = max(math.prod(input.shape[2:]), 1)
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.mean(0).reshape(C) * momentum)
-                if running_var is not None:
-                    unbiased = var.mean(0).reshape(C) * (n / max(n - 1, 1))
-                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
-    y = xc * ember.rsqrt(var + eps)
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return y
+    if use_input_stats and nd >= 2 and math.prod(input.shape[2:]) <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                         f"size {ember.Size(input.shape)}")
+    if not use_input_stats:  # the running statistics are the same for every sample
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    N, C = input.shape[0], input.shape[1]
+
+    def rep(t):
+        return None if t is None else t.repeat(N)
+    rm, rv = rep(running_mean), rep(running_var)
+    y = batch_norm(input.reshape((1, N * C) + tuple(input.shape[2:])), rm, rv, rep(weight),
+                   rep(bias), True, momentum, eps)
+    with ember.autograd.no_grad():
+        if running_mean is not None:
+            running_mean.copy_(rm.reshape(N, C).mean(0))
+        if running_var is not None:
+            running_var.copy_(rv.reshape(N, C).mean(0))
+    return y.reshape(input.shape)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
