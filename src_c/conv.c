@@ -6,6 +6,7 @@
 #include <string.h>
 #include "ember_conv.h"
 #include "ember_gemm.h"
+#include "conv_wino.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -79,7 +80,38 @@ static inline void cv_share(int64_t n, int64_t *lo, int64_t *hi) {
     *hi = n * (t + 1) / nt;
 }
 
+/* Winograd F(4x4, 3x3) (float32): 3x3, stride 1, undilated, ungrouped, and
+   enough channels on both sides that the GEMMs dominate its transforms */
+#define CV_WINO_MIN_CH 16
+static inline int cv_wino_fits(const ember_conv2d_params *p) {
+    return getenv("EMBER_WINO_OFF") == NULL && p->kh == 3 && p->kw == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 &&
+           p->groups == 1 && p->C >= CV_WINO_MIN_CH && p->OC >= CV_WINO_MIN_CH &&
+           p->Ho >= 4 && p->Wo >= 4;
+}
+
+/* forward (dir 0) or input gradient (dir 1, the convolution of dy with the
+   flipped, transposed filters, padded by 2 - p) through Winograd */
+static int cv_wino_conv(const ember_conv2d_params *p, int dir, const float *src, const float *w,
+                        const float *bias, float *dst, int nthreads) {
+    ember_wino_shape s;
+    if (dir == 0) {
+        const ember_wino_shape f = {p->N, p->C, p->H, p->W, p->OC, p->ph, p->pw, p->Ho, p->Wo};
+        s = f;
+    } else {
+        const ember_wino_shape b = {p->N, p->OC, p->Ho, p->Wo, p->C, 2 - p->ph, 2 - p->pw,
+                                    p->H, p->W};
+        s = b;
+    }
+    float *U = (float *)malloc((size_t)(36 * s.C * s.K) * sizeof(float));
+    if (!U) return -1;
+    ember_wino_weights_f32(s.K, s.C, w, dir, U);
+    const int rc = ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
+    free(U);
+    return rc;
+}
+
 #define EMBER_CONV_BODY 1
+#define CV_F32 1
 #define T float
 #define SFX f32
 #define GEMM ember_sgemm
@@ -91,6 +123,8 @@ static inline void cv_share(int64_t n, int64_t *lo, int64_t *hi) {
 #undef GEMM
 #undef GEMMX
 #undef MAT
+#undef CV_F32
+#define CV_F32 0
 #define T double
 #define SFX f64
 #define GEMM ember_dgemm
@@ -326,6 +360,9 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
     const int64_t HW = p->H * p->W;
     if (N == 0 || OC == 0 || P == 0) return 0;
     if (nthreads < 1) nthreads = 1;
+#if CV_F32
+    if (cv_wino_fits(p)) return cv_wino_conv(p, 0, x, w, bias, y, nthreads);
+#endif
     if (cv_direct(p)) {
         const int64_t planes = N * OC;
         int nt = planes * P * p->kh * p->kw < 32768 ? 1 : nthreads;
@@ -411,6 +448,10 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
     const int64_t HW = p->H * p->W;
     if (N == 0 || C == 0 || HW == 0) return 0;
     if (nthreads < 1) nthreads = 1;
+#if CV_F32
+    if (cv_wino_fits(p) && p->ph <= 2 && p->pw <= 2)
+        return cv_wino_conv(p, 1, dy, w, NULL, dx, nthreads);
+#endif
     if (cv_direct(p)) {
         const int64_t planes = N * C;
         int nt = planes * P * p->kh * p->kw < 32768 ? 1 : nthreads;
@@ -496,8 +537,17 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
             dbias[oc] = s;
         }
     }
+    if (N == 0 || P == 0 || WN == 0) {
+        memset(dw, 0, (size_t)WN * sizeof(T));
+        return 0;
+    }
+#if CV_F32
+    if (cv_wino_fits(p)) {
+        const ember_wino_shape s = {N, C, p->H, p->W, OC, p->ph, p->pw, p->Ho, p->Wo};
+        return ember_wino_wgrad_f32(&s, x, dy, dw, nthreads);
+    }
+#endif
     memset(dw, 0, (size_t)WN * sizeof(T));
-    if (N == 0 || P == 0 || WN == 0) return 0;
     const int one = cv_is1x1(p);
     const F(cv_plan) pl = F(cv_make_plan)(p, Kg, nthreads);
     T *acc = pl.outer > 1 ? (T *)calloc((size_t)(WN * (pl.outer - 1)), sizeof(T)) : NULL;
