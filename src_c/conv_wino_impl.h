@@ -23,6 +23,8 @@
 /* tiles per block: the forward's V and M of a block stay in L2 */
 #define WI_FWD_TILES 64
 #define WI_WG_TILES 128
+/* floats between the transform planes beyond their size (see the drivers) */
+#define WI_SKEW 16
 
 static inline int64_t wi_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t wi_max(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -150,23 +152,25 @@ static inline int64_t wi_strip(int64_t TW) { return 4 * (wi_cdiv(TW, WV) + 1) * 
 /* scratch floats for one tile row of TW tiles (zeroed once) */
 static inline int64_t wi_ws_size(int64_t TW) { return 6 * wi_strip(TW) + 8 * WV; }
 
-/* rows [r0, r0 + nrows) of plane src (H x W), shifted right by pw columns, zeros
-   outside the plane, into buf (row stride ld, ld columns).  The transforms read
-   whole vectors of these padded rows: no edge cases, and the stores are long
-   done when they load (a load overlapping a recent narrower store stalls). */
+/* rows [r0, r0 + nrows) of plane src (H x W) into buf (row stride ld), shifted
+   right by pw columns, zero rows outside the plane.  buf's columns outside
+   [pw, pw + W) are zero from its allocation and never written (W + pw <= ld).
+   The transforms read whole vectors of these rows: no edge cases.  Inline
+   copies: the rows are short, a libc call per row costs as much as the copy. */
 static void wi_pad(const float *src, int64_t H, int64_t W, int64_t r0, int64_t nrows, int64_t pw,
                    int64_t ld, float *buf) {
-    const int64_t lo = wi_min(pw, ld), hi = wi_max(lo, wi_min(ld, W + pw));
     for (int64_t r = 0; r < nrows; r++) {
-        float *row = buf + r * ld;
+        float *row = buf + r * ld + pw;
         const int64_t ih = r0 + r;
+        int64_t j = 0;
         if (ih < 0 || ih >= H) {
-            memset(row, 0, (size_t)ld * sizeof(float));
+            for (; j + WV <= W; j += WV) wi_st(row + j, (wv){0});
+            for (; j < W; j++) row[j] = 0.0f;
             continue;
         }
-        memset(row, 0, (size_t)lo * sizeof(float));
-        memcpy(row + lo, src + ih * W + lo - pw, (size_t)(hi - lo) * sizeof(float));
-        memset(row + hi, 0, (size_t)(ld - hi) * sizeof(float));
+        const float *sr = src + ih * W;
+        for (; j + WV <= W; j += WV) wi_st(row + j, wi_ld(sr + j));
+        for (; j < W; j++) row[j] = sr[j];
     }
 }
 
@@ -322,14 +326,17 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
     if (rows == 0 || K == 0) return 0;
     const int64_t RB = wi_max(1, WI_FWD_TILES / TW), TB = RB * TW, nblk = wi_cdiv(rows, RB);
     const int64_t ld = wi_ld_cols(TW), npad = wi_pad_rows(0, wi_min(RB, TH)) * ld;
+    /* V (36, C, TB) and M (36, K, TB), each of the 36 planes a cache line further
+       than a multiple of the block (planes 2^k bytes apart share L1 sets) */
+    const int64_t sv = C * TB + WI_SKEW, sm = K * TB + WI_SKEW;
     int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, nblk);
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* V (36, C, tiles), M (36, K, tiles) + a vector of slack, the padded rows, scratch */
         float *V = (float *)calloc(
-            (size_t)(36 * TB * (C + K) + WV + npad + wi_ws_size(TW)), sizeof(float));
-        float *M = V + 36 * TB * C, *pad = M + 36 * TB * K + WV, *ws = pad + npad;
+            (size_t)(36 * (sv + sm) + WV + npad + wi_ws_size(TW)), sizeof(float));
+        float *M = V + 36 * sv, *pad = M + 36 * sm + WV, *ws = pad + npad;
         if (!V) {
 #pragma omp atomic write
             failed = 1;
@@ -347,16 +354,16 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
                            wi_pad_rows(th0, th1), s->pw, ld, pad);
                     for (int64_t th = th0; th < th1; th++)
                         wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws,
-                                  V + c * TB + (q0 + th - th0) * TW, C * TB, 1);
+                                  V + c * TB + (q0 + th - th0) * TW, sv, 1);
                 }
                 q0 += th1 - th0;
             }
             ember_sgemm_batched(36, K, nr * TW, C, 1.0f, U, 1, K, V, TB, 1, 0.0f, M, TB, 1,
-                                C * K, C * TB, K * TB, 1);
+                                C * K, sv, sm, 1);
             for (int64_t q = 0; q < nr; q++) {
                 const int64_t n = (r0 + q) / TH, th = (r0 + q) % TH;
                 for (int64_t k = 0; k < K; k++)
-                    wi_out_row(M + k * TB + q * TW, K * TB, TW, bias ? bias[k] : 0.0f,
+                    wi_out_row(M + k * TB + q * TW, sm, TW, bias ? bias[k] : 0.0f,
                                y + (n * K + k) * P, s, th, ws);
             }
         }
@@ -371,19 +378,21 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
     const int64_t TH = wi_cdiv(s->Ho, 4), TW = wi_cdiv(s->Wo, 4), rows = N * TH;
     const int64_t RB = wi_max(1, WI_WG_TILES / TW), TB = RB * TW, nblk = wi_cdiv(rows, RB);
     const int64_t ld = wi_ld_cols(TW), npad = wi_pad_rows(0, wi_min(RB, TH)) * ld;
-    const int64_t TS = wi_cdiv(wi_min(RB, TH) * TW, WV) * WV + WV;   /* tmp row stride */
+    const int64_t TS = wi_cdiv(wi_min(RB, TH) * TW, WV) * WV + WV + WI_SKEW;   /* tmp rows */
     /* dU (36, K, C), then the block's transforms V (36, tiles, C) and D (36, tiles, K):
        channel-minor, the layouts the GEMM packs fastest for dU += D^T V */
-    float *dU = (float *)calloc((size_t)(36 * K * C + 36 * TB * (C + K)), sizeof(float));
+    const int64_t sv = TB * C + WI_SKEW, sd = TB * K + WI_SKEW;
+    float *dU = (float *)calloc((size_t)(36 * K * C + 36 * (sv + sd)), sizeof(float));
     if (!dU) return -1;
-    float *V = dU + 36 * K * C, *D = V + 36 * TB * C;
+    float *V = dU + 36 * K * C, *D = V + 36 * sv;
     const int nt = nthreads < 1 ? 1 : nthreads;
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        float *pad = (float *)calloc((size_t)(npad + wi_ws_size(TW) + WI_CG * 36 * TS),
+        /* padded rows of x, then of dy (their zero columns differ) */
+        float *pad = (float *)calloc((size_t)(2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS),
                                      sizeof(float));
-        float *ws = pad + npad, *tmp = ws + wi_ws_size(TW);
+        float *pady = pad + npad, *ws = pady + npad, *tmp = ws + wi_ws_size(TW);
         if (!pad) {
 #pragma omp atomic write
             failed = 1;
@@ -412,21 +421,21 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
                                wi_pad_rows(th0, th1), s->pw, ld, pad);
                     else
                         wi_pad(dy + (n * K + c0 + cl) * P, s->Ho, s->Wo, 4 * th0,
-                               4 * (th1 - th0), 0, ld, pad);
+                               4 * (th1 - th0), 0, ld, pady);
                     for (int64_t th = th0; th < th1; th++) {
                         float *o = tmp + cl * 36 * TS + (th - th0) * TW;
                         if (is_x)
                             wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
                         else
-                            wi_dy_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
+                            wi_dy_row(pady + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
                     }
                 }
                 wi_to_cmin(tmp, TS, ncg, (th1 - th0) * TW,
-                           (is_x ? V : D) + q0 * TW * CH + c0, TB * CH, CH);
+                           (is_x ? V : D) + q0 * TW * CH + c0, is_x ? sv : sd, CH);
             }
 #pragma omp for schedule(static)
             for (int xi = 0; xi < 36; xi++)
-                ember_sgemm(K, C, nr * TW, 1.0f, D + xi * TB * K, 1, K, V + xi * TB * C, C, 1,
+                ember_sgemm(K, C, nr * TW, 1.0f, D + xi * sd, 1, K, V + xi * sv, C, 1,
                             1.0f, dU + xi * K * C, C, 1, 1);
         }
         free(pad);
