@@ -89,8 +89,13 @@ static inline void cv_share(int64_t n, int64_t *lo, int64_t *hi) {
    (a 10x10 output pays for 12x12), and for outputs under 16 wide (tile rows of
    3 tiles fill vectors badly) 64 channels.  Measured against the im2col path
    (tools/bench_models.py resnet and a sweep of sizes). */
+static int cv_wino_on = 1;
+int ember_conv_winograd(int on) {
+    if (on >= 0) __atomic_store_n(&cv_wino_on, on ? 1 : 0, __ATOMIC_RELAXED);
+    return __atomic_load_n(&cv_wino_on, __ATOMIC_RELAXED);
+}
 static inline int cv_wino_fits(const ember_conv2d_params *p) {
-    return getenv("EMBER_WINO_OFF") == NULL && p->kh == 3 && p->kw == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 &&
+    return __atomic_load_n(&cv_wino_on, __ATOMIC_RELAXED) && p->kh == 3 && p->kw == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 &&
            p->groups == 1;
 }
 /* a convolution with C inputs, K outputs and Ho x Wo outputs through Winograd */
