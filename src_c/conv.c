@@ -565,6 +565,10 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
         return ember_wino_wgrad_f32(&s, x, dy, dw, nthreads);
     }
 #endif
+#if CV_F32
+    if (p->sw == 1 && !cv_is1x1(p) && Kg <= EMBER_WGD_MAX_K && p->Wo >= 8)
+        return ember_conv_wgrad_direct_f32(p, x, dy, dw, nthreads);
+#endif
     /* The images are cut into a fixed number of slices, each accumulated in
        order into its own buffer (dw itself for slice 0) and the buffers added in
        slice order: the sums and their order do not depend on the thread count,

@@ -11,6 +11,7 @@
 #ifndef EMBER_CONV_WINO_H
 #define EMBER_CONV_WINO_H
 #include <stdint.h>
+#include "ember_conv.h"
 
 typedef struct {
     int64_t N, C, H, W;   /* input */
@@ -31,11 +32,20 @@ int ember_wino_fwd_f32(const ember_wino_shape *s, const float *x, const float *U
 int ember_wino_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
                          float *dw, int nthreads);
 
+/* Direct weight gradient (float32) for Cg*kh*kw <= EMBER_WGD_MAX_K taps per
+   output channel at stride 1 along W (conv_wgd_impl.h); dw overwritten.
+   Returns 0, or -1 when its padded copy of x could not be allocated. */
+#define EMBER_WGD_MAX_K 27
+int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+                                float *dw, int nthreads);
+
 #define EMBER_WINO_DECL(sfx)                                                               \
     int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \
                                  const float *bias, float *y, int nthreads);               \
     int ember_wino_wgrad_f32_##sfx(const ember_wino_shape *s, const float *x,              \
-                                   const float *dy, float *dw, int nthreads);
+                                   const float *dy, float *dw, int nthreads);              \
+    int ember_conv_wgrad_direct_f32_##sfx(const ember_conv2d_params *p, const float *x,    \
+                                          const float *dy, float *dw, int nthreads);
 EMBER_WINO_DECL(generic)
 EMBER_WINO_DECL(avx2)
 EMBER_WINO_DECL(avx512)

@@ -208,3 +208,28 @@ def test_float64_keeps_exact_path():
     ry, rdx, rdw = refs(x, wt, b, dy, 1)
     for got, ref in ((y, ry), (dx, rdx), (dw, rdw)):
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-11)
+
+
+# the direct weight gradient (few taps per output channel, stride 1 along W)
+@pytest.mark.parametrize("shape,kw", [
+    ((16, 1, 32, 26, 26), {}),                                  # digits CNN's first conv
+    ((4, 3, 16, 21, 19), dict(padding=1)),                      # RGB, row tails
+    ((3, 2, 8, 17, 20), dict(padding=(2, 1), dilation=2, stride=(2, 1))),
+    ((2, 12, 12, 15, 16), dict(padding=1, groups=12)),          # depthwise
+    ((2, 2, 4, 9, 30), dict(padding=(0, 2)))])
+def test_direct_weight_grad_vs_torch(shape, kw):
+    n, c, k, h, w = shape
+    x, wt = rand(n, c, h, w), rand(k, c // kw.get("groups", 1), 3, 3)
+    tx, tw = torch.tensor(x, dtype=torch.float64), torch.tensor(wt, dtype=torch.float64)
+    y = torch.nn.functional.conv2d(tx, tw, **kw)
+    dy = rand(*y.shape)
+    ref = torch.nn.grad.conv2d_weight(tx, wt.shape, torch.tensor(dy, dtype=torch.float64),
+                                      **kw).numpy()
+    got = N(L.conv2d_weight_grad(E(x), wt.shape, E(dy), **kw))
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(2)
+        np.testing.assert_array_equal(N(L.conv2d_weight_grad(E(x), wt.shape, E(dy), **kw)), got)
+    finally:
+        ember.set_num_threads(old)

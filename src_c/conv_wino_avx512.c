@@ -1,5 +1,0 @@
-/* Winograd F(4x4, 3x3) kernels compiled for AVX-512 (see conv_wino_impl.h). */
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")
-#define WI_SFX avx512
-#define WI_WV 8
-#include "conv_wino_impl.h"
