@@ -23,6 +23,10 @@
 /* tiles per block: the forward's V and M of a block stay in L2 */
 #define WI_FWD_TILES 64
 #define WI_WG_TILES 128
+/* the weight gradient's fixed slices of blocks, and the memory their partial
+   sums may take */
+#define WI_WG_SLICES 4
+#define WI_WG_SLICE_BYTES (32.0 * 1024 * 1024)
 /* floats between the transform planes beyond their size (see the drivers) */
 #define WI_SKEW 16
 
@@ -379,70 +383,86 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
     const int64_t RB = wi_max(1, WI_WG_TILES / TW), TB = RB * TW, nblk = wi_cdiv(rows, RB);
     const int64_t ld = wi_ld_cols(TW), npad = wi_pad_rows(0, wi_min(RB, TH)) * ld;
     const int64_t TS = wi_cdiv(wi_min(RB, TH) * TW, WV) * WV + WV + WI_SKEW;   /* tmp rows */
-    /* dU (36, K, C), then the block's transforms V (36, tiles, C) and D (36, tiles, K):
-       channel-minor, the layouts the GEMM packs fastest for dU += D^T V */
-    const int64_t sv = TB * C + WI_SKEW, sd = TB * K + WI_SKEW;
-    float *dU = (float *)calloc((size_t)(36 * K * C + 36 * (sv + sd)), sizeof(float));
+    /* The blocks are cut into a fixed number of slices (fewer when the
+       transform-domain gradient is large); each slice sums its blocks in order
+       into its own dU (36, K, C), and the slices' dU are added in slice order:
+       nothing depends on the thread count, and threads meet no barrier until the
+       end (barriers per block cost a scheduling slice each on a busy machine). */
+    const int64_t UKC = 36 * K * C;
+    int64_t S = wi_min(nblk, WI_WG_SLICES);
+    while (S > 1 && (double)S * (double)UKC * sizeof(float) > WI_WG_SLICE_BYTES) S--;
+    if (S < 1) S = 1;
+    float *dU = (float *)calloc((size_t)(UKC * S), sizeof(float));
     if (!dU) return -1;
-    float *V = dU + 36 * K * C, *D = V + 36 * sv;
-    const int nt = nthreads < 1 ? 1 : nthreads;
+    /* each thread's V (36, tiles, C) and D (36, tiles, K): channel-minor, the
+       layouts the GEMM packs fastest for dU += D^T V */
+    const int64_t sv = TB * C + WI_SKEW, sd = TB * K + WI_SKEW;
+    const int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, S);
+    /* one slice: its GEMMs take the threads instead */
+    const int gemm_nt = S == 1 ? (nthreads < 1 ? 1 : nthreads) : 1;
+    const int64_t gx = wi_cdiv(C, WI_CG), gy = wi_cdiv(K, WI_CG);
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        /* padded rows of x, then of dy (their zero columns differ) */
-        float *pad = (float *)calloc((size_t)(2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS),
-                                     sizeof(float));
-        float *pady = pad + npad, *ws = pady + npad, *tmp = ws + wi_ws_size(TW);
-        if (!pad) {
+        /* V, D, the padded rows of x and of dy (their zero columns differ), scratch */
+        float *V = (float *)calloc(
+            (size_t)(36 * (sv + sd) + 2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS), sizeof(float));
+        float *D = V + 36 * sv, *pad = D + 36 * sd, *pady = pad + npad, *ws = pady + npad;
+        float *tmp = ws + wi_ws_size(TW);
+        if (!V) {
 #pragma omp atomic write
             failed = 1;
         }
-        for (int64_t b = 0; b < nblk; b++) {
-            const int64_t r0 = b * RB, nr = wi_min(RB, rows - r0);
-            /* units: (image segment of the block, group of WI_CG channels of x or of dy) */
-            const int64_t n0 = r0 / TH, nseg = (r0 + nr - 1) / TH - n0 + 1;
-            const int64_t gx = wi_cdiv(C, WI_CG), gy = wi_cdiv(K, WI_CG);
-            const int64_t units = nseg * (gx + gy);
 #pragma omp for schedule(static)
-            for (int64_t u = 0; u < units; u++) {
-                if (!pad) continue;
-                const int64_t n = n0 + u / (gx + gy), g = u % (gx + gy);
-                const int64_t th0 = wi_max(r0, n * TH) - n * TH;
-                const int64_t th1 = wi_min(r0 + nr, (n + 1) * TH) - n * TH;
-                const int64_t q0 = n * TH + th0 - r0;
-                const int is_x = g < gx;
-                const int64_t CH = is_x ? C : K, c0 = (is_x ? g : g - gx) * WI_CG;
-                const int64_t ncg = wi_min(WI_CG, CH - c0);
-                /* each channel's tiles to tmp (WI_CG, 36, TS), then to the channel-minor
-                   layout, WI_CG channels at a time */
-                for (int64_t cl = 0; cl < ncg; cl++) {
-                    if (is_x)
-                        wi_pad(x + (n * C + c0 + cl) * HW, s->H, s->W, 4 * th0 - s->ph,
-                               wi_pad_rows(th0, th1), s->pw, ld, pad);
-                    else
-                        wi_pad(dy + (n * K + c0 + cl) * P, s->Ho, s->Wo, 4 * th0,
-                               4 * (th1 - th0), 0, ld, pady);
-                    for (int64_t th = th0; th < th1; th++) {
-                        float *o = tmp + cl * 36 * TS + (th - th0) * TW;
-                        if (is_x)
-                            wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
-                        else
-                            wi_dy_row(pady + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
+        for (int64_t sl = 0; sl < S; sl++) {
+            if (!V) continue;
+            float *myU = dU + sl * UKC;
+            for (int64_t b = nblk * sl / S; b < nblk * (sl + 1) / S; b++) {
+                const int64_t r0 = b * RB, nr = wi_min(RB, rows - r0);
+                /* the block's image segments, WI_CG channels of x or of dy at a time */
+                for (int64_t n = r0 / TH; n <= (r0 + nr - 1) / TH; n++)
+                    for (int64_t g = 0; g < gx + gy; g++) {
+                        const int64_t th0 = wi_max(r0, n * TH) - n * TH;
+                        const int64_t th1 = wi_min(r0 + nr, (n + 1) * TH) - n * TH;
+                        const int64_t q0 = n * TH + th0 - r0;
+                        const int is_x = g < gx;
+                        const int64_t CH = is_x ? C : K, c0 = (is_x ? g : g - gx) * WI_CG;
+                        const int64_t ncg = wi_min(WI_CG, CH - c0);
+                        /* each channel's tiles to tmp (WI_CG, 36, TS), then to the
+                           channel-minor layout, WI_CG channels at a time */
+                        for (int64_t cl = 0; cl < ncg; cl++) {
+                            if (is_x)
+                                wi_pad(x + (n * C + c0 + cl) * HW, s->H, s->W, 4 * th0 - s->ph,
+                                       wi_pad_rows(th0, th1), s->pw, ld, pad);
+                            else
+                                wi_pad(dy + (n * K + c0 + cl) * P, s->Ho, s->Wo, 4 * th0,
+                                       4 * (th1 - th0), 0, ld, pady);
+                            for (int64_t th = th0; th < th1; th++) {
+                                float *o = tmp + cl * 36 * TS + (th - th0) * TW;
+                                if (is_x)
+                                    wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
+                                else
+                                    wi_dy_row(pady + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
+                            }
+                        }
+                        wi_to_cmin(tmp, TS, ncg, (th1 - th0) * TW,
+                                   (is_x ? V : D) + q0 * TW * CH + c0, is_x ? sv : sd, CH);
                     }
-                }
-                wi_to_cmin(tmp, TS, ncg, (th1 - th0) * TW,
-                           (is_x ? V : D) + q0 * TW * CH + c0, is_x ? sv : sd, CH);
+                for (int xi = 0; xi < 36; xi++)
+                    ember_sgemm(K, C, nr * TW, 1.0f, D + xi * sd, 1, K, V + xi * sv, C, 1, 1.0f,
+                                myU + xi * K * C, C, 1, gemm_nt);
             }
-#pragma omp for schedule(static)
-            for (int xi = 0; xi < 36; xi++)
-                ember_sgemm(K, C, nr * TW, 1.0f, D + xi * sd, 1, K, V + xi * sv, C, 1,
-                            1.0f, dU + xi * K * C, C, 1, 1);
         }
-        free(pad);
+        free(V);
     }
     if (failed) {
         free(dU);
         return -1;
+    }
+    /* the slices' sums, in slice order */
+    for (int64_t sl = 1; sl < S; sl++) {
+        const float *a = dU + sl * UKC;
+        for (int64_t q = 0; q < UKC; q++) dU[q] += a[q];
     }
     /* dw = G^T dU G per (k, c) */
     static const double G[6][3] = {{0.25, 0, 0},
@@ -452,7 +472,7 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                    {0, 0, 1}};
     const int64_t KC = K * C;
-    int nt2 = KC < 4096 ? 1 : nt;
+    int nt2 = KC < 4096 ? 1 : (nthreads < 1 ? 1 : nthreads);
 #pragma omp parallel for num_threads(nt2) schedule(static) if (nt2 > 1)
     for (int64_t q = 0; q < KC; q++) {
         double t[6][3];
