@@ -45,7 +45,8 @@ MODULES = {
     "cplx": COMMON,
     "fft": ["src_c/fft.c"] + COMMON,
     "matmul": GEMM + COMMON,
-    "conv": ["src_c/conv.c", "src_c/pool.c"] + GEMM + COMMON,   # convolution lowers to GEMM
+    "conv": ["src_c/conv.c", "src_c/conv_wino.c", "src_c/conv_isa_generic.c",
+             "src_c/conv_isa_avx2.c", "src_c/conv_isa_avx512.c", "src_c/pool.c"] + GEMM + COMMON,
     "special": ["src_c/special.c"] + COMMON,
     "chnorm": ["src_c/chnorm.c"] + COMMON,     # batch_norm, group_norm
     "lapack_batch": ["src_c/lapack_batch.c", "src_c/small_eigh.c"],

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "ember_conv.h"
 #include "ember_gemm.h"
+#include "conv_wino.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -79,7 +80,55 @@ static inline void cv_share(int64_t n, int64_t *lo, int64_t *hi) {
     *hi = n * (t + 1) / nt;
 }
 
+/* the weight gradient's fixed number of image slices (see its body) */
+#define CV_WG_SLICES 8
+
+/* Winograd F(4x4, 3x3) (float32) takes 3x3, stride-1, undilated, ungrouped
+   convolutions whose GEMMs outweigh its transforms: >= 16 channels on both
+   sides, outputs of 12x12 or more that the 4x4 tiles cover with little waste
+   (a 10x10 output pays for 12x12), and for outputs under 16 wide (tile rows of
+   3 tiles fill vectors badly) 64 channels.  Measured against the im2col path
+   (tools/bench_models.py resnet and a sweep of sizes). */
+static int cv_wino_on = 1;
+int ember_conv_winograd(int on) {
+    if (on >= 0) __atomic_store_n(&cv_wino_on, on ? 1 : 0, __ATOMIC_RELAXED);
+    return __atomic_load_n(&cv_wino_on, __ATOMIC_RELAXED);
+}
+static inline int cv_wino_fits(const ember_conv2d_params *p) {
+    return __atomic_load_n(&cv_wino_on, __ATOMIC_RELAXED) && p->kh == 3 && p->kw == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 &&
+           p->groups == 1;
+}
+/* a convolution with C inputs, K outputs and Ho x Wo outputs through Winograd */
+static inline int cv_wino_pays(int64_t C, int64_t K, int64_t Ho, int64_t Wo, int wgrad) {
+    const int64_t tiles = ((Ho + 3) / 4) * ((Wo + 3) / 4) * 16;
+    if (C < 16 || K < 16 || Ho < 12 || Wo < 12 || 20 * tiles > 27 * Ho * Wo) return 0;
+    if (Ho < 16 || Wo < 16) return !wgrad && C >= 64 && K >= 64;
+    return 1;
+}
+
+/* forward (dir 0) or input gradient (dir 1, the convolution of dy with the
+   flipped, transposed filters, padded by 2 - p) through Winograd */
+static int cv_wino_conv(const ember_conv2d_params *p, int dir, const float *src, const float *w,
+                        const float *bias, float *dst, int nthreads) {
+    ember_wino_shape s;
+    if (dir == 0) {
+        const ember_wino_shape f = {p->N, p->C, p->H, p->W, p->OC, p->ph, p->pw, p->Ho, p->Wo};
+        s = f;
+    } else {
+        const ember_wino_shape b = {p->N, p->OC, p->Ho, p->Wo, p->C, 2 - p->ph, 2 - p->pw,
+                                    p->H, p->W};
+        s = b;
+    }
+    float *U = (float *)malloc((size_t)(36 * s.C * s.K) * sizeof(float));
+    if (!U) return -1;
+    ember_wino_weights_f32(s.K, s.C, w, dir, U);
+    const int rc = ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
+    free(U);
+    return rc;
+}
+
 #define EMBER_CONV_BODY 1
+#define CV_F32 1
 #define T float
 #define SFX f32
 #define GEMM ember_sgemm
@@ -91,6 +140,8 @@ static inline void cv_share(int64_t n, int64_t *lo, int64_t *hi) {
 #undef GEMM
 #undef GEMMX
 #undef MAT
+#undef CV_F32
+#define CV_F32 0
 #define T double
 #define SFX f64
 #define GEMM ember_dgemm
@@ -326,6 +377,10 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
     const int64_t HW = p->H * p->W;
     if (N == 0 || OC == 0 || P == 0) return 0;
     if (nthreads < 1) nthreads = 1;
+#if CV_F32
+    if (cv_wino_fits(p) && cv_wino_pays(C, OC, p->Ho, p->Wo, 0))
+        return cv_wino_conv(p, 0, x, w, bias, y, nthreads);
+#endif
     if (cv_direct(p)) {
         const int64_t planes = N * OC;
         int nt = planes * P * p->kh * p->kw < 32768 ? 1 : nthreads;
@@ -411,6 +466,10 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
     const int64_t HW = p->H * p->W;
     if (N == 0 || C == 0 || HW == 0) return 0;
     if (nthreads < 1) nthreads = 1;
+#if CV_F32
+    if (cv_wino_fits(p) && p->ph <= 2 && p->pw <= 2 && cv_wino_pays(OC, C, p->H, p->W, 0))
+        return cv_wino_conv(p, 1, dy, w, NULL, dx, nthreads);
+#endif
     if (cv_direct(p)) {
         const int64_t planes = N * C;
         int nt = planes * P * p->kh * p->kw < 32768 ? 1 : nthreads;
@@ -496,63 +555,86 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
             dbias[oc] = s;
         }
     }
-    memset(dw, 0, (size_t)WN * sizeof(T));
-    if (N == 0 || P == 0 || WN == 0) return 0;
+    if (N == 0 || P == 0 || WN == 0) {
+        memset(dw, 0, (size_t)WN * sizeof(T));
+        return 0;
+    }
+#if CV_F32
+    if (cv_wino_fits(p) && cv_wino_pays(C, OC, p->Ho, p->Wo, 1)) {
+        const ember_wino_shape s = {N, C, p->H, p->W, OC, p->ph, p->pw, p->Ho, p->Wo};
+        return ember_wino_wgrad_f32(&s, x, dy, dw, nthreads);
+    }
+#endif
+#if CV_F32
+    if (p->sw == 1 && !cv_is1x1(p) && Kg <= EMBER_WGD_MAX_K && p->Wo >= 8)
+        return ember_conv_wgrad_direct_f32(p, x, dy, dw, nthreads);
+#endif
+    /* The images are cut into a fixed number of slices, each accumulated in
+       order into its own buffer (dw itself for slice 0) and the buffers added in
+       slice order: the sums and their order do not depend on the thread count,
+       nor does the chunking (a one-thread plan), so dw is bit-identical on any
+       number of threads.  Threads take whole slices, or the GEMM has them all. */
     const int one = cv_is1x1(p);
-    const F(cv_plan) pl = F(cv_make_plan)(p, Kg, nthreads);
-    T *acc = pl.outer > 1 ? (T *)calloc((size_t)(WN * (pl.outer - 1)), sizeof(T)) : NULL;
-    if (pl.outer > 1 && !acc) return -1;
+    const int64_t S = cv_min(N, CV_WG_SLICES);
+    F(cv_plan) pl = F(cv_make_plan)(p, Kg, 1);
+    const int64_t per = (N + S - 1) / S;
+    if (pl.nb > per) pl.nb = per;
+    const double flops = 2.0 * (double)N * OC * P * Kg;
+    const int outer = nthreads > 1 && flops > 1e6 ? (int)cv_min(nthreads, S) : 1;
+    const int inner = outer > 1 ? 1 : nthreads;
+    T *acc = S > 1 ? (T *)malloc((size_t)(WN * (S - 1)) * sizeof(T)) : NULL;
+    if (S > 1 && !acc) return -1;
     cv_ig ig = {0};
     if (cv_ig_init(p, pl.nb, &ig)) {
         free(acc);
         return -1;
     }
     int failed = 0;
-#pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
+#pragma omp parallel num_threads(outer) if (outer > 1)
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        T *mydw = tid == 0 ? dw : acc + (tid - 1) * WN;
         /* zero-padded copies of the chunk's images, when the convolution pads */
         T *xp = ig.pad && !one ? (T *)malloc((size_t)(pl.nb * ig.img) * sizeof(T)) : NULL;
         if (ig.pad && !one && !xp) {
 #pragma omp atomic write
             failed = 1;
         }
-        int64_t e0, e1;
-        cv_share(N, &e0, &e1);
-        for (int64_t n0 = e0; n0 < e1; n0 += pl.nb) {
-            if (ig.pad && !one && !xp) break;
-            const int64_t nb = cv_min(pl.nb, e1 - n0), ldc = nb * P;
-            const T *src = one ? NULL : F(cv_ig_src)(p, &ig, x, n0, nb, xp);
-            for (int64_t g = 0; g < G; g++) {
-                /* dy of the chunk's images side by side (OCg x nb*P) */
-                const MAT a = {dy + (n0 * OC + g * OCg) * P, P, 1, NULL, nb > 1 ? ig.dco : NULL};
-                T *dwg = mydw + g * OCg * Kg;
-                if (one) {
-                    /* no im2col: the images are the columns, one GEMM per image */
-                    for (int64_t i = 0; i < nb; i++) {
-                        const MAT ai = {dy + ((n0 + i) * OC + g * OCg) * P, P, 1, NULL, NULL};
-                        const MAT b = {x + ((n0 + i) * C + g * Cg) * HW, 1, P, NULL, NULL};
-                        GEMMX(OCg, Kg, P, (T)1, &ai, &b, (T)1, dwg, Kg, 1, NULL, NULL, pl.inner);
+#pragma omp for schedule(static)
+        for (int64_t sl = 0; sl < S; sl++) {
+            T *mydw = sl == 0 ? dw : acc + (sl - 1) * WN;
+            memset(mydw, 0, (size_t)WN * sizeof(T));
+            if (ig.pad && !one && !xp) continue;
+            const int64_t e0 = N * sl / S, e1 = N * (sl + 1) / S;
+            for (int64_t n0 = e0; n0 < e1; n0 += pl.nb) {
+                const int64_t nb = cv_min(pl.nb, e1 - n0), ldc = nb * P;
+                const T *src = one ? NULL : F(cv_ig_src)(p, &ig, x, n0, nb, xp);
+                for (int64_t g = 0; g < G; g++) {
+                    /* dy of the chunk's images side by side (OCg x nb*P) */
+                    const MAT a = {dy + (n0 * OC + g * OCg) * P, P, 1, NULL,
+                                   nb > 1 ? ig.dco : NULL};
+                    T *dwg = mydw + g * OCg * Kg;
+                    if (one) {
+                        /* no im2col: the images are the columns, one GEMM per image */
+                        for (int64_t i = 0; i < nb; i++) {
+                            const MAT ai = {dy + ((n0 + i) * OC + g * OCg) * P, P, 1, NULL, NULL};
+                            const MAT b = {x + ((n0 + i) * C + g * Cg) * HW, 1, P, NULL, NULL};
+                            GEMMX(OCg, Kg, P, (T)1, &ai, &b, (T)1, dwg, Kg, 1, NULL, NULL, inner);
+                        }
+                        continue;
                     }
-                    continue;
+                    /* dw_g (OCg x Kg) += dy @ col^T, col^T read through the implicit im2col */
+                    const MAT b = {src + g * Cg * ig.plane, 0, 0, ig.co, ig.ro};
+                    GEMMX(OCg, Kg, ldc, (T)1, &a, &b, (T)1, dwg, Kg, 1, NULL, NULL, inner);
                 }
-                /* dw_g (OCg x Kg) += dy @ col^T, col^T read through the implicit im2col */
-                const MAT b = {src + g * Cg * ig.plane, 0, 0, ig.co, ig.ro};
-                GEMMX(OCg, Kg, ldc, (T)1, &a, &b, (T)1, dwg, Kg, 1, NULL, NULL, pl.inner);
             }
         }
         free(xp);
     }
     cv_ig_free(&ig);
-    if (acc) {
-        for (int t = 1; t < pl.outer; t++)
-            for (int64_t q = 0; q < WN; q++) dw[q] += acc[(t - 1) * WN + q];
-        free(acc);
+    for (int64_t sl = 1; sl < S; sl++) {
+        const T *a = acc + (sl - 1) * WN;
+        for (int64_t q = 0; q < WN; q++) dw[q] += a[q];
     }
+    free(acc);
     return failed ? -1 : 0;
 }
 

@@ -49,6 +49,7 @@ cdef extern from "ember_conv.h" nogil:
                                            float *y, int64_t *idx, int nthreads)
     void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
                                            double *y, int64_t *idx, int nthreads)
+    int ember_conv_winograd(int on)
     void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x,
                           float *col)
     void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x,

@@ -14,6 +14,7 @@ from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_conv cimport *
 from ember._C.layout cimport cl_order, from_cl, new_cl, to_cl
+from ember._C.c_gemm cimport ember_gemm_isa, ember_gemm_set_isa
 
 
 # ----------------------------------------------------------------------------
@@ -1394,3 +1395,24 @@ def pool_params(input, str op, kernel_size, stride, padding, dilation, ceil_mode
 def pool_divisor(divisor_override, str op):
     """divisor_override checked as the CPU checks it (None or a non-zero int)."""
     return _divisor(divisor_override, op)
+
+
+# ----------------------------------------------------------------------------
+# introspection (tests / benchmarks)
+
+def _winograd(on=None):
+    """Whether float32 3x3 stride-1 convolutions may run Winograd F(4x4, 3x3)
+    (where it pays); on=True/False sets it.  Returns the setting in force."""
+    return bool(ember_conv_winograd(-1 if on is None else (1 if on else 0)))
+
+
+def _kernel_isa():
+    """ISA this module's GEMM and Winograd transforms use: 0 generic, 1 AVX2+FMA,
+    2 AVX-512 (each extension module has its own copy of the GEMM)."""
+    return ember_gemm_isa()
+
+
+def _set_kernel_isa(int isa):
+    """Force a lower ISA on this module's GEMM and Winograd kernels (tests); -1
+    restores detection.  Returns the ISA in use."""
+    return ember_gemm_set_isa(isa)

@@ -33,6 +33,11 @@ int ember_conv2d_bwd_weight_f32(const ember_conv2d_params *p, const float *x, co
 int ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x, const double *dy,
                                  double *dw, double *dbias, int nthreads);
 
+/* float32 3x3 stride-1 convolutions run Winograd F(4x4, 3x3) where it pays
+   (see conv.c); on = 0 turns it off (tests, benchmarks), 1 on, -1 only asks.
+   Returns the setting in force. */
+int ember_conv_winograd(int on);
+
 /* im2col of one (C, H, W) image -> col (C*kh*kw, Ho*Wo); col2im adds back into x. */
 void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x, float *col);
 void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x, double *col);

@@ -1,0 +1,66 @@
+/* Winograd F(4x4, 3x3): the filter transform and the run-time choice of the
+   ISA variant (the GEMM's, so that forcing one ISA for tests forces both). */
+#include <string.h>
+#include "conv_wino.h"
+#include "ember_gemm.h"
+
+void ember_wino_weights_f32(int64_t K, int64_t C, const float *w, int flip, float *U) {
+    /* u = G g G^T in double, rounded once */
+    static const double G[6][3] = {{0.25, 0, 0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0, 0, 1}};
+    /* 8 filters at a time, so that each of the 36 planes of U takes 8
+       consecutive floats per store */
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t k0 = 0; k0 < K; k0 += 8) {
+            const int64_t nk = K - k0 < 8 ? K - k0 : 8;
+            float u[36][8];
+            for (int64_t kk = 0; kk < nk; kk++) {
+                const int64_t k = k0 + kk;
+                double g[3][3], t[6][3];
+                const float *src = flip ? w + (c * K + k) * 9 : w + (k * C + c) * 9;
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++)
+                        g[i][j] = flip ? src[(2 - i) * 3 + 2 - j] : src[i * 3 + j];
+                for (int a = 0; a < 6; a++)
+                    for (int j = 0; j < 3; j++)
+                        t[a][j] = G[a][0] * g[0][j] + G[a][1] * g[1][j] + G[a][2] * g[2][j];
+                for (int a = 0; a < 6; a++)
+                    for (int b = 0; b < 6; b++)
+                        u[a * 6 + b][kk] =
+                            (float)(t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2]);
+            }
+            for (int q = 0; q < 36; q++)
+                memcpy(U + (q * C + c) * K + k0, u[q], (size_t)nk * sizeof(float));
+        }
+}
+
+int ember_wino_fwd_f32(const ember_wino_shape *s, const float *x, const float *U,
+                       const float *bias, float *y, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_wino_fwd_f32_avx512(s, x, U, bias, y, nthreads);
+    case 1: return ember_wino_fwd_f32_avx2(s, x, U, bias, y, nthreads);
+    default: return ember_wino_fwd_f32_generic(s, x, U, bias, y, nthreads);
+    }
+}
+
+int ember_wino_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
+                         float *dw, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_wino_wgrad_f32_avx512(s, x, dy, dw, nthreads);
+    case 1: return ember_wino_wgrad_f32_avx2(s, x, dy, dw, nthreads);
+    default: return ember_wino_wgrad_f32_generic(s, x, dy, dw, nthreads);
+    }
+}
+
+int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+                                float *dw, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_conv_wgrad_direct_f32_avx512(p, x, dy, dw, nthreads);
+    case 1: return ember_conv_wgrad_direct_f32_avx2(p, x, dy, dw, nthreads);
+    default: return ember_conv_wgrad_direct_f32_generic(p, x, dy, dw, nthreads);
+    }
+}

@@ -1,0 +1,52 @@
+/* Winograd F(4x4, 3x3) convolution, float32 (private to conv.c and its ISA
+   variants conv_wino_{generic,avx2,avx512}.c, which share conv_wino_impl.h).
+
+   A 3x3, stride-1, undilated, ungrouped convolution of x (N, C, H, W), padded by
+   ph rows / pw columns at the top / left (zeros past every edge), giving y (N, K,
+   Ho, Wo): the output is cut into 4x4 tiles, each tile's 6x6 input patch and
+   the 3x3 filters are taken to the 36-point transform domain, where the
+   convolution is 36 independent GEMMs (K x C times C x tiles), and the products
+   come back through the output transform.  4x fewer multiplications than the
+   direct form; the transforms cost a little precision (see docs). */
+#ifndef EMBER_CONV_WINO_H
+#define EMBER_CONV_WINO_H
+#include <stdint.h>
+#include "ember_conv.h"
+
+typedef struct {
+    int64_t N, C, H, W;   /* input */
+    int64_t K;            /* output channels */
+    int64_t ph, pw;       /* zero rows / columns before the input */
+    int64_t Ho, Wo;       /* output */
+} ember_wino_shape;
+
+/* U (36, C, K): the filters in the transform domain.  w is (K, C, 3, 3); with
+   flip, w is (C, K, 3, 3) and filter (k, c) is w[c, k] rotated by 180 degrees
+   (the input gradient of a convolution is this convolution of its grad_output). */
+void ember_wino_weights_f32(int64_t K, int64_t C, const float *w, int flip, float *U);
+/* y = conv(x, U) + bias (bias may be NULL).  Returns 0, or -1 when the
+   workspace could not be allocated. */
+int ember_wino_fwd_f32(const ember_wino_shape *s, const float *x, const float *U,
+                       const float *bias, float *y, int nthreads);
+/* dw (K, C, 3, 3) = the weight gradient given x and dy (N, K, Ho, Wo). */
+int ember_wino_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
+                         float *dw, int nthreads);
+
+/* Direct weight gradient (float32) for Cg*kh*kw <= EMBER_WGD_MAX_K taps per
+   output channel at stride 1 along W (conv_wgd_impl.h); dw overwritten.
+   Returns 0, or -1 when its padded copy of x could not be allocated. */
+#define EMBER_WGD_MAX_K 27
+int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+                                float *dw, int nthreads);
+
+#define EMBER_WINO_DECL(sfx)                                                               \
+    int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \
+                                 const float *bias, float *y, int nthreads);               \
+    int ember_wino_wgrad_f32_##sfx(const ember_wino_shape *s, const float *x,              \
+                                   const float *dy, float *dw, int nthreads);              \
+    int ember_conv_wgrad_direct_f32_##sfx(const ember_conv2d_params *p, const float *x,    \
+                                          const float *dy, float *dw, int nthreads);
+EMBER_WINO_DECL(generic)
+EMBER_WINO_DECL(avx2)
+EMBER_WINO_DECL(avx512)
+#endif
