@@ -325,6 +325,13 @@ CUDA_SYMBOLS = {
     "emc_pool_stats": ("v", "pp"),
     "emc_pool_reset_peak": ("v", "p"),
     "emc_pool_empty_cache": ("i", "p"),
+    "emc_cew_unary": ("i", "iipppp"),
+    "emc_cew_predicate": ("i", "iipppp"),
+    "emc_cew_binary": ("i", "iipppppp"),
+    "emc_cew_compare": ("i", "iippppp"),
+    "emc_cew_host": ("i", "iiipppqp"),
+    "emc_copy_math": ("i", "ipiipipp"),
+    "emc_cprod": ("i", "ipqqqpp"),
 }
 
 

@@ -308,4 +308,32 @@ EMC_API int emc_masked_select(int itemsize, const void *x, const uint8_t *mask,
 /* out[i] = src[pos[i]] where mask[i] */
 EMC_API int emc_masked_scatter(int itemsize, void *out, const uint8_t *mask, const int64_t *pos,
                                int64_t n, const void *src, void *stream);
+/* --- complex64 / complex128 (complex.cu; formulas of ember_complex.h) ----------- */
+/* out = op(x) for the ops of em_cun_ok (EW_ABS writes the real dtype of the
+   precision); EMC_E_DTYPE for any other op or a real dtype */
+EMC_API int emc_cew_unary(int op, int dtype, void *out, const void *x, const emc_nd *nd,
+                          void *stream);
+/* bool out = pred(x): EW_ISNAN, EW_ISINF, EW_ISFINITE, EW_LNOT */
+EMC_API int emc_cew_predicate(int op, int dtype, void *out, const void *x, const emc_nd *nd,
+                              void *stream);
+/* out = op(a, b): EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_ADDA (aux[0]: real alpha) */
+EMC_API int emc_cew_binary(int op, int dtype, void *out, const void *a, const void *b,
+                           const emc_nd *nd, const double *aux, void *stream);
+/* bool out = op(a, b): EW_EQ, EW_NE, EW_LAND, EW_LOR, EW_LXOR */
+EMC_API int emc_cew_compare(int op, int dtype, void *out, const void *a, const void *b,
+                            const emc_nd *nd, void *stream);
+/* the element functions above on the host (contiguous host arrays of n): family
+   0 unary, 1 binary, 2 compare, 3 predicate; for the CPU tests */
+EMC_API int emc_cew_host(int family, int op, int dtype, void *out, const void *a, const void *b,
+                         int64_t n, const double *aux);
+/* dst (dst dtype, strides[0]) = src (src dtype, strides[1]) for any pair of dtypes
+   (complex ones included: src/copy.c's casts), where each side may carry lazy math
+   bits (1 conjugate, 2 negative): dst stores what reads, through its bits, as the
+   value src reads as through its own. */
+EMC_API int emc_copy_math(int dst_dtype, void *dst, int dst_bits, int src_dtype,
+                          const void *src, int src_bits, const emc_nd *nd, void *stream);
+/* complex product over K of a contiguous [O, K, I] into out [O, I] (double
+   accumulator, K in order) */
+EMC_API int emc_cprod(int dtype, const void *x, int64_t O, int64_t K, int64_t I, void *out,
+                      void *stream);
 #endif

@@ -18,7 +18,8 @@ import ember
 from ember import _dll
 
 _NP = {0: np.bool_, 1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,
-       6: np.float16, 7: np.uint16, 8: np.float32, 9: np.float64}
+       6: np.float16, 7: np.uint16, 8: np.float32, 9: np.float64, 10: np.complex64,
+       11: np.complex128}
 _E_DTYPE, _E_INDEX = 10001, 10004
 BF16 = 7
 
@@ -836,3 +837,6 @@ class FakeDevice:
 from tests.cuda.fake_ops import extend as _extend  # noqa: E402
 
 _extend(FakeLib, FakeRuntime)
+from tests.cuda.fake_complex import extend as _extend_complex  # noqa: E402
+
+_extend_complex(FakeLib)
