@@ -277,6 +277,16 @@ static void bin_pow_f32(char **p, const int64_t *s, int64_t n, const void *aux) 
         if (e == -2.0f) { POW_SCALAR_LOOP(1.0f / (a * a)) return; }
         if (e == 1.0f) { POW_SCALAR_LOOP(a) return; }
         if (e == 0.0f) { POW_SCALAR_LOOP(1.0f) return; }
+        /* any other exponent: through the tensor-exponent loop, which GCC
+           vectorises (with b loop-invariant it does not), a block at a time */
+        float eb[512];
+        for (int k = 0; k < 512; k++) eb[k] = e;
+        const int64_t st[3] = {4, 4, 4};
+        for (int64_t b0 = 0; b0 < n; b0 += 512) {
+            char *q[3] = {(char *)(o + b0), (char *)(x + b0), (char *)eb};
+            bin_powv_f32(q, st, n - b0 < 512 ? n - b0 : 512, aux);
+        }
+        return;
     }
     bin_powv_f32(p, s, n, aux);
 }
