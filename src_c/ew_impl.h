@@ -259,10 +259,37 @@ BIN_LOOP(bin_rem_f64, double, em_remainder(a, b))
 FOR_INTS(MK_IDIV, rem, (b == -1 ? 0 : ({ T r_ = a % b; (T)((r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_); })))
 FOR_FLOATS(MK_BIN, fmod, (T)fmod(a, b))
 FOR_INTS(MK_IDIV, fmod, (b == -1 ? 0 : a % b))
-/* float pow: exp(b log a) in double for a > 0 and finite b (one rounding);
-   zero, negative and non-finite operands go to libm */
-BINFIX_LOOP(bin_pow_f32, float, (b == 2.0f ? a * a : em_pow_posf(a, b)),
-            (b != 2.0f) & ((!(a > 0.0f)) | (!(a < INFINITY)) | (!(fabsf(b) < INFINITY))), powf(a, b))
+/* float pow: a scalar exponent takes torch's special cases (x*x, x*x*x, sqrt,
+   1/sqrt, 1/x, 1/(x*x)); otherwise exp(b log|a|) in double (em_pow_vf) with zero,
+   subnormal and non-finite operands fixed up through libm per block */
+#define POW_SCALAR_LOOP(EXPR) for (int64_t i = 0; i < n; i++) { float a = x[i]; (void)a; o[i] = (EXPR); }
+BINFIX_LOOP(bin_powv_f32, float, em_pow_vf(a, b), EM_POW_BAD(a, b), powf(a, b))
+static void bin_pow_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
+    if (s[0] == 4 && s[1] == 4 && s[2] == 0) {
+        float *o = (float *)p[0];
+        const float *x = (const float *)p[1];
+        const float e = *(const float *)p[2];
+        if (e == 2.0f) { POW_SCALAR_LOOP(a * a) return; }
+        if (e == 3.0f) { POW_SCALAR_LOOP(a * a * a) return; }
+        if (e == 0.5f) { POW_SCALAR_LOOP(sqrtf(a)) return; }
+        if (e == -0.5f) { POW_SCALAR_LOOP(1.0f / sqrtf(a)) return; }
+        if (e == -1.0f) { POW_SCALAR_LOOP(1.0f / a) return; }
+        if (e == -2.0f) { POW_SCALAR_LOOP(1.0f / (a * a)) return; }
+        if (e == 1.0f) { POW_SCALAR_LOOP(a) return; }
+        if (e == 0.0f) { POW_SCALAR_LOOP(1.0f) return; }
+        /* any other exponent: through the tensor-exponent loop, which GCC
+           vectorises (with b loop-invariant it does not), a block at a time */
+        float eb[512];
+        for (int k = 0; k < 512; k++) eb[k] = e;
+        const int64_t st[3] = {4, 4, 4};
+        for (int64_t b0 = 0; b0 < n; b0 += 512) {
+            char *q[3] = {(char *)(o + b0), (char *)(x + b0), (char *)eb};
+            bin_powv_f32(q, st, n - b0 < 512 ? n - b0 : 512, aux);
+        }
+        return;
+    }
+    bin_powv_f32(p, s, n, aux);
+}
 BIN_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : pow(a, b)))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN; fmax/fmin ignore it */
@@ -311,13 +338,18 @@ EW_WIDE UNFIX_LOOP(un_gelu_f32, float, em_gelu_vf(x), x < EM_GELU_FAST_MIN, em_g
 EW_WIDE BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_vf(b), b < EM_GELU_FAST_MIN,
                     a * em_gelu_grad_slowf(b))
 /* softplus: prm = {beta, threshold}, read once so the float32 loop vectorises
-   (read through prm in the loop, they might alias the output) */
+   (read through prm in the loop, they might alias the output); beta = 1 skips
+   the division */
 static void un_softplus_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
     const double *prm = (const double *)aux;
     const float beta = (float)prm[0], thr = (float)prm[1];
     if (s[0] == 4 && s[1] == 4) {
         float *o = (float *)p[0]; const float *in = (const float *)p[1];
-        for (int64_t i = 0; i < n; i++) o[i] = em_softplusf(in[i], beta, thr);
+        if (beta == 1.0f) {
+            for (int64_t i = 0; i < n; i++) { float x = in[i]; o[i] = x > thr ? x : em_softplus1_vf(x); }
+        } else {
+            for (int64_t i = 0; i < n; i++) o[i] = em_softplusf(in[i], beta, thr);
+        }
     } else {
         char *o = p[0]; const char *in = p[1];
         for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])

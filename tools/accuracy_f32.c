@@ -31,7 +31,8 @@ typedef struct {
 enum {
     R_F64LOOP = 0, R_EXP, R_EXP2, R_EXPM1, R_LOG, R_LOG2, R_LOG10, R_LOG1P, R_SQRT, R_RSQRT,
     R_SIN, R_COS, R_TAN, R_ASIN, R_ACOS, R_ATAN, R_SINH, R_COSH, R_TANH, R_ASINH, R_ACOSH,
-    R_ATANH, R_SIGMOID, R_GELU, R_GELU_TANH, R_SILU, R_MISH, R_ERF, R_ERFC, R_LGAMMA, R_RECIP
+    R_ATANH, R_SIGMOID, R_GELU, R_GELU_TANH, R_SILU, R_MISH, R_ERF, R_ERFC, R_LGAMMA, R_RECIP,
+    R_SOFTPLUS
 };
 
 static double softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
@@ -72,6 +73,7 @@ static double ref_of(int id, double x) {
     case R_ERFC: return erfc(x);
     case R_LGAMMA: return lgamma(x);
     case R_RECIP: return 1.0 / x;
+    case R_SOFTPLUS: return x > 20 ? x : log1p(exp(x));   /* torch's defaults: beta 1, threshold 20 */
     default: return NAN;
     }
 }
@@ -105,6 +107,8 @@ static void merge(em_acc *into, const em_acc *r) {
 static void check(em_loop f32, em_loop f64, int ref_id, int sat, const void *aux,
                   const float *x, int64_t n, float *y, double *xd, double *yd, em_acc *loc) {
     for (int64_t k = 0; k < n; k++) xd[k] = x[k];
+    static const double softplus_prm[2] = {1.0, 20.0};   /* {beta, threshold} */
+    if (ref_id == R_SOFTPLUS && aux == NULL) aux = softplus_prm;
     char *p32[2] = {(char *)y, (char *)x};
     int64_t s32[2] = {4, 4};
     f32(p32, s32, n, aux);
@@ -210,6 +214,7 @@ static const em_acc_fn FUNCS[] = {
     {"gelu", 0, EW_GELU, R_GELU}, {"gelu_tanh", 0, EW_GELU_TANH, R_GELU_TANH},
     {"silu", 0, EW_SILU, R_SILU}, {"mish", 0, EW_MISH, R_MISH}, {"erf", 0, EW_ERF, R_ERF, 1},
     {"erfc", 0, EW_ERFC, R_ERFC}, {"lgamma", 0, EW_LGAMMA, R_LGAMMA},
+    {"softplus", 0, EW_SOFTPLUS, R_SOFTPLUS},
     {"special.digamma", 1, EM_SP_DIGAMMA, R_F64LOOP},
     {"special.erfinv", 1, EM_SP_ERFINV, R_F64LOOP},
     {"special.erfcx", 1, EM_SP_ERFCX, R_F64LOOP}, {"special.ndtr", 1, EM_SP_NDTR, R_F64LOOP, 1},

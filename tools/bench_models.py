@@ -6,6 +6,7 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py resnet      # ResNet block step, per-op profile
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
+    .venv/bin/python tools/bench_models.py sweep [N]   # every float elementwise op, N threads
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
     .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
     .venv/bin/python tools/bench_models.py norms       # every normalisation, end to end
@@ -279,6 +280,92 @@ def ops():
                 n)
             print(f"sdpa causal {'x'.join(map(str, shape))} thr{th}: fwd {te / tt:.2f}x "
                   f"({te * 1e3:.2f} vs {tt * 1e3:.2f} ms), fwd+bwd {be / bt:.2f}x")
+
+
+# the float elementwise ops of the sweep: unary (torch.<name>(x) unless given), their
+# input domain, and binary ops (x op y)
+_SWEEP_UNARY = {
+    "abs": "any", "neg": "any", "sign": "any", "exp": "any", "exp2": "any", "expm1": "any",
+    "log": "pos", "log2": "pos", "log10": "pos", "log1p": "pos", "sqrt": "pos", "rsqrt": "pos",
+    "sin": "any", "cos": "any", "tan": "any", "asin": "unit", "acos": "unit", "atan": "any",
+    "sinh": "any", "cosh": "any", "tanh": "any", "asinh": "any", "acosh": "big",
+    "atanh": "unit", "sigmoid": "any", "relu": "any", "erf": "any", "erfc": "any",
+    "erfinv": "unit", "lgamma": "pos", "digamma": "pos", "floor": "any", "ceil": "any",
+    "round": "any", "trunc": "any", "frac": "any", "reciprocal": "pos", "square": "any",
+    "isnan": "any", "isfinite": "any", "signbit": "any", "nan_to_num": "any",
+    "F.gelu": "any", "F.gelu-tanh": "any", "F.silu": "any", "F.mish": "any",
+    "F.softplus": "any", "F.elu": "any", "F.selu": "any", "F.celu": "any",
+    "F.leaky_relu": "any", "F.hardsigmoid": "any", "F.hardswish": "any",
+    "F.hardtanh": "any", "F.relu6": "any", "F.logsigmoid": "any", "F.softsign": "any",
+    "F.tanhshrink": "any", "clamp": "any",
+}
+_SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
+                 "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
+                 "xlogy", "logaddexp", "lerp", "where", "eq", "lt")
+_SWEEP_BACKWARD = ("gelu", "gelu-tanh", "silu", "mish", "softplus", "elu", "sigmoid", "tanh",
+                   "relu")
+
+
+def _sweep_fn(T, name):
+    F = T.nn.functional
+    if name == "F.gelu-tanh":
+        return lambda x: F.gelu(x, approximate="tanh")
+    if name.startswith("F."):
+        return getattr(F, name[2:])
+    if name == "clamp":
+        return lambda x: T.clamp(x, -0.5, 0.5)
+    if name in ("erfinv", "digamma"):
+        return getattr(T.special, name)
+    return getattr(T, name)
+
+
+def _sweep_binary_fn(T, name):
+    if name == "pow-scalar":
+        return lambda x, y: x.abs() ** 1.7
+    if name == "lerp":
+        return lambda x, y: T.lerp(x, y, 0.3)
+    if name == "where":
+        return lambda x, y: T.where(x > 0, x, y)
+    return getattr(T, name)
+
+
+def sweep(threads=2):
+    """ember time / torch time of every float elementwise op on 1M float32, forward,
+    then the activations' forward + backward; ops above 1.0x are marked."""
+    import torch
+
+    import ember
+    ember.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(1 << 20, generator=g)
+    doms = {"any": base * 3, "pos": base.abs() * 3 + 0.01, "unit": base.tanh() * 0.999,
+            "big": base.abs() * 3 + 1.01}
+    y = torch.randn(1 << 20, generator=g).abs() + 0.1
+    pairs = {k: (ember.from_numpy(v.numpy().copy()), v) for k, v in doms.items()}
+    ys = (ember.from_numpy(y.numpy().copy()), y)
+    rows = []
+    for name, dom in _SWEEP_UNARY.items():
+        fe, ft = _sweep_fn(ember, name), _sweep_fn(torch, name)
+        a = pairs[dom]
+        te, tt = pair(lambda: fe(a[0]), lambda: ft(a[1]), 5)
+        rows.append((name, te, tt))
+    for name in _SWEEP_BINARY:
+        fe, ft = _sweep_binary_fn(ember, name), _sweep_binary_fn(torch, name)
+        a = pairs["pos"] if name in ("pow", "xlogy") else pairs["any"]
+        te, tt = pair(lambda: fe(a[0], ys[0]), lambda: ft(a[1], ys[1]), 5)
+        rows.append((name, te, tt))
+    for name in _SWEEP_BACKWARD:
+        fe = _sweep_fn(ember, "F." + name if name not in ("sigmoid", "tanh") else name)
+        ft = _sweep_fn(torch, "F." + name if name not in ("sigmoid", "tanh") else name)
+        ge = pairs["any"][0].clone().requires_grad_()
+        gt = pairs["any"][1].clone().requires_grad_()
+        te, tt = pair(lambda: fe(ge).sum().backward(), lambda: ft(gt).sum().backward(), 3)
+        rows.append((name + " fwd+bwd", te, tt))
+    print(f"1M float32, {threads} thread(s), ember / torch (medians, alternated):")
+    for name, te, tt in rows:
+        mark = "  <-- above 1.0x" if te > tt else ""
+        print(f"  {name:18s} {te / tt:5.2f}x  ({te * 1e6:7.0f} vs {tt * 1e6:7.0f} us){mark}")
 
 
 def losses():
@@ -570,5 +657,6 @@ if __name__ == "__main__":
     modes = {"linalg": linalg, "train": train, "ops": ops, "gpt": gpt, "losses": losses,
              "norms": norms, "resnet": resnet, "sdpa": sdpa, "engine": engine,
              "channels-last": channels_last,
+             "sweep": lambda: sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 2),
              "sdpa-memory": lambda: sdpa_memory(*sys.argv[2:4])}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

@@ -695,12 +695,6 @@ EM_HD_INLINE float em_atanhf(float x) {
     double xd = x;
     return (float)(0.5 * em_log1p_d(2.0 * xd / (1.0 - xd)));
 }
-/* pow for a > 0 finite and b finite: exp(b log a) in double (the callers send
-   other inputs to libm) */
-EM_HD_INLINE float em_pow_posf(float a, float b) {
-    return (float)em_exp_d((double)b * em_log_d((double)a));
-}
-
 /* float64 asinh / acosh / atanh from log1p (a few ulps; libm-free so they vectorise) */
 EM_HD_INLINE double em_asinh_d(double x) {
     double a = fabs(x), a2 = a * a;
@@ -747,42 +741,36 @@ EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
     return EM_MADF(q, r2 * r2, r2);
 }
 
-/* Exact gelu, x >= EM_GELU_FAST_MIN (the loops send x below it to em_gelu_slowf).
-   |x| < A: x Phi(x) = x/2 + x^2 P(x^2).  Beyond, with u = |x|: x Phi(-u) = -u Q(u)
-   and x Phi(u) = x - u Q(u), where u Q(u) = exp(-u^2/2) V(u) and V(u) = u erfcx(u/sqrt 2)/2
-   is smooth and flat (0.17 to 0.39): a polynomial in t = (u - A)/(u + 4), exact
-   at u = A where V changes fastest, in the form c0 + t (c1 + t W(t - t0)) that keeps
-   Horner's partial sums small (the coefficients are halved: v = V/2).  A is where
-   V(A) is a float to 1e-11.  Fits by least squares with float coefficients
-   (mpmath), relative error < 6e-9. */
+/* Exact gelu, x >= EM_GELU_FAST_MIN (the loops send x below it to em_gelu_slowf),
+   in one branch-free form: with u = abs(x), x Phi(-u) = u exp(-u^2/2) S(u) and
+   S(u) = erfcx(u/sqrt 2)/2, gelu(x) = x - that for x > 0 and minus it otherwise
+   (no cancellation: the result is at least x/2 for x > 0).  u S(u)/2 = t G(t) with
+   t = u/(u + 4) (u clamped to 5.5, where the term drops below half an ulp of x),
+   G a degree-8 polynomial with G(0) = 1 and float coefficients fitted by least
+   squares (mpmath, relative error 2^-30); t G(t) hardly moves with t's rounding
+   at large u.
+   The Gaussian is em_gauss_expm1_vf's, its 2^n a float factor (NaN passes). */
 #define EM_GELU_A 0.4939231872558594f
 EM_HD_INLINE float em_gelu_vf(float x) {
-    float u = fabsf(x), z = x * x;
-    float p = EM_MADF(z, 0.00019943843653891236f, -0.0012354434002190828f);
-    p = EM_MADF(p, z, 0.009982503019273281f);
-    p = EM_MADF(p, z, -0.06649099290370941f);
-    p = EM_MADF(p, z, 0.3989422917366028f);
-    float small = EM_MADF(z, p, 0.5f * x);
-    small = z == 0.0f ? 0.5f * x : small;           /* keeps the sign of -0 and tiny x */
-    float uc = u > 5.5f ? 5.5f : u;
-    float wc = z > 30.25f ? 30.25f : z;
-    float t = (uc - EM_GELU_A) / (uc + 4.0f), tc = t - 0.26347771286964417f;
-    float v = 0.018359161913394928f;
-    v = EM_MADF(v, tc, 0.013802310451865196f);
-    v = EM_MADF(v, tc, -0.08863650262355804f);
-    v = EM_MADF(v, tc, 0.026577875018119812f);
-    v = EM_MADF(v, tc, 0.29046937823295593f);
-    v = EM_MADF(v, tc, -0.7104407548904419f);
-    v = EM_MADF(v, tc, 0.9388096928596497f);
-    v = EM_MADF(v, tc, -0.8404083251953125f);
-    v = EM_MADF(v, t, 0.5382928848266602f);
-    v = EM_MADF(v, t, 0.08667987585067749f);
+    float u = fabsf(x);
+    int32_t ub = em_f32_bits(u);
+    float uc = em_f32_from_bits(ub < 0x40b00000 ? ub : 0x40b00000);   /* min(u, 5.5) */
+    float t = uc / (uc + 4.0f);
+    float v = 0.07571155577898026f;
+    v = EM_MADF(v, t, -0.17282822728157043f);
+    v = EM_MADF(v, t, -0.030995501205325127f);
+    v = EM_MADF(v, t, 0.3501147925853729f);
+    v = EM_MADF(v, t, 0.14897184073925018f);
+    v = EM_MADF(v, t, -1.5962681770324707f);
+    v = EM_MADF(v, t, 2.616928815841675f);
+    v = EM_MADF(v, t, -2.1915383338928223f);
+    v = EM_MADF(v, t, 1.0f);
+    v = v * t;
     int32_t nb;
-    float s2 = em_gauss_expm1_vf(uc, wc, &nb);
-    float ev = em_f32_from_bits(em_f32_bits(EM_MADF(v, s2, v + v)) + nb);
-    float big = (x > 0.0f ? x : 0.0f) - ev;
-    big = x != x ? x : big;                         /* the bit arithmetic loses NaN */
-    return u < EM_GELU_A ? small : big;
+    float s2 = em_gauss_expm1_vf(uc, uc * uc, &nb);
+    float ev = EM_MADF(v, s2, v + v) * em_f32_from_bits(nb + 0x3f800000);
+    float r = (!(x <= 0.0f) ? x : 0.0f) - ev;       /* NaN passes */
+    return u < 9.3132257e-10f ? 0.5f * x : r;       /* below 2^-30 x/2 (zeros keep their sign) */
 }
 
 /* d gelu / dx = Phi(x) + x phi(x), x >= EM_GELU_FAST_MIN.  |x| < A: 1/2 + x P2(x^2).
@@ -815,17 +803,6 @@ EM_HD_INLINE float em_gelu_grad_vf(float x) {
     big = x == INFINITY ? NAN : big;                /* inf * phi(inf), as torch */
     big = x != x ? x : big;
     return u < EM_GELU_A ? small : big;
-}
-
-/* atanh of a float32 in double, rounded once: 1 +- x are exact, so
-   log((1 + x)/(1 - x)) / 2 has one division and one log (the log1p form has three
-   divisions); below 2^-10 the series x + x^3/3 (the quotient's rounding would
-   dominate there).  +-1 give +-inf, |x| > 1 NaN. */
-EM_HD_INLINE float em_atanh_vf(float x) {
-    double xd = x;
-    double big = 0.5 * em_log_d((1.0 + xd) / (1.0 - xd));
-    double small = EM_MAD(xd * xd, xd * 0.33333333333333333, xd);
-    return (float)(fabs(xd) < 0.0009765625 ? small : big);
 }
 
 /* float64 sin / cos / tan that vectorise (|x| < EM_TRIG_D_MAX; the loops call
@@ -979,12 +956,12 @@ EM_HD_INLINE float em_sigmoid_vf(float x) {
 }
 EM_HD_INLINE float em_silu_vf(float x) {
     float a = fabsf(x);
-    float es = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a);
+    int32_t ab = em_f32_bits(a);
+    float es = em_exp_neg_scaled_vf(em_f32_from_bits(ab < 0x42d80000 ? ab : 0x42d80000));   /* min(a, 108) */
     es = a > 108.0f ? 0.0f : es;                    /* x e^x is 0 there (-inf gives NaN) */
     float d = EM_MADF(es, 2.3283064365386963e-10f, 1.0f);
-    float r = (x * (x < 0.0f ? es : 1.0f)) / d;
-    r = x < 0.0f ? r * 2.3283064365386963e-10f : r;
-    return x != x ? x : r;
+    float r = (x * (x < 0.0f ? es : 1.0f)) / d;     /* NaN passes through the product */
+    return x < 0.0f ? r * 2.3283064365386963e-10f : r;
 }
 
 /* sin, cos and tan of float32 for every finite x.  Below EM_TRIG_MAX the
@@ -1064,6 +1041,112 @@ EM_HD_INLINE float em_tanf_any(float x) {
     em_sincosf_any_red(x, &s, &c, &q);
     double num = (q & 1) ? -c : s, den = (q & 1) ? s : c;
     return x == 0.0f ? x : (float)(num / den);
+}
+
+/* ==== float32 pow, atanh and softplus without divisions in their logs =========
+   pow and atanh work in double with a log and an exp accurate to about 2^-35
+   (enough for one float rounding: under 0.51 ulp), softplus in float. */
+
+/* log of a positive normal double: t = 2^e m, m in [sqrt(1/2), sqrt(2)) by
+   integer arithmetic on the bits, f = m - 1 exact, log1p(f) = f P(f) with P a
+   degree-12 fit (relative error 2^-35.8) */
+EM_HD_INLINE double em_log_f32d(double t) {
+    int64_t it = em_f64_bits(t);
+    int64_t e = (it - 0x3fe6a09e667f3bccLL) >> 52;
+    double f = em_f64_from_bits(it - (e << 52)) - 1.0;
+    double p = 0.053487393441579156;
+    p = EM_MAD(p, f, -0.09890402611609031);
+    p = EM_MAD(p, f, 0.10034966291793324);
+    p = EM_MAD(p, f, -0.0992539718340875);
+    p = EM_MAD(p, f, 0.11005144898226121);
+    p = EM_MAD(p, f, -0.12497255798497793);
+    p = EM_MAD(p, f, 0.14290970957554383);
+    p = EM_MAD(p, f, -0.16666952653928147);
+    p = EM_MAD(p, f, 0.19999881808054076);
+    p = EM_MAD(p, f, -0.24999993923046218);
+    p = EM_MAD(p, f, 0.3333333432568133);
+    p = EM_MAD(p, f, -0.5000000003018834);
+    p = EM_MAD(p, f, 0.9999999999860991);
+    return EM_MAD((double)e, 0.6931471805599453, f * p);
+}
+/* exp(y) in double for a float result: y clamped to [-110, 100] (0 and inf once
+   rounded to float), n = round(y / ln2) through the 1.5 * 2^52 shifter, a degree-7
+   fit on |r| <= ln2/2 (relative error 2^-34.5), 2^n added to the exponent bits */
+EM_HD_INLINE double em_exp_f32d(double y) {
+    y = y > 100.0 ? 100.0 : (y < -110.0 ? -110.0 : y);
+    double kd = EM_MAD(y, 1.4426950408889634, 6755399441055744.0);
+    double n = kd - 6755399441055744.0;
+    double r = EM_MAD(n, -6.93147180369123816490e-01, y);
+    r = EM_MAD(n, -1.90821492927058770002e-10, r);
+    double p = 0.0001977433876575453;
+    p = EM_MAD(p, r, 0.001394817854652562);
+    p = EM_MAD(p, r, 0.008333562823072812);
+    p = EM_MAD(p, r, 0.04166622551128062);
+    p = EM_MAD(p, r, 0.1666666511587862);
+    p = EM_MAD(p, r, 0.5000000104497799);
+    p = EM_MAD(p, r, 1.0000000002446057);
+    p = EM_MAD(p, r, 0.9999999999617074);
+    return p * em_f64_from_bits((em_f64_bits(kd) + 1023) << 52);
+}
+/* pow for a normal (nonzero, finite, not subnormal) and b finite: |a|^b from
+   exp(b log |a|), its error in y = b log|a| below 2^-29 wherever the result is a
+   normal float; a < 0 takes the sign of odd integer b, NaN for non-integer b.  The
+   loops send the other inputs to libm's powf. */
+EM_HD_INLINE float em_pow_vf(float a, float b) {
+    float r = (float)em_exp_f32d((double)b * em_log_f32d((double)fabsf(a)));
+    float bt = truncf(b), ht = 0.5f * bt;
+    int odd = truncf(ht) != ht;                      /* |b| >= 2^24: every float is even */
+    float neg = bt == b ? (odd ? -r : r) : NAN;
+    return a < 0.0f ? neg : r;
+}
+#define EM_POW_BAD(a, b) ((!(fabsf(a) >= 1.17549435e-38f)) | (!(fabsf(a) < INFINITY)) | \
+                          (!(fabsf(b) < INFINITY)))
+
+/* atanh of a float32 in double, rounded once: 1 +- x are exact, so
+   log((1 + x)/(1 - x)) / 2 has one division and one log; below 2^-10 the series
+   x + x^3/3 (the quotient's rounding would dominate there).  +-1 give +-inf,
+   abs(x) > 1 and NaN give NaN. */
+EM_HD_INLINE float em_atanh_vf(float x) {
+    double xd = x;
+    double q = (1.0 + xd) / (1.0 - xd);
+    q = q > 0.0 && q < 1e300 ? q : 1.0;              /* abs(x) >= 1 and NaN: fixed below */
+    double big = 0.5 * em_log_f32d(q);
+    double small = EM_MAD(xd * xd, xd * 0.33333333333333333, xd);
+    float r = (float)(fabs(xd) < 0.0009765625 ? small : big);
+    float ax = fabsf(x);
+    r = ax == 1.0f ? copysignf(INFINITY, x) : r;
+    return (ax > 1.0f) | (x != x) ? NAN : r;
+}
+
+/* log1p(e) for e in [0, 1] in float, no division: 1 + e = 2^k (1 + f) with f = e
+   (k = 0) or (e - 1)/2 (k = 1, e >= sqrt(2) - 1) and the rounding error of e - 1
+   carried as c; log1p(f) = f - f^2/2 + f^3 g(f) with em_logf's g */
+EM_HD_INLINE float em_log1p_unitf(float e) {
+    int big = e >= 0.41421356237309515f;
+    float d = e - 1.0f;                              /* exact for e >= 1/2 */
+    float lo = e - (d + 1.0f);                       /* its rounding error below 1/2 */
+    float f = big ? 0.5f * d : e;
+    float c = big ? 0.5f * lo : 0.0f;
+    float z = f * f;
+    float g = -0.062015001190183347f;
+    g = EM_MADF(g, f, 0.10530864738938345f);
+    g = EM_MADF(g, f, -0.10646191638199634f);
+    g = EM_MADF(g, f, 0.1103778335905502f);
+    g = EM_MADF(g, f, -0.12450743320911726f);
+    g = EM_MADF(g, f, 0.14286524547786642f);
+    g = EM_MADF(g, f, -0.16668001523071928f);
+    g = EM_MADF(g, f, 0.20000010039684972f);
+    g = EM_MADF(g, f, -0.24999990275042185f);
+    g = EM_MADF(g, f, 0.33333333281199244f);
+    float r = EM_MADF(f * z, g, EM_MADF(-0.5f, z, EM_MADF(-c, f, c))) + f;   /* c / (1 + f) */
+    return r + (big ? 0.693147180559945309f : 0.0f);
+}
+/* softplus(t) = max(t, 0) + log1p(exp(-|t|)): no overflow, and e^t's tail
+   (subnormal below t = -87.3, 0 below -103.9) rounds once */
+EM_HD_INLINE float em_softplus1_vf(float t) {
+    float a = fabsf(t);
+    float e = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a) * 2.3283064365386963e-10f;
+    return (!(t <= 0.0f) ? t : 0.0f) + em_log1p_unitf(e);   /* NaN passes */
 }
 
 #endif

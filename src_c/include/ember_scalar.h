@@ -114,7 +114,8 @@ EM_HD_INLINE float em_mishf(float x) {
 EM_HD_INLINE double em_mish(double x) { return x * tanh(x > 20 ? x : log1p(exp(x))); }
 /* softplus(x) = log(1 + exp(beta x)) / beta, linear above the threshold */
 EM_HD_INLINE float em_softplusf(float x, float beta, float thr) {
-    return (x * beta > thr) ? x : em_log1pf(em_expf(x * beta)) / beta;
+    float t = x * beta;
+    return t > thr ? x : em_softplus1_vf(t) / beta;
 }
 EM_HD_INLINE double em_softplus(double x, double beta, double thr) {
     return (x * beta > thr) ? x : log1p(exp(x * beta)) / beta;
