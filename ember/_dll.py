@@ -299,6 +299,10 @@ CUDA_SYMBOLS = {
     "emc_conv2d_bwd_weight": ("i", "ipppppp"),
     "emc_max_pool2d_fwd": ("i", "ippppp"),
     "emc_max_pool2d_bwd": ("i", "ippppp"),
+    "emc_adaptive_max_pool2d_fwd": ("i", "ippppp"),
+    "emc_adaptive_max_pool2d_bwd": ("i", "ippppp"),
+    "emc_sdpa_fwd": ("i", "ipppqqqqqdidQQppp"),
+    "emc_sdpa_bwd": ("i", "ippppppqqqqqdidQQpppp"),
     "emc_avg_pool2d_fwd": ("i", "ipppp"),
     "emc_avg_pool2d_bwd": ("i", "ipppp"),
     "emc_sort": ("i", "ipqqippp"),
@@ -325,6 +329,13 @@ CUDA_SYMBOLS = {
     "emc_pool_stats": ("v", "pp"),
     "emc_pool_reset_peak": ("v", "p"),
     "emc_pool_empty_cache": ("i", "p"),
+    "emc_cew_unary": ("i", "iipppp"),
+    "emc_cew_predicate": ("i", "iipppp"),
+    "emc_cew_binary": ("i", "iipppppp"),
+    "emc_cew_compare": ("i", "iippppp"),
+    "emc_cew_host": ("i", "iiipppqp"),
+    "emc_copy_math": ("i", "ipiipipp"),
+    "emc_cprod": ("i", "ipqqqpp"),
 }
 
 

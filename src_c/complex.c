@@ -1,9 +1,10 @@
 /* Elementwise loops for complex64 / complex128, added to every ISA's table.
-   Storage is interleaved (re, im), the layout of C99 `_Complex`, so each loop
-   works on `float complex` / `double complex` values through libm's c* functions. */
+   Storage is interleaved (re, im), the layout of C99 `_Complex`.  The formulas
+   are ember_complex.h's, shared with the CUDA kernels. */
 #include <complex.h>
 #include <math.h>
 #include "ember_ew.h"
+#include "ember_complex.h"
 
 typedef float complex cf;
 typedef double complex cd;
@@ -37,69 +38,48 @@ typedef uint8_t em_bool;
         }                                                                                \
     }
 
-/* Smith's division: no overflow for large |y| (numpy and torch do the same) */
-static inline cd hdiv_cd(cd x, cd y) {
-    double a = creal(x), b = cimag(x), c = creal(y), d = cimag(y);
-    if (fabs(c) >= fabs(d)) {
-        if (c == 0 && d == 0) return CMPLX(a / fabs(c), b / fabs(d));
-        double r = d / c, den = c + d * r;
-        return CMPLX((a + b * r) / den, (b - a * r) / den);
-    }
-    double r = c / d, den = c * r + d;
-    return CMPLX((a * r + b) / den, (b * r - a) / den);
-}
-static inline cf hdiv_cf(cf x, cf y) { return (cf)hdiv_cd((cd)x, (cd)y); }
-
-/* torch's complex pow: 0 ** 0 is 1, 0 ** y (Re y > 0) is 0, x ** 2 is x * x */
-static inline cd hpow_cd(cd x, cd y) {
-    if (cimag(y) == 0) {
-        double e = creal(y);
-        if (e == 0) return 1;
-        if (e == 1) return x;
-        if (e == 2) return x * x;
-        if (x == 0 && e > 0) return 0;
-    }
-    return cpow(x, y);
-}
-static inline cf hpow_cf(cf x, cf y) { return (cf)hpow_cd((cd)x, (cd)y); }
-
-static inline cd hsigmoid_cd(cd x) { return 1.0 / (1.0 + cexp(-x)); }
-static inline cf hsigmoid_cf(cf x) { return 1.0f / (1.0f + cexpf(-x)); }
-static inline cd hsgn_cd(cd x) { double a = cabs(x); return a == 0 ? 0 : x / a; }
-static inline cf hsgn_cf(cf x) { float a = cabsf(x); return a == 0 ? 0 : x / a; }
-static inline cd hrsqrt_cd(cd x) { return hdiv_cd(1.0, csqrt(x)); }
-static inline cf hrsqrt_cf(cf x) { return hdiv_cf(1.0f, csqrtf(x)); }
+/* the shared formulas (ember_complex.h) in double, through (re, im) pairs */
+static inline em_cd to_cd_cd(cd x) { return em_cmk(creal(x), cimag(x)); }
+static inline em_cd to_cd_cf(cf x) { return em_cmk(crealf(x), cimagf(x)); }
+static inline cd of_cd_cd(em_cd v) { return CMPLX(v.re, v.im); }
+static inline cf of_cd_cf(em_cd v) { return CMPLXF((float)v.re, (float)v.im); }
+#define CU(s, op, x) of_cd_##s(em_cun(op, to_cd_##s(x)))
+#define CB(s, op, x, y) of_cd_##s(em_cbin(op, to_cd_##s(x), to_cd_##s(y), 0))
 
 #define DEF_ALL(s, T, R, F, SFX)                                                         \
-    BIN(add_##s, T, x + y) BIN(sub_##s, T, x - y) BIN(mul_##s, T, x * y)                 \
-    BIN(div_##s, T, hdiv_##s(x, y)) BIN(pow_##s, T, hpow_##s(x, y))                        \
+    BIN(add_##s, T, CB(s, EW_ADD, x, y)) BIN(sub_##s, T, CB(s, EW_SUB, x, y))            \
+    BIN(mul_##s, T, CB(s, EW_MUL, x, y))                                                 \
+    BIN(div_##s, T, CB(s, EW_DIV, x, y)) BIN(pow_##s, T, CB(s, EW_POW, x, y))            \
     static void adda_##s(char **p, const int64_t *st, int64_t n, const void *aux) {      \
-        R al = (R)*(const double *)aux;                                                  \
+        double al = *(const double *)aux;                                                \
         char *o = p[0]; const char *a = p[1], *b = p[2];                                 \
         for (int64_t i = 0; i < n; i++, o += st[0], a += st[1], b += st[2])              \
-            *(T *)o = *(const T *)a + al * *(const T *)b;                                \
+            *(T *)o = of_cd_##s(em_cbin(EW_ADDA, to_cd_##s(*(const T *)a),               \
+                                        to_cd_##s(*(const T *)b), al));                  \
     }                                                                                    \
-    CMP(eq_##s, T, x == y) CMP(ne_##s, T, x != y)                                        \
-    CMP(land_##s, T, x != 0 && y != 0) CMP(lor_##s, T, x != 0 || y != 0)                 \
-    CMP(lxor_##s, T, (x != 0) != (y != 0))                                               \
-    UN(neg_##s, T, T, -x) UN(abs_##s, T, R, cabs##SFX(x)) UN(sgn_##s, T, T, hsgn_##s(x))   \
-    UN(exp_##s, T, T, cexp##SFX(x)) UN(exp2_##s, T, T, cexp##SFX(x * (R)0.69314718055994530942)) \
-    UN(expm1_##s, T, T, cexp##SFX(x) - 1) UN(log_##s, T, T, clog##SFX(x))               \
-    UN(log2_##s, T, T, clog##SFX(x) / (R)0.69314718055994530942)                        \
-    UN(log10_##s, T, T, clog##SFX(x) / (R)2.30258509299404568402)                       \
-    UN(log1p_##s, T, T, clog##SFX(1 + x)) UN(sqrt_##s, T, T, csqrt##SFX(x))             \
-    UN(rsqrt_##s, T, T, hrsqrt_##s(x)) UN(sin_##s, T, T, csin##SFX(x))                    \
-    UN(cos_##s, T, T, ccos##SFX(x)) UN(tan_##s, T, T, ctan##SFX(x))                      \
-    UN(asin_##s, T, T, casin##SFX(x)) UN(acos_##s, T, T, cacos##SFX(x))                  \
-    UN(atan_##s, T, T, catan##SFX(x)) UN(sinh_##s, T, T, csinh##SFX(x))                  \
-    UN(cosh_##s, T, T, ccosh##SFX(x)) UN(tanh_##s, T, T, ctanh##SFX(x))                  \
-    UN(asinh_##s, T, T, casinh##SFX(x)) UN(acosh_##s, T, T, cacosh##SFX(x))              \
-    UN(atanh_##s, T, T, catanh##SFX(x)) UN(sigmoid_##s, T, T, hsigmoid_##s(x))            \
-    UN(recip_##s, T, T, hdiv_##s(1, x)) UN(square_##s, T, T, x * x)                       \
-    UN(isnan_##s, T, em_bool, isnan(creal##SFX(x)) || isnan(cimag##SFX(x)))              \
-    UN(isinf_##s, T, em_bool, isinf(creal##SFX(x)) || isinf(cimag##SFX(x)))              \
-    UN(isfinite_##s, T, em_bool, isfinite(creal##SFX(x)) && isfinite(cimag##SFX(x)))     \
-    UN(lnot_##s, T, em_bool, x == 0)
+    CMP(eq_##s, T, em_ccmp(EW_EQ, to_cd_##s(x), to_cd_##s(y)))                           \
+    CMP(ne_##s, T, em_ccmp(EW_NE, to_cd_##s(x), to_cd_##s(y)))                           \
+    CMP(land_##s, T, em_ccmp(EW_LAND, to_cd_##s(x), to_cd_##s(y)))                       \
+    CMP(lor_##s, T, em_ccmp(EW_LOR, to_cd_##s(x), to_cd_##s(y)))                         \
+    CMP(lxor_##s, T, em_ccmp(EW_LXOR, to_cd_##s(x), to_cd_##s(y)))                       \
+    UN(neg_##s, T, T, CU(s, EW_NEG, x)) UN(abs_##s, T, R, (R)em_cabs(to_cd_##s(x)))      \
+    UN(sgn_##s, T, T, CU(s, EW_SIGN, x))                                                 \
+    UN(exp_##s, T, T, CU(s, EW_EXP, x)) UN(exp2_##s, T, T, CU(s, EW_EXP2, x))            \
+    UN(expm1_##s, T, T, CU(s, EW_EXPM1, x)) UN(log_##s, T, T, CU(s, EW_LOG, x))          \
+    UN(log2_##s, T, T, CU(s, EW_LOG2, x)) UN(log10_##s, T, T, CU(s, EW_LOG10, x))        \
+    UN(log1p_##s, T, T, CU(s, EW_LOG1P, x)) UN(sqrt_##s, T, T, CU(s, EW_SQRT, x))        \
+    UN(rsqrt_##s, T, T, CU(s, EW_RSQRT, x)) UN(sin_##s, T, T, CU(s, EW_SIN, x))          \
+    UN(cos_##s, T, T, CU(s, EW_COS, x)) UN(tan_##s, T, T, CU(s, EW_TAN, x))              \
+    UN(asin_##s, T, T, CU(s, EW_ASIN, x)) UN(acos_##s, T, T, CU(s, EW_ACOS, x))                  \
+    UN(atan_##s, T, T, CU(s, EW_ATAN, x)) UN(sinh_##s, T, T, CU(s, EW_SINH, x))              \
+    UN(cosh_##s, T, T, CU(s, EW_COSH, x)) UN(tanh_##s, T, T, CU(s, EW_TANH, x))          \
+    UN(asinh_##s, T, T, CU(s, EW_ASINH, x)) UN(acosh_##s, T, T, CU(s, EW_ACOSH, x))              \
+    UN(atanh_##s, T, T, CU(s, EW_ATANH, x)) UN(sigmoid_##s, T, T, CU(s, EW_SIGMOID, x))      \
+    UN(recip_##s, T, T, CU(s, EW_RECIP, x)) UN(square_##s, T, T, CU(s, EW_SQUARE, x))    \
+    UN(isnan_##s, T, em_bool, em_cpred(EW_ISNAN, to_cd_##s(x)))                          \
+    UN(isinf_##s, T, em_bool, em_cpred(EW_ISINF, to_cd_##s(x)))                          \
+    UN(isfinite_##s, T, em_bool, em_cpred(EW_ISFINITE, to_cd_##s(x)))                    \
+    UN(lnot_##s, T, em_bool, em_cpred(EW_LNOT, to_cd_##s(x)))
 
 DEF_ALL(cf, cf, float, f, f)
 DEF_ALL(cd, cd, double, , )

@@ -60,21 +60,67 @@ __global__ void index_add_atomic(T *out, int64_t O, int64_t S, int64_t I, const 
     }
 }
 
-/* deterministic variant: one thread per (o, i) column adds the rows in index order */
+/* deterministic variant: the wrapped indices (-1 when out of range) are sorted
+   stably, so each target's positions form a run in index order; thread
+   (o, run start, i) adds its run's source rows in that order, rounding to T after
+   every add (the serial sum out[j] += src[k] over k) */
+__global__ void index_keys(const int64_t *idx, int64_t n, int64_t S, int64_t *keys, int *flag) {
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < n;
+         p += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = idx[p];
+        keys[p] = fix_index(j, S, flag) ? j : -1;
+    }
+}
+
 template <typename T>
-__global__ void index_add_ordered(T *out, int64_t O, int64_t S, int64_t I, const int64_t *idx,
-                                  int64_t n_idx, const T *src, int *flag) {
+__global__ void index_add_runs(T *out, int64_t O, int64_t S, int64_t I, const int64_t *kt,
+                               const int64_t *order, int64_t n_idx, const T *src) {
     typedef typename Acc<T>::type A;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < O * I;
+    const int64_t total = O * n_idx * I;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
          t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t o = t / I, i = t - o * I;
-        for (int64_t k = 0; k < n_idx; k++) {
-            int64_t j = idx[k];
-            if (!fix_index(j, S, flag)) continue;
-            T *d = out + (o * S + j) * I + i;
-            st<T, A>(d, ld<T, A>(d) + ld<T, A>(src + (o * n_idx + k) * I + i));
+        const int64_t i = t % I, r = t / I, q = r % n_idx, o = r / n_idx;
+        const int64_t key = kt[q];
+        if (key < 0 || (q > 0 && kt[q - 1] == key)) continue;
+        T *d = out + (o * S + key) * I + i;
+        A acc = ld<T, A>(d);
+        for (int64_t p = q; p < n_idx && kt[p] == key; p++) {
+            T sum;
+            st<T, A>(&sum, acc + ld<T, A>(src + (o * n_idx + order[p]) * I + i));
+            acc = ld<T, A>(&sum);
+        }
+        st<T, A>(d, acc);
+    }
+}
+
+int emc_sort_i64_keys(const int64_t *keys, const int64_t *xi, int64_t rows, int64_t n, int desc,
+                      int64_t *kout, int64_t *iout, cudaStream_t s);
+
+static int index_add_sorted(int dtype, void *out, int64_t O, int64_t S, int64_t I,
+                            const int64_t *idx, int64_t n_idx, const void *src, int *flag,
+                            cudaStream_t s) {
+    if (dtype != EM_F32 && dtype != EM_F64 && dtype != EM_F16 && dtype != EM_BF16)
+        return emc_set_error(EMC_E_DTYPE, "emc_index_add");
+    int64_t *buf = NULL;
+    int rc = emc_malloc((void **)&buf, sizeof(int64_t) * (size_t)(3 * n_idx), s);
+    if (rc) return rc;
+    index_keys<<<emc_blocks(n_idx), EMC_THREADS, 0, s>>>(idx, n_idx, S, buf, flag);
+    rc = emc_sort_i64_keys(buf, NULL, 1, n_idx, 0, buf + n_idx, buf + 2 * n_idx, s);
+    if (!rc) {
+        const unsigned g = emc_blocks(O * n_idx * I);
+        const int64_t *kt = buf + n_idx, *order = buf + 2 * n_idx;
+        switch (dtype) {
+        case EM_F32: index_add_runs<float><<<g, EMC_THREADS, 0, s>>>((float *)out, O, S, I, kt, order, n_idx, (const float *)src); break;
+        case EM_F64: index_add_runs<double><<<g, EMC_THREADS, 0, s>>>((double *)out, O, S, I, kt, order, n_idx, (const double *)src); break;
+        case EM_F16: index_add_runs<__half><<<g, EMC_THREADS, 0, s>>>((__half *)out, O, S, I, kt, order, n_idx, (const __half *)src); break;
+        default: index_add_runs<__nv_bfloat16><<<g, EMC_THREADS, 0, s>>>((__nv_bfloat16 *)out, O, S, I, kt, order, n_idx, (const __nv_bfloat16 *)src); break;
         }
     }
+    cudaError_t e = cudaGetLastError();
+    emc_free(buf);
+    if (rc) return rc;
+    if (e != cudaSuccess) return emc_set_error((int)e, "emc_index_add");
+    return 0;
 }
 
 EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
@@ -84,9 +130,7 @@ EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
     int *flag = emc_error_flag();
     cudaStream_t s = emc_stream(stream);
     if (deterministic) {
-        unsigned g = emc_blocks(O * I);
-        EMC_FLOAT_TYPES(dtype, index_add_ordered<T><<<g, EMC_THREADS, 0, s>>>(
-            (T *)out, O, S, I, idx, n_idx, (const T *)src, flag));
+        return index_add_sorted(dtype, out, O, S, I, idx, n_idx, src, flag, s);
     } else {
         unsigned g = emc_blocks(O * n_idx * I);
         switch (dtype) {
@@ -227,9 +271,6 @@ __global__ void put_ordered(T *out, const T *vals, const int64_t *kt, const int6
         }
     }
 }
-
-int emc_sort_i64_keys(const int64_t *keys, const int64_t *xi, int64_t rows, int64_t n, int desc,
-                      int64_t *kout, int64_t *iout, cudaStream_t s);
 
 template <typename T, typename A, int RED>
 static int put_typed(T *out, const T *vals, int64_t *tgt, int64_t *vof, int64_t n,

@@ -87,6 +87,67 @@ __global__ void max_bwd(PoolGeom q, const T *dy, const int64_t *idx, T *dx) {
     }
 }
 
+/* adaptive windows: output o of n_out over n_in covers [o n_in / n_out,
+   ceil((o + 1) n_in / n_out)); input i lies in the windows [i n_out / n_in,
+   ceil((i + 1) n_out / n_in)) */
+__device__ __forceinline__ int64_t ada_lo(int64_t o, int64_t n_in, int64_t n_out) {
+    return (o * n_in) / n_out;
+}
+__device__ __forceinline__ int64_t ada_hi(int64_t o, int64_t n_in, int64_t n_out) {
+    return ((o + 1) * n_in + n_out - 1) / n_out;
+}
+
+/* src_c's ember_adaptive_max_pool2d_fwd: best starts at -inf on the window's first
+   element; a larger value or any NaN takes over */
+template <typename T>
+__global__ void amax_fwd(PoolGeom q, const T *x, T *y, int64_t *idx) {
+    typedef typename Acc<T>::type A;
+    const int64_t total = q.planes * q.Ho * q.Wo;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t pl = t / (q.Ho * q.Wo), o = t - pl * q.Ho * q.Wo, oh = o / q.Wo,
+                      ow = o - oh * q.Wo;
+        const int64_t hs = ada_lo(oh, q.H, q.Ho), he = ada_hi(oh, q.H, q.Ho),
+                      ws = ada_lo(ow, q.W, q.Wo), we = ada_hi(ow, q.W, q.Wo);
+        const T *xp = x + pl * q.H * q.W;
+        A best = -(A)INFINITY;
+        int64_t bi = hs * q.W + ws;
+        for (int64_t ih = hs; ih < he; ih++)
+            for (int64_t iw = ws; iw < we; iw++) {
+                const A v = ld<T, A>(xp + ih * q.W + iw);
+                if (v > best || v != v) {
+                    best = v;
+                    bi = ih * q.W + iw;
+                }
+            }
+        st<T, A>(y + t, best);
+        if (idx) idx[t] = bi;
+    }
+}
+
+/* dx[h, w] = sum of dy[o] over the outputs o (in increasing order, as the CPU's
+   scatter adds them) whose windows hold (h, w) and whose argmax it is */
+template <typename T>
+__global__ void amax_bwd(PoolGeom q, const T *dy, const int64_t *idx, T *dx) {
+    typedef typename Acc<T>::type A;
+    const int64_t total = q.planes * q.H * q.W, P = q.Ho * q.Wo;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t pl = t / (q.H * q.W), e = t - pl * q.H * q.W, h = e / q.W, w = e - h * q.W;
+        const int64_t *ip = idx + pl * P;
+        const T *gp = dy + pl * P;
+        const int64_t oh0 = ada_lo(h, q.Ho, q.H), ow0 = ada_lo(w, q.Wo, q.W);
+        int64_t oh1 = ada_hi(h, q.Ho, q.H), ow1 = ada_hi(w, q.Wo, q.W);
+        if (oh1 > q.Ho) oh1 = q.Ho;
+        if (ow1 > q.Wo) ow1 = q.Wo;
+        A acc = 0;
+        for (int64_t oh = oh0; oh < oh1; oh++)
+            for (int64_t ow = ow0; ow < ow1; ow++)
+                if (ip[oh * q.Wo + ow] == e) acc += ld<T, A>(gp + oh * q.Wo + ow);
+        st<T, A>(dx + t, acc);
+    }
+}
+
 /* the shared window (ember_pool.h); empty0: a window with no element and no
    divisor to count padding gives 0 */
 template <typename A>
@@ -198,5 +259,38 @@ EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const vo
     EMC_FLOAT_TYPES(dtype, avg_bwd<T><<<emc_blocks(total), EMC_THREADS, 0, s>>>(
         q, (const T *)dy, (T *)dx));
     EMC_LAUNCHED("emc_avg_pool2d_bwd");
+    return 0;
+}
+
+static bool ada_ok(const ember_pool2d_params *p) {
+    return p->planes >= 0 && p->H > 0 && p->W > 0 && p->Ho >= 0 && p->Wo >= 0;
+}
+
+EMC_API int emc_adaptive_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x,
+                                        void *y, int64_t *idx, void *stream) {
+    if (!float_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_adaptive_max_pool2d_fwd");
+    if (!ada_ok(p)) return emc_set_error(EMC_E_ARG, "emc_adaptive_max_pool2d_fwd");
+    const int64_t total = p->planes * p->Ho * p->Wo;
+    if (total == 0) return 0;
+    cudaStream_t s = emc_stream(stream);
+    const PoolGeom q = pgeom(p);
+    EMC_FLOAT_TYPES(dtype, amax_fwd<T><<<emc_blocks(total), EMC_THREADS, 0, s>>>(
+        q, (const T *)x, (T *)y, idx));
+    EMC_LAUNCHED("emc_adaptive_max_pool2d_fwd");
+    return 0;
+}
+
+EMC_API int emc_adaptive_max_pool2d_bwd(int dtype, const ember_pool2d_params *p,
+                                        const void *dy, const int64_t *idx, void *dx,
+                                        void *stream) {
+    if (!float_dtype(dtype)) return emc_set_error(EMC_E_DTYPE, "emc_adaptive_max_pool2d_bwd");
+    if (!ada_ok(p) || !idx) return emc_set_error(EMC_E_ARG, "emc_adaptive_max_pool2d_bwd");
+    const int64_t total = p->planes * p->H * p->W;
+    if (total == 0) return 0;
+    cudaStream_t s = emc_stream(stream);
+    const PoolGeom q = pgeom(p);
+    EMC_FLOAT_TYPES(dtype, amax_bwd<T><<<emc_blocks(total), EMC_THREADS, 0, s>>>(
+        q, (const T *)dy, idx, (T *)dx));
+    EMC_LAUNCHED("emc_adaptive_max_pool2d_bwd");
     return 0;
 }

@@ -2,12 +2,14 @@
    (nonzero, masked_select, masked_scatter): the twin of src_c's em_scan.
 
    The accumulator is the CPU's: double for float32 and float64, int64 (wrapping)
-   for int64.  Columns (I > 1) are scanned serially by one thread each, exactly
-   as the CPU does (bit-identical).  Rows (I == 1) are cut into fixed tiles of
+   for int64.  Many columns (I > 1) are scanned serially by one thread each,
+   exactly as the CPU does (bit-identical); few long columns (SC_FEW_COLS) and
+   rows (I == 1) are cut into fixed tiles of
    SC_TILE elements: thread t of a SC_BLOCK-thread block scans elements
    [t * SC_PER, (t + 1) * SC_PER) of its tile serially, the threads' totals are
    combined by a Kogge-Stone warp scan and the warps' totals in order, and a
-   tile's carry is the serial combination of the totals of the tiles before it.
+   tile's carry is the serial combination of the totals of the tiles before it
+   (a column is a row read at stride I).
    Nothing depends on the grid size, so results are the same on every launch
    and device; float rows differ from the CPU's serial sums only by rounding
    (the association differs). */
@@ -17,6 +19,9 @@
 #define SC_BLOCK 256
 #define SC_PER 4
 #define SC_TILE (SC_BLOCK * SC_PER)
+/* at most this many columns of at least SC_TILE elements take the tiled scan: one
+   thread per column would leave most of the device idle */
+#define SC_FEW_COLS 4096
 
 template <typename A> struct ScanOp {
     int op;
@@ -70,16 +75,17 @@ __global__ void scan_cols(const T *x, int64_t O, int64_t K, int64_t I, T *out, S
     }
 }
 
-/* One tile of a row: the inclusive scan of x[base, base + len) combined after
-   `carry`; written to out (when out != NULL) at out_off + k, and the tile's
-   total to *total (when total != NULL).  Every thread of the block calls it. */
+/* One tile of a row: the inclusive scan of x[k * st] (k < len) combined after
+   `carry`; written to out[k * st] (when out != NULL), and the tile's total to
+   *total (when total != NULL).  Every thread of the block calls it. */
 template <typename T, typename A, typename R>
-__device__ void scan_tile(const T *x, int64_t len, A carry, R *out, A *total, ScanOp<A> op) {
+__device__ void scan_tile(const T *x, int64_t len, int64_t st, A carry, R *out, A *total,
+                          ScanOp<A> op) {
     __shared__ A sh[SC_TILE];
     __shared__ A warp_tot[SC_BLOCK / 32];
     const int t = threadIdx.x, lane = t & 31, w = t >> 5;
     for (int k = t; k < SC_TILE; k += SC_BLOCK)
-        sh[k] = k < len ? sc_load<T, A>(x + k) : op.id();
+        sh[k] = k < len ? sc_load<T, A>(x + k * st) : op.id();
     __syncthreads();
     A loc[SC_PER];
     A a = op.id();
@@ -107,23 +113,27 @@ __device__ void scan_tile(const T *x, int64_t len, A carry, R *out, A *total, Sc
     for (int j = 0; j < SC_PER; j++) sh[t * SC_PER + j] = op.combine(pre, loc[j]);
     __syncthreads();
     if (out)
-        for (int k = t; k < len; k += SC_BLOCK) out[k] = (R)sh[k];
+        for (int k = t; k < len; k += SC_BLOCK) out[k * st] = (R)sh[k];
     if (total && t == 0) *total = sh[len - 1];
     __syncthreads();
 }
 
-/* rows: block b takes tiles b, b + gridDim.x, ... of the O * ntiles tiles; the
-   first pass (out == NULL) writes each tile's total, the second scans again
-   after the tile's carry (carry == NULL: a single tile per row). */
+/* rows r = (o, i) of [O, K, I] (x[o, :, i], stride I): block b takes tiles b,
+   b + gridDim.x, ... of the O * I * ntiles tiles; the first pass (out == NULL)
+   writes each tile's total, the second scans again after the tile's carry
+   (carry == NULL: a single tile per row).  out_shift (I == 1 only) moves row r's
+   results by out_shift * (r + 1). */
 template <typename T, typename A, typename R>
-__global__ void scan_rows(const T *x, int64_t O, int64_t K, R *out, int64_t out_shift,
-                          A *tot, const A *carry, ScanOp<A> op) {
+__global__ void scan_rows(const T *x, int64_t O, int64_t K, int64_t I, R *out,
+                          int64_t out_shift, A *tot, const A *carry, ScanOp<A> op) {
     const int64_t nt = (K + SC_TILE - 1) / SC_TILE;
-    for (int64_t b = blockIdx.x; b < O * nt; b += gridDim.x) {
-        const int64_t o = b / nt, j = b - o * nt, base = o * K + j * SC_TILE;
+    for (int64_t b = blockIdx.x; b < O * I * nt; b += gridDim.x) {
+        const int64_t r = b / nt, j = b - r * nt, o = r / I, i = r - o * I;
+        const int64_t base = o * K * I + i + j * SC_TILE * I;
         const int64_t len = K - j * SC_TILE < SC_TILE ? K - j * SC_TILE : SC_TILE;
         A c = carry ? carry[b] : op.id();
-        scan_tile<T, A, R>(x + base, len, c, out ? out + base + out_shift * (o + 1) : (R *)NULL,
+        scan_tile<T, A, R>(x + base, len, I, c,
+                           out ? out + base + out_shift * (r + 1) : (R *)NULL,
                            tot ? tot + b : (A *)NULL, op);
     }
 }
@@ -146,22 +156,26 @@ static unsigned sc_grid(int64_t tiles) {
     return (unsigned)(tiles < 65535LL * 16 ? (tiles < 1 ? 1 : tiles) : 65535LL * 16);
 }
 
-/* a row scan of [O, K] into out (R), row o's results at out + o * K + shift * (o + 1) */
+/* a tiled scan of the rows x[o, :, i] of [O, K, I] into out (R); with I == 1, row
+   o's results at out + o * K + shift * (o + 1) */
 template <typename T, typename A, typename R>
-static int scan_rows_run(const T *x, int64_t O, int64_t K, R *out, int64_t shift, ScanOp<A> op,
-                         cudaStream_t s, const char *where) {
-    const int64_t nt = (K + SC_TILE - 1) / SC_TILE;
+static int scan_rows_run(const T *x, int64_t O, int64_t K, int64_t I, R *out, int64_t shift,
+                         ScanOp<A> op, cudaStream_t s, const char *where) {
+    const int64_t nt = (K + SC_TILE - 1) / SC_TILE, rows = O * I;
     if (nt == 1) {
-        scan_rows<T, A, R><<<sc_grid(O), SC_BLOCK, 0, s>>>(x, O, K, out, shift, NULL, NULL, op);
+        scan_rows<T, A, R><<<sc_grid(rows), SC_BLOCK, 0, s>>>(x, O, K, I, out, shift, NULL, NULL,
+                                                              op);
         EMC_LAUNCHED(where);
         return 0;
     }
     A *tc = NULL;
-    int rc = emc_malloc((void **)&tc, sizeof(A) * (size_t)(O * nt), s);
+    int rc = emc_malloc((void **)&tc, sizeof(A) * (size_t)(rows * nt), s);
     if (rc) return rc;
-    scan_rows<T, A, R><<<sc_grid(O * nt), SC_BLOCK, 0, s>>>(x, O, K, (R *)NULL, 0, tc, NULL, op);
-    scan_carries<A><<<emc_blocks(O), EMC_THREADS, 0, s>>>(tc, O, nt, op);
-    scan_rows<T, A, R><<<sc_grid(O * nt), SC_BLOCK, 0, s>>>(x, O, K, out, shift, NULL, tc, op);
+    scan_rows<T, A, R><<<sc_grid(rows * nt), SC_BLOCK, 0, s>>>(x, O, K, I, (R *)NULL, 0, tc,
+                                                               NULL, op);
+    scan_carries<A><<<emc_blocks(rows), EMC_THREADS, 0, s>>>(tc, rows, nt, op);
+    scan_rows<T, A, R><<<sc_grid(rows * nt), SC_BLOCK, 0, s>>>(x, O, K, I, out, shift, NULL, tc,
+                                                               op);
     cudaError_t e = cudaGetLastError();
     emc_free(tc);
     return e == cudaSuccess ? 0 : emc_set_error((int)e, where);
@@ -171,8 +185,8 @@ template <typename T, typename A>
 static int scan_typed(int op, const void *x, int64_t O, int64_t K, int64_t I, void *out,
                       cudaStream_t s) {
     ScanOp<A> so{op};
-    if (I == 1)
-        return scan_rows_run<T, A, T>((const T *)x, O, K, (T *)out, 0, so, s, "emc_scan");
+    if (I == 1 || (O * I <= SC_FEW_COLS && K >= SC_TILE))
+        return scan_rows_run<T, A, T>((const T *)x, O, K, I, (T *)out, 0, so, s, "emc_scan");
     scan_cols<T, A><<<emc_blocks(O * I), EMC_THREADS, 0, s>>>((const T *)x, O, K, I, (T *)out,
                                                                so);
     EMC_LAUNCHED("emc_scan");
@@ -257,7 +271,7 @@ EMC_API int emc_mask_positions(const uint8_t *mask, int64_t n, int64_t *pos, voi
     EMC_CHECK(cudaMemsetAsync(pos, 0, sizeof(int64_t), s), "emc_mask_positions");
     if (n == 0) return 0;
     /* the inclusive counts land one place on: pos[i + 1] = count of mask[0..i] */
-    return scan_rows_run<uint8_t, int64_t, int64_t>(mask, 1, n, pos, 1, ScanOp<int64_t>{SC_SUM},
+    return scan_rows_run<uint8_t, int64_t, int64_t>(mask, 1, n, 1, pos, 1, ScanOp<int64_t>{SC_SUM},
                                                     s, "emc_mask_positions");
 }
 

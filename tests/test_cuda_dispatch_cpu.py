@@ -12,6 +12,7 @@ import pytest
 
 import ember
 from ember.cuda import _dispatch, _kernels
+from tests.cuda import test_device_extra_ops as _device_extra_ops
 from tests.cuda import test_device_scan_optim as _device_scan_optim
 from tests.cuda import test_device_tensors as _device_tests
 from tests.cuda.fake_device import FakeDevice
@@ -81,7 +82,8 @@ def test_supported_ops_cover_the_issue_list():
 
 @pytest.fixture(autouse=True)
 def _fake_device(request):
-    if request.function.__module__ not in (_device_tests.__name__, _device_scan_optim.__name__):
+    if request.function.__module__ not in (_device_tests.__name__, _device_scan_optim.__name__,
+                                           _device_extra_ops.__name__):
         yield None
         return
     with FakeDevice() as fd:
@@ -89,7 +91,7 @@ def _fake_device(request):
 
 
 # the device tests, collected here too (without their `cuda` mark)
-for _mod in (_device_tests, _device_scan_optim):
+for _mod in (_device_tests, _device_scan_optim, _device_extra_ops):
     for _name in dir(_mod):
         if _name.startswith("test_"):
             globals()[_name] = getattr(_mod, _name)
@@ -231,3 +233,17 @@ def test_copies_between_devices_never_touch_the_host():
         assert _kernels.H2D not in kinds and _kernels.D2H not in kinds, kinds
         assert fd.rt.peer_copies >= 8
         check_cross_device(out, a)
+
+
+def test_attention_takes_the_fused_kernels_where_they_fit():
+    q = ember.randn(2, 5, 8)
+    with FakeDevice() as fd:
+        ember.manual_seed(1)
+        y = ember.nn.functional.scaled_dot_product_attention(
+            q.cuda().requires_grad_(), q.cuda(), q.cuda(), dropout_p=0.5, is_causal=True)
+        y.sum().backward()
+        assert ("sdpa_fwd", 1, True) in fd.lib.calls and ("sdpa_bwd", 1, True) in fd.lib.calls
+        fd.lib.calls.clear()
+        ember.nn.functional.scaled_dot_product_attention(
+            q.cuda(), q.cuda(), q.cuda(), attn_mask=ember.ones(5, 5, device="cuda"))
+        assert not any(c[0] == "sdpa_fwd" for c in fd.lib.calls if isinstance(c, tuple))

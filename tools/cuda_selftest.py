@@ -151,6 +151,7 @@ def speed_table():
     rows += _nn_and_data_rows(dev, torch if has_torch else None)
     rows += _training_rows(torch if has_torch else None)
     rows += _scan_optim_rows(torch if has_torch else None)
+    rows += _extra_rows(torch if has_torch else None)
     dev.close()
     print("\nember/torch is the time ratio: below 1 means ember is faster")
     print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
@@ -321,6 +322,77 @@ def _scan_optim_rows(torch):
     row("AdamW step 16x1M", opt.step, lambda: topt.step())
     row("clip_grad_norm_ 16x1M", lambda: ember.nn.utils.clip_grad_norm_(ps, 1.0),
         lambda: torch.nn.utils.clip_grad_norm_(tps, 1.0))
+    return rows
+
+
+def _extra_rows(torch):
+    """addmm, adaptive max pooling, max pooling's gather backward, deterministic
+    index_add, a scan down few long columns, topk of a few and fused attention
+    (tensor API)."""
+    import ember.nn.functional as F
+    from ember._C import conv as _conv
+
+    rows = []
+
+    def row(name, fn, tfn, iters=20):
+        ms = _timer(fn, iters)
+        tms = _torch_timer(torch, tfn, iters) if torch is not None else None
+        rows.append((name, ms, tms, ""))
+
+    def both(shape, seed):
+        a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+        return ember.tensor(a).cuda(), (torch.from_numpy(a).cuda() if torch is not None
+                                        else None)
+
+    (c, tc), (a, ta), (b, tb) = both((4096, 4096), 1), both((4096, 4096), 2), \
+        both((4096, 4096), 3)
+    row("addmm f32 4096^3", lambda: ember.addmm(c, a, b, beta=0.5),
+        lambda: torch.addmm(tc, ta, tb, beta=0.5), iters=5)
+    x, tx = both((32, 64, 56, 56), 4)
+    row("adaptive_max_pool2d ->7", lambda: F.adaptive_max_pool2d(x, 7, True),
+        lambda: torch.nn.functional.adaptive_max_pool2d(tx, 7, True))
+    y, idx = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    g = ember.ones(y.shape, device="cuda")
+    tidx = tg = None
+    if torch is not None:
+        _, tidx = torch.nn.functional.max_pool2d(tx, 3, 2, 1, return_indices=True)
+        tg = torch.ones(_.shape, device="cuda")
+    row("max_pool2d 3x3/2 bwd", lambda: _conv.max_pool2d_backward(g, x, idx, 3, 2, 1),
+        lambda: torch.ops.aten.max_pool2d_with_indices_backward(
+            tg, tx, [3, 3], [2, 2], [1, 1], [1, 1], False, tidx))
+    src, tsrc = both((1 << 20, 64), 5)
+    ii = np.random.default_rng(6).integers(0, 4096, 1 << 20)
+    ei, ti = ember.tensor(ii).cuda(), (torch.from_numpy(ii).cuda() if torch is not None
+                                       else None)
+    acc = ember.zeros(4096, 64, device="cuda")
+    tacc = torch.zeros(4096, 64, device="cuda") if torch is not None else None
+    prev = ember.are_deterministic_algorithms_enabled()
+    ember.use_deterministic_algorithms(True)
+    tprev = torch.are_deterministic_algorithms_enabled() if torch is not None else False
+    if torch is not None:
+        torch.use_deterministic_algorithms(True)
+    try:
+        row("index_add det 2^20x64", lambda: acc.index_add_(0, ei, src),
+            lambda: tacc.index_add_(0, ti, tsrc), iters=5)
+    finally:
+        ember.use_deterministic_algorithms(prev)
+        if torch is not None:
+            torch.use_deterministic_algorithms(tprev)
+    col, tcol = both((1 << 22, 4), 7)
+    row("cumsum 2^22 x 4 cols", lambda: ember.cumsum(col, 0), lambda: torch.cumsum(tcol, 0))
+    r, tr = both((64, 1 << 17), 8)
+    row("topk 64x2^17 k=8", lambda: ember.topk(r, 8), lambda: torch.topk(tr, 8))
+    (aq, taq), (ak, tak), (av, tav) = (both((8, 16, 1024, 64), s) for s in (9, 10, 11))
+    sdpa, tsdpa = F.scaled_dot_product_attention, (
+        torch.nn.functional.scaled_dot_product_attention if torch is not None else None)
+    row("sdpa causal 8x16x1024x64", lambda: sdpa(aq, ak, av, is_causal=True),
+        lambda: tsdpa(taq, tak, tav, is_causal=True), iters=5)
+    aq.requires_grad_()
+    if torch is not None:
+        taq.requires_grad_()
+    row("sdpa causal fwd+bwd p=0.1", lambda: sdpa(aq, ak, av, dropout_p=0.1,
+                                                  is_causal=True).sum().backward(),
+        lambda: tsdpa(taq, tak, tav, dropout_p=0.1, is_causal=True).sum().backward(), iters=5)
     return rows
 
 

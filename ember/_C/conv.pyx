@@ -1104,14 +1104,20 @@ cdef TensorBase _scatter_backward(str op, TensorBase dy, TensorBase x, TensorBas
     return dx
 
 
-def max_pool2d_backward(grad_output, input, indices):
-    """Gradient of max_pool2d: grad_output scattered to the argmax positions."""
+def max_pool2d_backward(grad_output, input, indices, kernel_size=None, stride=None, padding=0,
+                        dilation=1, ceil_mode=False):
+    """Gradient of max_pool2d: grad_output scattered to the argmax positions.  The
+    forward's window (kernel_size, ...; optional) lets a device kernel gather each
+    input element's terms instead; the sum is the scatter's either way."""
     cdef TensorBase dy = as_tensor(grad_output, "max_pool2d_backward", "grad_output")
     cdef TensorBase x = as_tensor(input, "max_pool2d_backward", "input", 1)
     cdef TensorBase idx = as_tensor(indices, "max_pool2d_backward", "indices")
     if needs_slow((dy, x, idx)):
+        kw = None if kernel_size is None else {
+            "kernel_size": kernel_size, "stride": stride, "padding": padding,
+            "dilation": dilation, "ceil_mode": ceil_mode}
         return redispatch("max_pool2d_backward", max_pool2d_backward,
-                          (grad_output, input, indices), None)
+                          (grad_output, input, indices), kw)
     dx = _scatter_backward("max_pool2d_backward", dy, x, idx)
     return epilogue("max_pool2d_backward", (dy,), dx, {"indices": idx})
 
@@ -1316,6 +1322,15 @@ def conv_params(str op, int nd, tuple xshape, tuple wshape, stride, padding, dil
             "sh": p.sh, "sw": p.sw, "ph": p.ph, "pw": p.pw, "dh": p.dh, "dw": p.dw,
             "groups": p.groups, "Ho": p.Ho, "Wo": p.Wo, "pt": a.pt, "pb": a.pb, "pl": a.pl,
             "pr": a.pr, "batched": bool(a.batched)}
+
+
+def adaptive_params(input, str op, output_size):
+    """Validate an adaptive pooling call as the CPU does; returns (dict of the
+    ember_pool2d_params fields it sets: planes, H, W, Ho, Wo; output shape)."""
+    cdef TensorBase x = _pool_input(input, op, "adaptive")
+    cdef _PoolArgs a = _adaptive_setup(x, output_size, op)
+    return ({"planes": a.p.planes, "H": a.p.H, "W": a.p.W, "Ho": a.p.Ho, "Wo": a.p.Wo},
+            a.oshape)
 
 
 def pool_params(input, str op, kernel_size, stride, padding, dilation, ceil_mode):

@@ -625,9 +625,10 @@ cdef object redispatch(str name, object fn, tuple args, dict kwargs):
             return mode.__ember_dispatch__(name, fn, args, kwargs)
         finally:
             _push_mode(mode)
-    if _any_bits(args, kwargs):
-        return _call_resolved(name, fn, args, kwargs)
     cdef Device dev = <Device>_first_device(args, kwargs)
+    if _any_bits(args, kwargs) and not (dev.kind == DEV_CUDA and
+                                        _cuda_backend().handles_bits(name)):
+        return _call_resolved(name, fn, args, kwargs)
     if dev.kind == DEV_PLUGIN:
         kern = _backend_kernels.get(dev.type, {}).get(name)
         if kern is None:
@@ -1395,14 +1396,15 @@ cdef int copy_into(TensorBase dst, TensorBase src) except -1:
     # the values stored differ by the bits where dst's and src's differ: copy the stored
     # values, then flip those bits in dst (an integer dst takes src's resolved values)
     cdef int bits = dst._mbits ^ src._mbits
-    if bits and (category(dst._dtype) < 2 or dst._device.kind != DEV_CPU or
-                 src._device.kind != DEV_CPU):
+    cdef bint cuda = dst._device.kind == DEV_CUDA or src._device.kind == DEV_CUDA
+    if bits and (category(dst._dtype) < 2 or not cuda and (dst._device.kind != DEV_CPU or
+                                                           src._device.kind != DEV_CPU)):
         if dst._mbits:
             raise RuntimeError("copy_: a tensor with a conjugate or negative bit set can only "
                                "be written on the CPU")
         src = resolve_bits(src)
         bits = 0
-    if dst._device.kind == DEV_CUDA or src._device.kind == DEV_CUDA:
+    if cuda:                # the backend applies both tensors' bits
         _cuda_backend().copy_into(dst, src)
         return 0
     if dst._device.kind != DEV_CPU or src._device.kind != DEV_CPU:
@@ -1449,6 +1451,9 @@ cdef int apply_bits(TensorBase t, int bits) except -1:
         return 0
     if category(t._dtype) < 2:
         raise RuntimeError(f"negative bit: not supported for {dtype_obj(t._dtype)} tensors")
+    if t._device.kind == DEV_CUDA:
+        _cuda_backend().apply_bits(t, bits)
+        return 0
     if t._device.kind != DEV_CPU:
         raise RuntimeError(f"conjugate/negative bit: {t._device} tensors are not supported")
     cdef int64_t isz = em_itemsize[t._dtype] // (2 if cplx else 1)

@@ -112,6 +112,12 @@ cdef extern from *:
     void em_ccumprod_d(const void *x, int64_t rows, int64_t k, void *o) nogil
 
 
+cdef inline bint _foreign(TensorBase t) noexcept:
+    """t is on a device whose backend runs these ops itself (the views, bits and
+    compositions here serve the CPU and CUDA alike)"""
+    return t._device.kind != DEV_CPU and t._device.kind != DEV_CUDA
+
+
 cdef inline bint _is_c(TensorBase t) noexcept:
     return t._dtype == EM_C64 or t._dtype == EM_C128
 
@@ -149,7 +155,7 @@ def view_as_real(input):
                            "resolve the conjugate tensor so you can view it as real, use "
                            "self.resolve_conj(); however, be warned that the resulting tensor "
                            "will NOT alias the original.")
-    if slow_path() or t._device.kind:
+    if slow_path() or _foreign(t):
         return redispatch("view_as_real", view_as_real, (input,), None)
     cdef int64_t shp[MAX_DIMS]
     cdef int64_t st[MAX_DIMS]
@@ -172,7 +178,7 @@ def view_as_complex(input):
     if t._dtype != EM_F32 and t._dtype != EM_F64:
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
                            f"but got a tensor of scalar type: {dtype_obj(t._dtype)}")
-    if slow_path() or t._device.kind:
+    if slow_path() or _foreign(t):
         return redispatch("view_as_complex", view_as_complex, (input,), None)
     if t._ndim == 0 or t._shape[t._ndim - 1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
@@ -213,7 +219,7 @@ def real(input):
     cdef TensorBase t = _arg(input, "real")
     if not _is_c(t):
         return t
-    if slow_path() or t._device.kind:
+    if slow_path() or _foreign(t):
         return redispatch("real", real, (input,), None)
     r = _part(t, 0)
     if grad_on() and t._requires_grad:
@@ -226,7 +232,7 @@ def imag(input):
     cdef TensorBase t = _arg(input, "imag")
     if not _is_c(t):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    if slow_path() or t._device.kind:
+    if slow_path() or _foreign(t):
         return redispatch("imag", imag, (input,), None)
     r = _part(t, 1)
     if grad_on() and t._requires_grad:
@@ -246,7 +252,8 @@ def complex(real, imag, *, out=None):
     if re._dtype not in (EM_F32, EM_F64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{dtype_obj(re._dtype)} and {dtype_obj(im._dtype)}")
-    if slow_path() or re._device.kind:
+    check_same_device(re, im, "complex", "imag")
+    if slow_path() or _foreign(re):
         return redispatch("complex", complex, (real, imag),
                           None if out is None else {"out": out})
     cdef int64_t shp[MAX_DIMS]
@@ -311,8 +318,8 @@ def conj(input):
         return t
     if slow_path():
         return redispatch("conj", conj, (input,), None)
-    if t._device.kind:
-        return conj_physical(t)         # the bit is a CPU feature: other devices copy
+    if _foreign(t):
+        return conj_physical(t)         # the bit is a CPU and CUDA feature: others copy
     cdef TensorBase r = make_view(t, t._ndim, t._shape, t._strides, t._offset)
     r._mbits = t._mbits ^ MATH_CONJ
     if grad_on() and t._requires_grad:
@@ -361,7 +368,7 @@ def conj_physical(input, *, out=None):
     if not _is_c(t):
         r = t
     else:
-        if slow_path() or t._device.kind:
+        if slow_path() or _foreign(t):
             return redispatch("conj_physical", conj_physical, (input,),
                               None if out is None else {"out": out})
         r = new_like(t, -1)
@@ -381,7 +388,7 @@ def conj_physical_(input):
     cdef TensorBase t = _arg(input, "conj_physical_")
     if not _is_c(t):
         return t
-    if slow_path() or t._device.kind:
+    if slow_path() or _foreign(t):
         return redispatch("conj_physical_", conj_physical_, (input,), None)
     if grad_on() and t._requires_grad:
         return commit_inplace(t, <TensorBase>conj_physical(graph_old(t, "conj_physical_")))
@@ -432,6 +439,9 @@ def reduce(str op, TensorBase t, dim, keepdim, dtype, out):
 
 cdef object _prod(TensorBase t, tuple dims, bint keepdim):
     E = _ember()
+    if t._device.kind == DEV_CUDA:
+        from ember.cuda import _complex_ops
+        return _complex_ops.prod(t, dims, keepdim)
     keep = [d for d in range(t._ndim) if d not in dims]
     x = t.permute(keep + list(dims)).contiguous()
     cdef int64_t rows = 1, k = 1
@@ -518,6 +528,9 @@ _SCANS = ("cumsum", "cumprod", "logcumsumexp")
 cdef object _scan(TensorBase t, int d, int kind):
     """A running sum (kind 0), product (1) or log-sum-exp (2) along dim d, accumulated in
     double."""
+    if t._device.kind != DEV_CPU:
+        raise RuntimeError(f"{_SCANS[kind]}: complex {dtype_obj(t._dtype)} tensors on "
+                           f"{t._device} have no kernel in ember; move them to the CPU")
     cdef TensorBase x = <TensorBase>(t.movedim(d, -1).contiguous())
     cdef TensorBase o = new_like(x, -1)
     cdef int64_t k = x._shape[x._ndim - 1]

@@ -86,7 +86,12 @@ cdef TensorBase _run(int kind, TensorBase x, int dim, int64_t n, int sign, doubl
 cdef TensorBase _arg(object x, str op):
     if not isinstance(x, TensorBase):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    return <TensorBase>x
+    cdef TensorBase t = <TensorBase>x
+    if t._device.kind != DEV_CPU:       # the transforms run on host memory only
+        raise RuntimeError(f"Could not run '{op}': ember has no FFT kernel for "
+                           f"{dtype_obj(t._dtype)} tensors on {t._device}; move the tensors "
+                           f"to the CPU with .cpu()")
+    return t
 
 
 def _fft_c2c(input, int dim, bint forward, double scale, bint overwrite=False):

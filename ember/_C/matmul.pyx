@@ -512,6 +512,14 @@ cdef TensorBase _prefill(TensorBase inp, int nd, const int64_t *shp, TensorBase 
     return c
 
 
+cdef dict _addprod_kw(object beta, object alpha, object out):
+    """the keywords a re-dispatched addmm / baddbmm / addmv passes on (out included)"""
+    kw = {"beta": beta, "alpha": alpha}
+    if out is not None:
+        kw["out"] = out
+    return kw
+
+
 cdef object _add_product(str op, object fn, int nb, object input, object m1, object m2,
                          object beta, object alpha, object out, str n1, str n2):
     """addmm (nb = 0) / baddbmm (nb = 1): beta * input + alpha * (m1 @ m2) over nb
@@ -520,7 +528,7 @@ cdef object _add_product(str op, object fn, int nb, object input, object m1, obj
     cdef TensorBase a = as_tensor(m1, op, n1)
     cdef TensorBase b = as_tensor(m2, op, n2)
     if needs_slow((i, a, b)):
-        return redispatch(op, fn, (input, m1, m2), {"beta": beta, "alpha": alpha})
+        return redispatch(op, fn, (input, m1, m2), _addprod_kw(beta, alpha, out))
     if nb == 0:
         if a._ndim != 2:
             raise RuntimeError("mat1 must be a matrix, got " + str(a._ndim) + "-D tensor")
@@ -569,7 +577,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     cdef TensorBase a = as_tensor(mat, "addmv", "mat")
     cdef TensorBase v = as_tensor(vec, "addmv", "vec")
     if needs_slow((i, a, v)):
-        return redispatch("addmv", addmv, (input, mat, vec), {"beta": beta, "alpha": alpha})
+        return redispatch("addmv", addmv, (input, mat, vec), _addprod_kw(beta, alpha, out))
     if a._ndim != 2 or v._ndim != 1 or i._ndim > 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {i._ndim}, {a._ndim}, "
                            f"{v._ndim}")

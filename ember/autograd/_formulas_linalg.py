@@ -206,7 +206,10 @@ def _conv_weight_grad(ctx, grad):
 def _max_pool(ctx, grad):
     inputs, attrs = ctx.inputs, ctx.attrs
     (x,) = inputs
-    return (_conv_mod().max_pool2d_backward(grad, x, attrs["indices"]),)
+    # the window lets a device kernel gather per input element (the same sum)
+    return (_conv_mod().max_pool2d_backward(
+        grad, x, attrs["indices"], attrs.get("kernel_size"), attrs.get("stride"),
+        attrs.get("padding", 0), attrs.get("dilation", 1), attrs.get("ceil_mode", False)),)
 
 
 def _adaptive_max_pool(ctx, grad):

@@ -311,11 +311,30 @@ def _max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
     return (y, idx) if return_indices else y
 
 
+def _gather_geometry(op: str, grad_output: Any, input: Any, window: dict) -> Any:
+    """The pool params of the gather kernels (emc_max_pool2d_bwd with the forward's
+    window, emc_adaptive_max_pool2d_bwd from the shapes), or None to scatter."""
+    if op == "adaptive_max_pool2d_backward":
+        prm, oshape = _cc.adaptive_params(input, op, tuple(grad_output.shape[-2:]))
+    elif window.get("kernel_size") is None:
+        return None
+    else:
+        prm, oshape = _cc.pool_params(input, op, window["kernel_size"], window["stride"],
+                                      window["padding"], window["dilation"],
+                                      window["ceil_mode"])
+    if tuple(oshape) != tuple(grad_output.shape):
+        raise RuntimeError(f"{op}: grad_output of size {list(grad_output.shape)} does not "
+                           f"match the window's output size {list(oshape)}")
+    return _struct(PoolParams, prm)
+
+
 def _max_pool_backward(op: str):
-    def run(grad_output, input, indices):
-        """dx.view(planes, H * W)[plane, indices] += grad_output: the CPU's scatter, as
-        emc_scatter's deterministic sum (each input element's terms in output order,
-        as the CPU adds them)."""
+    def run(grad_output, input, indices, kernel_size=None, stride=None, padding=0,
+            dilation=1, ceil_mode=False):
+        """dx.view(planes, H * W)[plane, indices] += grad_output: the CPU's scatter.  With
+        the window known (the autograd formula passes the forward's), one thread per
+        input element gathers the outputs whose windows hold it, in output order (the
+        CPU's sum, no atomics, no sort); else emc_scatter's deterministic sum."""
         if indices.dtype != _I64:
             raise RuntimeError(f"{op}: expected indices to be int64, got {indices.dtype}")
         if tuple(grad_output.shape) != tuple(indices.shape):
@@ -329,8 +348,22 @@ def _max_pool_backward(op: str):
         HW = input.shape[-2] * input.shape[-1]
         planes = input.numel() // HW if HW else 0
         P = grad_output.shape[-2] * grad_output.shape[-1]
-        dx = ember.zeros(tuple(input.shape), dtype=cdt, device=input.device)
-        if planes * P:
+        window = {"kernel_size": kernel_size, "stride": stride, "padding": padding,
+                  "dilation": dilation, "ceil_mode": ceil_mode}
+        geom = _gather_geometry(op, grad_output, input, window) if planes * P else None
+        if geom is None:
+            dx = ember.zeros(tuple(input.shape), dtype=cdt, device=input.device)
+        else:                                   # the gather writes every element
+            dx = _empty(tuple(input.shape), cdt, input)
+        if geom is not None:
+            with ember.no_grad():
+                ix = indices.detach().contiguous()
+                src = _plane_view(grad_output, cdt)
+                fn = (_lib().emc_adaptive_max_pool2d_bwd if op.startswith("adaptive")
+                      else _lib().emc_max_pool2d_bwd)
+                _check(fn(cdt.code, ctypes.byref(geom), _ptr(src), _ptr(ix), _ptr(dx),
+                          _stream(dx)), op)
+        elif planes * P:
             with ember.no_grad():
                 ix = indices.detach().contiguous()
                 if ((ix < 0) | (ix >= HW)).any().item():
@@ -347,6 +380,24 @@ def _max_pool_backward(op: str):
         _record(op, (grad_output,), dx, {"indices": indices})
         return dx
     return run
+
+
+@kernel("adaptive_max_pool2d")
+def _adaptive_max_pool2d(input, output_size, return_indices=False):
+    op = "adaptive_max_pool2d"
+    prm, oshape = _cc.adaptive_params(input, op, output_size)
+    cdt = _pool_dtype(input, op)
+    x = _plane_view(input, cdt)
+    y = _empty(oshape, cdt, input)
+    idx = _empty(oshape, _I64, input)
+    if y.numel():
+        p = _struct(PoolParams, prm)
+        _check(_lib().emc_adaptive_max_pool2d_fwd(cdt.code, ctypes.byref(p), _ptr(x), _ptr(y),
+                                                  _ptr(idx), _stream(y)), op)
+    if cdt != input.dtype:
+        y = y._cast(input.dtype.code)
+    _record(op, (input,), y, {"indices": idx, "output_size": output_size})
+    return (y, idx) if return_indices else y
 
 
 kernel("max_pool2d_backward")(_max_pool_backward("max_pool2d_backward"))

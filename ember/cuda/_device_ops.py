@@ -450,9 +450,9 @@ def _allow_tf32() -> bool:
     return ember.get_float32_matmul_precision() != "highest"
 
 
-def _gemm(a3: Any, b3: Any, c3: Any, beta: float = 0.0) -> None:
-    """c3[b] = a3[b] @ b3[b] (+ beta * c3[b]) for [B, M, K] @ [B, K, N] -> contiguous
-    [B, M, N]."""
+def _gemm(a3: Any, b3: Any, c3: Any, beta: float = 0.0, alpha: float = 1.0) -> None:
+    """c3[b] = alpha * a3[b] @ b3[b] (+ beta * c3[b]) for [B, M, K] @ [B, K, N] ->
+    contiguous [B, M, N]."""
     B, M, Kd = a3.shape
     N = b3.shape[2]
     if B * M * N == 0:
@@ -463,10 +463,12 @@ def _gemm(a3: Any, b3: Any, c3: Any, beta: float = 0.0) -> None:
     if Kd == 0:
         if beta == 0.0:
             c3.zero_()
+        elif beta != 1.0:
+            c3.mul_(beta)
         return
     a, ta, lda, sa = _mat(a3)
     b, tb, ldb, sb = _mat(b3)
-    rc = _lib().emc_gemm(dt.code, ta, tb, M, N, Kd, ctypes.c_double(1.0), _ptr(a), lda, sa,
+    rc = _lib().emc_gemm(dt.code, ta, tb, M, N, Kd, ctypes.c_double(alpha), _ptr(a), lda, sa,
                          _ptr(b), ldb, sb, ctypes.c_double(beta), _ptr(c3), N, M * N, B,
                          1 if _allow_tf32() else 0, _stream(c3))
     if rc == 10001:

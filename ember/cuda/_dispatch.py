@@ -102,6 +102,8 @@ def copy_into(dst: Any, src: Any, non_blocking: bool = False) -> None:
     if _numel(shape) == 0:
         return
     lib = K.backend().lib
+    if _complex_ops.needs_copy_math(dst, src):    # lazy bits, complex casts
+        return _complex_ops.copy_into(dst, src, non_blocking)
     if dst.is_cuda and src.is_cuda and dst.device != src.device:
         from ember.cuda._peer import copy_across
         return copy_across(dst, src)            # device to device, never via the host
@@ -263,6 +265,24 @@ def _host_indexed(name: str, args: tuple) -> None:
                        f"argument values in method {name})")
 
 
+_BITS_NATIVE: set = set()
+
+
+def bits_native(*names: str) -> None:
+    """Ops whose CUDA kernels read lazy conjugate / negative bits themselves: the core
+    hands them their operands unresolved."""
+    _BITS_NATIVE.update(names)
+
+
+def handles_bits(name: str) -> bool:
+    return name in _BITS_NATIVE
+
+
+def apply_bits(t: Any, bits: int) -> None:
+    """Conjugate (1) and / or negate (2) a CUDA tensor's stored values in place."""
+    _complex_ops.apply_bits(t, bits)
+
+
 def dispatch(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
     """Run op ``name`` on CUDA tensors (or a factory asked for a CUDA device)."""
     K.backend()
@@ -403,6 +423,8 @@ _COMPARE = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "G
 def _binary(name: str, a: Any, b: Any, out: Any = None, alpha: float | None = None) -> Any:
     cmp = name in _COMPARE
     code, kind = (_COMPARE[name], _CMP) if cmp else _BINARY[name]
+    if _complex_ops.is_complex_binary(a, b):
+        return _complex_ops.binary(name, a, b, out, alpha)
     like = a if isinstance(a, ember.Tensor) else b
     rd = ember.result_type(a, b)
     if kind == _FLOAT:
@@ -490,6 +512,8 @@ def _unary(name: str, code: str, kind: int, x: Any, out: Any = None, params: tup
     if not isinstance(x, ember.Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
+    if x.dtype in (ember.complex64, ember.complex128):
+        return _complex_ops.unary(name, code, x, out)
     rd = _float_or_default(x.dtype) if kind == _FLOAT else x.dtype
     if name == "neg" and rd == ember.bool:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
@@ -658,4 +682,14 @@ def _clone(input, *, memory_format=None):
 
 
 # the other kernel modules register themselves
-from ember.cuda import _cnn_ops, _device_ops, _index_ops, _nn_ops, _scan_ops  # noqa: E402,F401
+from ember.cuda import (  # noqa: E402,F401
+    _blas_ops,
+    _cnn_ops,
+    _complex_ops,
+    _device_ops,
+    _index_ops,
+    _nn_ops,
+    _scan_ops,
+)
+
+_complex_ops.install()      # wraps registered kernels: after every module above

@@ -53,14 +53,18 @@ class _CrossEntropy(Function):
         else:
             n = (t != ignore_index).sum().to(x.dtype)
             out = loss.sum() / n
-        ctx.save_for_backward(x, t, lse)
+        ctx.save_for_backward(x, t, lse, input)
         ctx.args = (int(ignore_index), float(label_smoothing), reduction, n)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        x, t, lse = ctx.saved_tensors
+        x, t, lse, input = ctx.saved_tensors
         ignore_index, smoothing, reduction, n = ctx.args
+        if ember.is_grad_enabled():       # create_graph: the CPU's differentiable formula
+            from ember.nn._common_losses import _cross_entropy_grad_composite
+            return (_cross_entropy_grad_composite(grad, input, t, None, ignore_index, smoothing,
+                                                  reduction, n), None, None, None, None)
         R, C = x.shape
         g = grad.to(x.dtype)
         if reduction == "mean":
@@ -99,14 +103,16 @@ class _LayerNorm(Function):
                                               else None, _ptr(b) if b is not None else None,
                                               M, N, float(eps), _ptr(y), _ptr(mean), _ptr(rstd),
                                               _stream(x)), "layer_norm")
-        ctx.save_for_backward(x, w, mean, rstd)
-        ctx.dims = (M, N, tuple(normalized_shape), weight is not None, bias is not None)
+        ctx.save_for_backward(x, w, mean, rstd, input, weight, bias)
+        ctx.dims = (M, N, tuple(normalized_shape), weight is not None, bias is not None, eps)
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        x, w, mean, rstd = ctx.saved_tensors
-        M, N, nshape, has_w, has_b = ctx.dims
+        x, w, mean, rstd, input, weight, bias = ctx.saved_tensors
+        M, N, nshape, has_w, has_b, eps = ctx.dims
+        if ember.is_grad_enabled():
+            return _layer_norm_grad_composite(ctx, grad, input, nshape, weight, bias, eps)
         dy = grad.contiguous()
         dx = _empty(tuple(x.shape), x.dtype, x)
         dw = _empty((N,), x.dtype, x) if has_w else None
@@ -123,6 +129,21 @@ class _LayerNorm(Function):
                 db.zero_()
         return (dx, None, None if dw is None else dw.view(nshape),
                 None if db is None else db.view(nshape), None)
+
+
+def _layer_norm_grad_composite(ctx: Any, grad: Any, input: Any, nshape: tuple, weight: Any,
+                               bias: Any, eps: float) -> tuple:
+    """create_graph: the gradients of the composed forward (the CPU's formula), whose
+    own formulas record again, so they can be differentiated once more."""
+    from ember.nn.functional import _layer_norm_composite
+    needs = ctx.needs_input_grad
+    want = [(t, need and t is not None) for t, need in ((input, needs[0]),
+                                                        (weight, needs[2]), (bias, needs[3]))]
+    wanted = [t for t, need in want if need]
+    y = _layer_norm_composite(input, nshape, weight, bias, eps)
+    got = iter(ember.autograd.grad(y, wanted, grad, create_graph=True, allow_unused=True))
+    dx, dw, db = (next(got) if need else None for _, need in want)
+    return dx, None, dw, db, None
 
 
 def layer_norm(input: Any, normalized_shape: tuple, weight: Any = None, bias: Any = None,

@@ -235,11 +235,11 @@ def _cross_entropy_grad_composite(grad, input, target, weight, ignore_index, eps
     """The fused backward written in public ops, for graphs of the gradient."""
     N, C = input.shape
     keep = target != ignore_index
-    tsafe = ember.where(keep, target, ember.zeros((), dtype=target.dtype))
+    tsafe = ember.where(keep, target, ember.zeros((), dtype=target.dtype, device=target.device))
     p = ember.softmax(input, 1)
     onehot = ember.nn.functional.one_hot(tsafe, C).to(input.dtype)
     if weight is None:
-        wt = ember.ones(N, dtype=input.dtype)
+        wt = ember.ones(N, dtype=input.dtype, device=input.device)
         wsum, wrow = float(C), 1.0
     else:
         wt = weight.index_select(0, tsafe)

@@ -838,6 +838,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     Dropout (applied whenever ``dropout_p > 0``, as torch) runs inside the kernel: the
     keep-mask is drawn from the default generator exactly as ``dropout`` would draw
     it for the batch + (L, S) probabilities, and the backward regenerates it.
+    CUDA tensors without a mask (head dims up to 256) run the device's fused kernels,
+    which draw the same mask from the CUDA generator.
     Other cases compose matmul and softmax."""
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -869,6 +871,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 drop = (float(dropout_p), gen.initial_seed(), off)
             return _C_reduce.sdpa_fused(query, key, value, float(scale),
                                         bool(is_causal) and mask is None, mask, *drop)
+    if query.device.type == "cuda" and not _core._mode_active():
+        from ember.cuda import _attention
+        if _attention.fits(query, key, value, attn_mask, dropout_p):
+            return _attention.sdpa(query, key, value, float(scale), bool(is_causal),
+                                   float(dropout_p))
     return _sdpa_composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 

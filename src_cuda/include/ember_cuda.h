@@ -190,11 +190,34 @@ EMC_API int emc_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const vo
                                int64_t *idx, void *stream);
 EMC_API int emc_max_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy,
                                const int64_t *idx, void *dx, void *stream);
+/* adaptive max pooling (planes, H, W, Ho, Wo of p; the rest unused): output (oh, ow)
+   takes rows [oh H / Ho, ceil((oh + 1) H / Ho)) and the columns alike; NaN wins
+   (the last one), ties the first; the backward gathers as emc_max_pool2d_bwd */
+EMC_API int emc_adaptive_max_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x,
+                                        void *y, int64_t *idx, void *stream);
+EMC_API int emc_adaptive_max_pool2d_bwd(int dtype, const ember_pool2d_params *p,
+                                        const void *dy, const int64_t *idx, void *dx,
+                                        void *stream);
 /* average pooling with count_include_pad / divisor as PyTorch (dilation unused) */
 EMC_API int emc_avg_pool2d_fwd(int dtype, const ember_pool2d_params *p, const void *x, void *y,
                                void *stream);
 EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const void *dy, void *dx,
                                void *stream);
+
+/* --- fused attention (attention.cu): q [BH, L, D], k [BH, S, D], v [BH, S, Dv],
+   out [BH, L, Dv], lse [BH, L] contiguous, float32 / float64, D and Dv <= 256;
+   softmax(q k^T scale [causal: key j <= query i]) v, dropout p (0 <= p < 1) keeping
+   score (bh, i, j) when the Philox word of flat index (bh L + i) S + j at
+   (seed, offset) is at least p 2^32 (native_dropout's draw); the backward
+   regenerates that mask and overwrites dq, dk, dv ---------------------------- */
+EMC_API int emc_sdpa_fwd(int dtype, const void *q, const void *k, const void *v, int64_t BH,
+                         int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
+                         double p, uint64_t seed, uint64_t offset, void *out, void *lse,
+                         void *stream);
+EMC_API int emc_sdpa_bwd(int dtype, const void *dout, const void *q, const void *k, const void *v,
+                         const void *out, const void *lse, int64_t BH, int64_t L, int64_t S,
+                         int64_t D, int64_t Dv, double scale, int causal, double p, uint64_t seed,
+                         uint64_t offset, void *dq, void *dk, void *dv, void *stream);
 
 /* --- sort (sort.cu) ------------------------------------------------------------ */
 /* stable sort of each contiguous row of n (real dtypes): vals (may be NULL) and
@@ -202,7 +225,8 @@ EMC_API int emc_avg_pool2d_bwd(int dtype, const ember_pool2d_params *p, const vo
 EMC_API int emc_sort(int dtype, const void *x, int64_t rows, int64_t n, int descending,
                      void *vals, int64_t *idx, void *stream);
 /* the k largest (largest = 1) or smallest of each row, in sorted order, ties by
-   index; vals / idx [rows, k] (either may be NULL) */
+   index; vals / idx [rows, k] (either may be NULL); k <= 256 of a row longer than
+   a sort tile merges only each tile's first k */
 EMC_API int emc_topk(int dtype, const void *x, int64_t rows, int64_t n, int64_t k, int largest,
                      void *vals, int64_t *idx, void *stream);
 
@@ -254,7 +278,8 @@ EMC_API int emc_rand_int_host(int dtype, void *out, int64_t n, uint64_t seed, ui
 EMC_API int emc_index_select(int dtype, const void *src, int64_t O, int64_t S, int64_t I,
                              const int64_t *idx, int64_t n_idx, void *out, void *stream);
 /* out [O, S, I] += src [O, n_idx, I] at idx: index_add, embedding backward.
-   deterministic = 1 sums in index order (no atomics); floats only for 0. */
+   deterministic = 1 sums in index order (indices sorted stably by target, one
+   thread per target run and column; no atomics); float dtypes. */
 EMC_API int emc_index_add(int dtype, void *out, int64_t O, int64_t S, int64_t I,
                           const int64_t *idx, int64_t n_idx, const void *src, int deterministic,
                           void *stream);
@@ -287,7 +312,8 @@ EMC_API int emc_check_index_error(void *stream);
 /* --- scans and stream compaction (scan.cu) ------------------------------------ */
 /* inclusive scan over K of a contiguous [O, K, I]: SC_SUM, SC_PROD (f32 with a
    double accumulator, f64, i64 wrapping), SC_LOGSUMEXP (f32, f64); fixed tiles,
-   independent of the launch (columns are the CPU's serial order exactly) */
+   independent of the launch (many columns are the CPU's serial order exactly; at
+   most 4096 columns of 1024+ elements take the tiles, like rows) */
 EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
                      void *out, void *stream);
 /* cummax (SC_MAX) / cummin (SC_MIN) over K of a contiguous [O, K, I] (f32, f64, i64):
@@ -308,4 +334,32 @@ EMC_API int emc_masked_select(int itemsize, const void *x, const uint8_t *mask,
 /* out[i] = src[pos[i]] where mask[i] */
 EMC_API int emc_masked_scatter(int itemsize, void *out, const uint8_t *mask, const int64_t *pos,
                                int64_t n, const void *src, void *stream);
+/* --- complex64 / complex128 (complex.cu; formulas of ember_complex.h) ----------- */
+/* out = op(x) for the ops of em_cun_ok (EW_ABS writes the real dtype of the
+   precision); EMC_E_DTYPE for any other op or a real dtype */
+EMC_API int emc_cew_unary(int op, int dtype, void *out, const void *x, const emc_nd *nd,
+                          void *stream);
+/* bool out = pred(x): EW_ISNAN, EW_ISINF, EW_ISFINITE, EW_LNOT */
+EMC_API int emc_cew_predicate(int op, int dtype, void *out, const void *x, const emc_nd *nd,
+                              void *stream);
+/* out = op(a, b): EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_ADDA (aux[0]: real alpha) */
+EMC_API int emc_cew_binary(int op, int dtype, void *out, const void *a, const void *b,
+                           const emc_nd *nd, const double *aux, void *stream);
+/* bool out = op(a, b): EW_EQ, EW_NE, EW_LAND, EW_LOR, EW_LXOR */
+EMC_API int emc_cew_compare(int op, int dtype, void *out, const void *a, const void *b,
+                            const emc_nd *nd, void *stream);
+/* the element functions above on the host (contiguous host arrays of n): family
+   0 unary, 1 binary, 2 compare, 3 predicate; for the CPU tests */
+EMC_API int emc_cew_host(int family, int op, int dtype, void *out, const void *a, const void *b,
+                         int64_t n, const double *aux);
+/* dst (dst dtype, strides[0]) = src (src dtype, strides[1]) for any pair of dtypes
+   (complex ones included: src/copy.c's casts), where each side may carry lazy math
+   bits (1 conjugate, 2 negative): dst stores what reads, through its bits, as the
+   value src reads as through its own. */
+EMC_API int emc_copy_math(int dst_dtype, void *dst, int dst_bits, int src_dtype,
+                          const void *src, int src_bits, const emc_nd *nd, void *stream);
+/* complex product over K of a contiguous [O, K, I] into out [O, I] (double
+   accumulator, K in order) */
+EMC_API int emc_cprod(int dtype, const void *x, int64_t O, int64_t K, int64_t I, void *out,
+                      void *stream);
 #endif

@@ -18,7 +18,8 @@ import ember
 from ember import _dll
 
 _NP = {0: np.bool_, 1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,
-       6: np.float16, 7: np.uint16, 8: np.float32, 9: np.float64}
+       6: np.float16, 7: np.uint16, 8: np.float32, 9: np.float64, 10: np.complex64,
+       11: np.complex128}
 _E_DTYPE, _E_INDEX = 10001, 10004
 BF16 = 7
 
@@ -350,7 +351,10 @@ class FakeLib:
     # -- sort
     def _order(self, dt, x, rows, n, descending):
         v = _vals(view(_v(x), dt, (rows, n)), dt).astype(np.float64)
-        return np.argsort(-v if descending else v, axis=1, kind="stable"), v
+        nan = np.isnan(v)                     # NaN is the largest; ties by index
+        key = np.where(nan, 0.0, -v if descending else v)
+        first = ~nan if descending else nan
+        return np.lexsort((key, first), axis=-1), v
 
     def emc_sort(self, dt, x, rows, n, descending, vals, idx, stream):
         self.calls.append("sort")
@@ -503,7 +507,9 @@ class FakeLib:
         self.calls.append(("index_add", det))
         i = self._idx(idx, n, S)
         o = view(_v(out), dt, (O, S, In))
-        acc = _vals(o, dt).astype(np.float64 if dt >= 6 else np.int64)
+        # in index order, rounding to the dtype after each add (the kernels' sum)
+        acc = _vals(o, dt).astype({6: np.float16, 9: np.float64}.get(dt, np.float32)
+                                  if dt >= 6 else np.int64)
         np.add.at(acc, (slice(None), i, slice(None)),
                   _vals(view(_v(src), dt, (O, n, In)), dt))
         _store(o, acc, dt)
@@ -836,3 +842,6 @@ class FakeDevice:
 from tests.cuda.fake_ops import extend as _extend  # noqa: E402
 
 _extend(FakeLib, FakeRuntime)
+from tests.cuda.fake_complex import extend as _extend_complex  # noqa: E402
+
+_extend_complex(FakeLib)

@@ -9,7 +9,8 @@ import numpy as np
 
 import ember
 from ember._C import foreach as _fe
-from tests.cuda.fake_device import _E_DTYPE, _guarded, _store, _v, view
+from ember._C import random as _rnd
+from tests.cuda.fake_device import _E_DTYPE, _guarded, _store, _v, _vals, view
 
 
 @_guarded
@@ -147,10 +148,127 @@ class PeerFakes:
         return 0
 
 
+@_guarded
+class PoolFakes:
+    """Max pooling's gather backwards and the adaptive forward (src_cuda/pool2d.cu)."""
+
+    def _gather_bwd(self, dt, q, dy, idx, dx, windows):
+        """dx[e] = the sum of dy[o] over the outputs o (in order) whose windows hold e
+        and whose index is e."""
+        P, H, W, Ho, Wo = q["planes"], q["H"], q["W"], q["Ho"], q["Wo"]
+        acc = np.float64 if dt == 9 else np.float32          # the kernels' accumulator
+        g = _vals(view(_v(dy), dt, (P, Ho * Wo)), dt).astype(acc)
+        ix = view(_v(idx), 5, (P, Ho * Wo))
+        out = np.zeros((P, H * W), acc)
+        for o in range(Ho * Wo):
+            rows, cols = windows(o // Wo, o % Wo)
+            inside = np.isin(ix[:, o] // max(W, 1), rows) & np.isin(ix[:, o] % max(W, 1), cols)
+            p = np.nonzero(inside & (ix[:, o] >= 0))[0]
+            out[p, ix[p, o]] += g[p, o]
+        _store(view(_v(dx), dt, (P, H * W)), out, dt)
+        return 0
+
+    def emc_max_pool2d_bwd(self, dt, p, dy, idx, dx, stream):
+        self.calls.append("max_pool2d_bwd")
+        q = self._conv_geom(p)
+
+        def windows(oh, ow):
+            return (oh * q["sh"] - q["ph"] + np.arange(q["kh"]) * q["dh"],
+                    ow * q["sw"] - q["pw"] + np.arange(q["kw"]) * q["dw"])
+        return self._gather_bwd(dt, q, dy, idx, dx, windows)
+
+    @staticmethod
+    def _ada(o, n_in, n_out):
+        return np.arange(o * n_in // n_out, -(-(o + 1) * n_in // n_out))
+
+    def emc_adaptive_max_pool2d_bwd(self, dt, p, dy, idx, dx, stream):
+        self.calls.append("adaptive_max_pool2d_bwd")
+        q = self._conv_geom(p)
+        return self._gather_bwd(dt, q, dy, idx, dx, lambda oh, ow: (
+            self._ada(oh, q["H"], q["Ho"]), self._ada(ow, q["W"], q["Wo"])))
+
+    def emc_adaptive_max_pool2d_fwd(self, dt, p, x, y, idx, stream):
+        self.calls.append("adaptive_max_pool2d_fwd")
+        q = self._conv_geom(p)
+        P, H, W, Ho, Wo = q["planes"], q["H"], q["W"], q["Ho"], q["Wo"]
+        xv = _vals(view(_v(x), dt, (P, H, W)), dt).astype(np.float64)
+        best = np.full((P, Ho, Wo), -np.inf)
+        bi = np.zeros((P, Ho, Wo), np.int64)
+        for oh in range(Ho):
+            for ow in range(Wo):
+                rows, cols = self._ada(oh, H, Ho), self._ada(ow, W, Wo)
+                b, i = np.full(P, -np.inf), np.full(P, rows[0] * W + cols[0])
+                for r in rows:                  # a larger value or any NaN takes over
+                    for c in cols:
+                        v = xv[:, r, c]
+                        take = (v > b) | np.isnan(v)
+                        b, i = np.where(take, v, b), np.where(take, r * W + c, i)
+                best[:, oh, ow], bi[:, oh, ow] = b, i
+        _store(view(_v(y), dt, (P, Ho, Wo)), best, dt)
+        if _v(idx):
+            view(_v(idx), 5, (P, Ho, Wo))[...] = bi
+        return 0
+
+
+@_guarded
+class AttentionFakes:
+    """The fused attention (src_cuda/attention.cu) in float64 NumPy, with the keep-mask
+    of ember's CPU dropout at the same (seed, offset)."""
+
+    def _att_probs(self, dt, q, k, BH, L, S, D, scale, causal, lse=None):
+        Q = view(_v(q), dt, (BH, L, D)).astype(np.float64)
+        Kt = view(_v(k), dt, (BH, S, D)).astype(np.float64)
+        s = Q @ Kt.transpose(0, 2, 1) * _v(scale)
+        if _v(causal):
+            s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+        if lse is None:
+            m = s.max(-1, keepdims=True)
+            lse = (m + np.log(np.exp(s - m).sum(-1, keepdims=True)))[..., 0]
+        return Q, Kt, np.exp(s - lse[..., None]), lse
+
+    @staticmethod
+    def _att_keep(BH, L, S, p, seed, off):
+        if _v(p) == 0:
+            return 1.0
+        g = ember.Generator().manual_seed(_v(seed)).set_offset(_v(off))
+        ones = ember.ones(BH * L * S, dtype=ember.float64)
+        return _rnd.dropout(ones, _v(p), True, generator=g)[0].numpy().reshape(BH, L, S)
+
+    def emc_sdpa_fwd(self, dt, q, k, v, BH, L, S, D, Dv, scale, causal, p, seed, off, out,
+                     lse, stream):
+        self.calls.append(("sdpa_fwd", _v(causal), _v(p) > 0))
+        if dt not in (8, 9):
+            return self._fail(_E_DTYPE, "fake sdpa dtype")
+        _, _, P, ls = self._att_probs(dt, q, k, BH, L, S, D, scale, causal)
+        V = view(_v(v), dt, (BH, S, Dv)).astype(np.float64)
+        _store(view(_v(out), dt, (BH, L, Dv)), (P * self._att_keep(BH, L, S, p, seed, off)) @ V,
+               dt)
+        _store(view(_v(lse), dt, (BH, L)), ls, dt)
+        return 0
+
+    def emc_sdpa_bwd(self, dt, dout, q, k, v, out, lse, BH, L, S, D, Dv, scale, causal, p,
+                     seed, off, dq, dk, dv, stream):
+        self.calls.append(("sdpa_bwd", _v(causal), _v(p) > 0))
+        ls = view(_v(lse), dt, (BH, L)).astype(np.float64)
+        Q, Kt, P, _ = self._att_probs(dt, q, k, BH, L, S, D, scale, causal, ls)
+        V = view(_v(v), dt, (BH, S, Dv)).astype(np.float64)
+        G = view(_v(dout), dt, (BH, L, Dv)).astype(np.float64)
+        O = view(_v(out), dt, (BH, L, Dv)).astype(np.float64)
+        Z = self._att_keep(BH, L, S, p, seed, off)
+        di = (G * O).sum(-1, keepdims=True)
+        dS = P * ((G @ V.transpose(0, 2, 1)) * Z - di)
+        _store(view(_v(dq), dt, (BH, L, D)), dS @ Kt * _v(scale), dt)
+        _store(view(_v(dk), dt, (BH, S, D)), dS.transpose(0, 2, 1) @ Q * _v(scale), dt)
+        _store(view(_v(dv), dt, (BH, S, Dv)), (P * Z).transpose(0, 2, 1) @ G, dt)
+        return 0
+
+
 def extend(lib, runtime):
     """Give the stand-in library and runtime the fakes above."""
-    for cls, fakes in ((lib, (ScanFakes, OptimFakes)), (runtime, (PeerFakes,))):
+    for cls, fakes in ((lib, (ScanFakes, OptimFakes, PoolFakes, AttentionFakes)),
+                       (runtime, (PeerFakes,))):
         for fk in fakes:
             for name, fn in list(vars(fk).items()):
-                if name.startswith(("emc_", "cuda", "_rows", "_host_tensors")):
+                if name.startswith(("emc_", "cuda", "_rows", "_host_tensors", "_gather_bwd",
+                                    "_ada", "_att_")):
                     setattr(cls, name, fn)
