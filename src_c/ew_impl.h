@@ -290,7 +290,9 @@ static void bin_pow_f32(char **p, const int64_t *s, int64_t n, const void *aux) 
     }
     bin_powv_f32(p, s, n, aux);
 }
-BIN_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : pow(a, b)))
+/* float64 pow likewise, with b log a carried in two parts (ember_math.h) */
+BINFIX_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : em_pow_pos_d(a, b)),
+            (b != 2.0) & ((!(a > 0.0)) | (!(a < INFINITY)) | (!(fabs(b) < INFINITY))), pow(a, b))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN; fmax/fmin ignore it */
 FOR_FLOATS(MK_BIN, max, (a != a || b != b) ? a + b : (a > b ? a : b))
@@ -300,7 +302,7 @@ FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
 BIN_LOOP(bin_min_bool, em_bool, a & b)
 
-BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad(b))
+BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad_vd(b))
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
 
@@ -317,11 +319,11 @@ UNFIX_LOOP(un_cos_f32, float, em_cosf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x)
 UNFIX_LOOP(un_cos_f64, double, em_cos_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), cos(x))
 UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_tanf_any(x))
 UNFIX_LOOP(un_tan_f64, double, em_tan_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), tan(x))
-UN_LOOP(un_gelu_f64, double, double, em_gelu(x))
+UN_LOOP(un_gelu_f64, double, double, em_gelu_vd(x))
 /* exp2: float-only with the exponent added to the bits; x < -125 (subnormal
    results, -inf) takes em_exp2f */
 UNFIX_LOOP(un_exp2_f32, float, em_exp2_vf(x), x < -125.0f, em_exp2f(x))
-UN_LOOP(un_exp2_f64, double, double, exp2(x))
+UN_LOOP(un_exp2_f64, double, double, em_exp2_vd(x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 /* float32 lgamma vectorised in double (ember_math.h); x <= 0, inf and NaN take libm.
@@ -356,7 +358,18 @@ static void un_softplus_f32(char **p, const int64_t *s, int64_t n, const void *a
             *(float *)o = em_softplusf(*(const float *)in, beta, thr);
     }
 }
-UN_LOOP(un_softplus_f64, double, double, em_softplus(x, prm[0], prm[1]))
+static void un_softplus_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
+    const double *prm = (const double *)aux;
+    const double beta = prm[0], thr = prm[1];
+    if (s[0] == 8 && s[1] == 8) {
+        double *o = (double *)p[0]; const double *in = (const double *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = em_softplus_vd(in[i], beta, thr);
+    } else {
+        char *o = p[0]; const char *in = p[1];
+        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])
+            *(double *)o = em_softplus_vd(*(const double *)in, beta, thr);
+    }
+}
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
@@ -372,7 +385,19 @@ static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
         }
     }
 }
-UN_LOOP(un_elu_f64, double, double, x > 0 ? (T)(x * prm[1]) : (T)(prm[1] * prm[0] * expm1(x * prm[2])))
+static void un_elu_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
+    const double *prm = (const double *)aux;
+    const double sc = prm[1], ns = prm[1] * prm[0], is = prm[2];
+    if (s[0] == 8 && s[1] == 8) {
+        double *o = (double *)p[0]; const double *in = (const double *)p[1];
+        for (int64_t i = 0; i < n; i++) { double x = in[i]; o[i] = x > 0 ? x * sc : ns * em_expm1_vd(x * is); }
+    } else {
+        char *o = p[0]; const char *in = p[1];
+        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {
+            double x = *(const double *)in; *(double *)o = x > 0 ? x * sc : ns * em_expm1_vd(x * is);
+        }
+    }
+}
 CLAMP_LOOP(un_clamp_u8, uint8_t)
 CLAMP_LOOP(un_clamp_i8, int8_t)
 CLAMP_LOOP(un_clamp_i16, int16_t)

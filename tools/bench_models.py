@@ -7,6 +7,7 @@ linalg figures time ember and torch in alternation).
     .venv/bin/python tools/bench_models.py memory LIB MODEL   # peak RSS, one process
     .venv/bin/python tools/bench_models.py ops         # fused/vectorised ops vs torch
     .venv/bin/python tools/bench_models.py sweep [N]   # every float elementwise op, N threads
+    .venv/bin/python tools/bench_models.py ops64 [NAME,...]   # every float64 elementwise op
     .venv/bin/python tools/bench_models.py gpt         # GPT-style training step vs torch
     .venv/bin/python tools/bench_models.py losses      # cross-entropy variants, rms_norm
     .venv/bin/python tools/bench_models.py norms       # every normalisation, end to end
@@ -366,6 +367,63 @@ def sweep(threads=2):
     for name, te, tt in rows:
         mark = "  <-- above 1.0x" if te > tt else ""
         print(f"  {name:18s} {te / tt:5.2f}x  ({te * 1e6:7.0f} vs {tt * 1e6:7.0f} us){mark}")
+def _ops64_cases(E, T, n):
+    """(name, ember call, torch call) for every floating elementwise op on n float64
+    elements; activations also as forward+backward ("name fwd+bwd")."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    norm = rng.standard_normal(n) * 3
+    arrays = {"x": norm, "pos": np.abs(norm) + 0.01, "unit": np.tanh(norm), "big": np.abs(norm) + 1,
+              "y": rng.standard_normal(n) * 3, "gam": rng.uniform(0.01, 50, n)}
+    ts = {k: (E.from_numpy(v.copy()), T.from_numpy(v.copy())) for k, v in arrays.items()}
+    unary = {"exp": "x", "exp2": "x", "expm1": "x", "log": "pos", "log2": "pos", "log10": "pos",
+             "log1p": "pos", "sqrt": "pos", "rsqrt": "pos", "sin": "x", "cos": "x", "tan": "x",
+             "asin": "unit", "acos": "unit", "atan": "x", "sinh": "x", "cosh": "x", "tanh": "x",
+             "asinh": "x", "acosh": "big", "atanh": "unit", "sigmoid": "x", "erf": "x",
+             "erfc": "x", "erfinv": "unit", "lgamma": "gam", "digamma": "gam",
+             "reciprocal": "x"}
+    for name, a in unary.items():
+        e, t = ts[a]
+        yield name, (lambda f=getattr(E, name), e=e: f(e)), (lambda f=getattr(T, name), t=t: f(t))
+    (ex, tx), (ey, ty), (ep, tp) = ts["x"], ts["y"], ts["pos"]
+    yield "pow(x, 1.7)", lambda: ep ** 1.7, lambda: tp ** 1.7
+    yield "pow(x, y)", lambda: E.pow(ep, ey), lambda: T.pow(tp, ty)
+    for name in ("atan2", "hypot", "logaddexp", "xlogy"):
+        yield name, (lambda f=getattr(E, name): f(ex, ep)), (lambda f=getattr(T, name): f(tx, tp))
+    F, TF = E.nn.functional, T.nn.functional
+    acts = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}),
+            ("softplus", {}), ("elu", {}), ("selu", {}), ("celu", {}), ("sigmoid", {}),
+            ("tanh", {})]
+    gx = (ex.clone().requires_grad_(), tx.clone().requires_grad_())
+    for name, kw in acts:
+        tag = name + ("-tanh" if kw else "")
+        fe, ft = getattr(F, name), getattr(TF, name)
+        if name not in ("sigmoid", "tanh"):
+            yield tag, (lambda fe=fe, kw=kw: fe(ex, **kw)), (lambda ft=ft, kw=kw: ft(tx, **kw))
+        yield tag + " fwd+bwd", (lambda fe=fe, kw=kw: fe(gx[0], **kw).sum().backward()), \
+            (lambda ft=ft, kw=kw: ft(gx[1], **kw).sum().backward())
+
+
+def ops64():
+    """ember time / torch time of every floating elementwise op on 1M float64 values
+    (activations also forward+backward), at 1 and 2 threads, alternated; an optional
+    comma-separated list of names picks rows."""
+    import torch
+
+    import ember
+    want = {w for w in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if w}
+    cases = [c for c in _ops64_cases(ember, torch, 1 << 20)
+             if not want or c[0] in want or c[0].split(" ")[0] in want]
+    print(f"{'1M float64':22s} {'thr1':>6s} {'thr2':>6s}   (ember / torch; ember ms at thr1)")
+    for name, fe, ft in cases:
+        ratios, ms = [], 0.0
+        for th in (1, 2):
+            ember.set_num_threads(th)
+            torch.set_num_threads(th)
+            te, tt = pair(fe, ft, 2, 5)
+            ratios.append(te / tt)
+            ms = ms or te * 1e3
+        print(f"{name:22s} {ratios[0]:5.2f}x {ratios[1]:5.2f}x   {ms:7.2f}", flush=True)
 
 
 def losses():
@@ -658,5 +716,6 @@ if __name__ == "__main__":
              "norms": norms, "resnet": resnet, "sdpa": sdpa, "engine": engine,
              "channels-last": channels_last,
              "sweep": lambda: sweep(int(sys.argv[2]) if len(sys.argv) > 2 else 2),
+             "ops64": ops64,
              "sdpa-memory": lambda: sdpa_memory(*sys.argv[2:4])}
     modes.get(what, lambda: memory(*sys.argv[2:4]))()

@@ -33,8 +33,8 @@
     X(MIN, min, "minimum", ARITH, NUM_B, OWN, _, _) \
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
-    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, ALL, (T)atan2(a, b), _) \
-    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, ALL, (T)hypot(a, b), _) \
+    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, (T)atan2(a, b), em_atan2_vd(a, b)) \
+    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)hypot(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
     X(BOR, bor, "bitwise_or", INT, INTS_B, ALL, a | b, _) \
@@ -44,14 +44,14 @@
     X(RSHIFT, rshift, "bitwise_right_shift", INT, INTS, ALL, \
       (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? -1 : 0) : (T)(a >> b), _) \
     X(XLOGY, xlogy, "xlogy", FLOAT, FLOATS, F2, em_xlogyf(a, b), em_xlogy(a, b)) \
-    X(LOGADDEXP, logaddexp, "logaddexp", FLOAT, FLOATS, F2, em_logaddexpf(a, b), em_logaddexp(a, b)) \
+    X(LOGADDEXP, logaddexp, "logaddexp", FLOAT, FLOATS, F2, em_logaddexpf(a, b), em_logaddexp_vd(a, b)) \
     /* backward helpers: a = incoming grad, b = saved input or output */ \
     X(RELU_BW, relu_bw, "", FLOAT, FLOATS, ALL, b > 0 ? a : 0, _) \
     X(SIGMOID_BW, sigmoid_bw, "", FLOAT, FLOATS, ALL, a * b * (1 - b), _) \
     X(TANH_BW, tanh_bw, "", FLOAT, FLOATS, ALL, a * (1 - b * b), _) \
     X(GELU_BW, gelu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH_BW, gelu_tanh_bw, "", FLOAT, FLOATS, F2, \
-      a * em_gelu_tanh_gradf(b), a * em_gelu_tanh_grad(b)) \
+      a * em_gelu_tanh_gradf(b), a * em_gelu_tanh_grad_vd(b)) \
     X(SILU_BW, silu_bw, "", FLOAT, FLOATS, F2, em_silu_bwf(a, b), em_silu_bw(a, b)) \
     /* a + alpha * b, alpha a double in aux (float types) */ \
     X(ADDA, adda, "", ARITH, FLOATS, OWN, _, _)
@@ -73,21 +73,21 @@
     X(SIGN, sign, "sign", ARITH, NUM_B, OWN, _, _) \
     X(EXP, exp, "exp", FLOAT, FLOATS, F2, em_expf(x), em_exp_d(x)) \
     X(EXP2, exp2, "exp2", FLOAT, FLOATS, OWN, _, _) \
-    X(EXPM1, expm1, "expm1", FLOAT, FLOATS, F2, em_expm1f(x), (T)expm1(x)) \
+    X(EXPM1, expm1, "expm1", FLOAT, FLOATS, F2, em_expm1f(x), em_expm1_vd(x)) \
     X(LOG, log, "log", FLOAT, FLOATS, F2, em_logf(x), em_log_d(x)) \
     X(LOG2, log2, "log2", FLOAT, FLOATS, F2, em_logf(x) * 1.44269504088896341f, em_log2_d(x)) \
-    X(LOG10, log10, "log10", FLOAT, FLOATS, F2, em_logf(x) * 0.434294481903251828f, (T)log10(x)) \
+    X(LOG10, log10, "log10", FLOAT, FLOATS, F2, em_logf(x) * 0.434294481903251828f, em_log10_vd(x)) \
     X(LOG1P, log1p, "log1p", FLOAT, FLOATS, F2, em_log1pf(x), em_log1p_d(x)) \
     X(SQRT, sqrt, "sqrt", FLOAT, FLOATS, F2, sqrtf(x), sqrt(x)) \
     X(RSQRT, rsqrt, "rsqrt", FLOAT, FLOATS, F2, 1.0f / sqrtf(x), 1.0 / sqrt(x)) \
     X(SIN, sin, "sin", FLOAT, FLOATS, OWN, _, _) \
     X(COS, cos, "cos", FLOAT, FLOATS, OWN, _, _) \
     X(TAN, tan, "tan", FLOAT, FLOATS, OWN, _, _) \
-    X(ASIN, asin, "asin", FLOAT, FLOATS, F2, em_asinf(x), (T)asin(x)) \
-    X(ACOS, acos, "acos", FLOAT, FLOATS, F2, em_acosf(x), (T)acos(x)) \
-    X(ATAN, atan, "atan", FLOAT, FLOATS, F2, em_atanf(x), (T)atan(x)) \
-    X(SINH, sinh, "sinh", FLOAT, FLOATS, F2, em_sinhf(x), (T)sinh(x)) \
-    X(COSH, cosh, "cosh", FLOAT, FLOATS, F2, em_coshf(x), (T)cosh(x)) \
+    X(ASIN, asin, "asin", FLOAT, FLOATS, F2, em_asinf(x), em_asin_vd(x)) \
+    X(ACOS, acos, "acos", FLOAT, FLOATS, F2, em_acosf(x), em_acos_vd(x)) \
+    X(ATAN, atan, "atan", FLOAT, FLOATS, F2, em_atanf(x), em_atan_vd(x)) \
+    X(SINH, sinh, "sinh", FLOAT, FLOATS, F2, em_sinhf(x), em_sinh_vd(x)) \
+    X(COSH, cosh, "cosh", FLOAT, FLOATS, F2, em_coshf(x), em_cosh_vd(x)) \
     X(TANH, tanh, "tanh", FLOAT, FLOATS, F2, ew_tanhf(x), em_tanh_vd(x)) \
     X(ASINH, asinh, "asinh", FLOAT, FLOATS, F2, em_asinhf(x), em_asinh_d(x)) \
     X(ACOSH, acosh, "acosh", FLOAT, FLOATS, F2, em_acoshf(x), em_acosh_d(x)) \
@@ -95,11 +95,11 @@
     X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, em_sigmoid_vf(x), ew_sigmoidd(x)) \
     X(RELU, relu, "relu", ARITH, NUM, ALL, (x != x) ? x : (x > 0 ? x : 0), _) \
     X(GELU, gelu, "", FLOAT, FLOATS, OWN, _, _) \
-    X(GELU_TANH, gelu_tanh, "", FLOAT, FLOATS, F2, em_gelu_tanhf(x), em_gelu_tanh(x)) \
+    X(GELU_TANH, gelu_tanh, "", FLOAT, FLOATS, F2, em_gelu_tanhf(x), em_gelu_tanh_vd(x)) \
     X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_silu_vf(x), x * ew_sigmoidd(x)) \
-    X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish(x)) \
-    X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), (T)erf(x)) \
-    X(ERFC, erfc, "erfc", FLOAT, FLOATS, F2, em_erfcf(x), (T)erfc(x)) \
+    X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish_vd(x)) \
+    X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), em_erf_vd(x)) \
+    X(ERFC, erfc, "erfc", FLOAT, FLOATS, F2, em_erfcf(x), em_erfc_vd(x)) \
     /* rounding: bound by hand (decimals=, the identity on integers) */ \
     X(FLOOR, floor, "", ARITH, FLOATS, ALL, (T)floor(x), _) \
     X(CEIL, ceil, "", ARITH, FLOATS, ALL, (T)ceil(x), _) \

@@ -894,8 +894,100 @@ EM_HD_INLINE double em_tan_vd(double x) {
     return x == 0.0 ? x : r;
 }
 
-/* float64 tanh: Cephes' rational x + x^3 P(x^2)/Q(x^2) below 0.625, and
-   1 - 2/(exp(2|x|) + 1) above (em_exp_d; +-1 from |x| = 19.1 on) */
+/* a b - p exactly for p = fl(a b) (FMA; without it Dekker's product), and
+   n - q d exactly for q = fl(n / d) */
+EM_HD_INLINE double em_prod_err_d(double a, double b, double p) {
+#if EM_FMA_OK
+    return fma(a, b, -p);
+#else
+    const double sp = 134217729.0;                         /* 2^27 + 1 */
+    double ta = a * sp, ah = ta - (ta - a), al = a - ah;
+    double tb = b * sp, bh = tb - (tb - b), bl = b - bh;
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+#endif
+}
+EM_HD_INLINE double em_rem_d(double n, double q, double d) {
+#if EM_FMA_OK
+    return fma(-q, d, n);
+#else
+    double p = q * d;
+    return (n - p) - em_prod_err_d(q, d, p);                /* n - p exact: p ~ n */
+#endif
+}
+
+/* ---- float64 functions built on exp and log carried in two parts ------------
+   Each result is formed from an unevaluated sum hi + lo (TwoSum / FMA products)
+   up to its last operation, so the error stays below one ulp; every branch is
+   computed and one selected, so the float64 loops vectorise. */
+
+/* exp(hi + lo) = 2^n (1 + qh + ql) for |hi + lo| <= 746 (callers clamp):
+   r = hi - n ln2_hi is exact, the rest of the argument is added with its
+   rounding error carried, and the degree-13 Taylor polynomial of em_exp_reduced_d
+   gives q = r + r^2 p with the rounding of r^2 p carried in ql */
+EM_HD_INLINE double em_exp_q_d(double hi, double lo, int64_t *n, double *ql) {
+    double kd = (hi + lo) * 1.4426950408889634 + 6755399441055744.0;
+    *n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r0 = hi - fn * 6.93147180369123816490e-01;              /* exact */
+    double t = lo - fn * 1.90821492927058770002e-10;
+    double r = r0 + t, rl = em_twosum_err(r0, t, r);
+    double p = 1.6059043836821613e-10;
+    p = EM_MAD(p, r, 2.08767569878681e-09);
+    p = EM_MAD(p, r, 2.505210838544172e-08);
+    p = EM_MAD(p, r, 2.755731922398589e-07);
+    p = EM_MAD(p, r, 2.7557319223985893e-06);
+    p = EM_MAD(p, r, 2.48015873015873e-05);
+    p = EM_MAD(p, r, 0.0001984126984126984);
+    p = EM_MAD(p, r, 0.001388888888888889);
+    p = EM_MAD(p, r, 0.008333333333333333);
+    p = EM_MAD(p, r, 0.041666666666666664);
+    p = EM_MAD(p, r, 0.16666666666666666);
+    p = EM_MAD(p, r, 0.5);
+    double r2 = r * r, r2l = em_prod_err_d(r, r, r2);
+    double t2 = p * r2;
+    double q = r + t2;
+    /* (1 + q) e^rl - 1 - q, to first order, and the roundings of r^2 and r + t2 */
+    *ql = em_twosum_err(r, t2, q) + em_prod_err_d(p, r2, t2) + p * r2l + EM_MAD(rl, q, rl);
+    return q;
+}
+/* v 2^n for |n| <= 2100, in two exact factors (one rounding if the result is subnormal) */
+EM_HD_INLINE double em_ldexp_d(double v, int64_t n) {
+    int64_t n1 = n >> 1, n2 = n - n1;
+    return v * em_f64_from_bits((n1 + 1023) << 52) * em_f64_from_bits((n2 + 1023) << 52);
+}
+
+/* expm1(x) = 2^n ((1 - 2^-n) + q), 1 - 2^-n exact: returned as hi with *lo, for
+   -40 <= x <= 709 (hi + lo exact to ~2^-60 relative) */
+EM_HD_INLINE double em_expm1_dd(double x, double *lo) {
+    int64_t n;
+    double ql, q = em_exp_q_d(x, 0.0, &n, &ql);
+    int64_t nc = n > 60 ? 60 : n;
+    double tn = em_f64_from_bits((1023 - nc) << 52);
+    double c = n > 53 ? 1.0 : 1.0 - tn;                        /* exact */
+    double s = c + q, sl = em_twosum_err(c, q, s) + (ql - (n > 53 ? tn : 0.0));
+    double h = s + sl;
+    sl = sl - (h - s);
+    double sc = em_f64_from_bits((nc + 1023) << 52);          /* n <= 60 here */
+    *lo = sl * sc;
+    return h * sc;
+}
+EM_HD_INLINE double em_expm1_vd(double x) {
+    double xc = x > 709.8 ? 709.8 : (x < -40.0 ? -40.0 : x);
+    int64_t n;
+    double ql, q = em_exp_q_d(xc, 0.0, &n, &ql);
+    /* 1 - 2^-n: exact up to n = 53, beyond it 1 with -2^-n carried low */
+    int64_t nc = n > 1000 ? 1000 : n;
+    double tn = em_f64_from_bits((1023 - nc) << 52);
+    double c = n > 53 ? 1.0 : 1.0 - tn;
+    double s = c + q, sl = em_twosum_err(c, q, s) + (ql - (n > 53 ? tn : 0.0));
+    double r = em_ldexp_d(s + sl, n);
+    r = x > 709.782712893384 ? INFINITY : r;
+    r = x < -40.0 ? -1.0 : r;
+    return (x == 0.0) | (x != x) ? x : r;
+}
+
+/* tanh: below 0.625 Cephes' x + x^3 P(x^2)/Q(x^2); above, u / (u + 2) with
+   u = expm1(2|x|) and the division carried in two parts (+-1 from |x| = 19.1) */
 EM_HD_INLINE double em_tanh_vd(double x) {
     double a = fabs(x), z = x * x;
     double p = EM_MAD(EM_MAD(-9.64399179425052238628e-1, z, -9.92877231001918586564e1), z,
@@ -903,9 +995,422 @@ EM_HD_INLINE double em_tanh_vd(double x) {
     double q = EM_MAD(EM_MAD(z + 1.12811678491632931402e2, z, 2.23548839060100448583e3), z,
                       4.84406305325125486048e3);
     double small = EM_MAD(x * z, p / q, x);
-    double e = em_exp_d(2.0 * (a > 40.0 ? 40.0 : a));
-    double big = copysign(1.0 - 2.0 / (e + 1.0), x);
+    double ul, uh = em_expm1_dd(2.0 * (a > 20.0 ? 20.0 : a), &ul);
+    double dh = uh + 2.0, dl = em_twosum_err(uh, 2.0, dh) + ul;
+    double zh = uh / dh;
+    double rem = em_rem_d(uh, zh, dh) + (ul - zh * dl);
+    double big = copysign(zh + rem / dh, x);
     return x == 0.0 ? x : (a < 0.625 ? small : big);
+}
+
+/* u / (u + k) for u = uh + ul, k = 1 or 2, as hi with *lo */
+EM_HD_INLINE double em_div_by_plus_d(double uh, double ul, double k, double *lo) {
+    double dh = uh + k, dl = em_twosum_err(uh, k, dh) + ul;
+    double zh = uh / dh;
+    *lo = (em_rem_d(uh, zh, dh) + (ul - zh * dl)) / dh;
+    return zh;
+}
+/* exp(a) / 2 for 20 <= a (sinh and cosh beyond 20): 2^(n-1) (1 + q), inf past 710.48 */
+EM_HD_INLINE double em_half_exp_big_d(double a) {
+    int64_t n;
+    double ql, q = em_exp_q_d(a > 711.0 ? 711.0 : a, 0.0, &n, &ql);
+    double v = 1.0 + q, vl = em_twosum_err(1.0, q, v) + ql;
+    return em_ldexp_d(v + vl, n - 1);
+}
+/* sinh = (u + u / (u + 1)) / 2 with u = expm1(|x|) in two parts */
+EM_HD_INLINE double em_sinh_vd(double x) {
+    double a = fabs(x);
+    double ul, uh = em_expm1_dd(a > 20.0 ? 20.0 : a, &ul);
+    double vl, vh = em_div_by_plus_d(uh, ul, 1.0, &vl);
+    double s = uh + vh, sl = em_twosum_err(uh, vh, s) + (ul + vl);
+    double r = a > 20.0 ? em_half_exp_big_d(a) : 0.5 * (s + sl);
+    return (x != x) ? x : copysign(r, x);
+}
+/* cosh = (E + 1/E) / 2, E = exp(|x|) = 2^n (1 + q) in two parts */
+EM_HD_INLINE double em_cosh_vd(double x) {
+    double a = fabs(x);
+    int64_t n;
+    double ql, q = em_exp_q_d(a > 20.0 ? 20.0 : a, 0.0, &n, &ql);
+    double h = 1.0 + q, hl = em_twosum_err(1.0, q, h) + ql;
+    double sc = em_f64_from_bits((n + 1023) << 52);
+    double eh = h * sc, el = hl * sc;
+    double ih = 1.0 / eh, il = (em_rem_d(1.0, ih, eh) - ih * el) * ih;
+    double s = eh + ih, sl = em_twosum_err(eh, ih, s) + (el + il);
+    double r = a > 20.0 ? em_half_exp_big_d(a) : 0.5 * (s + sl);
+    return (x != x) ? x : r;
+}
+
+/* erf / erfc: fdlibm's s_erf.c rational fits (|x| < 0.84375: x + x P/Q; to 1.25:
+   erx + P1/Q1 about 1; beyond: erfc = exp(-x^2 - 0.5625 + R/S) / x with R/S in 1/x^2,
+   one pair of fits to 1/0.35 and one past it).  The tail's exponential takes
+   -x^2 exactly (FMA) and the division by x is carried in two parts. */
+EM_HD_INLINE double em_erf_pq_d(double x) {
+    double z = x * x;
+    double r = EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, -2.37630166566501626084e-05, -5.77027029648944159157e-03),
+                      -2.84817495755985104766e-02), -3.25042107247001499370e-01), 1.28379167095512558561e-01);
+    double s = EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, -3.96022827877536812320e-06, 1.32494738004321644526e-04),
+                      5.08130628187576562776e-03), 6.50222499887672944485e-02), 3.97917223959155352819e-01), 1.0);
+    return r / s;
+}
+/* (h + l)(s + sl) + c as hi with *lo (a Horner step carried in two parts) */
+EM_HD_INLINE double em_mad_dd(double h, double l, double s, double sl, double c, double *lo) {
+    double p = h * s, r = p + c;
+    *lo = em_prod_err_d(h, s, p) + em_twosum_err(p, c, r) + EM_MAD(l, s, h * sl);
+    return r;
+}
+/* P/Q of the first range in two parts, for erfc (1 - x - x P/Q cancels near 0.84) */
+EM_HD_INLINE double em_erf_pq_dd(double x, double *lo) {
+    double z = x * x, zl = em_prod_err_d(x, x, z);
+    double r = EM_MAD(z, EM_MAD(z, -2.37630166566501626084e-05, -5.77027029648944159157e-03),
+                      -2.84817495755985104766e-02);
+    double rl, rh = em_mad_dd(r, 0.0, z, zl, -3.25042107247001499370e-01, &rl);
+    rh = em_mad_dd(rh, rl, z, zl, 1.28379167095512558561e-01, &rl);
+    double s = EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, -3.96022827877536812320e-06, 1.32494738004321644526e-04),
+                      5.08130628187576562776e-03), 6.50222499887672944485e-02), 3.97917223959155352819e-01);
+    double sl, sh = em_mad_dd(s, 0.0, z, zl, 1.0, &sl);
+    double yh = rh / sh;
+    *lo = (em_rem_d(rh, yh, sh) + (rl - yh * sl)) / sh;
+    return yh;
+}
+/* P1/Q1 of 0.84375 <= a < 1.25 in two parts (erfc there cancels against 1 - erx) */
+EM_HD_INLINE double em_erf_mid_d(double a, double *lo) {
+    double s = a - 1.0;
+    double p = EM_MAD(s, EM_MAD(s, EM_MAD(s, EM_MAD(s, -2.16637559486879084300e-03,
+                      3.54783043256182359371e-02), -1.10894694282396677476e-01), 3.18346619901161753674e-01),
+                      -3.72207876035701323847e-01);
+    double pl, ph = em_mad_dd(p, 0.0, s, 0.0, 4.14856118683748331666e-01, &pl);
+    ph = em_mad_dd(ph, pl, s, 0.0, -2.36211856075265944077e-03, &pl);
+    double q = EM_MAD(s, EM_MAD(s, EM_MAD(s, EM_MAD(s, 1.19844998467991074170e-02,
+                      1.36370839120290507362e-02), 1.26171219808761642112e-01), 7.18286544141962662868e-02),
+                      5.40397917702171048937e-01);
+    double qll, qh = em_mad_dd(q, 0.0, s, 0.0, 1.06420880400844228286e-01, &qll);
+    qh = em_mad_dd(qh, qll, s, 0.0, 1.0, &qll);
+    double zh = ph / qh;
+    *lo = (em_rem_d(ph, zh, qh) + (pl - zh * qll)) / qh;
+    return zh;
+}
+/* erfc(a) = 2^n (hi + *mlo) for a >= 1.25 (a <= 28 is used; NaN passes) */
+EM_HD_INLINE double em_erfc_tail_parts_d(double a, double *mlo, int64_t *np) {
+    int far = a >= 2.857142857142857;
+    double ac = a > 28.0 ? 28.0 : a;
+    /* s = 1/a^2 and the Horner steps in two parts: R/S carries up to 0.6 into the exponent */
+    double a2 = ac * ac, a2l = em_prod_err_d(ac, ac, a2);
+    double s = 1.0 / a2, sl = (em_rem_d(1.0, s, a2) - s * a2l) * s;
+#define EM_ERF_C(ra, rb) (far ? (rb) : (ra))
+    double rl = 0.0, r = EM_ERF_C(-9.81432934416914548592e+00, 0.0);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-8.12874355063065934246e+01, -4.83519191608651397019e+02), &rl);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-1.84605092906711035994e+02, -1.02509513161107724954e+03), &rl);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-1.62396669462573470355e+02, -6.37566443368389627722e+02), &rl);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-6.23753324503260060396e+01, -1.60636384855821916062e+02), &rl);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-1.05586262253232909814e+01, -1.77579549177547519889e+01), &rl);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-6.93858572707181764372e-01, -7.99283237680523006574e-01), &rl);
+    r = em_mad_dd(r, rl, s, sl, EM_ERF_C(-9.86494403484714822705e-03, -9.86494292470009928597e-03), &rl);
+    double qll = 0.0, q = EM_ERF_C(-6.04244152148580987438e-02, 0.0);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(6.57024977031928170135e+00, -2.24409524465858183362e+01), &qll);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(1.08635005541779435134e+02, 4.74528541206955367215e+02), &qll);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(4.29008140027567833386e+02, 2.55305040643316442583e+03), &qll);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(6.45387271733267880336e+02, 3.19985821950859553908e+03), &qll);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(4.34565877475229228821e+02, 1.53672958608443695994e+03), &qll);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(1.37657754143519042600e+02, 3.25792512996573918826e+02), &qll);
+    q = em_mad_dd(q, qll, s, sl, EM_ERF_C(1.96512716674392571292e+01, 3.03380607434824582924e+01), &qll);
+    q = em_mad_dd(q, qll, s, sl, 1.0, &qll);
+#undef EM_ERF_C
+    /* exp(-a^2 - 0.5625 + R/S): -a^2 = hi + lo exactly */
+    double hi = -a2, lo = -a2l;
+    double rq = r / q, rql = (em_rem_d(r, rq, q) + (rl - rq * qll)) / q;
+    double h1 = hi - 0.5625, l1 = em_twosum_err(hi, -0.5625, h1) + lo;
+    double h2 = h1 + rq, l2 = em_twosum_err(h1, rq, h2) + (l1 + rql);
+    int64_t n;
+    double ql, e = em_exp_q_d(h2, l2, &n, &ql);
+    /* (1 + e + ql)(ih + il), 1/a = ih + il, summed in two parts */
+    double ih = 1.0 / ac, il = em_rem_d(1.0, ih, ac) * ih;
+    double pm = ih * e, sm = ih + pm;
+    *mlo = (em_twosum_err(ih, pm, sm) + em_prod_err_d(ih, e, pm)) + EM_MAD(ih, ql, EM_MAD(il, e, il));
+    *np = n;
+    return sm;
+}
+EM_HD_INLINE double em_erfc_tail_d(double a) {
+    int64_t n;
+    double m, sm = em_erfc_tail_parts_d(a, &m, &n);
+    return em_ldexp_d(sm + m, n);
+}
+EM_HD_INLINE double em_erf_vd(double x) {
+    double a = fabs(x);
+    double small = EM_MAD(x, em_erf_pq_d(x), x);
+    double ml, mid = 8.45062911510467529297e-01 + em_erf_mid_d(a, &ml);
+    double big = a >= 6.0 ? 1.0 : 1.0 - em_erfc_tail_d(a);
+    double r = copysign(a < 1.25 ? mid : big, x);
+    return a < 0.84375 ? small : r;                  /* keeps -0 and NaN */
+}
+EM_HD_INLINE double em_erfc_vd(double x) {
+    double a = fabs(x);
+    double yl, y = em_erf_pq_dd(x, &yl);
+    /* 1 - x - x y with the roundings of 1 - x and x y carried */
+    double w = 1.0 - x, xy = x * y;
+    double sr = w - xy;
+    double s1 = sr + ((em_twosum_err(1.0, -x, w) - em_prod_err_d(x, y, xy) - x * yl) + em_twosum_err(w, -xy, sr));
+    double pql, pq = em_erf_mid_d(a, &pql);
+    double mp = 1.54937088489532470703e-01 - pq;               /* 1 - erx is exact */
+    mp = mp + (em_twosum_err(1.54937088489532470703e-01, -pq, mp) - pql);
+    double m = x > 0.0 ? mp : 1.0 + (8.45062911510467529297e-01 + pq);
+    double t = em_erfc_tail_d(a);
+    t = a > 27.3 ? 0.0 : t;
+    double b = x > 0.0 ? t : 2.0 - t;
+    double r = a < 1.25 ? m : b;
+    r = a < 0.84375 ? s1 : r;
+    return x != x ? x : r;
+}
+
+/* erfinv of a float64 with |y| <= EM_ERFINV_D_MAX (the loops send the rest to
+   libm-based code): M. Giles' approximation (em_erfinv_mid / em_erfinv_tail)
+   and one Newton step whose residual erf(x) - |y| (below x = 1.25) or
+   erfc(x) - (1 - |y|) (above) is formed in two parts, so the step leaves about
+   half an ulp */
+#define EM_ERFINV_D_MAX 0.9999999
+EM_HD_INLINE double em_erfinv_vd(double y) {
+    double a = fabs(y);
+    double t = a < 0.5 ? EM_MAD(-a, a, 1.0) : (1.0 - a) * (1.0 + a);
+    double w = -em_log_d(t);
+    double x = (w < 6.25 ? em_erfinv_mid(w) : em_erfinv_tail(w)) * a;
+    /* erf(x) - a: x + x P/Q below 0.84375, erx + P1/Q1 to 1.25 (x - a, erx - a exact) */
+    double yl, yh = em_erf_pq_dd(x, &yl);
+    double r1 = EM_MAD(x, yh, x - a) + x * yl;
+    double ml, mh = em_erf_mid_d(x, &ml);
+    double r2 = ((8.45062911510467529297e-01 - a) + mh) + ml;
+    /* erfc(x) - (1 - a), 1 - a exact for a >= 1/2 */
+    int64_t n;
+    double el, eh = em_erfc_tail_parts_d(x < 1.25 ? 1.25 : x, &el, &n);
+    double sc = em_f64_from_bits((n + 1023) << 52);
+    double r3 = -((eh * sc - (1.0 - a)) + el * sc);
+    double res = x < 0.84375 ? r1 : (x < 1.25 ? r2 : r3);
+    x = x - res * (0.88622692545275801365 * em_exp_d(x * x));
+    return copysign(x, y);
+}
+
+/* log(x) = hi + *lo to ~2^-68 relative, for finite x > 0 (pow's logarithm):
+   x = 2^e m, m in [sqrt(1/2), sqrt(2)), s = (m - 1)/(m + 1) in two parts,
+   log(m) = 2s + s^3 (2/3 + s^2 P(s^2)) (the atanh series, |s| < 0.172) with
+   everything above the s^5 term carried in two parts */
+EM_HD_INLINE double em_log_dd(double x, double *lo) {
+    int tiny = x < 2.2250738585072014e-308;
+    double xs = tiny ? x * 18014398509481984.0 : x;
+    int64_t ix = em_f64_bits(xs);
+    int64_t e = ((ix >> 52) & 0x7ff) - 1023;
+    double m = em_f64_from_bits((ix & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
+    int hi = m > 1.4142135623730951;
+    m = hi ? 0.5 * m : m;
+    double fe = (double)(tiny ? e - 54 : e) + (hi ? 1.0 : 0.0);
+    double f = m - 1.0;                                        /* exact */
+    double d = m + 1.0, dl = em_twosum_err(m, 1.0, d);
+    double sh = f / d, sl = (em_rem_d(f, sh, d) - sh * dl) / d;
+    double z = sh * sh;
+    /* 2/5 + 2/7 z + ... + 2/25 z^10: the series to s^25 (next term < 2^-70 of 2s) */
+    double p = 0.08;
+    p = EM_MAD(p, z, 0.08695652173913043);
+    p = EM_MAD(p, z, 0.09523809523809523);
+    p = EM_MAD(p, z, 0.10526315789473684);
+    p = EM_MAD(p, z, 0.11764705882352941);
+    p = EM_MAD(p, z, 0.13333333333333333);
+    p = EM_MAD(p, z, 0.15384615384615385);
+    p = EM_MAD(p, z, 0.18181818181818182);
+    p = EM_MAD(p, z, 0.2222222222222222);
+    p = EM_MAD(p, z, 0.2857142857142857);
+    p = EM_MAD(p, z, 0.4);
+    /* 2/3 + z p = (c23h + c23l) + z p, then times s^3 = s (s^2) in two parts */
+    double zl = em_prod_err_d(sh, sh, z) + 2.0 * sh * sl;
+    double zp = z * p;
+    double qh = 0.6666666666666666 + zp;
+    double qlo = em_twosum_err(0.6666666666666666, zp, qh) + 3.700743415417188e-17 + em_prod_err_d(z, p, zp);
+    double s3 = z * sh, s3l = em_prod_err_d(z, sh, s3) + EM_MAD(zl, sh, z * sl);
+    double th = s3 * qh, tl = em_prod_err_d(s3, qh, th) + EM_MAD(s3l, qh, s3 * qlo);
+    /* log(m) = 2 sh + th + (2 sl + tl) */
+    double lm = 2.0 * sh + th, lml = em_twosum_err(2.0 * sh, th, lm) + (2.0 * sl + tl);
+    /* + e ln2, ln2 = L1 + L2 with L1 of 32 bits (e L1 exact) */
+    double el = fe * 6.93147180369123816490e-01;
+    double r = el + lm;
+    double rl = em_twosum_err(el, lm, r) + (lml + fe * 1.90821492927058770002e-10);
+    double h = r + rl;
+    *lo = rl - (h - r);
+    return h;
+}
+/* a^b for a > 0 finite, b finite (the loops send other inputs to libm):
+   exp(b log a) with b log a in two parts; 0 / inf past the exponent range */
+EM_HD_INLINE double em_pow_pos_d(double a, double b) {
+    double ll, lh = em_log_dd(a, &ll);
+    double th = b * lh, tl = em_prod_err_d(b, lh, th) + b * ll;
+    double tc = th > 710.0 ? 710.0 : (th < -746.0 ? -746.0 : th);
+    int64_t n;
+    double ql, q = em_exp_q_d(tc, tc == th ? tl : 0.0, &n, &ql);
+    double v = 1.0 + q, vl = em_twosum_err(1.0, q, v) + ql;
+    double r = em_ldexp_d(v + vl, n);
+    r = th > 709.79 ? INFINITY : r;
+    return th < -745.2 ? 0.0 : r;
+}
+/* log10: fdlibm's e_log10.c assembly of the log core (f - f^2/2 taken in two
+   parts, the high one of 32 bits, so each product with the split 1/ln10 is exact) */
+EM_HD_INLINE double em_log10_vd(double x) {
+    double fe, hf, sr, f = em_log_core_d(x, &fe, &hf, &sr);
+    double hi = em_f64_from_bits(em_f64_bits(f - hf) & (int64_t)0xffffffff00000000ULL);
+    double lo = (f - hi) - hf + sr;
+    double vh = hi * 4.34294481878168880939e-01;
+    double y2 = fe * 3.01029995663611771306e-01;
+    double vl = fe * 3.69423907715893078616e-13 + (lo + hi) * 2.50829467116452752298e-11
+                + lo * 4.34294481878168880939e-01;
+    double w = y2 + vh;
+    vl += (y2 - w) + vh;
+    return em_log_special_d(x, vl + w);
+}
+/* 2^x: n = round(x), f = x - n exact, 2^f = exp(f ln2) with f ln2 in two parts */
+EM_HD_INLINE double em_exp2_vd(double x) {
+    double xc = x > 1025.0 ? 1025.0 : (x < -1080.0 ? -1080.0 : x);
+    double kd = xc + 6755399441055744.0;
+    int64_t k = em_f64_bits(kd) - 0x4338000000000000LL;
+    double f = xc - (kd - 6755399441055744.0);
+    double h = f * 0.6931471805599453, l = em_prod_err_d(f, 0.6931471805599453, h) + f * 2.3190468138462996e-17;
+    int64_t n;
+    double ql, q = em_exp_q_d(h, l, &n, &ql);
+    double v = 1.0 + q, vl = em_twosum_err(1.0, q, v) + ql;
+    double r = em_ldexp_d(v + vl, n + k);
+    r = x >= 1024.0 ? INFINITY : r;
+    r = x < -1075.0 ? 0.0 : r;
+    return x != x ? x : r;
+}
+
+/* asin / acos: fdlibm's e_asin.c rational R(t) for (asin(v) - v) / v^3 (|v| <= 1/2),
+   and asin(x) = pi/2 - 2 asin(sqrt((1 - |x|)/2)) above 1/2 with the square root
+   carried in two parts */
+EM_HD_INLINE double em_asin_r_d(double t) {
+    double p = t * EM_MAD(t, EM_MAD(t, EM_MAD(t, EM_MAD(t, EM_MAD(t, 3.47933107596021167570e-05,
+               7.91534994289814532176e-04), -4.00555345006794114027e-02), 2.01212532134862925881e-01),
+               -3.25565818622400915405e-01), 1.66666666666666657415e-01);
+    double q = EM_MAD(t, EM_MAD(t, EM_MAD(t, EM_MAD(t, 7.70381505559019352791e-02,
+               -6.88283971605453293030e-01), 2.02094576023350569471e+00), -2.40339491173441421878e+00), 1.0);
+    return p / q;
+}
+/* 2 asin(sqrt(t)) = 2 (s + s R(t)) for t = (1 - |x|)/2 (|x| >= 1/2) as hi + *lo */
+EM_HD_INLINE double em_asin_big_d(double a, double *lo) {
+    double t = 0.5 * (1.0 - a);                                    /* exact */
+    double sh = sqrt(t), sl = em_rem_d(t, sh, sh) / (sh + sh);
+    sl = t == 0.0 ? 0.0 : sl;
+    *lo = 2.0 * EM_MAD(sh, em_asin_r_d(t), sl);
+    return 2.0 * sh;
+}
+EM_HD_INLINE double em_asin_vd(double x) {
+    double a = fabs(x);
+    double small = EM_MAD(x, em_asin_r_d(x * x), x);
+    double bl, bh = em_asin_big_d(a, &bl);
+    double d = 1.57079632679489655800e+00 - bh;
+    double dl = em_twosum_err(1.57079632679489655800e+00, -bh, d) + (6.12323399573676603587e-17 - bl);
+    double big = copysign(d + dl, x);
+    double r = a < 0.5 ? small : big;
+    return a > 1.0 ? NAN : r;
+}
+EM_HD_INLINE double em_acos_vd(double x) {
+    double a = fabs(x);
+    double small = 1.57079632679489655800e+00 - (x - (6.12323399573676603587e-17 - x * em_asin_r_d(x * x)));
+    double bl, bh = em_asin_big_d(a, &bl);
+    double pos = bh + bl;
+    double d = 3.14159265358979311600e+00 - bh;
+    double neg = d + (em_twosum_err(3.14159265358979311600e+00, -bh, d) + (1.22464679914735317723e-16 - bl));
+    double r = a < 0.5 ? small : (x > 0.0 ? pos : neg);
+    return a > 1.0 ? NAN : r;
+}
+
+/* atan(a + al) for a >= 0 (al a small correction), as hi + *lo: fdlibm's s_atan.c
+   reduction to |t| <= 7/16 about atan(1/2), atan(1), atan(3/2) or atan(inf) (one
+   division, selected operands) and its degree-22 odd polynomial */
+EM_HD_INLINE double em_atan_pos_d(double a, double al, double *lo) {
+    int i0 = a >= 0.4375, i1 = a >= 0.6875, i2 = a >= 1.1875, i3 = a >= 2.4375;
+    double num = i3 ? -1.0 : (i2 ? a - 1.5 : (i1 ? a - 1.0 : (i0 ? 2.0 * a - 1.0 : a)));
+    double den = i3 ? a : (i2 ? EM_MAD(1.5, a, 1.0) : (i1 ? a + 1.0 : (i0 ? 2.0 + a : 1.0)));
+    double hi = i3 ? 1.57079632679489655800e+00 : (i2 ? 9.82793723247329054082e-01 :
+                (i1 ? 7.85398163397448278999e-01 : (i0 ? 4.63647609000806093515e-01 : 0.0)));
+    double hl = i3 ? 6.12323399573676603587e-17 : (i2 ? 1.39033110312309984516e-17 :
+                (i1 ? 3.06161699786838301793e-17 : (i0 ? 2.26987774529616870924e-17 : 0.0)));
+    double t = num / den;
+    double z = t * t, w = z * z;
+    double s1 = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, 1.62858201153657823623e-02,
+                4.97687799461593236017e-02), 6.66107313738753120669e-02), 9.09088713343650656196e-02),
+                1.42857142725034663711e-01), 3.33333333333329318027e-01);
+    double s2 = w * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, -3.65315727442169155270e-02,
+                -5.83357013379057348645e-02), -7.69187620504482999495e-02), -1.11111104054623557880e-01),
+                -1.99999999998764832476e-01);
+    /* the division's rounding and the caller's al, to first order */
+    double tl = em_rem_d(num, t, den) / den;
+    double c = tl / (1.0 + z) + al / EM_MAD(a, a, 1.0);
+    c = i3 & (a == INFINITY) ? 0.0 : c;
+    double u = t - ((t * (s1 + s2) - hl) - c);
+    double r = hi + u;
+    *lo = em_twosum_err(hi, u, r);
+    return r;
+}
+EM_HD_INLINE double em_atan_vd(double x) {
+    double l, h = em_atan_pos_d(fabs(x), 0.0, &l);
+    return (x != x) ? x : copysign(h + l, x);
+}
+/* atan2: atan of min/max (<= 1, the quotient in two parts), then pi/2 - v, pi - v */
+EM_HD_INLINE double em_atan2_vd(double y, double x) {
+    double ax = fabs(x), ay = fabs(y);
+    int swap = ay > ax;
+    double num = swap ? ax : ay, den = swap ? ay : ax;
+    double t = num / den, tl = em_rem_d(num, t, den) / den;
+    int fin = (t == t) & (t < INFINITY);
+    t = fin ? t : (num == INFINITY ? 1.0 : 0.0);       /* 0/0 -> 0, inf/inf -> pi/4 */
+    tl = fin & (tl == tl) ? tl : 0.0;                   /* NaN: n/inf */
+    double l, h = em_atan_pos_d(t, tl, &l);
+    double d1 = 1.57079632679489655800e+00 - h;
+    double l1 = em_twosum_err(1.57079632679489655800e+00, -h, d1) + (6.12323399573676603587e-17 - l);
+    h = swap ? d1 : h;
+    l = swap ? l1 : l;
+    double d2 = 3.14159265358979311600e+00 - h;
+    double l2 = em_twosum_err(3.14159265358979311600e+00, -h, d2) + (1.22464679914735317723e-16 - l);
+    int neg = em_f64_bits(x) < 0;
+    double r = neg ? d2 + l2 : h + l;
+    r = copysign(r, y);
+    return (x != x) | (y != y) ? x + y : r;
+}
+/* hypot: scaled by a power of two when the squares would leave the exponent
+   range, the sum of squares in two parts and one Newton correction of its root */
+EM_HD_INLINE double em_hypot_vd(double x, double y) {
+    double ax = fabs(x), ay = fabs(y);
+    double m = ax > ay ? ax : ay;
+    double sc = m > 1e150 ? 2.409919865102884e-181 : (m < 1e-150 ? 4.149515568880993e+180 : 1.0);
+    double us = m > 1e150 ? 4.149515568880993e+180 : (m < 1e-150 ? 2.409919865102884e-181 : 1.0);
+    double a = ax * sc, b = ay * sc;
+    double a2 = a * a, b2 = b * b;
+    double s = a2 + b2;
+    double sl = em_twosum_err(a2, b2, s) + (em_prod_err_d(a, a, a2) + em_prod_err_d(b, b, b2));
+    double h = sqrt(s);
+    double r = (h + (em_rem_d(s, h, h) + sl) / (h + h)) * us;
+    r = m == 0.0 ? 0.0 : r;
+    r = (x != x) | (y != y) ? x + y : r;
+    return (ax == INFINITY) | (ay == INFINITY) ? INFINITY : r;
+}
+
+/* the float64 activations on the functions above (the CPU loops; ember_scalar.h
+   keeps the libm forms for CUDA) */
+EM_HD_INLINE double em_gelu_vd(double x) { return 0.5 * x * em_erfc_vd(-x * 0.70710678118654752440); }
+EM_HD_INLINE double em_gelu_grad_vd(double b) {
+    return 0.5 * em_erfc_vd(-b * 0.70710678118654752440) + b * 0.3989422804014327 * em_exp_d(-0.5 * b * b);
+}
+EM_HD_INLINE double em_gelu_tanh_vd(double x) {
+    return 0.5 * x * (1.0 + em_tanh_vd(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+EM_HD_INLINE double em_gelu_tanh_grad_vd(double x) {
+    double t = em_tanh_vd(0.79788456080286535588 * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.79788456080286535588 * (1.0 + 3.0 * 0.044715 * x * x);
+}
+EM_HD_INLINE double em_softplus_vd(double x, double beta, double thr) {
+    return (x * beta > thr) ? x : em_log1p_d(em_exp_d(x * beta)) / beta;
+}
+EM_HD_INLINE double em_mish_vd(double x) {
+    return x * em_tanh_vd(x > 20.0 ? x : em_log1p_d(em_exp_d(x)));
+}
+EM_HD_INLINE double em_logaddexp_vd(double a, double b) {
+    double m = a > b ? a : b;
+    double r = m + em_log1p_d(em_exp_d(-fabs(a - b)));
+    r = (a != a) | (b != b) ? a + b : r;
+    return ((m == INFINITY) | (m == -INFINITY)) & (a == b) ? a : r;
 }
 
 /* 2^x for float32 x >= -125 (the loops send smaller x to em_exp2f): n = round(x)
