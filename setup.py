@@ -129,7 +129,22 @@ def _build_cuda(jobs):
 
 
 class BuildExt(build_ext):
-    """build_ext that prints a line per compiled C file and per extension, even with -q."""
+    """build_ext that prints a line per compiled C file and per extension, even with -q,
+    and compiles each extension's objects in a folder of its own."""
+
+    _local = threading.local()
+
+    # Modules share C sources (src_c/nd.c, the elementwise and GEMM files); under -j two
+    # of them writing the same object file at once would link a torn copy.
+    @property
+    def build_temp(self):
+        base = self.__dict__.get("_build_temp_base")
+        ext = getattr(self._local, "ext", None)
+        return os.path.join(base, ext) if base and ext else base
+
+    @build_temp.setter
+    def build_temp(self, value):
+        self.__dict__["_build_temp_base"] = value
 
     def build_extensions(self):
         self._done = 0
@@ -154,7 +169,11 @@ class BuildExt(build_ext):
         t0 = time.perf_counter()
         if stale:
             self._say(f"building {ext.name} ({len(ext.sources)} sources)")
-        super().build_extension(ext)
+        self._local.ext = ext.name
+        try:
+            super().build_extension(ext)
+        finally:
+            self._local.ext = None
         with self._lock:
             self._done += 1
             done = self._done

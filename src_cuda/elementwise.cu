@@ -146,7 +146,7 @@ __host__ __device__ __forceinline__ A bin_float(int op, A a, A b, const double *
     case EW_HYPOT: return hypot(a, b);
     case EW_COPYSIGN: return copysign(a, b);
     case EW_XLOGY: if (f32) return (A)em_xlogyf((float)a, (float)b); return em_xlogy(a, b);
-    case EW_LOGADDEXP: if (f32) return (A)em_logaddexpf((float)a, (float)b); return em_logaddexp(a, b);
+    case EW_LOGADDEXP: if (f32) return (A)em_logaddexpf((float)a, (float)b); return em_logaddexp_vd(a, b);
     case EW_RELU_BW: return b > 0 ? a : (A)0;
     case EW_SIGMOID_BW: return a * b * (1 - b);
     case EW_TANH_BW: return a * (1 - b * b);

@@ -252,54 +252,6 @@ EM_HD_INLINE float em_erfcf(float x) {
     return em_erfc2f(x, &ex);
 }
 
-/* exp(-x^2/2) for the Gaussian: x^2/2 is split in hi + lo (exact), so the
-   result keeps float precision however large x^2/2 is.  The parts: the return
-   value is exp(-hi), *lo the rest, exp(-x^2/2) = exp(-hi) (1 - lo). */
-EM_HD_INLINE float em_gauss_exp_parts(float x, float *lo) {
-    float a = fabsf(x);
-    a = a > 20.0f ? 20.0f : a;                   /* exp(-200) is 0; no inf - inf below */
-    float ha = 0.5f * a, h = ha * a;
-    *lo = fmaf(ha, a, -h);
-    return em_expf(-h);
-}
-EM_HD_INLINE float em_gauss_expf(float x) {
-    float l, e = em_gauss_exp_parts(x, &l);
-    return e * (1.0f - l);
-}
-
-/* Phi(x), the normal CDF, for x >= -5.5 (exact gelu's fast path; larger x only
-   ever reach 1): Phi(-|x|) = exp(-x^2/2) S(|x|) / 2 with S(u) = erfcx(u/sqrt 2)
-   a degree-16 fit on [0, 5.5] (relative error 8e-9) evaluated in double, since
-   float Horner rounding alone costs 3 ulp there; the result is left in double
-   for the caller's last product.  *g = exp(-x^2/2). */
-EM_HD_INLINE double em_gelu_cdf_fastf(float x, double *g) {
-    float u = fabsf(x);
-    double t = (double)(u > 5.5f ? 5.5f : u) * 0.36363636363636365 - 1.0;
-    double p = 0.00017929413928098964;
-    p = EM_MAD(p, t, -0.00041952888827288473);
-    p = EM_MAD(p, t, 0.00015258017000958896);
-    p = EM_MAD(p, t, -0.00011888277615702757);
-    p = EM_MAD(p, t, 0.0013282825273689277);
-    p = EM_MAD(p, t, -0.0027843044250384164);
-    p = EM_MAD(p, t, 0.004221371357267327);
-    p = EM_MAD(p, t, -0.007343434613169471);
-    p = EM_MAD(p, t, 0.013179871099381756);
-    p = EM_MAD(p, t, -0.022293223014553026);
-    p = EM_MAD(p, t, 0.03618886144770348);
-    p = EM_MAD(p, t, -0.0567437619837989);
-    p = EM_MAD(p, t, 0.08545846009863678);
-    p = EM_MAD(p, t, -0.12298324318179617);
-    p = EM_MAD(p, t, 0.1681845062342069);
-    p = EM_MAD(p, t, -0.21697092647628385);
-    p = EM_MAD(p, t, 0.26144946730655205);
-    float l;
-    double e = em_gauss_exp_parts(x, &l);
-    e = e - e * l;
-    *g = e;
-    double q = 0.5 * e * p;
-    return x < 0.0f ? q : 1.0 - q;
-}
-
 /* gelu and its derivative for x < -5.5 (results below 1e-7 in size): rare in
    activations, so the block fix-up runs them in double through libm */
 EM_HD_INLINE float em_gelu_slowf(float x) {
@@ -312,23 +264,7 @@ EM_HD_INLINE float em_gelu_grad_slowf(float x) {
                    + xd * 0.3989422804014327 * exp(-0.5 * xd * xd));
 }
 
-EM_HD_INLINE float em_gelu_fastf(float x) {
-    double g;
-    return (float)((double)x * em_gelu_cdf_fastf(x, &g));
-}
-/* d gelu / dx = Phi(x) + x phi(x) */
-EM_HD_INLINE float em_gelu_grad_fastf(float x) {
-    double g;
-    double c = em_gelu_cdf_fastf(x, &g);
-    return (float)(c + (double)x * 0.3989422804014327 * g);
-}
 #define EM_GELU_FAST_MIN -5.5f
-EM_HD_INLINE float em_geluf(float x) {
-    return x < EM_GELU_FAST_MIN ? em_gelu_slowf(x) : em_gelu_fastf(x);
-}
-EM_HD_INLINE float em_gelu_gradf(float x) {
-    return x < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_fastf(x);
-}
 
 /* sin and cos share one reduction, in double: n = round(x * 2/pi) and
    r = x - n pi/2 with pi/2 in two parts, the first of 33 bits so n * part1 is
@@ -803,6 +739,15 @@ EM_HD_INLINE float em_gelu_grad_vf(float x) {
     big = x == INFINITY ? NAN : big;                /* inf * phi(inf), as torch */
     big = x != x ? x : big;
     return u < EM_GELU_A ? small : big;
+}
+
+/* exact gelu and its derivative over all x: the vector forms, and libm in double
+   below EM_GELU_FAST_MIN (the CPU loops fix those elements up per block) */
+EM_HD_INLINE float em_geluf(float x) {
+    return x < EM_GELU_FAST_MIN ? em_gelu_slowf(x) : em_gelu_vf(x);
+}
+EM_HD_INLINE float em_gelu_gradf(float x) {
+    return x < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_vf(x);
 }
 
 /* float64 sin / cos / tan that vectorise (|x| < EM_TRIG_D_MAX; the loops call

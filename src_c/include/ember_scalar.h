@@ -54,10 +54,6 @@ EM_HD_INLINE float em_remainderf(float a, float b) {
 
 EM_HD_INLINE double em_xlogy(double a, double b) { return (b != b) ? b : (a == 0 ? 0 : a * log(b)); }
 EM_HD_INLINE float em_xlogyf(float a, float b) { return (b != b) ? b : (a == 0 ? 0 : a * (float)log((double)b)); }
-EM_HD_INLINE double em_logaddexp(double a, double b) {
-    double m = a > b ? a : b;
-    return (m == -INFINITY || m == INFINITY) && a == b ? a : m + log1p(exp(-fabs(a - b)));
-}
 EM_HD_INLINE float em_logaddexpf(float a, float b) {
     float m = a > b ? a : b;
     return (m == -INFINITY || m == INFINITY) && a == b ? a

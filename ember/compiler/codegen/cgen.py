@@ -90,10 +90,9 @@ __attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
    for x >= -5.5, libm's erfc below */
 #define EM_CG_GELU_MIN 5.5f
 #define em_cg_gelu_fast(x) em_gelu_vf(x)
-#define em_cg_gelu_exact(x) ((x) < EM_GELU_FAST_MIN ? em_gelu_slowf(x) : em_gelu_vf(x))
+#define em_cg_gelu_exact(x) em_geluf(x)
 #define em_cg_gelu_grad_fast(x) em_gelu_grad_vf(x)
-#define em_cg_gelu_grad_exact(x) \
-    ((x) < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_vf(x))
+#define em_cg_gelu_grad_exact(x) em_gelu_gradf(x)
 #define em_cg_sigmoid_fast(x) em_cg_sigmoid_mid(x)
 #define em_cg_sigmoid_exact(x) em_sigmoidf(x)
 #define em_cg_sin_fast(x) em_cg_trig((x), 0)
