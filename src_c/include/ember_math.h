@@ -532,15 +532,9 @@ EM_HD_INLINE float em_lgammaf_pos(float xf) {
 /* ---- double exp/log that vectorise (float64 loops, and float32 functions
    evaluated in double to leave one rounding) ---- */
 
-/* exp(x) 2^k: n = round(x / ln2) through the 1.5 * 2^52 shifter (n read from its
-   low bits), r = x - n ln2 in two parts (the first of 32 bits, so n * hi is
-   exact), a degree-13 Taylor polynomial on |r| <= ln2/2 (truncation 4e-18), and
-   2^n as two factors so gradual underflow and overflow come out right */
-EM_HD_INLINE double em_exp_reduced_d(double xc, int64_t k) {
-    double kd = xc * 1.4426950408889634 + 6755399441055744.0;
-    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL + k;
-    double fn = kd - 6755399441055744.0;
-    double r = (xc - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+/* (e^r - 1 - r) / r^2, the degree-13 Taylor polynomial of e^r less its first two
+   terms, for |r| <= ln2/2 */
+EM_HD_INLINE double em_exp_taylor_d(double r) {
     double p = 1.6059043836821613e-10;
     p = EM_MAD(p, r, 2.08767569878681e-09);
     p = EM_MAD(p, r, 2.505210838544172e-08);
@@ -553,6 +547,19 @@ EM_HD_INLINE double em_exp_reduced_d(double xc, int64_t k) {
     p = EM_MAD(p, r, 0.041666666666666664);
     p = EM_MAD(p, r, 0.16666666666666666);
     p = EM_MAD(p, r, 0.5);
+    return p;
+}
+
+/* exp(x) 2^k: n = round(x / ln2) through the 1.5 * 2^52 shifter (n read from its
+   low bits), r = x - n ln2 in two parts (the first of 32 bits, so n * hi is
+   exact), a degree-13 Taylor polynomial on |r| <= ln2/2 (truncation 4e-18), and
+   2^n as two factors so gradual underflow and overflow come out right */
+EM_HD_INLINE double em_exp_reduced_d(double xc, int64_t k) {
+    double kd = xc * 1.4426950408889634 + 6755399441055744.0;
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL + k;
+    double fn = kd - 6755399441055744.0;
+    double r = (xc - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+    double p = em_exp_taylor_d(r);
     p = EM_MAD(p, r * r, r) + 1.0;
     int64_t n1 = n >> 1, n2 = n - n1;
     return p * em_f64_from_bits((n1 + 1023) << 52) * em_f64_from_bits((n2 + 1023) << 52);
@@ -876,18 +883,7 @@ EM_HD_INLINE double em_exp_q_d(double hi, double lo, int64_t *n, double *ql) {
     double r0 = hi - fn * 6.93147180369123816490e-01;              /* exact */
     double t = lo - fn * 1.90821492927058770002e-10;
     double r = r0 + t, rl = em_twosum_err(r0, t, r);
-    double p = 1.6059043836821613e-10;
-    p = EM_MAD(p, r, 2.08767569878681e-09);
-    p = EM_MAD(p, r, 2.505210838544172e-08);
-    p = EM_MAD(p, r, 2.755731922398589e-07);
-    p = EM_MAD(p, r, 2.7557319223985893e-06);
-    p = EM_MAD(p, r, 2.48015873015873e-05);
-    p = EM_MAD(p, r, 0.0001984126984126984);
-    p = EM_MAD(p, r, 0.001388888888888889);
-    p = EM_MAD(p, r, 0.008333333333333333);
-    p = EM_MAD(p, r, 0.041666666666666664);
-    p = EM_MAD(p, r, 0.16666666666666666);
-    p = EM_MAD(p, r, 0.5);
+    double p = em_exp_taylor_d(r);
     double r2 = r * r, r2l = em_prod_err_d(r, r, r2);
     double t2 = p * r2;
     double q = r + t2;
