@@ -370,6 +370,23 @@ static void un_softplus_f64(char **p, const int64_t *s, int64_t n, const void *a
             *(double *)o = em_softplus_vd(*(const double *)in, beta, thr);
     }
 }
+/* leaky_relu: the slope in the element type, as torch, read once and applied by a
+   select so the loop vectorises (a branch mispredicts on inputs of mixed sign) */
+#define LEAKY_LOOP(name, TY)                                                            \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        const TY k = (TY)((const double *)aux)[0];                                      \
+        if (s[0] == sizeof(TY) && s[1] == sizeof(TY)) {                                 \
+            TY *o = (TY *)p[0]; const TY *in = (const TY *)p[1];                        \
+            for (int64_t i = 0; i < n; i++) { TY x = in[i]; o[i] = x > 0 ? x : x * k; } \
+        } else {                                                                        \
+            char *o = p[0]; const char *in = p[1];                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                TY x = *(const TY *)in; *(TY *)o = x > 0 ? x : x * k;                   \
+            }                                                                           \
+        }                                                                               \
+    }
+LEAKY_LOOP(un_leaky_relu_f32, float)
+LEAKY_LOOP(un_leaky_relu_f64, double)
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {

@@ -71,7 +71,7 @@ __host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
     case EW_SOFTPLUS:
         if (f32) return (A)em_softplusf((float)x, (float)prm[0], (float)prm[1]);
         return em_softplus(x, prm[0], prm[1]);
-    case EW_LEAKY_RELU: return x > 0 ? x : (A)(x * prm[0]);
+    case EW_LEAKY_RELU: return x > 0 ? x : x * (A)prm[0];
     case EW_ELU:
         if (f32) {
             const float sc = (float)prm[1], ns = (float)prm[1] * (float)prm[0], is = (float)prm[2];

@@ -113,7 +113,7 @@
     /* parametric (prm): softplus {beta, threshold}, leaky_relu {slope}, \
        elu {alpha, scale, input_scale}; clamp reads its own aux block */ \
     X(SOFTPLUS, softplus, "", FLOAT, FLOATS, OWN, _, _) \
-    X(LEAKY_RELU, leaky_relu, "", FLOAT, FLOATS, ALL, x > 0 ? x : (T)(x * prm[0]), _) \
+    X(LEAKY_RELU, leaky_relu, "", FLOAT, FLOATS, OWN, _, _) \
     X(ELU, elu, "", FLOAT, FLOATS, OWN, _, _) \
     X(CLAMP, clamp, "", ARITH, NUM, OWN, _, _) \
     X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, ALL, \
