@@ -806,3 +806,16 @@ def test_float64_new_kernels_bit_identical_across_thread_counts(name):
     finally:
         ember.set_num_threads(old)
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_leaky_relu_matches_torch_bit_for_bit(dtype):
+    torch = pytest.importorskip("torch")
+    x = (ember.randn(5001, dtype=getattr(ember, dtype)) * 3)
+    x[0], x[1], x[2] = float("nan"), -0.0, float("-inf")
+    t = torch.from_numpy(x.numpy().copy())
+    for slope in (0.01, 0.2, -1.5):
+        np.testing.assert_array_equal(ember.nn.functional.leaky_relu(x, slope).numpy(),
+                                      torch.nn.functional.leaky_relu(t, slope).numpy())
+    np.testing.assert_array_equal(ember.nn.functional.leaky_relu(x[::3]).numpy(),
+                                  torch.nn.functional.leaky_relu(t[::3]).numpy())
