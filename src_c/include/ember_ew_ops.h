@@ -34,7 +34,7 @@
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
     X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, (T)atan2(a, b), em_atan2_vd(a, b)) \
-    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)hypot(a, b), em_hypot_vd(a, b)) \
+    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)em_hypot_vd(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
     X(BOR, bor, "bitwise_or", INT, INTS_B, ALL, a | b, _) \
