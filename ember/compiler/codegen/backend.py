@@ -259,12 +259,12 @@ class CompiledGraph:
         are dropped after their last use too."""
         g = Graph()
         env: dict = {}
-        if owned:
+        if owned:       # one input node, the list; each argument is taken out of it
             lst = g.placeholder("args")
             for i, n in enumerate(self.graph_inputs):
                 env[n] = g.call_function(_take, (lst, i))
-        for n in self.graph_inputs:
-            if not owned:
+        else:
+            for n in self.graph_inputs:
                 env[n] = g.node_copy(n, env.__getitem__)
         for is_k, obj in self.steps:
             if is_k:
