@@ -220,13 +220,13 @@ EMC_API int emc_sdpa_bwd(int dtype, const void *dout, const void *q, const void 
                          uint64_t offset, void *dq, void *dk, void *dv, void *stream);
 
 /* --- sort (sort.cu) ------------------------------------------------------------ */
-/* stable sort of each contiguous row of n (real dtypes): vals (may be NULL) and
-   int64 idx [rows, n]; NaN is the largest value */
+/* stable sort of each contiguous row of n (real dtypes; a radix sort): vals (may
+   be NULL) and int64 idx [rows, n]; NaN is the largest value, -0 ties with +0 */
 EMC_API int emc_sort(int dtype, const void *x, int64_t rows, int64_t n, int descending,
                      void *vals, int64_t *idx, void *stream);
 /* the k largest (largest = 1) or smallest of each row, in sorted order, ties by
-   index; vals / idx [rows, k] (either may be NULL); k <= 256 of a row longer than
-   a sort tile merges only each tile's first k */
+   index; vals / idx [rows, k] (either may be NULL); k <= 1024 of a row longer
+   than 2048 is found by radix select, else from the sorted rows */
 EMC_API int emc_topk(int dtype, const void *x, int64_t rows, int64_t n, int64_t k, int largest,
                      void *vals, int64_t *idx, void *stream);
 
