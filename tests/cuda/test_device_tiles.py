@@ -205,3 +205,13 @@ def test_deterministic_index_add_and_index_put_match_the_cpu_bit_for_bit():
         np.testing.assert_array_equal(_np(got), ref)
     finally:
         ember.use_deterministic_algorithms(prev)
+
+
+# --- randperm: rounds over the whole range, then over shrinking lists -------------------
+
+@pytest.mark.parametrize("n,seed", [(5000, 3), ((1 << 20) + 3, 11)])
+def test_randperm_equals_the_cpus_fisher_yates(dev, n, seed):
+    ref = ember.randperm(n, generator=ember.Generator().manual_seed(seed)).numpy()
+    out = dev.alloc((n,), np.int64)
+    dev.check(dev.lib.emc_randperm(out, n, seed, 0, None))
+    np.testing.assert_array_equal(dev.get(out), ref)
