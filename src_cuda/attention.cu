@@ -194,48 +194,55 @@ at_bwd_kv(AtArgs a, const T *dout, const T *q, const T *k, const T *v, const T *
 /* ---- float32, head dims up to 128: 64 x 64 tiles in shared memory ---------------
    256 threads as 16 x 16; thread (ty, tx) owns tile rows ty + 16 i and columns
    tx + 16 j (i, j < 4) of each 64 x 64 score tile, and output columns tx + 16 k.
-   Row stride D + 1 keeps the column walks over K, Q, V and dO free of bank
-   conflicts.  Every output element still has one owner and a fixed summation
-   order, so results do not depend on the launch. */
+   Score tiles read four head-dim elements per load: a row stride of a multiple
+   of 8 plus 4 (at_ld) keeps those 16-byte loads free of bank conflicts.  Every
+   output element still has one owner and a fixed summation order, so results
+   do not depend on the launch. */
 #define AT_T 64
 #define AT_TP (AT_T + 1)
 
-/* rows r0.. of a (rows x n) global matrix into a (64 x ld) tile, zeros past `rows` */
-__device__ __forceinline__ void at_tile_load(float *t, int ld, const float *g, int64_t r0,
+/* the shared-memory row stride of a tile with n columns */
+__host__ __device__ __forceinline__ int at_ld(int n) { return (n + 7) / 8 * 8 + 4; }
+
+/* rows r0.. of a (rows x n) global matrix into a (64 x at_ld(n)) tile; zeros past
+   `rows` and in the columns up to the next multiple of 4 */
+__device__ __forceinline__ void at_tile_load(float *t, const float *g, int64_t r0,
                                              int64_t rows, int n) {
-    for (int e = threadIdx.x; e < AT_T * n; e += blockDim.x) {
-        const int r = e / n, d = e - r * n;
-        t[r * ld + d] = r0 + r < rows ? g[(r0 + r) * n + d] : 0.f;
+    const int n4 = (n + 3) & ~3, ld = at_ld(n);
+    for (int e = threadIdx.x; e < AT_T * n4; e += blockDim.x) {
+        const int r = e / n4, d = e - r * n4;
+        t[r * ld + d] = r0 + r < rows && d < n ? g[(r0 + r) * n + d] : 0.f;
     }
 }
 
-/* s[i][j] = sum_d A[ty + 16 i][d] B[tx + 16 j][d] over two row-major tiles */
+/* s[i][j] = sum_d A[ty + 16 i][d] B[tx + 16 j][d] over two row-major tiles of n columns */
 __device__ __forceinline__ void at_mm_abt(float (&s)[4][4], const float *A, const float *B,
-                                          int ld, int n) {
-    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+                                          int n) {
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, ld = at_ld(n);
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++) s[i][j] = 0.f;
-    for (int d = 0; d < n; d++) {
-        float a[4], b[4];
+    for (int d = 0; d < n; d += 4) {
+        float4 a[4], b[4];
 #pragma unroll
-        for (int i = 0; i < 4; i++) a[i] = A[(ty + 16 * i) * ld + d];
+        for (int i = 0; i < 4; i++) a[i] = *(const float4 *)&A[(ty + 16 * i) * ld + d];
 #pragma unroll
-        for (int j = 0; j < 4; j++) b[j] = B[(tx + 16 * j) * ld + d];
+        for (int j = 0; j < 4; j++) b[j] = *(const float4 *)&B[(tx + 16 * j) * ld + d];
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) s[i][j] += a[i] * b[j];
+            for (int j = 0; j < 4; j++)
+                s[i][j] += a[i].x * b[j].x + a[i].y * b[j].y + a[i].z * b[j].z + a[i].w * b[j].w;
     }
 }
 
 /* acc[i][k] += sum_c P(ty + 16 i, c) M[c][tx + 16 k]: P's element (r, c) at
-   P[r * pr + c * pc] (a tile or its transpose), M a (64 x ldm) tile of n columns */
+   P[r * pr + c * pc] (a tile or its transpose), M a tile of n columns */
 template <int NC>
 __device__ __forceinline__ void at_mm_acc(float (&acc)[4][NC], const float *P, int pr, int pc,
-                                          const float *M, int ldm, int n) {
-    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+                                          const float *M, int n) {
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, ldm = at_ld(n);
     for (int c = 0; c < AT_T; c++) {
         float p[4], m[NC];
 #pragma unroll
@@ -264,13 +271,13 @@ template <int NC>
 __global__ void __launch_bounds__(256)
 at_fwd_tiled(AtArgs a, const float *q, const float *k, const float *v, float *out, float *lse) {
     extern __shared__ float sm[];
-    const int D = a.D, Dv = a.Dv, ld = D + 1, ldv = Dv + 1;
+    const int D = a.D, Dv = a.Dv, ld = at_ld(D), ldv = at_ld(Dv);
     float *Qs = sm, *Ks = Qs + AT_T * ld, *Vs = Ks + AT_T * ld, *Ps = Vs + AT_T * ldv;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     const int64_t nqb = (a.L + AT_T - 1) / AT_T, bh = blockIdx.x / nqb;
     const int64_t i0 = (blockIdx.x - bh * nqb) * AT_T;
     const float scale = (float)a.scale;
-    at_tile_load(Qs, ld, q + bh * a.L * D, i0, a.L, D);
+    at_tile_load(Qs, q + bh * a.L * D, i0, a.L, D);
     float m[4], l[4], acc[4][NC];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -283,11 +290,11 @@ at_fwd_tiled(AtArgs a, const float *q, const float *k, const float *v, float *ou
     const int64_t jend = a.causal && rlast < a.S ? rlast : a.S;
     for (int64_t j0 = 0; j0 < jend; j0 += AT_T) {
         __syncthreads();                      /* the last tile's readers are done */
-        at_tile_load(Ks, ld, k + bh * a.S * D, j0, a.S, D);
-        at_tile_load(Vs, ldv, v + bh * a.S * Dv, j0, a.S, Dv);
+        at_tile_load(Ks, k + bh * a.S * D, j0, a.S, D);
+        at_tile_load(Vs, v + bh * a.S * Dv, j0, a.S, Dv);
         __syncthreads();
         float s[4][4];
-        at_mm_abt(s, Qs, Ks, ld, D);
+        at_mm_abt(s, Qs, Ks, D);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int64_t r = i0 + ty + 16 * i;
@@ -317,7 +324,7 @@ at_fwd_tiled(AtArgs a, const float *q, const float *k, const float *v, float *ou
             for (int c = 0; c < NC; c++) acc[i][c] *= corr;
         }
         __syncthreads();
-        at_mm_acc<NC>(acc, Ps, AT_TP, 1, Vs, ldv, Dv);
+        at_mm_acc<NC>(acc, Ps, AT_TP, 1, Vs, Dv);
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -338,10 +345,9 @@ __device__ __forceinline__ void at_bwd_scores(const AtArgs &a, int64_t bh, int64
                                               const float *Vs, const float *lse, const float *di,
                                               float (&pz)[4][4], float (&ds)[4][4]) {
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-    const int ld = a.D + 1, ldv = a.Dv + 1;
     float s[4][4], dp[4][4];
-    at_mm_abt(s, Qs, Ks, ld, a.D);
-    at_mm_abt(dp, Gs, Vs, ldv, a.Dv);
+    at_mm_abt(s, Qs, Ks, a.D);
+    at_mm_abt(dp, Gs, Vs, a.Dv);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int64_t r = i0 + ty + 16 * i, row = bh * a.L + r;
@@ -366,14 +372,14 @@ __global__ void __launch_bounds__(256)
 at_bwd_q_tiled(AtArgs a, const float *g, const float *q, const float *k, const float *v,
                const float *out, const float *lse, float *di, float *dq) {
     extern __shared__ float sm[];
-    const int D = a.D, Dv = a.Dv, ld = D + 1, ldv = Dv + 1;
+    const int D = a.D, Dv = a.Dv, ld = at_ld(D), ldv = at_ld(Dv);
     float *Qs = sm, *Gs = Qs + AT_T * ld, *Ks = Gs + AT_T * ldv, *Vs = Ks + AT_T * ld;
     float *Ss = Vs + AT_T * ldv;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, lane = threadIdx.x & 31;
     const int64_t nqb = (a.L + AT_T - 1) / AT_T, bh = blockIdx.x / nqb;
     const int64_t i0 = (blockIdx.x - bh * nqb) * AT_T;
-    at_tile_load(Qs, ld, q + bh * a.L * D, i0, a.L, D);
-    at_tile_load(Gs, ldv, g + bh * a.L * Dv, i0, a.L, Dv);
+    at_tile_load(Qs, q + bh * a.L * D, i0, a.L, D);
+    at_tile_load(Gs, g + bh * a.L * Dv, i0, a.L, Dv);
     /* Di: a warp per row, lanes over the columns in a fixed order */
     for (int r = threadIdx.x >> 5; r < AT_T; r += blockDim.x >> 5) {
         if (i0 + r >= a.L) break;
@@ -392,8 +398,8 @@ at_bwd_q_tiled(AtArgs a, const float *g, const float *q, const float *k, const f
     const int64_t jend = a.causal && rlast < a.S ? rlast : a.S;
     for (int64_t j0 = 0; j0 < jend; j0 += AT_T) {
         __syncthreads();      /* Di written; the last tile's readers are done */
-        at_tile_load(Ks, ld, k + bh * a.S * D, j0, a.S, D);
-        at_tile_load(Vs, ldv, v + bh * a.S * Dv, j0, a.S, Dv);
+        at_tile_load(Ks, k + bh * a.S * D, j0, a.S, D);
+        at_tile_load(Vs, v + bh * a.S * Dv, j0, a.S, Dv);
         __syncthreads();
         float pz[4][4], ds[4][4];
         at_bwd_scores(a, bh, i0, j0, Qs, Ks, Gs, Vs, lse, di, pz, ds);
@@ -402,7 +408,7 @@ at_bwd_q_tiled(AtArgs a, const float *g, const float *q, const float *k, const f
 #pragma unroll
             for (int j = 0; j < 4; j++) Ss[(ty + 16 * i) * AT_TP + tx + 16 * j] = ds[i][j];
         __syncthreads();
-        at_mm_acc<NC>(acc, Ss, AT_TP, 1, Ks, ld, D);
+        at_mm_acc<NC>(acc, Ss, AT_TP, 1, Ks, D);
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -420,14 +426,14 @@ __global__ void __launch_bounds__(256)
 at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const float *v,
                 const float *lse, const float *di, float *dk, float *dv) {
     extern __shared__ float sm[];
-    const int D = a.D, Dv = a.Dv, ld = D + 1, ldv = Dv + 1;
+    const int D = a.D, Dv = a.Dv, ld = at_ld(D), ldv = at_ld(Dv);
     float *Ks = sm, *Vs = Ks + AT_T * ld, *Qs = Vs + AT_T * ldv, *Gs = Qs + AT_T * ld;
     float *Ps = Gs + AT_T * ldv, *Ss = Ps + AT_T * AT_TP;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     const int64_t nkb = (a.S + AT_T - 1) / AT_T, bh = blockIdx.x / nkb;
     const int64_t j0 = (blockIdx.x - bh * nkb) * AT_T;
-    at_tile_load(Ks, ld, k + bh * a.S * D, j0, a.S, D);
-    at_tile_load(Vs, ldv, v + bh * a.S * Dv, j0, a.S, Dv);
+    at_tile_load(Ks, k + bh * a.S * D, j0, a.S, D);
+    at_tile_load(Vs, v + bh * a.S * Dv, j0, a.S, Dv);
     float ak[4][NC], av[4][NC];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -436,8 +442,8 @@ at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const 
     /* causal: query rows before j0 see none of these keys */
     for (int64_t i0 = a.causal ? j0 / AT_T * AT_T : 0; i0 < a.L; i0 += AT_T) {
         __syncthreads();
-        at_tile_load(Qs, ld, q + bh * a.L * D, i0, a.L, D);
-        at_tile_load(Gs, ldv, g + bh * a.L * Dv, i0, a.L, Dv);
+        at_tile_load(Qs, q + bh * a.L * D, i0, a.L, D);
+        at_tile_load(Gs, g + bh * a.L * Dv, i0, a.L, Dv);
         __syncthreads();
         float pz[4][4], ds[4][4];
         at_bwd_scores(a, bh, i0, j0, Qs, Ks, Gs, Vs, lse, di, pz, ds);
@@ -450,8 +456,8 @@ at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const 
             }
         __syncthreads();
         /* key rows are the tiles' columns: read P and dS transposed */
-        at_mm_acc<NC>(av, Ps, 1, AT_TP, Gs, ldv, Dv);
-        at_mm_acc<NC>(ak, Ss, 1, AT_TP, Qs, ld, D);
+        at_mm_acc<NC>(av, Ps, 1, AT_TP, Gs, Dv);
+        at_mm_acc<NC>(ak, Ss, 1, AT_TP, Qs, D);
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -467,8 +473,19 @@ at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const 
     }
 }
 
-/* the tiled kernels take float32 with both head dims <= 128; NC = columns per thread */
-static int at_tiled_nc(const AtArgs &a) {
+/* bytes of shared memory for nd tiles of D columns, ndv of Dv and np score tiles */
+static size_t at_smem(const AtArgs &a, int nd, int ndv, int np) {
+    return sizeof(float) * AT_T * (nd * at_ld(a.D) + ndv * at_ld(a.Dv) + np * AT_TP);
+}
+
+/* output columns per thread of the tiled kernels, or 0 where they do not apply: they
+   take both head dims <= 128 and `smem` bytes within the device's shared memory */
+static int at_tiled_nc(const AtArgs &a, size_t smem) {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess || smem > (size_t)optin)
+        return 0;
     const int m = a.D > a.Dv ? a.D : a.Dv;
     return m <= 16 ? 1 : m <= 32 ? 2 : m <= 64 ? 4 : m <= 128 ? 8 : 0;
 }
@@ -528,13 +545,13 @@ static void at_fwd_run(const AtArgs &a, int npl, const T *q, const T *k, const T
 /* float32 with a query tile's worth of rows: the tiled kernel */
 static void at_fwd_run(const AtArgs &a, int npl, const float *q, const float *k, const float *v,
                        float *out, float *lse, cudaStream_t s) {
-    const int nc = at_tiled_nc(a);
-    if (!nc || a.L < AT_T / 2) {
+    const size_t smem = at_smem(a, 2, 1, 1);
+    const int nc = a.L < AT_T / 2 ? 0 : at_tiled_nc(a, smem);
+    if (!nc) {
         const unsigned g = at_grid(a.BH * a.L);
         AT_NPL_CASES(npl, float, at_fwd, g, 32 * AT_WARPS, 0, s>>>(a, q, k, v, out, lse))
         return;
     }
-    const size_t smem = sizeof(float) * AT_T * (2 * (a.D + 1) + (a.Dv + 1) + AT_TP);
     AT_TILED_LAUNCH(nc, at_fwd_tiled, a.BH * ((a.L + AT_T - 1) / AT_T), smem, s, a, q, k, v,
                     out, lse)
 }
@@ -567,16 +584,15 @@ static int at_bwd_run(const AtArgs &a, int npl, const T *g, const T *q, const T 
     T *di = NULL;
     int rc = emc_malloc((void **)&di, sizeof(T) * (size_t)(a.BH * a.L > 0 ? a.BH * a.L : 1), s);
     if (rc) return rc;
-    const int nc = sizeof(T) == sizeof(float) ? at_tiled_nc(a) : 0;
+    const size_t tq = at_smem(a, 2, 2, 1), tk = at_smem(a, 2, 2, 2);
+    const int nc = sizeof(T) == sizeof(float) ? at_tiled_nc(a, tk) : 0;
     if (nc) {
         const float *gf = (const float *)g, *qf = (const float *)q, *kf = (const float *)k,
                     *vf = (const float *)v;
-        const size_t tq = sizeof(float) * AT_T * (2 * (a.D + 1) + 2 * (a.Dv + 1) + AT_TP);
         if (a.BH * a.L)
             AT_TILED_LAUNCH(nc, at_bwd_q_tiled, a.BH * ((a.L + AT_T - 1) / AT_T), tq, s, a, gf,
                             qf, kf, vf, (const float *)out, (const float *)lse, (float *)di,
                             (float *)dq)
-        const size_t tk = sizeof(float) * AT_T * (2 * (a.D + 1) + 2 * (a.Dv + 1) + 2 * AT_TP);
         if (a.BH * a.S)
             AT_TILED_LAUNCH(nc, at_bwd_kv_tiled, a.BH * ((a.S + AT_T - 1) / AT_T), tk, s, a, gf,
                             qf, kf, vf, (const float *)lse, (const float *)di, (float *)dk,
