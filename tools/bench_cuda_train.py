@@ -8,7 +8,8 @@ cnn: three 3x3 convolutions with batch norm, ReLU and max pooling, a linear head
 SGD with momentum, batch 64 of 3x32x32.  The two libraries alternate in one
 process; each row is the median step time in ms after warm-up, synchronised.
 ``--profile`` then lists each library's GPU kernels by total time over five steps
-(torch.profiler's CUDA activity sees every kernel of the process, ember's too).
+(torch.profiler's CUDA activity sees every kernel of the process, ember's too) and
+ember's Python functions by own time (cProfile): where the host time goes.
 Needs a usable GPU and torch with CUDA for the torch column.
 """
 from __future__ import annotations
@@ -97,7 +98,25 @@ def main(argv=None):
         if args.profile:
             for name, lib in libs.items():
                 profile(libs["torch"], lib, steps[name], name)
+    if args.profile:
+        host_profile(steps["ember"])
     return 0
+
+
+def host_profile(step, steps=5):
+    """Print the Python functions of `steps` ember steps by own time."""
+    import cProfile
+    import pstats
+
+    ember.cuda.synchronize()
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(steps):
+        step()
+    ember.cuda.synchronize()
+    pr.disable()
+    print(f"\nember: host time over {steps} steps, by own time")
+    pstats.Stats(pr).sort_stats("tottime").print_stats(25)
 
 
 def profile(torch, lib, step, name, steps=5):
@@ -111,7 +130,8 @@ def profile(torch, lib, step, name, steps=5):
             step()
         lib.cuda.synchronize()
     print(f"\n{name}: GPU kernels over {steps} steps")
-    print(p.key_averages().table(sort_by="device_time_total", row_limit=15, max_name_column_width=60))
+    print(p.key_averages().table(sort_by="device_time_total", row_limit=15,
+                                 max_name_column_width=60))
 
 
 if __name__ == "__main__":

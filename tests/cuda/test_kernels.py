@@ -198,7 +198,8 @@ def test_cat_along_a_middle_dim(dev):
 # -- reductions ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("O,K,I", [(3, 1000, 1), (2, 100_000, 1), (4, 50, 7), (1, 1, 1),
-                                   (2, 5000, 3)])
+                                   (2, 5000, 3), (1, 4099, 300), (2, 20_000, 50),
+                                   (1, 2, 140_000)])
 @pytest.mark.parametrize("op", ["RD_SUM", "RD_MAX", "RD_MIN", "RD_ASUM", "RD_AMAX"])
 def test_reduce_rows_columns_and_long_rows(dev, op, O, K, I):
     x = _data("float32", (O, K, I))
