@@ -6,8 +6,8 @@
    exactly as the CPU does (bit-identical); few long columns (SC_FEW_COLS) and
    rows (I == 1) are cut into fixed tiles of SC_TILE elements and scanned in
    three passes (reduce, scan the tiles' totals, scan each tile after its
-   carry): the totals are scanned by the same three passes recursively, so every
-   pass runs on many blocks.  In a tile, thread t scans elements
+   carry): the totals are scanned by the same three passes recursively (by one
+   thread a row where rows have few tiles), so every pass runs on many blocks.  In a tile, thread t scans elements
    [t * SC_PER, (t + 1) * SC_PER) serially, the threads' totals are combined by
    a Kogge-Stone warp scan and the warps' totals in order; a tile's total (pass
    one) is a fixed tree over the tile.  Nothing depends on the grid size, so
@@ -26,6 +26,8 @@
 /* at most this many columns of at least SC_TILE elements take the tiled scan: one
    thread per column would leave most of the device idle */
 #define SC_FEW_COLS 4096
+/* rows of at most this many tiles have their totals scanned by one thread a row */
+#define SC_FEW_TILES 32
 
 template <typename A> struct ScanOp {
     int op;
@@ -204,7 +206,13 @@ static int scan_rows_run(const T *x, int64_t O, int64_t K, int64_t I, R *out, Sc
     if (rc) return rc;
     scan_totals<T, A><<<sc_grid(rows * nt), SC_BLOCK, 0, s>>>(x, O, K, I, tc, op);
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) rc = scan_rows_run<A, A, A>(tc, rows, nt, 1, tc, op, s, where);
+    /* a few tiles a row: one thread scans each row's totals (in place) */
+    if (e == cudaSuccess && nt <= SC_FEW_TILES) {
+        scan_cols<A, A><<<emc_blocks(rows), EMC_THREADS, 0, s>>>(tc, rows, nt, 1, tc, op);
+        e = cudaGetLastError();
+    } else if (e == cudaSuccess) {
+        rc = scan_rows_run<A, A, A>(tc, rows, nt, 1, tc, op, s, where);
+    }
     if (e == cudaSuccess && !rc) {
         scan_rows<T, A, R><<<sc_grid(rows * nt), SC_BLOCK, 0, s>>>(x, O, K, I, out, tc, op);
         e = cudaGetLastError();
