@@ -32,6 +32,15 @@ template <typename KT> __device__ __forceinline__ int rs_digit(KT k, int shift) 
     return (int)((k >> shift) & (KT)(RS_BINS - 1));
 }
 
+/* hist[d] += 1 for this lane's digit d (valid lanes; every lane of the warp calls
+   it): one shared atomic per distinct digit of the warp, since float keys crowd a
+   few top digits */
+__device__ __forceinline__ void warp_count(unsigned *hist, int d, bool valid) {
+    const int lane = threadIdx.x & 31;
+    const unsigned peers = __match_any_sync(0xffffffffu, valid ? d : RS_BINS + lane);
+    if (valid && lane == __ffs(peers) - 1) atomicAdd(hist + d, (unsigned)__popc(peers));
+}
+
 template <typename KT>
 __global__ void __launch_bounds__(RS_BLOCK)
 rs_hist(const KT *keys, int64_t n, int64_t tiles, int shift, int64_t *hist) {
@@ -43,7 +52,7 @@ rs_hist(const KT *keys, int64_t n, int64_t tiles, int shift, int64_t *hist) {
 #pragma unroll
         for (int j = 0; j < RS_ITEMS; j++) {
             const int64_t p = t0 + j * RS_BLOCK + threadIdx.x;
-            if (p < n) atomicAdd(cnt + rs_digit(keys[p], shift), 1u);
+            warp_count(cnt, p < n ? rs_digit(keys[p], shift) : 0, p < n);
         }
         __syncthreads();
         for (int d = threadIdx.x; d < RS_BINS; d += RS_BLOCK) hist[d * tiles + b] = cnt[d];
@@ -428,9 +437,15 @@ topk_select(const T *x, int64_t rows, int64_t n, int k, bool desc, T *vals, int6
         for (int shift = SortKey<T>::bits - 8; shift >= 0; shift -= 8) {
             if (t < RS_BINS) hist[t] = 0;
             __syncthreads();
-            for (int64_t i = t; i < n; i += TK_THREADS) {
-                const K key = key_of<T>(xr[i], desc);
-                if ((key & pmask) == prefix) atomicAdd(hist + (int)((key >> shift) & 255), 1u);
+            for (int64_t i0 = 0; i0 < n; i0 += TK_THREADS) {   /* whole warps each step */
+                const int64_t i = i0 + t;
+                K key = 0;
+                bool in = false;
+                if (i < n) {
+                    key = key_of<T>(xr[i], desc);
+                    in = (key & pmask) == prefix;
+                }
+                warp_count(hist, (int)((key >> shift) & 255), in);
             }
             __syncthreads();
             if (t == 0) {
