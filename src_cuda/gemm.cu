@@ -7,6 +7,8 @@
      accumulation, for any shape whose operand rows are 16-byte aligned;
      gemm_wmma (WMMA, element-wise loads) for the rest. */
 #include <mma.h>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include "common.cuh"
 #include "gemm_tc.cuh"
@@ -575,9 +577,246 @@ static int launch_tc(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alph
     return 1;
 }
 
-/* gemm_tc when its 16-byte copies are aligned and the part has the shared memory:
-   1 when it launched, 0 when it did not (the caller runs gemm_wmma), negative on a
-   runtime error */
+/* --- the Hopper kernel: wgmma (sm_90a) --------------------------------------------------
+   The same 128 x 256 block tile, as two warpgroups each issuing m64n256k16 wgmma
+   on operands read straight from shared memory through descriptors (128-byte
+   swizzle; transposed operands through wgmma's own transpose, so no ldmatrix and
+   no fragments in registers).  K-tiles of 64 elements stream in by cp.async
+   (zero-filled edges, as gemm_tc) through WG_STAGES buffers, two tiles ahead,
+   while one group of wgmma runs.  16-bit operands only (wgmma transposes only
+   those); opt-in with EMBER_CUDA_WGMMA=1 (see wgmma_usable). */
+#define WG_TILE_A (TC_BM * WG_BK * 2)
+#define WG_TILE_B (TC_BN * WG_BK * 2)
+#define WG_SMEM (WG_STAGES * (WG_TILE_A + WG_TILE_B) + 1024)
+
+__global__ void wgmma_probe(int *out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+           (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | 1ull << 62;   /* 128-byte swizzle */
+}
+__device__ __forceinline__ void wg_fence_acc(float (&d)[128]) {
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <typename T, bool TA, bool TB>
+__device__ __forceinline__ void wg_mma(float (&d)[128], uint64_t da, uint64_t db) {
+#define WG_OPS(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
+                  "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_ASM(TY)                                                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                 \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                 \
+    "%0, %1, %2, %3, %4, %5, %6, %7," \
+    "%8, %9, %10, %11, %12, %13, %14, %15," \
+    "%16, %17, %18, %19, %20, %21, %22, %23," \
+    "%24, %25, %26, %27, %28, %29, %30, %31," \
+    "%32, %33, %34, %35, %36, %37, %38, %39," \
+    "%40, %41, %42, %43, %44, %45, %46, %47," \
+    "%48, %49, %50, %51, %52, %53, %54, %55," \
+    "%56, %57, %58, %59, %60, %61, %62, %63," \
+    "%64, %65, %66, %67, %68, %69, %70, %71," \
+    "%72, %73, %74, %75, %76, %77, %78, %79," \
+    "%80, %81, %82, %83, %84, %85, %86, %87," \
+    "%88, %89, %90, %91, %92, %93, %94, %95," \
+    "%96, %97, %98, %99, %100, %101, %102, %103," \
+    "%104, %105, %106, %107, %108, %109, %110, %111," \
+    "%112, %113, %114, %115, %116, %117, %118, %119," \
+    "%120, %121, %122, %123, %124, %125, %126, %127" \
+                 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"                                     \
+                 : WG_OPS(0), WG_OPS(8), WG_OPS(16), WG_OPS(24), WG_OPS(32), WG_OPS(40),         \
+                   WG_OPS(48), WG_OPS(56), WG_OPS(64), WG_OPS(72), WG_OPS(80), WG_OPS(88),       \
+                   WG_OPS(96), WG_OPS(104), WG_OPS(112), WG_OPS(120)                             \
+                 : "l"(da), "l"(db), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 0 : 1))
+    if constexpr (std::is_same<T, __half>::value)
+        WG_ASM("f16");
+    else
+        WG_ASM("bf16");
+#undef WG_ASM
+#undef WG_OPS
+}
+#endif
+
+template <typename T, bool TA, bool TB>
+__global__ void __launch_bounds__(TC_THREADS, 1)
+    gemm_wgmma(int64_t M, int64_t N, int64_t K, float alpha, const T *A, int64_t lda, int64_t sA,
+               const T *B, int64_t ldb, int64_t sB, float beta, T *C, int64_t ldc, int64_t sC,
+               int64_t batch, bool cvec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int V = 8;   /* elements per 16-byte chunk */
+    extern __shared__ unsigned char wg_smem[];
+    /* the swizzle atoms need 1024-byte alignment (WG_SMEM has the slack) */
+    const uint32_t sraw = (uint32_t)__cvta_generic_to_shared(wg_smem);
+    const uint32_t sbase = (sraw + 1023u) & ~1023u;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    const int g = lane >> 2, t = lane & 3;
+
+    const int64_t tiles_m = (M + TC_BM - 1) / TC_BM, tiles_n = (N + TC_BN - 1) / TC_BN;
+    const int64_t pid = blockIdx.x, width = 8 * tiles_n, first = pid / width * 8;
+    const int64_t gsize = tiles_m - first < 8 ? tiles_m - first : 8;
+    const int64_t m0 = (first + pid % width % gsize) * TC_BM, n0 = pid % width / gsize * TC_BN;
+    const int KT = (int)((K + WG_BK - 1) / WG_BK);
+
+    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+        const T *Az = A + z * sA, *Bz = B + z * sB;
+        T *Cz = C + z * sC;
+        auto load = [&](int stage, int kt) {
+            const int64_t k0 = (int64_t)kt * WG_BK;
+            const uint32_t sa = sbase + stage * (WG_TILE_A + WG_TILE_B), sb = sa + WG_TILE_A;
+#pragma unroll
+            for (int i = 0; i < WG_TILE_A / 16 / TC_THREADS; i++) {
+                const int e = tid + i * TC_THREADS;
+                int64_t mm, kk;
+                int off;
+                if (TA) {   /* rows k, chunks of m */
+                    const int r = e / (TC_BM / V), c = e % (TC_BM / V);
+                    off = wg_mnmaj(r, c);
+                    kk = k0 + r;
+                    mm = m0 + c * V;
+                } else {    /* rows m, chunks of k */
+                    const int r = e / (WG_BK / V), c = e % (WG_BK / V);
+                    off = wg_kmaj(r, c);
+                    mm = m0 + r;
+                    kk = k0 + c * V;
+                }
+                const int64_t rest = TA ? M - mm : K - kk;
+                const bool in = TA ? kk < K : mm < M;
+                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * 2;
+                const T *src = bytes ? (TA ? Az + kk * lda + mm : Az + mm * lda + kk) : Az;
+                cp_async16(sa + off, src, bytes);
+            }
+#pragma unroll
+            for (int i = 0; i < WG_TILE_B / 16 / TC_THREADS; i++) {
+                const int e = tid + i * TC_THREADS;
+                int64_t nn, kk;
+                int off;
+                if (TB) {   /* rows n, chunks of k */
+                    const int r = e / (WG_BK / V), c = e % (WG_BK / V);
+                    off = wg_kmaj(r, c);
+                    nn = n0 + r;
+                    kk = k0 + c * V;
+                } else {    /* rows k, chunks of n */
+                    const int r = e / (TC_BN / V), c = e % (TC_BN / V);
+                    off = wg_mnmaj(r, c);
+                    kk = k0 + r;
+                    nn = n0 + c * V;
+                }
+                const int64_t rest = TB ? K - kk : N - nn;
+                const bool in = TB ? nn < N : kk < K;
+                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * 2;
+                const T *src = bytes ? (TB ? Bz + nn * ldb + kk : Bz + kk * ldb + nn) : Bz;
+                cp_async16(sb + off, src, bytes);
+            }
+        };
+
+        float d[128];
+#pragma unroll
+        for (int i = 0; i < 128; i++) d[i] = 0.0f;
+        /* two tiles in flight ahead of the one being multiplied, one stage drains */
+#pragma unroll
+        for (int st = 0; st < WG_STAGES - 2; st++) {
+            if (st < KT) load(st, st);
+            cp_async_commit();
+        }
+        for (int kt = 0; kt < KT; kt++) {
+            cp_async_wait<WG_STAGES - 3>();
+            /* cp.async wrote through the generic proxy; wgmma reads through the async one */
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncthreads();   /* tile kt landed everywhere; wgmma group kt-2 is done */
+            const int next = kt + WG_STAGES - 2;
+            if (next < KT) load(next % WG_STAGES, next);
+            cp_async_commit();
+
+            const uint32_t sa = sbase + (kt % WG_STAGES) * (WG_TILE_A + WG_TILE_B);
+            const uint32_t sb = sa + WG_TILE_A;
+            wg_fence_acc(d);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int s = 0; s < WG_BK / 16; s++) {
+                /* K-major: the k16 step is 32 bytes into each 128-byte line; MN-major:
+                   two 8-row k groups (2 x 1024 bytes) further */
+                const uint64_t da = TA ? wg_desc(sa + wg * WG_MN_LBO + s * 2048, WG_MN_LBO, 1024)
+                                       : wg_desc(sa + wg * 64 * 128 + s * 32, 16, 1024);
+                const uint64_t db = TB ? wg_desc(sb + s * 32, 16, 1024)
+                                       : wg_desc(sb + s * 2048, WG_MN_LBO, 1024);
+                wg_mma<T, TA, TB>(d, da, db);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            wg_fence_acc(d);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wg_fence_acc(d);
+        cp_async_wait<0>();
+
+        /* d[4i..4i+3]: rows 16 * (warp % 4) + g (+8), columns 8i + 2t (+1) */
+        const int64_t mrow = m0 + wg * 64 + (warp & 3) * 16 + g;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t m = mrow + 8 * h;
+            if (m >= M) continue;
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                const int64_t n = n0 + 8 * i + 2 * t;
+                if (n < N)
+                    tc_store2(Cz + m * ldc + n, d[4 * i + 2 * h], d[4 * i + 2 * h + 1], alpha, beta,
+                              n + 1 < N, cvec);
+            }
+        }
+        __syncthreads();   /* the next batch refills the stages */
+    }
+#endif
+}
+
+/* whether gemm_wgmma may run on the current device: asked for (EMBER_CUDA_WGMMA=1),
+   compute capability 9.0 with the sm_90a code loaded (wgmma_probe), the shared
+   memory there; the probe's answer is kept per device */
+static int wgmma_usable() {
+    const char *env = getenv("EMBER_CUDA_WGMMA");
+    if (!env || strcmp(env, "1") != 0) return 0;
+    static int known[64];   /* 0 unknown, 1 yes, -1 no */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (known[dev]) return known[dev] > 0;
+    int major = 0, minor = 0, optin = 0, ok = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (major == 9 && minor == 0 && optin >= WG_SMEM) {
+        int *flag = nullptr;
+        if (cudaMalloc(&flag, sizeof(int)) == cudaSuccess) {
+            wgmma_probe<<<1, 1>>>(flag);
+            if (cudaMemcpy(&ok, flag, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) ok = 0;
+            cudaFree(flag);
+        }
+    }
+    cudaGetLastError();   /* a failed probe only means no wgmma */
+    known[dev] = ok == 1 ? 1 : -1;
+    return ok == 1;
+}
+
+template <typename T, bool TA, bool TB>
+static int launch_wgmma(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
+                        int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
+                        T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec) {
+    EMC_CHECK(cudaFuncSetAttribute(gemm_wgmma<T, TA, TB>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM),
+              "emc_gemm");
+    const int64_t tiles = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
+    gemm_wgmma<T, TA, TB><<<dim3((unsigned)tiles, 1, gz), TC_THREADS, WG_SMEM, s>>>(
+        M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch, cvec);
+    return 1;
+}
+
+/* gemm_tc (gemm_wgmma where usable) when its 16-byte copies are aligned and the part
+   has the shared memory: 1 when it launched, 0 when it did not (the caller runs
+   gemm_wmma), negative on a runtime error */
 template <typename T>
 static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
                   int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta, T *C,
@@ -596,6 +835,21 @@ static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, 
     /* output pairs (n, n+1) with n even go as one store when C's rows keep them aligned */
     const bool cvec = ldc % 2 == 0 && (batch == 1 || sC % 2 == 0) &&
                       ((uintptr_t)C & (2 * sizeof(T) - 1)) == 0;
+    if constexpr (sizeof(T) == 2) {
+        if (wgmma_usable()) {
+            if (!ta && !tb)
+                return launch_wgmma<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+                                                     beta, C, ldc, sC, batch, gz, cvec);
+            if (ta && !tb)
+                return launch_wgmma<T, true, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+                                                    beta, C, ldc, sC, batch, gz, cvec);
+            if (!ta && tb)
+                return launch_wgmma<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+                                                    beta, C, ldc, sC, batch, gz, cvec);
+            return launch_wgmma<T, true, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta,
+                                               C, ldc, sC, batch, gz, cvec);
+        }
+    }
     if (!ta && !tb)
         return launch_tc<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
                                           sC, batch, gz, cvec);
@@ -609,6 +863,8 @@ static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, 
                                     batch, gz, cvec);
 }
 
+
+EMC_API int emc_gemm_wgmma(void) { return wgmma_usable(); }
 
 EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,

@@ -178,10 +178,64 @@ static void run(int E, bool TA, bool TB) {
     (void)BK;
 }
 
+// ---- gemm_wgmma: where the wgmma descriptors read each element (PTX ISA, "Shared
+// Memory Matrix Layout": canonical 128-byte-swizzle layouts, swizzle applied to the
+// byte address) against where the kernel's cp.async loop put it.  Tiles start on
+// 1024-byte boundaries, as in the kernel.
+static int sw128(int addr) { return addr ^ (((addr >> 7) & 7) << 4); }
+// K-major: element (row i, k j) at start + (i % 8) * 128 + (i / 8) * SBO + 2 j
+static int kmaj_addr(int start, int i, int j) { return sw128(start + (i % 8) * 128 + (i / 8) * 1024 + 2 * j); }
+// MN-major: element (mn i, k j) at start + 2 (i % 64) + (i / 64) * LBO + (j % 8) * 128 + (j / 8) * SBO
+static int mnmaj_addr(int start, int i, int j) {
+    return sw128(start + 2 * (i % 64) + (i / 64) * WG_MN_LBO + (j % 8) * 128 + (j / 8) * 1024);
+}
+
+static void run_wgmma(bool TA, bool TB) {
+    const int V = 8, TILE_A = TC_BM * WG_BK * 2, TILE_B = TC_BN * WG_BK * 2;
+    std::vector<uint16_t> sm((TILE_A + TILE_B) / 2, 0);
+    std::vector<int> seen((TILE_A + TILE_B) / 16, 0);
+    for (int e = 0; e < TILE_A / 16; e++) {
+        int off, m, k;
+        if (TA) { int r = e / (TC_BM / V), c = e % (TC_BM / V); off = wg_mnmaj(r, c); k = r; m = c * V; }
+        else { int r = e / (WG_BK / V), c = e % (WG_BK / V); off = wg_kmaj(r, c); m = r; k = c * V; }
+        CHECK(off % 16 == 0 && off >= 0 && off < TILE_A && !seen[off / 16]++, "wgmma A chunk %d\n", e);
+        for (int v = 0; v < V; v++) sm[off / 2 + v] = TA ? aval(m + v, k) : aval(m, k + v);
+    }
+    for (int e = 0; e < TILE_B / 16; e++) {
+        int off, n, k;
+        if (TB) { int r = e / (WG_BK / V), c = e % (WG_BK / V); off = wg_kmaj(r, c); n = r; k = c * V; }
+        else { int r = e / (TC_BN / V), c = e % (TC_BN / V); off = wg_mnmaj(r, c); k = r; n = c * V; }
+        CHECK(off % 16 == 0 && off >= 0 && off < TILE_B && !seen[TILE_A / 16 + off / 16]++,
+              "wgmma B chunk %d\n", e);
+        for (int v = 0; v < V; v++) sm[(TILE_A + off) / 2 + v] = TB ? bval(k + v, n) : bval(k, n + v);
+    }
+    const int sa = 0, sb = TILE_A;
+    for (int wg = 0; wg < 2; wg++)
+        for (int s = 0; s < WG_BK / 16; s++) {
+            // the kernel's descriptor start addresses
+            const int da = TA ? sa + wg * WG_MN_LBO + s * 2048 : sa + wg * 64 * 128 + s * 32;
+            const int db = TB ? sb + s * 32 : sb + s * 2048;
+            for (int i = 0; i < 64; i++)
+                for (int j = 0; j < 16; j++) {
+                    const int ad = TA ? mnmaj_addr(da, i, j) : kmaj_addr(da, i, j);
+                    CHECK(sm[ad / 2] == aval(wg * 64 + i, 16 * s + j),
+                          "wgmma TA%d TB%d A wg %d step %d (%d, %d)\n", TA, TB, wg, s, i, j);
+                }
+            for (int n = 0; n < TC_BN; n++)
+                for (int j = 0; j < 16; j++) {
+                    const int ad = TB ? kmaj_addr(db, n, j) : mnmaj_addr(db, n, j);
+                    CHECK(sm[ad / 2] == bval(16 * s + j, n),
+                          "wgmma TA%d TB%d B step %d (k %d, n %d)\n", TA, TB, s, j, n);
+                }
+        }
+}
+
 int main() {
     for (int E : {2, 4})
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) run(E, ta, tb);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) run_wgmma(ta, tb);
     if (failures) {
         std::printf("%d failures\n", failures);
         return 1;

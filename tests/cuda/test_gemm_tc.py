@@ -2,14 +2,19 @@
 transpose, fp16/bf16/tf32, alpha/beta and batches, against a float64 product of
 the rounded inputs.  Operand rows padded to 16 bytes (NaN in the padding) run the
 cp.async kernel with its zero-filled edges; tight rows of odd length take the
-fallback.  The layout replay (gemm_layout_sim.cpp) needs only a C++ compiler."""
+fallback.  On compute capability 9.0 the 16-bit cases run again with
+EMBER_CUDA_WGMMA=1 (the Hopper wgmma kernel) in a child process.  The layout
+replay (gemm_layout_sim.cpp) needs only a C++ compiler."""
 
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
+
+import ember
 
 from .harness import EM, bf16_bits, bf16_values
 
@@ -114,6 +119,34 @@ def test_gemm_tf32_rounds_and_highest_is_exact(dev):
                                    dev.put(b), N, 0, 0.0, out, N, 0, 1, tf32, None))
         err = np.abs(dev.get(out) - ref).max()
         assert lo <= err < hi, (tf32, err)
+
+
+@pytest.mark.cuda
+def test_gemm_wgmma_is_opt_in(dev, monkeypatch):
+    monkeypatch.delenv("EMBER_CUDA_WGMMA", raising=False)
+    assert dev.lib.emc_gemm_wgmma() == 0
+
+
+@pytest.mark.cuda
+def test_gemm_wgmma_is_active_when_asked(dev):
+    if os.environ.get("EMBER_CUDA_WGMMA") != "1":
+        pytest.skip("EMBER_CUDA_WGMMA=1 not set (test_gemm_wgmma_in_a_child_process sets it)")
+    if ember.cuda.get_device_capability() != (9, 0):
+        pytest.skip("gemm_wgmma needs compute capability 9.0")
+    assert dev.lib.emc_gemm_wgmma() == 1   # the library's sm_90a code is the one loaded
+
+
+@pytest.mark.cuda
+def test_gemm_wgmma_in_a_child_process():
+    # a child process, so that a fault in the kernel cannot poison this one's context
+    if ember.cuda.get_device_capability() != (9, 0):
+        pytest.skip("gemm_wgmma needs compute capability 9.0")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", os.path.abspath(__file__), "-p", "no:cacheprovider",
+         "-k", "(odd_shapes or many_tiles or wgmma_is_active) and not tf32"],
+        env=dict(os.environ, EMBER_CUDA_WGMMA="1"), cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
 
 
 def test_gemm_tc_shared_memory_layout_replay(tmp_path):
