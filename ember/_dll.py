@@ -277,6 +277,7 @@ CUDA_SYMBOLS = {
     "emc_layer_norm_fwd": ("i", "ipppqqdpppp"),
     "emc_layer_norm_bwd": ("i", "ipppppqqpppp"),
     "emc_gemm": ("i", "iiiqqqdpqqpqqdpqqqip"),
+    "emc_gemm_wgmma": ("i", ""),
     "emc_rand_float": ("i", "iipqQQddp"),
     "emc_rand_int": ("i", "ipqQQqQp"),
     "emc_rand_bernoulli": ("i", "ipqQQdp"),

@@ -239,6 +239,10 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,
                      int64_t sB, double beta, void *C, int64_t ldc, int64_t sC, int64_t batch,
                      int allow_tf32, void *stream);
+/* 1 when f16/bf16 GEMMs on the current device run on the Hopper wgmma kernel:
+   asked for with EMBER_CUDA_WGMMA=1, compute capability 9.0 and the library's
+   sm_90a code loaded; else 0 (the mma.sync kernel) */
+EMC_API int emc_gemm_wgmma(void);
 
 /* --- random numbers (philox.cu): the CPU's streams (ember_random.h) --------- */
 EMC_API int emc_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t seed,
