@@ -15,13 +15,23 @@ from cpython.weakref cimport PyWeakref_NewRef
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, realloc
 
-from ember._C.core cimport (EM_C64, EM_C128, EM_F16, EM_F64, TensorBase, is_contig,
+from ember._C.core cimport (EM_C64, EM_C128, EM_F16, EM_F64, DType, TensorBase, is_contig,
                             numel_of)
 
 
 cdef extern from "Python.h":
     # a pointer argument: an object argument could be a new temporary reference
     Py_ssize_t refcount "Py_REFCNT"(PyObject *o)
+
+
+cdef extern from *:
+    """
+    /* cls(...)'s allocation without its __init__: the type's own tp_new */
+    static PyObject *ember_tp_new(PyObject *cls, PyObject *args) {
+        return ((PyTypeObject *)cls)->tp_new((PyTypeObject *)cls, args, NULL);
+    }
+    """
+    object _tp_new "ember_tp_new"(object cls, object args)
 
 
 # bound once by ember.autograd._engine (see bind)
@@ -36,6 +46,38 @@ cdef list _anomaly = None          # [enabled, check_nan]
 cdef list _observer = None         # [fn or None]
 cdef list _nones = None            # _NONES
 cdef int64_t _seq = 0              # creation order of nodes
+
+
+cdef class NodeBase:
+    """The fields of a graph node, as C fields (``ember.autograd.graph.Node`` adds the
+    methods): its edges, the op's inputs and attrs, the saved output alias and
+    versions, hooks and metadata (``_extra``), its output count and creation order."""
+    cdef public object _next
+    cdef public object _inputs
+    cdef public object _attrs
+    cdef public object _out
+    cdef public object _vers
+    cdef public object _extra
+    cdef public Py_ssize_t _nout
+    cdef public int64_t _seq
+    cdef object __weakref__
+
+
+cdef class FreedBase:
+    """The shape and dtype of a tensor a node no longer holds (``_engine._Freed``)."""
+    cdef public object shape
+    cdef public object dtype
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self.dtype = t.dtype
+
+
+cdef inline FreedBase _freed(TensorBase t):
+    cdef FreedBase f = <FreedBase>_tp_new(_Freed, ())
+    f.shape = t.shape
+    f.dtype = t.dtype
+    return f
 
 
 def bind(eng):
@@ -61,16 +103,6 @@ def next_seq():
     return _seq
 
 
-cdef extern from *:
-    """
-    /* object.__new__(cls) without the call: the node classes define no __new__ */
-    static PyObject *ember_alloc_node(PyObject *cls) {
-        return ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
-    }
-    """
-    object _alloc "ember_alloc_node"(object cls)
-
-
 def accumulate_node(TensorBase t):
     """The AccumulateGrad node of leaf ``t`` (made once per graph; the leaf holds it
     weakly)."""
@@ -81,10 +113,13 @@ cdef object _acc_node(TensorBase t):
     global _seq
     cdef object r = t._ag_acc
     if r is not None:
-        n = r()
-        if n is not None:
-            return n
-    n = _alloc(_Acc)
+        a = r()
+        if a is not None:
+            return a
+    cdef NodeBase n = <NodeBase>_tp_new(_Acc, ())
+    n._next = ()
+    n._vers = ()
+    n._nout = 1
     _seq += 1
     n._seq = _seq
     n.variable = t
@@ -126,7 +161,7 @@ def record(name, inputs, output, attrs):
             if saves:
                 vers.append(None)
             nxt.append(None)
-    node = _alloc(cls)
+    cdef NodeBase node = <NodeBase?>_tp_new(cls, ())
     node._next = nxt
     node._inputs = inputs
     node._attrs = attrs
@@ -230,7 +265,7 @@ def release(node, fixed=None):
     _release(node, fixed)
 
 
-cdef int _release(object node, object fixed) except -1:
+cdef int _release(NodeBase node, object fixed) except -1:
     if node._vers is None:
         return 0
     ins = node._inputs
@@ -250,12 +285,12 @@ cdef int _release(object node, object fixed) except -1:
                 node._inputs = tuple([_FREED_SCALAR if isinstance(x, TensorBase) else x
                                       for x in ins])
         else:
-            node._inputs = tuple([(_Freed(x) if i in fixed else _FREED_SCALAR)
+            node._inputs = tuple([(_freed(x) if i in fixed else _FREED_SCALAR)
                                   if isinstance(x, TensorBase) else x
                                   for i, x in enumerate(ins)])
     else:
         nxt = node._next
-        node._inputs = tuple([(_Freed(x) if nxt[i] is not None else _FREED_SCALAR)
+        node._inputs = tuple([(_freed(x) if nxt[i] is not None else _FREED_SCALAR)
                               if isinstance(x, TensorBase) else x
                               for i, x in enumerate(ins)])
     node._out = None
@@ -281,7 +316,7 @@ cdef class _Heap:
             Py_DECREF(<object>self.a[i].node)
         free(self.a)
 
-    cdef int push(self, object node) except -1:
+    cdef int push(self, NodeBase node) except -1:
         cdef int64_t s = node._seq
         cdef Entry *na
         cdef Py_ssize_t i, p
@@ -327,7 +362,7 @@ cdef class _Heap:
         return node
 
 
-cdef inline int _add_into(dict buffers, object node, object nr, object g) except -1:
+cdef inline int _add_into(dict buffers, NodeBase node, object nr, object g) except -1:
     cdef list b
     if node._nout == 1:
         old = buffers.get(node)
@@ -351,6 +386,14 @@ cdef inline bint _misfit(object g, object x) except -1:
         return ((<TensorBase>g)._dtype != (<TensorBase>x)._dtype or
                 (<TensorBase>g)._ndim != (<TensorBase>x)._ndim or n == 0 or
                 numel_of((<TensorBase>g)._ndim, (<TensorBase>g)._shape) != n)
+    if (isinstance(g, TensorBase) and isinstance(x, FreedBase) and
+            isinstance((<FreedBase>x).dtype, DType)):
+        n = 1
+        for s in (<FreedBase>x).shape:
+            n *= <int64_t>s
+        return ((<TensorBase>g)._dtype != (<DType>(<FreedBase>x).dtype).code or
+                (<TensorBase>g)._ndim != len((<FreedBase>x).shape) or n == 0 or
+                numel_of((<TensorBase>g)._ndim, (<TensorBase>g)._shape) != n)
     n = x.numel()
     return g.dtype is not x.dtype or g.dim() != x.dim() or g.numel() != n or not n
 
@@ -363,8 +406,10 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
     cdef dict buffers = {}
     cdef _Heap heap = _Heap()
     cdef Py_ssize_t i, ne
-    for (n, nr), g in zip(roots, grads):
+    cdef NodeBase fn, n
+    for (r, nr), g in zip(roots, grads):
         if g is not None:
+            n = <NodeBase?>r
             if buffers.get(n) is None:
                 heap.push(n)
             _add_into(buffers, n, nr, g)
@@ -380,7 +425,7 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
     cdef bint any_grad, multi
     try:
         while heap.n:
-            fn = heap.pop()
+            fn = <NodeBase>heap.pop()
             buf = buffers.pop(fn)
             if type(fn) is Acc:
                 if fn._extra is None and not anomaly:
@@ -427,7 +472,7 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
                             if fixed is None:
                                 fixed = set()
                             fixed.add(i)
-                    n = (<tuple>e)[0]
+                    n = <NodeBase?>(<tuple>e)[0]
                     if n._nout == 1:
                         old = buffers.get(n)
                         if old is None:

@@ -56,15 +56,12 @@ def _version_error(t, saved_version, producer, consumer):
         f"ember.autograd.set_detect_anomaly(True).")
 
 
-class _Freed:
+class _Freed(_ce.FreedBase):
     """Stands in for a saved tensor after the graph was freed: it still answers the
-    metadata the engine needs (shape, dtype) and raises PyTorch's error for the rest."""
+    metadata the engine needs (``shape``, ``dtype``: C fields of ``FreedBase``) and
+    raises PyTorch's error for the rest."""
 
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, t):
-        self.shape = t.shape
-        self.dtype = t.dtype
+    __slots__ = ()
 
     def dim(self):
         return len(self.shape)
@@ -94,11 +91,11 @@ _FREED_SCALAR = object()     # a released tensor input (no metadata kept)
 _FREED_ONE = (_FREED_SCALAR,)
 
 
-class Node:
-    """A node of the backward graph (PyTorch's ``torch.autograd.graph.Node``)."""
+class Node(_ce.NodeBase):
+    """A node of the backward graph (PyTorch's ``torch.autograd.graph.Node``); its
+    fields are C fields of ``NodeBase`` (made with ``NodeBase.__new__(cls)``)."""
 
-    __slots__ = ("_next", "_inputs", "_attrs", "_out", "_vers", "_nout", "_extra", "_seq",
-                 "__weakref__")
+    __slots__ = ()
     _save_out = False
     _exact = False        # True: gradients always have the inputs' shape and dtype
     _saves = True         # False: the formula never reads saved input values
@@ -240,16 +237,8 @@ def _producer(t):
 class AccumulateGrad(Node):
     """Sink of a leaf tensor: adds the arriving gradient into ``variable.grad``.
 
-    Created once per leaf and graph (the leaf holds it weakly), so it is cheap to
-    make: the Node fields are class defaults, only ``variable`` is set."""
-
-    _next = ()
-    _inputs = None
-    _attrs = None
-    _out = None
-    _vers = ()
-    _nout = 1
-    _extra = None
+    Created once per leaf and graph (the leaf holds it weakly) by
+    ``accumulate_node``: no edges, nothing saved, one output, and ``variable``."""
 
     @property
     def next_functions(self):
@@ -344,7 +333,8 @@ _class_for = None      # set by _table (lazy formula loading)
 _NONES = [(None,) * k for k in range(16)]
 
 
-def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1, _new=object.__new__):
+def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1,
+             _new=_ce.NodeBase.__new__):
     """The one constructor of graph nodes: a ``cls`` node (a Node subclass) with its
     edges, the op's inputs and attrs, and the next creation sequence number.  The
     output alias (``_out``) and saved versions (``_vers``) start empty."""
