@@ -62,6 +62,52 @@ cdef class NodeBase:
     cdef public int64_t _seq
     cdef object __weakref__
 
+    # --- what formulas read ----------------------------------------------------
+    @property
+    def inputs(self):
+        """The op's inputs as passed (tensors or Python scalars); saved tensors are
+        checked against their version at forward."""
+        ins = self._inputs
+        vers = self._vers
+        if vers is None:                  # released: stand-ins raise on use
+            return ins
+        cdef Py_ssize_t i = 0
+        for x in ins:
+            v = vers[i]
+            if v is not None and _moved(x, v):
+                raise _eng._version_error(x, v, _eng._producer(x), self)
+            i += 1
+        return ins
+
+    def input(self, Py_ssize_t i):
+        """Input ``i`` (version-checked); cheaper than ``inputs`` when a formula
+        needs one of them."""
+        x = self._inputs[i]
+        vers = self._vers
+        if vers is None:
+            if type(x) is _Freed or x is _FREED_SCALAR:
+                raise RuntimeError(_eng.FREED_MSG)
+            return x
+        v = vers[i]
+        if v is not None and _moved(x, v):
+            raise _eng._version_error(x, v, _eng._producer(x), self)
+        return x
+
+    def needs(self, Py_ssize_t i):
+        """Whether input ``i`` needs a gradient."""
+        return self._next[i] is not None
+
+    @property
+    def attrs(self):
+        return self._attrs
+
+
+cdef inline bint _moved(object x, object v) except -1:
+    """The saved tensor ``x`` was written since it was saved at version ``v``."""
+    if isinstance(x, TensorBase):
+        return (<TensorBase>x)._storage.version != <int64_t>v
+    return x._version != v
+
 
 cdef class FreedBase:
     """The shape and dtype of a tensor a node no longer holds (``_engine._Freed``)."""

@@ -148,40 +148,7 @@ class Node(_ce.NodeBase):
             ex = self._extra = {}
         return ex
 
-    @property
-    def inputs(self):
-        """The op's inputs as passed (tensors or Python scalars); saved tensors are
-        checked against their version at forward."""
-        ins = self._inputs
-        vers = self._vers
-        if vers is None:                  # released: stand-ins raise on use
-            return ins
-        for i, x in enumerate(ins):
-            v = vers[i]
-            if v is not None and x._version != v:
-                raise _version_error(x, v, _producer(x), self)
-        return ins
-
-    def input(self, i):
-        """Input ``i`` (version-checked); cheaper than ``inputs`` when a formula
-        needs one of them."""
-        x = self._inputs[i]
-        vers = self._vers
-        if vers is None:
-            if type(x) is _Freed or x is _FREED_SCALAR:
-                raise RuntimeError(FREED_MSG)
-            return x
-        v = vers[i]
-        if v is not None and x._version != v:
-            raise _version_error(x, v, _producer(x), self)
-        return x
-
-    def needs(self, i):
-        return self._next[i] is not None
-
-    @property
-    def attrs(self):
-        return self._attrs
+    # inputs, input(i), needs(i) and attrs: NodeBase's (compiled), every formula reads them
 
     @property
     def output(self):
