@@ -161,3 +161,36 @@ def test_deep_chain_runs_in_creation_order():
         (acc + h.sum()).backward()
         res.append(x.grad)
     _close(*res)
+
+
+def test_fanout_buffers_summed_in_place_keep_values():
+    # gradients from many consumers are summed into one buffer, in place when the
+    # engine holds its only reference: pass-through gradients (add's backward hands
+    # the same tensor to both inputs), views and broadcasts must not be written through
+    res = []
+    for x in _pair([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]):
+        h = x.exp()
+        u = h + h                              # the same gradient object twice
+        v = u + x                              # ... and reaching x again
+        w = h.reshape(3, 2).t() * 2 + h.sum(0, keepdim=True).expand(2, 3)
+        parts = [u.sum(), v.pow(2).sum(), (w * h).sum(), h[0].sum() * 3, (h.t() @ h).sum()]
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        total.backward()
+        res.append(x.grad)
+    _close(*res)
+
+
+def test_retained_and_hooked_buffers_are_not_added_into():
+    seen = []
+    res = []
+    for x in _pair([1.0, -2.0, 0.5]):
+        y = x * 3
+        y.retain_grad()
+        y.register_hook(lambda g: seen.append(g))
+        z = y.sin() + y.cos() + y * y
+        z.sum().backward()
+        res.append((x.grad, y.grad, seen[-1]))
+    for e, t in zip(*res):
+        _close(e, t)

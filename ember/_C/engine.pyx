@@ -408,18 +408,46 @@ cdef class _Heap:
         return node
 
 
-cdef inline int _add_into(dict buffers, NodeBase node, object nr, object g) except -1:
+cdef inline object _sum(object old, object g, bint sole):
+    """``old + g`` for a gradient buffer; added into ``old`` (PyTorch's InputBuffer) when
+    ``sole`` (the buffer holds the only reference to it, and no graph is recorded) and
+    its memory is its own, dense, and of ``g``'s dtype and shape."""
+    cdef TensorBase o, t
+    cdef int d
+    if sole and isinstance(old, TensorBase) and isinstance(g, TensorBase):
+        o = <TensorBase>old
+        t = <TensorBase>g
+        if (o._dtype == t._dtype and o._ndim == t._ndim and o._mbits == 0 and
+                not o._requires_grad and o._grad_fn is None and is_contig(o) and
+                _owns_storage(o)):
+            for d in range(o._ndim):
+                if o._shape[d] != t._shape[d]:
+                    return old + g
+            o.add_(g)
+            return old
+    return old + g
+
+
+cdef inline int _add_into(dict buffers, NodeBase node, object nr, object g,
+                          bint create_graph) except -1:
     cdef list b
     if node._nout == 1:
         old = buffers.get(node)
-        buffers[node] = g if old is None else old + g
+        if old is None:
+            buffers[node] = g
+        else:        # refs to old: the dict's and this frame's
+            buffers[node] = _sum(old, g, not create_graph and
+                                 refcount(<PyObject *>old) == 2)
     else:
         b = buffers.get(node)
         if b is None:
             b = [None] * node._nout
             buffers[node] = b
         old = b[nr]
-        b[nr] = g if old is None else old + g
+        if old is None:
+            b[nr] = g
+        else:        # refs to old: the list's and this frame's
+            b[nr] = _sum(old, g, not create_graph and refcount(<PyObject *>old) == 2)
     return 0
 
 
@@ -458,7 +486,7 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
             n = <NodeBase?>r
             if buffers.get(n) is None:
                 heap.push(n)
-            _add_into(buffers, n, nr, g)
+            _add_into(buffers, n, nr, g, create_graph)
     prev = _eng.is_grad_enabled()
     set_grad = _eng._set_grad_enabled
     set_grad(create_graph)
@@ -524,13 +552,14 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
                         if old is None:
                             buffers[n] = g
                             heap.push(n)
-                        else:
-                            buffers[n] = old + g
+                        else:    # refs to old: the dict's and this frame's
+                            buffers[n] = _sum(old, g, not create_graph and
+                                              refcount(<PyObject *>old) == 2)
                             old = None
                     else:
                         if buffers.get(n) is None:
                             heap.push(n)
-                        _add_into(buffers, n, (<tuple>e)[1], g)
+                        _add_into(buffers, n, (<tuple>e)[1], g, create_graph)
                     g = None
                 res = None
             if not keep_graph:
