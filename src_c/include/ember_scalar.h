@@ -61,7 +61,9 @@ EM_HD_INLINE float em_remainderf(float a, float b) {
    and one FMA (without FMA, float's product in double; em_rem_d) gives it exactly;
    below zero it is one |b| short.  b = +-inf: |a|. */
 #define EM_FMOD_FASTF(a, b) (fabsf(a) < 8388608.0f * fabsf(b))
-#define EM_FMOD_FASTD(a, b) (fabs(a) < 4503599627370496.0 * fabs(b))
+/* without FMA, em_rem_d's Dekker product needs |b| clear of overflow and underflow */
+#define EM_FMOD_FASTD(a, b) ((fabs(a) < 4503599627370496.0 * fabs(b)) & \
+    (EM_FMA_OK | ((fabs(b) > 1e-270) & (fabs(b) < 1e270))))
 EM_HD_INLINE float em_fmod_vf(float a, float b) {
     float ax = fabsf(a), ab = fabsf(b);
     float q = truncf(ax / ab);
