@@ -298,9 +298,10 @@ static void bin_pow_f32(char **p, const int64_t *s, int64_t n, const void *aux) 
 BINFIX_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : em_pow_pos_d(a, b)),
             (b != 2.0) & ((!(a > 0.0)) | (!(a < INFINITY)) | (!(fabs(b) < INFINITY))), pow(a, b))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
-/* maximum/minimum propagate NaN; fmax/fmin ignore it */
-FOR_FLOATS(MK_BIN, max, (a != a || b != b) ? a + b : (a > b ? a : b))
-FOR_FLOATS(MK_BIN, min, (a != a || b != b) ? a + b : (a < b ? a : b))
+/* maximum/minimum propagate NaN (a NaN b fails the comparison, so b passes; a NaN a
+   is selected first): one max/min and one select; fmax/fmin ignore NaN */
+FOR_FLOATS(MK_BIN, max, a != a ? a : (a > b ? a : b))
+FOR_FLOATS(MK_BIN, min, a != a ? a : (a < b ? a : b))
 FOR_INTS(MK_BIN, max, a > b ? a : b)
 FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
