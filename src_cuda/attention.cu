@@ -199,7 +199,7 @@ at_bwd_kv(AtArgs a, const T *dout, const T *q, const T *k, const T *v, const T *
    output element still has one owner and a fixed summation order, so results
    do not depend on the launch. */
 #define AT_T 64
-#define AT_TP (AT_T + 1)
+#define AT_TP (AT_T + 4) /* score tiles: rows 16-byte aligned */
 
 /* the shared-memory row stride of a tile with n columns */
 __host__ __device__ __forceinline__ int at_ld(int n) { return (n + 7) / 8 * 8 + 4; }
@@ -237,22 +237,55 @@ __device__ __forceinline__ void at_mm_abt(float (&s)[4][4], const float *A, cons
     }
 }
 
-/* acc[i][k] += sum_c P(ty + 16 i, c) M[c][tx + 16 k]: P's element (r, c) at
-   P[r * pr + c * pc] (a tile or its transpose), M a tile of n columns */
-template <int NC>
-__device__ __forceinline__ void at_mm_acc(float (&acc)[4][NC], const float *P, int pr, int pc,
-                                          const float *M, int n) {
+/* the tile column of a thread's k-th output column: groups of four adjacent
+   columns (read as one 16-byte load) when each thread has four or more */
+template <int NC> __device__ __forceinline__ int at_col(int k) {
+    const int tx = threadIdx.x & 15;
+    return NC >= 4 ? (k >> 2) * 64 + 4 * tx + (k & 3) : tx + 16 * k;
+}
+
+/* acc[i][k] += sum_c P(ty + 16 i, c) M[c][at_col(k)] over a score tile P, stored
+   row-major (TP false) or transposed, and a tile M of n columns */
+template <int NC, bool TP>
+__device__ __forceinline__ void at_mm_acc(float (&acc)[4][NC], const float *P, const float *M,
+                                          int n) {
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, ldm = at_ld(n);
-    for (int c = 0; c < AT_T; c++) {
-        float p[4], m[NC];
+    const int n4 = (n + 3) & ~3;
+    for (int c = 0; c < AT_T; c += 4) {
+        float p[4][4], m[4][NC];
 #pragma unroll
-        for (int i = 0; i < 4; i++) p[i] = P[(ty + 16 * i) * pr + c * pc];
+        for (int i = 0; i < 4; i++) {
+            if (!TP) {
+                const float4 v = *(const float4 *)&P[(ty + 16 * i) * AT_TP + c];
+                p[i][0] = v.x; p[i][1] = v.y; p[i][2] = v.z; p[i][3] = v.w;
+            } else {
 #pragma unroll
-        for (int k = 0; k < NC; k++) m[k] = tx + 16 * k < n ? M[c * ldm + tx + 16 * k] : 0.f;
+                for (int u = 0; u < 4; u++) p[i][u] = P[(c + u) * AT_TP + ty + 16 * i];
+            }
+        }
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int u = 0; u < 4; u++) {
+            if (NC >= 4) {
 #pragma unroll
-            for (int k = 0; k < NC; k++) acc[i][k] += p[i] * m[k];
+                for (int g = 0; g < NC / 4; g++) {
+                    const int col = g * 64 + 4 * tx;
+                    const float4 v = col < n4 ? *(const float4 *)&M[(c + u) * ldm + col]
+                                              : make_float4(0.f, 0.f, 0.f, 0.f);
+                    m[u][4 * g] = v.x; m[u][4 * g + 1] = v.y;
+                    m[u][4 * g + 2] = v.z; m[u][4 * g + 3] = v.w;
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < NC; k++)
+                    m[u][k] = tx + 16 * k < n ? M[(c + u) * ldm + tx + 16 * k] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int k = 0; k < NC; k++) acc[i][k] += p[i][u] * m[u][k];
     }
 }
 
@@ -324,7 +357,7 @@ at_fwd_tiled(AtArgs a, const float *q, const float *k, const float *v, float *ou
             for (int c = 0; c < NC; c++) acc[i][c] *= corr;
         }
         __syncthreads();
-        at_mm_acc<NC>(acc, Ps, AT_TP, 1, Vs, Dv);
+        at_mm_acc<NC, false>(acc, Ps, Vs, Dv);
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -333,7 +366,7 @@ at_fwd_tiled(AtArgs a, const float *q, const float *k, const float *v, float *ou
         const int64_t row = bh * a.L + r;
 #pragma unroll
         for (int c = 0; c < NC; c++)
-            if (tx + 16 * c < Dv) out[row * Dv + tx + 16 * c] = acc[i][c] / l[i];
+            if (at_col<NC>(c) < Dv) out[row * Dv + at_col<NC>(c)] = acc[i][c] / l[i];
         if (tx == 0) lse[row] = m[i] + logf(l[i]);
     }
 }
@@ -408,7 +441,7 @@ at_bwd_q_tiled(AtArgs a, const float *g, const float *q, const float *k, const f
 #pragma unroll
             for (int j = 0; j < 4; j++) Ss[(ty + 16 * i) * AT_TP + tx + 16 * j] = ds[i][j];
         __syncthreads();
-        at_mm_acc<NC>(acc, Ss, AT_TP, 1, Ks, D);
+        at_mm_acc<NC, false>(acc, Ss, Ks, D);
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -416,7 +449,8 @@ at_bwd_q_tiled(AtArgs a, const float *g, const float *q, const float *k, const f
         if (r >= a.L) continue;
 #pragma unroll
         for (int c = 0; c < NC; c++)
-            if (tx + 16 * c < D) dq[(bh * a.L + r) * D + tx + 16 * c] = acc[i][c] * (float)a.scale;
+            if (at_col<NC>(c) < D)
+                dq[(bh * a.L + r) * D + at_col<NC>(c)] = acc[i][c] * (float)a.scale;
     }
 }
 
@@ -456,8 +490,8 @@ at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const 
             }
         __syncthreads();
         /* key rows are the tiles' columns: read P and dS transposed */
-        at_mm_acc<NC>(av, Ps, 1, AT_TP, Gs, Dv);
-        at_mm_acc<NC>(ak, Ss, 1, AT_TP, Qs, D);
+        at_mm_acc<NC, true>(av, Ps, Gs, Dv);
+        at_mm_acc<NC, true>(ak, Ss, Qs, D);
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -466,7 +500,7 @@ at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const 
         const int64_t row = bh * a.S + c;
 #pragma unroll
         for (int n = 0; n < NC; n++) {
-            const int d = tx + 16 * n;
+            const int d = at_col<NC>(n);
             if (d < D) dk[row * D + d] = ak[i][n] * (float)a.scale;
             if (d < Dv) dv[row * Dv + d] = av[i][n];
         }
