@@ -33,7 +33,7 @@
     X(MIN, min, "minimum", ARITH, NUM_B, OWN, _, _) \
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
-    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, (T)atan2(a, b), em_atan2_vd(a, b)) \
+    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, em_atan2_vf(a, b), em_atan2_vd(a, b)) \
     X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)em_hypot_vd(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
@@ -119,7 +119,9 @@
     X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, ALL, \
       (T)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5)), _) \
     X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, ALL, \
-      (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)), _)
+      (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)), _) \
+    /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
+    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
 
 #define EW_PREDICATE_OPS(X) \
     X(ISNAN, isnan, "isnan", x != x, 0, 0) \
