@@ -565,6 +565,17 @@ EM_HD_INLINE double em_exp_reduced_d(double xc, int64_t k) {
     return p * em_f64_from_bits((n1 + 1023) << 52) * em_f64_from_bits((n2 + 1023) << 52);
 }
 
+/* exp(x) for -708 <= x <= 709 (normal results; callers guarantee the range):
+   em_exp_reduced_d's polynomial with 2^n added to the exponent bits */
+EM_HD_INLINE double em_exp_normal_d(double x) {
+    double kd = x * 1.4426950408889634 + 6755399441055744.0;
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r = (x - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+    double p = EM_MAD(em_exp_taylor_d(r), r * r, r) + 1.0;
+    return em_f64_from_bits(em_f64_bits(p) + (int64_t)((uint64_t)n << 52));
+}
+
 EM_HD_INLINE double em_exp_d(double x) {
     double xc = x > 710.0 ? 710.0 : (x < -746.0 ? -746.0 : x);
     double r = em_exp_reduced_d(xc, 0);
@@ -1113,7 +1124,7 @@ EM_HD_INLINE double em_erf_s2_d(double x, double quo, double ih, double u1, doub
     double a2 = ac * ac, a2l = em_prod_err_d(ac, ac, a2);
     double m = (-0.5625 - a2l) + quo;
     double e = m - a2, el = em_twosum_err(m, -a2, e);
-    double ex = em_exp_d(e);
+    double ex = em_exp_normal_d(e);                  /* -37 < e < -1.5 */
     double big = 1.0 - EM_MAD(ex, el, ex) * ih;
     big = a >= 6.0 ? 1.0 : big;
     double r = copysign(a < 1.25 ? mid : big, x);
@@ -1806,7 +1817,7 @@ EM_HD_INLINE double em_erfinv_newton_d(double y, double x) {
     double a2 = xc * xc, a2l = em_prod_err_d(xc, xc, a2);
     double m = (-0.5625 - a2l) + quo;
     double e = m - a2, el = em_twosum_err(m, -a2, e);
-    double ex = em_exp_d(e);
+    double ex = em_exp_normal_d(e);                  /* -40 < e < -1.5 */
     double r3 = (1.0 - a) - EM_MAD(ex, el, ex) * ih;
     double res = x < 0.84375 ? r1 : r2;
     res = x < 1.25 ? res : r3;
