@@ -90,6 +90,8 @@ __host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
     }
     case EW_HARDSIGMOID: return (A)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5));
     case EW_HARDSWISH: return (A)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6));
+    case EW_NAN_TO_NUM:
+        return x != x ? (A)prm[0] : (x == (A)INFINITY ? (A)prm[1] : (x == -(A)INFINITY ? (A)prm[2] : x));
     default: return x;
     }
 }
@@ -552,7 +554,8 @@ EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_
     cudaStream_t s = emc_stream(stream);
     double prm[3] = {0, 0, 0};
     if (aux) {
-        int np = op == EW_CLAMP || op == EW_ELU ? 3 : op == EW_SOFTPLUS ? 2 : op == EW_LEAKY_RELU;
+        int np = op == EW_CLAMP || op == EW_ELU || op == EW_NAN_TO_NUM ? 3 : op == EW_SOFTPLUS ? 2
+                 : op == EW_LEAKY_RELU;
         for (int i = 0; i < np; i++) prm[i] = aux[i];
     }
     EMC_ALL_TYPES(dtype, {

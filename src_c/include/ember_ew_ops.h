@@ -119,7 +119,9 @@
     X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, ALL, \
       (T)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5)), _) \
     X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, ALL, \
-      (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)), _)
+      (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)), _) \
+    /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
+    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
 
 #define EW_PREDICATE_OPS(X) \
     X(ISNAN, isnan, "isnan", x != x, 0, 0) \

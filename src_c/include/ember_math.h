@@ -1364,6 +1364,17 @@ EM_HD_INLINE double em_acos_vd(double x) {
     return a > 1.0 ? NAN : r;
 }
 
+/* fdlibm's s_atan.c polynomial: atan(t) = t - t S(t^2) for |t| <= 7/16 */
+EM_HD_INLINE double em_atan_s_d(double z) {
+    double w = z * z;
+    double s1 = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, 1.62858201153657823623e-02,
+                4.97687799461593236017e-02), 6.66107313738753120669e-02), 9.09088713343650656196e-02),
+                1.42857142725034663711e-01), 3.33333333333329318027e-01);
+    double s2 = w * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, -3.65315727442169155270e-02,
+                -5.83357013379057348645e-02), -7.69187620504482999495e-02), -1.11111104054623557880e-01),
+                -1.99999999998764832476e-01);
+    return s1 + s2;
+}
 /* atan: fdlibm's s_atan.c reduction to |t| <= 7/16 about atan(1/2), atan(1),
    atan(3/2) or atan(inf), t = num / den with num exact (Sterbenz) and one
    division, and its degree-22 odd polynomial.  em_atan_red_d takes the selected
@@ -1373,17 +1384,11 @@ EM_HD_INLINE double em_acos_vd(double x) {
    t = num / den is the caller's. */
 EM_HD_INLINE double em_atan_red_d(double num, double den, double t, double hi, double hl, double *lo) {
     t = t == t ? t : 0.0;                       /* atan2's 0/0 and inf/inf */
-    double z = t * t, w = z * z;
-    double s1 = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, 1.62858201153657823623e-02,
-                4.97687799461593236017e-02), 6.66107313738753120669e-02), 9.09088713343650656196e-02),
-                1.42857142725034663711e-01), 3.33333333333329318027e-01);
-    double s2 = w * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, -3.65315727442169155270e-02,
-                -5.83357013379057348645e-02), -7.69187620504482999495e-02), -1.11111104054623557880e-01),
-                -1.99999999998764832476e-01);
+    double z = t * t;
     /* (num - t den) / (den (1 + t^2)); 0 where den is 0 or infinite */
     double c = em_rem_d(num, t, den) / (den * (1.0 + z));
     c = c == c ? c : 0.0;
-    double u = t - ((t * (s1 + s2) - hl) - c);
+    double u = t - ((t * em_atan_s_d(z) - hl) - c);
     double r = hi + u;
     *lo = em_twosum_err(hi, u, r);
     return r;
@@ -1455,6 +1460,26 @@ EM_HD_INLINE double em_atan2_s2_d(double y, double x, double t, double num, doub
 EM_HD_INLINE double em_atan2_vd(double y, double x) {
     double num, den, rng, t = em_atan2_s1_d(y, x, &num, &den, &rng);
     return em_atan2_s2_d(y, x, t, num, den, rng);
+}
+/* atan2 of float32 operands in double, rounded once: t = min/max of |y|, |x|, or
+   (min - max)/(min + max) above tan(pi/8) (then atan(t) + pi/4), exact operands
+   and one division, so t carries double precision into fdlibm's polynomial; then
+   pi/2 - v, pi - v and y's sign as em_atan2_vd.  0/0 -> 0, inf/inf -> pi/4. */
+EM_HD_INLINE float em_atan2_vf(float yf, float xf) {
+    double x = xf, y = yf;
+    double ax = fabs(x), ay = fabs(y);
+    int swap = ay > ax;
+    double num = swap ? ax : ay, den = swap ? ay : ax;
+    int mid = num > 0.41421356237309503 * den;
+    int binf = num == INFINITY;
+    double t = (mid ? num - den : num) / (mid ? num + den : den);
+    t = t == t ? t : 0.0;
+    double v = t - t * em_atan_s_d(t * t);
+    v = mid | binf ? v + 7.85398163397448309616e-01 : v;
+    v = swap ? 1.57079632679489661923e+00 - v : v;
+    v = em_f32_bits(xf) < 0 ? 3.14159265358979323846e+00 - v : v;
+    double r = copysign(v, y);
+    return (float)((x != x) | (y != y) ? x + y : r);
 }
 /* hypot: scaled by a power of two when the squares would leave the exponent
    range, the sum of squares in two parts and one Newton correction of its root */
