@@ -33,6 +33,7 @@ EW = ["src_c/ew_generic.c", "src_c/ew_avx2.c", "src_c/ew_avx512.c", "src_c/compl
 GEMM = ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c", "src_c/gemm_avx512.c",
         "src_c/gemm_bf16.c"]
 COMMON = ["src_c/nd.c", "src_c/cpu.c"]
+SPECIAL_ISA = ["src_c/special_isa_avx2.c", "src_c/special_isa_avx512.c"]   # float64 erfinv
 MODULES = {
     "core": ["src_c/alloc.c", "src_c/copy.c"] + COMMON,
     "elementwise": EW + COMMON,
@@ -41,14 +42,14 @@ MODULES = {
                "src_c/loss.c", "src_c/philox.c"] + EW + GEMM + COMMON,
     "foreach": ["src_c/foreach.c", "src_c/reduce.c"] + COMMON,
     "index": ["src_c/index.c"] + COMMON,
-    "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + COMMON,
+    "random": ["src_c/philox.c", "src_c/samplers.c", "src_c/special.c"] + SPECIAL_ISA + COMMON,
     "creation": ["src_c/creation.c"] + COMMON,
     "cplx": COMMON,
     "fft": ["src_c/fft.c"] + COMMON,
     "matmul": GEMM + COMMON,
     "conv": ["src_c/conv.c", "src_c/conv_wino.c", "src_c/conv_isa_generic.c",
              "src_c/conv_isa_avx2.c", "src_c/conv_isa_avx512.c", "src_c/pool.c"] + GEMM + COMMON,
-    "special": ["src_c/special.c"] + COMMON,
+    "special": ["src_c/special.c"] + SPECIAL_ISA + COMMON,
     "chnorm": ["src_c/chnorm.c"] + COMMON,     # batch_norm, group_norm
     "lapack_batch": ["src_c/lapack_batch.c", "src_c/small_eigh.c"],
     "cgrun": COMMON,            # calls ember.compile's generated kernels

@@ -308,6 +308,27 @@ BIN_LOOP(bin_max_bool, em_bool, a | b)
 BIN_LOOP(bin_min_bool, em_bool, a & b)
 
 BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad_vd(b))
+BIN_LOOP(bin_atan2_f32, float, em_atan2_vf(a, b))
+/* float64 atan2: its two stages (ember_math.h) as passes over blocks of 512 when
+   both operands are contiguous */
+static void bin_atan2_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
+    (void)aux;
+    if (s[0] == 8 && s[1] == 8 && s[2] == 8) {
+        double *o = (double *)p[0];
+        const double *x = (const double *)p[1], *y = (const double *)p[2];
+        double t[512], num[512], den[512], rng[512];
+        for (int64_t b0 = 0; b0 < n; b0 += 512) {
+            int64_t m = n - b0 < 512 ? n - b0 : 512;
+            for (int64_t i = 0; i < m; i++) t[i] = em_atan2_s1_d(x[b0 + i], y[b0 + i], &num[i], &den[i], &rng[i]);
+            for (int64_t i = 0; i < m; i++) o[b0 + i] = em_atan2_s2_d(x[b0 + i], y[b0 + i], t[i], num[i], den[i], rng[i]);
+        }
+    } else {
+        char *o = p[0];
+        const char *x = p[1], *y = p[2];
+        for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2])
+            *(double *)o = em_atan2_vd(*(const double *)x, *(const double *)y);
+    }
+}
 BINA_LOOP(bin_adda_f32, float)
 BINA_LOOP(bin_adda_f64, double)
 
@@ -325,10 +346,33 @@ UNFIX_LOOP(un_cos_f64, double, em_cos_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x =
 UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_tanf_any(x))
 UNFIX_LOOP(un_tan_f64, double, em_tan_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), tan(x))
 UN_LOOP(un_gelu_f64, double, double, em_gelu_vd(x))
+UN_LOOP(un_erfc_f32, float, float, em_erfcf(x))
+/* float64 erfc: its three stages (ember_math.h) as passes over blocks of 512 */
+static void un_erfc_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
+    (void)aux;
+    if (s[0] == 8 && s[1] == 8) {
+        double *o = (double *)p[0];
+        const double *in = (const double *)p[1];
+        double y[512], yl[512], ih[512], il[512], e[512], ql[512], nd[512], v[512];
+        for (int64_t b0 = 0; b0 < n; b0 += 512) {
+            int64_t m = n - b0 < 512 ? n - b0 : 512;
+            const double *x = in + b0;
+            for (int64_t i = 0; i < m; i++) y[i] = em_erfc_s1_d(x[i], &yl[i], &ih[i], &il[i]);
+            for (int64_t i = 0; i < m; i++) e[i] = em_erfc_s2_d(x[i], y[i], yl[i], &ql[i], &nd[i], &v[i]);
+            for (int64_t i = 0; i < m; i++) o[b0 + i] = em_erfc_s3_d(x[i], e[i], ql[i], nd[i], v[i], ih[i], il[i]);
+        }
+    } else {
+        char *o = p[0];
+        const char *in = p[1];
+        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])
+            *(double *)o = em_erfc_vd(*(const double *)in);
+    }
+}
 /* exp2: float-only with the exponent added to the bits; x < -125 (subnormal
    results, -inf) takes em_exp2f */
 UNFIX_LOOP(un_exp2_f32, float, em_exp2_vf(x), x < -125.0f, em_exp2f(x))
-UN_LOOP(un_exp2_f64, double, double, em_exp2_vd(x))
+/* float64: the exponent added to the bits below abs(x) = 1020, em_exp2_vd per block beyond */
+UNFIX_LOOP(un_exp2_f64, double, em_exp2_fast_d(x), !(fabs(x) <= EM_EXP2_FAST_MAX), em_exp2_vd(x))
 FOR_INTS(MK_UN, bnot, (T)~x)
 UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 /* float32 lgamma vectorised in double (ember_math.h); x <= 0, inf and NaN take libm.

@@ -3419,51 +3419,22 @@ BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
         }                                                                              \
     }
 ERFINV_F32_LOOP(, erfinv_vec_f32)
-/* float64 erfinv the same way: em_erfinv_vd below EM_ERFINV_D_MAX, sp_erfinv for the
-   block's rest (the tail, +-1, NaN, |y| > 1) */
-#define ERFINV_F64_LOOP(ATTR, NAME)                                                    \
-    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
-        (void)aux;                                                                     \
-        if (s[0] == 8 && s[1] == 8) {                                                  \
-            double *o = (double *)p[0];                                                \
-            const double *a = (const double *)p[1];                                    \
-            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
-                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
-                int bad = 0;                                                           \
-                for (int64_t i = b0; i < b1; i++) {                                    \
-                    o[i] = em_erfinv_vd(a[i]);                                         \
-                    bad |= !(fabs(a[i]) <= EM_ERFINV_D_MAX);                           \
-                }                                                                      \
-                if (bad)                                                               \
-                    for (int64_t i = b0; i < b1; i++)                                  \
-                        if (!(fabs(a[i]) <= EM_ERFINV_D_MAX)) o[i] = sp_erfinv(a[i]);  \
-            }                                                                          \
-        } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                double y = *(const double *)a;                                         \
-                *(double *)o = fabs(y) <= EM_ERFINV_D_MAX ? em_erfinv_vd(y) : sp_erfinv(y); \
-            }                                                                          \
-        }                                                                              \
-    }
-ERFINV_F64_LOOP(, erfinv_vec_f64)
+/* float64 erfinv: the loop of erfinv_f64_impl.h, here for the generic table; the
+   AVX2 and AVX-512 copies live in special_isa_*.c, compiled with FMA */
+#include "erfinv_f64_impl.h"
+static ERFINV_F64_LOOP(, erfinv_vec_f64)
 #if defined(__x86_64__) || defined(__i386__)
 #define SP_HAVE_ISA 1
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 /* FMA contraction (off under -std=c11) makes the double polynomials 1.6x faster */
 ERFINV_F32_LOOP(__attribute__((optimize("fp-contract=fast"))), erfinv_vec_f32_avx2)
-/* without contraction: em_erfinv_vd's exact products (Dekker's, EM_FMA_OK being 0
-   in this file) must round as written; AVX2 and AVX-512 then agree bit for bit */
-ERFINV_F64_LOOP(, erfinv_vec_f64_avx2)
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 /* and 512-bit vectors: this double-precision loop runs about 1.5x faster with them */
 ERFINV_F32_LOOP(__attribute__((target("prefer-vector-width=512"), optimize("fp-contract=fast"))),
                 erfinv_vec_f32_avx512)
-ERFINV_F64_LOOP(__attribute__((target("prefer-vector-width=512"))), erfinv_vec_f64_avx512)
 #pragma GCC pop_options
 #else
 #define SP_HAVE_ISA 0
@@ -3477,11 +3448,13 @@ static em_loop erfinv_f32_loop(void) {
 #endif
     return erfinv_vec_f32;
 }
+void em_erfinv_f64_avx2(char **p, const int64_t *s, int64_t n, const void *aux);
+void em_erfinv_f64_avx512(char **p, const int64_t *s, int64_t n, const void *aux);
 static em_loop erfinv_f64_loop(void) {
 #if SP_HAVE_ISA
     int isa = ember_cpu_isa();
-    if (isa >= 2) return erfinv_vec_f64_avx512;
-    if (isa == 1) return erfinv_vec_f64_avx2;
+    if (isa >= 2) return em_erfinv_f64_avx512;
+    if (isa == 1) return em_erfinv_f64_avx2;
 #endif
     return erfinv_vec_f64;
 }

@@ -80,11 +80,14 @@ def _erfinv_ref(y):
     return erfinv_ref(y, ember.erfinv(ember.from_numpy(y.astype(np.float64))).numpy())
 
 
-def _inputs(rng, n, lo, hi, pos=False):
+def _inputs(rng, n, lo, hi, pos=False, near_one=False):
     k = n // 3
     mag = np.exp(rng.uniform(-690, np.log(max(abs(lo), abs(hi))), k))
     x = np.concatenate([rng.uniform(lo, hi, k), rng.uniform(max(lo, -3), min(hi, 3), k),
                         mag, -mag])
+    if near_one:    # 1 - y log-uniform down to 2^-53 (erfinv's tail), both signs
+        t = 1 - np.exp(-rng.uniform(0, 36.7, k))
+        x = np.concatenate([x, t, -t])
     x = x[(x >= lo) & (x <= hi)]
     return np.abs(x) if pos else x
 
@@ -94,7 +97,7 @@ UNARY = {   # name: (lo, hi, reference)
     "sinh": (-710.4, 710.4, np.sinh), "cosh": (-710.4, 710.4, np.cosh),
     "erf": (-7, 7, erf_ld), "erfc": (-7, 27.2, erfc_ld), "log10": (5e-324, 1.7e308, np.log10),
     "exp2": (-1074, 1023.9, np.exp2), "asin": (-1, 1, np.arcsin), "acos": (-1, 1, np.arccos),
-    "atan": (-1e300, 1e300, np.arctan), "erfinv": (-0.9999999, 0.9999999, _erfinv_ref),
+    "atan": (-1e300, 1e300, np.arctan), "erfinv": (-1 + 2.0 ** -53, 1 - 2.0 ** -53, _erfinv_ref),
     "sin": (-1.6e6, 1.6e6, np.sin), "cos": (-1.6e6, 1.6e6, np.cos), "tan": (-1.6e6, 1.6e6, np.tan),
 }
 SLOW = ("erf", "erfc", "erfinv")     # summed references: a tenth of the inputs
@@ -137,7 +140,8 @@ def main() -> None:
         if only and name not in only:
             continue
         t0 = time.time()
-        x = _inputs(rng, args.n // 10 if name in SLOW else args.n, lo, hi, pos=lo > 0)
+        x = _inputs(rng, args.n // 10 if name in SLOW else args.n, lo, hi, pos=lo > 0,
+                    near_one=name == "erfinv")
         fn = getattr(ember.special, name) if name == "erfinv" else getattr(ember, name)
         got = fn(ember.from_numpy(x)).numpy()
         with np.errstate(all="ignore"):

@@ -33,7 +33,7 @@
     X(MIN, min, "minimum", ARITH, NUM_B, OWN, _, _) \
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
-    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, em_atan2_vf(a, b), em_atan2_vd(a, b)) \
+    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, OWN, _, _) \
     X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)em_hypot_vd(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
@@ -99,7 +99,7 @@
     X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_silu_vf(x), x * ew_sigmoidd(x)) \
     X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish_vd(x)) \
     X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), em_erf_vd(x)) \
-    X(ERFC, erfc, "erfc", FLOAT, FLOATS, F2, em_erfcf(x), em_erfc_vd(x)) \
+    X(ERFC, erfc, "erfc", FLOAT, FLOATS, OWN, _, _) \
     /* rounding: bound by hand (decimals=, the identity on integers) */ \
     X(FLOOR, floor, "", ARITH, FLOATS, ALL, (T)floor(x), _) \
     X(CEIL, ceil, "", ARITH, FLOATS, ALL, (T)ceil(x), _) \

@@ -1,0 +1,42 @@
+/* The float64 erfinv loop, compiled once per ISA: special.c (generic) and
+   special_isa_avx2.c / special_isa_avx512.c, where ember_math.h uses FMA.  Blocks
+   of 512 run em_erfinv_vd (every |y| < 1) as two passes, the first guess and the
+   Newton step; the block's other inputs (+-1, |y| > 1, NaN) are set after it, the
+   per-block check an OR-reduction that vectorises too. */
+#ifndef EMBER_ERFINV_F64_IMPL_H
+#define EMBER_ERFINV_F64_IMPL_H
+
+static inline double em_erfinv_edge_d(double y) {
+    return fabs(y) == 1.0 ? copysign((double)INFINITY, y) : (double)NAN;
+}
+
+#define ERFINV_F64_LOOP(ATTR, NAME)                                                    \
+    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
+        (void)aux;                                                                     \
+        if (s[0] == 8 && s[1] == 8) {                                                  \
+            double *o = (double *)p[0];                                                \
+            const double *a = (const double *)p[1];                                    \
+            double g[512];                                                             \
+            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
+                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
+                int bad = 0;                                                           \
+                for (int64_t i = b0; i < b1; i++) g[i - b0] = em_erfinv_guess_d(a[i]); \
+                for (int64_t i = b0; i < b1; i++) {                                    \
+                    o[i] = em_erfinv_newton_d(a[i], g[i - b0]);                        \
+                    bad |= !(fabs(a[i]) < 1.0);                                        \
+                }                                                                      \
+                if (bad)                                                               \
+                    for (int64_t i = b0; i < b1; i++)                                  \
+                        if (!(fabs(a[i]) < 1.0)) o[i] = em_erfinv_edge_d(a[i]);        \
+            }                                                                          \
+        } else {                                                                       \
+            char *o = p[0];                                                            \
+            const char *a = p[1];                                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
+                double y = *(const double *)a;                                         \
+                *(double *)o = fabs(y) < 1.0 ? em_erfinv_vd(y) : em_erfinv_edge_d(y);  \
+            }                                                                          \
+        }                                                                              \
+    }
+
+#endif

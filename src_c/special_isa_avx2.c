@@ -1,0 +1,13 @@
+/* The float64 erfinv loop compiled for AVX2+FMA, with FMA
+   in ember_math.h; special.c picks it at run time. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#pragma GCC target("avx2,fma")
+#define EM_FMA_OK 1
+#include "ember_math.h"
+#include "erfinv_f64_impl.h"
+
+ERFINV_F64_LOOP(, em_erfinv_f64_avx2)
+#endif
