@@ -454,18 +454,28 @@ def _lgamma(ctx, g):
     return (E.mul(g, special.digamma(ctx.input(0))),)
 
 
+# torch's 1/6 is a float32 constant for every dtype
+_SIXTH = 0.16666667163372040
+
+
 @_unary("hardsigmoid")
 def _hardsigmoid(ctx, g):
     x = ctx.input(0)
     inside = E.logical_and(E.gt(x, -3.0), E.lt(x, 3.0))
-    return (E.where(inside, E.div(g, 6.0), 0.0),)
+    return (E.where(inside, E.mul(g, _SIXTH), 0.0),)
+
+
+@_unary("logsigmoid")
+def _logsigmoid(ctx, g):
+    return (E.mul(g, E.sigmoid(E.neg(ctx.input(0)))),)
 
 
 @_unary("hardswish")
 def _hardswish(ctx, g):
     x = ctx.input(0)
     mid = E.mul(g, E.add(E.div(x, 3.0), 0.5))
-    return (E.where(E.lt(x, -3.0), 0.0, E.where(E.le(x, 3.0), mid, g)),)
+    # torch's breakpoints: 0 from x <= -3, the incoming gradient from x >= 3
+    return (E.where(E.le(x, -3.0), 0.0, E.where(E.lt(x, 3.0), mid, g)),)
 
 
 def _gelu_tanh_grad(x):

@@ -252,12 +252,8 @@ EM_HD_INLINE float em_erfcf(float x) {
     return em_erfc2f(x, &ex);
 }
 
-/* gelu and its derivative for x < -5.5 (results below 1e-7 in size): rare in
+/* gelu's derivative for x < -5.5 (results below 1e-7 in size): rare in
    activations, so the block fix-up runs them in double through libm */
-EM_HD_INLINE float em_gelu_slowf(float x) {
-    double xd = x;
-    return (float)(0.5 * xd * erfc(-0.70710678118654752440 * xd));
-}
 EM_HD_INLINE float em_gelu_grad_slowf(float x) {
     double xd = x;
     return (float)(0.5 * erfc(-0.70710678118654752440 * xd)
@@ -684,35 +680,38 @@ EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
     return EM_MADF(q, r2 * r2, r2);
 }
 
-/* Exact gelu, x >= EM_GELU_FAST_MIN (the loops send x below it to em_gelu_slowf),
-   in one branch-free form: with u = abs(x), x Phi(-u) = u exp(-u^2/2) S(u) and
-   S(u) = erfcx(u/sqrt 2)/2, gelu(x) = x - that for x > 0 and minus it otherwise
-   (no cancellation: the result is at least x/2 for x > 0).  u S(u)/2 = t G(t) with
-   t = u/(u + 4) (u clamped to 5.5, where the term drops below half an ulp of x),
-   G a degree-8 polynomial with G(0) = 1 and float coefficients fitted by least
-   squares (mpmath, relative error 2^-30); t G(t) hardly moves with t's rounding
-   at large u.
-   The Gaussian is em_gauss_expm1_vf's, its 2^n a float factor (NaN passes). */
+/* Exact gelu over all x, in one branch-free form: with u = abs(x),
+   x Phi(-u) = u exp(-u^2/2) S(u) and S(u) = erfcx(u/sqrt 2)/2, gelu(x) = x - that
+   for x > 0 and minus it otherwise (no cancellation: the result is at least x/2 for
+   x > 0).  u S(u)/2 = t G(t) with t = u/(u + 4) (u clamped to 14.5, past which the
+   result rounds to zero for x < 0 and the term is far below half an ulp of x > 0),
+   G a degree-9 polynomial in t - 0.45 with float coefficients fitted by weighted
+   least squares (mpmath; relative error of its float evaluation 2^-23.2); t G(t)
+   hardly moves with t's rounding at large u.  The Gaussian is em_gauss_expm1_vf's,
+   its 2^n applied as 2^(n+64) 2^-64 so the far tail (down to 2^-152) rounds once
+   into the subnormals.  NaN passes; -inf gives NaN (inf * 0, as torch). */
 #define EM_GELU_A 0.4939231872558594f
 EM_HD_INLINE float em_gelu_vf(float x) {
     float u = fabsf(x);
     int32_t ub = em_f32_bits(u);
-    float uc = em_f32_from_bits(ub < 0x40b00000 ? ub : 0x40b00000);   /* min(u, 5.5) */
-    float t = uc / (uc + 4.0f);
-    float v = 0.07571155577898026f;
-    v = EM_MADF(v, t, -0.17282822728157043f);
-    v = EM_MADF(v, t, -0.030995501205325127f);
-    v = EM_MADF(v, t, 0.3501147925853729f);
-    v = EM_MADF(v, t, 0.14897184073925018f);
-    v = EM_MADF(v, t, -1.5962681770324707f);
-    v = EM_MADF(v, t, 2.616928815841675f);
-    v = EM_MADF(v, t, -2.1915383338928223f);
-    v = EM_MADF(v, t, 1.0f);
+    float uc = em_f32_from_bits(ub < 0x41680000 ? ub : 0x41680000);   /* min(u, 14.5) */
+    float t = uc / (uc + 4.0f), s = t - 0.44999998807907104f;
+    float v = -0.03624691441655159f;
+    v = EM_MADF(v, s, 0.036761995404958725f);
+    v = EM_MADF(v, s, 0.08871672302484512f);
+    v = EM_MADF(v, s, -0.1452956199645996f);
+    v = EM_MADF(v, s, -0.08162190765142441f);
+    v = EM_MADF(v, s, 0.5086669921875f);
+    v = EM_MADF(v, s, -0.8454470634460449f);
+    v = EM_MADF(v, s, 0.8935761451721191f);
+    v = EM_MADF(v, s, -0.6911648511886597f);
+    v = EM_MADF(v, s, 0.41006940603256226f);
     v = v * t;
     int32_t nb;
     float s2 = em_gauss_expm1_vf(uc, uc * uc, &nb);
-    float ev = EM_MADF(v, s2, v + v) * em_f32_from_bits(nb + 0x3f800000);
-    float r = (!(x <= 0.0f) ? x : 0.0f) - ev;       /* NaN passes */
+    float ev = (EM_MADF(v, s2, v + v) * em_f32_from_bits(nb + 0x5f800000)) * 5.421010862427522e-20f;
+    float r = !(x <= 0.0f) ? x - ev : -ev;          /* -ev: -0 in the far tail, as torch */
+    r = x == -INFINITY ? NAN : r;
     return u < 9.3132257e-10f ? 0.5f * x : r;       /* below 2^-30 x/2 (zeros keep their sign) */
 }
 
@@ -748,11 +747,10 @@ EM_HD_INLINE float em_gelu_grad_vf(float x) {
     return u < EM_GELU_A ? small : big;
 }
 
-/* exact gelu and its derivative over all x: the vector forms, and libm in double
-   below EM_GELU_FAST_MIN (the CPU loops fix those elements up per block) */
-EM_HD_INLINE float em_geluf(float x) {
-    return x < EM_GELU_FAST_MIN ? em_gelu_slowf(x) : em_gelu_vf(x);
-}
+/* exact gelu and its derivative over all x: the vector forms, and for the
+   derivative libm in double below EM_GELU_FAST_MIN (the CPU loops fix those
+   elements up per block) */
+EM_HD_INLINE float em_geluf(float x) { return em_gelu_vf(x); }
 EM_HD_INLINE float em_gelu_gradf(float x) {
     return x < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_vf(x);
 }
@@ -1593,6 +1591,19 @@ EM_HD_INLINE float em_softplus1_vf(float t) {
     float a = fabsf(t);
     float e = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a) * 2.3283064365386963e-10f;
     return (!(t <= 0.0f) ? t : 0.0f) + em_log1p_unitf(e);   /* NaN passes */
+}
+
+/* log sigmoid(x) = min(x, 0) - log1p(exp(-|x|)), torch's formula (no cancellation:
+   both terms are <= 0), the exponential's tail rounded once as in softplus */
+EM_HD_INLINE float em_logsigmoid_vf(float x) {
+    float a = fabsf(x);
+    float e = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a) * 2.3283064365386963e-10f;
+    float r = (x < 0.0f ? x : 0.0f) - em_log1p_unitf(e);
+    return x != x ? x : r;
+}
+EM_HD_INLINE double em_logsigmoid_vd(double x) {
+    double r = (x < 0.0 ? x : 0.0) - em_log1p_d(em_exp_d(-fabs(x)));
+    return x != x ? x : r;
 }
 
 #endif

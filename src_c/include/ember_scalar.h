@@ -108,6 +108,28 @@ EM_HD_INLINE float em_mishf(float x) {
     return (x < -20.0f) & (x > -INFINITY) ? t : m;
 }
 EM_HD_INLINE double em_mish(double x) { return x * tanh(x > 20 ? x : log1p(exp(x))); }
+/* hardsigmoid and hardswish as torch: min(max(x + 3, 0), 6) / 6, times x first
+   for hardswish, in the element type (NaN passes; -inf gives NaN in hardswish) */
+EM_HD_INLINE float em_hardsigmoidf(float x) {
+    float c = x + 3.0f;
+    c = c < 0.0f ? 0.0f : c;
+    return (c > 6.0f ? 6.0f : c) / 6.0f;
+}
+EM_HD_INLINE double em_hardsigmoid(double x) {
+    double c = x + 3.0;
+    c = c < 0.0 ? 0.0 : c;
+    return (c > 6.0 ? 6.0 : c) / 6.0;
+}
+EM_HD_INLINE float em_hardswishf(float x) {
+    float c = x + 3.0f;
+    c = c < 0.0f ? 0.0f : c;
+    return x * (c > 6.0f ? 6.0f : c) / 6.0f;
+}
+EM_HD_INLINE double em_hardswish(double x) {
+    double c = x + 3.0;
+    c = c < 0.0 ? 0.0 : c;
+    return x * (c > 6.0 ? 6.0 : c) / 6.0;
+}
 /* softplus(x) = log(1 + exp(beta x)) / beta, linear above the threshold */
 EM_HD_INLINE float em_softplusf(float x, float beta, float thr) {
     float t = x * beta;
