@@ -915,3 +915,37 @@ def test_activations_bit_identical_across_thread_counts(name):
     finally:
         ember.set_num_threads(old)
     assert outs[0] == outs[1]
+
+
+def test_digamma_float32_rounds_the_double_result_and_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    x = np.concatenate([_f32_grid(1e-3, 30, 200_001), np.exp(rng.uniform(-100, 88, 20_000)),
+                        rng.uniform(-20, 0, 5000), _around(1.4616321, 200),
+                        [0.0, -0.0, -1.0, -2.0, np.inf, -np.inf, np.nan, 1e-45, 10.0,
+                         9.999999, 3e38]]).astype(np.float32)
+    got = ember.special.digamma(ember.from_numpy(x)).numpy()
+    ref = ember.special.digamma(ember.from_numpy(x.astype(np.float64))).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    fin = np.isfinite(ref) & (np.abs(ref) < 3e38)
+    with np.errstate(over="ignore"):    # digamma(1e-45) = -7e44 overflows float32
+        np.testing.assert_array_equal(got[~fin & ~np.isnan(ref)],
+                                      ref[~fin & ~np.isnan(ref)].astype(np.float32))
+    # one float rounding of a double result whose own error is a few 1e-16 of the
+    # terms' size (which cancel near the root at 1.4616)
+    spacing = np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
+    err = np.abs(got[fin] - ref[fin])
+    assert (err <= 0.5 * spacing + 1e-14 * (1 + np.abs(ref[fin]))).all()
+    want = torch.special.digamma(torch.from_numpy(x)).numpy()
+    # torch's float32 digamma sums in float: absolute errors to ~7e-7 where terms cancel
+    pos = (x > 0) & np.isfinite(x)
+    np.testing.assert_allclose(got[pos], want[pos], rtol=2e-6, atol=1e-6)
+    old = ember.get_num_threads()
+    outs = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            outs.append(ember.special.digamma(ember.from_numpy(x)).numpy().tobytes())
+    finally:
+        ember.set_num_threads(old)
+    assert outs[0] == outs[1]
