@@ -503,7 +503,7 @@ def _gelu(ctx, g):
 def _softplus(ctx, g):
     x = ctx.input(0)
     beta, threshold = ctx._attrs
-    z = E.mul(x, beta)
+    z = x if beta == 1 else E.mul(x, beta)      # x * 1 is x: one pass fewer
     return (E.where(E.gt(z, threshold), g, E.mul(g, E.sigmoid(z))),)
 
 
@@ -517,8 +517,10 @@ def _leaky_relu(ctx, g):
 def _elu(ctx, g):
     x = ctx.input(0)
     alpha, scale, input_scale = ctx._attrs
-    neg = E.mul(E.mul(g, E.exp(E.mul(x, input_scale))), input_scale * scale * alpha)
-    return (E.where(E.gt(x, 0), E.mul(g, scale), neg),)
+    # products with a factor of 1 are their other operand: skipped (elu's defaults)
+    xs = x if input_scale == 1 else E.mul(x, input_scale)
+    neg = E.mul(E.mul(g, E.exp(xs)), input_scale * scale * alpha)
+    return (E.where(E.gt(x, 0), g if scale == 1 else E.mul(g, scale), neg),)
 
 
 @formula("clamp", exact=True)

@@ -160,14 +160,42 @@ EM_HD_INLINE float em_logf(float x) {
     return (bx & 0x7fffffff) == 0 ? -INFINITY : r;   /* +-0 */
 }
 
-/* log1p via log(1 + x) plus the rounding error of 1 + x, divided by 1 + x */
+/* log1p without a division: 1 + x = 2^e m, m in [sqrt(1/2), sqrt(2)).  For e = 0
+   (x in [-0.29, 0.41]) f = x exactly; otherwise f = m - 1 and the rounding error
+   of 1 + x (nonzero only for x > 0.41, where the result is above 0.34) enters as
+   c 2^-e (1 - f) ~ c 2^-e / (1 + f).  log1p(f) = f - f^2/2 + f^3 g(f) with
+   em_logf's g; specials told apart by their bits (em_logf's reason) */
 EM_HD_INLINE float em_log1pf(float x) {
     float u = 1.0f + x;
-    float d = u - 1.0f;
-    float c = (x - d) / (u == 0.0f ? 1.0f : u);      /* u = 0 only when x = -1 */
-    float r = em_logf(u) + c;
-    r = (d == 0.0f) ? x : r;                         /* |x| < eps/2: log1p(x) = x (keeps -0) */
-    return (x == INFINITY) ? x : r;
+    int32_t iu = em_f32_bits(u);
+    int32_t e = ((iu >> 23) & 0xff) - 126;
+    float m = em_f32_from_bits((iu & 0x007fffff) | 0x3f000000);   /* [0.5, 1) */
+    int lo = m < 0.70710678118654752f;
+    e = lo ? e - 1 : e;
+    m = lo ? m + m : m;
+    int32_t ec = e > 126 ? 126 : e;
+    float c = (x - (u - 1.0f)) * em_f32_from_bits((127 - ec) << 23);
+    float f = e == 0 ? x : m - 1.0f;
+    c = e == 0 ? 0.0f : c;
+    float z = f * f;
+    float g = -0.062015001190183347f;
+    g = EM_MADF(g, f, 0.10530864738938345f);
+    g = EM_MADF(g, f, -0.10646191638199634f);
+    g = EM_MADF(g, f, 0.1103778335905502f);
+    g = EM_MADF(g, f, -0.12450743320911726f);
+    g = EM_MADF(g, f, 0.14286524547786642f);
+    g = EM_MADF(g, f, -0.16668001523071928f);
+    g = EM_MADF(g, f, 0.20000010039684972f);
+    g = EM_MADF(g, f, -0.24999990275042185f);
+    g = EM_MADF(g, f, 0.33333333281199244f);
+    float fe = (float)e;
+    float t = EM_MADF(f * z, g, EM_MADF(-0.5f, z, EM_MADF(-c, f, c)));
+    float r = (EM_MADF(fe, -2.12194440e-4f, t) + f) + fe * 0.693359375f;   /* ln2 in two parts */
+    int32_t bx = em_f32_bits(x);
+    r = (bx & 0x7fffffff) < 0x33000000 ? x : r;      /* |x| < 2^-25: x (keeps -0) */
+    r = bx >= 0x7f800000 ? x : r;                    /* +inf, NaN */
+    r = bx == (int32_t)0xbf800000 ? -INFINITY : r;   /* -1 */
+    return x < -1.0f ? NAN : r;     /* a float compare: the bit tests' form stops GCC vectorising */
 }
 
 /* expm1: a polynomial for |x| < 1/2 (no cancellation), exp(x) - 1 beyond */

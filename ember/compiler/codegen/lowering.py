@@ -56,7 +56,7 @@ POINTWISE: dict[str, Pointwise] = {
     "abs": Pointwise("fabsf({0})", 1),
     "exp": Pointwise("em_expf({0})", 1),
     "log": Pointwise(_f("log"), 1),
-    "log1p": Pointwise(_f("log1p"), 1),
+    "log1p": Pointwise("em_log1pf({0})", 1),
     "expm1": Pointwise(_f("expm1"), 1),
     "sqrt": Pointwise("sqrtf({0})", 1),
     "rsqrt": Pointwise("(1.0f / sqrtf({0}))", 1),
