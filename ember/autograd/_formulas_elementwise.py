@@ -517,10 +517,11 @@ def _leaky_relu(ctx, g):
 def _elu(ctx, g):
     x = ctx.input(0)
     alpha, scale, input_scale = ctx._attrs
-    # products with a factor of 1 are their other operand: skipped (elu's defaults)
+    # x * 1 is x: skipped (elu's default input_scale); g * scale stays, as it also
+    # makes a broadcast incoming gradient contiguous before the select
     xs = x if input_scale == 1 else E.mul(x, input_scale)
     neg = E.mul(E.mul(g, E.exp(xs)), input_scale * scale * alpha)
-    return (E.where(E.gt(x, 0), g if scale == 1 else E.mul(g, scale), neg),)
+    return (E.where(E.gt(x, 0), E.mul(g, scale), neg),)
 
 
 @formula("clamp", exact=True)
