@@ -52,6 +52,7 @@ MODULES = {
     "chnorm": ["src_c/chnorm.c"] + COMMON,     # batch_norm, group_norm
     "lapack_batch": ["src_c/lapack_batch.c", "src_c/small_eigh.c"],
     "cgrun": COMMON,            # calls ember.compile's generated kernels
+    "engine": [],               # autograd's record hook and reverse pass (no kernels)
 }
 
 cflags = ["-std=c11", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",

@@ -158,11 +158,15 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     from ember._dtype_info import finfo
 
     fi = finfo(x.dtype)
+    nan = 0.0 if nan is None else nan
     posinf = fi.max if posinf is None else posinf
     neginf = fi.min if neginf is None else neginf
-    r = _ew.where(_ew.isnan(x), nan, x)
-    r = _ew.where(isposinf(x), posinf, r)
-    return _finish(_ew.where(isneginf(x), neginf, r), out, "nan_to_num", (input,), exact=True)
+    r = _ew._nan_to_num(x, nan, posinf, neginf)     # one kernel pass where it can run
+    if r is None:
+        r = _ew.where(_ew.isnan(x), nan, x)
+        r = _ew.where(isposinf(x), posinf, r)
+        r = _ew.where(isneginf(x), neginf, r)
+    return _finish(r, out, "nan_to_num", (input,), exact=True)
 
 
 def fill(input, value):

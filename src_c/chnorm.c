@@ -56,12 +56,27 @@ static int cn_avx2(void) {
             if (cn_avx2()) cn_avx2_f64_##name F64ARGS; else cn_gen_f64_##name F64ARGS; \
         } else return -1;                                                        \
     } while (0)
+/* the same for the copies that return a status, into rc */
+#define CN_CALL_RC(rc, name, F32ARGS, F64ARGS)                                   \
+    do {                                                                         \
+        if (dtype == EM_F32)                                                     \
+            rc = cn_avx2() ? cn_avx2_f32_##name F32ARGS : cn_gen_f32_##name F32ARGS; \
+        else if (dtype == EM_F64)                                                \
+            rc = cn_avx2() ? cn_avx2_f64_##name F64ARGS : cn_gen_f64_##name F64ARGS; \
+        else rc = -1;                                                            \
+    } while (0)
 #else
 #define CN_CALL(name, F32ARGS, F64ARGS)                                          \
     do {                                                                         \
         if (dtype == EM_F32) cn_gen_f32_##name F32ARGS;                          \
         else if (dtype == EM_F64) cn_gen_f64_##name F64ARGS;                     \
         else return -1;                                                          \
+    } while (0)
+#define CN_CALL_RC(rc, name, F32ARGS, F64ARGS)                                   \
+    do {                                                                         \
+        if (dtype == EM_F32) rc = cn_gen_f32_##name F32ARGS;                     \
+        else if (dtype == EM_F64) rc = cn_gen_f64_##name F64ARGS;                \
+        else rc = -1;                                                            \
     } while (0)
 #endif
 
@@ -92,6 +107,32 @@ int em_batch_norm_bwd(int dtype, const char *dy, const char *x, const char *save
             (CF64(dy), CF64(x), CF64(save_mean), CF64(save_invstd), CF64(w), N, C, HW, training,
              F64(dx), F64(dw), F64(db), nthreads));
     return 0;
+}
+
+int em_batch_norm_fwd_cl(int dtype, const char *x, const char *w, const char *b, int64_t M,
+                         int64_t C, int training, double eps, double momentum,
+                         char *running_mean, char *running_var, char *y, char *save_mean,
+                         char *save_invstd, int nthreads) {
+    int rc;
+    if (!training && (!running_mean || !running_var)) return -1;
+    CN_CALL_RC(rc, bn_fwd_cl,
+               (CF32(x), CF32(w), CF32(b), M, C, training, eps, momentum, F32(running_mean),
+                F32(running_var), F32(y), F32(save_mean), F32(save_invstd), nthreads),
+               (CF64(x), CF64(w), CF64(b), M, C, training, eps, momentum, F64(running_mean),
+                F64(running_var), F64(y), F64(save_mean), F64(save_invstd), nthreads));
+    return rc;
+}
+
+int em_batch_norm_bwd_cl(int dtype, const char *dy, const char *x, const char *save_mean,
+                         const char *save_invstd, const char *w, int64_t M, int64_t C,
+                         int training, char *dx, char *dw, char *db, int nthreads) {
+    int rc;
+    CN_CALL_RC(rc, bn_bwd_cl,
+               (CF32(dy), CF32(x), CF32(save_mean), CF32(save_invstd), CF32(w), M, C, training,
+                F32(dx), F32(dw), F32(db), nthreads),
+               (CF64(dy), CF64(x), CF64(save_mean), CF64(save_invstd), CF64(w), M, C, training,
+                F64(dx), F64(dw), F64(db), nthreads));
+    return rc;
 }
 
 int em_group_norm_fwd(int dtype, const char *x, const char *w, const char *b, int64_t N,

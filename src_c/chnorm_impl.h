@@ -255,3 +255,147 @@ static void CN(gn_bwd)(const T *dy, const T *x, const T *mean, const T *rstd, co
         }
     }
 }
+
+/* ---- batch_norm on channels-last tensors: M = N*HW rows of C channels, channel c
+   of row r at x[r*C + c].  A channel's statistics are sums down a column, so they
+   run over rows with the channels as the vector lanes: each fixed slice of
+   CN_ROWS rows sums into its own [C] doubles and the slices are added in order
+   (no dependence on the thread count). */
+#ifndef CN_ROWS
+#define CN_ROWS 128
+#endif
+
+/* kind 0: s1 = sum of x; 1: s1 = sum of (x - m)^2; 2: s1 = sum of dy and s2 = sum of
+   dy * (x - m), per channel.  part: 2*C*ceil(M/CN_ROWS) doubles of scratch */
+static void CN(cl_sums)(const T *x, const T *dy, int64_t M, int64_t C, const T *m, int kind,
+                        double *part, double *s1, double *s2, int nt) {
+    const int64_t ns = (M + CN_ROWS - 1) / CN_ROWS;
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+    for (int64_t sl = 0; sl < ns; sl++) {
+        double *restrict p1 = part + sl * 2 * C, *restrict p2 = p1 + C;
+        const int64_t r0 = sl * CN_ROWS, r1 = r0 + CN_ROWS < M ? r0 + CN_ROWS : M;
+        for (int64_t c = 0; c < C; c++) p1[c] = p2[c] = 0;
+        if (kind == 0) {
+            for (int64_t r = r0; r < r1; r++) {
+                const T *restrict xr = x + r * C;
+                for (int64_t c = 0; c < C; c++) p1[c] += (double)xr[c];
+            }
+        } else if (kind == 1) {
+            for (int64_t r = r0; r < r1; r++) {
+                const T *restrict xr = x + r * C;
+                for (int64_t c = 0; c < C; c++) {
+                    const T d = xr[c] - m[c];
+                    p1[c] += (double)(d * d);
+                }
+            }
+        } else {
+            for (int64_t r = r0; r < r1; r++) {
+                const T *restrict xr = x + r * C, *restrict gr = dy + r * C;
+                for (int64_t c = 0; c < C; c++) {
+                    p1[c] += (double)gr[c];
+                    p2[c] += (double)(gr[c] * (xr[c] - m[c]));
+                }
+            }
+        }
+    }
+    for (int64_t c = 0; c < C; c++) s1[c] = s2[c] = 0;
+    for (int64_t sl = 0; sl < ns; sl++) {
+        const double *p1 = part + sl * 2 * C, *p2 = p1 + C;
+        for (int64_t c = 0; c < C; c++) {
+            s1[c] += p1[c];
+            s2[c] += p2[c];
+        }
+    }
+}
+
+/* y[r, c] = x[r, c] * a[c] + o[c] over M rows */
+static void CN(cl_affine)(const T *x, T *y, int64_t M, int64_t C, const T *a, const T *o,
+                          int nt) {
+    _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+    for (int64_t r = 0; r < M; r++) {
+        const T *restrict xr = x + r * C;
+        T *restrict yr = y + r * C;
+        for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * a[c] + o[c];
+    }
+}
+
+static int CN(bn_fwd_cl)(const T *x, const T *w, const T *b, int64_t M, int64_t C,
+                         int training, double eps, double momentum, T *rm, T *rv, T *y,
+                         T *smean, T *sinv, int nt) {
+    const int64_t ns = (M + CN_ROWS - 1) / CN_ROWS;
+    double *buf = (double *)malloc((size_t)((training ? 2 * ns * C : 0) + 2 * C) * sizeof(double));
+    T *ao = (T *)malloc((size_t)(2 * C) * sizeof(T));
+    if (!buf || !ao) {
+        free(buf);
+        free(ao);
+        return -2;
+    }
+    double *s1 = buf + (training ? 2 * ns * C : 0), *s2 = s1 + C;
+    if (training) {
+        CN(cl_sums)(x, NULL, M, C, NULL, 0, buf, s1, s2, nt);
+        for (int64_t c = 0; c < C; c++) smean[c] = (T)(s1[c] / (double)M);
+        CN(cl_sums)(x, NULL, M, C, smean, 1, buf, s1, s2, nt);
+        for (int64_t c = 0; c < C; c++) {
+            const double var = s1[c] / (double)M;
+            sinv[c] = (T)(1.0 / sqrt(var + eps));
+            if (rm) rm[c] = (T)(momentum * (double)smean[c] + (1.0 - momentum) * (double)rm[c]);
+            if (rv)
+                rv[c] = (T)(momentum * var * (double)M / (double)(M > 1 ? M - 1 : 1) +
+                            (1.0 - momentum) * (double)rv[c]);
+        }
+    } else {
+        for (int64_t c = 0; c < C; c++) {
+            smean[c] = rm[c];
+            sinv[c] = (T)(1.0 / sqrt((double)rv[c] + eps));
+        }
+    }
+    for (int64_t c = 0; c < C; c++) {
+        ao[c] = sinv[c] * (w ? w[c] : (T)1);
+        ao[C + c] = (b ? b[c] : (T)0) - smean[c] * ao[c];
+    }
+    CN(cl_affine)(x, y, M, C, ao, ao + C, nt);
+    free(buf);
+    free(ao);
+    return 0;
+}
+
+static int CN(bn_bwd_cl)(const T *dy, const T *x, const T *smean, const T *sinv, const T *w,
+                         int64_t M, int64_t C, int training, T *dx, T *dw, T *db, int nt) {
+    const int64_t ns = (M + CN_ROWS - 1) / CN_ROWS;
+    double *buf = (double *)malloc((size_t)(2 * ns * C + 2 * C) * sizeof(double));
+    T *kq = (T *)malloc((size_t)(3 * C) * sizeof(T));
+    if (!buf || !kq) {
+        free(buf);
+        free(kq);
+        return -2;
+    }
+    double *sdy = buf + 2 * ns * C, *sdx = sdy + C;
+    if (training || dw || db) CN(cl_sums)(x, dy, M, C, smean, 2, buf, sdy, sdx, nt);
+    for (int64_t c = 0; c < C; c++) {
+        if (dw) dw[c] = (T)(sdx[c] * (double)sinv[c]);
+        if (db) db[c] = (T)sdy[c];
+    }
+    if (dx) {
+        /* dx = (dy - mean(dy) - (x - m) * inv^2 * mean(dy * (x - m))) * inv * w, as the
+           NCHW kernel; without training, dy * inv * w */
+        T *k = kq, *gm = kq + C, *pr = kq + 2 * C;
+        for (int64_t c = 0; c < C; c++) {
+            k[c] = sinv[c] * (w ? w[c] : (T)1);
+            gm[c] = training ? (T)(sdy[c] / (double)M) : (T)0;
+            pr[c] = training ? (T)(sdx[c] / (double)M * (double)sinv[c] * (double)sinv[c]) : (T)0;
+        }
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+        for (int64_t r = 0; r < M; r++) {
+            const T *restrict xr = x + r * C, *restrict gr = dy + r * C;
+            T *restrict dr = dx + r * C;
+            if (training)
+                for (int64_t c = 0; c < C; c++)
+                    dr[c] = (gr[c] - gm[c] - (xr[c] - smean[c]) * pr[c]) * k[c];
+            else
+                for (int64_t c = 0; c < C; c++) dr[c] = gr[c] * k[c];
+        }
+    }
+    free(buf);
+    free(kq);
+    return 0;
+}

@@ -107,9 +107,10 @@ static inline int cv_wino_pays(int64_t C, int64_t K, int64_t Ho, int64_t Wo, int
 }
 
 /* forward (dir 0) or input gradient (dir 1, the convolution of dy with the
-   flipped, transposed filters, padded by 2 - p) through Winograd */
-static int cv_wino_conv(const ember_conv2d_params *p, int dir, const float *src, const float *w,
-                        const float *bias, float *dst, int nthreads) {
+   flipped, transposed filters, padded by 2 - p) through Winograd, on NCHW or
+   (nhwc) channels-last images */
+static int cv_wino_conv(const ember_conv2d_params *p, int dir, int nhwc, const float *src,
+                        const float *w, const float *bias, float *dst, int nthreads) {
     ember_wino_shape s;
     if (dir == 0) {
         const ember_wino_shape f = {p->N, p->C, p->H, p->W, p->OC, p->ph, p->pw, p->Ho, p->Wo};
@@ -122,9 +123,33 @@ static int cv_wino_conv(const ember_conv2d_params *p, int dir, const float *src,
     float *U = (float *)malloc((size_t)(36 * s.C * s.K) * sizeof(float));
     if (!U) return -1;
     ember_wino_weights_f32(s.K, s.C, w, dir, U);
-    const int rc = ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
+    const int rc = nhwc ? ember_wino_fwd_nhwc_f32(&s, src, U, bias, dst, nthreads)
+                        : ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
     free(U);
     return rc;
+}
+
+int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass) {
+    if (!cv_wino_fits(p)) return 0;
+    if (pass == 0) return cv_wino_pays(p->C, p->OC, p->Ho, p->Wo, 0);
+    if (pass == 1) return p->ph <= 2 && p->pw <= 2 && cv_wino_pays(p->OC, p->C, p->H, p->W, 0);
+    return cv_wino_pays(p->C, p->OC, p->Ho, p->Wo, 1);
+}
+
+int ember_conv2d_fwd_nhwc_f32(const ember_conv2d_params *p, const float *x, const float *w,
+                              const float *bias, float *y, int nthreads) {
+    return cv_wino_conv(p, 0, 1, x, w, bias, y, nthreads < 1 ? 1 : nthreads);
+}
+
+int ember_conv2d_bwd_input_nhwc_f32(const ember_conv2d_params *p, const float *dy,
+                                    const float *w, float *dx, int nthreads) {
+    return cv_wino_conv(p, 1, 1, dy, w, NULL, dx, nthreads < 1 ? 1 : nthreads);
+}
+
+int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
+                                     const float *dy, float *dw, int nthreads) {
+    const ember_wino_shape s = {p->N, p->C, p->H, p->W, p->OC, p->ph, p->pw, p->Ho, p->Wo};
+    return ember_wino_wgrad_nhwc_f32(&s, x, dy, dw, nthreads < 1 ? 1 : nthreads);
 }
 
 #define EMBER_CONV_BODY 1
@@ -379,7 +404,7 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
     if (nthreads < 1) nthreads = 1;
 #if CV_F32
     if (cv_wino_fits(p) && cv_wino_pays(C, OC, p->Ho, p->Wo, 0))
-        return cv_wino_conv(p, 0, x, w, bias, y, nthreads);
+        return cv_wino_conv(p, 0, 0, x, w, bias, y, nthreads);
 #endif
     if (cv_direct(p)) {
         const int64_t planes = N * OC;
@@ -443,14 +468,14 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
                           bias ? bias + g * OCg : NULL, NULL, pl.inner);
                     continue;
                 }
-                GEMMX(OCg, ldc, Kg, (T)1, &a, &b, (T)0, tmp, ldc, 1, NULL, NULL, pl.inner);
+                /* the bias fused as in the one-image GEMM: the same bits whichever
+                   chunking the thread count gives */
+                GEMMX(OCg, ldc, Kg, (T)1, &a, &b, (T)0, tmp, ldc, 1,
+                      bias ? bias + g * OCg : NULL, NULL, pl.inner);
                 for (int64_t i = 0; i < nb; i++)
-                    for (int64_t o = 0; o < OCg; o++) {
-                        T *yr = y + ((n0 + i) * OC + g * OCg + o) * P;
-                        const T *tr = tmp + o * ldc + i * P;
-                        const T bv = bias ? bias[g * OCg + o] : (T)0;
-                        for (int64_t q = 0; q < P; q++) yr[q] = tr[q] + bv;
-                    }
+                    for (int64_t o = 0; o < OCg; o++)
+                        memcpy(y + ((n0 + i) * OC + g * OCg + o) * P, tmp + o * ldc + i * P,
+                               (size_t)P * sizeof(T));
             }
         }
         free(tmp);
@@ -468,7 +493,7 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
     if (nthreads < 1) nthreads = 1;
 #if CV_F32
     if (cv_wino_fits(p) && p->ph <= 2 && p->pw <= 2 && cv_wino_pays(OC, C, p->H, p->W, 0))
-        return cv_wino_conv(p, 1, dy, w, NULL, dx, nthreads);
+        return cv_wino_conv(p, 1, 0, dy, w, NULL, dx, nthreads);
 #endif
     if (cv_direct(p)) {
         const int64_t planes = N * C;

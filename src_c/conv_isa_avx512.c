@@ -3,5 +3,6 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")
 #define WI_SFX avx512
 #define WI_WV 8
+#define WI_NV 16
 #include "conv_wino_impl.h"
 #include "conv_wgd_impl.h"

@@ -56,6 +56,24 @@ int ember_wino_wgrad_f32(const ember_wino_shape *s, const float *x, const float 
     }
 }
 
+int ember_wino_fwd_nhwc_f32(const ember_wino_shape *s, const float *x, const float *U,
+                            const float *bias, float *y, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_wino_fwd_nhwc_f32_avx512(s, x, U, bias, y, nthreads);
+    case 1: return ember_wino_fwd_nhwc_f32_avx2(s, x, U, bias, y, nthreads);
+    default: return ember_wino_fwd_nhwc_f32_generic(s, x, U, bias, y, nthreads);
+    }
+}
+
+int ember_wino_wgrad_nhwc_f32(const ember_wino_shape *s, const float *x, const float *dy,
+                              float *dw, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_wino_wgrad_nhwc_f32_avx512(s, x, dy, dw, nthreads);
+    case 1: return ember_wino_wgrad_nhwc_f32_avx2(s, x, dy, dw, nthreads);
+    default: return ember_wino_wgrad_nhwc_f32_generic(s, x, dy, dw, nthreads);
+    }
+}
+
 int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, const float *dy,
                                 float *dw, int nthreads) {
     switch (ember_gemm_isa()) {

@@ -32,6 +32,13 @@ int ember_wino_fwd_f32(const ember_wino_shape *s, const float *x, const float *U
 int ember_wino_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
                          float *dw, int nthreads);
 
+/* The same on channels-last images: x (N, H, W, C), y (N, Ho, Wo, K), dy (N, Ho,
+   Wo, K); U and dw as above (conv_wino_nhwc_impl.h). */
+int ember_wino_fwd_nhwc_f32(const ember_wino_shape *s, const float *x, const float *U,
+                            const float *bias, float *y, int nthreads);
+int ember_wino_wgrad_nhwc_f32(const ember_wino_shape *s, const float *x, const float *dy,
+                              float *dw, int nthreads);
+
 /* Direct weight gradient (float32) for Cg*kh*kw <= EMBER_WGD_MAX_K taps per
    output channel at stride 1 along W (conv_wgd_impl.h); dw overwritten.
    Returns 0, or -1 when its padded copy of x could not be allocated. */
@@ -44,6 +51,11 @@ int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, co
                                  const float *bias, float *y, int nthreads);               \
     int ember_wino_wgrad_f32_##sfx(const ember_wino_shape *s, const float *x,              \
                                    const float *dy, float *dw, int nthreads);              \
+    int ember_wino_fwd_nhwc_f32_##sfx(const ember_wino_shape *s, const float *x,           \
+                                      const float *U, const float *bias, float *y,         \
+                                      int nthreads);                                       \
+    int ember_wino_wgrad_nhwc_f32_##sfx(const ember_wino_shape *s, const float *x,         \
+                                        const float *dy, float *dw, int nthreads);         \
     int ember_conv_wgrad_direct_f32_##sfx(const ember_conv2d_params *p, const float *x,    \
                                           const float *dy, float *dw, int nthreads);
 EMBER_WINO_DECL(generic)

@@ -111,13 +111,14 @@ static inline void wi_tr8(wv r[8]) {
 }
 #endif
 
-/* o = B^T d (6 values) */
+/* o = B^T d (6 values; any vector type of float: the tile-row vectors here, the
+   channel vectors of conv_wino_nhwc_impl.h) */
 #define WI_BT(d0, d1, d2, d3, d4, d5, o0, o1, o2, o3, o4, o5) \
     do {                                                      \
-        const wv _a = (d4) - 4.0f * (d2);                     \
-        const wv _b = (d3) - 4.0f * (d1);                     \
-        const wv _c = (d4) - (d2);                            \
-        const wv _e = 2.0f * ((d3) - (d1));                   \
+        const __typeof__(d0) _a = (d4) - 4.0f * (d2);         \
+        const __typeof__(d0) _b = (d3) - 4.0f * (d1);         \
+        const __typeof__(d0) _c = (d4) - (d2);                \
+        const __typeof__(d0) _e = 2.0f * ((d3) - (d1));       \
         o0 = 4.0f * (d0) - 5.0f * (d2) + (d4);                \
         o1 = _a + _b;                                         \
         o2 = _a - _b;                                         \
@@ -129,8 +130,8 @@ static inline void wi_tr8(wv r[8]) {
 /* o = A^T m (4 values from 6) */
 #define WI_AT(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3)   \
     do {                                                \
-        const wv _p = (m1) + (m2), _q = (m1) - (m2);    \
-        const wv _r = (m3) + (m4), _s = (m3) - (m4);    \
+        const __typeof__(m0) _p = (m1) + (m2), _q = (m1) - (m2); \
+        const __typeof__(m0) _r = (m3) + (m4), _s = (m3) - (m4); \
         o0 = (m0) + _p + _r;                            \
         o1 = _q + 2.0f * _s;                            \
         o2 = _p + 4.0f * _r;                            \
@@ -140,8 +141,8 @@ static inline void wi_tr8(wv r[8]) {
 /* o = A e (6 values from 4) */
 #define WI_A(e0, e1, e2, e3, o0, o1, o2, o3, o4, o5)                        \
     do {                                                                    \
-        const wv _p = (e0) + (e2), _q = (e1) + (e3);                        \
-        const wv _r = (e0) + 4.0f * (e2), _s = 2.0f * (e1) + 8.0f * (e3);   \
+        const __typeof__(e0) _p = (e0) + (e2), _q = (e1) + (e3);            \
+        const __typeof__(e0) _r = (e0) + 4.0f * (e2), _s = 2.0f * (e1) + 8.0f * (e3); \
         o0 = (e0);                                                          \
         o1 = _p + _q;                                                       \
         o2 = _p - _q;                                                       \
@@ -376,6 +377,49 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
     return failed ? -1 : 0;
 }
 
+/* the weight gradient's fixed number of slices of nblk blocks: fewer when their
+   transform-domain partial sums (UKC floats each) would take too much memory */
+static int64_t wi_wg_slices(int64_t nblk, int64_t UKC) {
+    int64_t S = wi_min(nblk, WI_WG_SLICES);
+    while (S > 1 && (double)S * (double)UKC * sizeof(float) > WI_WG_SLICE_BYTES) S--;
+    return S < 1 ? 1 : S;
+}
+
+/* dw (K, C, 3, 3) from the S slices' transform-domain sums dU (S, 36, K, C): the
+   slices added in slice order (into slice 0), then dw = G^T dU G per (k, c) */
+static void wi_wgrad_finish(float *dU, int64_t S, int64_t K, int64_t C, float *dw,
+                            int nthreads) {
+    const int64_t KC = K * C, UKC = 36 * KC;
+    for (int64_t sl = 1; sl < S; sl++) {
+        const float *a = dU + sl * UKC;
+        for (int64_t q = 0; q < UKC; q++) dU[q] += a[q];
+    }
+    /* dw = G^T dU G per (k, c) */
+    static const double G[6][3] = {{0.25, 0, 0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0, 0, 1}};
+    int nt2 = KC < 4096 ? 1 : (nthreads < 1 ? 1 : nthreads);
+#pragma omp parallel for num_threads(nt2) schedule(static) if (nt2 > 1)
+    for (int64_t q = 0; q < KC; q++) {
+        double t[6][3];
+        for (int a = 0; a < 6; a++)
+            for (int j = 0; j < 3; j++) {
+                double acc = 0;
+                for (int b = 0; b < 6; b++) acc += (double)dU[(a * 6 + b) * KC + q] * G[b][j];
+                t[a][j] = acc;
+            }
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double acc = 0;
+                for (int a = 0; a < 6; a++) acc += G[a][i] * t[a][j];
+                dw[q * 9 + i * 3 + j] = (float)acc;
+            }
+    }
+}
+
 int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, const float *dy,
                                  float *dw, int nthreads) {
     const int64_t N = s->N, C = s->C, K = s->K, HW = s->H * s->W, P = s->Ho * s->Wo;
@@ -388,10 +432,7 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
        into its own dU (36, K, C), and the slices' dU are added in slice order:
        nothing depends on the thread count, and threads meet no barrier until the
        end (barriers per block cost a scheduling slice each on a busy machine). */
-    const int64_t UKC = 36 * K * C;
-    int64_t S = wi_min(nblk, WI_WG_SLICES);
-    while (S > 1 && (double)S * (double)UKC * sizeof(float) > WI_WG_SLICE_BYTES) S--;
-    if (S < 1) S = 1;
+    const int64_t UKC = 36 * K * C, S = wi_wg_slices(nblk, UKC);
     float *dU = (float *)calloc((size_t)(UKC * S), sizeof(float));
     if (!dU) return -1;
     /* each thread's V (36, tiles, C) and D (36, tiles, K): channel-minor, the
@@ -459,36 +500,9 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
         free(dU);
         return -1;
     }
-    /* the slices' sums, in slice order */
-    for (int64_t sl = 1; sl < S; sl++) {
-        const float *a = dU + sl * UKC;
-        for (int64_t q = 0; q < UKC; q++) dU[q] += a[q];
-    }
-    /* dw = G^T dU G per (k, c) */
-    static const double G[6][3] = {{0.25, 0, 0},
-                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                   {0, 0, 1}};
-    const int64_t KC = K * C;
-    int nt2 = KC < 4096 ? 1 : (nthreads < 1 ? 1 : nthreads);
-#pragma omp parallel for num_threads(nt2) schedule(static) if (nt2 > 1)
-    for (int64_t q = 0; q < KC; q++) {
-        double t[6][3];
-        for (int a = 0; a < 6; a++)
-            for (int j = 0; j < 3; j++) {
-                double acc = 0;
-                for (int b = 0; b < 6; b++) acc += (double)dU[(a * 6 + b) * KC + q] * G[b][j];
-                t[a][j] = acc;
-            }
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++) {
-                double acc = 0;
-                for (int a = 0; a < 6; a++) acc += G[a][i] * t[a][j];
-                dw[q * 9 + i * 3 + j] = (float)acc;
-            }
-    }
+    wi_wgrad_finish(dU, S, K, C, dw, nthreads);
     free(dU);
     return 0;
 }
+
+#include "conv_wino_nhwc_impl.h"

@@ -250,14 +250,18 @@ FOR_NUM(MK_BIN, add, a + b)
 BIN_LOOP(bin_add_bool, em_bool, a | b)
 FOR_NUM(MK_BIN, mul, a * b)
 BIN_LOOP(bin_mul_bool, em_bool, a & b)
-BIN_LOOP(bin_floordiv_f32, float, em_floordivf(a, b))
-BIN_LOOP(bin_floordiv_f64, double, em_floordiv(a, b))
+/* float fmod, remainder and floor_divide: the exact branch-free fmod of
+   ember_scalar.h, with libm's fmod per block for NaN, inf, zero divisors and
+   quotients past 2^23 (float) / 2^52 (double) */
+BINFIX_LOOP(bin_floordiv_f32, float, em_floordiv_vf(a, b), !EM_FMOD_FASTF(a, b), em_floordivf(a, b))
+BINFIX_LOOP(bin_floordiv_f64, double, em_floordiv_vd(a, b), !EM_FMOD_FASTD(a, b), em_floordiv(a, b))
 FOR_INTS(MK_IDIV, floordiv, (b == -1 ? (T)(0 - (uint64_t)a) :
                              (T)(a / b - ((a % b != 0) && ((a < 0) != (b < 0))))))
-BIN_LOOP(bin_rem_f32, float, em_remainderf(a, b))
-BIN_LOOP(bin_rem_f64, double, em_remainder(a, b))
+BINFIX_LOOP(bin_rem_f32, float, em_remainder_vf(a, b), !EM_FMOD_FASTF(a, b), em_remainderf(a, b))
+BINFIX_LOOP(bin_rem_f64, double, em_remainder_vd(a, b), !EM_FMOD_FASTD(a, b), em_remainder(a, b))
 FOR_INTS(MK_IDIV, rem, (b == -1 ? 0 : ({ T r_ = a % b; (T)((r_ != 0 && ((b < 0) != (r_ < 0))) ? r_ + b : r_); })))
-FOR_FLOATS(MK_BIN, fmod, (T)fmod(a, b))
+BINFIX_LOOP(bin_fmod_f32, float, em_fmod_vf(a, b), !EM_FMOD_FASTF(a, b), fmodf(a, b))
+BINFIX_LOOP(bin_fmod_f64, double, em_fmod_vd(a, b), !EM_FMOD_FASTD(a, b), fmod(a, b))
 FOR_INTS(MK_IDIV, fmod, (b == -1 ? 0 : a % b))
 /* float pow: a scalar exponent takes torch's special cases (x*x, x*x*x, sqrt,
    1/sqrt, 1/x, 1/(x*x)); otherwise exp(b log|a|) in double (em_pow_vf) with zero,
@@ -294,9 +298,10 @@ static void bin_pow_f32(char **p, const int64_t *s, int64_t n, const void *aux) 
 BINFIX_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : em_pow_pos_d(a, b)),
             (b != 2.0) & ((!(a > 0.0)) | (!(a < INFINITY)) | (!(fabs(b) < INFINITY))), pow(a, b))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
-/* maximum/minimum propagate NaN; fmax/fmin ignore it */
-FOR_FLOATS(MK_BIN, max, (a != a || b != b) ? a + b : (a > b ? a : b))
-FOR_FLOATS(MK_BIN, min, (a != a || b != b) ? a + b : (a < b ? a : b))
+/* maximum/minimum propagate NaN (a NaN b fails the comparison, so b passes; a NaN a
+   is selected first): one max/min and one select; fmax/fmin ignore NaN */
+FOR_FLOATS(MK_BIN, max, a != a ? a : (a > b ? a : b))
+FOR_FLOATS(MK_BIN, min, a != a ? a : (a < b ? a : b))
 FOR_INTS(MK_BIN, max, a > b ? a : b)
 FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
@@ -388,6 +393,25 @@ static void un_softplus_f64(char **p, const int64_t *s, int64_t n, const void *a
     }
 LEAKY_LOOP(un_leaky_relu_f32, float)
 LEAKY_LOOP(un_leaky_relu_f64, double)
+/* nan_to_num: prm = {nan, posinf, neginf}, cast to the element type (as torch) and
+   read once; selects, which vectorise */
+#define NAN_TO_NUM_LOOP(name, TY)                                                       \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        const double *prm = (const double *)aux;                                        \
+        const TY vn = (TY)prm[0], vp = (TY)prm[1], vm = (TY)prm[2];                     \
+        if (s[0] == sizeof(TY) && s[1] == sizeof(TY)) {                                 \
+            TY *o = (TY *)p[0]; const TY *in = (const TY *)p[1];                        \
+            for (int64_t i = 0; i < n; i++) { TY x = in[i]; o[i] = NAN_TO_NUM_(x); }    \
+        } else {                                                                        \
+            char *o = p[0]; const char *in = p[1];                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                TY x = *(const TY *)in; *(TY *)o = NAN_TO_NUM_(x);                      \
+            }                                                                           \
+        }                                                                               \
+    }
+#define NAN_TO_NUM_(x) ((x) != (x) ? vn : ((x) == INFINITY ? vp : ((x) == -INFINITY ? vm : (x))))
+NAN_TO_NUM_LOOP(un_nan_to_num_f32, float)
+NAN_TO_NUM_LOOP(un_nan_to_num_f64, double)
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {

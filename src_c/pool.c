@@ -329,6 +329,89 @@ void F(ember_adaptive_max_pool2d_fwd)(const ember_pool2d_params *p, const T *x, 
     }
 }
 
+/* Adaptive average pooling of channels-last images: x (N, H, W, C), y (N, Ho, Wo,
+   C), N = planes / C.  Each window sums row by row (a row's sum, then the rows in
+   order), the channels as the vector lanes; threads take whole images. */
+void F(ember_adaptive_avg_pool2d_nhwc_fwd)(const ember_pool2d_params *p, int64_t C, const T *x,
+                                           T *y, int nthreads) {
+    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, N = C > 0 ? p->planes / C : 0;
+    int nt = pl_threads(p, p->planes * (H * W + Ho * Wo), nthreads);
+    if (nt > N) nt = (int)(N > 0 ? N : 1);
+    int failed = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        T *r = (T *)malloc((size_t)(2 * C + 1) * sizeof(T)), *s = r + C;
+        if (!r) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t n = 0; n < N; n++) {
+            if (!r) continue;
+            const T *xn = x + n * H * W * C;
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                const int64_t hs = F(pl_astart)(oh, H, Ho), he = F(pl_aend)(oh, H, Ho);
+                for (int64_t ow = 0; ow < Wo; ow++) {
+                    const int64_t ws = F(pl_astart)(ow, W, Wo), we = F(pl_aend)(ow, W, Wo);
+                    for (int64_t c = 0; c < C; c++) s[c] = 0;
+                    for (int64_t ih = hs; ih < he; ih++) {
+                        for (int64_t c = 0; c < C; c++) r[c] = 0;
+                        for (int64_t iw = ws; iw < we; iw++) {
+                            const T *restrict xr = xn + (ih * W + iw) * C;
+                            for (int64_t c = 0; c < C; c++) r[c] += xr[c];
+                        }
+                        for (int64_t c = 0; c < C; c++) s[c] += r[c];
+                    }
+                    const T cnt = (T)((he - hs) * (we - ws));
+                    T *restrict yr = y + ((n * Ho + oh) * Wo + ow) * C;
+                    for (int64_t c = 0; c < C; c++) yr[c] = s[c] / cnt;
+                }
+            }
+        }
+        free(r);
+    }
+    if (failed) /* no scratch: the plain order */
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t oh = 0; oh < Ho; oh++)
+                for (int64_t ow = 0; ow < Wo; ow++) {
+                    const int64_t hs = F(pl_astart)(oh, H, Ho), he = F(pl_aend)(oh, H, Ho);
+                    const int64_t ws = F(pl_astart)(ow, W, Wo), we = F(pl_aend)(ow, W, Wo);
+                    for (int64_t c = 0; c < C; c++) {
+                        T acc = 0;
+                        for (int64_t ih = hs; ih < he; ih++)
+                            for (int64_t iw = ws; iw < we; iw++)
+                                acc += x[((n * H + ih) * W + iw) * C + c];
+                        y[((n * Ho + oh) * Wo + ow) * C + c] = acc / (T)((he - hs) * (we - ws));
+                    }
+                }
+}
+
+/* its input gradient: dx (N, H, W, C) overwritten from dy (N, Ho, Wo, C) */
+void F(ember_adaptive_avg_pool2d_nhwc_bwd)(const ember_pool2d_params *p, int64_t C, const T *dy,
+                                           T *dx, int nthreads) {
+    const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, N = C > 0 ? p->planes / C : 0;
+    int nt = pl_threads(p, p->planes * (H * W + Ho * Wo), nthreads);
+    if (nt > N) nt = (int)(N > 0 ? N : 1);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t n = 0; n < N; n++) {
+        T *dxn = dx + n * H * W * C;
+        memset(dxn, 0, (size_t)(H * W * C) * sizeof(T));
+        for (int64_t oh = 0; oh < Ho; oh++) {
+            const int64_t hs = F(pl_astart)(oh, H, Ho), he = F(pl_aend)(oh, H, Ho);
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                const int64_t ws = F(pl_astart)(ow, W, Wo), we = F(pl_aend)(ow, W, Wo);
+                const T cnt = (T)((he - hs) * (we - ws));
+                const T *restrict g = dy + ((n * Ho + oh) * Wo + ow) * C;
+                for (int64_t ih = hs; ih < he; ih++)
+                    for (int64_t iw = ws; iw < we; iw++) {
+                        T *restrict d = dxn + (ih * W + iw) * C;
+                        for (int64_t c = 0; c < C; c++) d[c] += g[c] / cnt;
+                    }
+            }
+        }
+    }
+}
+
 #undef F
 #undef PL_CAT
 #undef PL_CAT2

@@ -30,8 +30,10 @@ LIB_NAME = "libember_cuda.so"
 # formulas shared with the CPU (ember_scalar.h, ember_philox.h) must round the
 # same way there: no FMA contraction in these files
 NO_FMAD = {"elementwise.cu", "philox.cu"}
-# the longest file compiles its target SMs in parallel too (nvcc --threads)
-SPLIT_TARGETS = {"elementwise.cu"}
+# the longest files compile their target SMs in parallel too (nvcc --threads)
+SPLIT_TARGETS = {"elementwise.cu", "gemm.cu"}
+# files with sm_90a-only instructions (wgmma) behind __CUDA_ARCH_FEAT_SM90_ALL
+ARCH_SPECIFIC = {"gemm.cu"}
 
 
 def find_nvcc() -> str | None:
@@ -67,6 +69,10 @@ def _flags(name: str, archs: list[str]) -> list[str]:
         f.append("-fmad=false")
     if name in SPLIT_TARGETS:
         f += ["--threads", "0"]
+    if name in ARCH_SPECIFIC:
+        # Hopper's wgmma exists only in the arch-specific sm_90a code, which
+        # replaces plain sm_90 for these files (run-time probed: wgmma_probe)
+        archs = [a.replace("compute_90,code=sm_90", "compute_90a,code=sm_90a") for a in archs]
     if name.endswith(".c"):
         f = ["-x", "c", "-Xcompiler", "-std=c11,-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror",
              "-O2", "-I" + os.path.join(SRC, "include"),

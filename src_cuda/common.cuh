@@ -145,6 +145,31 @@ template <typename A> __device__ A block_max(A v) {
     return r;
 }
 
+/* the exclusive prefix of one int per thread over a block of NT threads (a
+   multiple of 32) in thread order, and the block's total; every thread of the
+   block calls it */
+template <int NT> __device__ __forceinline__ int block_excl_scan(int v, int *total) {
+    __shared__ int wt[NT / 32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += y;
+    }
+    if (lane == 31) wt[w] = incl;
+    __syncthreads();
+    int pre = 0, tot = 0;
+#pragma unroll
+    for (int i = 0; i < NT / 32; i++) {
+        if (i < w) pre += wt[i];
+        tot += wt[i];
+    }
+    __syncthreads();   /* wt is rewritten by the next call */
+    *total = tot;
+    return pre + incl - v;
+}
+
 /* --- Welford accumulators: per thread, Chan's combination in a fixed order --- */
 struct Wf { double n, mean, m2; };
 

@@ -91,6 +91,8 @@ __host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
     case EW_HARDSIGMOID: if (f32) return (A)em_hardsigmoidf((float)x); return em_hardsigmoid(x);
     case EW_HARDSWISH: if (f32) return (A)em_hardswishf((float)x); return em_hardswish(x);
     case EW_LOGSIGMOID: if (f32) return (A)em_logsigmoid_vf((float)x); return em_logsigmoid_vd(x);
+    case EW_NAN_TO_NUM:
+        return x != x ? (A)prm[0] : (x == (A)INFINITY ? (A)prm[1] : (x == -(A)INFINITY ? (A)prm[2] : x));
     default: return x;
     }
 }
@@ -553,7 +555,8 @@ EMC_API int emc_ew_unary(int op, int dtype, void *out, const void *x, const emc_
     cudaStream_t s = emc_stream(stream);
     double prm[3] = {0, 0, 0};
     if (aux) {
-        int np = op == EW_CLAMP || op == EW_ELU ? 3 : op == EW_SOFTPLUS ? 2 : op == EW_LEAKY_RELU;
+        int np = op == EW_CLAMP || op == EW_ELU || op == EW_NAN_TO_NUM ? 3 : op == EW_SOFTPLUS ? 2
+                 : op == EW_LEAKY_RELU;
         for (int i = 0; i < np; i++) prm[i] = aux[i];
     }
     EMC_ALL_TYPES(dtype, {

@@ -1,12 +1,17 @@
-/* GEMM: the twin of src_c/gemm.c.  float32/float64 run a tiled SIMT kernel
-   (64x64 block tile, 4x4 outputs per thread); float16/bfloat16 run on tensor
-   cores through WMMA (128x128 block tile, 8 warps of 64x32, fp32
-   accumulation), and so does float32 when TF32 is allowed (inputs rounded to
-   TF32, as torch.backends.cuda.matmul.allow_tf32 / "high" matmul precision).
-   Row-major operands, transposes by index, batches on grid z. */
+/* GEMM: the twin of src_c/gemm.c.  Row-major operands, transposes by index,
+   batches on grid z.
+   - float32 ("highest" precision) and float64: tiled SIMT kernels (sgemm_tiles
+     for whole 128x128x8 tiles, gemm_simt for the rest).
+   - float16/bfloat16, and float32 when TF32 is allowed ("high"/"medium", the
+     inputs rounded to TF32): gemm_tc, mma.sync tensor cores with fp32
+     accumulation, for any shape whose operand rows are 16-byte aligned;
+     gemm_wmma (WMMA, element-wise loads) for the rest. */
 #include <mma.h>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include "common.cuh"
+#include "gemm_tc.cuh"
 
 using namespace nvcuda;
 
@@ -277,185 +282,589 @@ __global__ void __launch_bounds__(256) gemm_wmma(bool ta, bool tb, int64_t M, in
     }
 }
 
-/* --- the pipelined tensor-core kernel for whole tiles -------------------------------
-   128x256x32 block tile, 8 warps of 64x64, operands streamed global->shared with
-   cp.async through PIPE_STAGES buffers so loads overlap the MMAs.  Transposed
-   operands stay transposed in shared memory and load as column-major fragments.
-   Used when the tile divides the problem and the 16-byte copies are aligned;
-   everything else runs gemm_wmma above. */
-#define PM 128
-#define PN 256
-#define PK 32
-#define PIPE_STAGES 3
-
-__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+/* --- the mma.sync tensor-core kernel ---------------------------------------------------
+   TC_BM x TC_BN (128 x 256) block tiles, 8 warps of 64 x 64, K-tiles of 64 bytes
+   (32 halves / 16 floats) streamed global->shared by cp.async through TC_STAGES
+   buffers.  Fragments come from shared memory by ldmatrix (16-bit operands, .trans
+   for the MN-contiguous ones) or scalar loads (TF32 MN-contiguous operands, which
+   ldmatrix.trans cannot split), into mma.sync m16n8k16 (f16/bf16) or m16n8k8
+   (tf32), fp32 accumulators.  Tiles past M, N or K are zero-filled by cp.async's
+   source size, and the epilogue stores only in-range elements, so any M, N, K
+   runs here; it needs 16-byte aligned operand rows (tc_eligible). */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes) {
+    /* bytes < 16: the rest of the chunk is zero-filled; 0 reads nothing */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+template <bool TRANS> __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
+}
+__device__ __forceinline__ uint32_t to_tf32(uint32_t bits) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
+    return r;
+}
 
-template <typename T, bool TA, bool TB> struct PipeShape {
-    static const int PAD = Frag<T>::PAD;
-    static const int A_ROWS = TA ? PK : PM, A_LD = (TA ? PM : PK) + PAD;
-    static const int B_ROWS = TB ? PN : PK, B_LD = (TB ? PK : PN) + PAD;
-    static const int STAGE = A_ROWS * A_LD + B_ROWS * B_LD;   /* elements */
-    static const size_t BYTES = (size_t)PIPE_STAGES * STAGE * sizeof(T);
-};
+template <typename T> __device__ __forceinline__ void mma_tc(float (&c)[4], const uint32_t (&a)[4],
+                                                            uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma_tc<__half>(float (&c)[4], const uint32_t (&a)[4],
+                                                          uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma_tc<__nv_bfloat16>(float (&c)[4],
+                                                                 const uint32_t (&a)[4],
+                                                                 uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma_tc<float>(float (&c)[4], const uint32_t (&a)[4],
+                                                         uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 
-template <typename T, bool TA, bool TB>
-__global__ void __launch_bounds__(256) gemm_pipe(int64_t K, float alpha, const T *A, int64_t lda,
-                                                 int64_t sA, const T *B, int64_t ldb, int64_t sB,
-                                                 float beta, T *C, int64_t ldc, int64_t sC,
-                                                 int64_t batch) {
-    typedef PipeShape<T, TA, TB> S;
-    typedef typename Frag<T>::type FT;
-    typedef typename std::conditional<TA, wmma::col_major, wmma::row_major>::type LA;
-    typedef typename std::conditional<TB, wmma::col_major, wmma::row_major>::type LB;
-    constexpr int FK = Frag<T>::K, V = 16 / sizeof(T);
-    extern __shared__ __align__(128) unsigned char pipe_smem[];
-    T *smem = reinterpret_cast<T *>(pipe_smem);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = warp / 4, wn = warp % 4;          /* 2 x 4 warps of 64 x 64 */
-    const int64_t m0 = (int64_t)blockIdx.y * PM, n0 = (int64_t)blockIdx.x * PN;
-    const int KT = (int)(K / PK);
-    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
-        const T *Az = A + z * sA, *Bz = B + z * sB;
-        T *Cz = C + z * sC;
-        auto load = [&](int stage, int kt) {
-            T *as = smem + stage * S::STAGE, *bs = as + S::A_ROWS * S::A_LD;
-            const int64_t k0 = (int64_t)kt * PK;
-            constexpr int ACOLS = (S::A_LD - S::PAD) / V, BCOLS = (S::B_LD - S::PAD) / V;
-            for (int e = threadIdx.x; e < S::A_ROWS * ACOLS; e += 256) {
-                const int r = e / ACOLS, c = (e % ACOLS) * V;
-                cp_async16(as + r * S::A_LD + c,
-                           TA ? Az + (k0 + r) * lda + m0 + c : Az + (m0 + r) * lda + k0 + c);
+/* two adjacent outputs (n, n+1) of row p: alpha * acc (+ beta * C); `two` is false
+   at the right edge, `vec` when the pair is aligned for one store */
+template <typename T>
+__device__ __forceinline__ void tc_store2(T *p, float v0, float v1, float alpha, float beta,
+                                          bool two, bool vec) {
+    v0 *= alpha;
+    v1 *= alpha;
+    if (two && vec) {
+        if constexpr (sizeof(T) == 4) {
+            float2 *q = reinterpret_cast<float2 *>(p);
+            if (beta != 0.0f) {
+                const float2 o = *q;
+                v0 += beta * o.x;
+                v1 += beta * o.y;
             }
-            for (int e = threadIdx.x; e < S::B_ROWS * BCOLS; e += 256) {
-                const int r = e / BCOLS, c = (e % BCOLS) * V;
-                cp_async16(bs + r * S::B_LD + c,
-                           TB ? Bz + (n0 + r) * ldb + k0 + c : Bz + (k0 + r) * ldb + n0 + c);
+            *q = make_float2(v0, v1);
+        } else {
+            typedef typename std::conditional<std::is_same<T, __half>::value, __half2,
+                                              __nv_bfloat162>::type T2;
+            T2 *q = reinterpret_cast<T2 *>(p);
+            if (beta != 0.0f) {
+                const T2 o = *q;
+                v0 += beta * to_f(o.x);
+                v1 += beta * to_f(o.y);
             }
-        };
-        wmma::fragment<wmma::accumulator, 16, 16, FK, float> acc[4][4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++) wmma::fill_fragment(acc[i][j], 0.0f);
-#pragma unroll
-        for (int st = 0; st < PIPE_STAGES - 1; st++) {
-            if (st < KT) load(st, st);
-            cp_async_commit();
+            T2 w;
+            w.x = from_f<T>(v0);
+            w.y = from_f<T>(v1);
+            *q = w;
         }
-        for (int kt = 0; kt < KT; kt++) {
-            cp_async_wait<PIPE_STAGES - 2>();
-            __syncthreads();   /* tile kt landed; everyone is done with tile kt-1's buffer */
-            const int next = kt + PIPE_STAGES - 1;
-            if (next < KT) load(next % PIPE_STAGES, next);
-            cp_async_commit();
-            const T *as = smem + (kt % PIPE_STAGES) * S::STAGE, *bs = as + S::A_ROWS * S::A_LD;
-#pragma unroll
-            for (int kk = 0; kk < PK; kk += FK) {
-                wmma::fragment<wmma::matrix_a, 16, 16, FK, FT, LA> fa[4];
-                wmma::fragment<wmma::matrix_b, 16, 16, FK, FT, LB> fb[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int m = wm * 64 + i * 16;
-                    wmma::load_matrix_sync(fa[i], TA ? as + kk * S::A_LD + m : as + m * S::A_LD + kk,
-                                           S::A_LD);
-                }
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int n = wn * 64 + j * 16;
-                    wmma::load_matrix_sync(fb[j], TB ? bs + n * S::B_LD + kk : bs + kk * S::B_LD + n,
-                                           S::B_LD);
-                }
-                if constexpr (sizeof(T) == 4) {   /* float -> TF32 rounding */
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-#pragma unroll
-                        for (int t = 0; t < fa[i].num_elements; t++)
-                            fa[i].x[t] = wmma::__float_to_tf32(fa[i].x[t]);
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-#pragma unroll
-                        for (int t = 0; t < fb[j].num_elements; t++)
-                            fb[j].x[t] = wmma::__float_to_tf32(fb[j].x[t]);
-                }
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-            }
-        }
-        cp_async_wait<0>();
-        __syncthreads();
-        /* epilogue: each warp stages one 16x16 tile at a time through the (now free)
-           pipeline buffers; consecutive lanes write consecutive columns */
-        float *cs = reinterpret_cast<float *>(pipe_smem) + warp * 256;
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                wmma::store_matrix_sync(cs, acc[i][j], 16, wmma::mem_row_major);
-                __syncwarp();
-                for (int e = lane; e < 256; e += 32) {
-                    const int r = e / 16, c = e % 16;
-                    T *cp = Cz + (m0 + wm * 64 + i * 16 + r) * ldc + n0 + wn * 64 + j * 16 + c;
-                    float v = alpha * cs[e];
-                    if (beta != 0.0f) v += beta * to_f(*cp);
-                    *cp = from_f<T>(v);
-                }
-                __syncwarp();
-            }
-        __syncthreads();   /* the staging area is the next batch's first buffer */
+        return;
+    }
+    if (beta != 0.0f) v0 += beta * to_f(p[0]);
+    p[0] = from_f<T>(v0);
+    if (two) {
+        if (beta != 0.0f) v1 += beta * to_f(p[1]);
+        p[1] = from_f<T>(v1);
     }
 }
 
 template <typename T, bool TA, bool TB>
-static int launch_pipe(dim3 grid, cudaStream_t s, int64_t K, float alpha, const T *A, int64_t lda,
-                       int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta, T *C,
-                       int64_t ldc, int64_t sC, int64_t batch) {
-    const size_t bytes = PipeShape<T, TA, TB>::BYTES;
+__global__ void __launch_bounds__(TC_THREADS, 1)
+    gemm_tc(int64_t M, int64_t N, int64_t K, float alpha, const T *A, int64_t lda, int64_t sA,
+            const T *B, int64_t ldb, int64_t sB, float beta, T *C, int64_t ldc, int64_t sC,
+            int64_t batch, bool cvec) {
+    constexpr int E = (int)sizeof(T), V = 16 / E, BK = 64 / E;
+    constexpr bool F32 = E == 4;
+    constexpr int WA = TC_BM * E / 16, WB = TC_BN * E / 16;   /* chunks per MN-contiguous row */
+    constexpr int A_CH = TC_BM * TC_KCH, B_CH = TC_BN * TC_KCH, STAGE_CH = A_CH + B_CH;
+    extern __shared__ __align__(128) unsigned char tc_smem[];
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(tc_smem);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp >> 2, wn = warp & 3;   /* 2 x 4 warps of 64 x 64 */
+    const int g = lane >> 2, t = lane & 3;      /* the MMA fragments' group and thread */
+
+    /* block -> tile, in groups of 8 tile rows so that a wave's blocks share operands in L2 */
+    const int64_t tiles_m = (M + TC_BM - 1) / TC_BM, tiles_n = (N + TC_BN - 1) / TC_BN;
+    const int64_t pid = blockIdx.x, width = 8 * tiles_n, first = pid / width * 8;
+    const int64_t gsize = tiles_m - first < 8 ? tiles_m - first : 8;
+    const int64_t m0 = (first + pid % width % gsize) * TC_BM, n0 = pid % width / gsize * TC_BN;
+    const int KT = (int)((K + BK - 1) / BK);
+
+    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+        const T *Az = A + z * sA, *Bz = B + z * sB;
+        T *Cz = C + z * sC;
+
+        /* cp.async one K-tile into a stage; each source chunk carries the bytes
+           that lie inside the matrix (V-aligned, so a chunk is whole or cut at the edge) */
+        auto load = [&](int stage, int kt) {
+            const int64_t k0 = (int64_t)kt * BK;
+            const uint32_t sa = sbase + stage * STAGE_CH * 16, sb = sa + A_CH * 16;
+#pragma unroll
+            for (int i = 0; i < A_CH / TC_THREADS; i++) {
+                const int e = tid + i * TC_THREADS;
+                int64_t mm, kk;
+                int slot;
+                if (TA) {   /* rows k, chunks of m */
+                    const int r = e / WA, c = e % WA;
+                    slot = tc_mn(r, c, WA, F32);
+                    kk = k0 + r;
+                    mm = m0 + c * V;
+                } else {    /* rows m, chunks of k */
+                    const int r = e / TC_KCH, c = e % TC_KCH;
+                    slot = tc_kc(r, c);
+                    mm = m0 + r;
+                    kk = k0 + c * V;
+                }
+                const int64_t rest = TA ? M - mm : K - kk;
+                const bool in = TA ? kk < K : mm < M;
+                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * E;
+                const T *src = bytes ? (TA ? Az + kk * lda + mm : Az + mm * lda + kk) : Az;
+                cp_async16(sa + slot * 16, src, bytes);
+            }
+#pragma unroll
+            for (int i = 0; i < B_CH / TC_THREADS; i++) {
+                const int e = tid + i * TC_THREADS;
+                int64_t nn, kk;
+                int slot;
+                if (TB) {   /* rows n, chunks of k */
+                    const int r = e / TC_KCH, c = e % TC_KCH;
+                    slot = tc_kc(r, c);
+                    nn = n0 + r;
+                    kk = k0 + c * V;
+                } else {    /* rows k, chunks of n */
+                    const int r = e / WB, c = e % WB;
+                    slot = tc_mn(r, c, WB, F32);
+                    kk = k0 + r;
+                    nn = n0 + c * V;
+                }
+                const int64_t rest = TB ? K - kk : N - nn;
+                const bool in = TB ? nn < N : kk < K;
+                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * E;
+                const T *src = bytes ? (TB ? Bz + nn * ldb + kk : Bz + kk * ldb + nn) : Bz;
+                cp_async16(sb + slot * 16, src, bytes);
+            }
+        };
+
+        float acc[4][8][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0f;
+
+#pragma unroll
+        for (int st = 0; st < TC_STAGES - 1; st++) {
+            if (st < KT) load(st, st);
+            cp_async_commit();
+        }
+        for (int kt = 0; kt < KT; kt++) {
+            cp_async_wait<TC_STAGES - 2>();
+            __syncthreads();   /* tile kt landed, and every warp is done with tile kt-1's stage */
+            const int next = kt + TC_STAGES - 1;
+            if (next < KT) load(next % TC_STAGES, next);
+            cp_async_commit();
+
+            const int stage = kt % TC_STAGES;
+            const uint32_t sa = sbase + stage * STAGE_CH * 16, sb = sa + A_CH * 16;
+            const float *fa = reinterpret_cast<const float *>(tc_smem + stage * STAGE_CH * 16);
+            const float *fb = fa + A_CH * 4;
+#pragma unroll
+            for (int s = 0; s < TC_KCH / 2; s++) {
+                uint32_t a[4][4], b[8][2];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int mb = wm * 64 + i * 16;
+                    if (!TA) {
+                        ldsm_x4<false>(sa + tc_a_kc(lane, mb, s) * 16, a[i]);
+                    } else if (!F32) {
+                        ldsm_x4<true>(sa + tc_a_mn(lane, mb, s, WA) * 16, a[i]);
+                    } else {   /* a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4) as (m, k) */
+                        const int k = 8 * s + t;
+                        a[i][0] = __float_as_uint(fa[tc_mn_f32(k, mb + g, WA)]);
+                        a[i][1] = __float_as_uint(fa[tc_mn_f32(k, mb + g + 8, WA)]);
+                        a[i][2] = __float_as_uint(fa[tc_mn_f32(k + 4, mb + g, WA)]);
+                        a[i][3] = __float_as_uint(fa[tc_mn_f32(k + 4, mb + g + 8, WA)]);
+                    }
+                }
+#pragma unroll
+                for (int jp = 0; jp < 4; jp++) {
+                    const int nb = wn * 64 + jp * 16;
+                    if (TB || !F32) {
+                        uint32_t r[4];
+                        if (TB)
+                            ldsm_x4<false>(sb + tc_b_kc(lane, nb, s) * 16, r);
+                        else
+                            ldsm_x4<true>(sb + tc_b_mn(lane, nb, s, WB) * 16, r);
+                        b[2 * jp][0] = r[0];
+                        b[2 * jp][1] = r[1];
+                        b[2 * jp + 1][0] = r[2];
+                        b[2 * jp + 1][1] = r[3];
+                    } else {   /* b0 (k t, n g), b1 (k t+4, n g) */
+                        const int k = 8 * s + t;
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            b[2 * jp + h][0] = __float_as_uint(fb[tc_mn_f32(k, nb + 8 * h + g, WB)]);
+                            b[2 * jp + h][1] =
+                                __float_as_uint(fb[tc_mn_f32(k + 4, nb + 8 * h + g, WB)]);
+                        }
+                    }
+                }
+                if constexpr (F32) {   /* round to TF32 as torch's allow_tf32 does */
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+#pragma unroll
+                        for (int q = 0; q < 4; q++) a[i][q] = to_tf32(a[i][q]);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        b[j][0] = to_tf32(b[j][0]);
+                        b[j][1] = to_tf32(b[j][1]);
+                    }
+                }
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) mma_tc<T>(acc[i][j], a[i], b[j][0], b[j][1]);
+            }
+        }
+        cp_async_wait<0>();
+
+        /* epilogue straight from the accumulators: c0, c1 at (g, 2t..2t+1), c2, c3 at (g+8, ..) */
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t m = m0 + wm * 64 + i * 16 + g + 8 * h;
+                if (m >= M) continue;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const int64_t n = n0 + wn * 64 + j * 8 + 2 * t;
+                    if (n < N)
+                        tc_store2(Cz + m * ldc + n, acc[i][j][2 * h], acc[i][j][2 * h + 1], alpha,
+                                  beta, n + 1 < N, cvec);
+                }
+            }
+        __syncthreads();   /* the next batch refills stage 0 */
+    }
+}
+
+/* bytes of dynamic shared memory of gemm_tc */
+#define TC_SMEM (TC_STAGES * (TC_BM + TC_BN) * TC_KCH * 16)
+
+template <typename T, bool TA, bool TB>
+static int launch_tc(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
+                     int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
+                     T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec) {
+    EMC_CHECK(cudaFuncSetAttribute(gemm_tc<T, TA, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   TC_SMEM),
+              "emc_gemm");
+    const int64_t tiles = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
+    gemm_tc<T, TA, TB><<<dim3((unsigned)tiles, 1, gz), TC_THREADS, TC_SMEM, s>>>(
+        M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch, cvec);
+    return 1;
+}
+
+/* --- the Hopper kernel: wgmma (sm_90a) --------------------------------------------------
+   The same 128 x 256 block tile, as two warpgroups each issuing m64n256k16 wgmma
+   on operands read straight from shared memory through descriptors (128-byte
+   swizzle; transposed operands through wgmma's own transpose, so no ldmatrix and
+   no fragments in registers).  K-tiles of 64 elements stream in by cp.async
+   (zero-filled edges, as gemm_tc) through WG_STAGES buffers, two tiles ahead,
+   while one group of wgmma runs.  16-bit operands only (wgmma transposes only
+   those); opt-in with EMBER_CUDA_WGMMA=1 (see wgmma_usable). */
+#define WG_TILE_A (TC_BM * WG_BK * 2)
+#define WG_TILE_B (TC_BN * WG_BK * 2)
+#define WG_SMEM (WG_STAGES * (WG_TILE_A + WG_TILE_B) + 1024)
+
+__global__ void wgmma_probe(int *out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+           (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | 1ull << 62;   /* 128-byte swizzle */
+}
+__device__ __forceinline__ void wg_fence_acc(float (&d)[128]) {
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <typename T, bool TA, bool TB>
+__device__ __forceinline__ void wg_mma(float (&d)[128], uint64_t da, uint64_t db) {
+#define WG_OPS(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
+                  "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_ASM(TY)                                                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                 \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                 \
+    "%0, %1, %2, %3, %4, %5, %6, %7," \
+    "%8, %9, %10, %11, %12, %13, %14, %15," \
+    "%16, %17, %18, %19, %20, %21, %22, %23," \
+    "%24, %25, %26, %27, %28, %29, %30, %31," \
+    "%32, %33, %34, %35, %36, %37, %38, %39," \
+    "%40, %41, %42, %43, %44, %45, %46, %47," \
+    "%48, %49, %50, %51, %52, %53, %54, %55," \
+    "%56, %57, %58, %59, %60, %61, %62, %63," \
+    "%64, %65, %66, %67, %68, %69, %70, %71," \
+    "%72, %73, %74, %75, %76, %77, %78, %79," \
+    "%80, %81, %82, %83, %84, %85, %86, %87," \
+    "%88, %89, %90, %91, %92, %93, %94, %95," \
+    "%96, %97, %98, %99, %100, %101, %102, %103," \
+    "%104, %105, %106, %107, %108, %109, %110, %111," \
+    "%112, %113, %114, %115, %116, %117, %118, %119," \
+    "%120, %121, %122, %123, %124, %125, %126, %127" \
+                 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"                                     \
+                 : WG_OPS(0), WG_OPS(8), WG_OPS(16), WG_OPS(24), WG_OPS(32), WG_OPS(40),         \
+                   WG_OPS(48), WG_OPS(56), WG_OPS(64), WG_OPS(72), WG_OPS(80), WG_OPS(88),       \
+                   WG_OPS(96), WG_OPS(104), WG_OPS(112), WG_OPS(120)                             \
+                 : "l"(da), "l"(db), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 0 : 1))
+    if constexpr (std::is_same<T, __half>::value)
+        WG_ASM("f16");
+    else
+        WG_ASM("bf16");
+#undef WG_ASM
+#undef WG_OPS
+}
+#endif
+
+template <typename T, bool TA, bool TB>
+__global__ void __launch_bounds__(TC_THREADS, 1)
+    gemm_wgmma(int64_t M, int64_t N, int64_t K, float alpha, const T *A, int64_t lda, int64_t sA,
+               const T *B, int64_t ldb, int64_t sB, float beta, T *C, int64_t ldc, int64_t sC,
+               int64_t batch, bool cvec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int V = 8;   /* elements per 16-byte chunk */
+    extern __shared__ unsigned char wg_smem[];
+    /* the swizzle atoms need 1024-byte alignment (WG_SMEM has the slack) */
+    const uint32_t sraw = (uint32_t)__cvta_generic_to_shared(wg_smem);
+    const uint32_t sbase = (sraw + 1023u) & ~1023u;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    const int g = lane >> 2, t = lane & 3;
+
+    const int64_t tiles_m = (M + TC_BM - 1) / TC_BM, tiles_n = (N + TC_BN - 1) / TC_BN;
+    const int64_t pid = blockIdx.x, width = 8 * tiles_n, first = pid / width * 8;
+    const int64_t gsize = tiles_m - first < 8 ? tiles_m - first : 8;
+    const int64_t m0 = (first + pid % width % gsize) * TC_BM, n0 = pid % width / gsize * TC_BN;
+    const int KT = (int)((K + WG_BK - 1) / WG_BK);
+
+    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+        const T *Az = A + z * sA, *Bz = B + z * sB;
+        T *Cz = C + z * sC;
+        auto load = [&](int stage, int kt) {
+            const int64_t k0 = (int64_t)kt * WG_BK;
+            const uint32_t sa = sbase + stage * (WG_TILE_A + WG_TILE_B), sb = sa + WG_TILE_A;
+#pragma unroll
+            for (int i = 0; i < WG_TILE_A / 16 / TC_THREADS; i++) {
+                const int e = tid + i * TC_THREADS;
+                int64_t mm, kk;
+                int off;
+                if (TA) {   /* rows k, chunks of m */
+                    const int r = e / (TC_BM / V), c = e % (TC_BM / V);
+                    off = wg_mnmaj(r, c);
+                    kk = k0 + r;
+                    mm = m0 + c * V;
+                } else {    /* rows m, chunks of k */
+                    const int r = e / (WG_BK / V), c = e % (WG_BK / V);
+                    off = wg_kmaj(r, c);
+                    mm = m0 + r;
+                    kk = k0 + c * V;
+                }
+                const int64_t rest = TA ? M - mm : K - kk;
+                const bool in = TA ? kk < K : mm < M;
+                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * 2;
+                const T *src = bytes ? (TA ? Az + kk * lda + mm : Az + mm * lda + kk) : Az;
+                cp_async16(sa + off, src, bytes);
+            }
+#pragma unroll
+            for (int i = 0; i < WG_TILE_B / 16 / TC_THREADS; i++) {
+                const int e = tid + i * TC_THREADS;
+                int64_t nn, kk;
+                int off;
+                if (TB) {   /* rows n, chunks of k */
+                    const int r = e / (WG_BK / V), c = e % (WG_BK / V);
+                    off = wg_kmaj(r, c);
+                    nn = n0 + r;
+                    kk = k0 + c * V;
+                } else {    /* rows k, chunks of n */
+                    const int r = e / (TC_BN / V), c = e % (TC_BN / V);
+                    off = wg_mnmaj(r, c);
+                    kk = k0 + r;
+                    nn = n0 + c * V;
+                }
+                const int64_t rest = TB ? K - kk : N - nn;
+                const bool in = TB ? nn < N : kk < K;
+                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * 2;
+                const T *src = bytes ? (TB ? Bz + nn * ldb + kk : Bz + kk * ldb + nn) : Bz;
+                cp_async16(sb + off, src, bytes);
+            }
+        };
+
+        float d[128];
+#pragma unroll
+        for (int i = 0; i < 128; i++) d[i] = 0.0f;
+        /* two tiles in flight ahead of the one being multiplied, one stage drains */
+#pragma unroll
+        for (int st = 0; st < WG_STAGES - 2; st++) {
+            if (st < KT) load(st, st);
+            cp_async_commit();
+        }
+        for (int kt = 0; kt < KT; kt++) {
+            cp_async_wait<WG_STAGES - 3>();
+            /* cp.async wrote through the generic proxy; wgmma reads through the async one */
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncthreads();   /* tile kt landed everywhere; wgmma group kt-2 is done */
+            const int next = kt + WG_STAGES - 2;
+            if (next < KT) load(next % WG_STAGES, next);
+            cp_async_commit();
+
+            const uint32_t sa = sbase + (kt % WG_STAGES) * (WG_TILE_A + WG_TILE_B);
+            const uint32_t sb = sa + WG_TILE_A;
+            wg_fence_acc(d);
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int s = 0; s < WG_BK / 16; s++) {
+                /* K-major: the k16 step is 32 bytes into each 128-byte line; MN-major:
+                   two 8-row k groups (2 x 1024 bytes) further */
+                const uint64_t da = TA ? wg_desc(sa + wg * WG_MN_LBO + s * 2048, WG_MN_LBO, 1024)
+                                       : wg_desc(sa + wg * 64 * 128 + s * 32, 16, 1024);
+                const uint64_t db = TB ? wg_desc(sb + s * 32, 16, 1024)
+                                       : wg_desc(sb + s * 2048, WG_MN_LBO, 1024);
+                wg_mma<T, TA, TB>(d, da, db);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            wg_fence_acc(d);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wg_fence_acc(d);
+        cp_async_wait<0>();
+
+        /* d[4i..4i+3]: rows 16 * (warp % 4) + g (+8), columns 8i + 2t (+1) */
+        const int64_t mrow = m0 + wg * 64 + (warp & 3) * 16 + g;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t m = mrow + 8 * h;
+            if (m >= M) continue;
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                const int64_t n = n0 + 8 * i + 2 * t;
+                if (n < N)
+                    tc_store2(Cz + m * ldc + n, d[4 * i + 2 * h], d[4 * i + 2 * h + 1], alpha, beta,
+                              n + 1 < N, cvec);
+            }
+        }
+        __syncthreads();   /* the next batch refills the stages */
+    }
+#endif
+}
+
+/* whether gemm_wgmma may run on the current device: asked for (EMBER_CUDA_WGMMA=1),
+   compute capability 9.0 with the sm_90a code loaded (wgmma_probe), the shared
+   memory there; the probe's answer is kept per device */
+static int wgmma_usable() {
+    const char *env = getenv("EMBER_CUDA_WGMMA");
+    if (!env || strcmp(env, "1") != 0) return 0;
+    static int known[64];   /* 0 unknown, 1 yes, -1 no */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (known[dev]) return known[dev] > 0;
+    int major = 0, minor = 0, optin = 0, ok = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (major == 9 && minor == 0 && optin >= WG_SMEM) {
+        int *flag = nullptr;
+        if (cudaMalloc(&flag, sizeof(int)) == cudaSuccess) {
+            wgmma_probe<<<1, 1>>>(flag);
+            if (cudaMemcpy(&ok, flag, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) ok = 0;
+            cudaFree(flag);
+        }
+    }
+    cudaGetLastError();   /* a failed probe only means no wgmma */
+    known[dev] = ok == 1 ? 1 : -1;
+    return ok == 1;
+}
+
+template <typename T, bool TA, bool TB>
+static int launch_wgmma(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
+                        int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
+                        T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec) {
+    EMC_CHECK(cudaFuncSetAttribute(gemm_wgmma<T, TA, TB>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM),
+              "emc_gemm");
+    const int64_t tiles = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
+    gemm_wgmma<T, TA, TB><<<dim3((unsigned)tiles, 1, gz), TC_THREADS, WG_SMEM, s>>>(
+        M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch, cvec);
+    return 1;
+}
+
+/* gemm_tc (gemm_wgmma where usable) when its 16-byte copies are aligned and the part
+   has the shared memory: 1 when it launched, 0 when it did not (the caller runs
+   gemm_wmma), negative on a runtime error */
+template <typename T>
+static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
+                  int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta, T *C,
+                  int64_t ldc, int64_t sC, int64_t batch, unsigned gz, cudaStream_t s) {
+    constexpr int64_t V = 16 / sizeof(T);
+    if (K == 0) return 0;
+    if (lda % V || ldb % V || (batch > 1 && (sA % V || sB % V))) return 0;
+    if (((uintptr_t)A & 15) || ((uintptr_t)B & 15)) return 0;
+    const int64_t tiles = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
+    if (tiles > 0x7fffffff) return 0;
     int dev = 0, optin = 0;
     EMC_CHECK(cudaGetDevice(&dev), "emc_gemm");
     EMC_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
               "emc_gemm");
-    if ((size_t)optin < bytes) return 0;   /* a smaller part: the plain kernel */
-    EMC_CHECK(cudaFuncSetAttribute(gemm_pipe<T, TA, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)bytes),
-              "emc_gemm");
-    gemm_pipe<T, TA, TB><<<grid, 256, bytes, s>>>(K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
-                                                 sC, batch);
-    return 1;
+    if (optin < TC_SMEM) return 0;   /* a smaller part: the plain kernel */
+    /* output pairs (n, n+1) with n even go as one store when C's rows keep them aligned */
+    const bool cvec = ldc % 2 == 0 && (batch == 1 || sC % 2 == 0) &&
+                      ((uintptr_t)C & (2 * sizeof(T) - 1)) == 0;
+    if constexpr (sizeof(T) == 2) {
+        if (wgmma_usable()) {
+            if (!ta && !tb)
+                return launch_wgmma<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+                                                     beta, C, ldc, sC, batch, gz, cvec);
+            if (ta && !tb)
+                return launch_wgmma<T, true, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+                                                    beta, C, ldc, sC, batch, gz, cvec);
+            if (!ta && tb)
+                return launch_wgmma<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
+                                                    beta, C, ldc, sC, batch, gz, cvec);
+            return launch_wgmma<T, true, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta,
+                                               C, ldc, sC, batch, gz, cvec);
+        }
+    }
+    if (!ta && !tb)
+        return launch_tc<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
+                                          sC, batch, gz, cvec);
+    if (ta && !tb)
+        return launch_tc<T, true, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
+                                         sC, batch, gz, cvec);
+    if (!ta && tb)
+        return launch_tc<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
+                                         sC, batch, gz, cvec);
+    return launch_tc<T, true, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC,
+                                    batch, gz, cvec);
 }
 
-/* the pipelined kernel when whole tiles cover the problem, every 16-byte copy is
-   aligned and the part has the shared memory: 1 when it launched, 0 when it did not,
-   negative on a runtime error */
-template <typename T>
-static int try_pipe(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
-                    int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
-                    T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, cudaStream_t s) {
-    constexpr int64_t V = 16 / sizeof(T);
-    if (M % PM || N % PN || K % PK || K == 0 || M / PM > 65535) return 0;
-    if (lda % V || ldb % V || (batch > 1 && (sA % V || sB % V))) return 0;
-    if (((uintptr_t)A & 15) || ((uintptr_t)B & 15)) return 0;
-    dim3 grid((unsigned)(N / PN), (unsigned)(M / PM), gz);
-    if (!ta && !tb)
-        return launch_pipe<T, false, false>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-            ldc, sC, batch);
-    if (ta && !tb)
-        return launch_pipe<T, true, false>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-            ldc, sC, batch);
-    if (!ta && tb)
-        return launch_pipe<T, false, true>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-            ldc, sC, batch);
-    return launch_pipe<T, true, true>(grid, s, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,
-                                      sC, batch);
-}
+
+EMC_API int emc_gemm_wgmma(void) { return wgmma_usable(); }
 
 EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,
@@ -466,7 +875,7 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
     cudaStream_t s = emc_stream(stream);
     unsigned gz = (unsigned)(batch < 65535 ? batch : 65535);
     if (dtype == EM_F32 && allow_tf32) {
-        int rc = try_pipe(ta, tb, M, N, K, (float)alpha, (const float *)A, lda, sA,
+        int rc = try_tc(ta, tb, M, N, K, (float)alpha, (const float *)A, lda, sA,
                           (const float *)B, ldb, sB, (float)beta, (float *)C, ldc, sC, batch, gz, s);
         if (rc < 0) return rc;
         if (rc == 1) { EMC_LAUNCHED("emc_gemm"); return 0; }
@@ -508,9 +917,9 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
                                                    (double *)C, ldc, sC, batch);
     } else if (dtype == EM_F16 || dtype == EM_BF16) {
         int rc = dtype == EM_F16
-            ? try_pipe(ta, tb, M, N, K, (float)alpha, (const __half *)A, lda, sA,
+            ? try_tc(ta, tb, M, N, K, (float)alpha, (const __half *)A, lda, sA,
                        (const __half *)B, ldb, sB, (float)beta, (__half *)C, ldc, sC, batch, gz, s)
-            : try_pipe(ta, tb, M, N, K, (float)alpha, (const __nv_bfloat16 *)A, lda, sA,
+            : try_tc(ta, tb, M, N, K, (float)alpha, (const __nv_bfloat16 *)A, lda, sA,
                        (const __nv_bfloat16 *)B, ldb, sB, (float)beta, (__nv_bfloat16 *)C, ldc,
                        sC, batch, gz, s);
         if (rc < 0) return rc;

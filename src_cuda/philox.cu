@@ -263,11 +263,16 @@ __global__ void perm_init(int64_t *out, int64_t *H, unsigned long long *R, int64
     }
 }
 
-__global__ void perm_reserve(const int64_t *H, unsigned long long *R, int64_t n,
-                             unsigned long long round) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t j = H[i];
+/* the pending steps are items t < m: step list[t], or step t without a list */
+__device__ __forceinline__ int64_t perm_step(const int64_t *list, int64_t t) {
+    return list ? list[t] : t;
+}
+
+__global__ void perm_reserve(const int64_t *H, const int64_t *list, int64_t m,
+                             unsigned long long *R, unsigned long long round) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < m;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = perm_step(list, t), j = H[i];
         if (j < 0) continue;
         const unsigned long long stamp = (round << 33) | (unsigned long long)i;
         atomicMax(R + i, stamp);
@@ -275,21 +280,34 @@ __global__ void perm_reserve(const int64_t *H, unsigned long long *R, int64_t n,
     }
 }
 
-__global__ void perm_commit(int64_t *out, int64_t *H, const unsigned long long *R, int64_t n,
-                            unsigned long long round, unsigned long long *pending) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t j = H[i];
+/* pending (when given) counts the steps left pending */
+__global__ void perm_commit(int64_t *out, int64_t *H, const unsigned long long *R,
+                            const int64_t *list, int64_t m, unsigned long long round,
+                            unsigned long long *pending) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < m;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = perm_step(list, t), j = H[i];
         if (j < 0) continue;
         const unsigned long long stamp = (round << 33) | (unsigned long long)i;
         if (R[i] == stamp && R[j] == stamp) {
-            const int64_t t = out[i];
+            const int64_t v = out[i];
             out[i] = out[j];
-            out[j] = t;
+            out[j] = v;
             H[i] = -1;
-        } else {
+        } else if (pending) {
             atomicAdd(pending, 1ULL);
         }
+    }
+}
+
+/* next = the pending steps among the items (any order: a round's outcome does
+   not depend on the order its steps run in); *cnt counts them */
+__global__ void perm_gather(const int64_t *H, const int64_t *list, int64_t m, int64_t *next,
+                            unsigned long long *cnt) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < m;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = perm_step(list, t);
+        if (H[i] >= 0) next[atomicAdd(cnt, 1ULL)] = i;
     }
 }
 
@@ -304,21 +322,35 @@ EMC_API int emc_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset
     int64_t *H = (int64_t *)buf;
     unsigned long long *R = (unsigned long long *)(buf + (size_t)n * 8);
     unsigned long long *pending = (unsigned long long *)(buf + (size_t)n * 16);
-    const unsigned g = emc_blocks(n);
-    perm_init<<<g, EMC_THREADS, 0, s>>>(out, H, R, n, seed, offset);
+    perm_init<<<emc_blocks(n), EMC_THREADS, 0, s>>>(out, H, R, n, seed, offset);
     unsigned long long left = 1;
     cudaError_t e = cudaGetLastError();
-    /* rounds in batches, then a look at the pending count of the last one */
+    /* rounds in batches over the items (all steps, then a list of the pending
+       ones once it is much shorter), then a look at how many steps are left */
+    int64_t *list = NULL, m = n;
     for (unsigned long long round = 1; left > 0 && e == cudaSuccess;) {
+        const unsigned g = emc_blocks(m);
         for (int b = 0; b < 8; b++, round++) {
-            cudaMemsetAsync(pending, 0, sizeof(*pending), s);
-            perm_reserve<<<g, EMC_THREADS, 0, s>>>(H, R, n, round);
-            perm_commit<<<g, EMC_THREADS, 0, s>>>(out, H, R, n, round, pending);
+            /* only the batch's last round counts the steps left */
+            if (b == 7) cudaMemsetAsync(pending, 0, sizeof(*pending), s);
+            perm_reserve<<<g, EMC_THREADS, 0, s>>>(H, list, m, R, round);
+            perm_commit<<<g, EMC_THREADS, 0, s>>>(out, H, R, list, m, round,
+                                                  b == 7 ? pending : NULL);
         }
         e = cudaMemcpyAsync(&left, pending, sizeof(left), cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess) e = cudaStreamSynchronize(s);
         if (e == cudaSuccess) e = cudaGetLastError();
+        int64_t *next = NULL;
+        if (e == cudaSuccess && left > 0 && (int64_t)left <= m / 4 &&
+            emc_malloc((void **)&next, sizeof(int64_t) * (size_t)left, s) == 0) {
+            cudaMemsetAsync(pending, 0, sizeof(*pending), s);
+            perm_gather<<<g, EMC_THREADS, 0, s>>>(H, list, m, next, pending);
+            emc_free(list);
+            list = next;
+            m = (int64_t)left;
+        }
     }
+    emc_free(list);
     emc_free(buf);
     if (e != cudaSuccess) return emc_set_error((int)e, "emc_randperm");
     return 0;

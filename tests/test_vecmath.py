@@ -949,3 +949,263 @@ def test_digamma_float32_rounds_the_double_result_and_matches_torch():
     finally:
         ember.set_num_threads(old)
     assert outs[0] == outs[1]
+# --- fmod / remainder / floor_divide: exact, torch's sign rules; atan2, logaddexp,
+# xlogy and nan_to_num in float32 ---
+def _grid(dtype):
+    tiny = np.finfo(dtype).smallest_subnormal
+    big = np.finfo(dtype).max
+    v = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -7.0, 0.5, 1e10, -1e10, 1e30, -1e-30,
+                  tiny, -tiny, 1e-38, big, -big, np.inf, -np.inf, np.nan], dtype=dtype)
+    return np.repeat(v, v.size), np.tile(v, v.size)
+
+
+def _torch_mod_ref(name, a, b):
+    """torch's scalar formulas (aten's BinaryOpsKernel.cpp) on NumPy's exact fmod, in
+    the operands' dtype"""
+    with np.errstate(all="ignore"):
+        m = np.fmod(a, b)
+        fix = (m != 0) & ((b < 0) != (m < 0))
+        if name == "fmod":
+            return m
+        if name == "remainder":
+            return np.where(fix, m + b, m)
+        d = (a - m) / b
+        d = np.where(fix, d - 1, d)
+        f = np.floor(d)
+        f = np.where(d - f > 0.5, f + 1, f)
+        r = np.where(d == 0, np.copysign(np.zeros_like(d), a / b), f)
+        return np.where(b == 0, a / b, r)
+
+
+def _bits_equal(got, want):
+    got, want = np.ascontiguousarray(got), np.ascontiguousarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    same = (got.view(np.uint8) == want.view(np.uint8)).reshape(got.size, -1).all(1)
+    bad = ~(same | (np.isnan(got) & np.isnan(want)))
+    assert not bad.any(), (np.nonzero(bad)[0][:5], got[bad][:5], want[bad][:5])
+
+
+def _mod_operands(dtype, n=60_000, seed=21):
+    rng = np.random.default_rng(seed)
+    lim = 60 if dtype == np.float32 else 400
+    a = rng.standard_normal(n) * np.exp2(rng.uniform(-lim, lim, n))
+    b = rng.standard_normal(n) * np.exp2(rng.uniform(-lim, lim, n))
+    # quotients around the vector kernel's limits (2^23, 2^52) and small integers
+    k = rng.integers(0, n, n // 4)
+    b[k] = a[k] / np.exp2(rng.uniform(18, 58, k.size)) * rng.choice([-1, 1], k.size)
+    a[::9] = np.round(a[::9]) % 50
+    b[::9] = rng.integers(-6, 7, b[::9].size)
+    return a.astype(dtype), b.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
+def test_float_mod_ops_exact_with_torchs_sign_rules(name, dtype):
+    fn = getattr(ember, name)
+    for a, b in (_grid(dtype), _mod_operands(dtype)):
+        want = _torch_mod_ref(name, a, b)
+        _bits_equal(fn(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want)
+        # strided and broadcast operands take the same kernels' other loops
+        _bits_equal(fn(ember.from_numpy(a)[::3], ember.from_numpy(b)[::3]).numpy(), want[::3])
+        for s in (b[5], b[-1], b[-2], dtype(-0.75)):
+            with np.errstate(all="ignore"):
+                ref = _torch_mod_ref(name, a, np.full_like(a, s))
+            _bits_equal(fn(ember.from_numpy(a), ember.from_numpy(np.array(s))).numpy(), ref)
+        with np.errstate(all="ignore"):
+            ref = _torch_mod_ref(name, np.full_like(b, a[7]), b)
+        _bits_equal(fn(ember.from_numpy(np.array(a[7])), ember.from_numpy(b)).numpy(), ref)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
+def test_float_mod_ops_match_torch_bit_for_bit(name, dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(22)
+    a = (rng.standard_normal(30_001) * rng.choice([1, 30, 1e4], 30_001)).astype(dtype)
+    b = (rng.standard_normal(30_001) * rng.choice([0.01, 1, 10], 30_001)).astype(dtype)
+    a[:4] = [0.0, -0.0, 5.0, -5.0]
+    b[:4] = [-3.0, 2.0, -0.0, 0.0]
+    got = getattr(ember, name)(ember.from_numpy(a), ember.from_numpy(b)).numpy()
+    _bits_equal(got, getattr(torch, name)(torch.from_numpy(a), torch.from_numpy(b)).numpy())
+    # the special-value grid against torch's element-at-a-time path (std::fmod, exact;
+    # its vectorised Sleef fmod is not exact for huge quotients or subnormal divisors)
+    ga, gb = _grid(getattr(np, dtype))
+    got = getattr(ember, name)(ember.from_numpy(ga), ember.from_numpy(gb)).numpy()
+    td = getattr(torch, dtype)
+    want = np.array([getattr(torch, name)(torch.tensor([x], dtype=td),
+                                          torch.tensor([y], dtype=td)).item()
+                     for x, y in zip(ga.tolist(), gb.tolist())], dtype=dtype)
+    _bits_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
+def test_integer_mod_ops_match_torch(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(23)
+    lo = 0 if dtype == "uint8" else -100
+    a = rng.integers(lo, 100, 4001).astype(dtype)
+    b = rng.integers(lo, 100, 4001).astype(dtype)
+    b[b == 0] = 7
+    for name in ("fmod", "remainder", "floor_divide"):
+        got = getattr(ember, name)(ember.from_numpy(a), ember.from_numpy(b)).numpy()
+        want = getattr(torch, name)(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_float32_atan2_rounds_once_and_matches_torch():
+    rng = np.random.default_rng(24)
+    n = 200_000
+    y = (rng.standard_normal(n) * np.exp2(rng.uniform(-100, 100, n))).astype(np.float32)
+    x = (rng.standard_normal(n) * np.exp2(rng.uniform(-100, 100, n))).astype(np.float32)
+    x[::5] = y[::5] * rng.uniform(0.3, 3, y[::5].size).astype(np.float32)  # near the diagonal
+    gy, gx = _grid(np.float32)
+    y, x = np.concatenate([y, gy]), np.concatenate([x, gx])
+    got = ember.atan2(ember.from_numpy(y), ember.from_numpy(x)).numpy()
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
+    # one rounding of a double-precision result: the float64 reference rounded, bit for bit
+    _bits_equal(got, want)
+    torch = pytest.importorskip("torch")
+    tw = torch.atan2(torch.from_numpy(y), torch.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(tw))
+    ok = ~np.isnan(tw)
+    assert _ulps32(got[ok], tw[ok]).max() <= 1
+
+
+def _ulps32(a, b):
+    """ulp distance of float32 arrays (ordered bit patterns)"""
+    def key(v):
+        i = v.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return np.abs(key(a) - key(b))
+
+
+def test_float32_logaddexp_matches_torch():
+    rng = np.random.default_rng(25)
+    n = 200_000
+    a = (rng.standard_normal(n) * rng.choice([1e-3, 1, 10, 1e4], n)).astype(np.float32)
+    b = (rng.standard_normal(n) * rng.choice([1e-3, 1, 10, 1e4], n)).astype(np.float32)
+    b[::4] = a[::4] + rng.uniform(-120, 120, a[::4].size).astype(np.float32)
+    sa = np.array([np.inf, np.inf, -np.inf, -np.inf, np.nan, 1.0, np.inf, 0.0, -1e30, 88.0],
+                  np.float32)
+    sb = np.array([np.inf, -np.inf, -np.inf, 3.0, 1.0, np.nan, 2.0, -0.0, -1e30, -30.0],
+                  np.float32)
+    a, b = np.concatenate([a, sa]), np.concatenate([b, sb])
+    got = ember.logaddexp(ember.from_numpy(a), ember.from_numpy(b)).numpy()
+    with np.errstate(invalid="ignore"):
+        ref = np.logaddexp(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_array_equal(got[np.isinf(ref)], ref[np.isinf(ref)])
+    # m + log1p(exp(-|a - b|)) in float, as torch: ulps of max(|a|, |b|, 1) (the sum
+    # cancels where a and b are negative and close)
+    fin = ok & np.isfinite(ref)
+    fa, fb = (np.where(np.isfinite(v), np.abs(v), np.float32(0)) for v in (a, b))
+    scale = np.spacing(np.maximum(np.maximum(fa, fb), np.float32(1)))
+    scale = 2 * scale[fin].astype(np.float64)       # the result may be one binade up
+    assert (np.abs(got[fin] - ref[fin]) / scale).max() <= 1.0
+    torch = pytest.importorskip("torch")
+    tw = torch.logaddexp(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    np.testing.assert_array_equal(got[np.isinf(tw)], tw[np.isinf(tw)])
+    assert (np.abs(got[fin].astype(np.float64) - tw[fin]) / scale).max() <= 1.5
+
+
+def test_float32_xlogy_rounds_the_log_once_and_matches_torch():
+    rng = np.random.default_rng(26)
+    n = 100_000
+    a = (rng.standard_normal(n) * 10).astype(np.float32)
+    b = np.abs(rng.standard_normal(n) * np.exp2(rng.uniform(-140, 120, n))).astype(np.float32)
+    a[:8] = [0.0, 0.0, 0.0, 1.0, -2.0, np.nan, 0.0, 3.0]
+    b[:8] = [0.0, np.inf, np.nan, 0.0, -1.0, 2.0, -5.0, np.inf]
+    got = ember.xlogy(ember.from_numpy(a), ember.from_numpy(b)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.where(np.isnan(b), b, np.where(
+            a == 0, np.float32(0), a * np.log(b.astype(np.float64)).astype(np.float32)))
+    _bits_equal(got, want)
+    torch = pytest.importorskip("torch")
+    tw = torch.xlogy(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(tw))
+    ok = ~np.isnan(tw)
+    assert _ulps32(got[ok], tw[ok]).max() <= 2      # torch's logf is not correctly rounded
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_nan_to_num_matches_torch_bit_for_bit(dtype):
+    torch = pytest.importorskip("torch")
+    x = (np.random.default_rng(27).standard_normal(3001) * 1e3).astype(dtype)
+    x[:6] = [np.nan, np.inf, -np.inf, -0.0, np.finfo(dtype).max, np.nan]
+    t = torch.from_numpy(x.copy())
+    for args in ((), (1.5, 2.5, -3.5), (None, 1e300, -1e300), (-0.0, None, 7.0)):
+        got = ember.nan_to_num(ember.from_numpy(x), *args).numpy()
+        _bits_equal(got, torch.nan_to_num(t, *args).numpy())
+        got = ember.nan_to_num(ember.from_numpy(x)[::3], *args).numpy()
+        _bits_equal(got, torch.nan_to_num(t[::3], *args).numpy())
+    out = ember.empty(3001, dtype=getattr(ember, dtype))
+    ember.nan_to_num(ember.from_numpy(x), 1.0, out=out)
+    _bits_equal(out.numpy(), torch.nan_to_num(t, 1.0).numpy())
+    e = ember.from_numpy(x.copy())
+    e.nan_to_num_(posinf=5.0)
+    _bits_equal(e.numpy(), torch.nan_to_num(t, posinf=5.0).numpy())
+
+
+def test_nan_to_num_integers_and_gradient():
+    i = ember.tensor([1, -2, 3])
+    r = ember.nan_to_num(i)
+    assert r.dtype == ember.int64 and r.tolist() == [1, -2, 3]
+    x = ember.tensor([1.0, float("nan"), float("inf"), -2.0], requires_grad=True)
+    y = ember.nan_to_num(x, 0.5)
+    y.backward(ember.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert y.tolist() == [1.0, 0.5, np.finfo(np.float32).max, -2.0]
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 4.0]
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide", "atan2", "logaddexp",
+                                  "xlogy", "nan_to_num"])
+def test_binary_float_kernels_bit_identical_across_thread_counts(name):
+    rng = np.random.default_rng(28)
+    a = rng.standard_normal(1 << 20) * 5
+    b = rng.standard_normal(1 << 20) * 2
+    a[::97], b[::89], b[::83], a[::79] = np.nan, 0.0, np.inf, 1e30
+    outs = []
+    old = ember.get_num_threads()
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            for dt in (np.float32, np.float64):
+                ea, eb = ember.from_numpy(a.astype(dt)), ember.from_numpy(b.astype(dt))
+                r = ember.nan_to_num(ea) if name == "nan_to_num" else getattr(ember, name)(ea, eb)
+                outs.append(r.numpy().tobytes())
+    finally:
+        ember.set_num_threads(old)
+    assert outs[0] == outs[2] and outs[1] == outs[3]
+
+
+_MOD_SNIPPET = """
+import sys
+import numpy as np
+import ember
+a, b = (np.load(p) for p in sys.argv[1:3])
+np.savez(sys.argv[3], *[getattr(ember, n)(ember.from_numpy(a.astype(d)), ember.from_numpy(
+    b.astype(d))).numpy() for d in (np.float32, np.float64)
+    for n in ("fmod", "remainder", "floor_divide")])
+"""
+
+
+@pytest.mark.parametrize("isa", ["generic", "avx2"])
+def test_float_mod_ops_exact_on_every_isa(isa, tmp_path):
+    import subprocess
+    # without FMA (generic) the exact product takes other paths: float's in double,
+    # double's by Dekker's split (kept clear of overflow and underflow)
+    ga, gb = _grid(np.float64)
+    ma, mb = _mod_operands(np.float64, n=20_000)
+    a, b = np.concatenate([ga, ma]), np.concatenate([gb, mb])
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    subprocess.run([sys.executable, "-c", _MOD_SNIPPET, str(tmp_path / "a.npy"),
+                    str(tmp_path / "b.npy"), str(tmp_path / "r.npz")], check=True, timeout=300,
+                   env={**os.environ, "EMBER_ISA": isa})
+    with np.load(tmp_path / "r.npz") as f:
+        got = [f[f"arr_{i}"] for i in range(6)]
+    for k, (d, n) in enumerate((d, n) for d in (np.float32, np.float64)
+                               for n in ("fmod", "remainder", "floor_divide")):
+        with np.errstate(all="ignore"):
+            _bits_equal(got[k], _torch_mod_ref(n, a.astype(d), b.astype(d)))

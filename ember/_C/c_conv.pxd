@@ -49,7 +49,22 @@ cdef extern from "ember_conv.h" nogil:
                                            float *y, int64_t *idx, int nthreads)
     void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x,
                                            double *y, int64_t *idx, int nthreads)
+    void ember_adaptive_avg_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C,
+                                                const float *x, float *y, int nthreads)
+    void ember_adaptive_avg_pool2d_nhwc_fwd_f64(const ember_pool2d_params *p, int64_t C,
+                                                const double *x, double *y, int nthreads)
+    void ember_adaptive_avg_pool2d_nhwc_bwd_f32(const ember_pool2d_params *p, int64_t C,
+                                                const float *dy, float *dx, int nthreads)
+    void ember_adaptive_avg_pool2d_nhwc_bwd_f64(const ember_pool2d_params *p, int64_t C,
+                                                const double *dy, double *dx, int nthreads)
     int ember_conv_winograd(int on)
+    int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass_)
+    int ember_conv2d_fwd_nhwc_f32(const ember_conv2d_params *p, const float *x, const float *w,
+                                  const float *bias, float *y, int nthreads)
+    int ember_conv2d_bwd_input_nhwc_f32(const ember_conv2d_params *p, const float *dy,
+                                        const float *w, float *dx, int nthreads)
+    int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
+                                         const float *dy, float *dw, int nthreads)
     void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x,
                           float *col)
     void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x,

@@ -13,7 +13,7 @@ from libc.stdint cimport int64_t
 from ember._C.core cimport *
 from ember._C.frame cimport *
 from ember._C.c_chnorm cimport *
-from ember._C.layout cimport cl_order, from_cl, to_cl
+from ember._C.layout cimport cl_order, dense_cl, from_cl, new_cl, to_cl
 
 
 cdef bint _param_ok(object p, TensorBase x, int64_t C, bint write):
@@ -66,10 +66,12 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
         return None
     if training and N * HW <= 1:
         return None
-    cdef TensorBase x = from_cl(t)
+    # a dense channels-last input is normalised in place as (N*HW, C) rows
+    cdef bint cl = dense_cl(t._ndim, t._shape, t._strides) and not is_contig(t)
+    cdef TensorBase x = t if cl else from_cl(t)
     cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
     cdef TensorBase b = contig(<TensorBase>bias) if bias is not None else None
-    cdef TensorBase y = new_like(x, -1)
+    cdef TensorBase y = new_cl(t._ndim, t._shape, t._dtype, t._device) if cl else new_like(x, -1)
     cdef TensorBase smean = _vec(C, x)
     cdef TensorBase sinv = _vec(C, x)
     cdef const char *wp = _cptr(w)
@@ -79,8 +81,16 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
     cdef int nt = nthreads_for(N * C * HW * 4)
     cdef int rc
     with nogil:
-        rc = em_batch_norm_fwd(x._dtype, data_ptr(x), wp, bp, N, C, HW, training, eps, momentum,
-                               rmp, rvp, data_ptr(y), data_ptr(smean), data_ptr(sinv), nt)
+        if cl:
+            rc = em_batch_norm_fwd_cl(x._dtype, data_ptr(x), wp, bp, N * HW, C, training, eps,
+                                      momentum, rmp, rvp, data_ptr(y), data_ptr(smean),
+                                      data_ptr(sinv), nt)
+        else:
+            rc = em_batch_norm_fwd(x._dtype, data_ptr(x), wp, bp, N, C, HW, training, eps,
+                                   momentum, rmp, rvp, data_ptr(y), data_ptr(smean),
+                                   data_ptr(sinv), nt)
+    if rc == -2:
+        raise MemoryError("batch_norm: out of memory")
     if rc != 0:
         raise RuntimeError("batch_norm: kernel failed")
     if training:
@@ -88,7 +98,7 @@ def batch_norm(input, running_mean, running_var, weight, bias, bint training, do
             bump_version(<TensorBase>running_mean)
         if running_var is not None:
             bump_version(<TensorBase>running_var)
-    if cl_order(t):         # torch keeps the input's memory format
+    if not cl and cl_order(t):      # torch keeps the input's memory format
         y = to_cl(y)
     if any_grad((t, weight, bias)):
         record("batch_norm", (input, weight, bias), y,
@@ -122,6 +132,10 @@ def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint traini
     1/std (flat [C] parameter gradients); None for each one not needed.  Not
     recorded: the formula composes public ops when a graph of the backward is wanted."""
     cdef TensorBase x, g, sm, si, w, dx, dw, db
+    cdef TensorBase t = as_tensor(input, "batch_norm_backward", "input")
+    if dense_cl(t._ndim, t._shape, t._strides) and not is_contig(t):
+        return _batch_norm_backward_cl(grad, t, save_mean, save_invstd, weight, training,
+                                       need_input, need_weight, need_bias)
     x, g, sm, si, w, dx, dw, db = _bwd_operands(
         "batch_norm_backward", grad, input, save_mean, "save_mean", save_invstd, "save_invstd",
         weight, need_input, need_weight, need_bias)
@@ -138,6 +152,36 @@ def batch_norm_backward(grad, input, save_mean, save_invstd, weight, bint traini
     if rc != 0:
         raise RuntimeError("batch_norm_backward: kernel failed")
     return _like_input(dx, input), dw, db
+
+
+cdef tuple _batch_norm_backward_cl(grad, TensorBase x, save_mean, save_invstd, weight,
+                                   bint training, bint need_input, bint need_weight,
+                                   bint need_bias):
+    """batch_norm_backward of a dense channels-last input, in its layout (a channels-last
+    grad_input)"""
+    op = "batch_norm_backward"
+    cdef int64_t C = x._shape[1], M = x._shape[0] * _hw(x)
+    cdef TensorBase g = to_cl(cast(as_tensor(grad, op, "grad"), x._dtype))
+    cdef TensorBase sm = contig(as_tensor(save_mean, op, "save_mean"))
+    cdef TensorBase si = contig(as_tensor(save_invstd, op, "save_invstd"))
+    cdef TensorBase w = contig(<TensorBase>weight) if weight is not None else None
+    cdef TensorBase dx = new_cl(x._ndim, x._shape, x._dtype, x._device) if need_input else None
+    cdef TensorBase dw = _vec(C, x) if need_weight else None
+    cdef TensorBase db = _vec(C, x) if need_bias else None
+    cdef const char *wp = _cptr(w)
+    cdef char *dxp = data_ptr(dx) if dx is not None else NULL
+    cdef char *dwp = data_ptr(dw) if dw is not None else NULL
+    cdef char *dbp = data_ptr(db) if db is not None else NULL
+    cdef int nt = nthreads_for(M * C * 8)
+    cdef int rc
+    with nogil:
+        rc = em_batch_norm_bwd_cl(x._dtype, data_ptr(g), data_ptr(x), data_ptr(sm), data_ptr(si),
+                                  wp, M, C, training, dxp, dwp, dbp, nt)
+    if rc == -2:
+        raise MemoryError("batch_norm_backward: out of memory")
+    if rc != 0:
+        raise RuntimeError("batch_norm_backward: kernel failed")
+    return dx, dw, db
 
 
 def group_norm(input, int64_t num_groups, weight, bias, double eps):

@@ -468,8 +468,9 @@ cdef object _conv_nd(str op, int nd, object input, object weight, object bias, o
         from ember._C import cplx
         return cplx.conv(op, x, w, b, (stride, padding, dilation, groups))
     cdef int cdt = _conv_dtype(x, op)
-    if _nhwc_ok(a, x, w, cdt) and (b is None or b._dtype == cdt):
-        yn = _conv_fwd_nhwc(a, x, w, b)
+    if _wino_nhwc(a, x, w, 0) or (_nhwc_ok(a, x, w, cdt) and (b is None or b._dtype == cdt)):
+        yn = _conv_fwd_wino_nhwc(a, x, w, b) if _wino_nhwc(a, x, w, 0) else \
+            _conv_fwd_nhwc(a, x, w, b)
         if any_grad((x, w, b)):
             record(op, (x, w, b) if b is not None else (x, w), yn,
                    {"stride": stride, "padding": padding, "dilation": dilation,
@@ -535,6 +536,8 @@ def conv2d_input_grad(input_size, weight, grad_output, stride=1, padding=0, dila
     cdef int cdt = _conv_dtype(dy, op)
     attrs = {"input_size": input_size, "stride": stride, "padding": padding,
              "dilation": dilation, "groups": groups}
+    if _wino_nhwc(a, dy, w, 1):
+        return epilogue(op, (w, dy), _conv_input_grad_wino_nhwc(a, dy, w), attrs)
     cdef TensorBase dyc = _as4d(_float_contig(dy, cdt), a.p.N, a.p.OC, a.p.Ho, a.p.Wo)
     cdef TensorBase wc = _as4d(_float_contig(w, cdt), a.p.OC, a.p.C // a.p.groups, a.p.kh,
                                a.p.kw)
@@ -581,7 +584,10 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
                            f"got {c_type_name(x._dtype)} and {c_type_name(dy._dtype)}")
     cdef int cdt = _conv_dtype(x, op)
-    if _nhwc_ok(a, x, dy, cdt):
+    if _wino_nhwc(a, x, dy, 2):
+        dw = _conv_weight_grad_wino_nhwc(a, x, dy)
+        db = dy.sum((0, 2, 3)) if bias_grad else None
+    elif _nhwc_ok(a, x, dy, cdt):
         dw = _conv_weight_grad_nhwc(a, x, dy)        # channels-last, as torch's
         db = dy.sum((0, 2, 3)) if bias_grad else None
     else:
@@ -1273,6 +1279,9 @@ def adaptive_avg_pool2d(input, output_size):
     op = "adaptive_avg_pool2d"
     cdef TensorBase x = _pool_input(input, op, "adaptive")
     cdef _PoolArgs a = _adaptive_setup(x, output_size, op)
+    if _pool_nhwc_ok(x):
+        return epilogue(op, (x,), _adaptive_avg_pool_nhwc(x, a, False),
+                        {"output_size": output_size})
     cdef int cdt = _conv_dtype(x, op)
     cdef TensorBase xc = _float_contig(x, cdt)
     cdef TensorBase y = _new_shape(a.oshape, cdt, x._device)
@@ -1306,6 +1315,9 @@ def adaptive_avg_pool2d_backward(grad_output, input):
     if tuple(dy.shape) != a.oshape:
         raise RuntimeError(f"{op}: grad_output of size {shape_list(dy)} does not match the "
                            f"input {shape_list(x)}")
+    if _pool_nhwc_ok(x) and dy._dtype == x._dtype:
+        return epilogue(op, (dy,), _adaptive_avg_pool_nhwc(dy, a, True),
+                        {"input_shape": tuple(x.shape)})
     cdef int cdt = _conv_dtype(dy, op)
     cdef TensorBase dyc = _float_contig(dy, cdt)
     cdef TensorBase dx = new_tensor(x._ndim, x._shape, cdt, x._device)

@@ -1,12 +1,14 @@
-# Channels-last (NHWC) convolution: each pass is one GEMM over descriptor operands
+# Channels-last (NHWC) convolution.  float32 3x3 stride-1 convolutions that Winograd
+# takes (src_c/conv.c decides, as for NCHW) run it on NHWC tiles in all three
+# passes.  Otherwise each pass is one GEMM over descriptor operands
 # (src_c/include/ember_gemm.h), whose row/column offset tables address the image in
 # place: the im2col matrix of an NHWC image is rows of (n, ho, wo) and columns of
 # (i, j, c), with c innermost, so no column buffer is built and the result lands in
 # NHWC order directly.  Included by conv.pyx; used for the forward pass and the
 # weight gradient of ungrouped float32/float64 2-D convolutions whose input or
 # weight is channels-last (torch's rule for a channels-last result); the other cases
-# (and every input gradient: a GEMM with C columns, narrow for the first layer) run
-# the NCHW kernels between layout conversions.
+# (and the other input gradients: a GEMM with C columns, narrow for the first layer)
+# run the NCHW kernels between layout conversions.
 from ember._C.c_gemm cimport ember_smat, ember_dmat, ember_sgemm_ex, ember_dgemm_ex
 
 
@@ -164,3 +166,70 @@ cdef TensorBase _conv_weight_grad_nhwc(_ConvArgs a, TensorBase x, TensorBase dy)
     _gemm(x._dtype, a.p.OC, K, a.p.N * a.p.Ho * a.p.Wo, dy, dy._strides[1], 0, None, cy,
           xp, 0, 0, ro, co, dw, K, 1, None)
     return dw
+
+
+cdef bint _wino_nhwc(_ConvArgs a, TensorBase x, TensorBase w, int pass_):
+    """the channels-last Winograd kernels take this pass (0 forward, 1 input gradient,
+    2 weight gradient) of a conv over x and w (x and dy for pass 2): batched 2-D
+    float32 with symmetric padding, a channels-last operand and no empty dimension"""
+    if not (a.batched and a.nd == 2 and x._dtype == EM_F32 and w._dtype == EM_F32 and
+            not _asym(a) and (cl_order(x) or cl_order(w))):
+        return False
+    if a.p.N * a.p.C * a.p.OC * a.p.H * a.p.W * a.p.Ho * a.p.Wo == 0:
+        return False
+    return ember_conv2d_nhwc_wino(&a.p, pass_) != 0
+
+
+cdef TensorBase _cl_result(_ConvArgs a, int64_t C, int64_t H, int64_t W):
+    cdef int64_t sh[4]
+    sh[0] = a.p.N
+    sh[1] = C
+    sh[2] = H
+    sh[3] = W
+    return new_cl(4, sh, EM_F32, cpu_device())
+
+
+cdef TensorBase _conv_fwd_wino_nhwc(_ConvArgs a, TensorBase x, TensorBase w, TensorBase b):
+    """y (N, OC, Ho, Wo) channels-last = conv(x, w) (+ b) through Winograd on NHWC"""
+    cdef TensorBase xc = to_cl(x), wc = from_cl(w)
+    cdef TensorBase bc = contig(b) if b is not None else None
+    cdef TensorBase y = _cl_result(a, a.p.OC, a.p.Ho, a.p.Wo)
+    cdef const float *bp = <const float *>data_ptr(bc) if bc is not None else NULL
+    cdef int nt = max_threads(), rc
+    with nogil:
+        rc = ember_conv2d_fwd_nhwc_f32(&a.p, <const float *>data_ptr(xc),
+                                       <const float *>data_ptr(wc), bp, <float *>data_ptr(y),
+                                       nt)
+    _conv_rc(rc, "conv2d")
+    return y
+
+
+cdef TensorBase _conv_input_grad_wino_nhwc(_ConvArgs a, TensorBase dy, TensorBase w):
+    """dx (N, C, H, W) channels-last through Winograd on NHWC"""
+    cdef TensorBase dyc = to_cl(dy), wc = from_cl(w)
+    cdef TensorBase dx = _cl_result(a, a.p.C, a.p.H, a.p.W)
+    cdef int nt = max_threads(), rc
+    with nogil:
+        rc = ember_conv2d_bwd_input_nhwc_f32(&a.p, <const float *>data_ptr(dyc),
+                                             <const float *>data_ptr(wc),
+                                             <float *>data_ptr(dx), nt)
+    _conv_rc(rc, "conv2d_input_grad")
+    return dx
+
+
+cdef TensorBase _conv_weight_grad_wino_nhwc(_ConvArgs a, TensorBase x, TensorBase dy):
+    """dw (OC, C, 3, 3) channels-last, as torch's, through Winograd on NHWC"""
+    cdef TensorBase xc = to_cl(x), dyc = to_cl(dy)
+    cdef int64_t sh[4]
+    sh[0] = a.p.OC
+    sh[1] = a.p.C
+    sh[2] = a.p.kh
+    sh[3] = a.p.kw
+    cdef TensorBase dw = new_tensor(4, sh, EM_F32, x._device)
+    cdef int nt = max_threads(), rc
+    with nogil:
+        rc = ember_conv2d_bwd_weight_nhwc_f32(&a.p, <const float *>data_ptr(xc),
+                                              <const float *>data_ptr(dyc),
+                                              <float *>data_ptr(dw), nt)
+    _conv_rc(rc, "conv2d_weight_grad")
+    return to_cl(dw)

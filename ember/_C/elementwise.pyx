@@ -704,6 +704,19 @@ def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
     return _unary(EW_ELU, "elu", input, None, K_FLOAT, prm, (alpha, scale, input_scale))
 
 
+def _nan_to_num(TensorBase input not None, double nan, double posinf, double neginf):
+    """nan_to_num of a floating tensor in one pass (the fast path of
+    ``ember._composite.nan_to_num``); None where the composite's differentiable form
+    must run: Python modes, other devices, autograd."""
+    cdef double prm[3]
+    if needs_slow1(input) or (grad_on() and input._requires_grad):
+        return None
+    prm[0] = nan
+    prm[1] = posinf
+    prm[2] = neginf
+    return _unary(EW_NAN_TO_NUM, "nan_to_num", input, None, K_ARITH, prm)
+
+
 def relu_(TensorBase self not None):
     return _inplace_unary(EW_RELU, "relu", self, K_ARITH, NULL)
 

@@ -188,29 +188,13 @@ cdef inline TensorBase new_cl(int nd, const int64_t *shape, int dtype, Device de
 # both sides are read and written a cache line at a time, with the inner loop on the
 # side whose stride is short (the other one, often a multiple of 4 KiB, would keep
 # evicting itself from L1)
-cdef inline void _tr32(const uint32_t *s, uint32_t *d, int64_t R, int64_t K,
-                       int64_t B) noexcept nogil:
+ctypedef fused _word:        # 4- and 8-byte elements, moved as bits
+    uint32_t
+    uint64_t
+
+
+cdef inline void _tr(const _word *s, _word *d, int64_t R, int64_t K, int64_t B) noexcept nogil:
     """d = s^T for B consecutive R x K row-major matrices"""
-    cdef int64_t b, r0, c0, r, c, r1, c1
-    for b in range(B):
-        for r0 in range(0, R, 16):
-            r1 = r0 + 16 if r0 + 16 < R else R
-            for c0 in range(0, K, 16):
-                c1 = c0 + 16 if c0 + 16 < K else K
-                if R < K:       # the inner loop on the side with the shorter stride
-                    for r in range(r0, r1):
-                        for c in range(c0, c1):
-                            d[c * R + r] = s[r * K + c]
-                else:
-                    for c in range(c0, c1):
-                        for r in range(r0, r1):
-                            d[c * R + r] = s[r * K + c]
-        s += R * K
-        d += R * K
-
-
-cdef inline void _tr64(const uint64_t *s, uint64_t *d, int64_t R, int64_t K,
-                       int64_t B) noexcept nogil:
     cdef int64_t b, r0, c0, r, c, r1, c1
     for b in range(B):
         for r0 in range(0, R, 16):
@@ -243,9 +227,9 @@ cdef inline bint _transpose(TensorBase src, TensorBase dst, bint to_nhwc):
     cdef int64_t R = C if to_nhwc else P, K = P if to_nhwc else C
     with nogil:
         if isz == 4:
-            _tr32(<const uint32_t *>s, <uint32_t *>d, R, K, N)
+            _tr(<const uint32_t *>s, <uint32_t *>d, R, K, N)
         else:
-            _tr64(<const uint64_t *>s, <uint64_t *>d, R, K, N)
+            _tr(<const uint64_t *>s, <uint64_t *>d, R, K, N)
     return True
 
 

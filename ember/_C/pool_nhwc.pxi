@@ -144,3 +144,31 @@ cdef TensorBase _max_pool_nhwc_backward(TensorBase dy, TensorBase x, TensorBase 
             _max_pool_nhwc_bwd(N, C, HW, P, <const double *>data_ptr(g),
                                <const int64_t *>data_ptr(ic), <double *>data_ptr(dx))
     return dx
+
+
+cdef TensorBase _adaptive_avg_pool_nhwc(TensorBase t, _PoolArgs a, bint backward):
+    """adaptive average pooling of a channels-last input t (backward: its input gradient
+    from grad_output t), channels-last"""
+    cdef TensorBase tc = to_cl(t)
+    cdef int64_t C = t._shape[1]
+    cdef int64_t sh[4]
+    sh[0] = t._shape[0]
+    sh[1] = C
+    sh[2] = a.p.H if backward else a.p.Ho
+    sh[3] = a.p.W if backward else a.p.Wo
+    cdef TensorBase r = new_cl(4, sh, t._dtype, t._device)
+    cdef int nt = max_threads()
+    with nogil:
+        if t._dtype == EM_F32 and backward:
+            ember_adaptive_avg_pool2d_nhwc_bwd_f32(&a.p, C, <const float *>data_ptr(tc),
+                                                   <float *>data_ptr(r), nt)
+        elif t._dtype == EM_F32:
+            ember_adaptive_avg_pool2d_nhwc_fwd_f32(&a.p, C, <const float *>data_ptr(tc),
+                                                   <float *>data_ptr(r), nt)
+        elif backward:
+            ember_adaptive_avg_pool2d_nhwc_bwd_f64(&a.p, C, <const double *>data_ptr(tc),
+                                                   <double *>data_ptr(r), nt)
+        else:
+            ember_adaptive_avg_pool2d_nhwc_fwd_f64(&a.p, C, <const double *>data_ptr(tc),
+                                                   <double *>data_ptr(r), nt)
+    return r

@@ -12,20 +12,18 @@ alias of the output; the version of every saved tensor is recorded at forward
 and checked when the formula reads it."""
 from __future__ import annotations
 
-import itertools
 import sys
 import threading
-import weakref
-from heapq import heappop, heappush
 
-from ember import _memory_format
+from ember import _memory_format  # noqa: F401  (the compiled engine reads it from here)
 from ember._C import core as _core
+from ember._C import engine as _ce
 from ember._C.core import TensorBase, _set_grad_enabled, is_grad_enabled
 
 _getrefcount = sys.getrefcount
 # creation order of nodes: a node's consumers are always newer than it, so running
 # the newest pending node first is a topological order (no dependency pass needed)
-next_seq = itertools.count().__next__
+next_seq = _ce.next_seq
 
 FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
              "tensors after they have already been freed). Saved intermediate values of the "
@@ -58,15 +56,12 @@ def _version_error(t, saved_version, producer, consumer):
         f"ember.autograd.set_detect_anomaly(True).")
 
 
-class _Freed:
+class _Freed(_ce.FreedBase):
     """Stands in for a saved tensor after the graph was freed: it still answers the
-    metadata the engine needs (shape, dtype) and raises PyTorch's error for the rest."""
+    metadata the engine needs (``shape``, ``dtype``: C fields of ``FreedBase``) and
+    raises PyTorch's error for the rest."""
 
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, t):
-        self.shape = t.shape
-        self.dtype = t.dtype
+    __slots__ = ()
 
     def dim(self):
         return len(self.shape)
@@ -96,11 +91,11 @@ _FREED_SCALAR = object()     # a released tensor input (no metadata kept)
 _FREED_ONE = (_FREED_SCALAR,)
 
 
-class Node:
-    """A node of the backward graph (PyTorch's ``torch.autograd.graph.Node``)."""
+class Node(_ce.NodeBase):
+    """A node of the backward graph (PyTorch's ``torch.autograd.graph.Node``); its
+    fields are C fields of ``NodeBase`` (made with ``NodeBase.__new__(cls)``)."""
 
-    __slots__ = ("_next", "_inputs", "_attrs", "_out", "_vers", "_nout", "_extra", "_seq",
-                 "__weakref__")
+    __slots__ = ()
     _save_out = False
     _exact = False        # True: gradients always have the inputs' shape and dtype
     _saves = True         # False: the formula never reads saved input values
@@ -153,40 +148,7 @@ class Node:
             ex = self._extra = {}
         return ex
 
-    @property
-    def inputs(self):
-        """The op's inputs as passed (tensors or Python scalars); saved tensors are
-        checked against their version at forward."""
-        ins = self._inputs
-        vers = self._vers
-        if vers is None:                  # released: stand-ins raise on use
-            return ins
-        for i, x in enumerate(ins):
-            v = vers[i]
-            if v is not None and x._version != v:
-                raise _version_error(x, v, _producer(x), self)
-        return ins
-
-    def input(self, i):
-        """Input ``i`` (version-checked); cheaper than ``inputs`` when a formula
-        needs one of them."""
-        x = self._inputs[i]
-        vers = self._vers
-        if vers is None:
-            if type(x) is _Freed or x is _FREED_SCALAR:
-                raise RuntimeError(FREED_MSG)
-            return x
-        v = vers[i]
-        if v is not None and x._version != v:
-            raise _version_error(x, v, _producer(x), self)
-        return x
-
-    def needs(self, i):
-        return self._next[i] is not None
-
-    @property
-    def attrs(self):
-        return self._attrs
+    # inputs, input(i), needs(i) and attrs: NodeBase's (compiled), every formula reads them
 
     @property
     def output(self):
@@ -228,32 +190,7 @@ class Node:
         where that can still be needed: formulas that read no values (``saves=False``,
         e.g. sum reads ``inputs[0].shape``) and edges whose gradient the engine had to
         fix up (``fixed``); elsewhere a bare marker."""
-        if self._vers is not None:
-            ins = self._inputs
-            if self._saves or self._exact:
-                if fixed is None:
-                    n = len(ins)
-                    if n == 1:
-                        if isinstance(ins[0], TensorBase):
-                            self._inputs = _FREED_ONE
-                    elif n == 2:
-                        a, b = ins
-                        self._inputs = (_FREED_SCALAR if isinstance(a, TensorBase) else a,
-                                        _FREED_SCALAR if isinstance(b, TensorBase) else b)
-                    else:
-                        self._inputs = tuple([_FREED_SCALAR if isinstance(x, TensorBase)
-                                              else x for x in ins])
-                else:
-                    self._inputs = tuple([
-                        (_Freed(x) if i in fixed else _FREED_SCALAR)
-                        if isinstance(x, TensorBase) else x for i, x in enumerate(ins)])
-            else:
-                nxt = self._next
-                self._inputs = tuple([
-                    (_Freed(x) if nxt[i] is not None else _FREED_SCALAR)
-                    if isinstance(x, TensorBase) else x for i, x in enumerate(ins)])
-            self._out = None
-            self._vers = None
+        _ce.release(self, fixed)
 
 
 def _producer(t):
@@ -267,16 +204,8 @@ def _producer(t):
 class AccumulateGrad(Node):
     """Sink of a leaf tensor: adds the arriving gradient into ``variable.grad``.
 
-    Created once per leaf and graph (the leaf holds it weakly), so it is cheap to
-    make: the Node fields are class defaults, only ``variable`` is set."""
-
-    _next = ()
-    _inputs = None
-    _attrs = None
-    _out = None
-    _vers = ()
-    _nout = 1
-    _extra = None
+    Created once per leaf and graph (the leaf holds it weakly) by
+    ``accumulate_node``: no edges, nothing saved, one output, and ``variable``."""
 
     @property
     def next_functions(self):
@@ -291,50 +220,25 @@ class AccumulateGrad(Node):
 
 
 def _accumulate(var, g, create_graph):
+    """``var.grad`` += ``g`` with the leaf's hooks; the engine calls it for leaves that
+    have hooks (and its fast path for the others)."""
     hooks = var._ag_hooks
     if hooks:
         for h in list(hooks.values()):
             r = h(g)
             if r is not None:
                 g = r
-    old = var._grad
-    if old is None:
-        # steal the gradient when nothing else holds it (PyTorch's use_count check):
-        # refs here are this frame's `g` and the caller's buffer variable
-        # (and no other tensor shares its storage)
-        if create_graph:
-            var._grad = g if (_getrefcount(g) <= 3 and
-                              _getrefcount(g.untyped_storage()) <= 2) else g.clone()
-        elif (_getrefcount(g) <= 3 and g.is_contiguous() and g._grad_fn is None and
-              _getrefcount(g.untyped_storage()) <= 2):
-            var._grad = g
-        else:
-            var._grad = g.detach().clone()
-        if var._grad.dtype is not var.dtype:
-            var._grad = var._grad.to(var.dtype)
-        if not (var._grad.is_contiguous() and var.is_contiguous()):
-            var._grad = _memory_format.grad_layout(var, var._grad)
-    elif create_graph or old._requires_grad:
-        var._grad = old + g
-    else:
-        old.add_(g)
+    # a fresh gradient is kept rather than copied when nothing else holds it (PyTorch's
+    # use_count check): refs here are this frame's `g`, the caller's buffer variable
+    # (or a hook's result `r`) and getrefcount's argument
+    _ce.accumulate_into(var, g, create_graph, _getrefcount(g) <= 3)
     post = var._ag_post_hooks
     if post:
         for h in list(post.values()):
             h(var)
 
 
-def _accumulate_node(t, _new=object.__new__, _ref=weakref.ref):
-    r = t._ag_acc
-    if r is not None:
-        n = r()
-        if n is not None:
-            return n
-    n = _new(AccumulateGrad)
-    n._seq = next_seq()
-    n.variable = t
-    t._ag_acc = _ref(n)
-    return n
+_accumulate_node = _ce.accumulate_node
 
 
 def _unimplemented_formula(name):
@@ -396,7 +300,8 @@ _class_for = None      # set by _table (lazy formula loading)
 _NONES = [(None,) * k for k in range(16)]
 
 
-def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1, _new=object.__new__):
+def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1,
+             _new=_ce.NodeBase.__new__):
     """The one constructor of graph nodes: a ``cls`` node (a Node subclass) with its
     edges, the op's inputs and attrs, and the next creation sequence number.  The
     output alias (``_out``) and saved versions (``_vers``) start empty."""
@@ -412,68 +317,17 @@ def new_node(cls, next_edges=None, inputs=None, attrs=None, nout=1, _new=object.
     return node
 
 
-def _record(name, inputs, output, attrs, _get=_CLASSES.get, _TB=TensorBase,
-            _new=object.__new__):
-    cls = _get(name)
-    if cls is None:
-        cls = _class_for(name)
-    nxt = []
-    saves = cls._saves
-    vers = [] if saves else None
-    for x in inputs:
-        if isinstance(x, _TB):
-            if saves:
-                vers.append(x._version)
-            if x._requires_grad:
-                if x._ag_base is not None and x._ag_ver != x._version:
-                    _view_refresh(x)
-                fn = x._grad_fn
-                if fn is None:
-                    nxt.append((_accumulate_node(x), 0))
-                else:
-                    nr = x._ag_nr
-                    nxt.append((fn, nr[1] if nr is not None and nr[0] is fn else 0))
-            else:
-                nxt.append(None)
-        else:
-            if saves:
-                vers.append(None)
-            nxt.append(None)
-    # new_node, inlined: this runs for every recorded op
-    node = _new(cls)
-    node._next = nxt
-    node._inputs = inputs
-    node._attrs = attrs
-    node._out = None
-    node._extra = None
-    node._seq = next_seq()
-    node._nout = 1
-    if type(output) is tuple:
-        node._nout = len(output)
-        if cls._save_out:
-            if vers is None:
-                vers = list(_NONES[len(inputs)])
-            node._out = tuple([o.detach() if o is not None else None for o in output])
-            vers.append(tuple([o._version if o is not None else None for o in output]))
-        for k, o in enumerate(output):
-            if o is not None and (o.is_floating_point() or o.is_complex()):
-                o._grad_fn = node
-                o._requires_grad = True
-                o._ag_nr = (node, k)
-    else:
-        if cls._save_out:
-            if vers is None:
-                vers = list(_NONES[len(inputs)])
-            node._out = output.detach()
-            vers.append(output._version)
-        output._grad_fn = node
-        output._requires_grad = True
-    node._vers = vers if vers is not None else (_NONES[len(inputs)] if len(inputs) < 16
-                                                else (None,) * len(inputs))
-    if _anomaly[0]:
-        import traceback
-        node._ext()["traceback_"] = traceback.format_stack()[:-1]
-    return output
+# The record hook the core calls as fn(op, inputs, output, attrs): the node of class
+# _CLASSES[op] with an edge per input ((node, output_nr), or None for one that needs no
+# gradient), the inputs as passed, the attrs, the saved versions and, for formulas that
+# read it, a detached alias of the output.  Compiled (ember/_C/engine.pyx).
+_record = _ce.record
+
+
+def _anomaly_trace(node):
+    """Anomaly mode: keep the stack of the forward call that made ``node``."""
+    import traceback
+    node._ext()["traceback_"] = traceback.format_stack()[:-1]
 
 
 # ---- views written in place ---------------------------------------------------
@@ -855,97 +709,10 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     return None
 
 
-def _run_all(roots, grads, keep_graph, create_graph):
-    """Every reachable node runs, newest first (a max-heap on creation order): when a
-    node is popped, all of its consumers, being newer, have already delivered their
-    gradients. No dependency-counting pass over the graph is needed. The heap holds
-    plain ints (negated sequence numbers, cheaper to compare than tuples) and
-    ``pending`` maps them back to their nodes."""
-    buffers = {}
-    bget = buffers.get
-    heap = []
-    pending = {}
-    for (n, nr), g in zip(roots, grads):
-        if g is not None:
-            if bget(n) is None:
-                pending[n._seq] = n
-                heappush(heap, -n._seq)
-            _add_into(buffers, n, nr, g)
-    prev = is_grad_enabled()
-    _set_grad_enabled(create_graph)
-    anomaly = _anomaly[0]
-    observe = _node_observer[0]
-    bpop = buffers.pop
-    Acc = AccumulateGrad
-    ppop = pending.pop
-    try:
-        while heap:
-            fn = ppop(-heappop(heap))
-            buf = bpop(fn)
-            if type(fn) is Acc:
-                if fn._extra is None and not anomaly:
-                    _accumulate(fn.variable, buf, create_graph)
-                elif anomaly:
-                    _call_anomaly(fn, buf)
-                else:
-                    _call_slow(fn, buf)
-                continue
-            if fn._nout > 1 and not any([b is not None for b in buf]):
-                res = None
-            elif observe is not None:
-                res = observe(fn, buf, False, _call_anomaly if anomaly else _call_slow)
-            elif anomaly:
-                res = _call_anomaly(fn, buf)
-            elif fn._extra is None and fn._vers is not None:
-                res = fn._apply(buf)
-            else:
-                res = _call_slow(fn, buf)
-            del buf
-            if res is not None:
-                ins = None if fn._exact else fn._inputs
-                fixed = None
-                i = -1
-                for e in fn._next:
-                    i += 1
-                    if e is None:
-                        continue
-                    g = res[i]
-                    if g is None:
-                        continue
-                    if ins is not None:
-                        x = ins[i]
-                        if x is not _FREED_SCALAR and (
-                                g.dtype is not x.dtype or g.dim() != x.dim() or
-                                g.numel() != (xn := x.numel()) or not xn):
-                            g = _fix_grad(g, x)
-                            if fixed is None:
-                                fixed = set()
-                            fixed.add(i)
-                    n = e[0]
-                    if n._nout == 1:
-                        old = bget(n)
-                        if old is None:
-                            buffers[n] = g
-                            s = n._seq
-                            pending[s] = n
-                            heappush(heap, -s)
-                        else:
-                            buffers[n] = old + g
-                    else:
-                        if bget(n) is None:
-                            s = n._seq
-                            pending[s] = n
-                            heappush(heap, -s)
-                        _add_into(buffers, n, e[1], g)
-                    del g
-                del res
-            else:
-                fixed = None
-            if not keep_graph:
-                fn._release(fixed)
-    finally:
-        _set_grad_enabled(prev)
-    return None
+# Every reachable node runs, newest first (a max-heap on creation order): when a node
+# is popped, all of its consumers, being newer, have already delivered their gradients,
+# so no dependency-counting pass over the graph is needed.  Compiled.
+_run_all = _ce.run_all
 
 
 # --- capture (autograd.grad / backward(inputs=...)) ---------------------------
@@ -1017,3 +784,6 @@ def _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph
                                 g = r
                 out[k] = g
     return out
+
+
+_ce.bind(sys.modules[__name__])

@@ -5,17 +5,17 @@ returns one gradient per input (None where not needed or the input does not
 require grad).  Formulas use only ember's public tensor API
 and the linalg entry points, so they are differentiable themselves."""
 from ember import _memory_format as _mf
+from ember._C import conv as _conv_module
+from ember._C import matmul as _matmul_module
 from ember.autograd._table import formula
 
 
 def _mm_mod():
-    from ember._C import matmul
-    return matmul
+    return _matmul_module
 
 
 def _conv_mod():
-    from ember._C import conv
-    return conv
+    return _conv_module
 
 
 def _rg(t):

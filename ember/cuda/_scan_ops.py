@@ -1,7 +1,8 @@
 """CUDA kernels of the scans and of stream compaction: cumsum, cumprod,
 logcumsumexp (``emc_scan``), cummax and cummin (``emc_cumext``), nonzero,
-masked_select and masked_scatter (a mask's running count, ``emc_mask_positions``,
-then a scatter or gather by it).
+masked_select and masked_scatter (the mask's count per fixed tile, scanned by
+``emc_mask_count``, then one pass that ranks each tile's selected elements and
+moves them).
 
 Scans take the CPU's dtypes and accumulators (integers in int64, float16 and
 bfloat16 through float32, a double accumulator for float32).  A compaction's
@@ -135,15 +136,17 @@ def _bool_mask(x: Any) -> Any:
 
 
 def _positions(m: Any) -> tuple:
-    """(pos, count): pos[i] the number of True among m[:i] (n + 1 int64 on the device)
-    and the total, read back with one 8-byte copy."""
+    """(offs, count): offs[b] the number of True before the mask's tile b
+    (``emc_mask_tiles(n) + 1`` int64 on the device, the last one the total) and the
+    total, read back with one 8-byte copy."""
     n = m.numel()
-    pos = _empty((n + 1,), _I64, m)
-    s = _stream(pos)
-    K.check(_lib().emc_mask_positions(_ptr(m), n, _ptr(pos), s), "nonzero")
+    tiles = _lib().emc_mask_tiles(n)
+    offs = _empty((tiles + 1,), _I64, m)
+    s = _stream(offs)
+    K.check(_lib().emc_mask_count(_ptr(m), n, _ptr(offs), s), "nonzero")
     cnt = ctypes.c_int64(0)
-    K.memcpy(ctypes.addressof(cnt), pos.data_ptr() + 8 * n, 8, K.D2H, s, True)
-    return pos, cnt.value
+    K.memcpy(ctypes.addressof(cnt), offs.data_ptr() + 8 * tiles, 8, K.D2H, s, True)
+    return offs, cnt.value
 
 
 @kernel("nonzero", "argwhere")

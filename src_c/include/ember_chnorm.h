@@ -26,6 +26,16 @@ int em_batch_norm_fwd(int dtype, const char *x, const char *w, const char *b, in
 int em_batch_norm_bwd(int dtype, const char *dy, const char *x, const char *save_mean,
                       const char *save_invstd, const char *w, int64_t N, int64_t C, int64_t HW,
                       int training, char *dx, char *dw, char *db, int nthreads);
+/* batch_norm of a channels-last (N, C, *) tensor, seen as M = N*HW rows of C
+   channels: the same results as above (statistics summed over fixed slices of rows
+   in double, the slices added in order). */
+int em_batch_norm_fwd_cl(int dtype, const char *x, const char *w, const char *b, int64_t M,
+                         int64_t C, int training, double eps, double momentum,
+                         char *running_mean, char *running_var, char *y, char *save_mean,
+                         char *save_invstd, int nthreads);
+int em_batch_norm_bwd_cl(int dtype, const char *dy, const char *x, const char *save_mean,
+                         const char *save_invstd, const char *w, int64_t M, int64_t C,
+                         int training, char *dx, char *dw, char *db, int nthreads);
 /* group_norm with G groups of C/G channels: mean and rstd ([N*G]) saved. */
 int em_group_norm_fwd(int dtype, const char *x, const char *w, const char *b, int64_t N,
                       int64_t C, int64_t HW, int64_t G, double eps, char *y, char *mean,

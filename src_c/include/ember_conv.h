@@ -38,6 +38,19 @@ int ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x, c
    Returns the setting in force. */
 int ember_conv_winograd(int on);
 
+/* Channels-last float32 3x3 convolutions (x, y, dy, dx dense NHWC; w and dw
+   contiguous (OC, C, 3, 3)) through Winograd on NHWC tiles.  ember_conv2d_nhwc_wino
+   says whether they take this convolution: pass 0 the forward, 1 the input
+   gradient, 2 the weight gradient.  The others return 0, or -1 when their
+   workspace could not be allocated. */
+int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass);
+int ember_conv2d_fwd_nhwc_f32(const ember_conv2d_params *p, const float *x, const float *w,
+                              const float *bias, float *y, int nthreads);
+int ember_conv2d_bwd_input_nhwc_f32(const ember_conv2d_params *p, const float *dy,
+                                    const float *w, float *dx, int nthreads);
+int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
+                                     const float *dy, float *dw, int nthreads);
+
 /* im2col of one (C, H, W) image -> col (C*kh*kw, Ho*Wo); col2im adds back into x. */
 void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x, float *col);
 void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x, double *col);
@@ -71,6 +84,15 @@ void ember_adaptive_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float
 void ember_adaptive_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx, int nthreads);
 void ember_adaptive_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int64_t *idx, int nthreads);
 void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int64_t *idx, int nthreads);
+/* the same over channels-last images: x (N, H, W, C), y (N, Ho, Wo, C), N = planes / C */
+void ember_adaptive_avg_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C,
+                                            const float *x, float *y, int nthreads);
+void ember_adaptive_avg_pool2d_nhwc_fwd_f64(const ember_pool2d_params *p, int64_t C,
+                                            const double *x, double *y, int nthreads);
+void ember_adaptive_avg_pool2d_nhwc_bwd_f32(const ember_pool2d_params *p, int64_t C,
+                                            const float *dy, float *dx, int nthreads);
+void ember_adaptive_avg_pool2d_nhwc_bwd_f64(const ember_pool2d_params *p, int64_t C,
+                                            const double *dy, double *dx, int nthreads);
 
 #ifdef __cplusplus
 }

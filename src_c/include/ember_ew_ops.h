@@ -33,7 +33,7 @@
     X(MIN, min, "minimum", ARITH, NUM_B, OWN, _, _) \
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
-    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, (T)atan2(a, b), em_atan2_vd(a, b)) \
+    X(ATAN2, atan2, "atan2", FLOAT, FLOATS, F2, em_atan2_vf(a, b), em_atan2_vd(a, b)) \
     X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)em_hypot_vd(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
@@ -119,7 +119,9 @@
     X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, F2, \
       em_hardsigmoidf(x), em_hardsigmoid(x)) \
     X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, F2, em_hardswishf(x), em_hardswish(x)) \
-    X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x))
+    X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x)) \
+    /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
+    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
 
 #define EW_PREDICATE_OPS(X) \
     X(ISNAN, isnan, "isnan", x != x, 0, 0) \

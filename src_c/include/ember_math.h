@@ -1283,30 +1283,39 @@ EM_HD_INLINE double em_acos_vd(double x) {
     return a > 1.0 ? NAN : r;
 }
 
-/* atan(a + al) for a >= 0 (al a small correction), as hi + *lo: fdlibm's s_atan.c
-   reduction to |t| <= 7/16 about atan(1/2), atan(1), atan(3/2) or atan(inf) (one
-   division, selected operands) and its degree-22 odd polynomial */
-EM_HD_INLINE double em_atan_pos_d(double a, double al, double *lo) {
-    int i0 = a >= 0.4375, i1 = a >= 0.6875, i2 = a >= 1.1875, i3 = a >= 2.4375;
-    double num = i3 ? -1.0 : (i2 ? a - 1.5 : (i1 ? a - 1.0 : (i0 ? 2.0 * a - 1.0 : a)));
-    double den = i3 ? a : (i2 ? EM_MAD(1.5, a, 1.0) : (i1 ? a + 1.0 : (i0 ? 2.0 + a : 1.0)));
-    double hi = i3 ? 1.57079632679489655800e+00 : (i2 ? 9.82793723247329054082e-01 :
-                (i1 ? 7.85398163397448278999e-01 : (i0 ? 4.63647609000806093515e-01 : 0.0)));
-    double hl = i3 ? 6.12323399573676603587e-17 : (i2 ? 1.39033110312309984516e-17 :
-                (i1 ? 3.06161699786838301793e-17 : (i0 ? 2.26987774529616870924e-17 : 0.0)));
-    double t = num / den;
-    double z = t * t, w = z * z;
+/* fdlibm's s_atan.c polynomial: atan(t) = t - t S(t^2) for |t| <= 7/16 */
+EM_HD_INLINE double em_atan_s_d(double z) {
+    double w = z * z;
     double s1 = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, 1.62858201153657823623e-02,
                 4.97687799461593236017e-02), 6.66107313738753120669e-02), 9.09088713343650656196e-02),
                 1.42857142725034663711e-01), 3.33333333333329318027e-01);
     double s2 = w * EM_MAD(w, EM_MAD(w, EM_MAD(w, EM_MAD(w, -3.65315727442169155270e-02,
                 -5.83357013379057348645e-02), -7.69187620504482999495e-02), -1.11111104054623557880e-01),
                 -1.99999999998764832476e-01);
+    return s1 + s2;
+}
+/* atan(a + al) for a >= 0 (al a small correction), as hi + *lo: fdlibm's s_atan.c
+   reduction to |t| <= 7/16 about atan(1/2), atan(1), atan(3/2) or atan(inf) (one
+   division, selected operands) and its degree-22 odd polynomial */
+EM_HD_INLINE double em_atan_pos_d(double a, double al, double *lo) {
+    int i0 = a >= 0.4375, i1 = a >= 0.6875, i2 = a >= 1.1875, i3 = a >= 2.4375;
+    /* one select per interval, in turn (GCC does not vectorise the nested form) */
+    double num = a, den = 1.0, hi = 0.0, hl = 0.0;
+    num = i0 ? 2.0 * a - 1.0 : num; den = i0 ? 2.0 + a : den;
+    hi = i0 ? 4.63647609000806093515e-01 : hi; hl = i0 ? 2.26987774529616870924e-17 : hl;
+    num = i1 ? a - 1.0 : num; den = i1 ? a + 1.0 : den;
+    hi = i1 ? 7.85398163397448278999e-01 : hi; hl = i1 ? 3.06161699786838301793e-17 : hl;
+    num = i2 ? a - 1.5 : num; den = i2 ? EM_MAD(1.5, a, 1.0) : den;
+    hi = i2 ? 9.82793723247329054082e-01 : hi; hl = i2 ? 1.39033110312309984516e-17 : hl;
+    num = i3 ? -1.0 : num; den = i3 ? a : den;
+    hi = i3 ? 1.57079632679489655800e+00 : hi; hl = i3 ? 6.12323399573676603587e-17 : hl;
+    double t = num / den;
+    double z = t * t;
     /* the division's rounding and the caller's al, to first order */
     double tl = em_rem_d(num, t, den) / den;
     double c = tl / (1.0 + z) + al / EM_MAD(a, a, 1.0);
-    c = i3 & (a == INFINITY) ? 0.0 : c;
-    double u = t - ((t * (s1 + s2) - hl) - c);
+    c = a == INFINITY ? 0.0 : c;
+    double u = t - ((t * em_atan_s_d(z) - hl) - c);
     double r = hi + u;
     *lo = em_twosum_err(hi, u, r);
     return r;
@@ -1321,9 +1330,12 @@ EM_HD_INLINE double em_atan2_vd(double y, double x) {
     int swap = ay > ax;
     double num = swap ? ax : ay, den = swap ? ay : ax;
     double t = num / den, tl = em_rem_d(num, t, den) / den;
-    int fin = (t == t) & (t < INFINITY);
-    t = fin ? t : (num == INFINITY ? 1.0 : 0.0);       /* 0/0 -> 0, inf/inf -> pi/4 */
-    tl = fin & (tl == tl) ? tl : 0.0;                   /* NaN: n/inf */
+    /* 0/0 -> 0, inf/inf -> pi/4; tl NaN for n/inf; separate selects, which vectorise */
+    int fin = t < INFINITY;
+    double tnf = num == INFINITY ? 1.0 : 0.0;
+    tl = tl == tl ? tl : 0.0;
+    tl = fin ? tl : 0.0;
+    t = fin ? t : tnf;
     double l, h = em_atan_pos_d(t, tl, &l);
     double d1 = 1.57079632679489655800e+00 - h;
     double l1 = em_twosum_err(1.57079632679489655800e+00, -h, d1) + (6.12323399573676603587e-17 - l);
@@ -1335,6 +1347,26 @@ EM_HD_INLINE double em_atan2_vd(double y, double x) {
     double r = neg ? d2 + l2 : h + l;
     r = copysign(r, y);
     return (x != x) | (y != y) ? x + y : r;
+}
+/* atan2 of float32 operands in double, rounded once: t = min/max of |y|, |x|, or
+   (min - max)/(min + max) above tan(pi/8) (then atan(t) + pi/4), exact operands
+   and one division, so t carries double precision into fdlibm's polynomial; then
+   pi/2 - v, pi - v and y's sign as em_atan2_vd.  0/0 -> 0, inf/inf -> pi/4. */
+EM_HD_INLINE float em_atan2_vf(float yf, float xf) {
+    double x = xf, y = yf;
+    double ax = fabs(x), ay = fabs(y);
+    int swap = ay > ax;
+    double num = swap ? ax : ay, den = swap ? ay : ax;
+    int mid = num > 0.41421356237309503 * den;
+    int binf = num == INFINITY;
+    double t = (mid ? num - den : num) / (mid ? num + den : den);
+    t = t == t ? t : 0.0;
+    double v = t - t * em_atan_s_d(t * t);
+    v = mid | binf ? v + 7.85398163397448309616e-01 : v;
+    v = swap ? 1.57079632679489661923e+00 - v : v;
+    v = em_f32_bits(xf) < 0 ? 3.14159265358979323846e+00 - v : v;
+    double r = copysign(v, y);
+    return (float)((x != x) | (y != y) ? x + y : r);
 }
 /* hypot: scaled by a power of two when the squares would leave the exponent
    range, the sum of squares in two parts and one Newton correction of its root */

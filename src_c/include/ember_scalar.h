@@ -52,12 +52,74 @@ EM_HD_INLINE float em_remainderf(float a, float b) {
     return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
 }
 
+/* The same three, branch-free so the CPU loops vectorise, for the operands where
+   EM_FMOD_FASTF / EM_FMOD_FASTD hold (finite a, b != 0, |a| / |b| < 2^23 (float)
+   or 2^52 (double)); the loops send the others to the forms above.  fmod is exact:
+   q = trunc(|a| / |b|) is the integer quotient or one above it there (the division
+   rounds monotonically and those integers are representable), so |a| - q |b|, a
+   multiple of the smaller operand's ulp below |b| in magnitude, is representable
+   and one FMA (without FMA, float's product in double; em_rem_d) gives it exactly;
+   below zero it is one |b| short.  b = +-inf: |a|. */
+#define EM_FMOD_FASTF(a, b) (fabsf(a) < 8388608.0f * fabsf(b))
+/* without FMA, em_rem_d's Dekker product needs |b| clear of overflow and underflow */
+#define EM_FMOD_FASTD(a, b) ((fabs(a) < 4503599627370496.0 * fabs(b)) & \
+    (EM_FMA_OK | ((fabs(b) > 1e-270) & (fabs(b) < 1e270))))
+EM_HD_INLINE float em_fmod_vf(float a, float b) {
+    float ax = fabsf(a), ab = fabsf(b);
+    float q = truncf(ax / ab);
+    float r = EM_FMA_OK ? fmaf(-q, ab, ax) : (float)((double)ax - (double)q * (double)ab);
+    r = r < 0.0f ? r + ab : r;
+    r = ab == INFINITY ? ax : r;
+    return copysignf(r, a);
+}
+EM_HD_INLINE double em_fmod_vd(double a, double b) {
+    double ax = fabs(a), ab = fabs(b);
+    double q = trunc(ax / ab);
+    double r = em_rem_d(ax, q, ab);
+    r = r < 0.0 ? r + ab : r;
+    r = ab == INFINITY ? ax : r;
+    return copysign(r, a);
+}
+/* a non-zero remainder m whose sign differs from the divisor's */
+#define EM_MOD_FIX(b, m) (((m) != 0) & (((b) < 0) != ((m) < 0)))
+EM_HD_INLINE float em_remainder_vf(float a, float b) {
+    float m = em_fmod_vf(a, b);
+    return EM_MOD_FIX(b, m) ? m + b : m;
+}
+EM_HD_INLINE double em_remainder_vd(double a, double b) {
+    double m = em_fmod_vd(a, b);
+    return EM_MOD_FIX(b, m) ? m + b : m;
+}
+EM_HD_INLINE float em_floordiv_vf(float a, float b) {
+    float m = em_fmod_vf(a, b), d = (a - m) / b;
+    d = EM_MOD_FIX(b, m) ? d - 1.0f : d;
+    float f = floorf(d);
+    f = d - f > 0.5f ? f + 1.0f : f;
+    return d == 0.0f ? copysignf(0.0f, a / b) : f;
+}
+EM_HD_INLINE double em_floordiv_vd(double a, double b) {
+    double m = em_fmod_vd(a, b), d = (a - m) / b;
+    d = EM_MOD_FIX(b, m) ? d - 1.0 : d;
+    double f = floor(d);
+    f = d - f > 0.5 ? f + 1.0 : f;
+    return d == 0.0 ? copysign(0.0, a / b) : f;
+}
+
+/* float32 log in double (rounded once: as libm's logf), and logaddexp in float as
+   torch, m + log1p(exp(-|a - b|)), on softplus's kernels (ember_math.h) */
 EM_HD_INLINE double em_xlogy(double a, double b) { return (b != b) ? b : (a == 0 ? 0 : a * log(b)); }
-EM_HD_INLINE float em_xlogyf(float a, float b) { return (b != b) ? b : (a == 0 ? 0 : a * (float)log((double)b)); }
+EM_HD_INLINE float em_xlogyf(float a, float b) {
+    float r = a * (float)em_log_d((double)b);
+    r = a == 0 ? 0.0f : r;
+    return b != b ? b : r;
+}
 EM_HD_INLINE float em_logaddexpf(float a, float b) {
     float m = a > b ? a : b;
-    return (m == -INFINITY || m == INFINITY) && a == b ? a
-           : m + (float)log1p(exp(-fabs((double)(a - b))));
+    float d = fabsf(a - b);
+    float e = em_exp_neg_scaled_vf(d > 108.0f ? 108.0f : d) * 2.3283064365386963e-10f;
+    float r = m + em_log1p_unitf(e);
+    r = (a != a) | (b != b) ? a + b : r;
+    return ((m == INFINITY) | (m == -INFINITY)) & (a == b) ? a : r;
 }
 
 /* gelu with the tanh approximation as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)

@@ -220,13 +220,13 @@ EMC_API int emc_sdpa_bwd(int dtype, const void *dout, const void *q, const void 
                          uint64_t offset, void *dq, void *dk, void *dv, void *stream);
 
 /* --- sort (sort.cu) ------------------------------------------------------------ */
-/* stable sort of each contiguous row of n (real dtypes): vals (may be NULL) and
-   int64 idx [rows, n]; NaN is the largest value */
+/* stable sort of each contiguous row of n (real dtypes; a radix sort): vals (may
+   be NULL) and int64 idx [rows, n]; NaN is the largest value, -0 ties with +0 */
 EMC_API int emc_sort(int dtype, const void *x, int64_t rows, int64_t n, int descending,
                      void *vals, int64_t *idx, void *stream);
 /* the k largest (largest = 1) or smallest of each row, in sorted order, ties by
-   index; vals / idx [rows, k] (either may be NULL); k <= 256 of a row longer than
-   a sort tile merges only each tile's first k */
+   index; vals / idx [rows, k] (either may be NULL); k <= 1024 of a row longer
+   than 2048 is found by radix select, else from the sorted rows */
 EMC_API int emc_topk(int dtype, const void *x, int64_t rows, int64_t n, int64_t k, int largest,
                      void *vals, int64_t *idx, void *stream);
 
@@ -239,6 +239,10 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
                      const void *A, int64_t lda, int64_t sA, const void *B, int64_t ldb,
                      int64_t sB, double beta, void *C, int64_t ldc, int64_t sC, int64_t batch,
                      int allow_tf32, void *stream);
+/* 1 when f16/bf16 GEMMs on the current device run on the Hopper wgmma kernel:
+   asked for with EMBER_CUDA_WGMMA=1, compute capability 9.0 and the library's
+   sm_90a code loaded; else 0 (the mma.sync kernel) */
+EMC_API int emc_gemm_wgmma(void);
 
 /* --- random numbers (philox.cu): the CPU's streams (ember_random.h) --------- */
 EMC_API int emc_rand_float(int kind, int dtype, void *out, int64_t n, uint64_t seed,
@@ -313,7 +317,7 @@ EMC_API int emc_check_index_error(void *stream);
 /* inclusive scan over K of a contiguous [O, K, I]: SC_SUM, SC_PROD (f32 with a
    double accumulator, f64, i64 wrapping), SC_LOGSUMEXP (f32, f64); fixed tiles,
    independent of the launch (many columns are the CPU's serial order exactly; at
-   most 4096 columns of 1024+ elements take the tiles, like rows) */
+   most 4096 columns of 2048+ elements take the tiles, like rows) */
 EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
                      void *out, void *stream);
 /* cummax (SC_MAX) / cummin (SC_MIN) over K of a contiguous [O, K, I] (f32, f64, i64):
@@ -321,18 +325,21 @@ EMC_API int emc_scan(int op, int dtype, const void *x, int64_t O, int64_t K, int
    propagates, ties take the later index) */
 EMC_API int emc_cumext(int op, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
                        void *vals, int64_t *idx, void *stream);
-/* pos[0] = 0, pos[i + 1] = the count of nonzero bytes of mask[0..i]: n + 1 int64s,
-   pos[n] the total (the caller reads it back to size its output) */
-EMC_API int emc_mask_positions(const uint8_t *mask, int64_t n, int64_t *pos, void *stream);
+/* stream compaction: the mask (n bytes, nonzero = selected) is cut into
+   emc_mask_tiles(n) fixed tiles; emc_mask_count writes offs (tiles + 1 int64s):
+   offs[b] the count of nonzero bytes before tile b, offs[tiles] the total (the
+   caller reads it back to size its output).  The kernels below take that offs. */
+EMC_API int64_t emc_mask_tiles(int64_t n);
+EMC_API int emc_mask_count(const uint8_t *mask, int64_t n, int64_t *offs, void *stream);
 /* out [count, ndim] int64: the row-major multi-index (shape a host array) of each
    nonzero mask element, in order */
 EMC_API int emc_nonzero(const uint8_t *mask, int ndim, const int64_t *shape, int64_t n,
-                        const int64_t *pos, int64_t *out, void *stream);
-/* out[pos[i]] = x[i] where mask[i] (contiguous, itemsize 1, 2, 4, 8 or 16 bytes) */
+                        const int64_t *offs, int64_t *out, void *stream);
+/* out[j] = x[i] for the j-th nonzero mask[i] (contiguous, itemsize 1, 2, 4, 8 or 16 bytes) */
 EMC_API int emc_masked_select(int itemsize, const void *x, const uint8_t *mask,
-                              const int64_t *pos, int64_t n, void *out, void *stream);
-/* out[i] = src[pos[i]] where mask[i] */
-EMC_API int emc_masked_scatter(int itemsize, void *out, const uint8_t *mask, const int64_t *pos,
+                              const int64_t *offs, int64_t n, void *out, void *stream);
+/* out[i] = src[j] for the j-th nonzero mask[i] */
+EMC_API int emc_masked_scatter(int itemsize, void *out, const uint8_t *mask, const int64_t *offs,
                                int64_t n, const void *src, void *stream);
 /* --- complex64 / complex128 (complex.cu; formulas of ember_complex.h) ----------- */
 /* out = op(x) for the ops of em_cun_ok (EW_ABS writes the real dtype of the

@@ -40,37 +40,55 @@ class ScanFakes:
             out[:, k], ix[:, k] = b, bi
         return 0
 
-    def emc_mask_positions(self, mask, n, pos, stream):
-        self.calls.append("mask_positions")
-        p = view(_v(pos), 5, (_v(n) + 1,))
-        p[0] = 0
-        p[1:] = np.cumsum(view(_v(mask), 0, (_v(n),)) != 0)
+    # the same tiles as scan.cu's (CP_TILE)
+    _mask_tile = 4096
+
+    def _mask_tiles_of(self, n):
+        return -(-n // self._mask_tile) if n > 0 else 0
+
+    def emc_mask_tiles(self, n):
+        return self._mask_tiles_of(_v(n))
+
+    def emc_mask_count(self, mask, n, offs, stream):
+        self.calls.append("mask_count")
+        n = _v(n)
+        tiles = self._mask_tiles_of(n)
+        o = view(_v(offs), 5, (tiles + 1,))
+        o[0] = 0
+        if tiles:
+            m = np.zeros(tiles * self._mask_tile, np.int64)
+            m[:n] = view(_v(mask), 0, (n,)) != 0
+            o[1:] = np.cumsum(m.reshape(tiles, -1).sum(1))
         return 0
 
-    def emc_nonzero(self, mask, ndim, shape, n, pos, out, stream):
+    def _mask_ranks(self, mask, n, offs):
+        """(selected, count): the mask's nonzero flags and the total from offs."""
+        n = _v(n)
+        m = view(_v(mask), 0, (n,)) != 0
+        cnt = int(view(_v(offs), 5, (self._mask_tiles_of(n) + 1,))[-1])
+        assert cnt == int(m.sum()), "offs does not match the mask"
+        return m, cnt
+
+    def emc_nonzero(self, mask, ndim, shape, n, offs, out, stream):
         self.calls.append("nonzero")
         shp = tuple(shape[i] for i in range(ndim))
-        m = view(_v(mask), 0, shp)
-        p = view(_v(pos), 5, (_v(n) + 1,))
-        cnt = int(p[-1])
-        view(_v(out), 5, (cnt, ndim))[...] = np.argwhere(m)
+        _, cnt = self._mask_ranks(mask, n, offs)
+        view(_v(out), 5, (cnt, ndim))[...] = np.argwhere(view(_v(mask), 0, shp))
         return 0
 
     def _rows(self, isz, ptr, n):
         return view(_v(ptr), 1, (n, isz))
 
-    def emc_masked_select(self, isz, x, mask, pos, n, out, stream):
+    def emc_masked_select(self, isz, x, mask, offs, n, out, stream):
         self.calls.append("masked_select")
-        m = view(_v(mask), 0, (_v(n),)).astype(bool)
-        p = view(_v(pos), 5, (_v(n) + 1,))
-        self._rows(isz, out, int(p[-1]))[p[:-1][m]] = self._rows(isz, x, _v(n))[m]
+        m, cnt = self._mask_ranks(mask, n, offs)
+        self._rows(isz, out, cnt)[...] = self._rows(isz, x, _v(n))[m]
         return 0
 
-    def emc_masked_scatter(self, isz, out, mask, pos, n, src, stream):
+    def emc_masked_scatter(self, isz, out, mask, offs, n, src, stream):
         self.calls.append("masked_scatter")
-        m = view(_v(mask), 0, (_v(n),)).astype(bool)
-        p = view(_v(pos), 5, (_v(n) + 1,))
-        self._rows(isz, out, _v(n))[m] = self._rows(isz, src, int(p[-1]))[p[:-1][m]]
+        m, cnt = self._mask_ranks(mask, n, offs)
+        self._rows(isz, out, _v(n))[m] = self._rows(isz, src, cnt)
         return 0
 
 
@@ -270,5 +288,5 @@ def extend(lib, runtime):
         for fk in fakes:
             for name, fn in list(vars(fk).items()):
                 if name.startswith(("emc_", "cuda", "_rows", "_host_tensors", "_gather_bwd",
-                                    "_ada", "_att_")):
+                                    "_ada", "_att_", "_mask_")):
                     setattr(cls, name, fn)

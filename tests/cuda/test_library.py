@@ -288,6 +288,15 @@ def test_parametric_unary_element_functions_match_cpu(lib, op, fn, aux):
                                fn(ember.tensor(x)).numpy(), rtol=2e-7)
 
 
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_nan_to_num_element_function_matches_cpu(lib, name):
+    x = _vals(name)
+    x[:5] = [np.nan, np.inf, -np.inf, -0.0, np.nan]
+    got = _ew_host(lib, 0, "EW_NAN_TO_NUM", name, x, aux=(1.5, 2.5, -3.5))
+    want = ember.nan_to_num(ember.tensor(x), 1.5, 2.5, -3.5).numpy()
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
 @pytest.mark.parametrize("name", ["float32", "float64", "int64", "int16", "uint8"])
 def test_compare_and_predicate_element_functions(lib, name):
     a, b = _vals(name), _vals(name, seed=3)
