@@ -337,7 +337,8 @@ FOR_INTS(MK_UN, abs, (T)(x < 0 ? 0 - x : x))
 FOR_FLOATS(MK_UN, abs, (T)fabs(x))
 UN_LOOP(un_abs_bool, em_bool, em_bool, x)
 FOR_INTS(MK_UN, sign, (T)((x > 0) - (x < 0)))
-FOR_FLOATS(MK_UN, sign, x != x ? x : (T)((x > 0) - (x < 0)))
+/* float sign as torch: a select (NaN gives 0, -0 gives +0) */
+FOR_FLOATS(MK_UN, sign, x > 0 ? (T)1 : (x < 0 ? (T)-1 : (T)0))
 UN_LOOP(un_sign_bool, em_bool, em_bool, x)
 UNFIX_LOOP(un_sin_f32, float, em_sinf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x), em_sinf_any(x))
 UNFIX_LOOP(un_sin_f64, double, em_sin_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), sin(x))
@@ -383,9 +384,9 @@ UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 EW_WIDE UNFIX_LOOP(un_lgamma_f32, float, em_lgammaf_pos(x), (!(x > 0.0f)) | (x == INFINITY),
            (float)lgamma((double)x))
 UN_LOOP(un_lgamma_f64, double, double, lgamma(x))
-/* exact gelu and its backward in float at full width (ember_math.h); x < -5.5,
-   where the results are below 1e-7, is fixed up per block in double */
-EW_WIDE UNFIX_LOOP(un_gelu_f32, float, em_gelu_vf(x), x < EM_GELU_FAST_MIN, em_gelu_slowf(x))
+/* exact gelu and its backward in float at full width (ember_math.h); the
+   backward's x < -5.5, where the results are below 1e-7, is fixed up per block in double */
+EW_WIDE UN_LOOP(un_gelu_f32, float, float, em_gelu_vf(x))
 EW_WIDE BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_vf(b), b < EM_GELU_FAST_MIN,
                     a * em_gelu_grad_slowf(b))
 /* softplus: prm = {beta, threshold}, read once so the float32 loop vectorises

@@ -24,7 +24,7 @@ __host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
     switch (op) {
     case EW_NEG: return -x;
     case EW_ABS: return fabs(x);
-    case EW_SIGN: return x != x ? x : (A)((x > 0) - (x < 0));
+    case EW_SIGN: return x > 0 ? (A)1 : (x < 0 ? (A)-1 : (A)0);
     case EW_EXP: return f_exp(x);
     case EW_EXP2: return exp2(x);
     case EW_EXPM1: if (f32) return (A)em_expm1f((float)x); return expm1(x);
@@ -88,8 +88,9 @@ __host__ __device__ __forceinline__ A un_float(int op, A x, const double *prm) {
         r = ((fl & 2) && r > hi) ? hi : r;
         return (x != x) ? x : r;
     }
-    case EW_HARDSIGMOID: return (A)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5));
-    case EW_HARDSWISH: return (A)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6));
+    case EW_HARDSIGMOID: if (f32) return (A)em_hardsigmoidf((float)x); return em_hardsigmoid(x);
+    case EW_HARDSWISH: if (f32) return (A)em_hardswishf((float)x); return em_hardswish(x);
+    case EW_LOGSIGMOID: if (f32) return (A)em_logsigmoid_vf((float)x); return em_logsigmoid_vd(x);
     case EW_NAN_TO_NUM:
         return x != x ? (A)prm[0] : (x == (A)INFINITY ? (A)prm[1] : (x == -(A)INFINITY ? (A)prm[2] : x));
     default: return x;

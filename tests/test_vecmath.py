@@ -887,6 +887,134 @@ def test_leaky_relu_matches_torch_bit_for_bit(dtype):
                                   torch.nn.functional.leaky_relu(t[::3]).numpy())
 
 
+# --- hardswish, hardsigmoid, sign, frac (torch's formulas) and logsigmoid ---------
+def _piecewise_inputs(dtype):
+    rng = np.random.default_rng(21)
+    edges = np.concatenate([_around(v, 40) for v in (-3.0, 3.0, 0.0, -6.0, 6.0)])
+    x = np.concatenate([rng.standard_normal(6000) * 4, rng.uniform(-3.5, 3.5, 3000), edges,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, -3.0, 3.0, 1e-40, -1e-40,
+                         2.5, -2.5, 1e30, -1e30, 8388609.0, -0.5]])
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "sign", "frac"])
+def test_piecewise_ops_match_torch_bit_for_bit(name, dtype):
+    torch = pytest.importorskip("torch")
+    x = _piecewise_inputs(dtype)
+    mod_e = ember.nn.functional if name.startswith("hard") else ember
+    mod_t = torch.nn.functional if name.startswith("hard") else torch
+    for xs in (x, x[::3]):          # contiguous and strided
+        got = getattr(mod_e, name)(ember.from_numpy(xs)).numpy()
+        want = getattr(mod_t, name)(torch.from_numpy(xs)).numpy()
+        np.testing.assert_array_equal(got, want)
+        num = ~np.isnan(want)       # a NaN's sign bit is no part of the result
+        np.testing.assert_array_equal(np.signbit(got[num]), np.signbit(want[num]))
+    if name.startswith("hard"):
+        fin = x[np.isfinite(x)]
+        g = np.random.default_rng(5).standard_normal(fin.size).astype(dtype)
+        te = ember.from_numpy(fin.copy()).requires_grad_()
+        tt = torch.from_numpy(fin.copy()).requires_grad_()
+        getattr(ember.nn.functional, name)(te).backward(ember.from_numpy(g))
+        getattr(torch.nn.functional, name)(tt).backward(torch.from_numpy(g))
+        np.testing.assert_array_equal(te.grad.numpy(), tt.grad.numpy())
+        # in place, as torch's inplace=True
+        y = ember.from_numpy(x.copy())
+        assert getattr(ember.nn.functional, name)(y, inplace=True) is y
+        np.testing.assert_array_equal(y.numpy(), getattr(mod_t, name)(torch.from_numpy(x)).numpy())
+
+
+def _logsigmoid64(x):
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+def test_logsigmoid_float32_accuracy_specials_and_grad():
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([ACT_GRID, -ACT_GRID[ACT_GRID > 20], WIDE]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        ref = _logsigmoid64(x.astype(np.float64))
+    got = ember.nn.functional.logsigmoid(ember.from_numpy(x)).numpy()
+    assert got.dtype == np.float32
+    normal = np.abs(ref) >= np.finfo(np.float32).tiny
+    err = _ulp_error(got[normal], ref[normal])
+    assert err.max() <= 2.0, (float(err.max()), x[normal][err.argmax()])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    sub = ~normal & (ref != 0) & ~np.isnan(ref)
+    assert (np.abs(got[sub] - ref[sub]) <= 2 * float(np.finfo(np.float32).smallest_subnormal)).all()
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 200.0, -200.0, 1e-45], dtype=np.float32)
+    want = torch.nn.functional.logsigmoid(torch.from_numpy(sp)).numpy()
+    got = ember.nn.functional.logsigmoid(ember.from_numpy(sp)).numpy()
+    np.testing.assert_allclose(got, want, rtol=2.5e-7, atol=0)
+    np.testing.assert_array_equal(np.signbit(got[:4]), np.signbit(want[:4]))
+    xs = (RNG.standard_normal(5000) * 6).astype(np.float32)
+    te = ember.from_numpy(xs.copy()).requires_grad_()
+    tt = torch.from_numpy(xs.copy()).requires_grad_()
+    ember.nn.functional.logsigmoid(te).sum().backward()
+    torch.nn.functional.logsigmoid(tt).sum().backward()
+    np.testing.assert_allclose(te.grad.numpy(), tt.grad.numpy(), rtol=4e-7, atol=1e-30)
+
+
+def test_logsigmoid_float64_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([_f64_inputs(-800, 800, 30_000), F64_SPECIAL])
+    got = ember.nn.functional.logsigmoid(ember.from_numpy(x)).numpy()
+    want = torch.nn.functional.logsigmoid(torch.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    # atol: torch flushes exp(-x) to 0 where it is subnormal (x > 708)
+    np.testing.assert_allclose(got, want, rtol=5e-16, atol=1e-300)
+    zero = (want == 0) & (got == 0)
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "logsigmoid", "sign", "frac",
+                                  "gelu"])
+def test_activations_bit_identical_across_thread_counts(name):
+    x = (RNG.standard_normal(1 << 20) * 5).astype(np.float32)
+    x[::101] = -20.0
+    fn = getattr(ember.nn.functional, name, None) or getattr(ember, name)
+    old = ember.get_num_threads()
+    outs = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            outs.append(fn(ember.from_numpy(x)).numpy().tobytes())
+    finally:
+        ember.set_num_threads(old)
+    assert outs[0] == outs[1]
+
+
+def test_digamma_float32_rounds_the_double_result_and_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    x = np.concatenate([_f32_grid(1e-3, 30, 200_001), np.exp(rng.uniform(-100, 88, 20_000)),
+                        rng.uniform(-20, 0, 5000), _around(1.4616321, 200),
+                        [0.0, -0.0, -1.0, -2.0, np.inf, -np.inf, np.nan, 1e-45, 10.0,
+                         9.999999, 3e38]]).astype(np.float32)
+    got = ember.special.digamma(ember.from_numpy(x)).numpy()
+    ref = ember.special.digamma(ember.from_numpy(x.astype(np.float64))).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    fin = np.isfinite(ref) & (np.abs(ref) < 3e38)
+    with np.errstate(over="ignore"):    # digamma(1e-45) = -7e44 overflows float32
+        np.testing.assert_array_equal(got[~fin & ~np.isnan(ref)],
+                                      ref[~fin & ~np.isnan(ref)].astype(np.float32))
+    # one float rounding of a double result whose own error is a few 1e-16 of the
+    # terms' size (which cancel near the root at 1.4616)
+    spacing = np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
+    err = np.abs(got[fin] - ref[fin])
+    assert (err <= 0.5 * spacing + 1e-14 * (1 + np.abs(ref[fin]))).all()
+    want = torch.special.digamma(torch.from_numpy(x)).numpy()
+    # torch's float32 digamma sums in float: absolute errors to ~7e-7 where terms cancel
+    pos = (x > 0) & np.isfinite(x)
+    np.testing.assert_allclose(got[pos], want[pos], rtol=2e-6, atol=1e-6)
+    old = ember.get_num_threads()
+    outs = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            outs.append(ember.special.digamma(ember.from_numpy(x)).numpy().tobytes())
+    finally:
+        ember.set_num_threads(old)
+    assert outs[0] == outs[1]
 # --- fmod / remainder / floor_divide: exact, torch's sign rules; atan2, logaddexp,
 # xlogy and nan_to_num in float32 ---
 def _grid(dtype):

@@ -676,6 +676,13 @@ def softplus(input, beta=1.0, threshold=20.0):
     return _unary(EW_SOFTPLUS, "softplus", input, None, K_FLOAT, prm, (beta, threshold))
 
 
+def logsigmoid(input):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), in one pass."""
+    if needs_slow_arg(input):
+        return redispatch("logsigmoid", logsigmoid, (input,), {})
+    return _unary(EW_LOGSIGMOID, "logsigmoid", input, None, K_FLOAT, NULL, ())
+
+
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     cdef double prm[1]
     if needs_slow_arg(input):

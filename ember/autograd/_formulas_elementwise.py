@@ -454,18 +454,28 @@ def _lgamma(ctx, g):
     return (E.mul(g, special.digamma(ctx.input(0))),)
 
 
+# torch's 1/6 is a float32 constant for every dtype
+_SIXTH = 0.16666667163372040
+
+
 @_unary("hardsigmoid")
 def _hardsigmoid(ctx, g):
     x = ctx.input(0)
     inside = E.logical_and(E.gt(x, -3.0), E.lt(x, 3.0))
-    return (E.where(inside, E.div(g, 6.0), 0.0),)
+    return (E.where(inside, E.mul(g, _SIXTH), 0.0),)
+
+
+@_unary("logsigmoid")
+def _logsigmoid(ctx, g):
+    return (E.mul(g, E.sigmoid(E.neg(ctx.input(0)))),)
 
 
 @_unary("hardswish")
 def _hardswish(ctx, g):
     x = ctx.input(0)
     mid = E.mul(g, E.add(E.div(x, 3.0), 0.5))
-    return (E.where(E.lt(x, -3.0), 0.0, E.where(E.le(x, 3.0), mid, g)),)
+    # torch's breakpoints: 0 from x <= -3, the incoming gradient from x >= 3
+    return (E.where(E.le(x, -3.0), 0.0, E.where(E.lt(x, 3.0), mid, g)),)
 
 
 def _gelu_tanh_grad(x):
@@ -493,7 +503,7 @@ def _gelu(ctx, g):
 def _softplus(ctx, g):
     x = ctx.input(0)
     beta, threshold = ctx._attrs
-    z = E.mul(x, beta)
+    z = x if beta == 1 else E.mul(x, beta)      # x * 1 is x: one pass fewer
     return (E.where(E.gt(z, threshold), g, E.mul(g, E.sigmoid(z))),)
 
 
@@ -507,7 +517,10 @@ def _leaky_relu(ctx, g):
 def _elu(ctx, g):
     x = ctx.input(0)
     alpha, scale, input_scale = ctx._attrs
-    neg = E.mul(E.mul(g, E.exp(E.mul(x, input_scale))), input_scale * scale * alpha)
+    # x * 1 is x: skipped (elu's default input_scale); g * scale stays, as it also
+    # makes a broadcast incoming gradient contiguous before the select
+    xs = x if input_scale == 1 else E.mul(x, input_scale)
+    neg = E.mul(E.mul(g, E.exp(xs)), input_scale * scale * alpha)
     return (E.where(E.gt(x, 0), E.mul(g, scale), neg),)
 
 

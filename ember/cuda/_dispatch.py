@@ -499,6 +499,7 @@ _UNARY = {
     "erfc": ("ERFC", _FLOAT), "frac": ("FRAC", _FLOAT), "reciprocal": ("RECIP", _FLOAT),
     "square": ("SQUARE", _ARITH), "lgamma": ("LGAMMA", _FLOAT),
     "hardsigmoid": ("HARDSIGMOID", _FLOAT), "hardswish": ("HARDSWISH", _FLOAT),
+    "logsigmoid": ("LOGSIGMOID", _FLOAT),
     "floor": ("FLOOR", _ARITH), "ceil": ("CEIL", _ARITH), "round": ("ROUND", _ARITH),
     "trunc": ("TRUNC", _ARITH), "bitwise_not": ("BNOT", _ARITH),
 }

@@ -224,18 +224,17 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def hardsigmoid(input, inplace=False):
-    r = hardtanh(input / 6 + 0.5, 0.0, 1.0)
-    return input.copy_(r) if inplace else r
+    # torch's min(max(x + 3, 0), 6) / 6 in the element type, one kernel
+    return _ew.hardsigmoid_(input) if inplace else _ew.hardsigmoid(input)
 
 
 def hardswish(input, inplace=False):
-    r = input * hardtanh(input / 6 + 0.5, 0.0, 1.0)
-    return input.copy_(r) if inplace else r
+    # torch's x * min(max(x + 3, 0), 6) / 6 in the element type, one kernel
+    return _ew.hardswish_(input) if inplace else _ew.hardswish(input)
 
 
 def logsigmoid(input):
-    # min(x, 0) - log1p(exp(-|x|)), stable for both signs
-    return ember.clamp_max(input, 0) - ember.log1p(ember.exp(-ember.abs(input)))
+    return _ew.logsigmoid(input)
 
 
 def softsign(input):

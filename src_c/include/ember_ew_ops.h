@@ -105,7 +105,7 @@
     X(CEIL, ceil, "", ARITH, FLOATS, ALL, (T)ceil(x), _) \
     X(ROUND, round, "", ARITH, FLOATS, ALL, (T)nearbyint(x), _) \
     X(TRUNC, trunc, "", ARITH, FLOATS, ALL, (T)trunc(x), _) \
-    X(FRAC, frac, "frac", FLOAT, FLOATS, ALL, (T)(x - trunc(x)), _) \
+    X(FRAC, frac, "frac", FLOAT, FLOATS, F2, x - truncf(x), x - trunc(x)) \
     X(RECIP, recip, "reciprocal", FLOAT, FLOATS, ALL, (T)(1 / x), _) \
     X(SQUARE, square, "square", ARITH, NUM, ALL, (T)(x * x), _) \
     X(BNOT, bnot, "bitwise_not", ARITH, INTS_B, OWN, _, _) \
@@ -116,10 +116,10 @@
     X(LEAKY_RELU, leaky_relu, "", FLOAT, FLOATS, OWN, _, _) \
     X(ELU, elu, "", FLOAT, FLOATS, OWN, _, _) \
     X(CLAMP, clamp, "", ARITH, NUM, OWN, _, _) \
-    X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, ALL, \
-      (T)(x <= -3 ? 0 : (x >= 3 ? 1 : x / 6 + 0.5)), _) \
-    X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, ALL, \
-      (T)(x <= -3 ? 0 : (x >= 3 ? x : x * (x + 3) / 6)), _) \
+    X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, F2, \
+      em_hardsigmoidf(x), em_hardsigmoid(x)) \
+    X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, F2, em_hardswishf(x), em_hardswish(x)) \
+    X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x)) \
     /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
     X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
 

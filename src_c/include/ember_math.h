@@ -160,14 +160,42 @@ EM_HD_INLINE float em_logf(float x) {
     return (bx & 0x7fffffff) == 0 ? -INFINITY : r;   /* +-0 */
 }
 
-/* log1p via log(1 + x) plus the rounding error of 1 + x, divided by 1 + x */
+/* log1p without a division: 1 + x = 2^e m, m in [sqrt(1/2), sqrt(2)).  For e = 0
+   (x in [-0.29, 0.41]) f = x exactly; otherwise f = m - 1 and the rounding error
+   of 1 + x (nonzero only for x > 0.41, where the result is above 0.34) enters as
+   c 2^-e (1 - f) ~ c 2^-e / (1 + f).  log1p(f) = f - f^2/2 + f^3 g(f) with
+   em_logf's g; specials told apart by their bits (em_logf's reason) */
 EM_HD_INLINE float em_log1pf(float x) {
     float u = 1.0f + x;
-    float d = u - 1.0f;
-    float c = (x - d) / (u == 0.0f ? 1.0f : u);      /* u = 0 only when x = -1 */
-    float r = em_logf(u) + c;
-    r = (d == 0.0f) ? x : r;                         /* |x| < eps/2: log1p(x) = x (keeps -0) */
-    return (x == INFINITY) ? x : r;
+    int32_t iu = em_f32_bits(u);
+    int32_t e = ((iu >> 23) & 0xff) - 126;
+    float m = em_f32_from_bits((iu & 0x007fffff) | 0x3f000000);   /* [0.5, 1) */
+    int lo = m < 0.70710678118654752f;
+    e = lo ? e - 1 : e;
+    m = lo ? m + m : m;
+    int32_t ec = e > 126 ? 126 : e;
+    float c = (x - (u - 1.0f)) * em_f32_from_bits((127 - ec) << 23);
+    float f = e == 0 ? x : m - 1.0f;
+    c = e == 0 ? 0.0f : c;
+    float z = f * f;
+    float g = -0.062015001190183347f;
+    g = EM_MADF(g, f, 0.10530864738938345f);
+    g = EM_MADF(g, f, -0.10646191638199634f);
+    g = EM_MADF(g, f, 0.1103778335905502f);
+    g = EM_MADF(g, f, -0.12450743320911726f);
+    g = EM_MADF(g, f, 0.14286524547786642f);
+    g = EM_MADF(g, f, -0.16668001523071928f);
+    g = EM_MADF(g, f, 0.20000010039684972f);
+    g = EM_MADF(g, f, -0.24999990275042185f);
+    g = EM_MADF(g, f, 0.33333333281199244f);
+    float fe = (float)e;
+    float t = EM_MADF(f * z, g, EM_MADF(-0.5f, z, EM_MADF(-c, f, c)));
+    float r = (EM_MADF(fe, -2.12194440e-4f, t) + f) + fe * 0.693359375f;   /* ln2 in two parts */
+    int32_t bx = em_f32_bits(x);
+    r = (bx & 0x7fffffff) < 0x33000000 ? x : r;      /* |x| < 2^-25: x (keeps -0) */
+    r = bx >= 0x7f800000 ? x : r;                    /* +inf, NaN */
+    r = bx == (int32_t)0xbf800000 ? -INFINITY : r;   /* -1 */
+    return x < -1.0f ? NAN : r;     /* a float compare: the bit tests' form stops GCC vectorising */
 }
 
 /* expm1: a polynomial for |x| < 1/2 (no cancellation), exp(x) - 1 beyond */
@@ -252,12 +280,8 @@ EM_HD_INLINE float em_erfcf(float x) {
     return em_erfc2f(x, &ex);
 }
 
-/* gelu and its derivative for x < -5.5 (results below 1e-7 in size): rare in
+/* gelu's derivative for x < -5.5 (results below 1e-7 in size): rare in
    activations, so the block fix-up runs them in double through libm */
-EM_HD_INLINE float em_gelu_slowf(float x) {
-    double xd = x;
-    return (float)(0.5 * xd * erfc(-0.70710678118654752440 * xd));
-}
 EM_HD_INLINE float em_gelu_grad_slowf(float x) {
     double xd = x;
     return (float)(0.5 * erfc(-0.70710678118654752440 * xd)
@@ -695,35 +719,38 @@ EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
     return EM_MADF(q, r2 * r2, r2);
 }
 
-/* Exact gelu, x >= EM_GELU_FAST_MIN (the loops send x below it to em_gelu_slowf),
-   in one branch-free form: with u = abs(x), x Phi(-u) = u exp(-u^2/2) S(u) and
-   S(u) = erfcx(u/sqrt 2)/2, gelu(x) = x - that for x > 0 and minus it otherwise
-   (no cancellation: the result is at least x/2 for x > 0).  u S(u)/2 = t G(t) with
-   t = u/(u + 4) (u clamped to 5.5, where the term drops below half an ulp of x),
-   G a degree-8 polynomial with G(0) = 1 and float coefficients fitted by least
-   squares (mpmath, relative error 2^-30); t G(t) hardly moves with t's rounding
-   at large u.
-   The Gaussian is em_gauss_expm1_vf's, its 2^n a float factor (NaN passes). */
+/* Exact gelu over all x, in one branch-free form: with u = abs(x),
+   x Phi(-u) = u exp(-u^2/2) S(u) and S(u) = erfcx(u/sqrt 2)/2, gelu(x) = x - that
+   for x > 0 and minus it otherwise (no cancellation: the result is at least x/2 for
+   x > 0).  u S(u)/2 = t G(t) with t = u/(u + 4) (u clamped to 14.5, past which the
+   result rounds to zero for x < 0 and the term is far below half an ulp of x > 0),
+   G a degree-9 polynomial in t - 0.45 with float coefficients fitted by weighted
+   least squares (mpmath; relative error of its float evaluation 2^-23.2); t G(t)
+   hardly moves with t's rounding at large u.  The Gaussian is em_gauss_expm1_vf's,
+   its 2^n applied as 2^(n+64) 2^-64 so the far tail (down to 2^-152) rounds once
+   into the subnormals.  NaN passes; -inf gives NaN (inf * 0, as torch). */
 #define EM_GELU_A 0.4939231872558594f
 EM_HD_INLINE float em_gelu_vf(float x) {
     float u = fabsf(x);
     int32_t ub = em_f32_bits(u);
-    float uc = em_f32_from_bits(ub < 0x40b00000 ? ub : 0x40b00000);   /* min(u, 5.5) */
-    float t = uc / (uc + 4.0f);
-    float v = 0.07571155577898026f;
-    v = EM_MADF(v, t, -0.17282822728157043f);
-    v = EM_MADF(v, t, -0.030995501205325127f);
-    v = EM_MADF(v, t, 0.3501147925853729f);
-    v = EM_MADF(v, t, 0.14897184073925018f);
-    v = EM_MADF(v, t, -1.5962681770324707f);
-    v = EM_MADF(v, t, 2.616928815841675f);
-    v = EM_MADF(v, t, -2.1915383338928223f);
-    v = EM_MADF(v, t, 1.0f);
+    float uc = em_f32_from_bits(ub < 0x41680000 ? ub : 0x41680000);   /* min(u, 14.5) */
+    float t = uc / (uc + 4.0f), s = t - 0.44999998807907104f;
+    float v = -0.03624691441655159f;
+    v = EM_MADF(v, s, 0.036761995404958725f);
+    v = EM_MADF(v, s, 0.08871672302484512f);
+    v = EM_MADF(v, s, -0.1452956199645996f);
+    v = EM_MADF(v, s, -0.08162190765142441f);
+    v = EM_MADF(v, s, 0.5086669921875f);
+    v = EM_MADF(v, s, -0.8454470634460449f);
+    v = EM_MADF(v, s, 0.8935761451721191f);
+    v = EM_MADF(v, s, -0.6911648511886597f);
+    v = EM_MADF(v, s, 0.41006940603256226f);
     v = v * t;
     int32_t nb;
     float s2 = em_gauss_expm1_vf(uc, uc * uc, &nb);
-    float ev = EM_MADF(v, s2, v + v) * em_f32_from_bits(nb + 0x3f800000);
-    float r = (!(x <= 0.0f) ? x : 0.0f) - ev;       /* NaN passes */
+    float ev = (EM_MADF(v, s2, v + v) * em_f32_from_bits(nb + 0x5f800000)) * 5.421010862427522e-20f;
+    float r = !(x <= 0.0f) ? x - ev : -ev;          /* -ev: -0 in the far tail, as torch */
+    r = x == -INFINITY ? NAN : r;
     return u < 9.3132257e-10f ? 0.5f * x : r;       /* below 2^-30 x/2 (zeros keep their sign) */
 }
 
@@ -759,11 +786,10 @@ EM_HD_INLINE float em_gelu_grad_vf(float x) {
     return u < EM_GELU_A ? small : big;
 }
 
-/* exact gelu and its derivative over all x: the vector forms, and libm in double
-   below EM_GELU_FAST_MIN (the CPU loops fix those elements up per block) */
-EM_HD_INLINE float em_geluf(float x) {
-    return x < EM_GELU_FAST_MIN ? em_gelu_slowf(x) : em_gelu_vf(x);
-}
+/* exact gelu and its derivative over all x: the vector forms, and for the
+   derivative libm in double below EM_GELU_FAST_MIN (the CPU loops fix those
+   elements up per block) */
+EM_HD_INLINE float em_geluf(float x) { return em_gelu_vf(x); }
 EM_HD_INLINE float em_gelu_gradf(float x) {
     return x < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_vf(x);
 }
@@ -1851,6 +1877,18 @@ EM_HD_INLINE double em_erfinv_newton_d(double y, double x) {
 }
 EM_HD_INLINE double em_erfinv_vd(double y) {
     return em_erfinv_newton_d(y, em_erfinv_guess_d(y));
+}
+/* log sigmoid(x) = min(x, 0) - log1p(exp(-|x|)), torch's formula (no cancellation:
+   both terms are <= 0), the exponential's tail rounded once as in softplus */
+EM_HD_INLINE float em_logsigmoid_vf(float x) {
+    float a = fabsf(x);
+    float e = em_exp_neg_scaled_vf(a > 108.0f ? 108.0f : a) * 2.3283064365386963e-10f;
+    float r = (x < 0.0f ? x : 0.0f) - em_log1p_unitf(e);
+    return x != x ? x : r;
+}
+EM_HD_INLINE double em_logsigmoid_vd(double x) {
+    double r = (x < 0.0 ? x : 0.0) - em_log1p_d(em_exp_d(-fabs(x)));
+    return x != x ? x : r;
 }
 
 #endif

@@ -161,15 +161,43 @@ EM_HD_INLINE double em_gelu_grad(double b) {
 /* grad * silu'(x) */
 EM_HD_INLINE float em_silu_bwf(float g, float x) { float s = em_sigmoidf(x); return g * s * (1 + x * (1 - s)); }
 EM_HD_INLINE double em_silu_bw(double g, double x) { double s = em_sigmoidd(x); return g * s * (1 + x * (1 - s)); }
-/* below x = -20, tanh(softplus(x)) = e^x to float precision: mish is x e^x, with
-   e^x scaled by 2^64 so it stays normal until the last product */
+/* mish = x tanh(log1p(n)), n = e^x, = x q / (q + 2) with q = n (n + 2) = n^2 + 2n
+   (one rounding): one exponential and one division.  Above x = 20 the ratio
+   rounds to 1; below -20 q = 2n to float precision, with n scaled by 2^64 so the
+   tail stays normal until the last product; -inf gives NaN (-inf * 0, as torch) */
 EM_HD_INLINE float em_mishf(float x) {
-    float m = x * em_tanhf(x > 20 ? x : em_log1pf(em_expf(x)));
-    float xc = x < -120.0f ? -120.0f : x;           /* x e^x is 0 below -104 */
-    float t = (xc * em_exp_reduced(xc, 64)) * 5.421010862427522e-20f;
-    return (x < -20.0f) & (x > -INFINITY) ? t : m;
+    float xc = x > 20.0f ? 20.0f : (x < -120.0f ? -120.0f : x);   /* x e^x is 0 below -104 */
+    int tail = x < -20.0f;
+    float n = em_exp_reduced(xc, tail ? 64 : 0);
+    float q = tail ? n + n : EM_MADF(n, n, n + n);
+    float den = tail ? 2.0f : q + 2.0f;
+    float r = (tail ? xc : x) * (q / den);
+    r = tail ? r * 5.421010862427522e-20f : r;
+    return x == -INFINITY ? NAN : r;
 }
 EM_HD_INLINE double em_mish(double x) { return x * tanh(x > 20 ? x : log1p(exp(x))); }
+/* hardsigmoid and hardswish as torch: min(max(x + 3, 0), 6) / 6, times x first
+   for hardswish, in the element type (NaN passes; -inf gives NaN in hardswish) */
+EM_HD_INLINE float em_hardsigmoidf(float x) {
+    float c = x + 3.0f;
+    c = c < 0.0f ? 0.0f : c;
+    return (c > 6.0f ? 6.0f : c) / 6.0f;
+}
+EM_HD_INLINE double em_hardsigmoid(double x) {
+    double c = x + 3.0;
+    c = c < 0.0 ? 0.0 : c;
+    return (c > 6.0 ? 6.0 : c) / 6.0;
+}
+EM_HD_INLINE float em_hardswishf(float x) {
+    float c = x + 3.0f;
+    c = c < 0.0f ? 0.0f : c;
+    return x * (c > 6.0f ? 6.0f : c) / 6.0f;
+}
+EM_HD_INLINE double em_hardswish(double x) {
+    double c = x + 3.0;
+    c = c < 0.0 ? 0.0 : c;
+    return x * (c > 6.0 ? 6.0 : c) / 6.0;
+}
 /* softplus(x) = log(1 + exp(beta x)) / beta, linear above the threshold */
 EM_HD_INLINE float em_softplusf(float x, float beta, float thr) {
     float t = x * beta;

@@ -86,11 +86,9 @@ __attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
     __real_GOMP_parallel(fn, data, nthreads, flags);
 }
 #endif
-/* exact gelu and its derivative (the eager kernels' formulas): the vectorising form
-   for x >= -5.5, libm's erfc below */
+/* exact gelu's derivative (the eager kernel's formula): the vectorising form
+   for x >= -5.5, libm's erfc below (gelu itself is em_gelu_vf over all x) */
 #define EM_CG_GELU_MIN 5.5f
-#define em_cg_gelu_fast(x) em_gelu_vf(x)
-#define em_cg_gelu_exact(x) em_geluf(x)
 #define em_cg_gelu_grad_fast(x) em_gelu_grad_vf(x)
 #define em_cg_gelu_grad_exact(x) em_gelu_gradf(x)
 #define em_cg_sigmoid_fast(x) em_cg_sigmoid_mid(x)

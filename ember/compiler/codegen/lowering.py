@@ -56,7 +56,7 @@ POINTWISE: dict[str, Pointwise] = {
     "abs": Pointwise("fabsf({0})", 1),
     "exp": Pointwise("em_expf({0})", 1),
     "log": Pointwise(_f("log"), 1),
-    "log1p": Pointwise(_f("log1p"), 1),
+    "log1p": Pointwise("em_log1pf({0})", 1),
     "expm1": Pointwise(_f("expm1"), 1),
     "sqrt": Pointwise("sqrtf({0})", 1),
     "rsqrt": Pointwise("(1.0f / sqrtf({0}))", 1),
@@ -69,7 +69,7 @@ POINTWISE: dict[str, Pointwise] = {
     "sigmoid": Pointwise(_SIGMOID, 1),
     "relu": Pointwise("em_cg_relu({0})", 1),
     "silu": Pointwise("em_siluf({0})", 1),
-    "gelu": Pointwise("em_cg_gelu({0})", 1),
+    "gelu": Pointwise("em_gelu_vf({0})", 1),
     # the backward formulas' own kernels (training graphs): (grad, input or output)
     "relu_backward": Pointwise("({1} > 0 ? {0} : 0.0f)", 2),
     "sigmoid_backward": Pointwise("({0} * {1} * (1.0f - {1}))", 2),
@@ -92,11 +92,10 @@ FAST_RANGE: dict[str, tuple[int, str]] = {
     "sin": (0, "fabsf({})"),
     "cos": (0, "fabsf({})"),
     "sigmoid": (0, "(-({}) * (EM_CG_TRIG_MAX / EM_CG_SIGMOID_MIN))"),
-    "gelu": (0, "(-({}) * (EM_CG_TRIG_MAX / EM_CG_GELU_MIN))"),
     "gelu_backward": (1, "(-({}) * (EM_CG_TRIG_MAX / EM_CG_GELU_MIN))"),
 }
 # the C functions with a _fast and an _exact form
-FAST_FNS = ("em_cg_sin", "em_cg_cos", "em_cg_sigmoid", "em_cg_gelu", "em_cg_gelu_grad")
+FAST_FNS = ("em_cg_sin", "em_cg_cos", "em_cg_sigmoid", "em_cg_gelu_grad")
 
 POINTWISE["greater"] = POINTWISE["gt"]
 POINTWISE["less"] = POINTWISE["lt"]
