@@ -436,6 +436,7 @@ def _eager_step(name: str, fn: Callable, *args: Any, owner: Any = None, **kwargs
     run_step.__name__ = name
     run_step._ember_step_reason = f"{name}() runs eagerly between graphs"  # type: ignore
     run_step._ember_step_owner = owner  # type: ignore
+    run_step._ember_step_fn = fn  # type: ignore
     return disable(run_step)(*args, **kwargs)
 
 
