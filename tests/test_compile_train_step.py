@@ -422,3 +422,51 @@ def test_generated_optimizer_step_follows_groups_schedulers_and_hooks():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     # calls 2, 3 and 6 (after the hook went) ran the generated update
     assert ember.compiler.counters["stats"]["fused_optimizer_steps"] == 3
+
+
+# ------------------------------------- a branch on the clipped norm: resume at the check
+def _skip_step(net, opt, limit):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        total = nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        if total < limit:           # skip the update when the gradients blew up
+            opt.step()
+        return loss, total
+    return step
+
+
+def test_branch_on_the_clipped_norm_resumes_after_the_check():
+    ember.compiler.reset()
+    x, y = _data()
+    nets = []
+    for _ in range(2):
+        ember.manual_seed(0)
+        net = nn.Sequential(nn.Linear(12, 24), nn.ReLU(), nn.Linear(24, 5))
+        nets += [net, ember.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)]
+    n1, o1, n2, o2 = nets
+    compiled = ember.compile(_skip_step(n1, o1, 5.0))
+    eager = _skip_step(n2, o2, 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # split at the check, never run eagerly
+        for s in (1, 1, 1000, 1000, 1, 1000, 1):     # 1000: norms above the limit
+            (l1, t1), (l2, t2) = compiled(x * s, y), eager(x * s, y)
+            np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-5)
+            np.testing.assert_allclose(t1.item(), t2.item(), rtol=1e-5)
+            for a, b in zip(n1.parameters(), n2.parameters()):
+                np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                           rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5,
+                                           atol=1e-6)
+    # the third call failed the check after the in-place clipping: it went on from the
+    # check (not from the start, which would clip twice) and captured the branch that
+    # skips the step; later calls resume into whichever branch their norm takes
+    stats = ember.compiler.counters["stats"]
+    assert stats["calls_captured"] == 2
+    progs = [e.compiled for es in compiled._compiled.cache.values() for e in es]
+    checks = [s for p in progs for s in p.steps if type(s).__name__ == "_ValueStep"]
+    assert sorted(c.expected for c in checks) == [False, True]
+    assert all(c.resume_at is not None for c in checks)
+    assert [type(s).__name__ for s in progs[0].steps][-1] == "_EagerStep"       # the step
+    assert [type(s).__name__ for s in progs[1].steps][-1] == "_ValueStep"       # skipped
