@@ -9,6 +9,7 @@ Environment flags:
                        (default) when nvcc is found, 1 always (fails without nvcc), 0 never;
                        EMBER_CUDA_ARCH picks the SMs (default "80;90", see src_cuda/build.py)
 """
+import concurrent.futures
 import glob
 import os
 import shutil
@@ -149,13 +150,33 @@ class BuildExt(build_ext):
     def build_extensions(self):
         self._done = 0
         self._lock = threading.Lock()
-        compile_one = self.compiler._compile
+        cc = self.compiler
+        compile_one = cc._compile
+        jobs = self.parallel if isinstance(self.parallel, int) and self.parallel > 1 else 1
+        gate = threading.BoundedSemaphore(jobs)     # at most `jobs` C compilers at once
 
         def _compile(obj, src, *args):
-            self._say(f"  cc {os.path.relpath(src, ROOT)}")
-            return compile_one(obj, src, *args)
+            with gate:
+                self._say(f"  cc {os.path.relpath(src, ROOT)}")
+                return compile_one(obj, src, *args)
 
-        self.compiler._compile = _compile
+        def compile_sources(sources, output_dir=None, macros=None, include_dirs=None,
+                            debug=False, extra_preargs=None, extra_postargs=None, depends=None):
+            # one module's C files compile in parallel too: under -j the largest module
+            # (reduce: the elementwise and GEMM kernels for three ISAs) sets the build's length
+            macros, objects, extra_postargs, pp_opts, build = cc._setup_compile(
+                output_dir, macros, include_dirs, sources, depends, extra_postargs)
+            cc_args = cc._get_cc_args(pp_opts, debug, extra_preargs)
+            todo = [(obj, *build[obj]) for obj in objects if obj in build]
+            with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+                for f in [pool.submit(cc._compile, obj, src, ext, cc_args, extra_postargs,
+                                      pp_opts) for obj, src, ext in todo]:
+                    f.result()
+            return objects
+
+        cc._compile = _compile
+        if jobs > 1 and hasattr(cc, "_setup_compile") and hasattr(cc, "_get_cc_args"):
+            cc.compile = compile_sources
         super().build_extensions()
 
     def build_extension(self, ext):

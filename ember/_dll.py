@@ -447,8 +447,14 @@ def cuda_library_host_only(lib_dir: str = _LIB_DIR) -> Any:
     return handle
 
 
-def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStatus:
+def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR,
+                handles: dict | None = None) -> CudaStatus:
+    """Find and load the runtime, the driver and ember's CUDA library; the handles
+    loaded go into ``handles`` (``cuda_status`` passes the process's own: a probe
+    from elsewhere, such as a test with stand-in libraries, leaves those alone)."""
     import ctypes
+
+    handles = {} if handles is None else handles
 
     mode = ctypes.RTLD_GLOBAL if _truthy(environ.get("EMBER_USE_RTLD_GLOBAL")) \
         else ctypes.RTLD_LOCAL
@@ -466,13 +472,13 @@ def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStat
                           "toolkit, or put it on LD_LIBRARY_PATH (tried "
                           + "; ".join(errs[:3]) + ")", lib, None, None, 0, ())
     runtime_name = _runtime_path(runtime, runtime_name)
-    _handles["cudart"] = runtime
+    handles["cudart"] = runtime
     driver, driver_name, _ = _dlopen(list(_DRIVER_NAMES), mode)
     if driver is None:
         return CudaStatus(False, "the NVIDIA driver library (libcuda.so.1) was not found: no "
                           "NVIDIA driver is installed on this machine", lib, runtime_name, None,
                           0, ())
-    _handles["driver"] = driver
+    handles["driver"] = driver
     try:
         ember_cuda = _load_library(lib, mode)
     except (OSError, AttributeError) as e:
@@ -509,7 +515,7 @@ def _probe_cuda(environ: Mapping[str, str], lib_dir: str = _LIB_DIR) -> CudaStat
             names.append(buf.value.decode(errors="replace"))
         else:
             names.append(f"CUDA device {i}")
-    _handles["ember_cuda"] = ember_cuda
+    handles["ember_cuda"] = ember_cuda
     return CudaStatus(True, None, lib, runtime_name, driver_name, count.value, tuple(names))
 
 
@@ -533,7 +539,7 @@ def cuda_status(refresh: bool = False) -> CudaStatus:
                 _status = CudaStatus(False, "CUDA on Windows: see the DLL report "
                                      f"{_windows_report}", None, None, None, 0, ())
             else:
-                _status = _probe_cuda(os.environ)
+                _status = _probe_cuda(os.environ, handles=_handles)
         return _status
 
 

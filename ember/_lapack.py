@@ -90,7 +90,7 @@ def rowmajor(a):
 def small(a) -> bool:
     """Whether the row-major kernels (real, n <= 16) take square ``a``.  They are ember's
     own, but the library is still required (loaded here), as for every factorization."""
-    if a.shape[-1] <= 16 and a.dtype in (core.float32, core.float64):
+    if a.shape[-1] <= 16 and a.dtype in (core.float32, core.float64) and a.device.type == "cpu":
         _fn(a.dtype, "getrf")
         return True
     return False

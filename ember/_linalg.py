@@ -1247,7 +1247,7 @@ def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
         k = A.shape[-1]
-        return _out(out, ember.eye(k, dtype=A.dtype).expand(*A.shape).clone())
+        return _out(out, ember.eye(k, dtype=A.dtype, device=A.device).expand(*A.shape).clone())
     if n < 0:
         A = inv(A)
         n = -n
@@ -1280,7 +1280,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     s = max(0, int(math.ceil(math.log2(norm1 / _THETA13)))) if norm1 > _THETA13 else 0
     X = A / (2.0 ** s) if s else A
     b = _PADE13
-    eye = ember.eye(n, dtype=A.dtype)
+    eye = ember.eye(n, dtype=A.dtype, device=A.device)
     X2 = X @ X
     X4 = X2 @ X2
     X6 = X4 @ X2
@@ -1406,9 +1406,9 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     n = x.shape[-1] if N is None else N
     if n <= 1:
         if n == 1:
-            return core.ones(*x.shape, 1, dtype=x.dtype)
+            return core.ones(*x.shape, 1, dtype=x.dtype, device=x.device)
         raise RuntimeError("N must be greater than 1.")
-    ones = core.ones(*x.shape, 1, dtype=x.dtype)
+    ones = core.ones(*x.shape, 1, dtype=x.dtype, device=x.device)
     return ember.cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1).cumprod(-1)
 
 
@@ -1420,9 +1420,9 @@ def _legacy_vander(x: Tensor, N: int | None = None, increasing: bool = False) ->
     if N is not None and N < 0:
         raise RuntimeError("N must be non-negative.")
     if N == 0:
-        return core.empty(x.shape[0], 0, dtype=x.dtype)
+        return core.empty(x.shape[0], 0, dtype=x.dtype, device=x.device)
     v = vander(x, N=N if N is not None else x.shape[0]) if (N or x.shape[0]) > 1 else \
-        core.ones(x.shape[0], 1, dtype=x.dtype)
+        core.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)
     return v if increasing else v.flip(-1)
 
 
@@ -1495,3 +1495,59 @@ def _lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any 
 def _lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out: Any = None) -> Tensor:
     """Legacy ``torch.lu_solve(b, LU_data, LU_pivots)``; see :func:`lu_solve`."""
     return lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+# ---------------------------------------------------------------------------
+# tensors on a device: LAPACK is a host library, so a factorization of device
+# tensors runs on host copies and its results go back to that device, as torch
+# returns them (both copies are recorded, so gradients flow through them)
+
+def _to_host(x: Any, devices: list) -> Any:
+    """``x`` with each tensor in it (also inside lists and tuples) on the host; the
+    devices of the tensors met go into ``devices``."""
+    if isinstance(x, Tensor):
+        devices.append(x.device)
+        return x.cpu() if x.device.type != "cpu" else x
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_to_host(v, devices) for v in x)
+    return x
+
+
+def _to_device(x: Any, device: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x.to(device)
+    if isinstance(x, tuple):
+        moved = [_to_device(v, device) for v in x]
+        return type(x)(*moved) if hasattr(x, "_fields") else tuple(moved)
+    return x
+
+
+def _on_host(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        devices: list = []
+        hargs = _to_host(args, devices)
+        out = kwargs.pop("out", None)
+        hkw = {k: _to_host(v, devices) for k, v in kwargs.items()}
+        dev = next((d for d in devices if d.type != "cpu"), None)
+        if dev is None:
+            return fn(*args, out=out, **kwargs) if out is not None else fn(*args, **kwargs)
+        other = next((d for d in devices if d != dev), None)
+        if other is not None:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {dev} and {other}! (in {fn.__name__})")
+        return _out(out, _to_device(fn(*hargs, **hkw), dev))
+    return wrapper
+
+
+for _name in ("cholesky", "cholesky_ex", "cond", "det", "eigh", "eigvalsh",
+              "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve",
+              "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "lu_unpack", "matrix_rank",
+              "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
+              "logdet", "cholesky_solve", "cholesky_inverse", "triangular_solve", "geqrf",
+              "ormqr", "_legacy_slogdet", "_legacy_svd", "_legacy_qr", "_legacy_cholesky",
+              "_lu_legacy", "_lu_solve_legacy"):
+    globals()[_name] = _on_host(globals()[_name])
+del _name

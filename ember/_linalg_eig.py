@@ -13,6 +13,7 @@ from ember._linalg import (
     _RESULT_FIELDS,
     LinAlgError,
     _needs_grad,
+    _on_host,
     _out,
     _raise_info,
     _recorded,
@@ -96,3 +97,7 @@ def eigvals(A, *, out: Any = None):
 
 
 __all__ = ["eig", "eigvals", "LinAlgError"]
+
+
+eig = _on_host(eig)
+eigvals = _on_host(eigvals)

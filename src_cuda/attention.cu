@@ -191,6 +191,355 @@ at_bwd_kv(AtArgs a, const T *dout, const T *q, const T *k, const T *v, const T *
     }
 }
 
+/* ---- float32, head dims up to 128: 64 x 64 tiles in shared memory ---------------
+   256 threads as 16 x 16; thread (ty, tx) owns tile rows ty + 16 i and columns
+   tx + 16 j (i, j < 4) of each 64 x 64 score tile, and output columns tx + 16 k.
+   Score tiles read four head-dim elements per load: a row stride of a multiple
+   of 8 plus 4 (at_ld) keeps those 16-byte loads free of bank conflicts.  Every
+   output element still has one owner and a fixed summation order, so results
+   do not depend on the launch. */
+#define AT_T 64
+#define AT_TP (AT_T + 4) /* score tiles: rows 16-byte aligned */
+
+/* the shared-memory row stride of a tile with n columns */
+__host__ __device__ __forceinline__ int at_ld(int n) { return (n + 7) / 8 * 8 + 4; }
+
+/* rows r0.. of a (rows x n) global matrix into a (64 x at_ld(n)) tile; zeros past
+   `rows` and in the columns up to the next multiple of 4 */
+__device__ __forceinline__ void at_tile_load(float *t, const float *g, int64_t r0,
+                                             int64_t rows, int n) {
+    const int n4 = (n + 3) & ~3, ld = at_ld(n);
+    for (int e = threadIdx.x; e < AT_T * n4; e += blockDim.x) {
+        const int r = e / n4, d = e - r * n4;
+        t[r * ld + d] = r0 + r < rows && d < n ? g[(r0 + r) * n + d] : 0.f;
+    }
+}
+
+/* s[i][j] = sum_d A[ty + 16 i][d] B[tx + 16 j][d] over two row-major tiles of n columns */
+__device__ __forceinline__ void at_mm_abt(float (&s)[4][4], const float *A, const float *B,
+                                          int n) {
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, ld = at_ld(n);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) s[i][j] = 0.f;
+    for (int d = 0; d < n; d += 4) {
+        float4 a[4], b[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = *(const float4 *)&A[(ty + 16 * i) * ld + d];
+#pragma unroll
+        for (int j = 0; j < 4; j++) b[j] = *(const float4 *)&B[(tx + 16 * j) * ld + d];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                s[i][j] += a[i].x * b[j].x + a[i].y * b[j].y + a[i].z * b[j].z + a[i].w * b[j].w;
+    }
+}
+
+/* the tile column of a thread's k-th output column: groups of four adjacent
+   columns (read as one 16-byte load) when each thread has four or more */
+template <int NC> __device__ __forceinline__ int at_col(int k) {
+    const int tx = threadIdx.x & 15;
+    return NC >= 4 ? (k >> 2) * 64 + 4 * tx + (k & 3) : tx + 16 * k;
+}
+
+/* acc[i][k] += sum_c P(ty + 16 i, c) M[c][at_col(k)] over a score tile P, stored
+   row-major (TP false) or transposed, and a tile M of n columns */
+template <int NC, bool TP>
+__device__ __forceinline__ void at_mm_acc(float (&acc)[4][NC], const float *P, const float *M,
+                                          int n) {
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, ldm = at_ld(n);
+    const int n4 = (n + 3) & ~3;
+    for (int c = 0; c < AT_T; c += 4) {
+        float p[4][4], m[4][NC];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            if (!TP) {
+                const float4 v = *(const float4 *)&P[(ty + 16 * i) * AT_TP + c];
+                p[i][0] = v.x; p[i][1] = v.y; p[i][2] = v.z; p[i][3] = v.w;
+            } else {
+#pragma unroll
+                for (int u = 0; u < 4; u++) p[i][u] = P[(c + u) * AT_TP + ty + 16 * i];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (NC >= 4) {
+#pragma unroll
+                for (int g = 0; g < NC / 4; g++) {
+                    const int col = g * 64 + 4 * tx;
+                    const float4 v = col < n4 ? *(const float4 *)&M[(c + u) * ldm + col]
+                                              : make_float4(0.f, 0.f, 0.f, 0.f);
+                    m[u][4 * g] = v.x; m[u][4 * g + 1] = v.y;
+                    m[u][4 * g + 2] = v.z; m[u][4 * g + 3] = v.w;
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < NC; k++)
+                    m[u][k] = tx + 16 * k < n ? M[(c + u) * ldm + tx + 16 * k] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int k = 0; k < NC; k++) acc[i][k] += p[i][u] * m[u][k];
+    }
+}
+
+/* whether query row i may see key j, both inside the matrices */
+__device__ __forceinline__ bool at_visible(const AtArgs &a, int64_t i, int64_t j) {
+    return i < a.L && j < a.S && (!a.causal || j <= i);
+}
+
+/* the dropout factor of score (row, j): 1 without dropout, else 0 or 1 / (1 - p) */
+__device__ __forceinline__ float at_z(const AtArgs &a, int64_t row, int64_t j) {
+    return !a.drop ? 1.f : at_keep(row * a.S + j, a.seed, a.off, a.th) ? (float)a.zs : 0.f;
+}
+
+/* one block per (bh, 64 query rows); online softmax over 64-key tiles */
+template <int NC>
+__global__ void __launch_bounds__(256)
+at_fwd_tiled(AtArgs a, const float *q, const float *k, const float *v, float *out, float *lse) {
+    extern __shared__ float sm[];
+    const int D = a.D, Dv = a.Dv, ld = at_ld(D), ldv = at_ld(Dv);
+    float *Qs = sm, *Ks = Qs + AT_T * ld, *Vs = Ks + AT_T * ld, *Ps = Vs + AT_T * ldv;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    const int64_t nqb = (a.L + AT_T - 1) / AT_T, bh = blockIdx.x / nqb;
+    const int64_t i0 = (blockIdx.x - bh * nqb) * AT_T;
+    const float scale = (float)a.scale;
+    at_tile_load(Qs, q + bh * a.L * D, i0, a.L, D);
+    float m[4], l[4], acc[4][NC];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.f;
+#pragma unroll
+        for (int c = 0; c < NC; c++) acc[i][c] = 0.f;
+    }
+    const int64_t rlast = i0 + AT_T < a.L ? i0 + AT_T : a.L;
+    const int64_t jend = a.causal && rlast < a.S ? rlast : a.S;
+    for (int64_t j0 = 0; j0 < jend; j0 += AT_T) {
+        __syncthreads();                      /* the last tile's readers are done */
+        at_tile_load(Ks, k + bh * a.S * D, j0, a.S, D);
+        at_tile_load(Vs, v + bh * a.S * Dv, j0, a.S, Dv);
+        __syncthreads();
+        float s[4][4];
+        at_mm_abt(s, Qs, Ks, D);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int64_t r = i0 + ty + 16 * i;
+            float mx = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                s[i][j] = at_visible(a, r, j0 + tx + 16 * j) ? s[i][j] * scale : -INFINITY;
+                mx = fmaxf(mx, s[i][j]);
+            }
+#pragma unroll
+            for (int o = 8; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float mn = fmaxf(m[i], mx);
+            const float corr = mn == -INFINITY ? 1.f : expf(m[i] - mn);
+            float ps = 0.f;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float p = s[i][j] == -INFINITY ? 0.f : expf(s[i][j] - mn);
+                ps += p;
+                Ps[(ty + 16 * i) * AT_TP + tx + 16 * j] =
+                    p == 0.f ? 0.f : p * at_z(a, bh * a.L + r, j0 + tx + 16 * j);
+            }
+#pragma unroll
+            for (int o = 8; o; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            l[i] = l[i] * corr + ps;
+            m[i] = mn;
+#pragma unroll
+            for (int c = 0; c < NC; c++) acc[i][c] *= corr;
+        }
+        __syncthreads();
+        at_mm_acc<NC, false>(acc, Ps, Vs, Dv);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int64_t r = i0 + ty + 16 * i;
+        if (r >= a.L) continue;
+        const int64_t row = bh * a.L + r;
+#pragma unroll
+        for (int c = 0; c < NC; c++)
+            if (at_col<NC>(c) < Dv) out[row * Dv + at_col<NC>(c)] = acc[i][c] / l[i];
+        if (tx == 0) lse[row] = m[i] + logf(l[i]);
+    }
+}
+
+/* P and dS of one (query tile, key tile) pair, from the tiles in shared memory:
+   P = exp(scale Q K^T - lse), dS = P (Z dO V^T - Di); pz = P Z */
+__device__ __forceinline__ void at_bwd_scores(const AtArgs &a, int64_t bh, int64_t i0, int64_t j0,
+                                              const float *Qs, const float *Ks, const float *Gs,
+                                              const float *Vs, const float *lse, const float *di,
+                                              float (&pz)[4][4], float (&ds)[4][4]) {
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    float s[4][4], dp[4][4];
+    at_mm_abt(s, Qs, Ks, a.D);
+    at_mm_abt(dp, Gs, Vs, a.Dv);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int64_t r = i0 + ty + 16 * i, row = bh * a.L + r;
+        const float li = r < a.L ? lse[row] : 0.f, dii = r < a.L ? di[row] : 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int64_t c = j0 + tx + 16 * j;
+            if (!at_visible(a, r, c)) {
+                pz[i][j] = ds[i][j] = 0.f;
+                continue;
+            }
+            const float p = expf(s[i][j] * (float)a.scale - li), z = at_z(a, row, c);
+            pz[i][j] = p * z;
+            ds[i][j] = p * (dp[i][j] * z - dii);
+        }
+    }
+}
+
+/* one block per (bh, 64 query rows): Di = dO . O for its rows, then dQ */
+template <int NC>
+__global__ void __launch_bounds__(256)
+at_bwd_q_tiled(AtArgs a, const float *g, const float *q, const float *k, const float *v,
+               const float *out, const float *lse, float *di, float *dq) {
+    extern __shared__ float sm[];
+    const int D = a.D, Dv = a.Dv, ld = at_ld(D), ldv = at_ld(Dv);
+    float *Qs = sm, *Gs = Qs + AT_T * ld, *Ks = Gs + AT_T * ldv, *Vs = Ks + AT_T * ld;
+    float *Ss = Vs + AT_T * ldv;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4, lane = threadIdx.x & 31;
+    const int64_t nqb = (a.L + AT_T - 1) / AT_T, bh = blockIdx.x / nqb;
+    const int64_t i0 = (blockIdx.x - bh * nqb) * AT_T;
+    at_tile_load(Qs, q + bh * a.L * D, i0, a.L, D);
+    at_tile_load(Gs, g + bh * a.L * Dv, i0, a.L, Dv);
+    /* Di: a warp per row, lanes over the columns in a fixed order */
+    for (int r = threadIdx.x >> 5; r < AT_T; r += blockDim.x >> 5) {
+        if (i0 + r >= a.L) break;
+        const int64_t row = bh * a.L + i0 + r;
+        float t = 0.f;
+        for (int d = lane; d < Dv; d += 32) t += g[row * Dv + d] * out[row * Dv + d];
+        t = warp_sum(t);
+        if (lane == 0) di[row] = t;
+    }
+    float acc[4][NC];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int c = 0; c < NC; c++) acc[i][c] = 0.f;
+    const int64_t rlast = i0 + AT_T < a.L ? i0 + AT_T : a.L;
+    const int64_t jend = a.causal && rlast < a.S ? rlast : a.S;
+    for (int64_t j0 = 0; j0 < jend; j0 += AT_T) {
+        __syncthreads();      /* Di written; the last tile's readers are done */
+        at_tile_load(Ks, k + bh * a.S * D, j0, a.S, D);
+        at_tile_load(Vs, v + bh * a.S * Dv, j0, a.S, Dv);
+        __syncthreads();
+        float pz[4][4], ds[4][4];
+        at_bwd_scores(a, bh, i0, j0, Qs, Ks, Gs, Vs, lse, di, pz, ds);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) Ss[(ty + 16 * i) * AT_TP + tx + 16 * j] = ds[i][j];
+        __syncthreads();
+        at_mm_acc<NC, false>(acc, Ss, Ks, D);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int64_t r = i0 + ty + 16 * i;
+        if (r >= a.L) continue;
+#pragma unroll
+        for (int c = 0; c < NC; c++)
+            if (at_col<NC>(c) < D)
+                dq[(bh * a.L + r) * D + at_col<NC>(c)] = acc[i][c] * (float)a.scale;
+    }
+}
+
+/* one block per (bh, 64 key rows): dV = (P Z)^T dO and dK = scale dS^T Q */
+template <int NC>
+__global__ void __launch_bounds__(256)
+at_bwd_kv_tiled(AtArgs a, const float *g, const float *q, const float *k, const float *v,
+                const float *lse, const float *di, float *dk, float *dv) {
+    extern __shared__ float sm[];
+    const int D = a.D, Dv = a.Dv, ld = at_ld(D), ldv = at_ld(Dv);
+    float *Ks = sm, *Vs = Ks + AT_T * ld, *Qs = Vs + AT_T * ldv, *Gs = Qs + AT_T * ld;
+    float *Ps = Gs + AT_T * ldv, *Ss = Ps + AT_T * AT_TP;
+    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    const int64_t nkb = (a.S + AT_T - 1) / AT_T, bh = blockIdx.x / nkb;
+    const int64_t j0 = (blockIdx.x - bh * nkb) * AT_T;
+    at_tile_load(Ks, k + bh * a.S * D, j0, a.S, D);
+    at_tile_load(Vs, v + bh * a.S * Dv, j0, a.S, Dv);
+    float ak[4][NC], av[4][NC];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int c = 0; c < NC; c++) ak[i][c] = av[i][c] = 0.f;
+    /* causal: query rows before j0 see none of these keys */
+    for (int64_t i0 = a.causal ? j0 / AT_T * AT_T : 0; i0 < a.L; i0 += AT_T) {
+        __syncthreads();
+        at_tile_load(Qs, q + bh * a.L * D, i0, a.L, D);
+        at_tile_load(Gs, g + bh * a.L * Dv, i0, a.L, Dv);
+        __syncthreads();
+        float pz[4][4], ds[4][4];
+        at_bwd_scores(a, bh, i0, j0, Qs, Ks, Gs, Vs, lse, di, pz, ds);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                Ps[(ty + 16 * i) * AT_TP + tx + 16 * j] = pz[i][j];
+                Ss[(ty + 16 * i) * AT_TP + tx + 16 * j] = ds[i][j];
+            }
+        __syncthreads();
+        /* key rows are the tiles' columns: read P and dS transposed */
+        at_mm_acc<NC, true>(av, Ps, Gs, Dv);
+        at_mm_acc<NC, true>(ak, Ss, Qs, D);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int64_t c = j0 + ty + 16 * i;
+        if (c >= a.S) continue;
+        const int64_t row = bh * a.S + c;
+#pragma unroll
+        for (int n = 0; n < NC; n++) {
+            const int d = at_col<NC>(n);
+            if (d < D) dk[row * D + d] = ak[i][n] * (float)a.scale;
+            if (d < Dv) dv[row * Dv + d] = av[i][n];
+        }
+    }
+}
+
+/* bytes of shared memory for nd tiles of D columns, ndv of Dv and np score tiles */
+static size_t at_smem(const AtArgs &a, int nd, int ndv, int np) {
+    return sizeof(float) * AT_T * (nd * at_ld(a.D) + ndv * at_ld(a.Dv) + np * AT_TP);
+}
+
+/* output columns per thread of the tiled kernels, or 0 where they do not apply: they
+   take both head dims <= 128 and `smem` bytes within the device's shared memory */
+static int at_tiled_nc(const AtArgs &a, size_t smem) {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess || smem > (size_t)optin)
+        return 0;
+    const int m = a.D > a.Dv ? a.D : a.Dv;
+    return m <= 16 ? 1 : m <= 32 ? 2 : m <= 64 ? 4 : m <= 128 ? 8 : 0;
+}
+
+/* launch KERNEL<NC> on `blocks` blocks with `smem` bytes of shared memory */
+#define AT_TILED_LAUNCH(nc, KERNEL, blocks, smem, s, ...)                                  \
+    switch (nc) {                                                                          \
+    case 1: at_tiled_go(KERNEL<1>, blocks, smem, s, __VA_ARGS__); break;                   \
+    case 2: at_tiled_go(KERNEL<2>, blocks, smem, s, __VA_ARGS__); break;                   \
+    case 4: at_tiled_go(KERNEL<4>, blocks, smem, s, __VA_ARGS__); break;                   \
+    default: at_tiled_go(KERNEL<8>, blocks, smem, s, __VA_ARGS__); break;                  \
+    }
+
+template <typename K, typename... Args>
+static void at_tiled_go(K kernel, int64_t blocks, size_t smem, cudaStream_t s, Args... args) {
+    if (smem > 48 * 1024)
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    kernel<<<(unsigned)blocks, 256, smem, s>>>(args...);
+}
+
 static unsigned at_grid(int64_t rows) {
     const int64_t b = (rows + AT_WARPS - 1) / AT_WARPS;
     return (unsigned)(b < 1 ? 1 : b > 65535LL * 16 ? 65535LL * 16 : b);
@@ -227,6 +576,20 @@ static void at_fwd_run(const AtArgs &a, int npl, const T *q, const T *k, const T
     AT_NPL_CASES(npl, T, at_fwd, g, 32 * AT_WARPS, 0, s>>>(a, q, k, v, out, lse))
 }
 
+/* float32 with a query tile's worth of rows: the tiled kernel */
+static void at_fwd_run(const AtArgs &a, int npl, const float *q, const float *k, const float *v,
+                       float *out, float *lse, cudaStream_t s) {
+    const size_t smem = at_smem(a, 2, 1, 1);
+    const int nc = a.L < AT_T / 2 ? 0 : at_tiled_nc(a, smem);
+    if (!nc) {
+        const unsigned g = at_grid(a.BH * a.L);
+        AT_NPL_CASES(npl, float, at_fwd, g, 32 * AT_WARPS, 0, s>>>(a, q, k, v, out, lse))
+        return;
+    }
+    AT_TILED_LAUNCH(nc, at_fwd_tiled, a.BH * ((a.L + AT_T - 1) / AT_T), smem, s, a, q, k, v,
+                    out, lse)
+}
+
 EMC_API int emc_sdpa_fwd(int dtype, const void *q, const void *k, const void *v, int64_t BH,
                          int64_t L, int64_t S, int64_t D, int64_t Dv, double scale, int causal,
                          double p, uint64_t seed, uint64_t offset, void *out, void *lse,
@@ -240,8 +603,8 @@ EMC_API int emc_sdpa_fwd(int dtype, const void *q, const void *k, const void *v,
     cudaStream_t s = emc_stream(stream);
     const int npl = at_npl(D, Dv);
     if (dtype == EM_F32)
-        at_fwd_run<float>(a, npl, (const float *)q, (const float *)k, (const float *)v,
-                          (float *)out, (float *)lse, s);
+        at_fwd_run(a, npl, (const float *)q, (const float *)k, (const float *)v, (float *)out,
+                   (float *)lse, s);
     else
         at_fwd_run<double>(a, npl, (const double *)q, (const double *)k, (const double *)v,
                            (double *)out, (double *)lse, s);
@@ -255,11 +618,24 @@ static int at_bwd_run(const AtArgs &a, int npl, const T *g, const T *q, const T 
     T *di = NULL;
     int rc = emc_malloc((void **)&di, sizeof(T) * (size_t)(a.BH * a.L > 0 ? a.BH * a.L : 1), s);
     if (rc) return rc;
-    if (a.BH * a.L) {
+    const size_t tq = at_smem(a, 2, 2, 1), tk = at_smem(a, 2, 2, 2);
+    const int nc = sizeof(T) == sizeof(float) ? at_tiled_nc(a, tk) : 0;
+    if (nc) {
+        const float *gf = (const float *)g, *qf = (const float *)q, *kf = (const float *)k,
+                    *vf = (const float *)v;
+        if (a.BH * a.L)
+            AT_TILED_LAUNCH(nc, at_bwd_q_tiled, a.BH * ((a.L + AT_T - 1) / AT_T), tq, s, a, gf,
+                            qf, kf, vf, (const float *)out, (const float *)lse, (float *)di,
+                            (float *)dq)
+        if (a.BH * a.S)
+            AT_TILED_LAUNCH(nc, at_bwd_kv_tiled, a.BH * ((a.S + AT_T - 1) / AT_T), tk, s, a, gf,
+                            qf, kf, vf, (const float *)lse, (const float *)di, (float *)dk,
+                            (float *)dv)
+    } else if (a.BH * a.L) {
         const unsigned gq = at_grid(a.BH * a.L);
         AT_NPL_CASES(npl, T, at_bwd_q, gq, 32 * AT_WARPS, 0, s>>>(a, g, q, k, v, out, lse, di, dq))
     }
-    if (a.BH * a.S) {
+    if (!nc && a.BH * a.S) {
         const unsigned gk = at_grid(a.BH * a.S);
         AT_NPL_CASES(npl, T, at_bwd_kv, gk, 32 * AT_WARPS, 0, s>>>(a, g, q, k, v, lse, di, dk, dv))
     }

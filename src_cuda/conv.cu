@@ -343,9 +343,20 @@ __global__ void bias_grad(const T *dy, int64_t N, int64_t OC, int64_t P, T *db) 
     }
 }
 
-/* the fixed K chunk of the weight gradient: a function of the shape only */
-#define CONV_KCHUNK 2048
+/* the K chunk of the weight gradient, a function of the shape only: small layers have
+   few output tiles, so K is split until there are about CONV_BLOCKS blocks (at most
+   CONV_MAX_SPLITS chunks, each at least CONV_MIN_KCHUNK long) */
+#define CONV_BLOCKS 1024
 #define CONV_MAX_SPLITS 256
+#define CONV_MIN_KCHUNK 64
+
+static int64_t conv_kchunk(int64_t K, int64_t tiles) {
+    int64_t splits = (CONV_BLOCKS + tiles - 1) / tiles;
+    if (splits > CONV_MAX_SPLITS) splits = CONV_MAX_SPLITS;
+    int64_t kchunk = (K + splits - 1) / splits;
+    kchunk = (kchunk + CT_K - 1) / CT_K * CT_K;
+    return kchunk < CONV_MIN_KCHUNK ? CONV_MIN_KCHUNK : kchunk;
+}
 
 template <typename T>
 static int bwd_weight_t(const ember_conv2d_params *p, const T *x, const T *dy, T *dw, T *db,
@@ -360,8 +371,8 @@ static int bwd_weight_t(const ember_conv2d_params *p, const T *x, const T *dy, T
     }
     if (nw == 0) return 0;
     if (K == 0) return zero_fill(dw, sizeof(T) * (size_t)nw, s);
-    int64_t kchunk = CONV_KCHUNK;
-    if ((K + kchunk - 1) / kchunk > CONV_MAX_SPLITS) kchunk = (K + CONV_MAX_SPLITS - 1) / CONV_MAX_SPLITS;
+    const int64_t kchunk = conv_kchunk(K, ((NC + CT_N - 1) / CT_N) * ((M + CT_M - 1) / CT_M) *
+                                              p->groups);
     const int64_t splits = (K + kchunk - 1) / kchunk;
     T *ws = NULL;
     if (splits > 1) {

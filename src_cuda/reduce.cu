@@ -5,8 +5,9 @@
    t, t + 256, ... of its chunk in order, and the block combines its threads
    with warp shuffles in a fixed butterfly, then its 8 warps in order; the chunk
    partials are combined by the same kernel.  Columns (I > 1) are accumulated
-   serially by one thread each (coalesced across threads), in fixed chunks of
-   COL_CHUNK rows when K is long, the chunk partials combined in order. */
+   serially by one thread each (coalesced across threads); when there are too few
+   columns to fill the device, K is cut into runs whose length depends on the
+   shape alone (col_chunks), and the runs' partials are combined in order. */
 #include "common.cuh"
 #include "ember_reduce.h"
 
@@ -113,20 +114,37 @@ __global__ void col_reduce(ScalarOp<A> r, const T *x, int64_t O, int64_t K, int6
     }
 }
 
-/* columns with a long K: fixed chunks of COL_CHUNK rows per thread, partials
-   combined per column in chunk order */
-#define COL_CHUNK 1024
+/* runs of K for n columns: none (1) when the columns alone fill the device or K is
+   short, else runs of about 64 rows, with at most 2^24 partials and 65535 runs */
+static int64_t col_chunks(int64_t K, int64_t n) {
+    if (n >= ((int64_t)1 << 17) || K <= 128) return 1;
+    int64_t c = (K + 63) / 64;
+    const int64_t cap = ((int64_t)1 << 24) / n;
+    if (c > cap) c = cap;
+    if (c > 65535) c = 65535;
+    return c < 1 ? 1 : c;
+}
 
+/* thread (column t, run c): rows c * rows .. of column t in order, eight loads in
+   flight at a time */
 template <typename T, typename A>
 __global__ void col_partial(ScalarOp<A> r, const T *x, int64_t O, int64_t K, int64_t I,
-                            A *part) {
+                            int64_t rows, A *part) {
     const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, c = blockIdx.y;
     if (t >= O * I) return;
     const int64_t o = t / I, i = t - o * I;
-    const int64_t k0 = c * COL_CHUNK, k1 = k0 + COL_CHUNK < K ? k0 + COL_CHUNK : K;
+    const int64_t k0 = c * rows, k1 = k0 + rows < K ? k0 + rows : K;
     const T *p = x + o * K * I + i;
     A acc = r.init();
-    for (int64_t k = k0; k < k1; k++) acc = r.combine(acc, r.map(ld<T, A>(p + k * I)));
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) {
+        A v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) v[u] = ld<T, A>(p + (k + u) * I);
+#pragma unroll
+        for (int u = 0; u < 8; u++) acc = r.combine(acc, r.map(v[u]));
+    }
+    for (; k < k1; k++) acc = r.combine(acc, r.map(ld<T, A>(p + k * I)));
     part[c * O * I + t] = acc;
 }
 
@@ -148,13 +166,14 @@ static int reduce_t(int op, const T *x, int64_t O, int64_t K, int64_t I, T *out,
                     cudaStream_t s, double p = 0, int post = 0) {
     ScalarOp<A> r{op, (A)p, post};
     if (O * I == 0) return 0;
-    if ((I > 1 && K > COL_CHUNK) && (K + COL_CHUNK - 1) / COL_CHUNK <= 65535) {
-        int64_t chunks = (K + COL_CHUNK - 1) / COL_CHUNK;
+    const int64_t rows = I > 1 ? (K + col_chunks(K, O * I) - 1) / col_chunks(K, O * I) : K;
+    if (I > 1 && rows < K) {
+        const int64_t chunks = (K + rows - 1) / rows;
         A *part = NULL;
         int rc = emc_malloc((void **)&part, sizeof(A) * (size_t)(chunks * O * I), s);
         if (rc) return rc;
         dim3 grid((unsigned)((O * I + EMC_THREADS - 1) / EMC_THREADS), (unsigned)chunks);
-        col_partial<T, A><<<grid, EMC_THREADS, 0, s>>>(r, x, O, K, I, part);
+        col_partial<T, A><<<grid, EMC_THREADS, 0, s>>>(r, x, O, K, I, rows, part);
         col_combine<T, A><<<emc_blocks(O * I), EMC_THREADS, 0, s>>>(r, part, chunks, O * I, out,
                                                                      scale);
         cudaError_t e = cudaGetLastError();

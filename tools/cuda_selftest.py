@@ -68,15 +68,46 @@ def _peak_bandwidth():
 
 
 def speed_table():
-    from harness import EM, Dev, c_enums, nd
+    """Print one row per kernel as it is measured; a section that fails prints its
+    error and the table goes on with the next one."""
+    import traceback
+
+    from harness import Dev
 
     try:
         import torch
         has_torch = torch.cuda.is_available()
     except ImportError:
         torch, has_torch = None, False
-    ew, rd = c_enums("ember_ew.h"), c_enums("ember_reduce.h")
+    torch = torch if has_torch else None
     dev = Dev()
+    print("\nember/torch is the time ratio: below 1 means ember is faster")
+    print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
+    sections = [lambda: _core_rows(dev, torch), lambda: _nn_and_data_rows(dev, torch),
+                lambda: _training_rows(torch), lambda: _scan_optim_rows(torch),
+                lambda: _extra_rows(torch)]
+    failed = 0
+    for section in sections:
+        try:
+            for name, e, t, note in section():
+                ratio = f"{e / t:.2f}x" if t else "-"
+                print(f"{name:24s} {e:10.3f} {t if t else float('nan'):10.3f} {ratio:>12s}  "
+                      f"{note}", flush=True)
+        except Exception:       # noqa: BLE001 - report and go on with the next section
+            failed += 1
+            traceback.print_exc()
+    dev.close()
+    if not has_torch:
+        print("(torch with CUDA is not installed: no torch column)")
+    return failed
+
+
+def _core_rows(dev, torch):
+    """add bandwidth, GEMM (fp16, tf32, fp32), softmax, row sums and layer_norm."""
+    from harness import EM, c_enums, nd
+
+    has_torch = torch is not None
+    ew, rd = c_enums("ember_ew.h"), c_enums("ember_reduce.h")
     lib = dev.lib
 
     def P(o):
@@ -148,18 +179,7 @@ def speed_table():
     tms = _torch_timer(torch, lambda: torch.nn.functional.layer_norm(tx, (C,))) \
         if has_torch else None
     rows.append(("layer_norm 4096x4096", ms, tms, ""))
-    rows += _nn_and_data_rows(dev, torch if has_torch else None)
-    rows += _training_rows(torch if has_torch else None)
-    rows += _scan_optim_rows(torch if has_torch else None)
-    rows += _extra_rows(torch if has_torch else None)
-    dev.close()
-    print("\nember/torch is the time ratio: below 1 means ember is faster")
-    print(f"{'kernel':24s} {'ember ms':>10s} {'torch ms':>10s} {'ember/torch':>12s}  note")
-    for name, e, t, note in rows:
-        ratio = f"{e / t:.2f}x" if t else "-"
-        print(f"{name:24s} {e:10.3f} {t if t else float('nan'):10.3f} {ratio:>12s}  {note}")
-    if not has_torch:
-        print("(torch with CUDA is not installed: no torch column)")
+    return rows
 
 
 def _nn_and_data_rows(dev, torch):
@@ -408,8 +428,7 @@ def main(argv=None):
         print(f"no CUDA device: {ember.cuda.unavailable_reason()}")
         return rc
     print(f"device: {ember.cuda.get_device_name()}")
-    speed_table()
-    return rc
+    return rc or (1 if speed_table() else 0)
 
 
 if __name__ == "__main__":

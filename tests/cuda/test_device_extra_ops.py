@@ -213,6 +213,27 @@ def test_fused_attention_values_and_grads(causal, dtype):
                                                                 scale=0.3), (qt, kt, vt), tol, tol)
 
 
+# float32 runs 64 x 64 tiles: sizes across tile edges, causal with L > S and L < S,
+# head dims of 1 and 128 (the largest shared-memory tiles)
+@pytest.mark.parametrize("L,S,D,Dv", [(130, 150, 64, 64), (200, 70, 128, 128), (64, 65, 1, 3)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_float32_tiles(L, S, D, Dv, causal):
+    q, k, v = data(2, 2, L, D, seed=40), data(2, 2, S, D, seed=41), data(2, 2, S, Dv, seed=42)
+    _grads_match(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=causal),
+                 (q, k, v), 1e-4, 1e-4)
+    res = []
+    for dev in ("cpu", DEV, DEV):
+        ts = [t.detach().to(dev).requires_grad_() for t in (q, k, v)]
+        ember.manual_seed(11)
+        y = F.scaled_dot_product_attention(*ts, dropout_p=0.3, is_causal=causal)
+        y.pow(2).sum().backward()
+        res.append([y] + [t.grad for t in ts])
+    for a, b in zip(res[1], res[0]):           # the CPU's dropout mask for the seed
+        close(a, b, 1e-4, 1e-4)
+    for a, b in zip(res[2], res[1]):           # and the same bits run to run
+        np.testing.assert_array_equal(_np(a), _np(b))
+
+
 def test_fused_attention_double_backward_and_masks():
     q, k, v = data(2, 6, 8, seed=33, dtype=np.float64), data(2, 7, 8, seed=34, dtype=np.float64), \
         data(2, 7, 4, seed=35, dtype=np.float64)

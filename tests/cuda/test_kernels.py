@@ -198,7 +198,8 @@ def test_cat_along_a_middle_dim(dev):
 # -- reductions ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("O,K,I", [(3, 1000, 1), (2, 100_000, 1), (4, 50, 7), (1, 1, 1),
-                                   (2, 5000, 3)])
+                                   (2, 5000, 3), (1, 4099, 300), (2, 20_000, 50),
+                                   (1, 2, 140_000)])
 @pytest.mark.parametrize("op", ["RD_SUM", "RD_MAX", "RD_MIN", "RD_ASUM", "RD_AMAX"])
 def test_reduce_rows_columns_and_long_rows(dev, op, O, K, I):
     x = _data("float32", (O, K, I))
@@ -488,6 +489,8 @@ def test_index_add_embedding_backward(dev, deterministic):
 
 def test_allocator_statistics_follow_allocations(dev):
     ember.cuda.synchronize()
+    ember.cuda.empty_cache()      # blocks of earlier tests in this process may still be live
+    base_reserved = ember.cuda.memory_reserved()
     before = ember.cuda.memory_allocated()
     a = dev.alloc((1000,), np.float32)
     assert ember.cuda.memory_allocated() == before + 4096   # rounded to 512 bytes
@@ -499,9 +502,16 @@ def test_allocator_statistics_follow_allocations(dev):
     assert "allocated" in ember.cuda.memory_summary()
     ember.cuda.reset_peak_memory_stats()
     assert ember.cuda.max_memory_allocated() == ember.cuda.memory_allocated()
+    # larger than all free cached space together: it needs a segment of its own
+    free = ember.cuda.memory_reserved() - ember.cuda.memory_allocated()
+    nbig = max(12 << 20, 2 * free + (2 << 20))
+    big = dev.alloc((nbig,), np.uint8)
+    assert ember.cuda.memory_reserved() >= base_reserved + nbig
+    dev.lib.emc_free(big)
+    dev.live.remove(big)
     reserved = ember.cuda.memory_reserved()
-    ember.cuda.empty_cache()                      # the freed 2 MiB segment goes back
-    assert ember.cuda.memory_reserved() < reserved
+    ember.cuda.empty_cache()                         # every segment freed above goes back
+    assert ember.cuda.memory_reserved() == base_reserved < reserved
     assert ember.cuda.memory_stats()["allocated_bytes.all.current"] == before
 
 

@@ -540,8 +540,11 @@ def _probe(monkeypatch, tmp_path, rt):
 
 
 def test_reason_runtime_too_old(monkeypatch, tmp_path):
-    st = _probe(monkeypatch, tmp_path, FakeRuntime(runtime=12080))
+    rt = FakeRuntime(runtime=12080)
+    st = _probe(monkeypatch, tmp_path, rt)
     assert not st.available
+    # a probe with stand-in libraries leaves the process's own handles alone
+    assert all(h is not rt for h in _dll._handles.values())
     assert "runtime is too old" in st.reason and "12.8" in st.reason and "13.0" in st.reason
 
 
