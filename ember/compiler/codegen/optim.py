@@ -348,3 +348,5 @@ class FusedUpdate:
             self.unfit = None
         except _Unfit as e:
             self.unfit = str(e)
+        except (OSError, RuntimeError, ValueError) as e:   # the build failed: eager steps
+            self.unfit = f"the generated step could not be built: {e}"
