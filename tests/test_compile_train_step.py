@@ -470,3 +470,22 @@ def test_branch_on_the_clipped_norm_resumes_after_the_check():
     assert all(c.resume_at is not None for c in checks)
     assert [type(s).__name__ for s in progs[0].steps][-1] == "_EagerStep"       # the step
     assert [type(s).__name__ for s in progs[1].steps][-1] == "_ValueStep"       # skipped
+
+
+def test_optimizer_step_without_generated_code_runs_its_own_step():
+    ember.compiler.reset()
+    x, y = _data()
+    runs = []
+    for compiled in (True, False):
+        net, opt = _make(ember.optim.Adam, lr=1e-2, foreach=False)   # the per-tensor loop
+        step = _train_step(net, opt)
+        fn = ember.compile(step) if compiled else step
+        for _ in range(3):
+            fn(x, y)
+        runs.append([p.detach().numpy() for p in net.parameters()])
+        if compiled:
+            update = _program(fn).steps[-1].fn._ember_step_fn
+            assert "group" in update.unfit and update.plan is None
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert ember.compiler.counters["stats"]["fused_optimizer_steps"] == 0
