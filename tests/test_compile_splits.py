@@ -164,17 +164,27 @@ def test_grad_mode_restored_after_a_failed_value_check():
     assert y.tolist() == [-3.0, -3.0]
 
 
-def test_inplace_update_of_an_input_before_a_read_breaks_the_whole_call():
+@pytest.mark.parametrize("limit", [8, 1])
+def test_inplace_update_of_an_input_before_a_read_resumes_at_the_check(limit, monkeypatch):
+    monkeypatch.setattr(compiler.config, "cache_size_limit", limit)
+
     def f(x, buf):
-        buf.add_(1)                         # a rerun after a failed check would add twice
+        buf.add_(1)                         # a rerun from the start would add twice
         return x * 2 if buf.sum() > 3 else x
 
     cf = ember.compile(f, backend="eager")
-    buf = ember.zeros(2)
-    with pytest.warns(UserWarning, match="cannot be split here because in-place add_"):
-        assert cf(ember.ones(2), buf).tolist() == [1.0, 1.0]
-    assert cf(ember.ones(2), buf).tolist() == [2.0, 2.0]   # eager guard set: right value
-    assert buf.tolist() == [2.0, 2.0]
+    buf, ref = ember.zeros(2), ember.zeros(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # split, not broken
+        for _ in range(5):
+            assert cf(ember.ones(2), buf).tolist() == f(ember.ones(2), ref).tolist()
+            assert buf.tolist() == ref.tolist()
+    # the second call failed the check after the write: it ran on from there (not again
+    # from the start) and captured the other branch, which later calls resume into
+    assert buf.tolist() == [5.0, 5.0]
+    # (over the cache's limit each such miss runs on from the check without keeping a
+    # graph of the other branch)
+    assert compiler.counters["stats"]["calls_captured"] == min(2, limit)
 
 
 def test_data_dependent_shape_feeds_python_arithmetic():

@@ -309,6 +309,10 @@ def test_relu_mask_read_from_the_saved_output_not_the_input():
     saved = [n.meta.get("op_name") for n in out.args[0][1:]]
     # the first layer's output (relu's input) is not kept for the backward
     assert saved.count("relu") == 1 and "linear" not in saved
+    # linear's formula reshapes 2-D gradients to the shapes they have: dropped
+    bwd = entry.gm.meta["joint"]["backward"].graph
+    assert not [n for n in bwd.nodes if n.target == "reshape"]
+    assert [n for n in bwd.nodes if n.target == "mm"]
 
 
 @pytest.mark.parametrize("kind", ["index", "index-weighted", "probabilities"])
@@ -345,3 +349,143 @@ def test_cross_entropy_island_runs_its_function_directly(kind):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
     (entry,) = [e for es in cf._compiled.cache.values() for e in es]
     assert entry.gm.meta["joint"]["saved"] > 0
+
+
+# ------------------------------------------------ optimizer.step() as generated code
+def _opt_state(opt):
+    return [{k: (v.numpy().copy() if isinstance(v, ember.Tensor) else v)
+             for k, v in opt.state[p].items()} for g in opt.param_groups for p in g["params"]]
+
+
+@pytest.mark.parametrize("opt_cls,kw", [
+    (ember.optim.Adam, dict(lr=1e-2)),
+    (ember.optim.Adam, dict(lr=1e-2, amsgrad=True, weight_decay=0.01, maximize=True)),
+    (ember.optim.AdamW, dict(lr=1e-2, weight_decay=0.1)),
+    (ember.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
+    (ember.optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-3)),
+    (ember.optim.SGD, dict(lr=0.1)),
+])
+def test_optimizer_step_runs_generated_code_equal_to_eager(opt_cls, kw):
+    ember.compiler.reset()
+    x, y = _data()
+    nets = []
+    for _ in range(2):      # linear layers and relu: compiled gradients equal eager's
+        ember.manual_seed(0)
+        net = nn.Sequential(nn.Linear(12, 40), nn.ReLU(), nn.Linear(40, 5))
+        nets += [net, opt_cls(net.parameters(), **kw)]
+    n1, o1, n2, o2 = nets
+    compiled = ember.compile(_train_step(n1, o1))
+    eager = _train_step(n2, o2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):
+            np.testing.assert_array_equal(compiled(x, y).item(), eager(x, y).item())
+    # the update is the eager multi-tensor kernel's arithmetic: equal bit for bit
+    for (name, a), b in zip(n1.named_parameters(), n2.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy(), err_msg=name)
+    for s1, s2 in zip(_opt_state(o1), _opt_state(o2)):
+        assert s1.keys() == s2.keys()
+        for k in s1:
+            np.testing.assert_array_equal(s1[k], s2[k], err_msg=k)
+    assert o1._step_count == o2._step_count == 5
+    # the capture ran the eager step; the four replays ran the generated one
+    assert ember.compiler.counters["stats"]["fused_optimizer_steps"] == 4
+    update = _program(compiled).steps[-1].fn._ember_step_fn
+    assert type(update).__name__ == "FusedUpdate" and update.unfit is None
+
+
+def test_generated_optimizer_step_follows_groups_schedulers_and_hooks():
+    ember.compiler.reset()
+    x, y = _data()
+    runs = []
+    for compiled in (True, False):
+        ember.manual_seed(0)
+        net = _Net()
+        opt = ember.optim.Adam([{"params": net.l1.parameters(), "lr": 1e-2},
+                                {"params": list(net.ln.parameters()) + list(net.l2.parameters()),
+                                 "lr": 3e-3, "betas": (0.8, 0.99)}])
+        sched = ember.optim.lr_scheduler.StepLR(opt, 1, gamma=0.7)
+        step = _train_step(net, opt, sched)
+        fn = ember.compile(step) if compiled else step
+        calls = []
+        for i in range(6):
+            if i == 3:       # a hook: the compiled step runs the eager update (which calls it)
+                h = opt.register_step_post_hook(lambda o, a, k: calls.append(1))
+            if i == 5:
+                h.remove()
+            fn(x, y)
+        runs.append(([p.detach().numpy() for p in net.parameters()],
+                     [g["lr"] for g in opt.param_groups], len(calls)))
+    (p1, lr1, c1), (p2, lr2, c2) = runs
+    assert lr1 == lr2 and c1 == c2 == 2
+    for a, b in zip(p1, p2):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # calls 2, 3 and 6 (after the hook went) ran the generated update
+    assert ember.compiler.counters["stats"]["fused_optimizer_steps"] == 3
+
+
+# ------------------------------------- a branch on the clipped norm: resume at the check
+def _skip_step(net, opt, limit):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        total = nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        if total < limit:           # skip the update when the gradients blew up
+            opt.step()
+        return loss, total
+    return step
+
+
+def test_branch_on_the_clipped_norm_resumes_after_the_check():
+    ember.compiler.reset()
+    x, y = _data()
+    nets = []
+    for _ in range(2):
+        ember.manual_seed(0)
+        net = nn.Sequential(nn.Linear(12, 24), nn.ReLU(), nn.Linear(24, 5))
+        nets += [net, ember.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)]
+    n1, o1, n2, o2 = nets
+    compiled = ember.compile(_skip_step(n1, o1, 5.0))
+    eager = _skip_step(n2, o2, 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # split at the check, never run eagerly
+        for s in (1, 1, 1000, 1000, 1, 1000, 1):     # 1000: norms above the limit
+            (l1, t1), (l2, t2) = compiled(x * s, y), eager(x * s, y)
+            np.testing.assert_allclose(l1.item(), l2.item(), rtol=1e-5)
+            np.testing.assert_allclose(t1.item(), t2.item(), rtol=1e-5)
+            for a, b in zip(n1.parameters(), n2.parameters()):
+                np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                           rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5,
+                                           atol=1e-6)
+    # the third call failed the check after the in-place clipping: it went on from the
+    # check (not from the start, which would clip twice) and captured the branch that
+    # skips the step; later calls resume into whichever branch their norm takes
+    stats = ember.compiler.counters["stats"]
+    assert stats["calls_captured"] == 2
+    progs = [e.compiled for es in compiled._compiled.cache.values() for e in es]
+    checks = [s for p in progs for s in p.steps if type(s).__name__ == "_ValueStep"]
+    assert sorted(c.expected for c in checks) == [False, True]
+    assert all(c.resume_at is not None for c in checks)
+    assert [type(s).__name__ for s in progs[0].steps][-1] == "_EagerStep"       # the step
+    assert [type(s).__name__ for s in progs[1].steps][-1] == "_ValueStep"       # skipped
+
+
+def test_optimizer_step_without_generated_code_runs_its_own_step():
+    ember.compiler.reset()
+    x, y = _data()
+    runs = []
+    for compiled in (True, False):
+        net, opt = _make(ember.optim.Adam, lr=1e-2, foreach=False)   # the per-tensor loop
+        step = _train_step(net, opt)
+        fn = ember.compile(step) if compiled else step
+        for _ in range(3):
+            fn(x, y)
+        runs.append([p.detach().numpy() for p in net.parameters()])
+        if compiled:
+            update = _program(fn).steps[-1].fn._ember_step_fn
+            assert "group" in update.unfit and update.plan is None
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert ember.compiler.counters["stats"]["fused_optimizer_steps"] == 0

@@ -166,7 +166,23 @@ def _train_lib(name: str, reps: int, threads: int) -> None:
             for _ in range(5):
                 step()
             times.append(_best(step, reps) * 1e3)
+        if name == "ember":
+            # the whole step compiled (zero_grad, forward, backward and the update)
+            whole = lib.compile(_whole_step(loss_fn, opt))
+            for _ in range(5):
+                whole(x, y)
+            times.append(_best(lambda: whole(x, y), reps) * 1e3)
         print(kind, *times)
+
+
+def _whole_step(loss_fn: object, opt: object) -> object:
+    def step(x: object, y: object) -> object:
+        opt.zero_grad()
+        loss = loss_fn(x, y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
 
 
 def _train_peak(kind: str, compiled: bool) -> None:
@@ -224,7 +240,9 @@ def train_memory() -> None:
 
 def train(reps: int, threads: int) -> None:
     """Training steps (zero_grad, forward, loss, backward, Adam step), best of ``reps``,
-    each library in its own process (two OpenMP runtimes in one process slow each other)."""
+    each library in its own process (two OpenMP runtimes in one process slow each other):
+    the loss function compiled, and for ember the whole step compiled too ("whole
+    step": its update is generated code)."""
     rows: dict = {}
     for name in ("ember", "torch"):
         r = subprocess.run([sys.executable, __file__, "--train-lib", name, "--reps", str(reps),
@@ -233,15 +251,17 @@ def train(reps: int, threads: int) -> None:
         if r.returncode != 0:
             print(f"  {name} failed: {r.stderr[-500:]}")
         for line in r.stdout.splitlines():
-            kind, eager, comp = line.split()
-            rows.setdefault(kind, {})[name] = (float(eager), float(comp))
+            kind, *ts = line.split()
+            rows.setdefault(kind, {})[name] = tuple(float(t) for t in ts)
     print(f"{'training step':14s} {'ember eager':>12s} {'ember comp':>12s} {'torch eager':>12s} "
           f"{'torch.comp':>12s} {'comp/eager':>11s} {'comp/t.eager':>13s} {'comp/t.comp':>12s}")
-    nan = (float("nan"), float("nan"))
+    nan = (float("nan"),) * 3
     for kind, r in rows.items():
-        (ee, ec), (te, tc) = r.get("ember", nan), r.get("torch", nan)
+        (ee, ec, ew), (te, tc) = (r.get("ember", nan) + nan)[:3], r.get("torch", nan)[:2]
         print(f"{kind:14s} " + " ".join(f"{t:10.2f}ms" for t in (ee, ec, te, tc))
               + f" {ec / ee:11.2f} {ec / te:13.2f} {ec / tc:12.2f}")
+        print(f"{'  whole step':14s} {'':12s} {ew:10.2f}ms {'':25s} {ew / ee:11.2f} "
+              f"{ew / te:13.2f} {ew / tc:12.2f}")
 
 
 _FIRST = {

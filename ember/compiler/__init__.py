@@ -436,6 +436,11 @@ def _eager_step(name: str, fn: Callable, *args: Any, owner: Any = None, **kwargs
     run_step.__name__ = name
     run_step._ember_step_reason = f"{name}() runs eagerly between graphs"  # type: ignore
     run_step._ember_step_owner = owner  # type: ignore
+    run_step._ember_step_fn = fn  # type: ignore
+    # the same step in another capture of the function (a call run again past a failed
+    # check takes its result from the call's memo; programs compare their steps)
+    run_step._ember_step_key = (name, id(owner) if owner is not None else  # type: ignore
+                                id(getattr(fn, "func", fn)))
     return disable(run_step)(*args, **kwargs)
 
 
@@ -621,6 +626,7 @@ def allow_in_graph(fn: Callable) -> Callable:
             out = fn(*args, **kwargs)
         finally:
             cap.suspended -= 1
+        cap.ff_ok = False      # (a fast-forward counts the dispatcher's ops only)
         cap._record(name, fn, args, kwargs, out)
         return out
     return in_graph

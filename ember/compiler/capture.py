@@ -475,6 +475,15 @@ class _Capture(DispatchMode):
         self.in_op = 0
         self.size_guards: list = []
         self.untracked_sizes = False
+        # resuming at a check after in-place writes to inputs (see FastForward): the
+        # recorded ops in order, the nodes that read an input before a later in-place
+        # write to it (their values are kept for a fast-forward), and whether every
+        # write so far can be skipped by one (graph ops, not eager steps' writes)
+        self.op_nodes: list[tuple[Node, str, bool]] = []   # (node, op, writes an input)
+        self.readers: dict[int, list[Node]] = {}       # storage id -> nodes reading it
+        self.ff_keep: set[Node] = set()
+        self.ff_ok = True
+        self.ff: segments.FastForward | None = None
 
     # ---- inputs ---------------------------------------------------------------------
     def add_input(self, t: Any, name: str) -> Node:
@@ -510,8 +519,11 @@ class _Capture(DispatchMode):
                             self.add_source(t, d, k, prefix + k, kind)
                             g = t.grad if kind == "_parameters" else None
                             if g is not None:
+                                # found after a step ran eagerly (a backward may have set
+                                # it): read when the step that uses it runs
                                 self.add_source(g, _Slot(t, "grad"), "grad",
-                                                f"{prefix}{k}.grad", "_grad")
+                                                f"{prefix}{k}.grad", "_late_grad"
+                                                if self.split_reasons else "_grad")
                 for k, t in list(m.__dict__.items()):
                     if isinstance(t, TensorBase):
                         self.add_source(t, m.__dict__, k, prefix + k, "_attr")
@@ -551,7 +563,14 @@ class _Capture(DispatchMode):
         if reason is not None:
             self.graph_break(name, reason)
             return func(*args, **kwargs)
-        out = func(*args, **kwargs)
+        ff = self.ff
+        how = ff.take(name) if ff is not None else None
+        if how is None:
+            out = func(*args, **kwargs)
+        elif how is segments.SKIP:
+            out = args[0]         # an in-place write to an input the call already made
+        else:
+            out = how             # the value the call computed before the check
         self._record(name, func, args, kwargs, out)
         return out
 
@@ -569,7 +588,7 @@ class _Capture(DispatchMode):
             return reason
         if name in _VALUE_READS and args[0].numel() > _TOLIST_MAX:
             return f"{reason} ({args[0].numel()} values; at most {_TOLIST_MAX} are checked)"
-        if self.impure is not None and checked:
+        if self.impure is not None and checked and not self.ff_ok:
             return f"{reason}; the graph cannot be split here because {self.impure} before it"
         if _rng_state() != self.rng_start:
             self.rng_restore = True
@@ -578,6 +597,8 @@ class _Capture(DispatchMode):
     def _split(self, name: str, func: Callable, args: tuple, kwargs: dict,
                reason: str, run: Callable[[], Any] | None = None) -> Any:
         where = user_frame_summary()
+        if self.ff is not None:
+            self.ff.take(name)        # runs for real: reads served values, memo'd steps
         self.split_reasons.append(f"{reason}\n  {where}")
         if self.report:
             _compiler.counters["graph_break"][reason] += 1
@@ -597,6 +618,9 @@ class _Capture(DispatchMode):
                 segments.read_value(args[0], name, dtype)
             node.meta.update(split="value", guard_value=seen,
                              guard_label=f"Tensor.{name}() of {src.name} at `{line}`")
+            # a miss here cannot start the call over: it fast-forwards to this check
+            node.meta["resume_only"] = self.impure is not None
+            self.op_nodes.append((node, name, False))
         else:
             self._record(name, func, args, kwargs, out)
             node = self._last_op
@@ -662,6 +686,7 @@ class _Capture(DispatchMode):
             if seen.get(id(t), t._version) != t._version:   # it wrote a captured tensor
                 self.versions[t._storage_id()] = t._version
                 self.impure = f"{name} (run eagerly) modified a tensor in place"
+                self.ff_ok = False
         return out
 
     def graph_break(self, op: str, reason: str) -> None:
@@ -848,9 +873,26 @@ class _Capture(DispatchMode):
         self._last_op = node
         if self.scope:
             node.meta["nn_scope"] = self.scope[-1]
+        why = self._impurity(name, args, kwargs)
+        self.op_nodes.append((node, name, why is not None))
         if self.impure is None:
-            self.impure = self._impurity(name, args, kwargs)
-        for t in self._tensors(args, []) + self._tensors(kwargs, []):
+            self.impure = why
+        ts = self._tensors(args, []) + self._tensors(kwargs, [])
+        if why is not None:
+            if kwargs.get("generator") is not None:
+                self.ff_ok = False        # a fast-forward would draw the numbers again
+            # what read the written input before keeps its value for a fast-forward
+            target = kwargs.get("out") if kwargs.get("out") is not None else \
+                (args[0] if args else None)
+            readers = self.readers.pop(target._storage_id(), ()) \
+                if isinstance(target, TensorBase) else ()
+            if any(not hasattr(r.meta.get("tensor_meta"), "shape") for r in readers):
+                self.ff_ok = False        # a reader's value is not one tensor
+            self.ff_keep.update(readers)
+        else:
+            for t in ts:
+                self.readers.setdefault(t._storage_id(), []).append(node)
+        for t in ts:
             self.versions[t._storage_id()] = t._version
         if isinstance(out, TensorBase):
             node.meta["tensor_meta"] = _extract_tensor_metadata(out)
@@ -1115,20 +1157,30 @@ class CompiledCode:
                         return r
                     miss, resume = e.miss, e.miss_at
                     e.miss_at = None      # it holds this call's values: not past the call
+        # in-place writes to inputs before the failed check: the call cannot start
+        # over; it runs again up to the check without redoing them (segments.FastForward)
+        ff = resume.program.fast_forward(resume) if resume is not None else None
         if resume is not None and resume.memo is not None:
             # functions marked disable that the failed replay ran: the rerun below
             # takes their results instead of running them again
             resume.memo.pos = 0
             compiler._state.replay_memo = resume.memo
             try:
-                return self._miss(key, entries, leaves, args, kwargs, miss)
+                return self._miss(key, entries, leaves, args, kwargs, miss, ff)
             finally:
                 compiler._state.replay_memo = None
-        return self._miss(key, entries, leaves, args, kwargs, miss)
+        return self._miss(key, entries, leaves, args, kwargs, miss, ff)
 
     def _miss(self, key: tuple, entries: list | None, leaves: list, args: tuple,
-              kwargs: dict, miss: str | None) -> Any:
+              kwargs: dict, miss: str | None, ff: Any = None) -> Any:
         compiler = _compiler
+        if ff is not None:
+            # (captured, but kept only within the cache's limit)
+            keep = self.n_entries < compiler.config.cache_size_limit and not self.over_limit
+            if keep and self.n_entries:
+                reason = miss or self._miss_reason(key, entries, leaves)
+                compiler.counters["recompiles"][reason] += 1
+            return self._capture(args, kwargs, key, leaves, ff, keep)
         if self.over_limit:
             return self.fn(*args, **kwargs)
         # a backend may supply the entry without a capture run: kept on disk by an
@@ -1275,11 +1327,15 @@ class CompiledCode:
             return None
         return cap.graph, user_idx, out_spec, consts
 
-    def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list) -> Any:
+    def _capture(self, args: tuple, kwargs: dict, key: tuple, leaves: list,
+                 ff: Any = None, keep: bool = True) -> Any:
         compiler = _compiler
         labels = self._leaf_labels(args, kwargs)
         self._leaf_names = labels
         cap = _Capture(self.fullgraph, split=True)
+        cap.ff = ff
+        if not keep:
+            cap.report = False
         t0 = time.perf_counter()
         result, guards, module_guards, user_idx, out_spec, consts = self._run_capture(
             cap, args, kwargs, leaves, labels)
@@ -1325,8 +1381,10 @@ class CompiledCode:
                 compiler.counters["stats"]["unique_graphs"] += 1
                 return compiled
             if cap.split_reasons:
+                for n in cap.ff_keep:
+                    n.meta["keep_ff"] = True
                 compiled = segments.split_program(cap.graph, holder, cap.values,
-                                                  compile_graph)
+                                                  compile_graph, cap.op_nodes)
                 gm = compiled.graphs[0] if compiled.graphs else None
             else:
                 gm = GraphModule(holder, cap.graph, "GraphModule")
@@ -1347,11 +1405,12 @@ class CompiledCode:
             compiler._log("guards", f"Guards for {getattr(self.fn, '__qualname__', '')}: "
                           f"{len(leaves)} argument leaves, {len(guards.items)} Python state "
                           f"values, {len(cap.lifted)} parameters/buffers")
-        self.cache.setdefault(key, []).append(entry)
-        self.n_entries += 1
-        self.last_key = key
-        compiler.counters["stats"]["calls_captured"] += 1
-        compiler._on_capture(self, entry)
+        if keep:
+            self.cache.setdefault(key, []).append(entry)
+            self.n_entries += 1
+            self.last_key = key
+            compiler.counters["stats"]["calls_captured"] += 1
+            compiler._on_capture(self, entry)
         leaves = []
         spec = flatten(result, leaves)
         if any(type(x) is symsize.SymSize or type(x) is _core.Size for x in leaves):

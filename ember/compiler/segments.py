@@ -46,7 +46,8 @@ class CallMemo:
     def call(self, fn: Callable, run: Callable[[], Any]) -> Any:
         from ember._C.random import default_generator as g
         now = (g.initial_seed(), g.get_offset())
-        if self.pos < len(self.done) and self.done[self.pos][0] is fn:
+        key = getattr(fn, "_ember_step_key", fn)
+        if self.pos < len(self.done) and self.done[self.pos][0] == key:
             _, out, before, after = self.done[self.pos]
             if now == before and after != before:     # the random numbers it drew
                 g.manual_seed(after[0])
@@ -54,9 +55,45 @@ class CallMemo:
         else:
             out = run()
             del self.done[self.pos:]
-            self.done.append((fn, out, now, (g.initial_seed(), g.get_offset())))
+            self.done.append((key, out, now, (g.initial_seed(), g.get_offset())))
         self.pos += 1
         return out
+
+
+SKIP = object()
+
+
+class FastForward:
+    """Running a call again up to a failed check that cannot start it over (in-place
+    writes to inputs came before it): the capture runs the function from the start,
+    and the ops before the check, in the order recorded, return the values the call
+    computed (``env``), skip the in-place writes to inputs (made already), or run
+    again (pure ops of unchanged values); ``disable``d functions and training-loop
+    steps come from the call's memo.  From the check on, the capture goes on as
+    usual: the program it makes shares the steps before the check, so later calls
+    resume there (:meth:`Program.resumable`)."""
+
+    __slots__ = ("ops", "env", "i")
+
+    def __init__(self, ops: list[tuple[str, str, bool]], env: dict) -> None:
+        self.ops, self.env, self.i = ops, env, 0
+
+    def take(self, op: str) -> Any:
+        """What the next recorded op (``op``) does: None (run it), :data:`SKIP` or the
+        value to return."""
+        i = self.i
+        if i >= len(self.ops):
+            return None
+        self.i = i + 1
+        name, was, skip = self.ops[i]
+        if was != op:
+            raise RuntimeError(f"ember.compile: running the call again up to a failed check, "
+                               f"op {i} is {op!r} where the capture recorded {was!r}; the "
+                               f"function's ops depend on state the guards do not cover")
+        if skip:
+            return SKIP
+        v = self.env.get(name, SKIP)
+        return None if v is SKIP else _read(self.env, name)
 
 
 class GuardMiss(Exception):
@@ -169,10 +206,14 @@ class _GraphStep:
 
 
 class _ValueStep:
-    __slots__ = ("src", "how", "dtype", "expected", "label", "ins", "fp")
+    __slots__ = ("src", "how", "dtype", "expected", "label", "ins", "fp", "resume_at")
 
-    def __init__(self, src: str, how: str, dtype: Any, expected: Any, label: str) -> None:
+    def __init__(self, src: str, how: str, dtype: Any, expected: Any, label: str,
+                 resume_at: int | None = None) -> None:
         self.src, self.how, self.dtype = src, how, dtype
+        # the check's index among the recorded ops when in-place writes to inputs came
+        # before it (a miss fast-forwards to it), else None (a miss starts over)
+        self.resume_at = resume_at
         self.expected, self.label = expected, label
         self.ins = [src]
         self.fp = ("value", src, how, repr(dtype))
@@ -196,7 +237,8 @@ class _EagerStep:
         refs: list = []
         map_aggregate((args, kwargs), lambda a: refs.append(a.name) if type(a) is _Ref else a)
         self.ins = refs
-        self.fp = ("eager", id(fn), repr(args), repr(kwargs), slot, tuple(items))
+        self.fp = ("eager", getattr(fn, "_ember_step_key", id(fn)), repr(args), repr(kwargs),
+                   slot, tuple(items))
 
     def __call__(self, env: dict, memo: CallMemo | None) -> None:
         def get(a: Any) -> Any:
@@ -241,8 +283,10 @@ class Program:
     from that check with the values already computed (``resume``), so each
     step before it runs once per call."""
 
-    def __init__(self, steps: list, input_names: list[str], outs: list[str]) -> None:
+    def __init__(self, steps: list, input_names: list[str], outs: list[str],
+                 ops: list | None = None) -> None:
         self.steps = steps
+        self.ops = ops or []        # (node name, op, writes an input), in recorded order
         self.input_names = input_names
         self.outs = outs
         self.graphs = [s.gm for s in steps if type(s) is _GraphStep]
@@ -258,6 +302,13 @@ class Program:
         for st in steps:
             seen += [n for n in st.ins if n in inputs and n not in seen]
             self.reads.append(tuple(seen))
+
+    def fast_forward(self, miss: GuardMiss) -> FastForward | None:
+        """How to run the call again up to the check that failed, when it cannot start
+        over (None: it can)."""
+        st = self.steps[miss.step]
+        at = getattr(st, "resume_at", None)
+        return None if at is None else FastForward(self.ops[:at], miss.env)
 
     def describe_checks(self) -> list[str]:
         """The checks between the graphs, in words (for ``explain``'s guards)."""
@@ -304,7 +355,8 @@ def split_kind(node: Node) -> str | None:
 
 
 def split_program(graph: Graph, root: Any, examples: dict,
-                  compile_graph: Callable[[GraphModule, list], Callable]) -> Program:
+                  compile_graph: Callable[[GraphModule, list], Callable],
+                  ops: list | None = None) -> Program:
     """Cut ``graph`` at its split nodes into a :class:`Program`; each piece between
     them becomes a GraphModule (over ``root``'s attributes) handed to
     ``compile_graph(gm, example_inputs)``.  ``examples`` maps nodes to the values
@@ -335,7 +387,8 @@ def split_program(graph: Graph, root: Any, examples: dict,
 
     # what each piece reads, to know which graph values must leave their graph
     needed_after: list[set] = [set() for _ in pieces]
-    later: set = set(output.all_input_nodes)
+    # (values a fast-forward returns again are kept to the end of the call)
+    later: set = set(output.all_input_nodes) | {n for n in nodes if n.meta.get("keep_ff")}
     for i in range(len(pieces) - 1, -1, -1):
         needed_after[i] = set(later)
         p = pieces[i]
@@ -368,8 +421,11 @@ def split_program(graph: Graph, root: Any, examples: dict,
         elif p[0] == "value":
             n = p[1]
             src, how, *dtype = n.args
+            at = None
+            if n.meta.get("resume_only") and ops:
+                at = next(i for i, o in enumerate(ops) if o[0] is n)
             steps.append(_ValueStep(src.name, how, dtype[0] if dtype else None,
-                                    n.meta["guard_value"], n.meta["guard_label"]))
+                                    n.meta["guard_value"], n.meta["guard_label"], at))
         else:
             n, items = p[1], p[2]
 
@@ -381,4 +437,5 @@ def split_program(graph: Graph, root: Any, examples: dict,
                                     n.meta["guard_shapes"], n.meta["guard_label"],
                                     n.meta.get("opaque", False)))
     # the output node holds a flat tuple of nodes (capture's finish writes it so)
-    return Program(steps, [p.name for p in graph_inputs], [n.name for n in output.args[0]])
+    return Program(steps, [p.name for p in graph_inputs], [n.name for n in output.args[0]],
+                   [(n.name, op, skip) for n, op, skip in ops or ()])

@@ -32,8 +32,10 @@ def _use_grad(step):
     def wrapper(self, closure=None):
         if closure is None and _capturing():
             # inside ember.compile: the update runs as an eager step between the graphs
+            # (SGD, Adam and AdamW: generated code, see ember.compiler.codegen.optim)
             from ember.compiler import _eager_step
-            return _eager_step("step", functools.partial(run, self), owner=self)
+            from ember.compiler.codegen.optim import FusedUpdate
+            return _eager_step("step", FusedUpdate(self, run), owner=self)
         return run(self, closure)
 
     def run(self, closure=None):

@@ -428,6 +428,27 @@ def _relu_masks_from_outputs(graph: Graph) -> None:
             n.args = (n.args[0], r)
 
 
+def _drop_noop_reshapes(graph: Graph) -> None:
+    """A backward's ``reshape`` to the shape its input already has (linear's formula on
+    2-D inputs) is dropped: its readers read the input.  Not where both would leave
+    the graph (two gradients must not be one tensor)."""
+    out = next(n for n in graph.nodes if n.op == "output")
+    outs = set(out.all_input_nodes)
+    for n in list(graph.nodes):
+        if n.op != "call_method" or n.target not in ("reshape", "view") or \
+                not isinstance(n.args[0], Node):
+            continue
+        a, m, ma = n.args[0], n.meta.get("tensor_meta"), n.args[0].meta.get("tensor_meta")
+        if not hasattr(m, "shape") or not hasattr(ma, "shape") or \
+                tuple(m.shape) != tuple(ma.shape) or \
+                (n in outs and (a in outs or a.op == INPUT_OP)):
+            continue
+        n.replace_all_uses_with(a)
+        graph.erase_node(n)
+        if a in outs or n in outs:
+            outs.add(a)
+
+
 def partition_joint(graph: Graph, p_nodes: list, t_nodes: list, out_nodes: list,
                     g_nodes: list, effects: list = ()) -> tuple[GraphModule, GraphModule, list]:
     """Split the joint graph: (forward module, backward module, saved nodes).
@@ -576,5 +597,7 @@ def compile_training(gm: GraphModule, example_inputs: list,
     fgm, bgm, saved = partition_joint(graph, p_nodes, t_nodes, out_nodes, g_nodes, effects)
     gm.meta["joint"] = {"forward": fgm, "backward": bgm, "saved": len(saved),
                         "islands": sorted(islands)}
+    _drop_noop_reshapes(bgm.graph)
+    bgm.recompile()
     return TrainingGraph(compile_plain(fgm), compile_plain(bgm), len(out_nodes), diff,
                          [g is not None for g in g_nodes])

@@ -18,6 +18,24 @@ from . import lowering as L
 from .scheduler import Kernel, _dtype, _meta, gemm_operands
 from .scheduler import _op_name as _name
 
+OMP_PRELUDE = r"""
+/* One-thread parallel regions (small tensors, one thread) run their body
+   directly: libgomp's team barrier costs a futex wake-up even for a team of one
+   (the module is linked with --wrap=GOMP_parallel, as ember's own are). */
+#if defined(__linux__) && defined(_OPENMP)
+#include <omp.h>
+void __real_GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+__attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
+        void (*fn)(void *), void *data, unsigned nthreads, unsigned flags) {
+    if (nthreads == 1 && !omp_in_parallel()) {
+        fn(data);
+        return;
+    }
+    __real_GOMP_parallel(fn, data, nthreads, flags);
+}
+#endif
+"""
+
 PRELUDE = r"""
 /* one max instruction: a NaN passes through (the comparison is false) */
 static inline float em_cg_relu(float x) { return 0.0f > x ? 0.0f : x; }
@@ -71,21 +89,6 @@ static inline float em_cg_sigmoid_mid(float x) {
     float e = y * s;
     return (x < 0.0f ? e : 1.0f) / (1.0f + e);
 }
-/* One-thread parallel regions (small tensors, one thread) run their body
-   directly: libgomp's team barrier costs a futex wake-up even for a team of one
-   (the module is linked with --wrap=GOMP_parallel, as ember's own are). */
-#if defined(__linux__) && defined(_OPENMP)
-#include <omp.h>
-void __real_GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
-__attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(
-        void (*fn)(void *), void *data, unsigned nthreads, unsigned flags) {
-    if (nthreads == 1 && !omp_in_parallel()) {
-        fn(data);
-        return;
-    }
-    __real_GOMP_parallel(fn, data, nthreads, flags);
-}
-#endif
 /* exact gelu's derivative (the eager kernel's formula): the vectorising form
    for x >= -5.5, libm's erfc below (gelu itself is em_gelu_vf over all x) */
 #define EM_CG_GELU_MIN 5.5f
@@ -532,7 +535,7 @@ def module_source(kernels: list, math_header: str, par_min: int = _PAR_MIN,
     (autotuning passes ``par_min=1``: the thread count it picks is then the one used).
     ``dyn``: code for every size (sizes and strides read at run time, ``k.sizes``)."""
     parts = ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>", math_header,
-             PRELUDE]
+             OMP_PRELUDE, PRELUDE]
     if any(k.gemm is not None for k in kernels):
         parts.append(GEMM_PRELUDE)
     parts += [gemm_kernel_source(k, f"k{i}", dyn) if k.gemm is not None else
