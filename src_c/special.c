@@ -3390,11 +3390,10 @@ BINARY(laguerre, sp_laguerre_polynomial_l(x, sp_degree(y)),
 BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
        sp_legendre_polynomial_p(x, sp_degree(y)))
 
-/* float32 erfinv vectorised in double (ember_math.h), one copy per ISA: blocks of
-   512 run the |y| <= 0.999 formula, then the block's rare other inputs (tail,
-   +-1, NaN, |y| > 1) are redone with the full one; the per-block check is an
-   OR-reduction that vectorises too */
-#define ERFINV_F32_LOOP(ATTR, NAME)                                                    \
+/* float32 loops vectorised in double, one copy per ISA: blocks of 512 run FAST(x),
+   then the block's rare inputs outside OK(x) are redone with FULL(x) (strided rows
+   take FULL throughout); the per-block check is an OR-reduction that vectorises too */
+#define FIXUP_F32_LOOP(ATTR, NAME, FAST, OK, FULL)                                     \
     ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
         (void)aux;                                                                     \
         if (s[0] == 4 && s[1] == 4) {                                                  \
@@ -3404,20 +3403,24 @@ BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
                 int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
                 int bad = 0;                                                           \
                 for (int64_t i = b0; i < b1; i++) {                                    \
-                    o[i] = em_erfinvf_mid(a[i]);                                       \
-                    bad |= !(fabsf(a[i]) <= 0.999f);                                   \
+                    o[i] = FAST(a[i]);                                                 \
+                    bad |= !OK(a[i]);                                                  \
                 }                                                                      \
                 if (bad)                                                               \
                     for (int64_t i = b0; i < b1; i++)                                  \
-                        if (!(fabsf(a[i]) <= 0.999f)) o[i] = em_erfinvf(a[i]);         \
+                        if (!OK(a[i])) o[i] = FULL(a[i]);                              \
             }                                                                          \
         } else {                                                                       \
             char *o = p[0];                                                            \
             const char *a = p[1];                                                      \
             for (int64_t i = 0; i < n; i++, o += s[0], a += s[1])                      \
-                *(float *)o = em_erfinvf(*(const float *)a);                           \
+                *(float *)o = FULL(*(const float *)a);                                 \
         }                                                                              \
     }
+/* erfinv: the |y| <= 0.999 formula, the full one for the tail, +-1, NaN, |y| > 1 */
+#define ERFINV_F32_OK(y) (fabsf(y) <= 0.999f)
+#define ERFINV_F32_LOOP(ATTR, NAME) \
+    FIXUP_F32_LOOP(ATTR, NAME, em_erfinvf_mid, ERFINV_F32_OK, em_erfinvf)
 ERFINV_F32_LOOP(, erfinv_vec_f32)
 /* float64 erfinv: the loop of erfinv_f64_impl.h, here for the generic table; the
    AVX2 and AVX-512 copies live in special_isa_*.c, compiled with FMA */
@@ -3448,27 +3451,11 @@ static inline __attribute__((always_inline)) double sp_digamma_pos(double x) {
     double r = em_log_d(y) - 0.5 * iy - z * a;
     return small ? r - num / den : r;
 }
-#define DIGAMMA_F32_LOOP(ATTR, NAME)                                                   \
-    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
-        (void)aux;                                                                     \
-        if (s[0] == 4 && s[1] == 4) {                                                  \
-            float *o = (float *)p[0];                                                  \
-            const float *a = (const float *)p[1];                                      \
-            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
-                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
-                int bad = 0;                                                           \
-                for (int64_t i = b0; i < b1; i++) {                                    \
-                    o[i] = (float)sp_digamma_pos((double)a[i]);                        \
-                    bad |= !(a[i] > 0.0f);                                             \
-                }                                                                      \
-                if (bad)                                                               \
-                    for (int64_t i = b0; i < b1; i++)                                  \
-                        if (!(a[i] > 0.0f)) o[i] = (float)sp_digamma((double)a[i]);    \
-            }                                                                          \
-        } else {                                                                       \
-            digamma_f32(p, s, n, aux);                                                 \
-        }                                                                              \
-    }
+#define DIGAMMA_F32_POS(x) ((float)sp_digamma_pos((double)(x)))
+#define DIGAMMA_F32_OK(x) ((x) > 0.0f)
+#define DIGAMMA_F32(x) ((float)sp_digamma((double)(x)))
+#define DIGAMMA_F32_LOOP(ATTR, NAME) \
+    FIXUP_F32_LOOP(ATTR, NAME, DIGAMMA_F32_POS, DIGAMMA_F32_OK, DIGAMMA_F32)
 DIGAMMA_F32_LOOP(, digamma_vec_f32)
 #if defined(__x86_64__) || defined(__i386__)
 #define SP_HAVE_ISA 1
