@@ -685,15 +685,6 @@ EM_HD_INLINE double em_acosh_d(double x) {
                                : em_log1p_d((x - 1.0) + sqrt((x - 1.0) * (x + 1.0)));
     return x < 1.0 ? NAN : r;
 }
-EM_HD_INLINE double em_atanh_d(double x) {
-    /* log1p(2a/(1-a)) is ill-conditioned as 2a/(1-a) nears -1; above 1/2 the two
-       logs of (1+a)/(1-a) take over (1 - a is exact there) */
-    double a = fabs(x);
-    double small = 0.5 * em_log1p_d(2.0 * a / (1.0 - a));
-    double big = 0.5 * (em_log_d(1.0 + a) - em_log_d(1.0 - a));
-    return copysign(a < 0.5 ? small : big, x);
-}
-
 /* ==== vectorised float32 math, float-only ====================================
    Kept apart from the functions above: these evaluate in float at full vector
    width (no double steps), for the CPU loops of ew_impl.h. */
@@ -949,19 +940,42 @@ EM_HD_INLINE double em_expm1_dd(double x, double *lo) {
     *lo = sl * sc;
     return h * sc;
 }
+/* expm1(x) = 2^n ((1 - 2^-n) + q), q = e^r - 1 = r + r^2 p(r): 1 - 2^-n + r
+   by Fast2Sum (|1 - 2^-n| >= |r| for n != 0, exact for n = 0), the rest added
+   once, and n added to the exponent bits (the sum is normal unless n = 0, and
+   the result stays normal: x is clamped to [-45, 709.79]) */
 EM_HD_INLINE double em_expm1_vd(double x) {
-    double xc = x > 709.8 ? 709.8 : (x < -40.0 ? -40.0 : x);
-    int64_t n;
-    double ql, q = em_exp_q_d(xc, 0.0, &n, &ql);
-    /* 1 - 2^-n: exact up to n = 53, beyond it 1 with -2^-n carried low */
+    double xc = x > 709.79 ? 709.79 : (x < -45.0 ? -45.0 : x);
+    double kd = xc * 1.4426950408889634 + 6755399441055744.0;
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r0 = xc - fn * 6.93147180369123816490e-01;              /* exact */
+    double t = -fn * 1.90821492927058770002e-10;
+    double r = r0 + t, rl = em_twosum_err(r0, t, r);
+    /* q - r = r^2/2 (its rounding carried) + r^3 (1/6 + r/24 + ... + r^12/15!): the
+       terms past exp's r^13 count where 1 - 2^-n + q cancels (n = 1, r < 0) */
+    double p = 7.647163731819816e-13;
+    p = EM_MAD(p, r, 1.1470745597729725e-11);
+    p = EM_MAD(p, r, 1.6059043836821613e-10);
+    p = EM_MAD(p, r, 2.08767569878681e-09);
+    p = EM_MAD(p, r, 2.505210838544172e-08);
+    p = EM_MAD(p, r, 2.755731922398589e-07);
+    p = EM_MAD(p, r, 2.7557319223985893e-06);
+    p = EM_MAD(p, r, 2.48015873015873e-05);
+    p = EM_MAD(p, r, 0.0001984126984126984);
+    p = EM_MAD(p, r, 0.001388888888888889);
+    p = EM_MAD(p, r, 0.008333333333333333);
+    p = EM_MAD(p, r, 0.041666666666666664);
+    p = EM_MAD(p, r, 0.16666666666666666);
+    double hr = 0.5 * r, h2 = hr * r, h2l = em_prod_err_d(hr, r, h2);
     int64_t nc = n > 1000 ? 1000 : n;
     double tn = em_f64_from_bits((1023 - nc) << 52);
-    double c = n > 53 ? 1.0 : 1.0 - tn;
-    double s = c + q, sl = em_twosum_err(c, q, s) + (ql - (n > 53 ? tn : 0.0));
-    double r = em_ldexp_d(s + sl, n);
-    r = x > 709.782712893384 ? INFINITY : r;
-    r = x < -40.0 ? -1.0 : r;
-    return (x == 0.0) | (x != x) ? x : r;
+    double c = 1.0 - tn, cl = (1.0 - c) - tn;                     /* 1 - 2^-n in two parts */
+    double s = c + r, sl = (c - s) + r;
+    double v = s + ((h2 + sl) + (EM_MAD(r * h2, 2.0 * p, h2l) + (cl + rl)));
+    double res = em_f64_from_bits(em_f64_bits(v) + (int64_t)((uint64_t)n << 52));
+    res = x > 709.782712893384 ? INFINITY : res;
+    return (x == 0.0) | (x != x) ? x : res;
 }
 
 /* tanh: below 0.625 Cephes' x + x^3 P(x^2)/Q(x^2); above, u / (u + 2) with
@@ -981,41 +995,114 @@ EM_HD_INLINE double em_tanh_vd(double x) {
     return x == 0.0 ? x : (a < 0.625 ? small : big);
 }
 
-/* u / (u + k) for u = uh + ul, k = 1 or 2, as hi with *lo */
-EM_HD_INLINE double em_div_by_plus_d(double uh, double ul, double k, double *lo) {
-    double dh = uh + k, dl = em_twosum_err(uh, k, dh) + ul;
-    double zh = uh / dh;
-    *lo = (em_rem_d(uh, zh, dh) + (ul - zh * dl)) / dh;
-    return zh;
-}
-/* exp(a) / 2 for 20 <= a (sinh and cosh beyond 20): 2^(n-1) (1 + q), inf past 710.48 */
-EM_HD_INLINE double em_half_exp_big_d(double a) {
-    int64_t n;
-    double ql, q = em_exp_q_d(a > 711.0 ? 711.0 : a, 0.0, &n, &ql);
-    double v = 1.0 + q, vl = em_twosum_err(1.0, q, v) + ql;
-    return em_ldexp_d(v + vl, n - 1);
-}
-/* sinh = (u + u / (u + 1)) / 2 with u = expm1(|x|) in two parts */
-EM_HD_INLINE double em_sinh_vd(double x) {
+/* sinh and cosh from one reduction and no division: |x| = n ln2 + r (r in two
+   parts, |r| <= ln2/2) and e^(+-r) = C(r) +- S(r), C and S the even and odd halves of
+   one Taylor series, so e^|x| = 2^n (C + S) and e^-|x| = 2^-n (C - S) share a single
+   polynomial evaluation.  sinh = A e^r - B e^-r, cosh = A e^r + B e^-r with
+   A = 2^(n-1), B = 2^(-n-1): from n = 1 on B e^-r is at most a third of the result,
+   so e^r carried in two parts leaves one rounding.  For n = 0 the results are
+   S(r) (sinh, with n forced to 0 below ln2 and S's series taken to r^17, so sinh
+   never cancels) and 1 + (C - 1) (cosh).  Past n = 1000 A is halved and the
+   result doubled, so finite results up to 710.47 do not overflow early. */
+EM_HD_INLINE double em_sinhcosh_d(double x, int want_sinh) {
     double a = fabs(x);
-    double ul, uh = em_expm1_dd(a > 20.0 ? 20.0 : a, &ul);
-    double vl, vh = em_div_by_plus_d(uh, ul, 1.0, &vl);
-    double s = uh + vh, sl = em_twosum_err(uh, vh, s) + (ul + vl);
-    double r = a > 20.0 ? em_half_exp_big_d(a) : 0.5 * (s + sl);
-    return (x != x) ? x : copysign(r, x);
+    double ac = a > 710.5 ? 710.5 : a;
+    double kd = ac * 1.4426950408889634 + 6755399441055744.0;
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    if (want_sinh) {
+        int sm = ac < 0.6931471805599453;
+        n = sm ? 0 : n;
+        fn = sm ? 0.0 : fn;
+    }
+    double r0 = ac - fn * 6.93147180369123816490e-01;                 /* exact */
+    double t = -fn * 1.90821492927058770002e-10;
+    double r = r0 + t, rl = em_twosum_err(r0, t, r);
+    double z = r * r;
+    /* (S(r) - r) / r^3 to r^17 (|r| < ln2 for sinh), (C(r) - 1) / r^2 to r^12 */
+    double po = 2.8114572543455206e-15;
+    po = EM_MAD(po, z, 7.647163731819816e-13);
+    po = EM_MAD(po, z, 1.6059043836821613e-10);
+    po = EM_MAD(po, z, 2.505210838544172e-08);
+    po = EM_MAD(po, z, 2.7557319223985893e-06);
+    po = EM_MAD(po, z, 0.0001984126984126984);
+    po = EM_MAD(po, z, 0.008333333333333333);
+    po = EM_MAD(po, z, 0.16666666666666666);
+    double pe = 2.08767569878681e-09;
+    pe = EM_MAD(pe, z, 2.755731922398589e-07);
+    pe = EM_MAD(pe, z, 2.48015873015873e-05);
+    pe = EM_MAD(pe, z, 0.001388888888888889);
+    pe = EM_MAD(pe, z, 0.041666666666666664);
+    pe = EM_MAD(pe, z, 0.5);
+    double we = z * pe, wo = r * z * po;                      /* C - 1, S - r */
+    /* e^r = 1 + q in two parts (|we + wo| < |r| < 1: Fast2Sum both times) */
+    double w = we + wo;
+    double q = r + w, ql = (r - q) + w + rl;
+    double eh = 1.0 + q, el = ((1.0 - eh) + q) + ql;
+    double em = ((1.0 - r) + (we - wo)) - rl;                /* e^-r */
+    int big = n > 1000;
+    int64_t nb = n > 60 ? 60 : n;
+    double sa = em_f64_from_bits((n + 1022 - big) << 52);
+    double sb = em_f64_from_bits((1022 - nb - big) << 52);
+    double res;
+    if (want_sinh) {
+        double v = sa * eh - (sb * em - sa * el);
+        res = n == 0 ? r + (wo + rl) : v;
+    } else {
+        double v = sa * eh + (sb * em + sa * el);
+        res = n == 0 ? 1.0 + we : v;
+    }
+    res = big ? 2.0 * res : res;
+    return (x != x) ? x : (want_sinh ? copysign(res, x) : res);
 }
-/* cosh = (E + 1/E) / 2, E = exp(|x|) = 2^n (1 + q) in two parts */
-EM_HD_INLINE double em_cosh_vd(double x) {
+EM_HD_INLINE double em_sinh_vd(double x) { return em_sinhcosh_d(x, 1); }
+EM_HD_INLINE double em_cosh_vd(double x) { return em_sinhcosh_d(x, 0); }
+
+/* atanh(a) = s + s^3 P(s^2), the series to s^23, with s = a below (sqrt 2 - 1)/(sqrt 2 + 1);
+   above, (1 + a)/(1 - a) = 2^e m, m in [sqrt 1/2, sqrt 2], and
+   atanh(a) = e ln2 / 2 + atanh(s), s = (m - 1)/(m + 1) = (p - 2^e q)/(p + 2^e q)
+   with p = 1 + a, q = 1 - a in two parts (the numerator exact by Sterbenz) and one
+   reciprocal, the quotient corrected by its FMA residual; e >= 1 there, so
+   e ln2/2 leads the sum.  One polynomial and one division per element. */
+EM_HD_INLINE double em_atanh_d(double x) {
     double a = fabs(x);
-    int64_t n;
-    double ql, q = em_exp_q_d(a > 20.0 ? 20.0 : a, 0.0, &n, &ql);
-    double h = 1.0 + q, hl = em_twosum_err(1.0, q, h) + ql;
-    double sc = em_f64_from_bits((n + 1023) << 52);
-    double eh = h * sc, el = hl * sc;
-    double ih = 1.0 / eh, il = (em_rem_d(1.0, ih, eh) - ih * el) * ih;
-    double s = eh + ih, sl = em_twosum_err(eh, ih, s) + (el + il);
-    double r = a > 20.0 ? em_half_exp_big_d(a) : 0.5 * (s + sl);
-    return (x != x) ? x : r;
+    int sm = a < 0.17157287525380990;
+    double ph = 1.0 + a, pl = (1.0 - ph) + a;
+    double qh = 1.0 - a, ql = (1.0 - qh) - a;
+    double qs = sm ? 1.0 : qh;                                /* keep the bits sane */
+    int64_t iq = em_f64_bits(qs);
+    int64_t k = 1023 - ((iq >> 52) & 0x7ff);                  /* q = 2^-k mq, mq in [1, 2) */
+    double mq = em_f64_from_bits((iq & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
+    int64_t e = k + (ph > 1.4142135623730951 * mq) - (ph < 0.70710678118654752 * mq);
+    e = sm ? 0 : e;
+    double sc = em_f64_from_bits((1023 + e) << 52);
+    double nh = ph - sc * qh, nl = pl - sc * ql;              /* nh exact */
+    double dh = ph + sc * qh, dl = ((ph - dh) + sc * qh) + (pl + sc * ql);
+    double num = nh + nl;
+    double inv = 1.0 / (sm ? 1.0 : dh);
+    double sb = num * inv;
+    double sbl = (em_rem_d(nh, sb, dh) + (nl - sb * dl)) * inv;
+    double sv = sm ? a : sb, svl = sm ? 0.0 : sbl;
+    double z = sv * sv;
+    double p = 0.043478260869565216;
+    p = EM_MAD(p, z, 0.047619047619047616);
+    p = EM_MAD(p, z, 0.05263157894736842);
+    p = EM_MAD(p, z, 0.058823529411764705);
+    p = EM_MAD(p, z, 0.06666666666666667);
+    p = EM_MAD(p, z, 0.07692307692307693);
+    p = EM_MAD(p, z, 0.09090909090909091);
+    p = EM_MAD(p, z, 0.1111111111111111);
+    p = EM_MAD(p, z, 0.14285714285714285);
+    p = EM_MAD(p, z, 0.2);
+    p = EM_MAD(p, z, 0.3333333333333333);
+    double fe = (double)e;
+    double h = fe * 3.46573590184561908245e-01;               /* e ln2/2, exact */
+    double r = h + sv;
+    double rl = ((h - r) + sv) + (EM_MAD(sv * z, p, svl) + fe * 9.54107464635293850010e-11);
+    double res = r + rl;
+    res = a == 1.0 ? INFINITY : res;
+    res = a > 1.0 ? NAN : res;
+    return (x != x) ? x : copysign(res, x);
 }
 
 /* erf / erfc: fdlibm's s_erf.c rational fits (|x| < 0.84375: x + x P/Q in x^2; to
@@ -1544,11 +1631,37 @@ EM_HD_INLINE double em_softplus_vd(double x, double beta, double thr) {
 EM_HD_INLINE double em_mish_vd(double x) {
     return x * em_tanh_vd(x > 20.0 ? x : em_log1p_d(em_exp_d(x)));
 }
+/* logaddexp = m + log1p(t), m = max(a, b), t = exp(-|a - b|) in (0, 1]: 1 + t = 2^e (1 + f)
+   with f = t (e = 0) or (t - 1)/2 (e = 1, 1 + t > sqrt 2), so f is known without
+   rounding 1 + t, and log1p(t) = e ln2 + 2 atanh(f / (2 + f)), |f/(2 + f)| < 0.172,
+   the series to s^23 (one division); m + that summed in two parts */
 EM_HD_INLINE double em_logaddexp_vd(double a, double b) {
     double m = a > b ? a : b;
-    double r = m + em_log1p_d(em_exp_d(-fabs(a - b)));
-    r = (a != a) | (b != b) ? a + b : r;
-    return ((m == INFINITY) | (m == -INFINITY)) & (a == b) ? a : r;
+    double t = em_exp_d(-fabs(a - b));
+    int e1 = t > 0.41421356237309503;
+    double f = e1 ? 0.5 * (t - 1.0) : t;
+    double dh = 2.0 + f, dl = (2.0 - dh) + f;
+    double inv = 1.0 / dh;
+    double sh = f * inv, sl = (em_rem_d(f, sh, dh) - sh * dl) * inv;
+    double z = sh * sh;
+    double p = 0.043478260869565216;
+    p = EM_MAD(p, z, 0.047619047619047616);
+    p = EM_MAD(p, z, 0.05263157894736842);
+    p = EM_MAD(p, z, 0.058823529411764705);
+    p = EM_MAD(p, z, 0.06666666666666667);
+    p = EM_MAD(p, z, 0.07692307692307693);
+    p = EM_MAD(p, z, 0.09090909090909091);
+    p = EM_MAD(p, z, 0.1111111111111111);
+    p = EM_MAD(p, z, 0.14285714285714285);
+    p = EM_MAD(p, z, 0.2);
+    p = EM_MAD(p, z, 0.3333333333333333);
+    double c0 = e1 ? 6.93147180369123816490e-01 : 0.0;
+    double lh = c0 + 2.0 * sh;
+    double ll = ((c0 - lh) + 2.0 * sh) + (2.0 * EM_MAD(sh * z, p, sl) + (e1 ? 1.90821492927058770002e-10 : 0.0));
+    double v = m + lh, vl = em_twosum_err(m, lh, v) + ll;
+    double r = v + vl;
+    r = fabs(m) == INFINITY ? m : r;
+    return (a != a) | (b != b) ? a + b : r;
 }
 
 /* 2^x for float32 x >= -125 (the loops send smaller x to em_exp2f): n = round(x)
