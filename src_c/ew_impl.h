@@ -383,7 +383,8 @@ UN_LOOP(un_bnot_bool, em_bool, em_bool, (em_bool)!x)
 #endif
 EW_WIDE UNFIX_LOOP(un_lgamma_f32, float, em_lgammaf_pos(x), (!(x > 0.0f)) | (x == INFINITY),
            (float)lgamma((double)x))
-UN_LOOP(un_lgamma_f64, double, double, lgamma(x))
+/* float64 lgamma vectorised on (0, 1e300) (ember_math.h); the rest through libm */
+UNFIX_LOOP(un_lgamma_f64, double, em_lgamma_pos_d(x), (!(x > 0.0)) | (!(x < 1e300)), lgamma(x))
 /* exact gelu and its backward in float at full width (ember_math.h); the
    backward's x < -5.5, where the results are below 1e-7, is fixed up per block in double */
 EW_WIDE UN_LOOP(un_gelu_f32, float, float, em_gelu_vf(x))

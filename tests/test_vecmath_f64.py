@@ -159,3 +159,76 @@ def test_strided_rows_match_contiguous():
     np.testing.assert_array_equal(ember.atanh(t.t()).numpy(),
                                   ember.atanh(t.t().contiguous()).numpy())
     assert math.isinf(ember.atanh(_e([1.0])).item())
+
+
+def _gamma_inputs(n=1500):
+    return np.concatenate([RNG.uniform(0, 3, n), RNG.uniform(0.9, 1.1, n // 3),
+                           RNG.uniform(1.9, 2.1, n // 3), RNG.uniform(3, 12, n),
+                           np.exp(RNG.uniform(-700, 690, n // 2)),
+                           [1.0, 2.0, 0.25, 1.25, 1.5, 1.75, 2.5, 10.0, 5e-324, 1e-310, 3.0,
+                            1e299]])
+
+
+def test_lgamma_within_two_ulps_of_mpmath():
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 30
+    x = _gamma_inputs()
+    got = ember.lgamma(_e(x)).numpy()
+    ref = [mp.loggamma(mp.mpf(float(v))) for v in x]
+    err = [float(abs(mp.mpf(float(g)) - r) / (float(np.spacing(abs(float(r)))) if r != 0 else 1))
+           for g, r in zip(got, ref)]
+    assert max(err) < 2.0, (max(err), x[int(np.argmax(err))])
+    assert got[x == 1.0][0] == 0.0 and got[x == 2.0][0] == 0.0
+
+
+def test_digamma_matches_mpmath():
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 30
+    x = _gamma_inputs()
+    got = ember.special.digamma(_e(x)).numpy()
+    ref = np.array([float(mp.digamma(mp.mpf(float(v)))) for v in x])
+    # psi(x + 10) - sum 1/(x + k), as torch: near the root the sum of ten rounded terms
+    # leaves some ulps of 1/x
+    fin = np.isfinite(ref)
+    np.testing.assert_array_equal(got[~fin], ref[~fin])
+    got, ref, x = got[fin], ref[fin], x[fin]
+    scale = np.maximum(np.abs(ref), np.where(x < 10, np.abs(ref) + 1.0 / x, 0))
+    err = np.abs(got - ref) / np.spacing(scale)
+    assert err.max() <= 16, (err.max(), x[err.argmax()])
+
+
+def test_gamma_functions_special_values_and_negatives_match_torch():
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -2.0, -2.5, -0.5, -1e-300,
+                         5e-324, 1e300, 1.7e308], RNG.uniform(-30, 0, 2000)])
+    for e_fn, t_fn in ((ember.lgamma, torch.lgamma),
+                       (ember.special.digamma, torch.special.digamma)):
+        got = e_fn(_e(x)).numpy()
+        want = t_fn(torch.from_numpy(x)).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        fin = np.isfinite(want)
+        np.testing.assert_array_equal(got[~fin], want[~fin])
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["lgamma", "digamma"])
+def test_gamma_functions_match_torch_and_threads(name):
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([RNG.uniform(0.01, 50, 1 << 20), _gamma_inputs()])
+    x[::997] = -2.5
+    e_fn = ember.lgamma if name == "lgamma" else ember.special.digamma
+    t_fn = torch.lgamma if name == "lgamma" else torch.special.digamma
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = e_fn(_e(x)).numpy()
+        ember.set_num_threads(2)
+        two = e_fn(_e(x)).numpy()
+    finally:
+        ember.set_num_threads(old)
+    assert one.tobytes() == two.tobytes()
+    want = t_fn(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(one, want, rtol=4e-15 if name == "lgamma" else 1e-13,
+                               atol=1e-15)
+    strided = e_fn(_e(np.stack([x[:4000], x[:4000]], 1)).t()[0]).numpy()
+    np.testing.assert_allclose(strided, one[:4000], rtol=0, atol=0)
