@@ -1426,8 +1426,10 @@ EM_HD_INLINE double em_log_dd(double x, double *lo) {
     m = hi ? 0.5 * m : m;
     double fe = (double)(tiny ? e - 54 : e) + (hi ? 1.0 : 0.0);
     double f = m - 1.0;                                        /* exact */
-    double d = m + 1.0, dl = em_twosum_err(m, 1.0, d);
-    double sh = f / d, sl = (em_rem_d(f, sh, d) - sh * dl) / d;
+    /* Fast2Sum below: the first operand's exponent is at least the second's */
+    double d = m + 1.0, dl = (1.0 - d) + m;
+    double id = 1.0 / d;                                       /* one division */
+    double sh = f * id, sl = (em_rem_d(f, sh, d) - sh * dl) * id;
     double z = sh * sh;
     /* 2/5 + 2/7 z + ... + 2/25 z^10: the series to s^25 (next term < 2^-70 of 2s) */
     double p = 0.08;
@@ -1445,15 +1447,15 @@ EM_HD_INLINE double em_log_dd(double x, double *lo) {
     double zl = em_prod_err_d(sh, sh, z) + 2.0 * sh * sl;
     double zp = z * p;
     double qh = 0.6666666666666666 + zp;
-    double qlo = em_twosum_err(0.6666666666666666, zp, qh) + 3.700743415417188e-17 + em_prod_err_d(z, p, zp);
+    double qlo = ((0.6666666666666666 - qh) + zp) + 3.700743415417188e-17 + em_prod_err_d(z, p, zp);
     double s3 = z * sh, s3l = em_prod_err_d(z, sh, s3) + EM_MAD(zl, sh, z * sl);
     double th = s3 * qh, tl = em_prod_err_d(s3, qh, th) + EM_MAD(s3l, qh, s3 * qlo);
     /* log(m) = 2 sh + th + (2 sl + tl) */
-    double lm = 2.0 * sh + th, lml = em_twosum_err(2.0 * sh, th, lm) + (2.0 * sl + tl);
+    double lm = 2.0 * sh + th, lml = ((2.0 * sh - lm) + th) + (2.0 * sl + tl);
     /* + e ln2, ln2 = L1 + L2 with L1 of 32 bits (e L1 exact) */
     double el = fe * 6.93147180369123816490e-01;
     double r = el + lm;
-    double rl = em_twosum_err(el, lm, r) + (lml + fe * 1.90821492927058770002e-10);
+    double rl = ((el - r) + lm) + (lml + fe * 1.90821492927058770002e-10);     /* el = 0 or |el| > |lm| */
     double h = r + rl;
     *lo = rl - (h - r);
     return h;
@@ -1466,7 +1468,7 @@ EM_HD_INLINE double em_pow_pos_d(double a, double b) {
     double tc = th > 710.0 ? 710.0 : (th < -746.0 ? -746.0 : th);
     int64_t n;
     double ql, q = em_exp_q_d(tc, tc == th ? tl : 0.0, &n, &ql);
-    double v = 1.0 + q, vl = em_twosum_err(1.0, q, v) + ql;
+    double v = 1.0 + q, vl = ((1.0 - v) + q) + ql;
     double r = em_ldexp_d(v + vl, n);
     r = th > 709.79 ? INFINITY : r;
     return th < -745.2 ? 0.0 : r;
