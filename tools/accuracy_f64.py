@@ -99,6 +99,7 @@ UNARY = {   # name: (lo, hi, reference)
     "exp2": (-1074, 1023.9, np.exp2), "asin": (-1, 1, np.arcsin), "acos": (-1, 1, np.arccos),
     "atan": (-1e300, 1e300, np.arctan), "erfinv": (-1 + 2.0 ** -53, 1 - 2.0 ** -53, _erfinv_ref),
     "sin": (-1.6e6, 1.6e6, np.sin), "cos": (-1.6e6, 1.6e6, np.cos), "tan": (-1.6e6, 1.6e6, np.tan),
+    "atanh": (-1, 1, np.arctanh),
 }
 SLOW = ("erf", "erfc", "erfinv")     # summed references: a tenth of the inputs
 
