@@ -1573,12 +1573,12 @@ EM_HD_INLINE double em_silu_bw_vd(double g, double x) {
 }
 /* float64 exact gelu = x Phi(x).  With a = |x|/sqrt2 and t = 3.5 / (3.5 + a),
    Phi(-|x|) = erfc(a) / 2 = t Q(t) exp(-x^2/2) / 2, where Q = erfcx(a) / t is smooth
-   on a in [0, 27.35] (Phi(-|x|) normal) and a degree-21 polynomial in
-   s = A t + B in [-1, 1] fits it to 5e-18 (the last three Horner steps carried in two
-   parts).  The rounding of a and of t moves the argument Q sees by da, corrected
+   on a in [0, 27.35] (to where gelu underflows) and a degree-21 polynomial in
+   s = A t + B in [-1, 1] fits it to 5e-18 (its head in even and odd halves, which
+   shortens the dependency chain; the last three Horner steps carried in two parts).  The rounding of a and of t moves the argument Q sees by da, corrected
    to first order with L = d log erfcx / da (a cubic in s to 0.5%); exp(-x^2/2)
    takes x^2 exactly and comes back as 2^n (1 + q), so the negative tail keeps its
-   relative precision down to the subnormals (within 2 ulps throughout).  Stage 1
+   relative precision down to the subnormals (within 4 ulps throughout).  Stage 1
    (the division and the polynomials) returns w = t Q / 2, stage 2 the result. */
 #define EM_GELU_D_MAX 38.6            /* exp(-x^2/2) >= 2^-1075 up to here */
 EM_HD_INLINE void em_gelu_2step_d(double h, double l, double s, double c, double *rh, double *rl) {
