@@ -308,8 +308,8 @@ static void EGT(_tile_bias)(T *restrict c, int64_t rsc, int64_t csc, int64_t mr,
 }
 
 /* ---------------------------------------------------------------- packing */
-#if EMBER_GEMM_ISA == 1 && EG_F32
-/* AVX2 float: transposing packs move 8x8 blocks through registers */
+#if EMBER_GEMM_ISA >= 1 && EG_F32
+/* AVX2 / AVX-512 float: transposing packs move 8x8 blocks through registers */
 #define EG_TR8 1
 static inline void EGT(_tr8)(__m256 r[8]) {
     const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -357,17 +357,30 @@ static void EGT(_pack_a)(int64_t mc, int64_t kc, const MAT *A, int64_t i0, int64
             for (int i = 0; i < MR; i++) rows[i] = A->p + EGT(_ro)(A, i0 + ib + i) + k0;
             int64_t k = 0;
 #ifdef EG_TR8
-            /* 6 rows padded to 8, transposed; each 8-wide store spills 2 lanes
-               into the next k's slots, which the next store overwrites (the
-               buffer has slack for the very last one) */
+            /* groups of 8 rows (the last padded with zeros), transposed; a group
+               of 5-7 rows stores 8 lanes, spilling into the next k's slots, which
+               the next store overwrites (the buffer has slack for the very last
+               one); a group of 4 or fewer stores 4 */
+            _Static_assert(MR <= 8 || MR % 8 == 0 || MR % 8 <= 4,
+                           "a spilling store would overwrite an earlier group");
             for (; k + 8 <= kc; k += 8) {
-                __m256 r[8];
-#pragma GCC unroll 6
-                for (int i = 0; i < MR; i++) r[i] = _mm256_loadu_ps(rows[i] + k);
-                r[6] = r[7] = _mm256_setzero_ps();
-                EGT(_tr8)(r);
+#pragma GCC unroll 2
+                for (int g = 0; g < MR; g += 8) {
+                    const int n = MR - g < 8 ? MR - g : 8;
+                    __m256 r[8];
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; t++) _mm256_storeu_ps(ap + (k + t) * MR, r[t]);
+                    for (int i = 0; i < 8; i++)
+                        r[i] = i < n ? _mm256_loadu_ps(rows[g + i] + k) : _mm256_setzero_ps();
+                    EGT(_tr8)(r);
+                    if (n <= 4) {
+#pragma GCC unroll 8
+                        for (int t = 0; t < 8; t++)
+                            _mm_storeu_ps(ap + (k + t) * MR + g, _mm256_castps256_ps128(r[t]));
+                    } else {
+#pragma GCC unroll 8
+                        for (int t = 0; t < 8; t++) _mm256_storeu_ps(ap + (k + t) * MR + g, r[t]);
+                    }
+                }
             }
 #endif
             for (; k < kc; k++) {
@@ -606,6 +619,103 @@ static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, i
     free(xc);
 }
 
+static inline int EGT(_threads)(double flops, int nthreads);
+
+/* ---------------------------------------------------------- narrow GEMM */
+/* N <= W (a classifier's output layer): each row of C is one vector.  A is
+   read in place, one broadcast per element (packing it would cost as much as
+   the product), B is packed once into K x W (zeros past N), and a tile of MRN
+   rows keeps its accumulators over the whole of K: every element of C is one
+   dot product in k order, the same bits on any thread count. */
+#if EMBER_GEMM_ISA == 2
+#  define MRN 16
+#elif EMBER_GEMM_ISA == 1
+#  define MRN 12
+#else
+#  define MRN 8
+#endif
+
+/* C rows [0, mr) x cols [0, n) = alpha * A rows @ bp (+ beta*C) (+ br[i] + bc[j]) */
+static inline void EGT(_narrow_tile)(int64_t K, const T *restrict a, int64_t rsa, int64_t csa,
+                                     int64_t mr, const T *restrict bp, T alpha, T beta,
+                                     T *restrict c, int64_t rsc, int64_t csc, int64_t n,
+                                     const T *br, const T *bc) {
+    VT acc[MRN];
+    const T *rows[MRN];
+#pragma GCC unroll 16
+    for (int i = 0; i < MRN; i++) {
+        rows[i] = a + (i < mr ? i : 0) * rsa;  /* rows past the edge recompute row 0 */
+        acc[i] = VZERO();
+    }
+    if (csa == 1) {
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {   /* 4 k a step: the row pointers stay put */
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const VT b = VLOAD(bp + (k + kk) * W);
+#pragma GCC unroll 16
+                for (int i = 0; i < MRN; i++)
+                    acc[i] = VFMA(VSET1(rows[i][k + kk]), b, acc[i]);
+            }
+        }
+        for (; k < K; k++) {
+            const VT b = VLOAD(bp + k * W);
+#pragma GCC unroll 16
+            for (int i = 0; i < MRN; i++) acc[i] = VFMA(VSET1(rows[i][k]), b, acc[i]);
+        }
+    } else {
+        for (int64_t k = 0; k < K; k++) {
+            const VT b = VLOAD(bp + k * W);
+#pragma GCC unroll 16
+            for (int i = 0; i < MRN; i++) acc[i] = VFMA(VSET1(rows[i][k * csa]), b, acc[i]);
+        }
+    }
+    T tile[MRN * W] __attribute__((aligned(64)));
+    const VT va = VSET1(alpha);
+#pragma GCC unroll 16
+    for (int i = 0; i < MRN; i++) VSTORE(tile + i * W, VMUL(va, acc[i]));
+    for (int64_t i = 0; i < mr; i++) {
+        T *ci = c + i * rsc;
+        const T *ti = tile + i * W;
+        const T r = br ? br[i] : (T)0;
+        for (int64_t j = 0; j < n; j++) {
+            T v = beta == (T)0 ? ti[j] : ti[j] + beta * ci[j * csc];
+            if (br || bc) v += r + (bc ? bc[j] : (T)0);
+            ci[j * csc] = v;
+        }
+    }
+}
+
+/* C = alpha*A@B + beta*C (+ biases) for N <= W; 0 when the B buffer cannot be had */
+static int EGT(_narrow)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                        int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
+                        int64_t rsc, int64_t csc, const T *br, const T *bc, int nthreads) {
+    T *bp = (T *)eg_buf(1, (size_t)K * W * sizeof(T));
+    if (!bp) return 0;
+    if (N < W) memset(bp, 0, (size_t)K * W * sizeof(T));
+    if (rsb == 1 && csb != 1) {          /* B^T stored (Linear's weight): by columns */
+        for (int64_t j = 0; j < N; j++) {
+            const T *src = B + j * csb;
+            for (int64_t k = 0; k < K; k++) bp[k * W + j] = src[k];
+        }
+    } else {
+        for (int64_t k = 0; k < K; k++) {
+            const T *src = B + k * rsb;
+            for (int64_t j = 0; j < N; j++) bp[k * W + j] = src[j * csb];
+        }
+    }
+    const int64_t tiles = eg_cdiv(M, MRN);
+    int nt = EGT(_threads)(2.0 * (double)M * (double)W * (double)K, nthreads);
+    if (nt > tiles) nt = (int)tiles;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t i0 = t * MRN;
+        EGT(_narrow_tile)(K, A + i0 * rsa, rsa, csa, eg_min(MRN, M - i0), bp, alpha, beta,
+                          C + i0 * rsc, rsc, csc, N, br ? br + i0 : NULL, bc);
+    }
+    return 1;
+}
+
 /* ---------------------------------------------------------- blocked GEMM */
 static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
                           T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
@@ -733,6 +843,9 @@ static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT 
             EGT(_gemv)(M, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, beta, C, rsc, nthreads);
         else if (M == 1) /* y^T = x^T B: a gemv with B^T */
             EGT(_gemv)(N, K, alpha, B.p, B.cs, B.rs, A.p, A.cs, beta, C, csc, nthreads);
+        else if (N <= W && EGT(_narrow)(M, N, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, B.cs, beta,
+                                        C, rsc, csc, br, bc, nthreads))
+            br = bc = NULL;     /* added there */
         else
             small = 0;
         if (small) {
@@ -813,6 +926,7 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef MC_DEF
 #undef NC_DEF
 #undef EG_LANES
+#undef MRN
 #undef EGT
 #undef EGPUB
 #undef EG_TR8
