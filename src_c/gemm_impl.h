@@ -211,13 +211,15 @@ static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
 /* acc = sum_k a[k*MR + i] * b[k*NR + j]; then
    C[i*rsc + j] = alpha*acc + beta*C (beta == 0: C not read).
    Direct stores when the tile is full and C rows are contiguous; otherwise
-   through a stack tile with element strides. */
-static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b,
-                             T alpha, T beta, T *restrict c, int64_t rsc, int64_t csc,
-                             int64_t mr, int64_t nr) {
+   through a stack tile with element strides.  Only the first R rows of the
+   panel are computed (R = MR, or MR/2 for an edge tile of at most that many
+   rows); each row's arithmetic is the same either way. */
+static inline __attribute__((always_inline)) void EGT(_ukr_r)(
+        const int R, int64_t kc, const T *restrict a, const T *restrict b, T alpha, T beta,
+        T *restrict c, int64_t rsc, int64_t csc, int64_t mr, int64_t nr) {
     VT acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[i][v] = VZERO();
 
@@ -228,7 +230,7 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
             VT b0 = VLOAD(b + kk * NR);
             VT b1 = VLOAD(b + kk * NR + W);
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VT ai = VSET1(a[kk * MR + i]);
                 acc[i][0] = VFMA(ai, b0, acc[i][0]);
                 acc[i][1] = VFMA(ai, b1, acc[i][1]);
@@ -241,7 +243,7 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
         VT b0 = VLOAD(b);
         VT b1 = VLOAD(b + W);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             VT ai = VSET1(a[i]);
             acc[i][0] = VFMA(ai, b0, acc[i][0]);
             acc[i][1] = VFMA(ai, b1, acc[i][1]);
@@ -251,23 +253,23 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
     }
 
     VT va = VSET1(alpha);
-    if (mr == MR && nr == NR && csc == 1) {
+    if (mr == R && nr == NR && csc == 1) {
         if (beta == (T)0) {
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VSTORE(c + i * rsc, VMUL(va, acc[i][0]));
                 VSTORE(c + i * rsc + W, VMUL(va, acc[i][1]));
             }
         } else if (beta == (T)1) {
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VSTORE(c + i * rsc, VFMA(va, acc[i][0], VLOAD(c + i * rsc)));
                 VSTORE(c + i * rsc + W, VFMA(va, acc[i][1], VLOAD(c + i * rsc + W)));
             }
         } else {
             VT vb = VSET1(beta);
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VSTORE(c + i * rsc, VFMA(va, acc[i][0], VMUL(vb, VLOAD(c + i * rsc))));
                 VSTORE(c + i * rsc + W, VFMA(va, acc[i][1], VMUL(vb, VLOAD(c + i * rsc + W))));
             }
@@ -276,7 +278,7 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
     }
     T tile[MR * NR] __attribute__((aligned(64)));
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         VSTORE(tile + i * NR, VMUL(va, acc[i][0]));
         VSTORE(tile + i * NR + W, VMUL(va, acc[i][1]));
     }
@@ -288,6 +290,16 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
             for (int64_t j = 0; j < nr; j++)
                 c[i * rsc + j * csc] = tile[i * NR + j] + beta * c[i * rsc + j * csc];
     }
+}
+
+static void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b, T alpha, T beta,
+                      T *restrict c, int64_t rsc, int64_t csc, int64_t mr, int64_t nr) {
+    EGT(_ukr_r)(MR, kc, a, b, alpha, beta, c, rsc, csc, mr, nr);
+}
+static void EGT(_ukr_half)(int64_t kc, const T *restrict a, const T *restrict b, T alpha,
+                           T beta, T *restrict c, int64_t rsc, int64_t csc, int64_t mr,
+                           int64_t nr) {
+    EGT(_ukr_r)(MR / 2, kc, a, b, alpha, beta, c, rsc, csc, mr, nr);
 }
 
 /* C tile += br[i] + bc[j] (either may be NULL), right after the micro-kernel
@@ -727,15 +739,22 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
     const int64_t nc_max = eg_min(NC, eg_cdiv(N, NR) * NR);
     T *bp = (T *)eg_buf(1, (size_t)(kc_max * nc_max) * sizeof(T));
 
-    /* thread grid: tm x tn minimising the largest per-thread tile count */
+    /* thread grid: tm x tn minimising the largest per-thread work, in half tiles (a
+       last row tile of at most MR/2 rows runs the half-height micro-kernel) */
     const int64_t tiles_m = eg_cdiv(M, MR), tiles_n = eg_cdiv(eg_min(N, NC), NR);
+    const int half_edge = M % MR != 0 && M % MR <= MR / 2;
     int tm = 1, tn = 1;
     if (nt > 1) {
         int64_t best = -1;
         for (int a = 1; a <= nt; a++) {
             if (nt % a) continue;
             int b = nt / a;
-            int64_t w = eg_cdiv(tiles_m, a) * eg_cdiv(tiles_n, b);
+            int64_t rows = 0;    /* the busiest row range, as the loop below splits rows */
+            for (int ti = 0; ti < a; ti++) {
+                const int64_t t0 = tiles_m * ti / a, t1 = tiles_m * (ti + 1) / a;
+                rows = eg_max(rows, 2 * (t1 - t0) - (t1 == tiles_m && t1 > t0 && half_edge));
+            }
+            int64_t w = rows * eg_cdiv(tiles_n, b);
             /* prefer splitting rows (no duplicated A packing) on ties */
             if (best < 0 || w < best || (w == best && a > tm)) { best = w; tm = a; tn = b; }
         }
@@ -775,8 +794,12 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
                         const T *bcp = bc && pc == 0 ? bc + jc + p * NR : NULL;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int64_t mr = eg_min(MR, mc - ir);
-                            EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff, cc + ir * rsc,
-                                      rsc, csc, mr, nr);
+                            if (mr <= MR / 2)
+                                EGT(_ukr_half)(kc, ap + ir * kc, bpp, alpha, beta_eff,
+                                               cc + ir * rsc, rsc, csc, mr, nr);
+                            else
+                                EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff,
+                                          cc + ir * rsc, rsc, csc, mr, nr);
                             if (pc == 0 && (br || bc))
                                 EGT(_tile_bias)(cc + ir * rsc, rsc, csc, mr, nr,
                                                 br ? br + ic + ir : NULL, bcp);
