@@ -211,13 +211,15 @@ static inline void EGT(_vstore)(T *p, VT v) { memcpy(p, &v, sizeof v); }
 /* acc = sum_k a[k*MR + i] * b[k*NR + j]; then
    C[i*rsc + j] = alpha*acc + beta*C (beta == 0: C not read).
    Direct stores when the tile is full and C rows are contiguous; otherwise
-   through a stack tile with element strides. */
-static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b,
-                             T alpha, T beta, T *restrict c, int64_t rsc, int64_t csc,
-                             int64_t mr, int64_t nr) {
+   through a stack tile with element strides.  Only the first R rows of the
+   panel are computed (R = MR, or MR/2 for an edge tile of at most that many
+   rows); each row's arithmetic is the same either way. */
+static inline __attribute__((always_inline)) void EGT(_ukr_r)(
+        const int R, int64_t kc, const T *restrict a, const T *restrict b, T alpha, T beta,
+        T *restrict c, int64_t rsc, int64_t csc, int64_t mr, int64_t nr) {
     VT acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[i][v] = VZERO();
 
@@ -228,7 +230,7 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
             VT b0 = VLOAD(b + kk * NR);
             VT b1 = VLOAD(b + kk * NR + W);
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VT ai = VSET1(a[kk * MR + i]);
                 acc[i][0] = VFMA(ai, b0, acc[i][0]);
                 acc[i][1] = VFMA(ai, b1, acc[i][1]);
@@ -241,7 +243,7 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
         VT b0 = VLOAD(b);
         VT b1 = VLOAD(b + W);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             VT ai = VSET1(a[i]);
             acc[i][0] = VFMA(ai, b0, acc[i][0]);
             acc[i][1] = VFMA(ai, b1, acc[i][1]);
@@ -251,23 +253,23 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
     }
 
     VT va = VSET1(alpha);
-    if (mr == MR && nr == NR && csc == 1) {
+    if (mr == R && nr == NR && csc == 1) {
         if (beta == (T)0) {
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VSTORE(c + i * rsc, VMUL(va, acc[i][0]));
                 VSTORE(c + i * rsc + W, VMUL(va, acc[i][1]));
             }
         } else if (beta == (T)1) {
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VSTORE(c + i * rsc, VFMA(va, acc[i][0], VLOAD(c + i * rsc)));
                 VSTORE(c + i * rsc + W, VFMA(va, acc[i][1], VLOAD(c + i * rsc + W)));
             }
         } else {
             VT vb = VSET1(beta);
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 VSTORE(c + i * rsc, VFMA(va, acc[i][0], VMUL(vb, VLOAD(c + i * rsc))));
                 VSTORE(c + i * rsc + W, VFMA(va, acc[i][1], VMUL(vb, VLOAD(c + i * rsc + W))));
             }
@@ -276,7 +278,7 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
     }
     T tile[MR * NR] __attribute__((aligned(64)));
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         VSTORE(tile + i * NR, VMUL(va, acc[i][0]));
         VSTORE(tile + i * NR + W, VMUL(va, acc[i][1]));
     }
@@ -288,6 +290,16 @@ static inline void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict 
             for (int64_t j = 0; j < nr; j++)
                 c[i * rsc + j * csc] = tile[i * NR + j] + beta * c[i * rsc + j * csc];
     }
+}
+
+static void EGT(_ukr)(int64_t kc, const T *restrict a, const T *restrict b, T alpha, T beta,
+                      T *restrict c, int64_t rsc, int64_t csc, int64_t mr, int64_t nr) {
+    EGT(_ukr_r)(MR, kc, a, b, alpha, beta, c, rsc, csc, mr, nr);
+}
+static void EGT(_ukr_half)(int64_t kc, const T *restrict a, const T *restrict b, T alpha,
+                           T beta, T *restrict c, int64_t rsc, int64_t csc, int64_t mr,
+                           int64_t nr) {
+    EGT(_ukr_r)(MR / 2, kc, a, b, alpha, beta, c, rsc, csc, mr, nr);
 }
 
 /* C tile += br[i] + bc[j] (either may be NULL), right after the micro-kernel
@@ -308,8 +320,8 @@ static void EGT(_tile_bias)(T *restrict c, int64_t rsc, int64_t csc, int64_t mr,
 }
 
 /* ---------------------------------------------------------------- packing */
-#if EMBER_GEMM_ISA == 1 && EG_F32
-/* AVX2 float: transposing packs move 8x8 blocks through registers */
+#if EMBER_GEMM_ISA >= 1 && EG_F32
+/* AVX2 / AVX-512 float: transposing packs move 8x8 blocks through registers */
 #define EG_TR8 1
 static inline void EGT(_tr8)(__m256 r[8]) {
     const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -357,17 +369,30 @@ static void EGT(_pack_a)(int64_t mc, int64_t kc, const MAT *A, int64_t i0, int64
             for (int i = 0; i < MR; i++) rows[i] = A->p + EGT(_ro)(A, i0 + ib + i) + k0;
             int64_t k = 0;
 #ifdef EG_TR8
-            /* 6 rows padded to 8, transposed; each 8-wide store spills 2 lanes
-               into the next k's slots, which the next store overwrites (the
-               buffer has slack for the very last one) */
+            /* groups of 8 rows (the last padded with zeros), transposed; a group
+               of 5-7 rows stores 8 lanes, spilling into the next k's slots, which
+               the next store overwrites (the buffer has slack for the very last
+               one); a group of 4 or fewer stores 4 */
+            _Static_assert(MR <= 8 || MR % 8 == 0 || MR % 8 <= 4,
+                           "a spilling store would overwrite an earlier group");
             for (; k + 8 <= kc; k += 8) {
-                __m256 r[8];
-#pragma GCC unroll 6
-                for (int i = 0; i < MR; i++) r[i] = _mm256_loadu_ps(rows[i] + k);
-                r[6] = r[7] = _mm256_setzero_ps();
-                EGT(_tr8)(r);
+#pragma GCC unroll 2
+                for (int g = 0; g < MR; g += 8) {
+                    const int n = MR - g < 8 ? MR - g : 8;
+                    __m256 r[8];
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; t++) _mm256_storeu_ps(ap + (k + t) * MR, r[t]);
+                    for (int i = 0; i < 8; i++)
+                        r[i] = i < n ? _mm256_loadu_ps(rows[g + i] + k) : _mm256_setzero_ps();
+                    EGT(_tr8)(r);
+                    if (n <= 4) {
+#pragma GCC unroll 8
+                        for (int t = 0; t < 8; t++)
+                            _mm_storeu_ps(ap + (k + t) * MR + g, _mm256_castps256_ps128(r[t]));
+                    } else {
+#pragma GCC unroll 8
+                        for (int t = 0; t < 8; t++) _mm256_storeu_ps(ap + (k + t) * MR + g, r[t]);
+                    }
+                }
             }
 #endif
             for (; k < kc; k++) {
@@ -606,6 +631,103 @@ static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, i
     free(xc);
 }
 
+static inline int EGT(_threads)(double flops, int nthreads);
+
+/* ---------------------------------------------------------- narrow GEMM */
+/* N <= W (a classifier's output layer): each row of C is one vector.  A is
+   read in place, one broadcast per element (packing it would cost as much as
+   the product), B is packed once into K x W (zeros past N), and a tile of MRN
+   rows keeps its accumulators over the whole of K: every element of C is one
+   dot product in k order, the same bits on any thread count. */
+#if EMBER_GEMM_ISA == 2
+#  define MRN 16
+#elif EMBER_GEMM_ISA == 1
+#  define MRN 12
+#else
+#  define MRN 8
+#endif
+
+/* C rows [0, mr) x cols [0, n) = alpha * A rows @ bp (+ beta*C) (+ br[i] + bc[j]) */
+static inline void EGT(_narrow_tile)(int64_t K, const T *restrict a, int64_t rsa, int64_t csa,
+                                     int64_t mr, const T *restrict bp, T alpha, T beta,
+                                     T *restrict c, int64_t rsc, int64_t csc, int64_t n,
+                                     const T *br, const T *bc) {
+    VT acc[MRN];
+    const T *rows[MRN];
+#pragma GCC unroll 16
+    for (int i = 0; i < MRN; i++) {
+        rows[i] = a + (i < mr ? i : 0) * rsa;  /* rows past the edge recompute row 0 */
+        acc[i] = VZERO();
+    }
+    if (csa == 1) {
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {   /* 4 k a step: the row pointers stay put */
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const VT b = VLOAD(bp + (k + kk) * W);
+#pragma GCC unroll 16
+                for (int i = 0; i < MRN; i++)
+                    acc[i] = VFMA(VSET1(rows[i][k + kk]), b, acc[i]);
+            }
+        }
+        for (; k < K; k++) {
+            const VT b = VLOAD(bp + k * W);
+#pragma GCC unroll 16
+            for (int i = 0; i < MRN; i++) acc[i] = VFMA(VSET1(rows[i][k]), b, acc[i]);
+        }
+    } else {
+        for (int64_t k = 0; k < K; k++) {
+            const VT b = VLOAD(bp + k * W);
+#pragma GCC unroll 16
+            for (int i = 0; i < MRN; i++) acc[i] = VFMA(VSET1(rows[i][k * csa]), b, acc[i]);
+        }
+    }
+    T tile[MRN * W] __attribute__((aligned(64)));
+    const VT va = VSET1(alpha);
+#pragma GCC unroll 16
+    for (int i = 0; i < MRN; i++) VSTORE(tile + i * W, VMUL(va, acc[i]));
+    for (int64_t i = 0; i < mr; i++) {
+        T *ci = c + i * rsc;
+        const T *ti = tile + i * W;
+        const T r = br ? br[i] : (T)0;
+        for (int64_t j = 0; j < n; j++) {
+            T v = beta == (T)0 ? ti[j] : ti[j] + beta * ci[j * csc];
+            if (br || bc) v += r + (bc ? bc[j] : (T)0);
+            ci[j * csc] = v;
+        }
+    }
+}
+
+/* C = alpha*A@B + beta*C (+ biases) for N <= W; 0 when the B buffer cannot be had */
+static int EGT(_narrow)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t rsa,
+                        int64_t csa, const T *B, int64_t rsb, int64_t csb, T beta, T *C,
+                        int64_t rsc, int64_t csc, const T *br, const T *bc, int nthreads) {
+    T *bp = (T *)eg_buf(1, (size_t)K * W * sizeof(T));
+    if (!bp) return 0;
+    if (N < W) memset(bp, 0, (size_t)K * W * sizeof(T));
+    if (rsb == 1 && csb != 1) {          /* B^T stored (Linear's weight): by columns */
+        for (int64_t j = 0; j < N; j++) {
+            const T *src = B + j * csb;
+            for (int64_t k = 0; k < K; k++) bp[k * W + j] = src[k];
+        }
+    } else {
+        for (int64_t k = 0; k < K; k++) {
+            const T *src = B + k * rsb;
+            for (int64_t j = 0; j < N; j++) bp[k * W + j] = src[j * csb];
+        }
+    }
+    const int64_t tiles = eg_cdiv(M, MRN);
+    int nt = EGT(_threads)(2.0 * (double)M * (double)W * (double)K, nthreads);
+    if (nt > tiles) nt = (int)tiles;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t i0 = t * MRN;
+        EGT(_narrow_tile)(K, A + i0 * rsa, rsa, csa, eg_min(MRN, M - i0), bp, alpha, beta,
+                          C + i0 * rsc, rsc, csc, N, br ? br + i0 : NULL, bc);
+    }
+    return 1;
+}
+
 /* ---------------------------------------------------------- blocked GEMM */
 static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
                           T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
@@ -617,15 +739,22 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
     const int64_t nc_max = eg_min(NC, eg_cdiv(N, NR) * NR);
     T *bp = (T *)eg_buf(1, (size_t)(kc_max * nc_max) * sizeof(T));
 
-    /* thread grid: tm x tn minimising the largest per-thread tile count */
+    /* thread grid: tm x tn minimising the largest per-thread work, in half tiles (a
+       last row tile of at most MR/2 rows runs the half-height micro-kernel) */
     const int64_t tiles_m = eg_cdiv(M, MR), tiles_n = eg_cdiv(eg_min(N, NC), NR);
+    const int half_edge = M % MR != 0 && M % MR <= MR / 2;
     int tm = 1, tn = 1;
     if (nt > 1) {
         int64_t best = -1;
         for (int a = 1; a <= nt; a++) {
             if (nt % a) continue;
             int b = nt / a;
-            int64_t w = eg_cdiv(tiles_m, a) * eg_cdiv(tiles_n, b);
+            int64_t rows = 0;    /* the busiest row range, as the loop below splits rows */
+            for (int ti = 0; ti < a; ti++) {
+                const int64_t t0 = tiles_m * ti / a, t1 = tiles_m * (ti + 1) / a;
+                rows = eg_max(rows, 2 * (t1 - t0) - (t1 == tiles_m && t1 > t0 && half_edge));
+            }
+            int64_t w = rows * eg_cdiv(tiles_n, b);
             /* prefer splitting rows (no duplicated A packing) on ties */
             if (best < 0 || w < best || (w == best && a > tm)) { best = w; tm = a; tn = b; }
         }
@@ -665,8 +794,12 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
                         const T *bcp = bc && pc == 0 ? bc + jc + p * NR : NULL;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int64_t mr = eg_min(MR, mc - ir);
-                            EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff, cc + ir * rsc,
-                                      rsc, csc, mr, nr);
+                            if (mr <= MR / 2)
+                                EGT(_ukr_half)(kc, ap + ir * kc, bpp, alpha, beta_eff,
+                                               cc + ir * rsc, rsc, csc, mr, nr);
+                            else
+                                EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff,
+                                          cc + ir * rsc, rsc, csc, mr, nr);
                             if (pc == 0 && (br || bc))
                                 EGT(_tile_bias)(cc + ir * rsc, rsc, csc, mr, nr,
                                                 br ? br + ic + ir : NULL, bcp);
@@ -733,6 +866,9 @@ static void EGT(_gemm_mat)(int64_t M, int64_t N, int64_t K, T alpha, MAT A, MAT 
             EGT(_gemv)(M, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, beta, C, rsc, nthreads);
         else if (M == 1) /* y^T = x^T B: a gemv with B^T */
             EGT(_gemv)(N, K, alpha, B.p, B.cs, B.rs, A.p, A.cs, beta, C, csc, nthreads);
+        else if (N <= W && EGT(_narrow)(M, N, K, alpha, A.p, A.rs, A.cs, B.p, B.rs, B.cs, beta,
+                                        C, rsc, csc, br, bc, nthreads))
+            br = bc = NULL;     /* added there */
         else
             small = 0;
         if (small) {
@@ -813,6 +949,7 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
 #undef MC_DEF
 #undef NC_DEF
 #undef EG_LANES
+#undef MRN
 #undef EGT
 #undef EGPUB
 #undef EG_TR8

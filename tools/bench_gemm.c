@@ -6,6 +6,7 @@
        -DEMBER_GEMM_TUNE tools/bench_gemm.c src_c/gemm.c src_c/gemm_generic.c \
        src_c/gemm_avx2.c src_c/gemm_avx512.c src_c/cpu.c -lm -o /tmp/bench_gemm
    /tmp/bench_gemm check | bench [sizes...] | dbench [sizes...] | bmm
+   /tmp/bench_gemm shape M N K ta tb [...]   (float32, one shape, 1 and 2 threads)
    env: EG_MC / EG_KC / EG_NC override the cache blocking (elements). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -239,6 +240,25 @@ static int check_epi(int64_t M, int64_t N, int64_t K, int tc, int nt) {
     return bad;
 }
 
+/* 1 and 2 threads give the same bits (fixed blocking): float32, A / B / C each
+   row-major or transposed */
+static int check_threads(int64_t M, int64_t N, int64_t K, int ta, int tb, int tc, float beta) {
+    int64_t rsa = ta ? 1 : K, csa = ta ? M : 1, rsb = tb ? 1 : N, csb = tb ? K : 1;
+    int64_t rsc = tc ? 1 : N, csc = tc ? M : 1;
+    float *a = malloc((M * K + 1) * 4), *b = malloc((K * N + 1) * 4);
+    float *c1 = malloc((M * N + 1) * 4), *c2 = malloc((M * N + 1) * 4);
+    for (int64_t i = 0; i < M * K; i++) a[i] = urand();
+    for (int64_t i = 0; i < K * N; i++) b[i] = urand();
+    for (int64_t i = 0; i < M * N; i++) c1[i] = c2[i] = urand();
+    ember_sgemm(M, N, K, 1.f, a, rsa, csa, b, rsb, csb, beta, c1, rsc, csc, 1);
+    ember_sgemm(M, N, K, 1.f, a, rsa, csa, b, rsb, csb, beta, c2, rsc, csc, 2);
+    int bad = memcmp(c1, c2, M * N * 4) != 0;
+    if (bad) printf("FAIL threads M=%ld N=%ld K=%ld ta=%d tb=%d tc=%d beta=%g: 1 and 2 threads "
+                    "differ\n", (long)M, (long)N, (long)K, ta, tb, tc, beta);
+    free(a); free(b); free(c1); free(c2);
+    return bad;
+}
+
 static int run_checks(void) {
     int hw = ember_gemm_set_isa(-1), fails = 0, count = 0;
     int64_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 47, 64, 95, 130};
@@ -266,10 +286,35 @@ static int run_checks(void) {
             fails += check_batched(dbl, isa);
             if (!dbl) {
                 int64_t epi[][3] = {{0, 5, 3}, {3, 4, 0}, {2, 3, 4}, {1, 300, 70}, {300, 1, 70},
-                                    {37, 53, 29}, {130, 97, 400}, {333, 517, 701}};
-                for (int t = 0; t < 8; t++)
+                                    {37, 53, 29}, {130, 97, 400}, {333, 517, 701},
+                                    {100, 10, 64}, {7, 300, 50}};
+                for (int t = 0; t < 10; t++)
                     for (int v = 0; v < 4; v++) {
                         fails += check_epi(epi[t][0], epi[t][1], epi[t][2], v & 1, 1 + (v >> 1));
+                        count++;
+                    }
+            }
+            if (!dbl) {
+                /* the narrow kernel (N <= one vector; its rows split over threads when
+                   large), the transposing packs, the blocked path across K blocks */
+                int64_t thr[][3] = {{64, 10, 256}, {600, 10, 700}, {999, 16, 333},
+                                    {513, 3, 1201}, {10, 777, 400}, {64, 256, 784},
+                                    {333, 517, 701}, {130, 97, 400}, {257, 33, 1000}};
+                for (int t = 0; t < 9; t++)
+                    for (int v = 0; v < 8; v++) {
+                        fails += check_threads(thr[t][0], thr[t][1], thr[t][2], v & 1,
+                                               (v >> 1) & 1, v >> 2, v == 5 ? 0.5f : 0.f);
+                        count++;
+                    }
+                /* narrow shapes against the reference: N up to one vector, odd M and
+                   K, every layout, alpha / beta, 1 and 2 threads */
+                int64_t nw[][3] = {{64, 10, 256}, {65, 16, 255}, {700, 9, 300}, {3, 5, 200},
+                                   {17, 15, 7}, {1000, 2, 129}};
+                for (int t = 0; t < 6; t++)
+                    for (int v = 0; v < 16; v++) {
+                        fails += check_one(0, nw[t][0], nw[t][1], nw[t][2], v & 1, (v >> 1) & 1,
+                                           (v >> 2) & 1, (v >> 3) ? 3 : 0, v % 3 ? 1.0 : 0.7,
+                                           v % 5 == 0 ? 0.5 : 0.0, 1 + (v & 1));
                         count++;
                     }
             }
@@ -333,6 +378,33 @@ static void bench_bmm(void) {
     free(a); free(b); free(c);
 }
 
+/* float32 C = A @ B for one shape, A and/or B transposed (ta / tb: stored as
+   their transposes, as Linear's weight is), best and median of many calls (us) */
+static void bench_shape(int64_t M, int64_t N, int64_t K, int ta, int tb) {
+    float *a = aligned_alloc(64, (M * K + 16) * 4), *b = aligned_alloc(64, (K * N + 16) * 4);
+    float *c = aligned_alloc(64, (M * N + 16) * 4);
+    for (int64_t i = 0; i < M * K; i++) a[i] = urand();
+    for (int64_t i = 0; i < K * N; i++) b[i] = urand();
+    int64_t rsa = ta ? 1 : K, csa = ta ? M : 1, rsb = tb ? 1 : N, csb = tb ? K : 1;
+    int reps = (int)(2e9 / (2.0 * M * N * K + 1e4));
+    if (reps < 20) reps = 20;
+    if (reps > 2001) reps = 2001;
+    double *t = malloc(reps * sizeof(double));
+    printf("%5ld x %5ld x %5ld  ta=%d tb=%d", (long)M, (long)N, (long)K, ta, tb);
+    for (int nt = 1; nt <= 2; nt++) {
+        for (int r = -3; r < reps; r++) {
+            double t0 = now();
+            ember_sgemm(M, N, K, 1.f, a, rsa, csa, b, rsb, csb, 0.f, c, N, 1, nt);
+            if (r >= 0) t[r] = now() - t0;
+        }
+        qsort(t, reps, sizeof(double), cmpd);
+        printf("   nt=%d best %8.2f us  median %8.2f us", nt, t[0] * 1e6, t[reps / 2] * 1e6);
+    }
+    printf("\n");
+    fflush(stdout);
+    free(a); free(b); free(c); free(t);
+}
+
 int main(int argc, char **argv) {
     if (getenv("EG_MC")) eg_tune_mc = atoi(getenv("EG_MC"));
     if (getenv("EG_KC")) eg_tune_kc = atoi(getenv("EG_KC"));
@@ -359,5 +431,9 @@ int main(int argc, char **argv) {
         }
     }
     if (!strcmp(mode, "bmm") || !strcmp(mode, "all")) bench_bmm();
+    if (!strcmp(mode, "shape")) /* shape M N K ta tb [M N K ta tb ...] */
+        for (int i = 2; i + 4 < argc; i += 5)
+            bench_shape(atol(argv[i]), atol(argv[i + 1]), atol(argv[i + 2]), atoi(argv[i + 3]),
+                        atoi(argv[i + 4]));
     return 0;
 }

@@ -368,24 +368,41 @@ def kernel_source(k: Kernel, name: str, par_min: int = _PAR_MIN, dyn: bool = Fal
                 if b.strip().startswith("#pragma omp simd") else b for b in body]
         lines += [b[4:] for b in body]
     elif columns:
+        # threads: one partial row per block, summed in block order at the end; one
+        # thread: each block's partial goes into the running total as soon as it is
+        # done (the same additions in the same order, in 2 rows of scratch instead of
+        # nb: a large calloc is a fresh mmap, zeroed page by page, on every call);
+        # blocks of one row add straight into the total (0.0 + x is x, bar the sign
+        # of a zero that the total never has)
         lines.append(f"    const int64_t nr = {Rs}, nb = nr < 64 ? (nr ? nr : 1) : 64, "
                      f"rb = (nr + nb - 1) / nb;")
+        lines.append(f"    const int par = nt != 1 && nb > 1 && {Rs} * {Cs} >= {par_min}LL, "
+                     f"direct = !par && rb == 1;")
         for i, n in columns:
-            lines.append(f"    double *part{i} = (double *)calloc(nb * {C}, sizeof(double));")
+            lines.append(f"    double *part{i} = (double *)malloc((par ? nb : 2) * {C} * "
+                         f"sizeof(double));")
             lines.append(f"    if (!part{i}) {{ for (int64_t j = 0; j < {C}; j++) "
                          f"out{i}[j] = NAN; return 0; }}")
-        lines.append(f"    #pragma omp parallel for {par}")
+            lines.append(f"    if (!par) for (int64_t j = 0; j < {C}; j++) part{i}[j] = 0.0;")
+        lines.append(f"    #pragma omp parallel for {par.replace('if(', 'if(par && ')}")
         lines.append("    for (int64_t blk = 0; blk < nb; blk++) {")
-        lines += [f"        double *pk{i} = part{i} + blk * {C};" for i, _ in columns]
+        for i, _ in columns:
+            lines.append(f"        double *pk{i} = part{i} + (par ? blk : !direct) * {C};")
+            lines.append(f"        if (!direct) for (int64_t j = 0; j < {C}; j++) pk{i}[j] = 0.0;")
         lines.append("        const int64_t r1 = (blk + 1) * rb < nr ? (blk + 1) * rb : nr;")
         lines.append("        for (int64_t r = blk * rb; r < r1; r++) {")
         lines += ["    " + b for b in body]
         lines.append("        }")
+        for i, _ in columns:
+            lines.append(f"        if (!par && !direct) for (int64_t j = 0; j < {C}; j++) "
+                         f"part{i}[j] += pk{i}[j];")
         lines.append("    }")
         for i, n in columns:
             div = " / (double)nr" if k.prim[n][0].kind == "mean" else ""
             lines.append(f"    for (int64_t j = 0; j < {C}; j++) {{ double t = 0.0;")
-            lines.append(f"        for (int64_t b = 0; b < nb; b++) t += part{i}[b * {C} + j];")
+            lines.append(f"        if (par) for (int64_t b = 0; b < nb; b++) "
+                         f"t += part{i}[b * {C} + j];")
+            lines.append(f"        else t = part{i}[j];")
             lines.append(f"        out{i}[j] = (float)(t{div}); }}")
             lines.append(f"    free(part{i});")
     else:
