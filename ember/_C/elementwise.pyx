@@ -489,6 +489,29 @@ def silu_backward(grad, input):
     return _binary(EW_SILU_BW, "silu_backward", grad, input, None, K_FLOAT)
 
 
+def _elu_backward(grad, input, alpha, scale, input_scale):
+    """elu's input gradient in one pass (the autograd formula's fast path); None where
+    the composite form must run: Python modes, other devices."""
+    cdef double prm[3]
+    if not (_is_t(grad) and _is_t(input)) or needs_slow((grad, input)):
+        return None
+    prm[0] = alpha
+    prm[1] = scale
+    prm[2] = input_scale
+    return _binary(EW_ELU_BW, "elu_backward", grad, input, None, K_FLOAT, False, None, prm)
+
+
+def _softplus_backward(grad, input, beta, threshold):
+    """softplus's input gradient in one pass; None as ``_elu_backward``."""
+    cdef double prm[2]
+    if not (_is_t(grad) and _is_t(input)) or needs_slow((grad, input)):
+        return None
+    prm[0] = beta
+    prm[1] = threshold
+    return _binary(EW_SOFTPLUS_BW, "softplus_backward", grad, input, None, K_FLOAT, False,
+                   None, prm)
+
+
 # in-place binary variants
 def add_(TensorBase self not None, other, *, alpha=1):
     cdef double al

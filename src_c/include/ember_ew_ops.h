@@ -34,7 +34,7 @@
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
     X(ATAN2, atan2, "atan2", FLOAT, FLOATS, OWN, _, _) \
-    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)em_hypot_vd(a, b), em_hypot_vd(a, b)) \
+    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, em_hypotf(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
     X(BOR, bor, "bitwise_or", INT, INTS_B, ALL, a | b, _) \
@@ -54,7 +54,11 @@
       a * em_gelu_tanh_gradf(b), a * em_gelu_tanh_grad_vd(b)) \
     X(SILU_BW, silu_bw, "", FLOAT, FLOATS, F2, em_silu_bwf(a, b), em_silu_bw(a, b)) \
     /* a + alpha * b, alpha a double in aux (float types) */ \
-    X(ADDA, adda, "", ARITH, FLOATS, OWN, _, _)
+    X(ADDA, adda, "", ARITH, FLOATS, OWN, _, _) \
+    /* backward helpers with the forward's double parameters in aux: \
+       elu {alpha, scale, input_scale}, softplus {beta, threshold} */ \
+    X(ELU_BW, elu_bw, "", FLOAT, FLOATS, OWN, _, _) \
+    X(SOFTPLUS_BW, softplus_bw, "", FLOAT, FLOATS, OWN, _, _)
 
 #define EW_COMPARE_OPS(X) \
     X(EQ, eq, "eq", a == b) \
@@ -118,7 +122,7 @@
     X(CLAMP, clamp, "", ARITH, NUM, OWN, _, _) \
     X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, F2, \
       em_hardsigmoidf(x), em_hardsigmoid(x)) \
-    X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, F2, em_hardswishf(x), em_hardswish(x)) \
+    X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, OWN, _, _) \
     X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x)) \
     /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
     X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
