@@ -300,8 +300,8 @@ BINFIX_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : em_pow_pos_d(a, b)),
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN (a NaN b fails the comparison, so b passes; a NaN a
    is selected first): one max/min and one select; fmax/fmin ignore NaN */
-FOR_FLOATS(MK_BIN, max, a != a ? a : (a > b ? a : b))
-FOR_FLOATS(MK_BIN, min, a != a ? a : (a < b ? a : b))
+FOR_FLOATS(MK_BIN, max, ({ T m_ = a > b ? a : b; a != a ? a : m_; }))
+FOR_FLOATS(MK_BIN, min, ({ T m_ = a < b ? a : b; a != a ? a : m_; }))
 FOR_INTS(MK_BIN, max, a > b ? a : b)
 FOR_INTS(MK_BIN, min, a < b ? a : b)
 BIN_LOOP(bin_max_bool, em_bool, a | b)
@@ -385,11 +385,38 @@ EW_WIDE UNFIX_LOOP(un_lgamma_f32, float, em_lgammaf_pos(x), (!(x > 0.0f)) | (x =
            (float)lgamma((double)x))
 /* float64 lgamma vectorised on (0, 1e300) (ember_math.h); the rest through libm */
 UNFIX_LOOP(un_lgamma_f64, double, em_lgamma_pos_d(x), (!(x > 0.0)) | (!(x < 1e300)), lgamma(x))
-/* exact gelu and its backward in float at full width (ember_math.h); the
-   backward's x < -5.5, where the results are below 1e-7, is fixed up per block in double */
+/* exact gelu and its backward in float at full width (ember_math.h) */
 EW_WIDE UN_LOOP(un_gelu_f32, float, float, em_gelu_vf(x))
-EW_WIDE BINFIX_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_vf(b), b < EM_GELU_FAST_MIN,
-                    a * em_gelu_grad_slowf(b))
+EW_WIDE BIN_LOOP(bin_gelu_bw_f32, float, a * em_gelu_grad_vf(b))
+/* hardswish as torch, x * min(max(x + 3, 0), 6) / 6 in the element type.  The
+   bounds are hidden from the optimiser (EW_OPAQUE): with the constants in sight GCC
+   folds the two selects into a chain of compares and masks that costs more than
+   the max and min it then avoids. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define EW_OPAQUE(v) __asm__("" : "+x"(v))
+#else
+#define EW_OPAQUE(v) (void)0
+#endif
+#define HARDSWISH_LOOP(name, TY)                                                        \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        (void)aux;                                                                      \
+        TY lo = 0, hi = 6;                                                              \
+        EW_OPAQUE(lo); EW_OPAQUE(hi);                                                   \
+        char *o = p[0]; const char *in = p[1];                                          \
+        if (s[0] == sizeof(TY) && s[1] == sizeof(TY)) {                                 \
+            TY *oo = (TY *)o; const TY *ii = (const TY *)in;                            \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                TY x = ii[i], c = x + 3; c = c < lo ? lo : c; c = c > hi ? hi : c;      \
+                oo[i] = x * c / 6;                                                      \
+            }                                                                           \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])                      \
+                *(TY *)o = em_hardswish_t(*(const TY *)in);                             \
+        }                                                                               \
+    }
+#define em_hardswish_t(x) (sizeof(x) == 4 ? (float)em_hardswishf((float)(x)) : em_hardswish(x))
+HARDSWISH_LOOP(un_hardswish_f32, float)
+HARDSWISH_LOOP(un_hardswish_f64, double)
 /* softplus: prm = {beta, threshold}, read once so the float32 loop vectorises
    (read through prm in the loop, they might alias the output); beta = 1 skips
    the division */
@@ -531,8 +558,26 @@ CLAMP_LOOP(un_clamp_i8, int8_t)
 CLAMP_LOOP(un_clamp_i16, int16_t)
 CLAMP_LOOP(un_clamp_i32, int32_t)
 CLAMP_LOOP(un_clamp_i64, int64_t)
-CLAMP_LOOP(un_clamp_f32, float)
-CLAMP_LOOP(un_clamp_f64, double)
+/* float clamp: a missing bound is an infinity, so the loop is one max and one min
+   (a NaN input fails both comparisons and passes, as in CLAMP_LOOP) */
+#define FCLAMP_LOOP(name, TY)                                                           \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        const char *ab = (const char *)aux;                                             \
+        int fl = *(const int *)(ab + 16);                                               \
+        const TY lo = (fl & 1) ? *(const TY *)ab : -(TY)INFINITY;                       \
+        const TY hi = (fl & 2) ? *(const TY *)(ab + 8) : (TY)INFINITY;                  \
+        char *o = p[0]; const char *in = p[1];                                          \
+        if (s[0] == sizeof(TY) && s[1] == sizeof(TY)) {                                 \
+            TY *oo = (TY *)o; const TY *ii = (const TY *)in;                            \
+            for (int64_t i = 0; i < n; i++) { TY r = ii[i]; r = r < lo ? lo : r; oo[i] = r > hi ? hi : r; } \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                TY r = *(const TY *)in; r = r < lo ? lo : r; *(TY *)o = r > hi ? hi : r; \
+            }                                                                           \
+        }                                                                               \
+    }
+FCLAMP_LOOP(un_clamp_f32, float)
+FCLAMP_LOOP(un_clamp_f64, double)
 
 
 WHERE_LOOP(where_1, uint8_t)

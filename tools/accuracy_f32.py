@@ -68,7 +68,8 @@ def _compile() -> str:
     lib = os.path.join(OUT_DIR, "libaccuracy_f32.so")
     inc = os.path.join(ROOT, "src_c", "include")
     # the kernel table's layout comes from ember's headers: rebuild when they change
-    deps = [SRC] + [os.path.join(inc, h) for h in ("ember.h", "ember_ew.h", "ember_special.h")]
+    deps = [SRC] + [os.path.join(inc, h) for h in ("ember.h", "ember_ew.h", "ember_ew_ops.h",
+                                                          "ember_special.h")]
     if os.path.exists(lib) and os.path.getmtime(lib) >= max(map(os.path.getmtime, deps)):
         return lib
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]

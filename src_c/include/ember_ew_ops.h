@@ -34,7 +34,7 @@
     X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
     X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
     X(ATAN2, atan2, "atan2", FLOAT, FLOATS, OWN, _, _) \
-    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, (T)em_hypot_vd(a, b), em_hypot_vd(a, b)) \
+    X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, em_hypotf(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \
     X(BAND, band, "bitwise_and", INT, INTS_B, ALL, a & b, _) \
     X(BOR, bor, "bitwise_or", INT, INTS_B, ALL, a | b, _) \
@@ -123,7 +123,7 @@
     X(CLAMP, clamp, "", ARITH, NUM, OWN, _, _) \
     X(HARDSIGMOID, hardsigmoid, "hardsigmoid", FLOAT, FLOATS, F2, \
       em_hardsigmoidf(x), em_hardsigmoid(x)) \
-    X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, F2, em_hardswishf(x), em_hardswish(x)) \
+    X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, OWN, _, _) \
     X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x)) \
     /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
     X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)

@@ -280,15 +280,6 @@ EM_HD_INLINE float em_erfcf(float x) {
     return em_erfc2f(x, &ex);
 }
 
-/* gelu's derivative for x < -5.5 (results below 1e-7 in size): rare in
-   activations, so the block fix-up runs them in double through libm */
-EM_HD_INLINE float em_gelu_grad_slowf(float x) {
-    double xd = x;
-    return (float)(0.5 * erfc(-0.70710678118654752440 * xd)
-                   + xd * 0.3989422804014327 * exp(-0.5 * xd * xd));
-}
-
-#define EM_GELU_FAST_MIN -5.5f
 
 /* sin and cos share one reduction, in double: n = round(x * 2/pi) and
    r = x - n pi/2 with pi/2 in two parts, the first of 33 bits so n * part1 is
@@ -745,10 +736,14 @@ EM_HD_INLINE float em_gelu_vf(float x) {
     return u < 9.3132257e-10f ? 0.5f * x : r;       /* below 2^-30 x/2 (zeros keep their sign) */
 }
 
-/* d gelu / dx = Phi(x) + x phi(x), x >= EM_GELU_FAST_MIN.  |x| < A: 1/2 + x P2(x^2).
+/* d gelu / dx = Phi(x) + x phi(x) over all x.  |x| < A: 1/2 + x P2(x^2).
    Beyond: Phi(-u) - u phi(u) = exp(-u^2/2) D(u) and Phi(u) + u phi(u) = 1 - that,
-   with D(u) = R(u) - u / sqrt(2 pi), R(u) = erfcx(u/sqrt 2)/2 a polynomial in t as
-   in em_gelu_vf (fitted to u = 6.5, where u phi(u) leaves float range of 1). */
+   with D(u) = R(u) - u / sqrt(2 pi), R(u) = erfcx(u/sqrt 2)/2; R/2 is a degree-8
+   polynomial in t = (u - A)/(u + 4), fitted (mpmath, Lawson) to u = 14.6, past which
+   the result rounds to zero, weighted by 1/(|D| + R): D keeps float precision in the
+   tail and the terms' size where they cancel (x near -0.75).  The Gaussian's 2^n is
+   applied as 2^(n+64) 2^-64, as in em_gelu_vf, so the tail rounds once into the
+   subnormals.  +-inf give NaN (inf * phi(inf), as torch); NaN passes. */
 EM_HD_INLINE float em_gelu_grad_vf(float x) {
     float u = fabsf(x), z = x * x;
     float p = EM_MADF(z, 0.00126621313393116f, -0.009583023376762867f);
@@ -756,33 +751,38 @@ EM_HD_INLINE float em_gelu_grad_vf(float x) {
     p = EM_MADF(p, z, -0.26596271991729736f);
     p = EM_MADF(p, z, 0.7978845834732056f);
     float small = EM_MADF(x, p, 0.5f);
-    float uc = u > 6.5f ? 6.5f : u;
-    float wc = z > 42.25f ? 42.25f : z;
-    float t = (uc - EM_GELU_A) / (uc + 4.0f), tc = t - 0.28600364923477173f;
-    float v = 0.022853365167975426f;
-    v = EM_MADF(v, tc, -0.028726672753691673f);
-    v = EM_MADF(v, tc, -0.058285221457481384f);
-    v = EM_MADF(v, tc, 0.24872909486293793f);
-    v = EM_MADF(v, tc, -0.45195797085762024f);
-    v = EM_MADF(v, tc, 0.5519168376922607f);
-    v = EM_MADF(v, t, -0.5068755745887756f);
-    v = EM_MADF(v, t, 0.17549262940883636f);
+    float uc = u > 14.6f ? 14.6f : u;
+    float t = (uc - EM_GELU_A) / (uc + 4.0f), s = t - 0.37919560074806213f;
+    float v = -0.003926887642592192f;
+    v = EM_MADF(v, s, 0.02026447467505932f);
+    v = EM_MADF(v, s, -0.000814133498352021f);
+    v = EM_MADF(v, s, -0.07720469683408737f);
+    v = EM_MADF(v, s, 0.17773130536079407f);
+    v = EM_MADF(v, s, -0.24156145751476288f);
+    v = EM_MADF(v, s, 0.23632270097732544f);
+    v = EM_MADF(v, s, -0.1771995723247528f);
+    v = EM_MADF(v, s, 0.05689467489719391f);
     float d = EM_MADF(uc, -0.19947114020071635f, v);
     int32_t nb;
-    float s2 = em_gauss_expm1_vf(uc, wc, &nb);
-    float ed = em_f32_from_bits(em_f32_bits(EM_MADF(d, s2, d + d)) + nb);
+    float s2 = em_gauss_expm1_vf(uc, uc * uc, &nb);
+    float ed = (EM_MADF(d, s2, d + d) * em_f32_from_bits(nb + 0x5f800000)) * 5.421010862427522e-20f;
     float big = x > 0.0f ? 1.0f - ed : ed;
-    big = x == INFINITY ? NAN : big;                /* inf * phi(inf), as torch */
+    big = u == INFINITY ? NAN : big;
     big = x != x ? x : big;
     return u < EM_GELU_A ? small : big;
 }
 
-/* exact gelu and its derivative over all x: the vector forms, and for the
-   derivative libm in double below EM_GELU_FAST_MIN (the CPU loops fix those
-   elements up per block) */
+/* exact gelu and its derivative over all x (CUDA and generated code call these) */
 EM_HD_INLINE float em_geluf(float x) { return em_gelu_vf(x); }
-EM_HD_INLINE float em_gelu_gradf(float x) {
-    return x < EM_GELU_FAST_MIN ? em_gelu_grad_slowf(x) : em_gelu_grad_vf(x);
+EM_HD_INLINE float em_gelu_gradf(float x) { return em_gelu_grad_vf(x); }
+
+/* float32 hypot in double: the squares are exact there and their sum rounds once,
+   so the root rounds to float within 0.5 ulp (plus double rounding's 2^-29); no
+   overflow or underflow to guard against.  An infinity wins over NaN, as C. */
+EM_HD_INLINE float em_hypotf(float a, float b) {
+    double ad = a, bd = b;
+    float r = (float)sqrt(ad * ad + bd * bd);
+    return (fabsf(a) == INFINITY) | (fabsf(b) == INFINITY) ? INFINITY : r;
 }
 
 /* float64 sin / cos / tan that vectorise (|x| < EM_TRIG_D_MAX; the loops call

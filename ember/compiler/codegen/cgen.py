@@ -89,8 +89,8 @@ static inline float em_cg_sigmoid_mid(float x) {
     float e = y * s;
     return (x < 0.0f ? e : 1.0f) / (1.0f + e);
 }
-/* exact gelu's derivative (the eager kernel's formula): the vectorising form
-   for x >= -5.5, libm's erfc below (gelu itself is em_gelu_vf over all x) */
+/* exact gelu's derivative (the eager kernel's formula): em_gelu_grad_vf covers
+   every x, so the _exact rerun gives the same bits (gelu itself is em_gelu_vf) */
 #define EM_CG_GELU_MIN 5.5f
 #define em_cg_gelu_grad_fast(x) em_gelu_grad_vf(x)
 #define em_cg_gelu_grad_exact(x) em_gelu_gradf(x)
