@@ -160,9 +160,11 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
         for (int64_t n = 0; n < N; n++) {
             if (!xs) continue;
             dc_stage(x + n * C * s->H * s->W, C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs);
-            for (int64_t k0 = 0; k0 < K; k0 += DC_OCB) {
-                const int64_t nk = wi_min(DC_OCB, K - k0);
-                for (int64_t q0 = 0; q0 < Qe; q0 += QBL) {
+            /* blocks of positions outside, of channels inside: the staged rows
+               of a block stay in L1 while every output channel reads them */
+            for (int64_t q0 = 0; q0 < Qe; q0 += QBL)
+                for (int64_t k0 = 0; k0 < K; k0 += DC_OCB) {
+                    const int64_t nk = wi_min(DC_OCB, K - k0);
                     dc_fwd_block(xs, plane, Wp, C, wt + k0, KP, q0, out);
                     /* the block's rows: extended [q0, q1) -> y row segments */
                     const int64_t q1 = wi_min(Qe, q0 + QBL);
@@ -180,7 +182,6 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
                         q = e;
                     }
                 }
-            }
         }
         free(xs);
     }
