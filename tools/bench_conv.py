@@ -2,13 +2,16 @@
 (float32 NCHW, 3x3 filters; ember and torch alternated in one process; prints
 ember time / torch time, the minimum of the repeats).
 
-    .venv/bin/python tools/bench_conv.py [THREADS] [pad0|pad1|pool|all] [--parts]
+    .venv/bin/python tools/bench_conv.py [THREADS] [pad0|pad1|pool|all] [--parts] [--cpu]
+        [--no-direct]
 
 Columns: the no-grad forward, forward + input gradient (autograd.grad on the
 input), forward + weight gradient (autograd.grad on the weight).  --parts
 times the three kernels alone instead (the input and weight gradients called
 directly: ember's conv2d_input_grad / conv2d_weight_grad against torch's
-aten.convolution_backward with one output selected).
+aten.convolution_backward with one output selected).  --cpu times process
+CPU time instead of wall time (steadier on a shared machine; one thread only).
+--no-direct turns off the direct kernel for few channels (the paths before it).
 """
 import os
 import sys
@@ -25,17 +28,21 @@ POOL = [(64, 32, 26), (64, 64, 24), (32, 32, 32), (32, 64, 32), (128, 16, 28), (
         (32, 64, 56)]
 
 
+CLOCK = [time.perf_counter]
+
+
 def pair(fe, ft, n=9):
     """min seconds of ember's and torch's fn over n alternated runs"""
+    clock = CLOCK[0]
     fe(), ft()
     te, tt = [], []
     for _ in range(n):
-        t = time.perf_counter()
+        t = clock()
         fe()
-        te.append(time.perf_counter() - t)
-        t = time.perf_counter()
+        te.append(clock() - t)
+        t = clock()
         ft()
-        tt.append(time.perf_counter() - t)
+        tt.append(clock() - t)
     return min(te), min(tt)
 
 
@@ -126,7 +133,13 @@ def main():
     mode = args[1] if len(args) > 1 else "all"
     torch.set_num_threads(thr)
     ember.set_num_threads(thr)
-    print(f"threads {thr}; ember time / torch time, min of 9")
+    if "--cpu" in sys.argv:
+        CLOCK[0] = time.process_time
+    if "--no-direct" in sys.argv:
+        from ember._C import conv as CV
+        CV._direct3(0)
+    clock = "CPU" if "--cpu" in sys.argv else "wall"
+    print(f"threads {thr}; ember time / torch time ({clock}), min of 9")
     if mode in ("pad0", "all"):
         conv_rows(0, parts, 9)
     if mode in ("pad1", "all"):
