@@ -106,6 +106,44 @@ static inline int cv_wino_pays(int64_t C, int64_t K, int64_t Ho, int64_t Wo, int
     return 1;
 }
 
+/* The direct kernel beats the GEMM and Winograd paths when both channel counts
+   are small: 16 -> 16 channels (the GEMM is 16 rows by 144 deep, Winograd's
+   transforms cost more than its products) and the weight gradient of 1 or 3
+   input channels (a GEMM over 9 or 27 rows spends its time packing).  The
+   forward and the input gradient write K = OC (C) channels in blocks of 8 and
+   so need 8 or more on both sides; at 32 -> 32 the GEMM is faster again.
+   Measured on images of 26x26 to 64x64 (tools/bench_conv.py). */
+static inline int cv_dir_pays(int64_t C, int64_t K, int64_t Ho, int64_t Wo, int pass) {
+    if (Ho * Wo < 64 || C * K > 512) return 0;
+    return pass == 2 || (C >= 8 && K >= 8);
+}
+
+/* The direct 3x3 kernel (conv_dir_impl.h) for few channels: 3x3, stride 1,
+   undilated, ungrouped, padding <= 1 (<= 2 for the input gradient's own
+   padding of 2 - p).  Mode 0 off, 1 where it pays, 2 wherever it fits (tests). */
+static int cv_dir_mode = 1;
+int ember_conv_direct(int mode) {
+    if (mode >= 0) __atomic_store_n(&cv_dir_mode, mode > 2 ? 2 : mode, __ATOMIC_RELAXED);
+    return __atomic_load_n(&cv_dir_mode, __ATOMIC_RELAXED);
+}
+/* pass 0 forward, 1 input gradient, 2 weight gradient */
+static inline int cv_dir_use(const ember_conv2d_params *p, int pass) {
+    const int mode = __atomic_load_n(&cv_dir_mode, __ATOMIC_RELAXED);
+    if (!mode || p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 ||
+        p->dw != 1 || p->groups != 1 || p->ph > 1 || p->pw > 1 || p->Ho < 1 || p->Wo < 1)
+        return 0;
+    if (mode == 2) return 1;
+    return cv_dir_pays(p->C, p->OC, p->Ho, p->Wo, pass);
+}
+
+/* the input gradient writes C channels: with fewer than 64 of them, the 4x4
+   tiles' overhang past an image side that is no multiple of 4 (26 -> 28) costs
+   more than Winograd saves over the GEMM (64 -> 32 channels at 26x26: 1.27x
+   torch against 1.00x; at 64x64 Winograd stays ahead) */
+static inline int cv_wino_dx_pays(const ember_conv2d_params *p) {
+    return p->C >= 64 || (p->H % 4 == 0 && p->W % 4 == 0);
+}
+
 /* forward (dir 0) or input gradient (dir 1, the convolution of dy with the
    flipped, transposed filters, padded by 2 - p) through Winograd, on NCHW or
    (nhwc) channels-last images */
@@ -127,6 +165,17 @@ static int cv_wino_conv(const ember_conv2d_params *p, int dir, int nhwc, const f
                         : ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
     free(U);
     return rc;
+}
+
+static int cv_dir_conv(const ember_conv2d_params *p, int dir, const float *src, const float *w,
+                       const float *bias, float *dst, int nthreads) {
+    if (dir == 0) {
+        const ember_wino_shape f = {p->N, p->C, p->H, p->W, p->OC, p->ph, p->pw, p->Ho, p->Wo};
+        return ember_dconv3_fwd_f32(&f, src, w, 0, bias, dst, nthreads);
+    }
+    const ember_wino_shape b = {p->N, p->OC, p->Ho, p->Wo, p->C, 2 - p->ph, 2 - p->pw,
+                                p->H, p->W};
+    return ember_dconv3_fwd_f32(&b, src, w, 1, NULL, dst, nthreads);
 }
 
 int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass) {
@@ -403,6 +452,7 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
     if (N == 0 || OC == 0 || P == 0) return 0;
     if (nthreads < 1) nthreads = 1;
 #if CV_F32
+    if (cv_dir_use(p, 0)) return cv_dir_conv(p, 0, x, w, bias, y, nthreads);
     if (cv_wino_fits(p) && cv_wino_pays(C, OC, p->Ho, p->Wo, 0))
         return cv_wino_conv(p, 0, 0, x, w, bias, y, nthreads);
 #endif
@@ -492,7 +542,9 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
     if (N == 0 || C == 0 || HW == 0) return 0;
     if (nthreads < 1) nthreads = 1;
 #if CV_F32
-    if (cv_wino_fits(p) && p->ph <= 2 && p->pw <= 2 && cv_wino_pays(OC, C, p->H, p->W, 0))
+    if (cv_dir_use(p, 1)) return cv_dir_conv(p, 1, dy, w, NULL, dx, nthreads);
+    if (cv_wino_fits(p) && p->ph <= 2 && p->pw <= 2 && cv_wino_pays(OC, C, p->H, p->W, 0) &&
+        cv_wino_dx_pays(p))
         return cv_wino_conv(p, 1, 0, dy, w, NULL, dx, nthreads);
 #endif
     if (cv_direct(p)) {
@@ -585,6 +637,11 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
         return 0;
     }
 #if CV_F32
+    if (cv_dir_use(p, 2)) {
+        const ember_wino_shape s = {N, C, p->H, p->W, OC, p->ph, p->pw, p->Ho, p->Wo};
+        const int rc = ember_dconv3_wgrad_f32(&s, x, dy, dw, nthreads);
+        if (rc <= 0) return rc;   /* else an inf or NaN in x: the paths below */
+    }
     if (cv_wino_fits(p) && cv_wino_pays(C, OC, p->Ho, p->Wo, 1)) {
         const ember_wino_shape s = {N, C, p->H, p->W, OC, p->ph, p->pw, p->Ho, p->Wo};
         return ember_wino_wgrad_f32(&s, x, dy, dw, nthreads);

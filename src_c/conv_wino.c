@@ -82,3 +82,21 @@ int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, co
     default: return ember_conv_wgrad_direct_f32_generic(p, x, dy, dw, nthreads);
     }
 }
+
+int ember_dconv3_fwd_f32(const ember_wino_shape *s, const float *x, const float *w, int flip,
+                         const float *bias, float *y, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_dconv3_fwd_f32_avx512(s, x, w, flip, bias, y, nthreads);
+    case 1: return ember_dconv3_fwd_f32_avx2(s, x, w, flip, bias, y, nthreads);
+    default: return ember_dconv3_fwd_f32_generic(s, x, w, flip, bias, y, nthreads);
+    }
+}
+
+int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
+                           float *dw, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_dconv3_wgrad_f32_avx512(s, x, dy, dw, nthreads);
+    case 1: return ember_dconv3_wgrad_f32_avx2(s, x, dy, dw, nthreads);
+    default: return ember_dconv3_wgrad_f32_generic(s, x, dy, dw, nthreads);
+    }
+}

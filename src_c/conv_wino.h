@@ -46,6 +46,17 @@ int ember_wino_wgrad_nhwc_f32(const ember_wino_shape *s, const float *x, const f
 int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, const float *dy,
                                 float *dw, int nthreads);
 
+/* Direct 3x3 stride-1 convolution for few channels (conv_dir_impl.h), on the
+   shape s describes (ph, pw may be up to 2; Ho = H + 2ph - 2, Wo likewise).
+   fwd: y = conv(x, w) + bias, w (K, C, 3, 3), or with flip (C, K, 3, 3) taken
+   as in ember_wino_weights_f32; returns 0 or -1 (out of memory).  wgrad: dw
+   (K, C, 3, 3); returns 0, -1, or 1 when x holds an inf or NaN (dw then
+   unspecified: the caller takes another path). */
+int ember_dconv3_fwd_f32(const ember_wino_shape *s, const float *x, const float *w, int flip,
+                         const float *bias, float *y, int nthreads);
+int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
+                           float *dw, int nthreads);
+
 #define EMBER_WINO_DECL(sfx)                                                               \
     int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \
                                  const float *bias, float *y, int nthreads);               \
@@ -57,7 +68,12 @@ int ember_conv_wgrad_direct_f32(const ember_conv2d_params *p, const float *x, co
     int ember_wino_wgrad_nhwc_f32_##sfx(const ember_wino_shape *s, const float *x,         \
                                         const float *dy, float *dw, int nthreads);         \
     int ember_conv_wgrad_direct_f32_##sfx(const ember_conv2d_params *p, const float *x,    \
-                                          const float *dy, float *dw, int nthreads);
+                                          const float *dy, float *dw, int nthreads);       \
+    int ember_dconv3_fwd_f32_##sfx(const ember_wino_shape *s, const float *x,             \
+                                   const float *w, int flip, const float *bias, float *y, \
+                                   int nthreads);                                         \
+    int ember_dconv3_wgrad_f32_##sfx(const ember_wino_shape *s, const float *x,           \
+                                     const float *dy, float *dw, int nthreads);
 EMBER_WINO_DECL(generic)
 EMBER_WINO_DECL(avx2)
 EMBER_WINO_DECL(avx512)

@@ -18,6 +18,16 @@ from ember._C import conv as L
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(16)
 
+@pytest.fixture(autouse=True)
+def _no_direct3():
+    """these tests pin the Winograd and im2col paths: the direct kernel for few
+    channels (test_conv_direct.py) would take some of their shapes"""
+    old = L._direct3()
+    L._direct3(0)
+    yield
+    L._direct3(old)
+
+
 # max |error| / max |reference| allowed (a few times the measured figures)
 TOL = {"y": 3e-5, "dx": 3e-5, "dw": 6e-5}
 
@@ -66,7 +76,7 @@ def case(n, c, k, h, w, pad, bias=True):
 
 # (batch, in, out, H, W, padding): every one takes Winograd for all three passes
 HITS = [(2, 64, 64, 16, 16, 1),       # the ResNet block's shape, smaller
-        (3, 16, 24, 19, 21, 0),       # odd sizes: partial tiles on both edges
+        (3, 16, 24, 20, 24, 0),       # partial tiles on both edges of the 18x22 output
         (2, 16, 20, 18, 18, 2),       # padding 2: the input gradient pads by 0
         (1, 32, 16, 24, 20, 1)]       # batch 1, unequal channels
 
@@ -233,3 +243,19 @@ def test_direct_weight_grad_vs_torch(shape, kw):
         np.testing.assert_array_equal(N(L.conv2d_weight_grad(E(x), wt.shape, E(dy), **kw)), got)
     finally:
         ember.set_num_threads(old)
+
+
+def test_input_grad_of_few_channels_skips_winograd_off_multiples_of_4():
+    """an input gradient of fewer than 64 channels whose sides are no multiple of
+    4 (the tiles would overhang) takes the GEMM path; the forward stays Winograd"""
+    x, wt, b, dy = case(2, 32, 64, 26, 26, 0)
+    on = ours(x, wt, b, dy, 0)
+    try:
+        L._winograd(False)
+        off = ours(x, wt, b, dy, 0)
+    finally:
+        L._winograd(True)
+    assert not np.array_equal(on[0], off[0])
+    np.testing.assert_array_equal(on[1], off[1])
+    for got, ref, what in zip(on, refs(x, wt, b, dy, 0), ("y", "dx", "dw")):
+        check(got, ref, what)

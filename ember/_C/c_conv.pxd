@@ -58,6 +58,7 @@ cdef extern from "ember_conv.h" nogil:
     void ember_adaptive_avg_pool2d_nhwc_bwd_f64(const ember_pool2d_params *p, int64_t C,
                                                 const double *dy, double *dx, int nthreads)
     int ember_conv_winograd(int on)
+    int ember_conv_direct(int mode)
     int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass_)
     int ember_conv2d_fwd_nhwc_f32(const ember_conv2d_params *p, const float *x, const float *w,
                                   const float *bias, float *y, int nthreads)

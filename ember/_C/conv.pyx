@@ -1418,6 +1418,12 @@ def _winograd(on=None):
     return bool(ember_conv_winograd(-1 if on is None else (1 if on else 0)))
 
 
+def _direct3(mode=None):
+    """Query or set the direct 3x3 float32 kernel for few channels: 0 off,
+    1 where it pays (the default), 2 wherever it fits (tests)."""
+    return ember_conv_direct(-1 if mode is None else int(mode))
+
+
 def _kernel_isa():
     """ISA this module's GEMM and Winograd transforms use: 0 generic, 1 AVX2+FMA,
     2 AVX-512 (each extension module has its own copy of the GEMM)."""

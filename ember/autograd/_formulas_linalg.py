@@ -157,7 +157,10 @@ def _conv(nd):
             gx = gx.contiguous(memory_format=_mf.channels_last)   # torch's layout
         gw = gb = None
         if _rg(w) or _rg(bias):
-            gw, gb = L.conv2d_weight_grad(x, tuple(w.shape), grad, bias_grad=True, **kw)
+            if bias is None:   # no pass over grad for a bias gradient
+                gw = L.conv2d_weight_grad(x, tuple(w.shape), grad, **kw)
+            else:
+                gw, gb = L.conv2d_weight_grad(x, tuple(w.shape), grad, bias_grad=True, **kw)
         return (gx, gw) if bias is None else (gx, gw, gb)
     return f
 

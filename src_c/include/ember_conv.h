@@ -37,6 +37,10 @@ int ember_conv2d_bwd_weight_f64(const ember_conv2d_params *p, const double *x, c
    (see conv.c); on = 0 turns it off (tests, benchmarks), 1 on, -1 only asks.
    Returns the setting in force. */
 int ember_conv_winograd(int on);
+/* float32 3x3 stride-1 convolutions with few channels run a direct kernel
+   where it pays (see conv.c); mode 0 turns it off, 1 picks it where it pays,
+   2 wherever it fits (tests), -1 only asks.  Returns the mode in force. */
+int ember_conv_direct(int mode);
 
 /* Channels-last float32 3x3 convolutions (x, y, dy, dx dense NHWC; w and dw
    contiguous (OC, C, 3, 3)) through Winograd on NHWC tiles.  ember_conv2d_nhwc_wino
