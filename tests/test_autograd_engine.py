@@ -194,3 +194,86 @@ def test_retained_and_hooked_buffers_are_not_added_into():
         res.append((x.grad, y.grad, seen[-1]))
     for e, t in zip(*res):
         _close(e, t)
+
+
+# --- capture: autograd.grad / backward(inputs=) in the compiled loop ---------------
+
+def _counting(lib, calls):
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(1)
+            return g * 2
+    return Twice
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_capture_runs_only_the_nodes_on_a_path_to_the_inputs(create_graph):
+    out = []
+    for lib in (ember, torch):
+        a, b = (lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+                for _ in range(2))
+        calls = []
+        side = _counting(lib, calls).apply(b)            # on no path to `a`
+        h = a.tanh() * 3
+        parts = lib.stack([h, h * h, side]).unbind(0)    # multi-output node, 2 of 3 needed
+        loss = (parts[0] * parts[1]).sum() + parts[2].sum() + (h * side).sum()
+        gh, ga = lib.autograd.grad(loss, [h, a], create_graph=create_graph)
+        out.append((gh, ga, len(calls), b.grad))
+    (egh, ega, ecalls, ebg), (tgh, tga, tcalls, tbg) = out
+    _close(egh, tgh)
+    _close(ega, tga)
+    assert ecalls == tcalls == 0 and ebg is None and tbg is None
+    assert ega.requires_grad == create_graph
+
+
+def test_capture_hooks_retain_grad_and_inputs_accumulate_like_torch():
+    res = []
+    for lib in (ember, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor([0.5, 0.25, -1.0], dtype=lib.float64, requires_grad=True)
+        h = x * w
+        h.retain_grad()
+        h.register_hook(lambda g: g * 10)
+        y = (h.exp() * x).sum()
+        y.backward(inputs=[h, w], retain_graph=True)
+        first = (h.grad.clone(), w.grad.clone(), x.grad)
+        (gx,) = lib.autograd.grad(y, x)
+        res.append(first + (gx,))
+    (eh, ew, ex, egx), (th, tw, tx, tgx) = res
+    _close(eh, th)
+    _close(ew, tw)
+    _close(egx, tgx)
+    assert ex is None and tx is None
+
+
+def test_capture_frees_the_graph_it_ran_and_restores_the_running_node():
+    from ember._C import engine
+    x = ember.tensor([1.0, 2.0], dtype=ember.float64, requires_grad=True)
+
+    class Inner(autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = ctx.saved_tensors
+            with ember.enable_grad():
+                u = t.detach().requires_grad_()
+                (gu,) = autograd.grad((u * u * u).sum(), u)   # nested capture
+            seen.append(engine.current_node())
+            return g * gu
+
+    seen = []
+    y = Inner.apply(x).sum()
+    (gx,) = autograd.grad(y, x)
+    assert gx.tolist() == [3.0, 12.0]
+    assert seen and seen[0] is not None and engine.current_node() is None
+    with pytest.raises(RuntimeError, match="second time"):
+        autograd.grad(y, x)

@@ -208,3 +208,18 @@ def test_dtypes_roundtrip():
         for r in (ember.cat([x, x], 1), x.flip(0), x.roll(1, 1), x.repeat(2, 1),
                   ember.tril(x), ember.stack([x, x])):
             assert r.dtype == dt
+
+
+@pytest.mark.parametrize("bad, name", [(np.ones(2, np.float32), "numpy.ndarray"),
+                                       ([1.0, 2.0], "list"), (3, "int")])
+def test_join_names_the_foreign_element_type_like_torch(bad, name):
+    msg = f"expected Tensor as element 1 in argument 0, but got {name}$"
+    for op in (ember.cat, ember.stack):
+        with pytest.raises(TypeError, match=msg):
+            op([T([1.0, 2.0]), bad])
+    try:
+        import torch
+    except ImportError:
+        return
+    with pytest.raises(TypeError, match=msg):
+        torch.cat([torch.tensor([1.0, 2.0]), bad])

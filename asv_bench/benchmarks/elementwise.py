@@ -3,11 +3,15 @@
 * ``Add``: ``a + b`` on a tiny (100) and a large (16M) vector, into a fresh
   output and into a preallocated one (``out=``).
 * ``Unary``: ``exp`` and ``relu`` on 16M elements at 1 and 2 threads.
+* ``Math``: the vectorised math and activations (forward, and forward + backward
+  for the activations) on 1M float32 and float64 elements at 1 and 2 threads.
 * ``Overhead``: per-op cost on one element, where the Python -> kernel path
   is all there is to time.
 
 Large kernels are split across threads, so every class times wall clock.
 """
+
+import numpy as np
 
 from ._lib import LIBRARIES, WALL, asarray, load, need_threads, randn, set_threads
 
@@ -71,6 +75,52 @@ class Unary:
 
     def time_unary(self, op, threads, library):
         self.f(self.x)
+
+
+#: name -> (function of (module, x), has a backward worth timing)
+_MATH = {
+    "sin": (lambda m, x: m.sin(x), False),
+    "log1p": (lambda m, x: m.log1p(x.abs()), False),
+    "erf": (lambda m, x: m.erf(x), False),
+    "sinh": (lambda m, x: m.sinh(x), False),
+    "pow": (lambda m, x: m.pow(x.abs(), 1.7), False),
+    "lgamma": (lambda m, x: m.lgamma(x), False),
+    "gelu": (lambda m, x: m.nn.functional.gelu(x), True),
+    "silu": (lambda m, x: m.nn.functional.silu(x), True),
+    "softplus": (lambda m, x: m.nn.functional.softplus(x), True),
+    "elu": (lambda m, x: m.nn.functional.elu(x), True),
+}
+
+
+class Math:
+    """1M elements; ``fwd+bwd`` backpropagates a fixed gradient through the activations."""
+
+    params = [list(_MATH), ["float32", "float64"], ["fwd", "fwd+bwd"], [1, 2],
+              ["ember", "torch"]]
+    param_names = ["op", "dtype", "pass", "threads", "library"]
+    timer = WALL
+
+    def setup(self, op, dtype, pass_, threads, library):
+        fn, has_bwd = _MATH[op]
+        if pass_ == "fwd+bwd" and not has_bwd:
+            raise NotImplementedError(f"{op}: forward only")
+        mod = load(library)
+        need_threads(threads)
+        self.old_threads = set_threads(library, threads)
+        x = asarray(library, randn(1 << 20, dtype=getattr(np, dtype)))
+        if pass_ == "fwd":
+            self.run = lambda: fn(mod, x)
+            return
+        x.requires_grad_(True)
+        g = asarray(library, randn(1 << 20, dtype=getattr(np, dtype), seed=1))
+        self.run = lambda: mod.autograd.grad(fn(mod, x), x, g)
+
+    def teardown(self, op, dtype, pass_, threads, library):
+        if hasattr(self, "old_threads"):
+            set_threads(library, self.old_threads)
+
+    def time_math(self, op, dtype, pass_, threads, library):
+        self.run()
 
 
 class Overhead:

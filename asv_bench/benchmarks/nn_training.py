@@ -7,6 +7,9 @@ state): ember beside PyTorch through the same code, ``lib.nn`` / ``lib.optim``.
 - ResNet basic block (conv3x3-bn-relu twice, identity shortcut, 64 channels, 32x32,
   batch 32) with SGD momentum
 - LSTM (input 64, hidden 128, seq 32, batch 32) forward + backward
+- GPT-style model (4 pre-norm blocks: LayerNorm, one QKV Linear, causal
+  scaled_dot_product_attention, GELU MLP; embedding 128, 4 heads, sequence 64, batch 16)
+  with AdamW and cross-entropy over a 256-token vocabulary
 
 Run directly (``python asv_bench/benchmarks/nn_training.py``) for a ratio table."""
 import timeit
@@ -124,6 +127,58 @@ class ResNetBlockSGD(_StepBench):
         return m, lib.optim.SGD(m.parameters(), lr=0.01, momentum=0.9), (32, 64, 32, 32)
 
 
+def _gpt(lib, vocab=256, emb=128, heads=4, seq=64, layers=4):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(emb), nn.LayerNorm(emb)
+            self.qkv, self.proj = nn.Linear(emb, 3 * emb), nn.Linear(emb, emb)
+            self.fc1, self.fc2 = nn.Linear(emb, 4 * emb), nn.Linear(4 * emb, emb)
+
+        def forward(self, x):
+            B, L, E = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(E, -1)
+            q, k, v = (t.reshape(B, L, heads, E // heads).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(B, L, E))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, emb), nn.Embedding(seq, emb)
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.ln, self.head = nn.LayerNorm(emb), nn.Linear(emb, vocab)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            return self.head(self.ln(self.blocks(x)))
+    return GPT()
+
+
+class GPTAdamW(_StepBench):
+    """GPT-style model, 4 blocks (embedding 128, 4 heads, sequence 64), batch 16, AdamW"""
+
+    def setup(self, library):
+        lib = _lib(library)
+        lib.manual_seed(0)
+        self.model = _gpt(lib)
+        self.opt = lib.optim.AdamW(self.model.parameters(), lr=1e-3)
+        rng = np.random.default_rng(0)
+        self.idx = lib.from_numpy(rng.integers(0, 256, size=(16, 64)).astype(np.int64))
+        self.tgt = lib.from_numpy(rng.integers(0, 256, size=(16 * 64,)).astype(np.int64))
+        self.ce = lib.nn.functional.cross_entropy
+        for _ in range(3):
+            self.step()
+
+    def step(self):
+        self.opt.zero_grad()
+        self.ce(self.model(self.idx).reshape(-1, 256), self.tgt).backward()
+        self.opt.step()
+
+
 class LSTMForwardBackward:
     """LSTM input 64, hidden 128, seq 32, batch 32: forward + backward"""
     params = [["ember", "torch"]]
@@ -160,7 +215,7 @@ def _measure(cls, library, repeat=7, number=None):
 
 if __name__ == "__main__":
     rows = []
-    for cls in (MLPAdam, CNNSGDMomentum, ResNetBlockSGD, LSTMForwardBackward):
+    for cls in (MLPAdam, CNNSGDMomentum, ResNetBlockSGD, GPTAdamW, LSTMForwardBackward):
         times = {}
         for library in ("torch", "ember"):
             try:

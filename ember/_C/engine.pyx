@@ -1,11 +1,11 @@
 # cython: boundscheck=True, wraparound=True
 """The hot loops of ember's autograd, compiled: the record hook the core calls for
-every op that needs a graph node, the reverse pass over a whole graph (backward
-without ``inputs=``), a leaf's gradient accumulation and a node's release of its
-saved tensors.
+every op that needs a graph node, the reverse pass over a whole graph (backward)
+or over the part that leads to given inputs (``autograd.grad``, ``backward(inputs=)``),
+a leaf's gradient accumulation and a node's release of its saved tensors.
 
 ``ember/autograd/_engine.py`` owns the graph's classes and every rare path (hooks,
-anomaly mode, freed graphs, capture for ``autograd.grad``); it hands them to this
+anomaly mode, freed graphs); it hands them to this
 module once with :func:`bind`.  The semantics are those documented there; this
 module only does the per-node bookkeeping without the interpreter: tensors' fields
 are read as C fields, the ready nodes sit in a C heap keyed by creation order."""
@@ -570,3 +570,161 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
     finally:
         set_grad(prev)
     return None
+
+
+# ---- capture: autograd.grad and backward(inputs=...) -------------------------------
+
+cdef list _current = [None]         # the node whose backward runs in run_capture
+
+
+def current_node():
+    """The node whose formula :func:`run_capture` is running (None outside one): the
+    compiler's joint trace names the op of a backward it cannot trace."""
+    return _current[0]
+
+
+def _seq_key(NodeBase n):
+    return n._seq
+
+
+def run_capture(roots, grads, bint keep_graph, bint create_graph, inputs,
+                bint accumulate):
+    """The reverse pass restricted to the nodes on a path to ``inputs`` (tensors):
+    the gradients arriving there are returned (``autograd.grad``) or accumulated into
+    their ``.grad`` (``backward(inputs=...)``, ``accumulate``).
+
+    A node is needed when it captures an input's gradient or has an edge into a
+    needed node; one pass over the reachable nodes in creation order decides it,
+    since a node's edges lead to older nodes.  Needed nodes with such an edge run,
+    newest first from the heap, and deliver only along those edges."""
+    cdef dict capture = {}
+    cdef Py_ssize_t k = 0
+    for t in inputs:
+        e = _eng._edge_of(t)
+        slots = capture.get(e[0])
+        if slots is None:
+            capture[e[0]] = [(e[1], k)]
+        else:
+            slots.append((e[1], k))
+        k += 1
+    # --- the reachable nodes, then the needed ones oldest first --------------------
+    cdef set seen = set()
+    cdef list stack = []
+    cdef list order = []
+    cdef NodeBase fn, n
+    for e in roots:
+        if e[0] not in seen:
+            seen.add(e[0])
+            stack.append(e[0])
+    while stack:
+        fn = <NodeBase?>stack.pop()
+        order.append(fn)
+        for e in fn._next:
+            if e is not None and (<tuple>e)[0] not in seen:
+                seen.add((<tuple>e)[0])
+                stack.append((<tuple>e)[0])
+    seen = None
+    order.sort(key=_seq_key)
+    cdef set needed = set(capture)
+    cdef set run = set()
+    for fn in order:
+        for e in fn._next:
+            if e is not None and (<tuple>e)[0] in needed:
+                needed.add(fn)
+                run.add(fn)
+                break
+    order = None
+    # --- the pass ---------------------------------------------------------------
+    cdef dict buffers = {}
+    cdef dict captured = {}
+    cdef _Heap heap = _Heap()
+    cdef Py_ssize_t i, ne
+    for (r, nr), g in zip(roots, grads):
+        if g is not None:
+            n = <NodeBase?>r
+            if buffers.get(n) is None:
+                heap.push(n)
+            _add_into(buffers, n, nr, g, create_graph)
+    prev = _eng.is_grad_enabled()
+    set_grad = _eng._set_grad_enabled
+    set_grad(create_graph)
+    prev_node = _current[0]
+    cdef bint anomaly = _anomaly[0]
+    observe = _observer[0]
+    call_slow = _eng._call_slow
+    call_anomaly = _eng._call_anomaly
+    pre_hooks = _eng._pre_hooks
+    fix_grad = _eng._fix_grad
+    cdef bint any_grad, multi, skip_pre
+    try:
+        while heap.n:
+            fn = <NodeBase>heap.pop()
+            buf = buffers.pop(fn)
+            multi = fn._nout > 1
+            skip_pre = False
+            slots = capture.get(fn)
+            if slots is not None:
+                if fn._extra is not None:
+                    buf = pre_hooks(fn, fn._extra, buf)
+                    skip_pre = True
+                for s in <list>slots:
+                    captured[(<tuple>s)[1]] = ((buf[(<tuple>s)[0]] if buf is not None
+                                                else None) if multi else buf)
+            if fn not in run:
+                continue
+            any_grad = buf is not None
+            if multi and any_grad:
+                any_grad = False
+                for b in <list>buf:
+                    if b is not None:
+                        any_grad = True
+                        break
+            _current[0] = fn
+            if not any_grad:
+                res = None
+            elif observe is not None:
+                res = observe(fn, buf, skip_pre, call_anomaly if anomaly else call_slow)
+            elif anomaly:
+                res = call_anomaly(fn, buf, skip_pre)
+            elif fn._extra is None and fn._vers is not None:
+                res = fn._apply(buf)
+            else:
+                res = call_slow(fn, buf, skip_pre)
+            buf = None
+            fixed = None
+            if res is not None:
+                ins = None if fn._exact else fn._inputs
+                nxt = fn._next
+                ne = len(nxt)
+                for i in range(ne):
+                    e = nxt[i]
+                    if e is None:
+                        continue
+                    g = res[i]
+                    if g is None:
+                        continue
+                    n = <NodeBase?>(<tuple>e)[0]
+                    if n not in needed:
+                        continue
+                    if ins is not None:
+                        x = ins[i]
+                        if x is not _FREED_SCALAR and _misfit(g, x):
+                            g = fix_grad(g, x)
+                            if fixed is None:
+                                fixed = set()
+                            fixed.add(i)
+                    if buffers.get(n) is None:
+                        heap.push(n)
+                    _add_into(buffers, n, (<tuple>e)[1], g, create_graph)
+                    g = None
+                res = None
+            if not keep_graph:
+                if type(fn)._release is _node_release:
+                    _release(fn, fixed)
+                else:
+                    fn._release(fixed)
+    finally:
+        _current[0] = prev_node
+        set_grad(prev)
+    return _eng._finish_capture(capture, captured, buffers, inputs, accumulate,
+                                create_graph)

@@ -1344,8 +1344,10 @@ cdef list _tensor_list(object tensors, str op):
     cdef int i = 0
     for t in tensors:
         if not isinstance(t, TensorBase):
+            m = type(t).__module__
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
-                            f"{type(t).__name__}")
+                            + (type(t).__name__ if m == "builtins" else
+                               f"{m.partition('.')[0]}.{type(t).__qualname__}"))
         i += 1
     return list(tensors)
 

@@ -551,18 +551,6 @@ def _pre_hooks(fn, ex, buf):
     return tuple(grads) if multi else grads[0]
 
 
-def _add_into(buffers, node, nr, g):
-    if node._nout == 1:
-        old = buffers.get(node)
-        buffers[node] = g if old is None else old + g
-    else:
-        b = buffers.get(node)
-        if b is None:
-            b = buffers[node] = [None] * node._nout
-        old = b[nr]
-        b[nr] = g if old is None else old + g
-
-
 def _call_anomaly(fn, buf, skip_pre=False):
     try:
         res = _call_slow(fn, buf, skip_pre)
@@ -585,128 +573,11 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     roots: list of (node, output_nr) with matching ``grads``. Without ``inputs`` every
     reachable node runs and leaves accumulate. With ``inputs`` (tensors) only nodes on
     a path to them run, and the gradients arriving there are returned (autograd.grad)
-    or accumulated into their ``.grad`` (backward(inputs=...))."""
+    or accumulated into their ``.grad`` (backward(inputs=...)).  Both loops are
+    compiled (``ember/_C/engine.pyx``)."""
     if inputs is None:
         return _run_all(roots, grads, keep_graph, create_graph)
-    # --- dependency counts: edges into each reachable node ----------------------
-    deps = {}
-    dget = deps.get
-    root_nodes = []
-    for e in roots:
-        n = e[0]
-        if n not in deps:
-            deps[n] = 0
-            root_nodes.append(n)
-    stack = list(root_nodes)
-    order = [] if inputs is not None else None
-    while stack:
-        fn = stack.pop()
-        if order is not None:
-            order.append(fn)
-        for e in fn._next:
-            if e is not None:
-                n = e[0]
-                d = dget(n)
-                if d is None:
-                    deps[n] = 1
-                    stack.append(n)
-                else:
-                    deps[n] = d + 1
-    capture = run = None
-    if inputs is not None:
-        capture, run, deps = _prepare_capture(inputs, order)
-        dget = deps.get
-    buffers = {}
-    for (n, nr), g in zip(roots, grads):
-        if g is not None:
-            _add_into(buffers, n, nr, g)
-    ready = [n for n in root_nodes if dget(n) == 0]
-    captured = {}
-    prev = is_grad_enabled()
-    _set_grad_enabled(create_graph)
-    anomaly = _anomaly[0]
-    observe = _node_observer[0]
-    bpop = buffers.pop
-    bget = buffers.get
-    Acc = AccumulateGrad
-    try:
-        while ready:
-            fn = ready.pop()
-            buf = bpop(fn, None)
-            if type(fn) is Acc and capture is None:
-                if buf is not None:
-                    if fn._extra is None and not anomaly:
-                        _accumulate(fn.variable, buf, create_graph)
-                    else:
-                        _call_slow(fn, buf) if not anomaly else _call_anomaly(fn, buf)
-                continue
-            skip_pre = False
-            if capture is not None:
-                slots = capture.get(fn)
-                if slots is not None:
-                    if fn._extra is not None and buf is not None:
-                        buf = _pre_hooks(fn, fn._extra, buf)
-                        skip_pre = True
-                    for nr, k in slots:
-                        captured[k] = (buf[nr] if buf is not None else None) \
-                            if fn._nout > 1 else buf
-                if fn not in run:
-                    continue
-            if buf is None:
-                res = None
-            elif fn._nout > 1 and not any([b is not None for b in buf]):
-                res = None
-            elif observe is not None:
-                res = observe(fn, buf, skip_pre, _call_anomaly if anomaly else _call_slow)
-            elif anomaly:
-                res = _call_anomaly(fn, buf, skip_pre)
-            elif fn._extra is None and fn._vers is not None:
-                res = fn._apply(buf)
-            else:
-                res = _call_slow(fn, buf, skip_pre)
-            del buf
-            ins = None if fn._exact else fn._inputs
-            fixed = None
-            i = -1
-            for e in fn._next:
-                i += 1
-                if e is None:
-                    continue
-                n = e[0]
-                d = dget(n)
-                if d is None:
-                    continue          # not on a path to a requested input
-                if res is not None:
-                    g = res[i]
-                    if g is not None:
-                        if ins is not None:
-                            x = ins[i]
-                            if x is not _FREED_SCALAR and (
-                                    g.dtype is not x.dtype or g.dim() != x.dim() or
-                                    g.numel() != (xn := x.numel()) or not xn):
-                                g = _fix_grad(g, x)
-                                if fixed is None:
-                                    fixed = set()
-                                fixed.add(i)
-                        if n._nout == 1:
-                            old = bget(n)
-                            buffers[n] = g if old is None else old + g
-                        else:
-                            _add_into(buffers, n, e[1], g)
-                        del g
-                if d == 1:
-                    del deps[n]
-                    ready.append(n)
-                else:
-                    deps[n] = d - 1
-            del res
-            if not keep_graph:
-                fn._release(fixed)
-    finally:
-        _set_grad_enabled(prev)
-    if capture is not None:
-        return _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph)
-    return None
+    return _ce.run_capture(roots, grads, keep_graph, create_graph, inputs, accumulate)
 
 
 # Every reachable node runs, newest first (a max-heap on creation order): when a node
@@ -723,37 +594,6 @@ def _edge_of(t):
         return (_accumulate_node(t), 0)
     nr = t._ag_nr
     return (fn, nr[1] if nr is not None and nr[0] is fn else 0)
-
-
-def _prepare_capture(inputs, order):
-    """Nodes with a path to a requested input are "needed"; of those, the ones with an
-    edge into another needed node must run. Dependency counts cover only those edges."""
-    capture = {}
-    for k, t in enumerate(inputs):
-        n, nr = _edge_of(t)
-        capture.setdefault(n, []).append((nr, k))
-    needed = set(capture)
-    # `order` is a DFS pre-order of the reachable graph: sweep until nothing changes
-    changed = True
-    while changed:
-        changed = False
-        for fn in reversed(order):
-            if fn not in needed:
-                for e in fn._next:
-                    if e is not None and e[0] in needed:
-                        needed.add(fn)
-                        changed = True
-                        break
-    run = set()
-    deps = {}
-    for fn in order:
-        if fn in needed:
-            deps.setdefault(fn, 0)
-            for e in fn._next:
-                if e is not None and e[0] in needed:
-                    run.add(fn)
-                    deps[e[0]] = deps.get(e[0], 0) + 1
-    return capture, run, deps
 
 
 def _finish_capture(capture, captured, buffers, inputs, accumulate, create_graph):

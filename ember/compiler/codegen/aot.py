@@ -47,14 +47,9 @@ class JointTraceError(RuntimeError):
 
 
 def _failing_op() -> str | None:
-    """The forward op of the autograd node the engine is running (from its frame)."""
-    import sys
-    f = sys._getframe(1)
-    while f is not None:
-        if f.f_code.co_name == "run_backward" and "autograd" in f.f_code.co_filename:
-            return getattr(f.f_locals.get("fn"), "_op", None)
-        f = f.f_back
-    return None
+    """The forward op of the autograd node whose backward the engine is running."""
+    from ember._C import engine
+    return getattr(engine.current_node(), "_op", None)
 
 
 def _keeps_graph() -> bool:
