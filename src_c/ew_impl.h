@@ -413,6 +413,10 @@ static void un_softplus_f64(char **p, const int64_t *s, int64_t n, const void *a
     const double beta = prm[0], thr = prm[1];
     if (s[0] == 8 && s[1] == 8) {
         double *o = (double *)p[0]; const double *in = (const double *)p[1];
+        if (beta == 1.0) {
+            for (int64_t i = 0; i < n; i++) { double x = in[i]; o[i] = x > thr ? x : em_softplus1_vd(x); }
+            return;
+        }
         for (int64_t i = 0; i < n; i++) o[i] = em_softplus_vd(in[i], beta, thr);
     } else {
         char *o = p[0]; const char *in = p[1];
@@ -471,11 +475,17 @@ static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
         }
     }
 }
+/* float64: a positive input_scale (every elu, selu, celu with alpha > 0) keeps
+   expm1's argument at or below 0, where em_expm1_neg_d serves */
 static void un_elu_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
     const double *prm = (const double *)aux;
     const double sc = prm[1], ns = prm[1] * prm[0], is = prm[2];
     if (s[0] == 8 && s[1] == 8) {
         double *o = (double *)p[0]; const double *in = (const double *)p[1];
+        if (is > 0.0) {
+            for (int64_t i = 0; i < n; i++) { double x = in[i]; o[i] = x > 0 ? x * sc : ns * em_expm1_neg_d(x * is); }
+            return;
+        }
         for (int64_t i = 0; i < n; i++) { double x = in[i]; o[i] = x > 0 ? x * sc : ns * em_expm1_vd(x * is); }
     } else {
         char *o = p[0]; const char *in = p[1];
@@ -484,6 +494,37 @@ static void un_elu_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
         }
     }
 }
+/* backward helpers with parameters (a = incoming grad, b = saved input): SETUP
+   reads them from aux once, so the loops vectorise; a broadcast grad (the
+   backward of a sum) keeps its own loop */
+#define BINP_LOOP(name, TY, SETUP, EXPR)                                                \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {          \
+        typedef TY T; const double *prm = (const double *)aux; SETUP                    \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                      \
+            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
+            for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }    \
+        } else if (s[0] == z && s[1] == 0 && s[2] == z) {                               \
+            T *o = (T *)p[0]; const T a = *(const T *)p[1]; const T *y = (const T *)p[2]; \
+            for (int64_t i = 0; i < n; i++) { T b = y[i]; o[i] = (EXPR); }              \
+        } else {                                                                        \
+            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
+                T a = *(const T *)x, b = *(const T *)y; *(T *)o = (EXPR);               \
+            }                                                                           \
+        }                                                                               \
+    }
+/* elu: torch's order, grad * input_scale * (alpha scale) * exp(x input_scale) for
+   x <= 0 and grad * scale otherwise (NaN included) */
+#define ELU_BW_SETUP const T sc = (T)prm[1], ns = (T)prm[1] * (T)prm[0], is = (T)prm[2];
+BINP_LOOP(bin_elu_bw_f32, float, ELU_BW_SETUP, b <= 0 ? a * is * ns * em_expf(b * is) : a * sc)
+BINP_LOOP(bin_elu_bw_f64, double, ELU_BW_SETUP, b <= 0 ? a * is * ns * em_act_exp_d(b * is) : a * sc)
+/* softplus: torch's grad * z / (z + 1), z = exp(beta x), and grad above the threshold */
+#define SOFTPLUS_BW_SETUP const T beta = (T)prm[0], thr = (T)prm[1];
+BINP_LOOP(bin_softplus_bw_f32, float, SOFTPLUS_BW_SETUP,
+          ({ T u = b * beta, e = em_expf(u); u > thr ? a : a * e / (e + 1); }))
+BINP_LOOP(bin_softplus_bw_f64, double, SOFTPLUS_BW_SETUP,
+          ({ T u = b * beta, e = em_act_exp_d(u); u > thr ? a : a * e / (e + 1); }))
 CLAMP_LOOP(un_clamp_u8, uint8_t)
 CLAMP_LOOP(un_clamp_i8, int8_t)
 CLAMP_LOOP(un_clamp_i16, int16_t)

@@ -489,6 +489,48 @@ def silu_backward(grad, input):
     return _binary(EW_SILU_BW, "silu_backward", grad, input, None, K_FLOAT)
 
 
+cdef bint _fused_bw_ok(object grad, object input):
+    """a fused backward helper can run: CPU tensors, no Python mode, nothing to record"""
+    if not isinstance(grad, TensorBase) or not isinstance(input, TensorBase):
+        return False
+    if needs_slow1(<TensorBase>grad) or needs_slow1(<TensorBase>input):
+        return False
+    return not (grad_on() and ((<TensorBase>grad)._requires_grad or
+                               (<TensorBase>input)._requires_grad))
+
+
+def _elu_backward(grad, input, double alpha, double scale, double input_scale):
+    """elu's input gradient in one pass (torch's elu_backward on the input); None where
+    the autograd formula's differentiable form must run: Python modes, other devices,
+    a graph being recorded."""
+    cdef double prm[3]
+    if not _fused_bw_ok(grad, input):
+        return None
+    prm[0] = alpha
+    prm[1] = scale
+    prm[2] = input_scale
+    return _binary(EW_ELU_BW, "elu_backward", grad, input, None, K_FLOAT, False, None, prm)
+
+
+def _mish_backward(grad, input):
+    """mish's input gradient in one pass; None as _elu_backward."""
+    if not _fused_bw_ok(grad, input):
+        return None
+    return _binary(EW_MISH_BW, "mish_backward", grad, input, None, K_FLOAT)
+
+
+def _softplus_backward(grad, input, double beta, double threshold):
+    """softplus's input gradient in one pass (torch's softplus_backward); None as
+    _elu_backward."""
+    cdef double prm[2]
+    if not _fused_bw_ok(grad, input):
+        return None
+    prm[0] = beta
+    prm[1] = threshold
+    return _binary(EW_SOFTPLUS_BW, "softplus_backward", grad, input, None, K_FLOAT, False, None,
+                   prm)
+
+
 # in-place binary variants
 def add_(TensorBase self not None, other, *, alpha=1):
     cdef double al

@@ -420,6 +420,9 @@ def _silu(ctx, g):
 @_unary("mish")
 def _mish(ctx, g):
     x = ctx.input(0)
+    r = E._mish_backward(g, x)
+    if r is not None:
+        return (r,)
     t = E.tanh(E.softplus(x))
     return (E.mul(g, E.add(t, E.mul(E.mul(x, E.sigmoid(x)), E.sub(1, E.mul(t, t))))),)
 
@@ -503,6 +506,9 @@ def _gelu(ctx, g):
 def _softplus(ctx, g):
     x = ctx.input(0)
     beta, threshold = ctx._attrs
+    r = E._softplus_backward(g, x, beta, threshold)
+    if r is not None:
+        return (r,)
     z = x if beta == 1 else E.mul(x, beta)      # x * 1 is x: one pass fewer
     return (E.where(E.gt(z, threshold), g, E.mul(g, E.sigmoid(z))),)
 
@@ -517,6 +523,9 @@ def _leaky_relu(ctx, g):
 def _elu(ctx, g):
     x = ctx.input(0)
     alpha, scale, input_scale = ctx._attrs
+    r = E._elu_backward(g, x, alpha, scale, input_scale)
+    if r is not None:
+        return (r,)
     # x * 1 is x: skipped (elu's default input_scale); g * scale stays, as it also
     # makes a broadcast incoming gradient contiguous before the select
     xs = x if input_scale == 1 else E.mul(x, input_scale)

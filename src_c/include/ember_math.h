@@ -1527,22 +1527,199 @@ EM_HD_INLINE double em_hypot_vd(double x, double y) {
 
 /* the float64 activations on the functions above (the CPU loops; ember_scalar.h
    keeps the libm forms for CUDA) */
-EM_HD_INLINE double em_gelu_vd(double x) { return 0.5 * x * em_erfc_vd(-x * 0.70710678118654752440); }
-EM_HD_INLINE double em_gelu_grad_vd(double b) {
-    return 0.5 * em_erfc_vd(-b * 0.70710678118654752440) + b * 0.3989422804014327 * em_exp_d(-0.5 * b * b);
+/* (e^r - 1 - r) / r^2 on |r| <= ln2/2, em_exp_taylor_d's polynomial in Estrin's
+   order: the activations' loops are bound by its dependency chain */
+EM_HD_INLINE double em_exp_taylor_estrin_d(double r) {
+    double r2 = r * r, r4 = r2 * r2;
+    double a0 = EM_MAD(0.16666666666666666, r, 0.5), a1 = EM_MAD(0.008333333333333333, r, 0.041666666666666664);
+    double a2 = EM_MAD(0.0001984126984126984, r, 0.001388888888888889);
+    double a3 = EM_MAD(2.7557319223985893e-06, r, 2.48015873015873e-05);
+    double a4 = EM_MAD(2.505210838544172e-08, r, 2.755731922398589e-07);
+    double a5 = EM_MAD(1.6059043836821613e-10, r, 2.08767569878681e-09);
+    double b0 = EM_MAD(a1, r2, a0), b1 = EM_MAD(a3, r2, a2), b2 = EM_MAD(a5, r2, a4);
+    return EM_MAD(EM_MAD(b2, r4, b1), r4, b0);
 }
+/* e^y = 2^n (1 + q), y clamped to [-746, 710] (0 and inf beyond, through
+   em_ldexp_d): returns q and n, r = y - n ln2 in two parts, q = r + r^2 p(r) in one
+   rounding */
+EM_HD_INLINE double em_act_expq_d(double y, int64_t *n) {
+    double yc = y < -746.0 ? -746.0 : (y > 710.0 ? 710.0 : y);
+    double kd = yc * 1.4426950408889634 + 6755399441055744.0;
+    *n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r = (yc - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+    return EM_MAD(em_exp_taylor_estrin_d(r), r * r, r);
+}
+EM_HD_INLINE double em_act_exp_d(double y) {
+    int64_t n;
+    double q = em_act_expq_d(y, &n);
+    return em_ldexp_d(1.0 + q, n);
+}
+/* sigmoid from e = exp(-|x|) in (0, 1]: 1 / (1 + e) or e / (1 + e), no overflow;
+   silu and its derivative s (1 + x (1 - s)) take 1 - s = e / (1 + e) or 1 / (1 + e),
+   so it does not cancel */
+EM_HD_INLINE double em_sigmoid_vd(double x) {
+    double e = em_act_exp_d(-fabs(x));
+    return (x < 0.0 ? e : 1.0) / (1.0 + e);
+}
+EM_HD_INLINE double em_silu_vd(double x) {
+    double e = em_act_exp_d(-fabs(x));
+    return x * (x < 0.0 ? e : 1.0) / (1.0 + e);
+}
+EM_HD_INLINE double em_silu_bw_vd(double g, double x) {
+    double e = em_act_exp_d(-fabs(x)), inv = 1.0 / (1.0 + e);
+    double s = (x < 0.0 ? e : 1.0) * inv, oms = (x < 0.0 ? 1.0 : e) * inv;
+    return g * s * EM_MAD(x, oms, 1.0);
+}
+/* float64 exact gelu = x Phi(x).  With a = |x|/sqrt2 and t = 3.5 / (3.5 + a),
+   Phi(-|x|) = erfc(a) / 2 = t Q(t) exp(-x^2/2) / 2, where Q = erfcx(a) / t is smooth
+   on a in [0, 27.35] (to where gelu underflows) and a degree-21 polynomial in
+   s = A t + B in [-1, 1] fits it to 5e-18 (its head in even and odd halves, which
+   shortens the dependency chain; the last three Horner steps carried in two parts).  The rounding of a and of t moves the argument Q sees by da, corrected
+   to first order with L = d log erfcx / da (a cubic in s to 0.5%); exp(-x^2/2)
+   takes x^2 exactly and comes back as 2^n (1 + q), so the negative tail keeps its
+   relative precision down to the subnormals (within 4 ulps throughout).  Stage 1
+   (the division and the polynomials) returns w = t Q / 2, stage 2 the result. */
+#define EM_GELU_D_MAX 38.6            /* exp(-x^2/2) >= 2^-1075 up to here */
+EM_HD_INLINE void em_gelu_2step_d(double h, double l, double s, double c, double *rh, double *rl) {
+    double p = h * s, r = p + c;
+    *rl = em_prod_err_d(h, s, p) + em_twosum_err(p, c, r) + l * s;
+    *rh = r;
+}
+EM_HD_INLINE double em_gelu_s1_d(double x) {
+    double ax = fabs(x);
+    ax = ax > EM_GELU_D_MAX ? EM_GELU_D_MAX : ax;
+    double a = ax * 0.7071067811865476;
+    double ae = em_prod_err_d(ax, 0.7071067811865476, a) + ax * -4.833646656726457e-17;
+    double d = 3.5 + a, dl = em_twosum_err(3.5, a, d);
+    double t = 3.5 / d;
+    double rem = em_rem_d(3.5, t, d) - t * dl;         /* 3.5 - t (d + dl) */
+    double s = EM_MAD(t, 2.2559414990859232, -1.2559414990859232);
+    double s2 = s * s;
+    double pe = -7.507574283126262e-11, po = 3.047312187818914e-11;
+    pe = EM_MAD(pe, s2, 9.673638832848157e-10);
+    po = EM_MAD(po, s2, -6.826186248919903e-10);
+    pe = EM_MAD(pe, s2, -8.374423669711944e-09);
+    po = EM_MAD(po, s2, 8.270104617011117e-09);
+    pe = EM_MAD(pe, s2, 7.082546192406947e-08);
+    po = EM_MAD(po, s2, -7.0861898836714e-08);
+    pe = EM_MAD(pe, s2, -6.665696976667076e-07);
+    po = EM_MAD(po, s2, 3.1443467954205807e-07);
+    pe = EM_MAD(pe, s2, 6.937004210776672e-06);
+    po = EM_MAD(po, s2, 5.447130522475839e-06);
+    pe = EM_MAD(pe, s2, -6.807841853171419e-05);
+    po = EM_MAD(po, s2, -0.00022241776283382408);
+    pe = EM_MAD(pe, s2, 0.00020392651620531599);
+    po = EM_MAD(po, s2, 0.003951193650105367);
+    pe = EM_MAD(pe, s2, 0.01738541902973444);
+    po = EM_MAD(po, s2, 0.050014849439870585);
+    pe = EM_MAD(pe, s2, 0.10957084768681939);
+    double p = EM_MAD(po, s, pe);
+    double l = 0.0;
+    em_gelu_2step_d(p, 0.0, s, 0.19337135750665205, &p, &l);
+    em_gelu_2step_d(p, l, s, 0.2820494347709027, &p, &l);
+    em_gelu_2step_d(p, l, s, 0.3437314354819738, &p, &l);
+    /* Q saw a' = 3.5 / t - 3.5 = a + rem / t: erfcx(a + ae) = erfcx(a') (1 - (a' - a - ae) L) */
+    double da = rem * d * 0.2857142857142857 - ae;
+    double lg = EM_MAD(EM_MAD(EM_MAD(-0.06764097539585139, s, -0.26003908609296356), s, -0.4806597413089167), s, -0.3246499421539499);
+    double q = p + EM_MAD(-da * lg, p, l);
+    return 0.5 * t * q;
+}
+/* exp(-x^2/2) = 2^n (1 + q) for |x| <= EM_GELU_D_MAX: x^2 = h + hl exactly, n = round(-h/2 / ln2),
+   r = -h/2 - n ln2_hi exact, the rest of the argument added in one rounding, and
+   q = r + r^2 p(r) with em_exp_reduced_d's polynomial (q within 0.6 ulp of 1 + q) */
+EM_HD_INLINE double em_gelu_gauss_d(double x, int64_t *n) {
+    double ax = fabs(x);
+    ax = ax > EM_GELU_D_MAX ? EM_GELU_D_MAX : ax;
+    double h = -0.5 * (ax * ax), hl = -0.5 * em_prod_err_d(ax, ax, -2.0 * h);
+    double kd = h * 1.4426950408889634 + 6755399441055744.0;
+    *n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r = (h - fn * 6.93147180369123816490e-01) + (hl - fn * 1.90821492927058770002e-10);
+    return EM_MAD(em_exp_taylor_estrin_d(r), r * r, r);
+}
+/* stage 2 of gelu: x Phi(-|x|) = x w (1 + q) 2^n for x < 0, x (1 - Phi(-x)) above */
+EM_HD_INLINE double em_gelu_s2_d(double x, double w) {
+    int64_t n;
+    double q = em_gelu_gauss_d(x, &n);
+    double v = EM_MAD(w, q, w);
+    double r = x < 0.0 ? em_ldexp_d(x * v, n) : x * (1.0 - em_ldexp_d(v, n));
+    r = x < -EM_GELU_D_MAX ? x * 0.0 : r;         /* -0, and NaN at -inf (as torch) */
+    return x != x ? x : r;
+}
+/* stage 2 of gelu's derivative Phi(x) + x phi(x): 2^n D (1 + q) with
+   D = +-w + x / sqrt(2 pi), plus 1 for x >= 0; NaN at +-inf (as torch) */
+EM_HD_INLINE double em_gelu_grad_s2_d(double x, double w) {
+    int64_t n;
+    double q = em_gelu_gauss_d(x, &n);
+    double dd = (x < 0.0 ? w : -w) + x * 0.3989422804014327;
+    double v = em_ldexp_d(EM_MAD(dd, q, dd), n);
+    double r = x < 0.0 ? v : 1.0 + v;
+    r = fabs(x) > EM_GELU_D_MAX ? (x < 0.0 ? 0.0 : 1.0) : r;
+    return (x != x) | (fabs(x) == INFINITY) ? NAN : r;
+}
+EM_HD_INLINE double em_gelu_vd(double x) { return em_gelu_s2_d(x, em_gelu_s1_d(x)); }
+EM_HD_INLINE double em_gelu_grad_vd(double x) { return em_gelu_grad_s2_d(x, em_gelu_s1_d(x)); }
+/* gelu with the tanh approximation: 0.5 x (1 + tanh(u)) = x sigmoid(v), v = 2u =
+   2 sqrt(2/pi) (x + 0.044715 x^3); the derivative s (1 + x (1 - s) v') as silu's */
 EM_HD_INLINE double em_gelu_tanh_vd(double x) {
-    return 0.5 * x * (1.0 + em_tanh_vd(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    double v = 1.5957691216057308 * (x + 0.044715 * x * x * x);
+    double e = em_act_exp_d(-fabs(v));
+    return x * (v < 0.0 ? e : 1.0) / (1.0 + e);
 }
 EM_HD_INLINE double em_gelu_tanh_grad_vd(double x) {
-    double t = em_tanh_vd(0.79788456080286535588 * (x + 0.044715 * x * x * x));
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.79788456080286535588 * (1.0 + 3.0 * 0.044715 * x * x);
+    double x2 = x * x;
+    double v = 1.5957691216057308 * (x + 0.044715 * x2 * x);
+    double dv = 1.5957691216057308 * EM_MAD(3.0 * 0.044715, x2, 1.0);
+    double e = em_act_exp_d(-fabs(v)), inv = 1.0 / (1.0 + e);
+    double s = (v < 0.0 ? e : 1.0) * inv, oms = (v < 0.0 ? 1.0 : e) * inv;
+    return s * EM_MAD(x * oms, dv, 1.0);
+}
+/* expm1(y) for y <= 0 (elu): 2^n (1 + q) - 1 = 2^n q + (2^n - 1) in one rounding,
+   2^n - 1 exact (n = 0 below |y| = ln2/2 leaves q itself); -1 from y = -40 on */
+EM_HD_INLINE double em_expm1_neg_d(double y) {
+    int64_t n;
+    double q = em_act_expq_d(y < -40.0 ? -40.0 : y, &n);
+    double tn = em_f64_from_bits((n + 1023) << 52);
+    double r = EM_MAD(tn, q, tn - 1.0);
+    return y == 0.0 ? y : r;
+}
+/* log1p(e) for e in [0, 1]: fdlibm's log1p with u = 1 + e in [1, 2], so its
+   correction c / u (c = e - (u - 1), below 2^-53) takes 1 / u as 1 - f + f^2 / 2,
+   f = u - 1 (enough where c / u matters), and its one division is s = f / (2 + f) */
+EM_HD_INLINE double em_log1p_unit_d(double e) {
+    double u = 1.0 + e, f = u - 1.0, c = e - f;
+    int hi = u > 1.4142135623730951;
+    double fm = hi ? 0.5 * u - 1.0 : f, k = hi ? 1.0 : 0.0;
+    double s = fm / (2.0 + fm), z = s * s, w = z * z;
+    double t1 = w * EM_MAD(w, EM_MAD(w, 1.531383769920937332e-01, 2.222219843214978396e-01), 3.999999999940941908e-01);
+    double t2 = z * EM_MAD(w, EM_MAD(w, EM_MAD(w, 1.479819860511658591e-01, 1.818357216161805012e-01), 2.857142874366239149e-01), 6.666666666666735130e-01);
+    double hfsq = 0.5 * fm * fm;
+    double cu = c * EM_MAD(0.5 * f, f, 1.0 - f);
+    return k * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + t1 + t2) + (k * 1.90821492927058770002e-10 + cu))) - fm);
+}
+/* softplus(z) = max(z, 0) + log1p(exp(-|z|)), z = beta x: no overflow */
+EM_HD_INLINE double em_softplus1_vd(double z) {
+    double m = z > 0.0 ? z : 0.0;
+    return m + em_log1p_unit_d(em_act_exp_d(-fabs(z)));
 }
 EM_HD_INLINE double em_softplus_vd(double x, double beta, double thr) {
-    return (x * beta > thr) ? x : em_log1p_d(em_exp_d(x * beta)) / beta;
+    double z = x * beta;
+    return z > thr ? x : em_softplus1_vd(z) / beta;
 }
+/* mish = x tanh(log1p(n)), n = e^x, = x q / (q + 2) with q = n (n + 2): one
+   exponential and one division; x beyond 20 is its own mish (as torch's tanh) */
 EM_HD_INLINE double em_mish_vd(double x) {
-    return x * em_tanh_vd(x > 20.0 ? x : em_log1p_d(em_exp_d(x)));
+    double n = em_act_exp_d(x > 20.0 ? 20.0 : x), q = n * (n + 2.0);
+    return x > 20.0 ? x : x * q / (q + 2.0);
+}
+/* mish' = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2) = (q D + 4 x n (n + 1)) / D^2
+   with D = q + 2 (1 - tanh^2 = 4 (q + 1) / D^2, q + 1 = (n + 1)^2); 1 beyond 40,
+   NaN at +inf (inf * 0, as torch) */
+EM_HD_INLINE double em_mish_grad_vd(double x) {
+    double n = em_act_exp_d(x > 40.0 ? 40.0 : x), q = n * (n + 2.0), d = q + 2.0;
+    double r = EM_MAD(q, d, 4.0 * x * n * (n + 1.0)) / (d * d);
+    return x > 40.0 ? (x == INFINITY ? NAN : 1.0) : r;
 }
 EM_HD_INLINE double em_logaddexp_vd(double a, double b) {
     double m = a > b ? a : b;

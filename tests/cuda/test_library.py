@@ -248,7 +248,10 @@ def test_unary_element_functions_match_cpu(lib, op, name):
     if name == "float32":   # the shared formulas: the same code, the same bits
         np.testing.assert_allclose(got, ref, rtol=2e-7, atol=1e-30)
     else:
-        np.testing.assert_allclose(got, ref, rtol=1e-15, atol=1e-300)
+        # float64 gelu: the device form is 0.5 x erfc(-x/sqrt2) on the rounded argument
+        # (up to about x^2 ulps off), the CPU's x Phi(x) is within 4 ulps
+        np.testing.assert_allclose(got, ref, rtol=1e-14 if op == "EW_GELU" else 1e-15,
+                                   atol=1e-300)
 
 
 @pytest.mark.parametrize("name", ["float32", "float64"])
