@@ -35,7 +35,9 @@ cdef extern from "ember.h" nogil:
     int64_t em_mul_size(int64_t a, int64_t b)
     void *em_alloc(size_t nbytes)
     void em_free(void *p, size_t nbytes)
-    void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks)
+    enum: EM_ALLOC_NSTATS
+    void em_alloc_stats(int64_t *out, int n)
+    void em_alloc_reset_peak()
     void em_alloc_empty_cache()
     int ember_cpu_has(const char *feature)
     int ember_set_flush_denormal(int on, int nthreads)

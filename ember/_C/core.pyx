@@ -919,13 +919,29 @@ def _wrap_memory(size_t ptr, int64_t nbytes, owner, device=None):
     return s
 
 
+_ALLOC_STAT_KEYS = ("allocated_bytes", "reserved_bytes", "peak_allocated_bytes",
+                    "peak_reserved_bytes", "segments", "cached_blocks", "hits", "misses",
+                    "splits", "released_segments")
+
+
 def _alloc_stats():
-    cdef int64_t b, n
-    em_alloc_stats(&b, &n)
-    return {"cached_bytes": b, "cached_blocks": n}
+    """The CPU caching allocator's counters (blocks from 64 KiB; smaller ones go to
+    malloc): bytes handed out and held, their peaks, ``cached_bytes`` (held, not
+    handed out), segments held, free blocks, requests served from the cache
+    (``hits``) or by a new segment (``misses``), splits and segments released."""
+    cdef int64_t v[EM_ALLOC_NSTATS]
+    em_alloc_stats(v, EM_ALLOC_NSTATS)
+    d = {k: v[i] for i, k in enumerate(_ALLOC_STAT_KEYS)}
+    d["cached_bytes"] = d["reserved_bytes"] - d["allocated_bytes"]
+    return d
+
+
+def _reset_peak_alloc_stats():
+    em_alloc_reset_peak()
 
 
 def _empty_cache():
+    """Release every wholly free cached segment."""
     em_alloc_empty_cache()
 
 

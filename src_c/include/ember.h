@@ -35,11 +35,20 @@ int ember_cpu_has(const char *feature);
    an OpenMP team of nthreads; returns 0 where the CPU cannot (not x86 with SSE3). */
 int ember_set_flush_denormal(int on, int nthreads);
 
-/* Caching allocator: 64-byte aligned; large blocks are kept for reuse so a
-   fresh output does not fault in new pages. */
+/* Caching allocator: 64-byte aligned; blocks from 64 KiB are kept for reuse
+   (split and merged, see alloc.c) so a fresh output does not fault in new pages.
+   em_free takes the size em_alloc was given. */
 void *em_alloc(size_t nbytes);
 void em_free(void *p, size_t nbytes);
-void em_alloc_stats(int64_t *cached_bytes, int64_t *cached_blocks);
+/* em_alloc_stats slots, over the cached blocks (from 64 KiB): bytes handed out
+   and held (segments), their peaks, segments, free blocks, requests served
+   from the cache (hits) or by a new segment (misses), splits, segments released */
+enum { EM_ST_ALLOCATED, EM_ST_RESERVED, EM_ST_PEAK_ALLOCATED, EM_ST_PEAK_RESERVED,
+       EM_ST_SEGMENTS, EM_ST_CACHED_BLOCKS, EM_ST_HITS, EM_ST_MISSES, EM_ST_SPLITS,
+       EM_ST_RELEASED, EM_ALLOC_NSTATS };
+void em_alloc_stats(int64_t *out, int n);
+void em_alloc_reset_peak(void);
+/* releases every wholly free segment */
 void em_alloc_empty_cache(void);
 
 /* dtype conversion: copy n elements src(dtype s) -> dst(dtype d), strided (bytes). */
