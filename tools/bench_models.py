@@ -530,35 +530,11 @@ def norms():
             print(f"{name} thr{th}: " + ", ".join(r))
 
 
-def _gpt(T, vocab=256, emb=128, heads=4, seq=64, layers=4):
-    nn, F = T.nn, T.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(emb), nn.LayerNorm(emb)
-            self.qkv, self.proj = nn.Linear(emb, 3 * emb), nn.Linear(emb, emb)
-            self.fc1, self.fc2 = nn.Linear(emb, 4 * emb), nn.Linear(4 * emb, emb)
-
-        def forward(self, x):
-            B, L, E = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(E, -1)
-            q, k, v = (t.reshape(B, L, heads, E // heads).transpose(1, 2) for t in (q, k, v))
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(a.transpose(1, 2).reshape(B, L, E))
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, emb), nn.Embedding(seq, emb)
-            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
-            self.ln, self.head = nn.LayerNorm(emb), nn.Linear(emb, vocab)
-
-        def forward(self, idx):
-            x = self.tok(idx) + self.pos(T.arange(idx.shape[1]))
-            return self.head(self.ln(self.blocks(x)))
-    return GPT()
+def _gpt(T, **cfg):
+    """The GPT-style model of the asv row ``nn_training.GPTAdamW`` (one definition)."""
+    sys.path.insert(0, os.path.join(ROOT, "asv_bench"))
+    from benchmarks.nn_training import _gpt as model
+    return model(T, **cfg)
 
 
 def gpt():

@@ -46,6 +46,9 @@ cdef list _anomaly = None          # [enabled, check_nan]
 cdef list _observer = None         # [fn or None]
 cdef list _nones = None            # _NONES
 cdef int64_t _seq = 0              # creation order of nodes
+cdef object _call_slow = None      # the rare paths of running a node (see bind)
+cdef object _call_anomaly = None
+cdef object _fix_grad = None
 
 
 cdef class NodeBase:
@@ -129,8 +132,11 @@ cdef inline FreedBase _freed(TensorBase t):
 def bind(eng):
     """Take the graph's classes and rare paths from ``ember.autograd._engine``."""
     global _Acc, _node_release, _FREED_SCALAR, _FREED_ONE, _Freed, _classes, _eng
-    global _anomaly, _observer, _nones
+    global _anomaly, _observer, _nones, _call_slow, _call_anomaly, _fix_grad
     _eng = eng
+    _call_slow = eng._call_slow
+    _call_anomaly = eng._call_anomaly
+    _fix_grad = eng._fix_grad
     _Acc = eng.AccumulateGrad
     _node_release = eng.Node._release
     _FREED_SCALAR = eng._FREED_SCALAR
@@ -472,6 +478,70 @@ cdef inline bint _misfit(object g, object x) except -1:
     return g.dtype is not x.dtype or g.dim() != x.dim() or g.numel() != n or not n
 
 
+cdef object _run_node(NodeBase fn, object buf, bint skip_pre, bint anomaly, object observe):
+    """Node ``fn``'s input gradients from its output gradients ``buf``: its formula
+    directly, or through the hooks' / anomaly mode's / an observer's path."""
+    if observe is not None:
+        return observe(fn, buf, skip_pre, _call_anomaly if anomaly else _call_slow)
+    if anomaly:
+        return _call_anomaly(fn, buf, skip_pre)
+    if fn._extra is None and fn._vers is not None:
+        return fn._apply(buf)
+    return _call_slow(fn, buf, skip_pre)
+
+
+cdef int _deliver(NodeBase fn, object res, dict buffers, _Heap heap, object needed,
+                  bint keep_graph, bint create_graph) except -1:
+    """Add ``fn``'s input gradients ``res`` into the buffers of the nodes its edges
+    lead to (only those in ``needed`` unless it is None), pushing each node reached
+    for the first time on the heap; then release ``fn``'s saved tensors unless the
+    graph is kept."""
+    cdef Py_ssize_t i, ne
+    cdef NodeBase n
+    fixed = None
+    if res is not None:
+        ins = None if fn._exact else fn._inputs
+        nxt = fn._next
+        ne = len(nxt)
+        for i in range(ne):
+            e = nxt[i]
+            if e is None:
+                continue
+            g = res[i]
+            if g is None:
+                continue
+            n = <NodeBase?>(<tuple>e)[0]
+            if needed is not None and n not in <set>needed:
+                continue
+            if ins is not None:
+                x = ins[i]
+                if x is not _FREED_SCALAR and _misfit(g, x):
+                    g = _fix_grad(g, x)
+                    if fixed is None:
+                        fixed = set()
+                    fixed.add(i)
+            if n._nout == 1:
+                old = buffers.get(n)
+                if old is None:
+                    buffers[n] = g
+                    heap.push(n)
+                else:    # refs to old: the dict's and this frame's
+                    buffers[n] = _sum(old, g, not create_graph and
+                                      refcount(<PyObject *>old) == 2)
+                    old = None
+            else:
+                if buffers.get(n) is None:
+                    heap.push(n)
+                _add_into(buffers, n, (<tuple>e)[1], g, create_graph)
+            g = None
+    if not keep_graph:
+        if type(fn)._release is _node_release:
+            _release(fn, fixed)
+        else:
+            fn._release(fixed)
+    return 0
+
+
 def run_all(roots, grads, bint keep_graph, bint create_graph):
     """Run every node reachable from ``roots`` ((node, output_nr) pairs, with their
     ``grads``), newest first: when a node is popped, all of its consumers, being
@@ -479,7 +549,6 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
     Leaves accumulate into ``.grad``."""
     cdef dict buffers = {}
     cdef _Heap heap = _Heap()
-    cdef Py_ssize_t i, ne
     cdef NodeBase fn, n
     for (r, nr), g in zip(roots, grads):
         if g is not None:
@@ -492,9 +561,6 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
     set_grad(create_graph)
     cdef bint anomaly = _anomaly[0]
     observe = _observer[0]
-    call_slow = _eng._call_slow
-    call_anomaly = _eng._call_anomaly
-    fix_grad = _eng._fix_grad
     Acc = _Acc
     cdef bint any_grad, multi
     try:
@@ -505,9 +571,9 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
                 if fn._extra is None and not anomaly:
                     _accumulate(fn.variable, buf, create_graph, refcount(<PyObject *>buf) == 1)
                 elif anomaly:
-                    call_anomaly(fn, buf)
+                    _call_anomaly(fn, buf)
                 else:
-                    call_slow(fn, buf)
+                    _call_slow(fn, buf)
                 continue
             multi = fn._nout > 1
             if multi:
@@ -516,57 +582,10 @@ def run_all(roots, grads, bint keep_graph, bint create_graph):
                     if b is not None:
                         any_grad = True
                         break
-            if multi and not any_grad:
-                res = None
-            elif observe is not None:
-                res = observe(fn, buf, False, call_anomaly if anomaly else call_slow)
-            elif anomaly:
-                res = call_anomaly(fn, buf)
-            elif fn._extra is None and fn._vers is not None:
-                res = fn._apply(buf)
-            else:
-                res = call_slow(fn, buf)
+            res = None if multi and not any_grad else _run_node(fn, buf, False, anomaly, observe)
             buf = None
-            fixed = None
-            if res is not None:
-                ins = None if fn._exact else fn._inputs
-                nxt = fn._next
-                ne = len(nxt)
-                for i in range(ne):
-                    e = nxt[i]
-                    if e is None:
-                        continue
-                    g = res[i]
-                    if g is None:
-                        continue
-                    if ins is not None:
-                        x = ins[i]
-                        if x is not _FREED_SCALAR and _misfit(g, x):
-                            g = fix_grad(g, x)
-                            if fixed is None:
-                                fixed = set()
-                            fixed.add(i)
-                    n = <NodeBase?>(<tuple>e)[0]
-                    if n._nout == 1:
-                        old = buffers.get(n)
-                        if old is None:
-                            buffers[n] = g
-                            heap.push(n)
-                        else:    # refs to old: the dict's and this frame's
-                            buffers[n] = _sum(old, g, not create_graph and
-                                              refcount(<PyObject *>old) == 2)
-                            old = None
-                    else:
-                        if buffers.get(n) is None:
-                            heap.push(n)
-                        _add_into(buffers, n, (<tuple>e)[1], g, create_graph)
-                    g = None
-                res = None
-            if not keep_graph:
-                if type(fn)._release is _node_release:
-                    _release(fn, fixed)
-                else:
-                    fn._release(fixed)
+            _deliver(fn, res, buffers, heap, None, keep_graph, create_graph)
+            res = None
     finally:
         set_grad(prev)
     return None
@@ -638,7 +657,6 @@ def run_capture(roots, grads, bint keep_graph, bint create_graph, inputs,
     cdef dict buffers = {}
     cdef dict captured = {}
     cdef _Heap heap = _Heap()
-    cdef Py_ssize_t i, ne
     for (r, nr), g in zip(roots, grads):
         if g is not None:
             n = <NodeBase?>r
@@ -651,10 +669,7 @@ def run_capture(roots, grads, bint keep_graph, bint create_graph, inputs,
     prev_node = _current[0]
     cdef bint anomaly = _anomaly[0]
     observe = _observer[0]
-    call_slow = _eng._call_slow
-    call_anomaly = _eng._call_anomaly
     pre_hooks = _eng._pre_hooks
-    fix_grad = _eng._fix_grad
     cdef bint any_grad, multi, skip_pre
     try:
         while heap.n:
@@ -680,49 +695,10 @@ def run_capture(roots, grads, bint keep_graph, bint create_graph, inputs,
                         any_grad = True
                         break
             _current[0] = fn
-            if not any_grad:
-                res = None
-            elif observe is not None:
-                res = observe(fn, buf, skip_pre, call_anomaly if anomaly else call_slow)
-            elif anomaly:
-                res = call_anomaly(fn, buf, skip_pre)
-            elif fn._extra is None and fn._vers is not None:
-                res = fn._apply(buf)
-            else:
-                res = call_slow(fn, buf, skip_pre)
+            res = _run_node(fn, buf, skip_pre, anomaly, observe) if any_grad else None
             buf = None
-            fixed = None
-            if res is not None:
-                ins = None if fn._exact else fn._inputs
-                nxt = fn._next
-                ne = len(nxt)
-                for i in range(ne):
-                    e = nxt[i]
-                    if e is None:
-                        continue
-                    g = res[i]
-                    if g is None:
-                        continue
-                    n = <NodeBase?>(<tuple>e)[0]
-                    if n not in needed:
-                        continue
-                    if ins is not None:
-                        x = ins[i]
-                        if x is not _FREED_SCALAR and _misfit(g, x):
-                            g = fix_grad(g, x)
-                            if fixed is None:
-                                fixed = set()
-                            fixed.add(i)
-                    if buffers.get(n) is None:
-                        heap.push(n)
-                    _add_into(buffers, n, (<tuple>e)[1], g, create_graph)
-                    g = None
-                res = None
-            if not keep_graph:
-                if type(fn)._release is _node_release:
-                    _release(fn, fixed)
-                else:
-                    fn._release(fixed)
+            _deliver(fn, res, buffers, heap, needed, keep_graph, create_graph)
+            res = None
     finally:
         _current[0] = prev_node
         set_grad(prev)
