@@ -21,9 +21,10 @@ typedef uint8_t em_bool;
 #define F_EXP(T, x) (sizeof(T) == 4 ? (T)em_expf((float)(x)) : (T)exp((double)(x)))
 
 /* --- loop templates ------------------------------------------------------ */
-#define BIN_LOOP(name, TY, EXPR)                                                         \
-    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
-        (void)aux;                                                                      \
+/* a binary loop whose EXPR reads parameters set up once from aux (prm: doubles) */
+#define BINP_LOOP(name, TY, SETUP, EXPR)                                                \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {          \
+        typedef TY T; const double *prm = (const double *)aux; (void)prm; SETUP         \
         const int64_t z = sizeof(T);                                                    \
         if (s[0] == z && s[1] == z && s[2] == z) {                                      \
             T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
@@ -41,6 +42,7 @@ typedef uint8_t em_bool;
             }                                                                           \
         }                                                                               \
     }
+#define BIN_LOOP(name, TY, EXPR) BINP_LOOP(name, TY, , EXPR)
 
 /* a + alpha * b with alpha read from aux: add/sub with alpha in one pass */
 #define BINA_LOOP(name, TY)                                                             \
@@ -525,23 +527,6 @@ static void un_elu_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
 /* backward helpers with parameters (a = incoming grad, b = saved input): SETUP
    reads them from aux once, so the loops vectorise; a broadcast grad (the
    backward of a sum) keeps its own loop */
-#define BINP_LOOP(name, TY, SETUP, EXPR)                                                \
-    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {          \
-        typedef TY T; const double *prm = (const double *)aux; SETUP                    \
-        const int64_t z = sizeof(T);                                                    \
-        if (s[0] == z && s[1] == z && s[2] == z) {                                      \
-            T *o = (T *)p[0]; const T *x = (const T *)p[1], *y = (const T *)p[2];       \
-            for (int64_t i = 0; i < n; i++) { T a = x[i], b = y[i]; o[i] = (EXPR); }    \
-        } else if (s[0] == z && s[1] == 0 && s[2] == z) {                               \
-            T *o = (T *)p[0]; const T a = *(const T *)p[1]; const T *y = (const T *)p[2]; \
-            for (int64_t i = 0; i < n; i++) { T b = y[i]; o[i] = (EXPR); }              \
-        } else {                                                                        \
-            char *o = p[0]; const char *x = p[1], *y = p[2];                            \
-            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2]) {          \
-                T a = *(const T *)x, b = *(const T *)y; *(T *)o = (EXPR);               \
-            }                                                                           \
-        }                                                                               \
-    }
 /* elu: torch's order, grad * input_scale * (alpha scale) * exp(x input_scale) for
    x <= 0 and grad * scale otherwise (NaN included) */
 #define ELU_BW_SETUP const T sc = (T)prm[1], ns = (T)prm[1] * (T)prm[0], is = (T)prm[2];

@@ -3530,40 +3530,18 @@ DIGAMMA_F64_LOOP(__attribute__((target("prefer-vector-width=512"))), digamma_vec
 #define SP_HAVE_ISA 0
 #endif
 
-static em_loop erfinv_f32_loop(void) {
-#if SP_HAVE_ISA
-    int isa = ember_cpu_isa();
-    if (isa >= 2) return erfinv_vec_f32_avx512;
-    if (isa == 1) return erfinv_vec_f32_avx2;
-#endif
-    return erfinv_vec_f32;
-}
 void em_erfinv_f64_avx2(char **p, const int64_t *s, int64_t n, const void *aux);
 void em_erfinv_f64_avx512(char **p, const int64_t *s, int64_t n, const void *aux);
-static em_loop digamma_f32_loop(void) {
+/* the loop for the running CPU: generic G, AVX2 A2 or AVX-512 A5 */
 #if SP_HAVE_ISA
+static em_loop sp_isa_pick(em_loop g, em_loop a2, em_loop a5) {
     int isa = ember_cpu_isa();
-    if (isa >= 2) return digamma_vec_f32_avx512;
-    if (isa == 1) return digamma_vec_f32_avx2;
-#endif
-    return digamma_vec_f32;
+    return isa >= 2 ? a5 : isa == 1 ? a2 : g;
 }
-static em_loop digamma_f64_loop(void) {
-#if SP_HAVE_ISA
-    int isa = ember_cpu_isa();
-    if (isa >= 2) return digamma_vec_f64_avx512;
-    if (isa == 1) return digamma_vec_f64_avx2;
+#define SP_ISA(G, A2, A5) sp_isa_pick(G, A2, A5)
+#else
+#define SP_ISA(G, A2, A5) (G)
 #endif
-    return digamma_vec_f64;
-}
-static em_loop erfinv_f64_loop(void) {
-#if SP_HAVE_ISA
-    int isa = ember_cpu_isa();
-    if (isa >= 2) return em_erfinv_f64_avx512;
-    if (isa == 1) return em_erfinv_f64_avx2;
-#endif
-    return erfinv_vec_f64;
-}
 
 #define PAIR(NAME) {NAME##_f32, NAME##_f64}
 
@@ -3586,10 +3564,14 @@ double em_digamma(double x) {
 
 em_loop em_special_unary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NUNARY) return NULL;
-    if (op == EM_SP_DIGAMMA && dtype == EM_F32) return digamma_f32_loop();
-    if (op == EM_SP_DIGAMMA && dtype == EM_F64) return digamma_f64_loop();
-    if (op == EM_SP_ERFINV && dtype == EM_F32) return erfinv_f32_loop();
-    if (op == EM_SP_ERFINV && dtype == EM_F64) return erfinv_f64_loop();
+    if (op == EM_SP_DIGAMMA && dtype == EM_F32)
+        return SP_ISA(digamma_vec_f32, digamma_vec_f32_avx2, digamma_vec_f32_avx512);
+    if (op == EM_SP_DIGAMMA && dtype == EM_F64)
+        return SP_ISA(digamma_vec_f64, digamma_vec_f64_avx2, digamma_vec_f64_avx512);
+    if (op == EM_SP_ERFINV && dtype == EM_F32)
+        return SP_ISA(erfinv_vec_f32, erfinv_vec_f32_avx2, erfinv_vec_f32_avx512);
+    if (op == EM_SP_ERFINV && dtype == EM_F64)
+        return SP_ISA(erfinv_vec_f64, em_erfinv_f64_avx2, em_erfinv_f64_avx512);
     return dtype == EM_F32 ? UNARY_LOOPS[op][0] : dtype == EM_F64 ? UNARY_LOOPS[op][1] : NULL;
 }
 
