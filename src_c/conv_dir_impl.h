@@ -116,6 +116,20 @@ static void dc_stage(const float *src, int64_t C, int64_t H, int64_t W, int64_t 
             dc_cpy(xs + c * plane + (r + ph) * Wp + c0 + pw, src + (c * H + r) * W + c0, c1 - c0);
 }
 
+/* the planes of image n: x's own when it is unpadded (they are Hp x Wp
+   already) and the images after it hold the DC_SLACK floats the last vectors
+   read past its end (landing only in thrown-away positions), else its copy
+   staged in xs */
+static const float *dc_image(const ember_wino_shape *s, const float *x, int64_t n, int64_t Hp,
+                             int64_t Wp, float *xs) {
+    const int64_t img = s->C * s->H * s->W;
+    if (s->ph == 0 && s->pw == 0 && s->H == Hp && s->W == Wp &&
+        (s->N - 1 - n) * img >= DC_SLACK(Wp))
+        return x + n * img;
+    dc_stage(x + n * img, s->C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs);
+    return xs;
+}
+
 /* whether the n floats at p are all finite (x*0 is NaN for an inf or NaN) */
 static int dc_finite(const float *p, int64_t n) {
     dv z = (dv){0};
@@ -211,12 +225,12 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
 #pragma omp for schedule(static)
         for (int64_t n = 0; n < N; n++) {
             if (!xs) continue;
-            dc_stage(x + n * C * s->H * s->W, C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs);
-            /* blocks of positions outside, of channels inside: the staged rows
-               of a block stay in L1 while every output channel reads them */
+            const float *xn = dc_image(s, x, n, Hp, Wp, xs);
+            /* blocks of positions outside, of channels inside: the rows of a
+               block stay in L1 while every output channel reads them */
             for (int64_t q0 = 0; q0 < Qe; q0 += QBL)
                 for (int64_t k0 = 0; k0 < K; k0 += DC_OCB)
-                    dc_fwd_block(xs, plane, Wp, C, wt + k0, KP, q0, Qe, Wo,
+                    dc_fwd_block(xn, plane, Wp, C, wt + k0, KP, q0, Qe, Wo,
                                  bias ? bias + k0 : NULL, wi_min(DC_OCB, K - k0),
                                  y + (n * K + k0) * P, P);
         }
@@ -226,49 +240,58 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
     return failed ? -1 : 0;
 }
 
-/* acc[o][j] += the products over extended positions [0, QV) of grad_output
-   rows dye (DC_WOB rows, row stride QV) and the staged row xr shifted by j
-   (the taps j of one filter row) */
-static inline void dc_wg_block(const float *dye, int64_t QV, const float *xr, float *accp) {
-    dv acc[DC_WOB][3];
-#pragma GCC unroll 8
-    for (int o = 0; o < DC_WOB; o++)
-#pragma GCC unroll 3
-        for (int j = 0; j < 3; j++) acc[o][j] = dc_ld(accp + (o * 3 + j) * DV);
+/* accp[i][o][j] += the products over extended positions [0, QV) of grad_output
+   rows dye (DC_WOB rows, row stride QV) and the staged plane xc shifted by
+   i*Wp + j: per filter row i, DC_WOB x 3 accumulators in registers */
+static inline void dc_wg_block(const float *dye, int64_t QV, const float *xc, int64_t Wp,
+                               float *accp) {
 #if DV == 16
     /* taps j = 1, 2 shifted out of this step's and the next step's vectors (a
        load that straddles two cache lines costs more here than a shuffle) */
     const dc_iv sh1 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
     const dc_iv sh2 = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
-    dv cur = dc_ld(xr);
 #endif
-    for (int64_t q = 0; q < QV; q += DV) {
+    for (int i = 0; i < 3; i++) {
+        const float *xr = xc + i * Wp;
+        float *ap = accp + i * DC_WOB * 3 * DV;
+        dv acc[DC_WOB][3];
+#pragma GCC unroll 8
+        for (int o = 0; o < DC_WOB; o++)
+#pragma GCC unroll 3
+            for (int j = 0; j < 3; j++) acc[o][j] = dc_ld(ap + (o * 3 + j) * DV);
 #if DV == 16
-        const dv nxt = dc_ld(xr + q + DV);
-        const dv xv[3] = {cur, __builtin_shuffle(cur, nxt, sh1),
-                          __builtin_shuffle(cur, nxt, sh2)};
-        cur = nxt;
+        dv cur = dc_ld(xr);
+#endif
+        int64_t q = 0;
+        do {   /* QV >= DV */
+#if DV == 16
+            const dv nxt = dc_ld(xr + q + DV);
+            const dv xv[3] = {cur, __builtin_shuffle(cur, nxt, sh1),
+                              __builtin_shuffle(cur, nxt, sh2)};
+            cur = nxt;
 #else
-        dv xv[3];
+            dv xv[3];
 #pragma GCC unroll 3
-        for (int j = 0; j < 3; j++) xv[j] = dc_ld(xr + q + j);
+            for (int j = 0; j < 3; j++) xv[j] = dc_ld(xr + q + j);
 #endif
 #pragma GCC unroll 8
-        for (int o = 0; o < DC_WOB; o++) {
-            dv d = dc_ld(dye + o * QV + q);
+            for (int o = 0; o < DC_WOB; o++) {
+                dv d = dc_ld(dye + o * QV + q);
 #if DV == 16
-            /* one load into a register for its three products: left to itself
-               GCC folds it into each FMA, three loads where one will do */
-            __asm__("" : "+v"(d));
+                /* one load into a register for its three products: left to
+                   itself GCC folds it into each FMA, three loads for one */
+                __asm__("" : "+v"(d));
 #endif
 #pragma GCC unroll 3
-            for (int j = 0; j < 3; j++) acc[o][j] += d * xv[j];
-        }
-    }
+                for (int j = 0; j < 3; j++) acc[o][j] += d * xv[j];
+            }
+            q += DV;
+        } while (q < QV);
 #pragma GCC unroll 8
-    for (int o = 0; o < DC_WOB; o++)
+        for (int o = 0; o < DC_WOB; o++)
 #pragma GCC unroll 3
-        for (int j = 0; j < 3; j++) dc_st(accp + (o * 3 + j) * DV, acc[o][j]);
+            for (int j = 0; j < 3; j++) dc_st(ap + (o * 3 + j) * DV, acc[o][j]);
+    }
 }
 
 /* dw (K, C, 3, 3) = the weight gradient of the 3x3 convolution of x (N, C, H, W)
@@ -304,8 +327,9 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
             memset(acc, 0, (size_t)per * sizeof(float));
             if (!xs) continue;
             for (int64_t n = N * sl / S; n < N * (sl + 1) / S; n++) {
-                dc_stage(x + n * C * s->H * s->W, C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs);
-                if (!dc_finite(xs, C * plane)) {
+                const float *xn = dc_image(s, x, n, Hp, Wp, xs);
+                /* (x's own planes: with the floats read past them) */
+                if (!dc_finite(xn, C * plane + (xn == xs ? 0 : 2 * DV))) {
 #pragma omp atomic write
                     nonfinite = 1;
                 }
@@ -324,9 +348,8 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
                 }
                 for (int64_t k0 = 0; k0 < KP; k0 += DC_WOB)
                     for (int64_t c = 0; c < C; c++)
-                        for (int i = 0; i < 3; i++)
-                            dc_wg_block(dye + k0 * QV, QV, xs + c * plane + i * Wp,
-                                        acc + (((k0 / DC_WOB) * C + c) * 3 + i) * DC_WOB * 3 * DV);
+                        dc_wg_block(dye + k0 * QV, QV, xn + c * plane, Wp,
+                                    acc + ((k0 / DC_WOB) * C + c) * 3 * DC_WOB * 3 * DV);
             }
         }
         free(xs);
