@@ -103,11 +103,13 @@ static float *dc_alloc(int64_t n) {
 #define DC_SLACK(Wp) (DC_QB * DV + 2 * (Wp) + 8)
 
 /* stage image src (C planes of H x W) into xs (C planes of Hp x Wp), shifted by
-   (ph, pw) with zeros around */
+   (ph, pw) with zeros around; the zeros are written on the first call only
+   (*zeroed), the images after it overwrite the same interior */
 static void dc_stage(const float *src, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw,
-                     int64_t Hp, int64_t Wp, float *xs) {
+                     int64_t Hp, int64_t Wp, float *xs, int *zeroed) {
     const int64_t plane = Hp * Wp;
-    memset(xs, 0, (size_t)(C * plane + DC_SLACK(Wp)) * sizeof(float));
+    if (!*zeroed) memset(xs, 0, (size_t)(C * plane + DC_SLACK(Wp)) * sizeof(float));
+    *zeroed = 1;
     const int64_t r0 = wi_max(0, -ph), r1 = wi_min(H, Hp - ph);
     const int64_t c0 = wi_max(0, -pw), c1 = wi_min(W, Wp - pw);
     if (c1 <= c0) return;
@@ -121,24 +123,34 @@ static void dc_stage(const float *src, int64_t C, int64_t H, int64_t W, int64_t 
    read past its end (landing only in thrown-away positions), else its copy
    staged in xs */
 static const float *dc_image(const ember_wino_shape *s, const float *x, int64_t n, int64_t Hp,
-                             int64_t Wp, float *xs) {
+                             int64_t Wp, float *xs, int *zeroed) {
     const int64_t img = s->C * s->H * s->W;
     if (s->ph == 0 && s->pw == 0 && s->H == Hp && s->W == Wp &&
         (s->N - 1 - n) * img >= DC_SLACK(Wp))
         return x + n * img;
-    dc_stage(x + n * img, s->C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs);
+    dc_stage(x + n * img, s->C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs, zeroed);
     return xs;
 }
 
-/* whether the n floats at p are all finite (x*0 is NaN for an inf or NaN) */
+/* whether the n floats at p are all finite: exponent bits all ones marks an
+   inf or NaN (integer tests, no chain of dependent additions) */
 static int dc_finite(const float *p, int64_t n) {
-    dv z = (dv){0};
+    const dc_iv e = (dc_iv){0} + 0x7f800000;
+    dc_iv bad = (dc_iv){0};
     int64_t q = 0;
-    for (; q + DV <= n; q += DV) z += dc_ld(p + q) * 0.0f;
-    float s = 0.0f;
-    for (; q < n; q++) s += p[q] * 0.0f;
-    for (int u = 0; u < DV; u++) s += z[u];
-    return s == 0.0f;
+    for (; q + DV <= n; q += DV) {
+        dc_iv v;
+        memcpy(&v, p + q, sizeof v);
+        bad |= (v & e) == e;
+    }
+    int any = 0;
+    for (int u = 0; u < DV; u++) any |= bad[u];
+    for (; q < n; q++) {
+        uint32_t v;
+        memcpy(&v, p + q, sizeof v);
+        any |= (v & 0x7f800000u) == 0x7f800000u;
+    }
+    return !any;
 }
 
 /* filters packed tap-major: wt[(c*9 + t)*KP + k] = filter (k, c) tap t, zero for
@@ -218,6 +230,7 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         float *xs = dc_alloc(C * plane + DC_SLACK(Wp));
+        int zeroed = 0;
         if (!xs) {
 #pragma omp atomic write
             failed = 1;
@@ -225,7 +238,7 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
 #pragma omp for schedule(static)
         for (int64_t n = 0; n < N; n++) {
             if (!xs) continue;
-            const float *xn = dc_image(s, x, n, Hp, Wp, xs);
+            const float *xn = dc_image(s, x, n, Hp, Wp, xs, &zeroed);
             /* blocks of positions outside, of channels inside: the rows of a
                block stay in L1 while every output channel reads them */
             for (int64_t q0 = 0; q0 < Qe; q0 += QBL)
@@ -321,31 +334,25 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
             failed = 1;
         }
         float *dye = xs ? xs + nxs : NULL;
+        int zeroed = 0;
+        /* grad_output rows at the extended positions: zero in the thrown-away
+           columns, past the last row and for k >= K, which no image overwrites */
+        if (dye) memset(dye, 0, (size_t)(KP * QV) * sizeof(float));
 #pragma omp for schedule(static)
         for (int64_t sl = 0; sl < S; sl++) {
             float *acc = part + sl * per;
             memset(acc, 0, (size_t)per * sizeof(float));
             if (!xs) continue;
             for (int64_t n = N * sl / S; n < N * (sl + 1) / S; n++) {
-                const float *xn = dc_image(s, x, n, Hp, Wp, xs);
+                const float *xn = dc_image(s, x, n, Hp, Wp, xs, &zeroed);
                 /* (x's own planes: with the floats read past them) */
                 if (!dc_finite(xn, C * plane + (xn == xs ? 0 : 2 * DV))) {
 #pragma omp atomic write
                     nonfinite = 1;
                 }
-                for (int64_t k = 0; k < KP; k++) {
-                    float *d = dye + k * QV;
-                    if (k >= K) {
-                        memset(d, 0, (size_t)QV * sizeof(float));
-                        continue;
-                    }
-                    for (int64_t r = 0; r < Ho; r++) {
-                        dc_cpy(d + r * Wp, dy + (n * K + k) * P + r * Wo, Wo);
-                        if (r + 1 < Ho) d[r * Wp + Wo] = d[r * Wp + Wo + 1] = 0.0f;
-                    }
-                    /* (Wp = Wo + 2 thrown-away columns a row; the last row's to QV) */
-                    for (int64_t q = (Ho - 1) * Wp + Wo; q < QV; q++) d[q] = 0.0f;
-                }
+                for (int64_t k = 0; k < K; k++)
+                    for (int64_t r = 0; r < Ho; r++)
+                        dc_cpy(dye + k * QV + r * Wp, dy + (n * K + k) * P + r * Wo, Wo);
                 for (int64_t k0 = 0; k0 < KP; k0 += DC_WOB)
                     for (int64_t c = 0; c < C; c++)
                         dc_wg_block(dye + k0 * QV, QV, xn + c * plane, Wp,
