@@ -3,7 +3,7 @@
    flipped form) and weight gradient against a double-precision loop, then
    times them (best and median of many runs, 1 and 2 threads, GFLOP/s).
 
-   gcc -std=c11 -O3 -fopenmp -fno-math-errno -fno-trapping-math -Isrc_c/include \
+   gcc -std=c11 -O3 -fopenmp -fno-math-errno -fno-trapping-math -Isrc_c -Isrc_c/include \
        tools/bench_dconv.c src_c/conv_wino.c src_c/conv_isa_generic.c \
        src_c/conv_isa_avx2.c src_c/conv_isa_avx512.c src_c/gemm.c src_c/gemm_generic.c \
        src_c/gemm_avx2.c src_c/gemm_avx512.c src_c/cpu.c -lm -o /tmp/bench_dconv
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../src_c/conv_wino.h"
+#include "conv_wino.h"
 
 /* one thread: this thread's CPU time (steady on a shared machine); two: wall */
 static int cpu_clock;
