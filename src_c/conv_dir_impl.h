@@ -102,15 +102,15 @@ static float *dc_alloc(int64_t n) {
    floats past its last plane, read (and thrown away) by the last vectors */
 #define DC_SLACK(Wp) (DC_QB * DV + 2 * (Wp) + 8)
 
-/* stage image src (C planes of H x W) into xs (C planes of Hp x Wp), shifted by
-   (ph, pw) with zeros around; the zeros are written on the first call only
-   (*zeroed), the images after it overwrite the same interior */
+/* stage rows [ra, rb) of image src (C planes of H x W) into xs (C planes of Hp
+   x Wp), shifted by (ph, pw) with zeros around; the zeros are written on the
+   first call only (*zeroed), the images after it overwrite the same interior */
 static void dc_stage(const float *src, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw,
-                     int64_t Hp, int64_t Wp, float *xs, int *zeroed) {
+                     int64_t Hp, int64_t Wp, float *xs, int *zeroed, int64_t ra, int64_t rb) {
     const int64_t plane = Hp * Wp;
     if (!*zeroed) memset(xs, 0, (size_t)(C * plane + DC_SLACK(Wp)) * sizeof(float));
     *zeroed = 1;
-    const int64_t r0 = wi_max(0, -ph), r1 = wi_min(H, Hp - ph);
+    const int64_t r0 = wi_max(wi_max(0, -ph), ra - ph), r1 = wi_min(wi_min(H, Hp - ph), rb - ph);
     const int64_t c0 = wi_max(0, -pw), c1 = wi_min(W, Wp - pw);
     if (c1 <= c0) return;
     for (int64_t c = 0; c < C; c++)
@@ -118,17 +118,17 @@ static void dc_stage(const float *src, int64_t C, int64_t H, int64_t W, int64_t 
             dc_cpy(xs + c * plane + (r + ph) * Wp + c0 + pw, src + (c * H + r) * W + c0, c1 - c0);
 }
 
-/* the planes of image n: x's own when it is unpadded (they are Hp x Wp
-   already) and the images after it hold the DC_SLACK floats the last vectors
-   read past its end (landing only in thrown-away positions), else its copy
-   staged in xs */
+/* the planes of image n (rows [ra, rb) of them valid): x's own when it is
+   unpadded (they are Hp x Wp already) and the images after it hold the
+   DC_SLACK floats the last vectors read past its end (landing only in
+   thrown-away positions), else its copy staged in xs */
 static const float *dc_image(const ember_wino_shape *s, const float *x, int64_t n, int64_t Hp,
-                             int64_t Wp, float *xs, int *zeroed) {
+                             int64_t Wp, float *xs, int *zeroed, int64_t ra, int64_t rb) {
     const int64_t img = s->C * s->H * s->W;
     if (s->ph == 0 && s->pw == 0 && s->H == Hp && s->W == Wp &&
         (s->N - 1 - n) * img >= DC_SLACK(Wp))
         return x + n * img;
-    dc_stage(x + n * img, s->C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs, zeroed);
+    dc_stage(x + n * img, s->C, s->H, s->W, s->ph, s->pw, Hp, Wp, xs, zeroed, ra, rb);
     return xs;
 }
 
@@ -225,7 +225,12 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
     float *wt = (float *)malloc((size_t)(C * 9 * KP) * sizeof(float));
     if (!wt) return -1;
     dc_pack(K, C, KP, w, flip, wt);
-    const int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, N);
+    /* threads take whole images, or with fewer images than threads, G parts
+       of each (ranges of position blocks; each output is one thread's sum
+       either way, so the bits do not depend on the split) */
+    const int64_t nqb = (Qe + QBL - 1) / QBL, T = nthreads < 1 ? 1 : nthreads;
+    const int64_t G = N >= T ? 1 : wi_min(nqb, (T + N - 1) / N);
+    const int nt = (int)wi_min(T, N * G);
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -236,12 +241,17 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
             failed = 1;
         }
 #pragma omp for schedule(static)
-        for (int64_t n = 0; n < N; n++) {
+        for (int64_t it = 0; it < N * G; it++) {
             if (!xs) continue;
-            const float *xn = dc_image(s, x, n, Hp, Wp, xs, &zeroed);
+            const int64_t n = it / G, g = it % G;
+            const int64_t qa = nqb * g / G * QBL, qb = wi_min(Qe, nqb * (g + 1) / G * QBL);
+            /* the rows the part reads: from its first position's to 2 below
+               its last vector's end */
+            const float *xn = dc_image(s, x, n, Hp, Wp, xs, &zeroed, qa / Wp,
+                                       (qb + QBL + 2 * Wp + 2) / Wp + 1);
             /* blocks of positions outside, of channels inside: the rows of a
                block stay in L1 while every output channel reads them */
-            for (int64_t q0 = 0; q0 < Qe; q0 += QBL)
+            for (int64_t q0 = qa; q0 < qb; q0 += QBL)
                 for (int64_t k0 = 0; k0 < K; k0 += DC_OCB)
                     dc_fwd_block(xn, plane, Wp, C, wt + k0, KP, q0, Qe, Wo,
                                  bias ? bias + k0 : NULL, wi_min(DC_OCB, K - k0),
@@ -344,7 +354,7 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
             memset(acc, 0, (size_t)per * sizeof(float));
             if (!xs) continue;
             for (int64_t n = N * sl / S; n < N * (sl + 1) / S; n++) {
-                const float *xn = dc_image(s, x, n, Hp, Wp, xs, &zeroed);
+                const float *xn = dc_image(s, x, n, Hp, Wp, xs, &zeroed, 0, Hp);
                 /* (x's own planes: with the floats read past them) */
                 if (!dc_finite(xn, C * plane + (xn == xs ? 0 : 2 * DV))) {
 #pragma omp atomic write

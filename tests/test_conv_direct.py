@@ -112,8 +112,10 @@ def test_taken_by_default(n, c, k, h, w, pad, passes):
 
 
 @pytest.mark.parametrize("n,c,k,h,w,pad", [SHAPES[0], SHAPES[3], (11, 16, 16, 20, 20, 1),
-                                           (1, 3, 8, 12, 12, 0), (5, 1, 32, 28, 28, 0)])
+                                           (1, 3, 8, 12, 12, 0), (5, 1, 32, 28, 28, 0),
+                                           (1, 16, 16, 20, 20, 1), (1, 3, 32, 32, 32, 1)])
 def test_bit_identical_across_threads(n, c, k, h, w, pad):
+    """(one image: the threads split its rows)"""
     x, wt, b, dy = case(n, c, k, h, w, pad)
     old = ember.get_num_threads()
     got = []

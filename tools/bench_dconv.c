@@ -146,9 +146,19 @@ static void shape(int64_t N, int64_t C, int64_t H, int64_t K, int64_t p, int isa
                         errg = fmax(errg, fabs(dw[((k * C + c) * 3 + i) * 3 + jj] - s) /
                                               (1 + fabs(s)));
                     }
-        printf("N%lld C%lld %lldx%lld K%lld pad%lld %-7s err fwd %.1e dx %.1e dw %.1e\n",
+        /* two threads give the same bits */
+        float *y2 = malloc(ny * 4), *dx2 = malloc(nx * 4), *dw2 = malloc(nw * 4);
+        job j2 = j, b2 = b, g2 = g;
+        j2.nt = b2.nt = g2.nt = 2;
+        j2.y = y2, b2.dx = dx2, g2.dw = dw2;
+        run(&j2), run(&b2), run(&g2);
+        const int same = !memcmp(y, y2, ny * 4) && !memcmp(dx, dx2, nx * 4) &&
+                         !memcmp(dw, dw2, nw * 4);
+        free(y2), free(dx2), free(dw2);
+        printf("N%lld C%lld %lldx%lld K%lld pad%lld %-7s err fwd %.1e dx %.1e dw %.1e%s\n",
                (long long)N, (long long)C, (long long)H, (long long)H, (long long)K,
-               (long long)p, isa_name[isa], err, errb, errg);
+               (long long)p, isa_name[isa], err, errb, errg,
+               same ? "" : "  (2 threads differ!)");
         if (isa < 2) continue;
         for (int nt = 1; nt <= 2; nt++) {
             printf("   %d thr:", nt);
