@@ -3,17 +3,19 @@
 
    With few channels the GEMM of im2col is thin (16 -> 16 channels: 16 rows,
    144 deep) and Winograd's transforms outweigh its products, so these kernels
-   keep a register block of outputs and stream the image past it.  Each image
-   is first copied, zero-padded, into a staging buffer of Hp x Wp planes; an
-   output row is then computed over the whole padded width Wp ("extended"
-   positions q = oh*Wp + ow, the last Wp - Wo of each row thrown away), so
-   every tap (i, j) reads the staged plane at q + i*Wp + j: one contiguous
-   vector load per tap whatever the row length.
+   keep a register block of outputs and stream the image past it.  A padded
+   image is first copied, zero-padded, into a staging buffer of Hp x Wp planes
+   (an unpadded one already is such planes, read in place); an output row is
+   then computed over the whole padded width Wp ("extended" positions q =
+   oh*Wp + ow, the last Wp - Wo of each row thrown away), so every tap (i, j)
+   reads the plane at q + i*Wp + j: one contiguous vector load per tap
+   whatever the row length.  Outputs go from the registers to y in masked
+   stores, one per output row a vector covers.
 
    The forward (and, on the padded grad_output with the flipped filters, the
-   input gradient) splits images over threads; the weight gradient sums fixed
-   slices of images in order, so every result is the same on any number of
-   threads. */
+   input gradient) splits images over threads, or rows of them when there are
+   fewer images than threads; the weight gradient sums fixed slices of images
+   in order, so every result is the same on any number of threads. */
 
 /* DV lanes per vector.  A forward block is DC_OCB output channels by DC_QB
    vectors of positions; a weight-gradient block DC_WOB output channels by the
