@@ -300,7 +300,7 @@ static void bin_pow_f32(char **p, const int64_t *s, int64_t n, const void *aux) 
 }
 /* float64 pow likewise: a > 0 finite and b finite through the table-driven
    kernel (pow_f64_impl.h), the rest through libm per block */
-BINFIX_LOOP(bin_pow_f64, double, (b == 2.0 ? a * a : em_pow_pos_d(a, b)),
+BINFIX_LOOP(bin_pow_f64, double, em_pow_sel_d(a, b),
             (b != 2.0) & ((!(a > 0.0)) | (!(a < INFINITY)) | (!(fabs(b) < INFINITY))), pow(a, b))
 FOR_INTS(MK_BIN, pow, (T)em_ipow64((int64_t)a, (int64_t)b))
 /* maximum/minimum propagate NaN (a NaN b fails the comparison, so b passes; a NaN a

@@ -247,4 +247,12 @@ static inline __attribute__((always_inline)) double em_pow_pos_d(double a, doubl
     return em_ldexp_d(EM_MAD(s, u, s), k >> 7);
 }
 
+/* the loops' expression: b == 2 gives a * a (as torch).  The power is computed
+   first and then selected: GCC if-converts no table load under a condition, and
+   the loop would not vectorise */
+static inline __attribute__((always_inline)) double em_pow_sel_d(double a, double b) {
+    double r = em_pow_pos_d(a, b);
+    return b == 2.0 ? a * a : r;
+}
+
 #endif
