@@ -316,7 +316,7 @@ BIN_LOOP(bin_gelu_bw_f64, double, a * em_gelu_grad_vd(b))
 BIN_LOOP(bin_atan2_f32, float, em_atan2_vf(a, b))
 /* float64 atan2: its two stages (ember_math.h) as passes over blocks of 64 when
    both operands are contiguous (blocks of 512 leave the hardware prefetcher idle
-   through the second pass: ~1.25x slower on 1M elements, memory-bound) */
+   through the second pass: ~1.3x slower on 1M elements read from memory) */
 static void bin_atan2_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
     (void)aux;
     if (s[0] == 8 && s[1] == 8 && s[2] == 8) {
