@@ -192,7 +192,9 @@ ACT_GRID = np.concatenate([_f32_grid(-20, 20, 400_001), _f32_grid(-110, -20, 20_
                            _f32_grid(20, 1e4, 2_001)])
 # name: (function, float64 reference, max ulp over results in the normal range)
 ACTIVATIONS = {
-    "gelu": (lambda t: ember.nn.functional.gelu(t), _gelu_ref, 4.65),
+    # gelu: the rational Phi(-x) e^(x^2/2) costs a few roundings (5.42 ulps over all
+    # floats); torch's absolute-error erf is 2e3 ulps off at x = -3, all bits by x = -5
+    "gelu": (lambda t: ember.nn.functional.gelu(t), _gelu_ref, 5.5),
     "gelu_tanh": (lambda t: ember.nn.functional.gelu(t, approximate="tanh"), _gelu_tanh64, 2.0),
     "silu": (lambda t: ember.nn.functional.silu(t), lambda x: x * _sigmoid64(x), 3.5),
     "sigmoid": (lambda t: ember.sigmoid(t), _sigmoid64, 2.5),
