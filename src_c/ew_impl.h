@@ -476,14 +476,23 @@ static void un_softplus_f64(char **p, const int64_t *s, int64_t n, const void *a
 LEAKY_LOOP(un_leaky_relu_f32, float)
 LEAKY_LOOP(un_leaky_relu_f64, double)
 /* nan_to_num: prm = {nan, posinf, neginf}, cast to the element type (as torch) and
-   read once; selects, which vectorise */
+   read once.  Contiguous rows copy a block of 512 while testing it for NaN and
+   infinities (x - x is NaN for those alone; a vectorised OR), and replace them only
+   in blocks that have them. */
+#define NAN_TO_NUM_(x) ((x) != (x) ? vn : ((x) == INFINITY ? vp : ((x) == -INFINITY ? vm : (x))))
 #define NAN_TO_NUM_LOOP(name, TY)                                                       \
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
         const double *prm = (const double *)aux;                                        \
         const TY vn = (TY)prm[0], vp = (TY)prm[1], vm = (TY)prm[2];                     \
         if (s[0] == sizeof(TY) && s[1] == sizeof(TY)) {                                 \
             TY *o = (TY *)p[0]; const TY *in = (const TY *)p[1];                        \
-            for (int64_t i = 0; i < n; i++) { TY x = in[i]; o[i] = NAN_TO_NUM_(x); }    \
+            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                   \
+                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                               \
+                int bad = 0;                                                            \
+                for (int64_t i = b0; i < b1; i++) { TY x = in[i]; o[i] = x; bad |= (x - x != 0); } \
+                if (bad)                                                                \
+                    for (int64_t i = b0; i < b1; i++) { TY x = in[i]; o[i] = NAN_TO_NUM_(x); } \
+            }                                                                           \
         } else {                                                                        \
             char *o = p[0]; const char *in = p[1];                                      \
             for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
@@ -491,7 +500,6 @@ LEAKY_LOOP(un_leaky_relu_f64, double)
             }                                                                           \
         }                                                                               \
     }
-#define NAN_TO_NUM_(x) ((x) != (x) ? vn : ((x) == INFINITY ? vp : ((x) == -INFINITY ? vm : (x))))
 NAN_TO_NUM_LOOP(un_nan_to_num_f32, float)
 NAN_TO_NUM_LOOP(un_nan_to_num_f64, double)
 /* elu: prm = {alpha, scale, input_scale} */

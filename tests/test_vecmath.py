@@ -192,7 +192,9 @@ ACT_GRID = np.concatenate([_f32_grid(-20, 20, 400_001), _f32_grid(-110, -20, 20_
                            _f32_grid(20, 1e4, 2_001)])
 # name: (function, float64 reference, max ulp over results in the normal range)
 ACTIVATIONS = {
-    "gelu": (lambda t: ember.nn.functional.gelu(t), _gelu_ref, 4.65),
+    # gelu: the rational Phi(-x) e^(x^2/2) costs a few roundings (5.42 ulps over all
+    # floats); torch's absolute-error erf is 2e3 ulps off at x = -3, all bits by x = -5
+    "gelu": (lambda t: ember.nn.functional.gelu(t), _gelu_ref, 5.5),
     "gelu_tanh": (lambda t: ember.nn.functional.gelu(t, approximate="tanh"), _gelu_tanh64, 2.0),
     "silu": (lambda t: ember.nn.functional.silu(t), lambda x: x * _sigmoid64(x), 3.5),
     "sigmoid": (lambda t: ember.sigmoid(t), _sigmoid64, 2.5),
@@ -1194,11 +1196,32 @@ def test_float32_xlogy_rounds_the_log_once_and_matches_torch():
     assert _ulps32(got[ok], tw[ok]).max() <= 2      # torch's logf is not correctly rounded
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_match_torch_bit_for_bit(name, dtype):
+    # NaN only where both are; signed zeros as libm's (the first operand on ties)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    sp = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1.0], dtype)
+    a = np.concatenate([np.repeat(sp, sp.size), rng.standard_normal(5000)]).astype(dtype)
+    b = np.concatenate([np.tile(sp, sp.size), rng.standard_normal(5000)]).astype(dtype)
+    a[::7] = b[::7]
+    fe, ft = getattr(ember, name), getattr(torch, name)
+    ea, eb = ember.from_numpy(a), ember.from_numpy(b)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    _bits_equal(fe(ea, eb).numpy(), ft(ta, tb).numpy())
+    _bits_equal(fe(ea[::3], eb[::3]).numpy(), ft(ta[::3], tb[::3]).numpy())
+    for s in sp:
+        _bits_equal(fe(ea, ember.tensor(s)).numpy(), ft(ta, torch.tensor(s)).numpy())
+        _bits_equal(fe(ember.tensor(s), eb).numpy(), ft(torch.tensor(s), tb).numpy())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 def test_nan_to_num_matches_torch_bit_for_bit(dtype):
     torch = pytest.importorskip("torch")
     x = (np.random.default_rng(27).standard_normal(3001) * 1e3).astype(dtype)
     x[:6] = [np.nan, np.inf, -np.inf, -0.0, np.finfo(dtype).max, np.nan]
+    x[2000] = -np.inf       # a later block of the contiguous loop with one to replace
     t = torch.from_numpy(x.copy())
     for args in ((), (1.5, 2.5, -3.5), (None, 1e300, -1e300), (-0.0, None, 7.0)):
         got = ember.nan_to_num(ember.from_numpy(x), *args).numpy()

@@ -31,8 +31,11 @@
     X(POW, pow, "", ARITH, NUM, OWN, _, _) \
     X(MAX, max, "maximum", ARITH, NUM_B, OWN, _, _) \
     X(MIN, min, "minimum", ARITH, NUM_B, OWN, _, _) \
-    X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, (T)fmax(a, b), _) \
-    X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, (T)fmin(a, b), _) \
+    /* fmax/fmin as a max/min and a select (libm's call does not vectorise), with \
+       libm's answers: NaN only when both are, the first operand on ties \
+       (fmax(-0.0, 0.0) is -0.0) */ \
+    X(FMAX, fmax, "fmax", FLOAT, FLOATS, ALL, ({ T m_ = b > a ? b : a; a != a ? b : m_; }), _) \
+    X(FMIN, fmin, "fmin", FLOAT, FLOATS, ALL, ({ T m_ = b < a ? b : a; a != a ? b : m_; }), _) \
     X(ATAN2, atan2, "atan2", FLOAT, FLOATS, OWN, _, _) \
     X(HYPOT, hypot, "hypot", FLOAT, FLOATS, F2, em_hypotf(a, b), em_hypot_vd(a, b)) \
     X(COPYSIGN, copysign, "copysign", FLOAT, FLOATS, ALL, (T)copysign(a, b), _) \

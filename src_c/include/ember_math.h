@@ -701,49 +701,53 @@ EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
     return EM_MADF(q, r2 * r2, r2);
 }
 
-/* Exact gelu over all x, in one branch-free form: with u = abs(x),
-   x Phi(-u) = u exp(-u^2/2) S(u) and S(u) = erfcx(u/sqrt 2)/2, gelu(x) = x - that
-   for x > 0 and minus it otherwise (no cancellation: the result is at least x/2 for
-   x > 0).  u S(u)/2 = t G(t) with t = u/(u + 4) (u clamped to 14.5, past which the
-   result rounds to zero for x < 0 and the term is far below half an ulp of x > 0),
-   G a degree-9 polynomial in t - 0.45 with float coefficients fitted by weighted
-   least squares (mpmath; relative error of its float evaluation 2^-23.2); t G(t)
-   hardly moves with t's rounding at large u.  The Gaussian is em_gauss_expm1_vf's,
-   its 2^n applied as 2^(n+64) 2^-64 so the far tail (down to 2^-152) rounds once
-   into the subnormals.  NaN passes; -inf gives NaN (inf * 0, as torch). */
-#define EM_GELU_A 0.4939231872558594f
+/* Exact gelu over all x, in one branch-free form: with u = |x| and Q = Phi(-u),
+   gelu(x) = x - u Q for x > 0 and -u Q otherwise (no cancellation: the result is
+   at least x/2 for x > 0).  Q = exp(-u^2/2) H(u) with H(u) = erfcx(u/sqrt 2)/2;
+   H/2 is a (4,5) rational in u, P/Q with float coefficients (mpmath, Lawson;
+   relative error 2^-25.8 on [0, 14.6]), evaluated in Estrin order over w = u^2 with
+   the last step in u, so small u keeps few roundings.  The Gaussian is
+   2^n (1 + s2/2): -u^2 - 2n ln2 in one FMA rounding (u^2 exact inside it), expm1's
+   degree-6 fit of em_gauss_expm1_vf.  The magic constant leaves n + 447 in kf's
+   low bits, so one shift gives -2^(n+64), sign included; u is clamped to
+   16.265625, where n = -191 and that factor is -0.  The result -u Q 2^64 then
+   rounds once in fma(y, 2^-64, x or x*0): the far tail rounds once into the
+   subnormals (-0 past them, as torch), zeros keep their sign, +inf stays +inf
+   and -inf gives NaN (inf * 0, as torch); NaN passes. */
 EM_HD_INLINE float em_gelu_vf(float x) {
     float u = fabsf(x);
     int32_t ub = em_f32_bits(u);
-    float uc = em_f32_from_bits(ub < 0x41680000 ? ub : 0x41680000);   /* min(u, 14.5) */
-    float t = uc / (uc + 4.0f), s = t - 0.44999998807907104f;
-    float v = -0.03624691441655159f;
-    v = EM_MADF(v, s, 0.036761995404958725f);
-    v = EM_MADF(v, s, 0.08871672302484512f);
-    v = EM_MADF(v, s, -0.1452956199645996f);
-    v = EM_MADF(v, s, -0.08162190765142441f);
-    v = EM_MADF(v, s, 0.5086669921875f);
-    v = EM_MADF(v, s, -0.8454470634460449f);
-    v = EM_MADF(v, s, 0.8935761451721191f);
-    v = EM_MADF(v, s, -0.6911648511886597f);
-    v = EM_MADF(v, s, 0.41006940603256226f);
-    v = v * t;
-    int32_t nb;
-    float s2 = em_gauss_expm1_vf(uc, uc * uc, &nb);
-    float ev = (EM_MADF(v, s2, v + v) * em_f32_from_bits(nb + 0x5f800000)) * 5.421010862427522e-20f;
-    float r = !(x <= 0.0f) ? x - ev : -ev;          /* -ev: -0 in the far tail, as torch */
-    r = x == -INFINITY ? NAN : r;
-    return u < 9.3132257e-10f ? 0.5f * x : r;       /* below 2^-30 x/2 (zeros keep their sign) */
+    float uc = em_f32_from_bits(ub < 0x41822000 ? ub : 0x41822000);   /* min(u, 16.265625) */
+    float w = uc * uc;
+    float p34 = EM_MADF(0.0020465117f, uc, 0.020245956f);
+    float p12 = EM_MADF(0.09141945f, uc, 0.218898f);
+    float p = EM_MADF(EM_MADF(p34, w, p12), uc, 0.25f);
+    float q12 = EM_MADF(1.2009152f, uc, 1.6734768f);
+    float q34 = EM_MADF(0.101504676f, uc, 0.46841764f);
+    float q = EM_MADF(EM_MADF(EM_MADF(0.010259568f, w, q34), w, q12), uc, 1.0f);
+    float hh = p / q;
+    float kf = EM_MADF(w, -0.72134752044448170f, 12583359.0f);    /* 1.5 2^23 + 447 + n */
+    float nf = kf - 12583359.0f;
+    float r2 = fmaf(-uc, uc, nf * -1.38671875f);                 /* exact product inside */
+    r2 = EM_MADF(nf, 4.24388880e-4f, r2);
+    float rr = r2 * r2;
+    float e01 = EM_MADF(0.041666291654109955f, r2, 0.25f);
+    float e23 = EM_MADF(0.0005230681854300201f, r2, 0.005208306945860386f);
+    float s2 = EM_MADF(EM_MADF(EM_MADF(4.354925113148056e-05f, rr, e23), rr, e01), rr, r2);
+    float sc = em_f32_from_bits((int32_t)((uint32_t)em_f32_bits(kf) << 23));   /* -2^(n+64) */
+    float y = uc * (EM_MADF(hh, s2, hh + hh) * sc);
+    float xp = x > 0.0f ? x : x * 0.0f;                         /* x > 0, else -0 or NaN */
+    return EM_MADF(y, 5.421010862427522e-20f, xp);
 }
 
+#define EM_GELU_A 0.4939231872558594f
 /* d gelu / dx = Phi(x) + x phi(x) over all x.  |x| < A: 1/2 + x P2(x^2).
    Beyond: Phi(-u) - u phi(u) = exp(-u^2/2) D(u) and Phi(u) + u phi(u) = 1 - that,
    with D(u) = R(u) - u / sqrt(2 pi), R(u) = erfcx(u/sqrt 2)/2; R/2 is a degree-8
    polynomial in t = (u - A)/(u + 4), fitted (mpmath, Lawson) to u = 14.6, past which
    the result rounds to zero, weighted by 1/(|D| + R): D keeps float precision in the
    tail and the terms' size where they cancel (x near -0.75).  The Gaussian's 2^n is
-   applied as 2^(n+64) 2^-64, as in em_gelu_vf, so the tail rounds once into the
-   subnormals.  +-inf give NaN (inf * phi(inf), as torch); NaN passes. */
+   applied as 2^(n+64) 2^-64, so the tail rounds once into the subnormals.  +-inf give NaN (inf * phi(inf), as torch); NaN passes. */
 EM_HD_INLINE float em_gelu_grad_vf(float x) {
     float u = fabsf(x), z = x * x;
     float p = EM_MADF(z, 0.00126621313393116f, -0.009583023376762867f);
