@@ -136,6 +136,30 @@ static inline int cv_dir_use(const ember_conv2d_params *p, int pass) {
     return cv_dir_pays(p->C, p->OC, p->Ho, p->Wo, pass);
 }
 
+/* The weight gradient through channels-last copies (conv_wgn_impl.h) runs the
+   FMA units at about 75% of their peak (float32, AVX-512).  Winograd does 4x
+   fewer products but pays for its transforms per channel: it stays ahead on
+   larger images (outputs of 1024 or more) or with 64+ channels on both sides;
+   at 32 -> 64 channels on 24x24-26x26 outputs the channels-last kernel takes
+   0.7x Winograd's time, and where Winograd does not pay, 0.85x the GEMM's
+   (11x11 outputs).  Measured for 3x3 filters, 32+ channels (tools/bench_conv.py).
+   Mode 0 off, 1 where it pays, 2 wherever it fits (tests). */
+static int cv_wgn_mode = 1;
+int ember_conv_wgrad_cl(int mode) {
+    if (mode >= 0) __atomic_store_n(&cv_wgn_mode, mode > 2 ? 2 : mode, __ATOMIC_RELAXED);
+    return __atomic_load_n(&cv_wgn_mode, __ATOMIC_RELAXED);
+}
+static inline int cv_wgn_use(const ember_conv2d_params *p) {
+    const int mode = __atomic_load_n(&cv_wgn_mode, __ATOMIC_RELAXED);
+    if (!mode || p->groups != 1) return 0;
+    if (mode == 2) return 1;
+    if (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 || p->dw != 1 ||
+        p->C < 32 || p->OC < 32)
+        return 0;
+    return !(cv_wino_fits(p) && cv_wino_pays(p->C, p->OC, p->Ho, p->Wo, 1)) ||
+           (p->Ho * p->Wo < 1024 && (p->C < 64 || p->OC < 64));
+}
+
 /* the input gradient writes C channels: with fewer than 64 of them, the 4x4
    tiles' overhang past an image side that is no multiple of 4 (26 -> 28) costs
    more than Winograd saves over the GEMM (64 -> 32 channels at 26x26: 1.27x
@@ -641,6 +665,10 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
         const ember_wino_shape s = {N, C, p->H, p->W, OC, p->ph, p->pw, p->Ho, p->Wo};
         const int rc = ember_dconv3_wgrad_f32(&s, x, dy, dw, nthreads);
         if (rc <= 0) return rc;   /* else an inf or NaN in x: the paths below */
+    }
+    if (cv_wgn_use(p)) {
+        const int rc = ember_conv_wgrad_cl_f32(p, x, dy, dw, nthreads);
+        if (rc <= 0) return rc;   /* else it does not take this shape or ISA */
     }
     if (cv_wino_fits(p) && cv_wino_pays(C, OC, p->Ho, p->Wo, 1)) {
         const ember_wino_shape s = {N, C, p->H, p->W, OC, p->ph, p->pw, p->Ho, p->Wo};

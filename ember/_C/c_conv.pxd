@@ -59,6 +59,7 @@ cdef extern from "ember_conv.h" nogil:
                                                 const double *dy, double *dx, int nthreads)
     int ember_conv_winograd(int on)
     int ember_conv_direct(int mode)
+    int ember_conv_wgrad_cl(int mode)
     int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass_)
     int ember_conv2d_fwd_nhwc_f32(const ember_conv2d_params *p, const float *x, const float *w,
                                   const float *bias, float *y, int nthreads)

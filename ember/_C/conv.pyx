@@ -1424,6 +1424,12 @@ def _direct3(mode=None):
     return ember_conv_direct(-1 if mode is None else int(mode))
 
 
+def _wgrad_cl(mode=None):
+    """Query or set the float32 weight gradient through channels-last copies of
+    the images: 0 off, 1 where it pays (the default), 2 wherever it fits (tests)."""
+    return ember_conv_wgrad_cl(-1 if mode is None else int(mode))
+
+
 def _kernel_isa():
     """ISA this module's GEMM and Winograd transforms use: 0 generic, 1 AVX2+FMA,
     2 AVX-512 (each extension module has its own copy of the GEMM)."""

@@ -41,6 +41,9 @@ int ember_conv_winograd(int on);
    where it pays (see conv.c); mode 0 turns it off, 1 picks it where it pays,
    2 wherever it fits (tests), -1 only asks.  Returns the mode in force. */
 int ember_conv_direct(int mode);
+/* float32 weight gradients with many channels run through channels-last copies
+   of the images where it pays (see conv.c); modes as ember_conv_direct's. */
+int ember_conv_wgrad_cl(int mode);
 
 /* Channels-last float32 3x3 convolutions (x, y, dy, dx dense NHWC; w and dw
    contiguous (OC, C, 3, 3)) through Winograd on NHWC tiles.  ember_conv2d_nhwc_wino
