@@ -110,7 +110,7 @@ static void wg_tr(const float *src, int64_t R, int64_t Q, int64_t srs, float *ds
 }
 
 int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x,
-                                    const float *dy, float *dw, int nthreads) {
+                                    const float *dy, float *dw, int nthreads, int nhwc) {
     const int64_t N = p->N, C = p->C, K = p->OC, H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo;
     const int64_t kh = p->kh, kw = p->kw, T = kh * kw, P = Ho * Wo;
     const int64_t Hp = H + 2 * p->ph, Wp = W + 2 * p->pw, TKC = T * K * C;
@@ -125,7 +125,7 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* this thread's channels-last image (borders zeroed once) and dy */
-        float *xt = (float *)calloc((size_t)(Hp * Wp * C + P * K), sizeof(float));
+        float *xt = (float *)calloc((size_t)(Hp * Wp * C + (nhwc ? 0 : P * K)), sizeof(float));
         float *dyt = xt + Hp * Wp * C;
         if (!xt) {
 #pragma omp atomic write
@@ -137,10 +137,21 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
             float *sa = acc + sl * TKC;
             memset(sa, 0, (size_t)TKC * sizeof(float));
             for (int64_t n = N * sl / S; n < N * (sl + 1) / S; n++) {
-                const float *xn = x + n * C * H * W;
-                for (int64_t h = 0; h < H; h++)
-                    wg_tr(xn + h * W, C, W, H * W, xt + ((h + p->ph) * Wp + p->pw) * C, C);
-                wg_tr(dy + n * K * P, K, P, P, dyt, K);
+                const float *xn = x + n * C * H * W, *xi = xt, *di = dyt;
+                if (!nhwc) {
+                    for (int64_t h = 0; h < H; h++)
+                        wg_tr(xn + h * W, C, W, H * W, xt + ((h + p->ph) * Wp + p->pw) * C, C);
+                    wg_tr(dy + n * K * P, K, P, P, dyt, K);
+                } else {
+                    /* channels-last already: dy as it is, x too unless padded */
+                    di = dy + n * K * P;
+                    if (p->ph || p->pw)
+                        for (int64_t h = 0; h < H; h++)
+                            memcpy(xt + ((h + p->ph) * Wp + p->pw) * C, xn + h * W * C,
+                                   (size_t)(W * C) * sizeof(float));
+                    else
+                        xi = xn;
+                }
                 /* the next image's x and dy, fetched into L2 a share per tile pass:
                    the copies above then read cache, not memory */
                 const char *nx = (const char *)(xn + C * H * W), *ny = (const char *)(dy + (n + 1) * K * P);
@@ -149,12 +160,12 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
                 const int64_t per = wi_cdiv(nlx + nly, passes);
                 int64_t pf = 0;
                 for (int64_t t = 0; t < T; t++) {
-                    const float *xtap = xt + ((t / kw) * p->dh * Wp + (t % kw) * p->dw) * C;
+                    const float *xtap = xi + ((t / kw) * p->dh * Wp + (t % kw) * p->dw) * C;
                     for (int64_t c0 = 0; c0 < C; c0 += WG_NR) {
                         const int nr = (int)wi_min(WG_NR, C - c0);
                         for (int64_t k0 = 0; k0 < K; k0 += WG_MV * WG_VL) {
                             const int mv = (int)wi_min(WG_MV, (K - k0) / WG_VL);
-                            wg_tile_any(&geo, dyt + k0, xtap + c0, sa + (t * C + c0) * K + k0,
+                            wg_tile_any(&geo, di + k0, xtap + c0, sa + (t * C + c0) * K + k0,
                                         mv, nr);
                             for (const int64_t e = wi_min(pf + per, nlx + nly); pf < e; pf++)
                                 _mm_prefetch(pf < nlx ? nx + 64 * pf : ny + 64 * (pf - nlx),

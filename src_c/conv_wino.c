@@ -102,10 +102,10 @@ int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const floa
 }
 
 int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const float *dy,
-                            float *dw, int nthreads) {
+                            float *dw, int nthreads, int nhwc) {
     switch (ember_gemm_isa()) {
-    case 2: return ember_conv_wgrad_cl_f32_avx512(p, x, dy, dw, nthreads);
-    case 1: return ember_conv_wgrad_cl_f32_avx2(p, x, dy, dw, nthreads);
+    case 2: return ember_conv_wgrad_cl_f32_avx512(p, x, dy, dw, nthreads, nhwc);
+    case 1: return ember_conv_wgrad_cl_f32_avx2(p, x, dy, dw, nthreads, nhwc);
     default: return 1;
     }
 }

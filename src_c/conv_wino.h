@@ -58,11 +58,12 @@ int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const floa
                            float *dw, int nthreads);
 
 /* Weight gradient through channels-last copies of each image (conv_wgn_impl.h),
-   ungrouped, any kernel size, stride and dilation; dw overwritten.  Returns 0,
+   ungrouped, any kernel size, stride and dilation; dw overwritten.  With nhwc,
+   x and dy are channels-last already (dense NHWC).  Returns 0,
    -1 when out of memory, or 1 when it does not take the convolution (OC not a
    multiple of the vector width, or no AVX2): the caller takes another path. */
 int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const float *dy,
-                            float *dw, int nthreads);
+                            float *dw, int nthreads, int nhwc);
 
 #define EMBER_WINO_DECL(sfx)                                                               \
     int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \
@@ -83,9 +84,9 @@ int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const 
                                      const float *dy, float *dw, int nthreads);
 EMBER_WINO_DECL(generic)
 int ember_conv_wgrad_cl_f32_avx2(const ember_conv2d_params *p, const float *x, const float *dy,
-                                 float *dw, int nthreads);
+                                 float *dw, int nthreads, int nhwc);
 int ember_conv_wgrad_cl_f32_avx512(const ember_conv2d_params *p, const float *x,
-                                   const float *dy, float *dw, int nthreads);
+                                   const float *dy, float *dw, int nthreads, int nhwc);
 EMBER_WINO_DECL(avx2)
 EMBER_WINO_DECL(avx512)
 #endif

@@ -149,3 +149,28 @@ def test_conv_module_weight_grad_vs_torch():
     ref = tm.weight.grad.double().numpy()
     assert np.abs(N(m.weight.grad) - ref).max() <= 2e-5 * np.abs(ref).max()
     np.testing.assert_allclose(N(m.bias.grad), tm.bias.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape,pad", [((4, 1, 32, 14, 14), 0), ((3, 32, 64, 12, 12), 0),
+                                       ((3, 32, 64, 13, 13), 1), ((2, 3, 48, 9, 11), 1)])
+def test_channels_last_operands(shape, pad):
+    """channels-last x and grad_output go to the kernel as they are (only the
+    padding copied): torch's result, channels-last like torch's, any thread count"""
+    x, ws, dy, ref = case(*shape, padding=pad)
+    cl = ember.channels_last
+    xe, dye = E(x).contiguous(memory_format=cl), E(dy).contiguous(memory_format=cl)
+    old = ember.get_num_threads()
+    try:
+        got = []
+        for nt in (1, 2):
+            ember.set_num_threads(nt)
+            dw = L.conv2d_weight_grad(xe, ws, dye, padding=pad)
+            assert dw.is_contiguous(memory_format=cl)
+            got.append(N(dw))
+    finally:
+        ember.set_num_threads(old)
+    check(got[0], ref)
+    np.testing.assert_array_equal(got[0], got[1])
+    if shape[1] >= 32:   # (fewer input channels: the direct kernel comes first for NCHW)
+        # the same sums as from NCHW operands
+        np.testing.assert_array_equal(got[0], wgrad(x, ws, dy, 2, padding=pad))

@@ -67,6 +67,8 @@ cdef extern from "ember_conv.h" nogil:
                                         const float *w, float *dx, int nthreads)
     int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
                                          const float *dy, float *dw, int nthreads)
+    int ember_conv2d_bwd_weight_cl_f32(const ember_conv2d_params *p, const float *x,
+                                       const float *dy, float *dw, int nthreads)
     void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x,
                           float *col)
     void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x,

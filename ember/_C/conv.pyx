@@ -584,8 +584,12 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
                            f"got {c_type_name(x._dtype)} and {c_type_name(dy._dtype)}")
     cdef int cdt = _conv_dtype(x, op)
+    dw = None
     if _wino_nhwc(a, x, dy, 2):
         dw = _conv_weight_grad_wino_nhwc(a, x, dy)
+    else:
+        dw = _conv_weight_grad_cl(a, x, dy)
+    if dw is not None:
         db = dy.sum((0, 2, 3)) if bias_grad else None
     elif _nhwc_ok(a, x, dy, cdt):
         dw = _conv_weight_grad_nhwc(a, x, dy)        # channels-last, as torch's

@@ -58,6 +58,12 @@ int ember_conv2d_bwd_input_nhwc_f32(const ember_conv2d_params *p, const float *d
 int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
                                      const float *dy, float *dw, int nthreads);
 
+/* Channels-last float32 weight gradient (x, dy dense NHWC; dw contiguous (OC, C,
+   kh, kw)) through the register-tiled kernel of conv.c where it pays: returns 1
+   when it does not take this convolution, else 0 or -1 (out of memory). */
+int ember_conv2d_bwd_weight_cl_f32(const ember_conv2d_params *p, const float *x,
+                                   const float *dy, float *dw, int nthreads);
+
 /* im2col of one (C, H, W) image -> col (C*kh*kw, Ho*Wo); col2im adds back into x. */
 void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x, float *col);
 void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x, double *col);
