@@ -109,3 +109,12 @@ int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const 
     default: return 1;
     }
 }
+
+int ember_max_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C, const float *x,
+                                  float *y, int64_t *idx, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_max_pool2d_nhwc_fwd_f32_avx512(p, C, x, y, idx, nthreads);
+    case 1: return ember_max_pool2d_nhwc_fwd_f32_avx2(p, C, x, y, idx, nthreads);
+    default: return ember_max_pool2d_nhwc_fwd_f32_generic(p, C, x, y, idx, nthreads);
+    }
+}

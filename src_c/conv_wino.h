@@ -82,6 +82,13 @@ int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const 
                                    int nthreads);                                         \
     int ember_dconv3_wgrad_f32_##sfx(const ember_wino_shape *s, const float *x,           \
                                      const float *dy, float *dw, int nthreads);
+#define EMBER_POOL_NHWC_DECL(sfx)                                                          \
+    int ember_max_pool2d_nhwc_fwd_f32_##sfx(const ember_pool2d_params *p, int64_t C,       \
+                                            const float *x, float *y, int64_t *idx,       \
+                                            int nthreads);
+EMBER_POOL_NHWC_DECL(generic)
+EMBER_POOL_NHWC_DECL(avx2)
+EMBER_POOL_NHWC_DECL(avx512)
 EMBER_WINO_DECL(generic)
 int ember_conv_wgrad_cl_f32_avx2(const ember_conv2d_params *p, const float *x, const float *dy,
                                  float *dw, int nthreads, int nhwc);

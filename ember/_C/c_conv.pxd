@@ -23,6 +23,8 @@ cdef extern from "ember_conv.h" nogil:
                                      const double *dy, double *dw, double *dbias, int nthreads)
     void ember_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
                                   int64_t *idx, int nthreads)
+    int ember_max_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C,
+                                      const float *x, float *y, int64_t *idx, int nthreads)
     void ember_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y,
                                   int64_t *idx, int nthreads)
     void ember_max_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy,

@@ -97,7 +97,11 @@ void ember_adaptive_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float
 void ember_adaptive_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx, int nthreads);
 void ember_adaptive_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int64_t *idx, int nthreads);
 void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int64_t *idx, int nthreads);
-/* the same over channels-last images: x (N, H, W, C), y (N, Ho, Wo, C), N = planes / C */
+/* the same over channels-last images: x (N, H, W, C), y (N, Ho, Wo, C), N = planes / C.
+   The max pooling returns 0, or 1 when it does not take the input (a plane of
+   2^31 or more pixels): the caller takes another path. */
+int ember_max_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C, const float *x,
+                                  float *y, int64_t *idx, int nthreads);
 void ember_adaptive_avg_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C,
                                             const float *x, float *y, int nthreads);
 void ember_adaptive_avg_pool2d_nhwc_fwd_f64(const ember_pool2d_params *p, int64_t C,
