@@ -72,6 +72,33 @@ static inline __attribute__((always_inline)) void wg_tile(const wg_geo *g, const
         for (int m = 0; m < MV; m++) wg_st(acc + r * g->K + m * WG_VL, a[r * MV + m]);
 }
 
+/* One input channel, 3x3 taps at stride 1 (a first layer on channels-last
+   images): the nine taps are the tile's broadcast values, read from three rows
+   of the image (row stride xr), rather than one-channel tiles tap by tap. */
+#define WG_MV9 (WG_VL == 16 ? 2 : 1)
+static inline __attribute__((always_inline)) void wg_tile9(const wg_geo *g, const float *d,
+                                                           const float *x, float *acc,
+                                                           const int MV) {
+    wg_v a[9 * WG_MV9];
+    for (int t = 0; t < 9; t++)
+        for (int m = 0; m < MV; m++) a[t * MV + m] = wg_ld(acc + t * g->K + m * WG_VL);
+    for (int64_t oh = 0; oh < g->Ho; oh++) {
+        const float *dp = d + oh * g->Wo * g->K, *xp = x + oh * g->xr;
+        for (int64_t ow = 0; ow < g->Wo; ow++) {
+            wg_v dv[WG_MV9];
+            for (int m = 0; m < MV; m++) dv[m] = wg_ld(dp + m * WG_VL);
+            for (int t = 0; t < 9; t++) {
+                const wg_v b = wg_bc(xp[(t / 3) * g->xr + t % 3]);
+                for (int m = 0; m < MV; m++) a[t * MV + m] = wg_fma(dv[m], b, a[t * MV + m]);
+            }
+            dp += g->K;
+            xp++;
+        }
+    }
+    for (int t = 0; t < 9; t++)
+        for (int m = 0; m < MV; m++) wg_st(acc + t * g->K + m * WG_VL, a[t * MV + m]);
+}
+
 #define WG_T(MV, NR) \
     case MV * 16 + NR: wg_tile(g, d, x, acc, MV, NR); break;
 static void wg_tile_any(const wg_geo *g, const float *d, const float *x, float *acc, int mv,
@@ -121,6 +148,8 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
     if (!acc) return -1;
     const int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, S);
     const wg_geo geo = {Ho, Wo, K, p->sw * C, p->sh * Wp * C};
+    const int tap9 = C == 1 && kh == 3 && kw == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 &&
+                     p->dw == 1;
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -159,6 +188,15 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
                 const int64_t passes = T * wi_cdiv(C, WG_NR) * wi_cdiv(K, WG_MV * WG_VL);
                 const int64_t per = wi_cdiv(nlx + nly, passes);
                 int64_t pf = 0;
+                if (tap9) {
+                    for (int64_t k0 = 0; k0 < K; k0 += WG_MV9 * WG_VL) {
+                        if (K - k0 >= WG_MV9 * WG_VL)
+                            wg_tile9(&geo, di + k0, xi, sa + k0, WG_MV9);
+                        else
+                            wg_tile9(&geo, di + k0, xi, sa + k0, 1);
+                    }
+                    continue;
+                }
                 for (int64_t t = 0; t < T; t++) {
                     const float *xtap = xi + ((t / kw) * p->dh * Wp + (t % kw) * p->dw) * C;
                     for (int64_t c0 = 0; c0 < C; c0 += WG_NR) {

@@ -111,14 +111,19 @@ def test_avx2_build():
     if L._kernel_isa() < 1:
         pytest.skip("CPU lacks AVX2")
     x, ws, dy, ref = case(3, 32, 64, 12, 12, padding=1)
+    x1, ws1, dy1, ref1 = case(3, 1, 24, 12, 12, padding=1)    # nine-tap tiles
+    cl = ember.channels_last
     try:
         assert L._set_kernel_isa(1) == 1
         got = wgrad(x, ws, dy, 2, padding=1)
         got2 = wgrad(x, ws, dy, 2, threads=2, padding=1)
+        got1 = N(L.conv2d_weight_grad(E(x1).contiguous(memory_format=cl), ws1,
+                                      E(dy1).contiguous(memory_format=cl), padding=1))
     finally:
         L._set_kernel_isa(-1)
     check(got, ref)
     np.testing.assert_array_equal(got, got2)
+    check(got1, ref1)
 
 
 def test_strided_operands():
@@ -174,3 +179,22 @@ def test_channels_last_operands(shape, pad):
     if shape[1] >= 32:   # (fewer input channels: the direct kernel comes first for NCHW)
         # the same sums as from NCHW operands
         np.testing.assert_array_equal(got[0], wgrad(x, ws, dy, 2, padding=pad))
+
+
+@pytest.mark.parametrize("shape,conv", [
+    ((2, 2, 32, 11, 12), dict(stride=2, padding=2, dilation=2)),   # im2col of 18 taps
+    ((2, 1, 16, 9, 9), dict(padding=1)),
+    ((2, 8, 32, 10, 9), dict(stride=(1, 2), padding=(0, 1)))])
+def test_channels_last_forced_geometries(shape, conv):
+    """channels-last operands with strides, dilation and uneven padding, forced
+    through the kernel (few taps: its im2col of each image)"""
+    x, ws, dy, ref = case(*shape, **conv)
+    cl = ember.channels_last
+    xe, dye = E(x).contiguous(memory_format=cl), E(dy).contiguous(memory_format=cl)
+    old = L._wgrad_cl()
+    try:
+        L._wgrad_cl(2)
+        got = N(L.conv2d_weight_grad(xe, ws, dye, **conv))
+    finally:
+        L._wgrad_cl(old)
+    check(got, ref)
