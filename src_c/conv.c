@@ -138,11 +138,13 @@ static inline int cv_dir_use(const ember_conv2d_params *p, int pass) {
 
 /* The weight gradient through channels-last copies (conv_wgn_impl.h) runs the
    FMA units at about 75% of their peak (float32, AVX-512).  Winograd does 4x
-   fewer products but pays for its transforms per channel: it stays ahead on
-   larger images (outputs of 1024 or more) or with 64+ channels on both sides;
-   at 32 -> 64 channels on 24x24-26x26 outputs the channels-last kernel takes
-   0.7x Winograd's time, and where Winograd does not pay, 0.85x the GEMM's
-   (11x11 outputs).  Measured for 3x3 filters, 32+ channels (tools/bench_conv.py).
+   fewer products but pays for its transforms per channel: it stays ahead with
+   64+ channels on both sides (64 -> 64 at 32x32: 0.85x this kernel's time) or
+   on large images (32 -> 32 at 64x64: 0.93x).  Below 64 channels on one side
+   and up to 48x48 outputs this kernel takes 0.55-0.75x Winograd's time (32 ->
+   32 at 28x28 and 40x40, 32 -> 64 at 26x26), and 0.85x the GEMM's where
+   Winograd does not pay (10x10 outputs).  Measured at 1 thread, process CPU
+   time, for 3x3 filters and 32+ channels.
    Mode 0 off, 1 where it pays, 2 wherever it fits (tests). */
 static int cv_wgn_mode = 1;
 int ember_conv_wgrad_cl(int mode) {
@@ -160,7 +162,7 @@ static inline int cv_wgn_use(const ember_conv2d_params *p, int nhwc) {
         p->C < (nhwc ? 1 : 32) || p->OC < 32)
         return 0;
     return !(cv_wino_fits(p) && cv_wino_pays(p->C, p->OC, p->Ho, p->Wo, 1)) ||
-           (p->Ho * p->Wo < 1024 && (p->C < 64 || p->OC < 64));
+           (p->Ho * p->Wo <= 2304 && (p->C < 64 || p->OC < 64));
 }
 
 /* the input gradient writes C channels: with fewer than 64 of them, the 4x4
