@@ -1,6 +1,7 @@
 /* Convolution kernels written once per ISA, compiled for AVX-512: Winograd F(4x4, 3x3)
-   (conv_wino_impl.h), the direct weight gradient (conv_wgd_impl.h) and the direct
-   3x3 convolution for few channels (conv_dir_impl.h). */
+   (conv_wino_impl.h), the direct weight gradient (conv_wgd_impl.h), the direct
+   3x3 convolution for few channels (conv_dir_impl.h) the channels-last weight
+   gradient (conv_wgn_impl.h) and channels-last max pooling (pool_nhwc_impl.h). */
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")
 #define WI_SFX avx512
 #define WI_WV 8
@@ -8,3 +9,5 @@
 #include "conv_wino_impl.h"
 #include "conv_wgd_impl.h"
 #include "conv_dir_impl.h"
+#include "conv_wgn_impl.h"
+#include "pool_nhwc_impl.h"

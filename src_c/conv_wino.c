@@ -100,3 +100,21 @@ int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const floa
     default: return ember_dconv3_wgrad_f32_generic(s, x, dy, dw, nthreads);
     }
 }
+
+int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+                            float *dw, int nthreads, int nhwc) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_conv_wgrad_cl_f32_avx512(p, x, dy, dw, nthreads, nhwc);
+    case 1: return ember_conv_wgrad_cl_f32_avx2(p, x, dy, dw, nthreads, nhwc);
+    default: return 1;
+    }
+}
+
+int ember_max_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C, const float *x,
+                                  float *y, int64_t *idx, int nthreads) {
+    switch (ember_gemm_isa()) {
+    case 2: return ember_max_pool2d_nhwc_fwd_f32_avx512(p, C, x, y, idx, nthreads);
+    case 1: return ember_max_pool2d_nhwc_fwd_f32_avx2(p, C, x, y, idx, nthreads);
+    default: return ember_max_pool2d_nhwc_fwd_f32_generic(p, C, x, y, idx, nthreads);
+    }
+}

@@ -57,6 +57,14 @@ int ember_dconv3_fwd_f32(const ember_wino_shape *s, const float *x, const float 
 int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const float *dy,
                            float *dw, int nthreads);
 
+/* Weight gradient through channels-last copies of each image (conv_wgn_impl.h),
+   ungrouped, any kernel size, stride and dilation; dw overwritten.  With nhwc,
+   x and dy are channels-last already (dense NHWC).  Returns 0,
+   -1 when out of memory, or 1 when it does not take the convolution (OC not a
+   multiple of the vector width, or no AVX2): the caller takes another path. */
+int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const float *dy,
+                            float *dw, int nthreads, int nhwc);
+
 #define EMBER_WINO_DECL(sfx)                                                               \
     int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \
                                  const float *bias, float *y, int nthreads);               \
@@ -74,7 +82,18 @@ int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const floa
                                    int nthreads);                                         \
     int ember_dconv3_wgrad_f32_##sfx(const ember_wino_shape *s, const float *x,           \
                                      const float *dy, float *dw, int nthreads);
+#define EMBER_POOL_NHWC_DECL(sfx)                                                          \
+    int ember_max_pool2d_nhwc_fwd_f32_##sfx(const ember_pool2d_params *p, int64_t C,       \
+                                            const float *x, float *y, int64_t *idx,       \
+                                            int nthreads);
+EMBER_POOL_NHWC_DECL(generic)
+EMBER_POOL_NHWC_DECL(avx2)
+EMBER_POOL_NHWC_DECL(avx512)
 EMBER_WINO_DECL(generic)
+int ember_conv_wgrad_cl_f32_avx2(const ember_conv2d_params *p, const float *x, const float *dy,
+                                 float *dw, int nthreads, int nhwc);
+int ember_conv_wgrad_cl_f32_avx512(const ember_conv2d_params *p, const float *x,
+                                   const float *dy, float *dw, int nthreads, int nhwc);
 EMBER_WINO_DECL(avx2)
 EMBER_WINO_DECL(avx512)
 #endif

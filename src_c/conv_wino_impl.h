@@ -21,7 +21,9 @@
 #define WI_PUB(name) WI_CAT(name, WI_SFX)
 
 /* tiles per block: the forward's V and M of a block stay in L2 */
+#ifndef WI_FWD_TILES
 #define WI_FWD_TILES 64
+#endif
 #define WI_WG_TILES 128
 /* the weight gradient's fixed slices of blocks, and the memory their partial
    sums may take */

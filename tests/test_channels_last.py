@@ -321,3 +321,39 @@ def test_cnn_training_step_channels_last():
         assert_same(pe.grad, pt.grad, rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(_np(pe.grad), _np(pc.grad), rtol=1e-8, atol=1e-12)
         assert_same(pe, pt, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("isa", [0, 1, 2])
+def test_max_pool_channels_last_vector_kernel(isa):
+    """the vectorised float32 NHWC max pooling: 37 channels (whole vectors and a
+    tail), NaN and ties inside the vectors, padding, dilation and a window with no
+    tap inside the input, on each ISA the CPU has and on 1 and 2 threads"""
+    from ember._C import conv as L
+    if isa > L._kernel_isa():
+        pytest.skip("CPU lacks this ISA")
+    a = np.random.default_rng(7).standard_normal((3, 37, 11, 10)).astype(np.float32)
+    a[0, 3, 4, 5] = np.nan
+    a[2, 9, 2:4, 2:4] = 5.0
+    a[1, 20:30, 6, :] = 9.0
+    xe = ember.tensor(a).contiguous(memory_format=ember.channels_last)
+    xt = torch.tensor(a).contiguous(memory_format=torch.channels_last)
+    old = ember.get_num_threads()
+    try:
+        L._set_kernel_isa(isa)
+        for kw in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1,
+                                        "ceil_mode": True},
+                   {"kernel_size": (2, 3), "stride": (3, 2), "dilation": 2},
+                   {"kernel_size": 2, "stride": 2, "padding": 1, "ceil_mode": True}):
+            yt, it = TF.max_pool2d(xt, return_indices=True, **kw)
+            got = []
+            for nt in (1, 2):
+                ember.set_num_threads(nt)
+                ye, ie = F.max_pool2d(xe, return_indices=True, **kw)
+                assert_layout(ye, yt)
+                np.testing.assert_array_equal(_np(ye), _np(yt))
+                np.testing.assert_array_equal(_np(ie), _np(it))
+                got.append(_np(ye))
+            np.testing.assert_array_equal(got[0], got[1])
+    finally:
+        L._set_kernel_isa(-1)
+        ember.set_num_threads(old)

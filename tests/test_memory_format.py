@@ -240,3 +240,24 @@ def test_gradient_through_format_change(make):
         (y * lib.tensor(w)).sum().backward()
         grads.append(x.grad.numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_fill_of_dense_permuted_tensors():
+    """fill_ / ones_like on channels-last and transposed tensors (one flat fill over
+    their dense memory) keep the layout and set every element, nothing outside"""
+    base = ember.zeros(2 * 3 * 4 * 5 + 4)
+    x = base[2:-2].view(2, 4, 5, 3).permute(0, 3, 1, 2)    # channels-last view
+    assert x.is_contiguous(memory_format=ember.channels_last)
+    x.fill_(2.5)
+    b = np.asarray(base)
+    assert (b[2:-2] == 2.5).all() and (b[:2] == 0).all() and (b[-2:] == 0).all()
+    o = ember.ones_like(x)
+    assert o.is_contiguous(memory_format=ember.channels_last)
+    np.testing.assert_array_equal(np.asarray(o), np.ones((2, 3, 4, 5), np.float32))
+    t = ember.zeros(6, 4).t()
+    t.fill_(-1.0)
+    np.testing.assert_array_equal(np.asarray(t), -np.ones((4, 6), np.float32))
+    s = ember.zeros(4, 6)
+    s[:, ::2].fill_(3.0)
+    np.testing.assert_array_equal(np.asarray(s)[:, 1::2], np.zeros((4, 3), np.float32))
+    np.testing.assert_array_equal(np.asarray(s)[:, ::2], np.full((4, 3), 3.0, np.float32))

@@ -23,6 +23,8 @@ cdef extern from "ember_conv.h" nogil:
                                      const double *dy, double *dw, double *dbias, int nthreads)
     void ember_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y,
                                   int64_t *idx, int nthreads)
+    int ember_max_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C,
+                                      const float *x, float *y, int64_t *idx, int nthreads)
     void ember_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y,
                                   int64_t *idx, int nthreads)
     void ember_max_pool2d_bwd_f32(const ember_pool2d_params *p, const float *dy,
@@ -59,6 +61,7 @@ cdef extern from "ember_conv.h" nogil:
                                                 const double *dy, double *dx, int nthreads)
     int ember_conv_winograd(int on)
     int ember_conv_direct(int mode)
+    int ember_conv_wgrad_cl(int mode)
     int ember_conv2d_nhwc_wino(const ember_conv2d_params *p, int pass_)
     int ember_conv2d_fwd_nhwc_f32(const ember_conv2d_params *p, const float *x, const float *w,
                                   const float *bias, float *y, int nthreads)
@@ -66,6 +69,8 @@ cdef extern from "ember_conv.h" nogil:
                                         const float *w, float *dx, int nthreads)
     int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
                                          const float *dy, float *dw, int nthreads)
+    int ember_conv2d_bwd_weight_cl_f32(const ember_conv2d_params *p, const float *x,
+                                       const float *dy, float *dw, int nthreads)
     void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x,
                           float *col)
     void ember_im2col_f64(const ember_conv2d_params *p, int64_t C, const double *x,

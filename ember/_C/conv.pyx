@@ -584,8 +584,12 @@ def conv2d_weight_grad(input, weight_size, grad_output, stride=1, padding=0, dil
         raise RuntimeError(f"{op}: expected input and grad_output to have the same dtype, but "
                            f"got {c_type_name(x._dtype)} and {c_type_name(dy._dtype)}")
     cdef int cdt = _conv_dtype(x, op)
+    dw = None
     if _wino_nhwc(a, x, dy, 2):
         dw = _conv_weight_grad_wino_nhwc(a, x, dy)
+    else:
+        dw = _conv_weight_grad_cl(a, x, dy)
+    if dw is not None:
         db = dy.sum((0, 2, 3)) if bias_grad else None
     elif _nhwc_ok(a, x, dy, cdt):
         dw = _conv_weight_grad_nhwc(a, x, dy)        # channels-last, as torch's
@@ -1422,6 +1426,12 @@ def _direct3(mode=None):
     """Query or set the direct 3x3 float32 kernel for few channels: 0 off,
     1 where it pays (the default), 2 wherever it fits (tests)."""
     return ember_conv_direct(-1 if mode is None else int(mode))
+
+
+def _wgrad_cl(mode=None):
+    """Query or set the float32 weight gradient through channels-last copies of
+    the images: 0 off, 1 where it pays (the default), 2 wherever it fits (tests)."""
+    return ember_conv_wgrad_cl(-1 if mode is None else int(mode))
 
 
 def _kernel_isa():

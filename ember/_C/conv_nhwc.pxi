@@ -233,3 +233,30 @@ cdef TensorBase _conv_weight_grad_wino_nhwc(_ConvArgs a, TensorBase x, TensorBas
                                               <float *>data_ptr(dw), nt)
     _conv_rc(rc, "conv2d_weight_grad")
     return to_cl(dw)
+
+
+cdef object _conv_weight_grad_cl(_ConvArgs a, TensorBase x, TensorBase dy):
+    """dw (OC, C, kh, kw) channels-last, as torch's, through the register-tiled
+    kernel on NHWC copies (src_c/conv.c decides where it pays); None when it does
+    not take this convolution"""
+    if not (a.batched and a.nd == 2 and x._dtype == EM_F32 and dy._dtype == EM_F32 and
+            not _asym(a) and (cl_order(x) or cl_order(dy))):
+        return None
+    if a.p.N * a.p.C * a.p.OC * a.p.H * a.p.W * a.p.Ho * a.p.Wo == 0:
+        return None
+    cdef TensorBase xc = to_cl(x), dyc = to_cl(dy)
+    cdef int64_t sh[4]
+    sh[0] = a.p.OC
+    sh[1] = a.p.C
+    sh[2] = a.p.kh
+    sh[3] = a.p.kw
+    cdef TensorBase dw = new_tensor(4, sh, EM_F32, x._device)
+    cdef int nt = max_threads(), rc
+    with nogil:
+        rc = ember_conv2d_bwd_weight_cl_f32(&a.p, <const float *>data_ptr(xc),
+                                            <const float *>data_ptr(dyc),
+                                            <float *>data_ptr(dw), nt)
+    if rc == 1:
+        return None
+    _conv_rc(rc, "conv2d_weight_grad")
+    return to_cl(dw)

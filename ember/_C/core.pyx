@@ -1545,7 +1545,7 @@ cdef int fill_scalar(TensorBase dst, object v) except -1:
     if dst._device.kind == DEV_CUDA:
         _cuda_backend().fill(dst, (<char *>buf)[:em_itemsize[dst._dtype]])
         return 0
-    if is_contig(dst):
+    if is_contig(dst) or dense_nonoverlap(dst):     # (channels-last: one flat fill too)
         with nogil:
             em_fill(dst._dtype, _ptr(dst), em_itemsize[dst._dtype], numel_of(dst._ndim, dst._shape),
                     buf, nthreads_for(numel_of(dst._ndim, dst._shape)))

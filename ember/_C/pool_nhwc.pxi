@@ -119,8 +119,12 @@ cdef tuple _max_pool_nhwc(TensorBase x, _PoolArgs a):
     cdef TensorBase y = new_cl(4, sh, x._dtype, x._device)
     cdef TensorBase idx = new_cl(4, sh, EM_I64, x._device)
     cdef int64_t *ip = <int64_t *>data_ptr(idx)
+    cdef int nt = max_threads()
     with nogil:
-        if x._dtype == EM_F32:
+        if x._dtype == EM_F32 and ember_max_pool2d_nhwc_fwd_f32(
+                &a.p, C, <const float *>data_ptr(xc), <float *>data_ptr(y), ip, nt) == 0:
+            pass        # the vectorised C kernel (float32)
+        elif x._dtype == EM_F32:
             _max_pool_nhwc_fwd(&a.p, N, C, <const float *>data_ptr(xc), <float *>data_ptr(y), ip)
         else:
             _max_pool_nhwc_fwd(&a.p, N, C, <const double *>data_ptr(xc),

@@ -41,6 +41,9 @@ int ember_conv_winograd(int on);
    where it pays (see conv.c); mode 0 turns it off, 1 picks it where it pays,
    2 wherever it fits (tests), -1 only asks.  Returns the mode in force. */
 int ember_conv_direct(int mode);
+/* float32 weight gradients with many channels run through channels-last copies
+   of the images where it pays (see conv.c); modes as ember_conv_direct's. */
+int ember_conv_wgrad_cl(int mode);
 
 /* Channels-last float32 3x3 convolutions (x, y, dy, dx dense NHWC; w and dw
    contiguous (OC, C, 3, 3)) through Winograd on NHWC tiles.  ember_conv2d_nhwc_wino
@@ -54,6 +57,12 @@ int ember_conv2d_bwd_input_nhwc_f32(const ember_conv2d_params *p, const float *d
                                     const float *w, float *dx, int nthreads);
 int ember_conv2d_bwd_weight_nhwc_f32(const ember_conv2d_params *p, const float *x,
                                      const float *dy, float *dw, int nthreads);
+
+/* Channels-last float32 weight gradient (x, dy dense NHWC; dw contiguous (OC, C,
+   kh, kw)) through the register-tiled kernel of conv.c where it pays: returns 1
+   when it does not take this convolution, else 0 or -1 (out of memory). */
+int ember_conv2d_bwd_weight_cl_f32(const ember_conv2d_params *p, const float *x,
+                                   const float *dy, float *dw, int nthreads);
 
 /* im2col of one (C, H, W) image -> col (C*kh*kw, Ho*Wo); col2im adds back into x. */
 void ember_im2col_f32(const ember_conv2d_params *p, int64_t C, const float *x, float *col);
@@ -88,7 +97,11 @@ void ember_adaptive_avg_pool2d_bwd_f32(const ember_pool2d_params *p, const float
 void ember_adaptive_avg_pool2d_bwd_f64(const ember_pool2d_params *p, const double *dy, double *dx, int nthreads);
 void ember_adaptive_max_pool2d_fwd_f32(const ember_pool2d_params *p, const float *x, float *y, int64_t *idx, int nthreads);
 void ember_adaptive_max_pool2d_fwd_f64(const ember_pool2d_params *p, const double *x, double *y, int64_t *idx, int nthreads);
-/* the same over channels-last images: x (N, H, W, C), y (N, Ho, Wo, C), N = planes / C */
+/* the same over channels-last images: x (N, H, W, C), y (N, Ho, Wo, C), N = planes / C.
+   The max pooling returns 0, or 1 when it does not take the input (a plane of
+   2^31 or more pixels): the caller takes another path. */
+int ember_max_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C, const float *x,
+                                  float *y, int64_t *idx, int nthreads);
 void ember_adaptive_avg_pool2d_nhwc_fwd_f32(const ember_pool2d_params *p, int64_t C,
                                             const float *x, float *y, int nthreads);
 void ember_adaptive_avg_pool2d_nhwc_fwd_f64(const ember_pool2d_params *p, int64_t C,
