@@ -44,7 +44,6 @@ def _device(index: int) -> Any:
 
 
 def _index_of(device: Any) -> int:
-    K.backend()
     if device.index is None:
         return K.current_device()
     n = K.device_count()
@@ -81,7 +80,8 @@ def _bstrides(t: Any, shape: tuple) -> tuple:
 
 
 def _nd(shape: tuple, *ts: Any) -> Any:
-    return ctypes.byref(K.make_nd(shape, *[_bstrides(t, shape) for t in ts]))
+    return ctypes.byref(K.make_nd(shape, *[t.stride() if t.shape == shape else
+                                           _bstrides(t, shape) for t in ts]))
 
 
 def _is_pinned(t: Any) -> bool:
@@ -507,6 +507,9 @@ _PRED = {"isnan": "ISNAN", "isinf": "ISINF", "isfinite": "ISFINITE",
          "logical_not": "LNOT", "signbit": "SIGNBIT"}
 
 
+_NO_PARAMS = (ctypes.c_double * 3)()     # read-only: the kernels take const double *
+
+
 def _unary(name: str, code: str, kind: int, x: Any, out: Any = None, params: tuple = (),
            attrs: Any = None) -> Any:
     pred = name in _PRED
@@ -529,7 +532,8 @@ def _unary(name: str, code: str, kind: int, x: Any, out: Any = None, params: tup
             rc = lib.emc_ew_predicate(K.EW_PRED[code], rd.code, _ptr(r), _ptr(xx),
                                       _nd(shape, r, xx), _stream(r))
         else:
-            aux = (ctypes.c_double * 3)(*(tuple(params) + (0.0, 0.0, 0.0))[:3])
+            aux = (ctypes.c_double * 3)(*(tuple(params) + (0.0, 0.0, 0.0))[:3]) if params \
+                else _NO_PARAMS
             rc = lib.emc_ew_unary(K.EW_UN[code], rd.code, _ptr(r), _ptr(xx), _nd(shape, r, xx),
                                   aux, _stream(r))
         if rc == 10001:

@@ -64,9 +64,19 @@ def coalesce(shape: tuple, strides: list) -> tuple:
     return tuple(shp), [tuple(st) for st in sts]
 
 
+# descriptors by (shape, strides): the kernels only read them, and a training loop
+# launches the same few layouts over and over
+_nd_cache: dict = {}
+
+
 def make_nd(shape: tuple, *strides: tuple) -> Nd:
-    """An ``emc_nd`` over ``shape`` (coalesced) with one stride tuple per operand."""
-    shp, sts = coalesce(tuple(shape), [tuple(s) for s in strides])
+    """An ``emc_nd`` over ``shape`` (coalesced) with one stride tuple per operand;
+    shared between calls, so callers must not modify it."""
+    key = (tuple(shape), strides)
+    d = _nd_cache.get(key)
+    if d is not None:
+        return d
+    shp, sts = coalesce(key[0], [tuple(s) for s in strides])
     if len(shp) > MAX_DIMS:
         raise RuntimeError(f"CUDA kernels take at most {MAX_DIMS} dims, got {len(shp)}")
     d = Nd()
@@ -76,16 +86,22 @@ def make_nd(shape: tuple, *strides: tuple) -> Nd:
     for a, st in enumerate(sts):
         for i, s in enumerate(st):
             d.strides[a][i] = s
+    if len(_nd_cache) >= 4096:
+        _nd_cache.clear()
+    _nd_cache[key] = d
     return d
 
 
 # --- the library ------------------------------------------------------------------
 
 class _Backend:
-    """The loaded library (``lib``) and CUDA runtime (``rt``)."""
+    """The loaded library (``lib``), CUDA runtime (``rt``) and, once asked, the
+    number of devices (``ndev``: fixed for the life of a process, as in CUDA)."""
+
+    __slots__ = ("lib", "rt", "ndev")
 
     def __init__(self, lib: Any, rt: Any) -> None:
-        self.lib, self.rt = lib, rt
+        self.lib, self.rt, self.ndev = lib, rt, 0
 
 
 _backend: _Backend | None = None
@@ -142,25 +158,26 @@ def current_device() -> int:
     return v.value
 
 
-_count: dict = {}
-
-
 def device_count() -> int:
-    b = backend()
-    n = _count.get(id(b))
-    if n is None:
+    b = _backend or backend()
+    if not b.ndev:
         v = ctypes.c_int(0)
         b.rt.cudaGetDeviceCount(ctypes.byref(v))
-        n = _count[id(b)] = v.value
-    return n
+        b.ndev = v.value
+    return b.ndev
+
+
+_DEFAULT_STREAM = ctypes.c_void_p(None)
+_streams: Any = None
 
 
 def stream_of(index: int) -> ctypes.c_void_p:
     """The current stream of device ``index`` in this thread (NULL: the default)."""
-    from ember.cuda.streams import _streams
-
+    global _streams
+    if _streams is None:
+        from ember.cuda.streams import _streams
     s = _streams().get(index)
-    return ctypes.c_void_p(s.cuda_stream if s is not None and s.cuda_stream else None)
+    return s._as_parameter_ if s is not None and s.cuda_stream else _DEFAULT_STREAM
 
 
 class Block:
@@ -175,7 +192,7 @@ class Block:
     def __del__(self) -> None:
         if self.ptr:
             try:
-                self.lib.emc_free(ctypes.c_void_p(self.ptr))
+                self.lib.emc_free(self.ptr)
             except Exception:  # interpreter shutdown: the library may be gone
                 pass
             self.ptr = 0
@@ -184,9 +201,12 @@ class Block:
 def malloc(nbytes: int, index: int) -> Block:
     b = backend()
     p = ctypes.c_void_p()
-    with on_device(index):
-        rc = b.lib.emc_malloc(ctypes.byref(p), ctypes.c_size_t(max(int(nbytes), 1)),
-                              stream_of(index))
+    n = max(int(nbytes), 1)
+    if device_count() == 1:       # index 0, always current
+        rc = b.lib.emc_malloc(ctypes.byref(p), n, stream_of(index))
+    else:
+        with on_device(index):
+            rc = b.lib.emc_malloc(ctypes.byref(p), n, stream_of(index))
     if rc:
         raise RuntimeError(f"CUDA out of memory: tried to allocate {nbytes} bytes on "
                            f"cuda:{index} (error {rc})")
