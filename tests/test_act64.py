@@ -126,13 +126,13 @@ def test_sigmoid_silu_float64_across_the_fast_range_edge():
     with np.errstate(all="ignore"):
         s = _sig_ld(xl)
         refs = {"sigmoid": s, "silu": xl * s, "grad": 0.75 * s * (1 + xl * (1 - s))}
+        # silu's derivative cancels near its zero (x = -1.28): to the size of its terms
+        size = {"grad": 0.75 * np.maximum(s, np.abs(xl * s * (1 - s)))}
     t = _t(x, True)
     got = {"sigmoid": ember.sigmoid(t).detach().numpy(), "silu": F.silu(t).detach().numpy()}
     F.silu(t).backward(ember.full_like(t, 0.75))
     got["grad"] = t.grad.numpy()
     fin = np.isfinite(x)
-    # silu's derivative cancels near its zero (x = -1.28): to the size of its terms
-    size = {"grad": 0.75 * np.maximum(s, np.abs(xl * s * (1 - s)))}
     for name, ref in refs.items():
         r64 = size.get(name, ref)[fin].astype(np.float64)
         sp = np.maximum(np.spacing(np.abs(r64)), 5e-324)

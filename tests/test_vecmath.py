@@ -484,6 +484,9 @@ out64 += [ember.log10(e(np.abs(xd))).numpy(), ember.pow(e(np.abs(x64)), e(x64 / 
           ember.asin(e(np.tanh(x64))).numpy(), ember.acos(e(np.tanh(x64))).numpy(),
           ember.atan(e(x64)).numpy(), ember.atan2(e(x64), e(x64[::-1].copy())).numpy(),
           ember.hypot(e(x64), e(x64[::-1].copy())).numpy(), ember.erfinv(e(np.tanh(x64))).numpy()]
+s64 = e(x64.copy()).requires_grad_()
+F.silu(s64).backward(e(g.astype(np.float64)))
+out64 += [ember.sigmoid(e(x64)).numpy(), F.silu(e(x64)).numpy(), s64.grad.numpy()]
 np.savez(sys.argv[3], f32=np.stack(out), f64=np.stack(out64))
 """
 
