@@ -108,14 +108,15 @@ static inline int cv_wino_pays(int64_t C, int64_t K, int64_t Ho, int64_t Wo, int
 
 /* The direct kernel beats the GEMM and Winograd paths when both channel counts
    are small: 16 -> 16 channels (the GEMM is 16 rows by 144 deep, Winograd's
-   transforms cost more than its products) and the weight gradient of 1 or 3
-   input channels (a GEMM over 9 or 27 rows spends its time packing).  The
-   forward and the input gradient write K = OC (C) channels in blocks of 8 and
-   so need 8 or more on both sides; at 32 -> 32 the GEMM is faster again.
-   Measured on images of 26x26 to 64x64 (tools/bench_conv.py). */
+   transforms cost more than its products), and the forward and weight
+   gradient of 1 or 3 input channels (a GEMM over 9 or 27 rows spends its time
+   packing).  The forward and the input gradient write K = OC (C) channels in
+   blocks of 8, so they need 8 or more of those, and the input gradient 8 or
+   more OC to sum over; at 32 -> 32 the GEMM is faster again.  Measured on
+   images of 26x26 to 64x64 (tools/bench_conv.py). */
 static inline int cv_dir_pays(int64_t C, int64_t K, int64_t Ho, int64_t Wo, int pass) {
     if (Ho * Wo < 64 || C * K > 512) return 0;
-    return pass == 2 || (C >= 8 && K >= 8);
+    return pass == 2 || (K >= 8 && (pass == 0 || C >= 8));
 }
 
 /* The direct 3x3 kernel (conv_dir_impl.h) for few channels: 3x3, stride 1,

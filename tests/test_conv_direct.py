@@ -74,7 +74,9 @@ SHAPES = [(4, 16, 16, 28, 28, 0),      # the small-channel block of a CNN
           (3, 3, 32, 32, 32, 1),       # RGB input
           (2, 8, 24, 13, 17, 1),       # odd sizes, channels not a multiple of the blocks
           (2, 5, 3, 9, 30, 0),         # fewer outputs than a block, wide rows
-          (11, 2, 9, 3, 40, 1)]        # one output row of three: short images
+          (11, 2, 9, 3, 40, 1),        # one output row of three: short images
+          (3, 4, 8, 20, 4, 0),         # rows of 2: one vector stores into several
+          (2, 3, 16, 30, 30, 0)]       # unpadded: read in place but the last image
 
 
 @pytest.mark.parametrize("n,c,k,h,w,pad", SHAPES)
@@ -89,8 +91,10 @@ def test_direct_vs_torch(n, c, k, h, w, pad):
 @pytest.mark.parametrize("n,c,k,h,w,pad,passes", [
     (3, 16, 16, 28, 28, 0, (0, 1, 2)),     # 16 -> 16: all three passes
     (3, 16, 16, 30, 30, 1, (0, 1, 2)),
-    (4, 1, 32, 28, 28, 0, (2,)),           # 1 or 3 inputs: the weight gradient
-    (2, 3, 32, 32, 32, 1, (2,))])
+    (4, 1, 32, 28, 28, 0, (0, 2)),         # 1 or 3 inputs: forward, weight gradient
+    (2, 3, 32, 32, 32, 1, (0, 2)),
+    (2, 3, 32, 32, 32, 0, (0, 2)),
+    (2, 3, 4, 32, 32, 1, (2,))])           # < 8 outputs: the forward's blocks idle
 def test_taken_by_default(n, c, k, h, w, pad, passes):
     """the default picks the direct kernel for these passes (the bits of the
     forced mode) and the GEMM/Winograd paths for the others"""
@@ -108,8 +112,10 @@ def test_taken_by_default(n, c, k, h, w, pad, passes):
 
 
 @pytest.mark.parametrize("n,c,k,h,w,pad", [SHAPES[0], SHAPES[3], (11, 16, 16, 20, 20, 1),
-                                           (1, 3, 8, 12, 12, 0)])
+                                           (1, 3, 8, 12, 12, 0), (5, 1, 32, 28, 28, 0),
+                                           (1, 16, 16, 20, 20, 1), (1, 3, 32, 32, 32, 1)])
 def test_bit_identical_across_threads(n, c, k, h, w, pad):
+    """(one image: the threads split its rows)"""
     x, wt, b, dy = case(n, c, k, h, w, pad)
     old = ember.get_num_threads()
     got = []
@@ -177,6 +183,20 @@ def test_nonfinite_input_weight_grad_falls_back():
     np.testing.assert_array_equal(dw, ref)
     assert np.isfinite(dw[:, 3, :, :2]).all() and np.isnan(dw[:, 7, 0, 0]).all()
     assert np.isfinite(dw[:, 7, 1:]).all()
+
+
+def test_weight_grad_reads_no_nonfinite_past_an_image():
+    """unpadded images are read in place, their last vectors running into the
+    next image: an inf at its start must not reach the sums of the one before
+    (which multiply it by zeros) -- the bits of the GEMM path"""
+    x, wt, b, dy = case(3, 16, 16, 14, 14, 0)
+    x[1, 0, 0, :2] = np.inf
+    with mode(2):
+        dw = N(L.conv2d_weight_grad(E(x), wt.shape, E(dy)))
+    with mode(0):
+        ref = N(L.conv2d_weight_grad(E(x), wt.shape, E(dy)))
+    np.testing.assert_array_equal(dw, ref)
+    assert np.isfinite(dw[:, 1:]).all()
 
 
 @pytest.mark.parametrize("kw", [dict(groups=2), dict(dilation=2), dict(stride=2),

@@ -3,7 +3,7 @@
 ember time / torch time, the minimum of the repeats).
 
     .venv/bin/python tools/bench_conv.py [THREADS] [pad0|pad1|pool|all] [--parts] [--cpu]
-        [--no-direct]
+        [--no-direct] [--only=C1,C16,...]
 
 Columns: the no-grad forward, forward + input gradient (autograd.grad on the
 input), forward + weight gradient (autograd.grad on the weight).  --parts
@@ -12,6 +12,7 @@ directly: ember's conv2d_input_grad / conv2d_weight_grad against torch's
 aten.convolution_backward with one output selected).  --cpu times process
 CPU time instead of wall time (steadier on a shared machine; one thread only).
 --no-direct turns off the direct kernel for few channels (the paths before it).
+--only=C3,C16 keeps the convolution rows of those input channel counts.
 """
 import os
 import sys
@@ -46,13 +47,15 @@ def pair(fe, ft, n=9):
     return min(te), min(tt)
 
 
-def conv_rows(pad, parts, n):
+def conv_rows(pad, parts, n, only=None):
     import torch
 
     import ember
     from ember._C import conv as CV
     rng = np.random.default_rng(0)
     for N, C, H, K in SHAPES:
+        if only and C not in only:
+            continue
         x = rng.standard_normal((N, C, H, H)).astype(np.float32)
         w = (rng.standard_normal((K, C, 3, 3)) * 0.1).astype(np.float32)
         Ho = H - 2 + 2 * pad
@@ -140,10 +143,12 @@ def main():
         CV._direct3(0)
     clock = "CPU" if "--cpu" in sys.argv else "wall"
     print(f"threads {thr}; ember time / torch time ({clock}), min of 9")
+    only = [int(c.lstrip("C")) for a in sys.argv if a.startswith("--only=")
+            for c in a[len("--only="):].split(",")]
     if mode in ("pad0", "all"):
-        conv_rows(0, parts, 9)
+        conv_rows(0, parts, 9, only)
     if mode in ("pad1", "all"):
-        conv_rows(1, parts, 9)
+        conv_rows(1, parts, 9, only)
     if mode in ("pool", "all"):
         pool_rows(9)
 

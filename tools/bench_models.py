@@ -413,7 +413,7 @@ def ops64():
     import ember
     want = {w for w in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if w}
     cases = [c for c in _ops64_cases(ember, torch, 1 << 20)
-             if not want or c[0] in want or c[0].split(" ")[0] in want]
+             if not want or c[0] in want or c[0].split(" ")[0].split("(")[0] in want]
     print(f"{'1M float64':22s} {'thr1':>6s} {'thr2':>6s}   (ember / torch; ember ms at thr1)")
     for name, fe, ft in cases:
         ratios, ms = [], 0.0

@@ -1313,67 +1313,6 @@ EM_HD_INLINE double em_erf_vd(double x) {
     double ih, u1, u2, q = em_erf_s1_d(x, &ih, &u1, &u2);
     return em_erf_s2_d(x, q, ih, u1, u2);
 }
-/* log(x) = hi + *lo to ~2^-68 relative, for finite x > 0 (pow's logarithm):
-   x = 2^e m, m in [sqrt(1/2), sqrt(2)), s = (m - 1)/(m + 1) in two parts,
-   log(m) = 2s + s^3 (2/3 + s^2 P(s^2)) (the atanh series, |s| < 0.172) with
-   everything above the s^5 term carried in two parts */
-EM_HD_INLINE double em_log_dd(double x, double *lo) {
-    int tiny = x < 2.2250738585072014e-308;
-    double xs = tiny ? x * 18014398509481984.0 : x;
-    int64_t ix = em_f64_bits(xs);
-    int64_t e = ((ix >> 52) & 0x7ff) - 1023;
-    double m = em_f64_from_bits((ix & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
-    int hi = m > 1.4142135623730951;
-    m = hi ? 0.5 * m : m;
-    double fe = (double)(tiny ? e - 54 : e) + (hi ? 1.0 : 0.0);
-    double f = m - 1.0;                                        /* exact */
-    /* Fast2Sum below: the first operand's exponent is at least the second's */
-    double d = m + 1.0, dl = (1.0 - d) + m;
-    double id = 1.0 / d;                                       /* one division */
-    double sh = f * id, sl = (em_rem_d(f, sh, d) - sh * dl) * id;
-    double z = sh * sh;
-    /* 2/5 + 2/7 z + ... + 2/25 z^10: the series to s^25 (next term < 2^-70 of 2s) */
-    double p = 0.08;
-    p = EM_MAD(p, z, 0.08695652173913043);
-    p = EM_MAD(p, z, 0.09523809523809523);
-    p = EM_MAD(p, z, 0.10526315789473684);
-    p = EM_MAD(p, z, 0.11764705882352941);
-    p = EM_MAD(p, z, 0.13333333333333333);
-    p = EM_MAD(p, z, 0.15384615384615385);
-    p = EM_MAD(p, z, 0.18181818181818182);
-    p = EM_MAD(p, z, 0.2222222222222222);
-    p = EM_MAD(p, z, 0.2857142857142857);
-    p = EM_MAD(p, z, 0.4);
-    /* 2/3 + z p = (c23h + c23l) + z p, then times s^3 = s (s^2) in two parts */
-    double zl = em_prod_err_d(sh, sh, z) + 2.0 * sh * sl;
-    double zp = z * p;
-    double qh = 0.6666666666666666 + zp;
-    double qlo = ((0.6666666666666666 - qh) + zp) + 3.700743415417188e-17 + em_prod_err_d(z, p, zp);
-    double s3 = z * sh, s3l = em_prod_err_d(z, sh, s3) + EM_MAD(zl, sh, z * sl);
-    double th = s3 * qh, tl = em_prod_err_d(s3, qh, th) + EM_MAD(s3l, qh, s3 * qlo);
-    /* log(m) = 2 sh + th + (2 sl + tl) */
-    double lm = 2.0 * sh + th, lml = ((2.0 * sh - lm) + th) + (2.0 * sl + tl);
-    /* + e ln2, ln2 = L1 + L2 with L1 of 32 bits (e L1 exact) */
-    double el = fe * 6.93147180369123816490e-01;
-    double r = el + lm;
-    double rl = ((el - r) + lm) + (lml + fe * 1.90821492927058770002e-10);     /* el = 0 or |el| > |lm| */
-    double h = r + rl;
-    *lo = rl - (h - r);
-    return h;
-}
-/* a^b for a > 0 finite, b finite (the loops send other inputs to libm):
-   exp(b log a) with b log a in two parts; 0 / inf past the exponent range */
-EM_HD_INLINE double em_pow_pos_d(double a, double b) {
-    double ll, lh = em_log_dd(a, &ll);
-    double th = b * lh, tl = em_prod_err_d(b, lh, th) + b * ll;
-    double tc = th > 710.0 ? 710.0 : (th < -746.0 ? -746.0 : th);
-    int64_t n;
-    double ql, q = em_exp_q_d(tc, tc == th ? tl : 0.0, &n, &ql);
-    double v = 1.0 + q, vl = ((1.0 - v) + q) + ql;
-    double r = em_ldexp_d(v + vl, n);
-    r = th > 709.79 ? INFINITY : r;
-    return th < -745.2 ? 0.0 : r;
-}
 /* log10: fdlibm's e_log10.c assembly of the log core (f - f^2/2 taken in two
    parts, the high one of 32 bits, so each product with the split 1/ln10 is exact) */
 EM_HD_INLINE double em_log10_vd(double x) {
