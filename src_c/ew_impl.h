@@ -354,27 +354,17 @@ UNFIX_LOOP(un_tan_f32, float, em_tanf(x), (!(fabsf(x) < EM_TRIG_MAX)) & (x == x)
 UNFIX_LOOP(un_tan_f64, double, em_tan_vd(x), (!(fabs(x) < EM_TRIG_D_MAX)) & (x == x), tan(x))
 UN_LOOP(un_gelu_f64, double, double, em_gelu_vd(x))
 UN_LOOP(un_erfc_f32, float, float, em_erfcf(x))
-/* float64 erfc: its three stages (ember_math.h) as passes over blocks of 512 */
-static void un_erfc_f64(char **p, const int64_t *s, int64_t n, const void *aux) {
-    (void)aux;
-    if (s[0] == 8 && s[1] == 8) {
-        double *o = (double *)p[0];
-        const double *in = (const double *)p[1];
-        double y[512], yl[512], ih[512], il[512], e[512], ql[512], nd[512], v[512];
-        for (int64_t b0 = 0; b0 < n; b0 += 512) {
-            int64_t m = n - b0 < 512 ? n - b0 : 512;
-            const double *x = in + b0;
-            for (int64_t i = 0; i < m; i++) y[i] = em_erfc_s1_d(x[i], &yl[i], &ih[i], &il[i]);
-            for (int64_t i = 0; i < m; i++) e[i] = em_erfc_s2_d(x[i], y[i], yl[i], &ql[i], &nd[i], &v[i]);
-            for (int64_t i = 0; i < m; i++) o[b0 + i] = em_erfc_s3_d(x[i], e[i], ql[i], nd[i], v[i], ih[i], il[i]);
-        }
-    } else {
-        char *o = p[0];
-        const char *in = p[1];
-        for (int64_t i = 0; i < n; i++, o += s[0], in += s[1])
-            *(double *)o = em_erfc_vd(*(const double *)in);
-    }
-}
+/* sigmoid, silu and silu's derivative: float32 from ember_math.h's float forms;
+   float64 on em_exp_fast_d below |x| = 708, the tail forms beyond (and NaN) */
+UN_LOOP(un_sigmoid_f32, float, float, em_sigmoid_vf(x))
+UNFIX_LOOP(un_sigmoid_f64, double, em_sigmoid_fast_d(x), !(fabs(x) <= EM_EXP_FAST_D_MAX), em_sigmoid_vd(x))
+UN_LOOP(un_silu_f32, float, float, em_silu_vf(x))
+UNFIX_LOOP(un_silu_f64, double, em_silu_fast_d(x), !(fabs(x) <= EM_EXP_FAST_D_MAX), em_silu_far_d(x))
+BIN_LOOP(bin_silu_bw_f32, float, em_silu_bwf(a, b))
+BINFIX_LOOP(bin_silu_bw_f64, double, em_silu_bw_fast_d(a, b), !(fabs(b) <= EM_EXP_FAST_D_MAX),
+            em_silu_bw_far_d(a, b))
+/* float64 erfc in one pass (ember_math.h) */
+UN_LOOP(un_erfc_f64, double, double, em_erfc_vd(x))
 /* exp2: float-only with the exponent added to the bits; x < -125 (subnormal
    results, -inf) takes em_exp2f */
 UNFIX_LOOP(un_exp2_f32, float, em_exp2_vf(x), x < -125.0f, em_exp2f(x))

@@ -113,6 +113,43 @@ def test_float64_activations_ulps(name, bound):
     assert float(err.max()) <= bound, (name, float(err.max()), x[normal][err.argmax()])
 
 
+@needs_ld
+def test_sigmoid_silu_float64_across_the_fast_range_edge():
+    # the loops run |x| <= 708 on a fast exponential and hand a block's other inputs
+    # (the subnormal tail, overflow, NaN) to the exp(-|x|) forms: mixed in one block,
+    # both sides within the bounds above (sigmoid's subnormal results to their own
+    # spacing; silu's take x e with e subnormal, so normal results only)
+    x = np.concatenate([np.linspace(-745, -700, 2001), np.linspace(700, 760, 601),
+                        RNG.standard_normal(3000) * 4, [np.nan, np.inf, -np.inf, 1e300, -1e300]])
+    x = RNG.permutation(x)
+    xl = x.astype(LD)
+    with np.errstate(all="ignore"):
+        s = _sig_ld(xl)
+        refs = {"sigmoid": s, "silu": xl * s, "grad": 0.75 * s * (1 + xl * (1 - s))}
+        # silu's derivative cancels near its zero (x = -1.28): to the size of its terms
+        size = {"grad": 0.75 * np.maximum(s, np.abs(xl * s * (1 - s)))}
+    t = _t(x, True)
+    got = {"sigmoid": ember.sigmoid(t).detach().numpy(), "silu": F.silu(t).detach().numpy()}
+    F.silu(t).backward(ember.full_like(t, 0.75))
+    got["grad"] = t.grad.numpy()
+    fin = np.isfinite(x)
+    for name, ref in refs.items():
+        r64 = size.get(name, ref)[fin].astype(np.float64)
+        sp = np.maximum(np.spacing(np.abs(r64)), 5e-324)
+        err = np.abs(got[name][fin].astype(LD) - ref[fin]) / sp
+        if name != "sigmoid":
+            err = np.where(np.abs(r64) > 2.3e-308, err, 0.0)
+        assert float(err.max()) <= 3.0, (name, float(err.max()), x[fin][err.argmax()])
+    torch = pytest.importorskip("torch")
+    tx = torch.from_numpy(x.copy()).requires_grad_()
+    ty = torch.nn.functional.silu(tx)
+    ty.backward(torch.full_like(tx, 0.75))
+    for a, b in ((got["sigmoid"], torch.sigmoid(tx).detach().numpy()),
+                 (got["silu"], ty.detach().numpy()), (got["grad"], tx.grad.numpy())):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(a[~fin & ~np.isnan(a)], b[~fin & ~np.isnan(b)])
+
+
 def test_gelu_tanh_float64_against_sigmoid_form():
     # 0.5 x (1 + tanh(u)) = x sigmoid(2u): relative to the value where u is moderate
     x = np.linspace(-6, 8, 20_001)

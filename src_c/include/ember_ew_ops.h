@@ -55,7 +55,7 @@
     X(GELU_BW, gelu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH_BW, gelu_tanh_bw, "", FLOAT, FLOATS, F2, \
       a * em_gelu_tanh_gradf(b), a * em_gelu_tanh_grad_vd(b)) \
-    X(SILU_BW, silu_bw, "", FLOAT, FLOATS, F2, em_silu_bwf(a, b), em_silu_bw_vd(a, b)) \
+    X(SILU_BW, silu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     /* a + alpha * b, alpha a double in aux (float types) */ \
     X(ADDA, adda, "", ARITH, FLOATS, OWN, _, _) \
     /* more backward helpers; elu's and softplus's read the forward's double \
@@ -100,11 +100,11 @@
     X(ASINH, asinh, "asinh", FLOAT, FLOATS, F2, em_asinhf(x), em_asinh_d(x)) \
     X(ACOSH, acosh, "acosh", FLOAT, FLOATS, F2, em_acoshf(x), em_acosh_d(x)) \
     X(ATANH, atanh, "atanh", FLOAT, FLOATS, F2, em_atanh_vf(x), em_atanh_d(x)) \
-    X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, F2, em_sigmoid_vf(x), em_sigmoid_vd(x)) \
+    X(SIGMOID, sigmoid, "sigmoid", FLOAT, FLOATS, OWN, _, _) \
     X(RELU, relu, "relu", ARITH, NUM, ALL, (x != x) ? x : (x > 0 ? x : 0), _) \
     X(GELU, gelu, "", FLOAT, FLOATS, OWN, _, _) \
     X(GELU_TANH, gelu_tanh, "", FLOAT, FLOATS, F2, em_gelu_tanhf(x), em_gelu_tanh_vd(x)) \
-    X(SILU, silu, "silu", FLOAT, FLOATS, F2, em_silu_vf(x), em_silu_vd(x)) \
+    X(SILU, silu, "silu", FLOAT, FLOATS, OWN, _, _) \
     X(MISH, mish, "mish", FLOAT, FLOATS, F2, em_mishf(x), em_mish_vd(x)) \
     X(ERF, erf, "erf", FLOAT, FLOATS, F2, em_erff(x), em_erf_vd(x)) \
     X(ERFC, erfc, "erfc", FLOAT, FLOATS, OWN, _, _) \

@@ -1205,13 +1205,12 @@ EM_HD_INLINE double em_lgamma_pos_d(double x) {
     return st ? big : small;
 }
 
-/* erf / erfc: fdlibm's s_erf.c rational fits (|x| < 0.84375: x + x P/Q in x^2; to
-   1.25: erx + P1/Q1 in |x| - 1; beyond: erfc = exp(-x^2 - 0.5625 + R/S) / |x| with
-   R/S in 1/x^2, one pair of fits to 1/0.35 and one past it).  Every range is
-   evaluated (branch-free, so the loops vectorise) but the three quotients share one
-   division of selected operands: divisions dominate these kernels' cost.  The
-   parts helpers return numerator and denominator, in two parts where erfc needs
-   them (hi + *lo, the Horner steps that matter carried). */
+/* erf (and erfinv's Newton step): fdlibm's s_erf.c rational fits (|x| < 0.84375:
+   x + x P/Q in x^2; to 1.25: erx + P1/Q1 in |x| - 1; beyond: erfc = exp(-x^2 - 0.5625
+   + R/S) / |x| with R/S in 1/x^2, one pair of fits to 1/0.35 and one past it).  Every
+   range is evaluated (branch-free, so the loops vectorise) but the three quotients
+   share one division of selected operands: divisions dominate these kernels' cost.
+   The parts helpers return numerator and denominator. */
 EM_HD_INLINE double em_erf_pq_num_d(double z) {
     return EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, -2.37630166566501626084e-05, -5.77027029648944159157e-03),
                   -2.84817495755985104766e-02), -3.25042107247001499370e-01), 1.28379167095512558561e-01);
@@ -1230,26 +1229,7 @@ EM_HD_INLINE double em_mad_dd(double h, double l, double s, double sl, double c,
     *lo = em_prod_err_d(h, s, p) + em_twosum_err(p, c, r) + EM_MAD(l, s, h * sl);
     return r;
 }
-/* (nh + nl) / (dh + dl) as hi with *lo: one division (the reciprocal), the
-   remainder carried */
-EM_HD_INLINE double em_div_dd(double nh, double nl, double dh, double dl, double *lo) {
-    double inv = 1.0 / dh, q = nh * inv;
-    *lo = (em_rem_d(nh, q, dh) + (nl - q * dl)) * inv;
-    return q;
-}
-/* P and Q of the first range in two parts, for erfc (1 - x - x P/Q cancels near 0.84) */
-EM_HD_INLINE void em_erf_pq_dd(double x, double *ph, double *pl, double *qh, double *ql) {
-    double z = x * x, zl = em_prod_err_d(x, x, z);
-    double r = EM_MAD(z, EM_MAD(z, -2.37630166566501626084e-05, -5.77027029648944159157e-03),
-                      -2.84817495755985104766e-02);
-    double rl, rh = em_mad_dd(r, 0.0, z, zl, -3.25042107247001499370e-01, &rl);
-    *ph = em_mad_dd(rh, rl, z, zl, 1.28379167095512558561e-01, pl);
-    double s = EM_MAD(z, EM_MAD(z, EM_MAD(z, EM_MAD(z, -3.96022827877536812320e-06, 1.32494738004321644526e-04),
-                      5.08130628187576562776e-03), 6.50222499887672944485e-02), 3.97917223959155352819e-01);
-    *qh = em_mad_dd(s, 0.0, z, zl, 1.0, ql);
-}
-/* P1 and Q1 of 0.84375 <= a < 1.25 in s = a - 1: plain, and the last steps in two
-   parts (erfc there cancels against 1 - erx) */
+/* P1 and Q1 of 0.84375 <= a < 1.25 in s = a - 1 */
 EM_HD_INLINE double em_erf_mid_num_d(double s) {
     return EM_MAD(s, EM_MAD(s, EM_MAD(s, EM_MAD(s, -2.16637559486879084300e-03,
                   3.54783043256182359371e-02), -1.10894694282396677476e-01), 3.18346619901161753674e-01),
@@ -1266,15 +1246,8 @@ EM_HD_INLINE double em_erf_mid_p_d(double s) {
 EM_HD_INLINE double em_erf_mid_q_d(double s) {
     return EM_MAD(EM_MAD(em_erf_mid_den_d(s), s, 1.06420880400844228286e-01), s, 1.0);
 }
-EM_HD_INLINE void em_erf_mid_dd(double s, double *ph, double *pl, double *qh, double *ql) {
-    double l, h = em_mad_dd(em_erf_mid_num_d(s), 0.0, s, 0.0, 4.14856118683748331666e-01, &l);
-    *ph = em_mad_dd(h, l, s, 0.0, -2.36211856075265944077e-03, pl);
-    h = em_mad_dd(em_erf_mid_den_d(s), 0.0, s, 0.0, 1.06420880400844228286e-01, &l);
-    *qh = em_mad_dd(h, l, s, 0.0, 1.0, ql);
-}
 /* R and S of the tail (1.25 <= a, s = 1/a^2 = s + sl), the last two Horner steps
-   in two parts: the value R/S goes into erfc's exponent, where its absolute error
-   is erfc's relative error */
+   in two parts (the callers take the high parts) */
 EM_HD_INLINE void em_erfc_rs_dd(double a, double s, double sl, double *rh, double *rl,
                                 double *qh, double *ql) {
 #define EM_ERF_C(ra, rb) (a >= 2.857142857142857 ? (rb) : (ra))
@@ -1306,10 +1279,7 @@ EM_HD_INLINE double em_recip_sq_d(double a, double *il, double *s, double *sl) {
     *sl = em_prod_err_d(ih, ih, *s) + 2.0 * ih * *il;
     return ih;
 }
-/* erf and erfc in stages, the quotient (and 1/|x|) first: erfc's loop runs its three
-   stages as passes over a block, which shortens the dependency chains the processor
-   has to overlap (about 1.2x faster; erf's shorter chain gains nothing from it);
-   em_erf_vd / em_erfc_vd chain them */
+/* erf in stages, the quotient (and 1/|x|) first; em_erf_vd chains them */
 EM_HD_INLINE double em_erf_s1_d(double x, double *ih, double *u1, double *u2) {
     double a = fabs(x), z = x * x;
     double ac = a < 1.25 ? 1.25 : a;
@@ -1347,75 +1317,6 @@ EM_HD_INLINE double em_erf_vd(double x) {
     double ih, u1, u2, q = em_erf_s1_d(x, &ih, &u1, &u2);
     return em_erf_s2_d(x, q, ih, u1, u2);
 }
-/* erfc: below 0.84375 c - (d + x y) with y = P/Q, c = 1, d = x (x < 1/4) or c = 1/2,
-   d = x - 1/2 (exact), its sums and product carried to the one last rounding;
-   to 1.25 (1 - erx) - P1/Q1 (it cancels: P1/Q1 in two parts); beyond the tail
-   parts, 2 - erfc(-x) for negative x.  One division for the three quotients, one
-   for 1/a. */
-EM_HD_INLINE double em_erfc_s1_d(double x, double *yl, double *ih, double *il) {
-    double a = fabs(x);
-    double ac = a < 1.25 ? 1.25 : a;
-    ac = ac > 28.0 ? 28.0 : ac;
-    double s, sl;
-    *ih = em_recip_sq_d(ac, il, &s, &sl);
-    double nh, nl, dh, dl, th, tl, uh, ul;
-    em_erf_pq_dd(x, &nh, &nl, &dh, &dl);
-    em_erf_mid_dd(a - 1.0, &th, &tl, &uh, &ul);
-    nh = a < 0.84375 ? nh : th;
-    nl = a < 0.84375 ? nl : tl;
-    dh = a < 0.84375 ? dh : uh;
-    dl = a < 0.84375 ? dl : ul;
-    em_erfc_rs_dd(ac, s, sl, &th, &tl, &uh, &ul);
-    nh = a < 1.25 ? nh : th;
-    nl = a < 1.25 ? nl : tl;
-    dh = a < 1.25 ? dh : uh;
-    dl = a < 1.25 ? dl : ul;
-    return em_div_dd(nh, nl, dh, dl, yl);
-}
-/* stage 2: the value below 1.25 into *v, and exp(-a^2 - 0.5625 + R/S) = 2^n (1 + e + *ql)
-   (-a^2 exact, the exponent summed in two parts; n returned as a double in *nd) */
-EM_HD_INLINE double em_erfc_s2_d(double x, double y, double yl, double *ql, double *nd, double *v) {
-    double a = fabs(x);
-    double ac = a < 1.25 ? 1.25 : a;
-    ac = ac > 28.0 ? 28.0 : ac;
-    /* below 0.84375 */
-    double c = x < 0.25 ? 1.0 : 0.5, d = x < 0.25 ? x : x - 0.5;
-    double p = x * y, pe = em_prod_err_d(x, y, p) + x * yl;
-    double sm = p + d, se = em_twosum_err(p, d, sm);
-    double h = c - sm, he = em_twosum_err(c, -sm, h);
-    double s1 = h + (he - (se + pe));
-    /* to 1.25 */
-    double mp = 1.54937088489532470703e-01 - y;               /* 1 - erx is exact */
-    mp = mp + (em_twosum_err(1.54937088489532470703e-01, -y, mp) - yl);
-    double m = x > 0.0 ? mp : 1.0 + (8.45062911510467529297e-01 + y);
-    *v = a < 0.84375 ? s1 : m;
-    /* the tail's exponent */
-    double a2 = ac * ac, a2l = em_prod_err_d(ac, ac, a2);
-    double h1 = -0.5625 - a2, l1 = em_twosum_err(-0.5625, -a2, h1) - a2l;
-    double h2 = h1 + y, l2 = em_twosum_err(h1, y, h2) + (l1 + yl);
-    int64_t n;
-    double e = em_exp_q_d(h2, l2, &n, ql);
-    *nd = (double)n;
-    return e;
-}
-/* stage 3: the tail 2^n (1 + e + ql)(ih + il) summed in two parts, and the selection */
-EM_HD_INLINE double em_erfc_s3_d(double x, double e, double ql, double nd, double v,
-                                 double ih, double il) {
-    double a = fabs(x);
-    double pm = ih * e, sm = ih + pm;
-    double tm = (em_twosum_err(ih, pm, sm) + em_prod_err_d(ih, e, pm)) + EM_MAD(ih, ql, EM_MAD(il, e, il));
-    double t = em_ldexp_d(sm + tm, (int64_t)nd);
-    t = a > 27.3 ? 0.0 : t;
-    double b = x > 0.0 ? t : 2.0 - t;
-    double r = a < 1.25 ? v : b;
-    return x != x ? x : r;
-}
-EM_HD_INLINE double em_erfc_vd(double x) {
-    double yl, ih, il, y = em_erfc_s1_d(x, &yl, &ih, &il);
-    double ql, nd, v, e = em_erfc_s2_d(x, y, yl, &ql, &nd, &v);
-    return em_erfc_s3_d(x, e, ql, nd, v, ih, il);
-}
-
 /* log10: fdlibm's e_log10.c assembly of the log core (f - f^2/2 taken in two
    parts, the high one of 32 bits, so each product with the split 1/ln10 is exact) */
 EM_HD_INLINE double em_log10_vd(double x) {
@@ -1699,6 +1600,52 @@ EM_HD_INLINE double em_silu_bw_vd(double g, double x) {
     double s = (x < 0.0 ? e : 1.0) * inv, oms = (x < 0.0 ? 1.0 : e) * inv;
     return g * s * EM_MAD(x, oms, 1.0);
 }
+/* e^y for |y| <= EM_EXP_FAST_D_MAX (normal results): em_act_expq_d's polynomial with
+   the reduction in FMAs and 2^n added to the exponent bits.  On it the loops' sigmoid
+   is 1 / (1 + e^-x) as torch's (for x < 0 the error of e^-x passes to the result as
+   that of e^x does to e / (1 + e) above; no select), silu x / (1 + e^-x) and the
+   derivative's 1 - s = e^-x s; the loops send |x| beyond it (and NaN) to the forms
+   above. */
+#define EM_EXP_FAST_D_MAX 708.0
+EM_HD_INLINE double em_exp_fast_d(double y) {
+    double kd = EM_MAD(y, 1.4426950408889634, 6755399441055744.0);
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r = EM_MAD(fn, -1.90821492927058770002e-10, EM_MAD(fn, -6.93147180369123816490e-01, y));
+    double q = EM_MAD(em_exp_taylor_estrin_d(r), r * r, r);
+    return em_f64_from_bits(em_f64_bits(1.0 + q) + (int64_t)((uint64_t)n << 52));
+}
+EM_HD_INLINE double em_sigmoid_fast_d(double x) { return 1.0 / (1.0 + em_exp_fast_d(-x)); }
+EM_HD_INLINE double em_silu_fast_d(double x) { return x / (1.0 + em_exp_fast_d(-x)); }
+EM_HD_INLINE double em_silu_bw_fast_d(double g, double x) {
+    double e = em_exp_fast_d(-x), s = 1.0 / (1.0 + e);
+    return g * s * EM_MAD(x, e * s, 1.0);
+}
+/* the loops' silu and derivative for the rest (|x| > 708, NaN): below -708 x e^x and
+   g e^x (1 + x) (1 + e^x rounds to 1), e^x = 2^n (1 + q) with 2^n applied last, so a
+   subnormal e^x costs no precision (x e^x is normal to x = -709.1); zero where e^x
+   itself rounds to 0 (x < log 2^-1075), as the exp(-|x|) forms and torch */
+#define EM_EXP_ZERO_D (-745.1332191019412)
+EM_HD_INLINE double em_exp_tail_q_d(double x, int64_t *n) {
+    double xc = x < EM_EXP_ZERO_D ? EM_EXP_ZERO_D : x;
+    double kd = EM_MAD(xc, 1.4426950408889634, 6755399441055744.0);
+    *n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r = EM_MAD(fn, -1.90821492927058770002e-10, EM_MAD(fn, -6.93147180369123816490e-01, xc));
+    return 1.0 + EM_MAD(em_exp_taylor_estrin_d(r), r * r, r);
+}
+EM_HD_INLINE double em_silu_far_d(double x) {
+    int64_t n;
+    double p = em_exp_tail_q_d(x, &n);
+    double t = x < EM_EXP_ZERO_D ? -0.0 : em_ldexp_d(x * p, n);
+    return (x < -EM_EXP_FAST_D_MAX) & (x > -INFINITY) ? t : em_silu_vd(x);
+}
+EM_HD_INLINE double em_silu_bw_far_d(double g, double x) {
+    int64_t n;
+    double p = em_exp_tail_q_d(x, &n);
+    double t = x < EM_EXP_ZERO_D ? g * -0.0 : em_ldexp_d(g * p * (1.0 + x), n);
+    return (x < -EM_EXP_FAST_D_MAX) & (x > -INFINITY) ? t : em_silu_bw_vd(g, x);
+}
 /* float64 exact gelu = x Phi(x).  With a = |x|/sqrt2 and t = 3.5 / (3.5 + a),
    Phi(-|x|) = erfc(a) / 2 = t Q(t) exp(-x^2/2) / 2, where Q = erfcx(a) / t is smooth
    on a in [0, 27.35] (to where gelu underflows) and a degree-21 polynomial in
@@ -1788,6 +1735,99 @@ EM_HD_INLINE double em_gelu_grad_s2_d(double x, double w) {
 }
 EM_HD_INLINE double em_gelu_vd(double x) { return em_gelu_s2_d(x, em_gelu_s1_d(x)); }
 EM_HD_INLINE double em_gelu_grad_vd(double x) { return em_gelu_grad_s2_d(x, em_gelu_s1_d(x)); }
+/* float64 erfc(x) = erfcx(a) exp(-a^2), a = |x| (exact here), 2 - that for x < 0:
+   erfcx(a) = t Q(t) with gelu's Q above, carried in two parts (w + *wl); exp(-a^2)
+   takes a^2 exactly as 2^n (1 + e + el), and the product is summed in two parts to
+   the last rounding (below one ulp; erfc underflows to 0 past a = 27.3).  Stage 1
+   (the division and the polynomial) and stage 2 (the exponential and the sums) run
+   as two passes over a block in the loop. */
+#define EM_ERFC_D_MAX 27.3
+/* d log erfcx(a) / da on gelu's s (a cubic, to 0.5%) */
+EM_HD_INLINE double em_erfcx_dlog_d(double s) {
+    return EM_MAD(EM_MAD(EM_MAD(-0.06764097539585139, s, -0.26003908609296356), s, -0.4806597413089167), s,
+                  -0.3246499421539499);
+}
+/* erfcx(a) / t = c0 + c1 s + ... + c23 s^23 on s = A t + B as in gelu (A, B the
+   doubles below), fit to 3e-18 relative with each coefficient from c23 down to c3
+   rounded and the lower ones refit; c2..c0 in two parts.  The head (c5..c23) in
+   even and odd halves, the last five Horner steps carried in two parts: p + *lo
+   (the sums exact by Fast2Sum but the last, where |c0| < |p s| for s near 1). */
+EM_HD_INLINE void em_erfc_2step_d(double h, double l, double s, double c, double *rh, double *rl) {
+    double p = h * s, r = c + p;           /* Fast2Sum: c's exponent is at least p's here */
+    *rl = em_prod_err_d(h, s, p) + ((c - r) + p) + l * s;
+    *rh = r;
+}
+EM_HD_INLINE double em_erfc_q_d(double s, double *lo) {
+    double s2 = s * s;
+    double pe = 2.9988005489945947e-12, po = 9.695789781510092e-12;
+    pe = EM_MAD(pe, s2, 1.3889350271311242e-11);
+    po = EM_MAD(po, s2, -1.285161079681736e-10);
+    pe = EM_MAD(pe, s2, -6.429938517207201e-10);
+    po = EM_MAD(po, s2, 1.0945949990118802e-09);
+    pe = EM_MAD(pe, s2, 8.216566663513153e-09);
+    po = EM_MAD(po, s2, -8.54566746270868e-09);
+    pe = EM_MAD(pe, s2, -7.081694889417868e-08);
+    po = EM_MAD(po, s2, 7.09686471801888e-08);
+    pe = EM_MAD(pe, s2, 3.144104148188695e-07);
+    po = EM_MAD(po, s2, -6.66646658534969e-07);
+    pe = EM_MAD(pe, s2, 5.447138943394742e-06);
+    po = EM_MAD(po, s2, 6.937030802439046e-06);
+    pe = EM_MAD(pe, s2, -0.0002224177646580923);
+    po = EM_MAD(po, s2, -6.807842426859318e-05);
+    pe = EM_MAD(pe, s2, 0.0039511936503362904);
+    po = EM_MAD(po, s2, 0.00020392651692931833);
+    po = EM_MAD(po, s2, 0.017385419029687314);
+    double p = EM_MAD(pe, s, po), l;
+    em_erfc_2step_d(p, 0.0, s, 0.05001484943985556, &p, &l);
+    em_erfc_2step_d(p, l, s, 0.10957084768682061, &p, &l);
+    em_erfc_2step_d(p, l, s, 0.19337135750665244, &p, &l);
+    em_erfc_2step_d(p, l - 8.818123982562573e-18, s, 0.2820494347709027, &p, &l);
+    em_gelu_2step_d(p, l + 1.6795737761451686e-17, s, 0.3437314354819738, &p, &l);
+    *lo = l + 1.8275468848680337e-17;
+    return p;
+}
+/* stage 1: erfcx(a) = w + *wl.  t = 3.5 / (3.5 + a) and s = A t + B are rounded: Q(s)
+   is erfcx(a_s) / t_s at t_s = t - sl / A, a_s = 3.5 / t_s - 3.5; with
+   t = t* (1 - rem / 3.5) (t* exact) and g = sl / (A t), erfcx(a) = t Q(s)
+   (1 - g + (3.5 + a) L eps), eps = -rem / 3.5 - g, L = d log erfcx / da (first order) */
+EM_HD_INLINE double em_erfc_s1_d(double x, double *wl) {
+    double a = fabs(x);
+    a = a > EM_ERFC_D_MAX ? EM_ERFC_D_MAX : a;
+    double d = 3.5 + a, dl = em_twosum_err(3.5, a, d);
+    double t = 3.5 / d;
+    double rem = em_rem_d(3.5, t, d) - t * dl;
+    double ph = t * 2.2559414990859232, s = ph - 1.2559414990859232;
+    double sl = em_twosum_err(ph, -1.2559414990859232, s) + em_prod_err_d(t, 2.2559414990859232, ph);
+    double l, p = em_erfc_q_d(s, &l);
+    double g = sl * d * 0.1266496874276453;            /* 1 / (3.5 A) */
+    double eps = EM_MAD(rem, -0.2857142857142857, -g);
+    double corr = EM_MAD(d * em_erfcx_dlog_d(s), eps, -g);
+    double ql = EM_MAD(corr, p, l);
+    double w = t * p;
+    *wl = EM_MAD(t, ql, em_prod_err_d(t, p, w));
+    return w;
+}
+EM_HD_INLINE double em_erfc_s2_d(double x, double w, double wl) {
+    double a = fabs(x);
+    a = a > EM_ERFC_D_MAX ? EM_ERFC_D_MAX : a;
+    double h = -(a * a), hl = em_prod_err_d(-a, a, h);
+    int64_t n;
+    double el, e = em_exp_q_d(h, hl, &n, &el);
+    double pm = w * e, sm = w + pm;
+    double tm = (em_twosum_err(w, pm, sm) + em_prod_err_d(w, e, pm)) + EM_MAD(w, el, EM_MAD(wl, e, wl));
+    double pos = em_ldexp_d(sm + tm, n);
+    pos = a >= EM_ERFC_D_MAX ? 0.0 : pos;
+    /* x < 0: 2 - 2^n (sm + tm); 2^n is a normal factor wherever the sum matters */
+    double sc = em_f64_from_bits(((n < -1000 ? -1000 : n) + 1023) << 52);
+    double u = sm * sc, r = 2.0 - u;
+    double neg = r + (em_twosum_err(2.0, -u, r) - tm * sc);
+    double res = x < 0.0 ? neg : pos;
+    return x != x ? x : res;
+}
+EM_HD_INLINE double em_erfc_vd(double x) {
+    double wl, w = em_erfc_s1_d(x, &wl);
+    return em_erfc_s2_d(x, w, wl);
+}
 /* gelu with the tanh approximation: 0.5 x (1 + tanh(u)) = x sigmoid(v), v = 2u =
    2 sqrt(2/pi) (x + 0.044715 x^3); the derivative s (1 + x (1 - s) v') as silu's */
 EM_HD_INLINE double em_gelu_tanh_vd(double x) {
