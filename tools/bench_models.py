@@ -298,11 +298,16 @@ _SWEEP_UNARY = {
     "F.softplus": "any", "F.elu": "any", "F.selu": "any", "F.celu": "any",
     "F.leaky_relu": "any", "F.hardsigmoid": "any", "F.hardswish": "any",
     "F.hardtanh": "any", "F.relu6": "any", "F.logsigmoid": "any", "F.softsign": "any",
-    "F.tanhshrink": "any", "clamp": "any",
+    "F.tanhshrink": "any", "clamp": "any", "deg2rad": "any", "sgn": "any", "i0": "any",
+    "F.threshold": "any", "F.softshrink": "any", "F.hardshrink": "any", "F.prelu": "any",
+    "F.glu": "any", "special.ndtr": "any", "special.ndtri": "prob", "special.log_ndtr": "any",
+    "special.erfcx": "any", "special.i0e": "any", "special.i1": "any", "special.entr": "pos",
+    "polygamma-1": "pos",
 }
 _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
                  "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
-                 "xlogy", "logaddexp", "lerp", "where", "eq", "lt")
+                 "xlogy", "logaddexp", "lerp", "where", "eq", "lt", "lerp-tensor", "addcmul",
+                 "addcdiv", "clamp-tensor", "nextafter", "logaddexp2", "igamma")
 _SWEEP_BACKWARD = ("gelu", "gelu-tanh", "silu", "mish", "softplus", "elu", "sigmoid", "tanh",
                    "relu")
 
@@ -311,10 +316,19 @@ def _sweep_fn(T, name):
     F = T.nn.functional
     if name == "F.gelu-tanh":
         return lambda x: F.gelu(x, approximate="tanh")
+    if name == "F.threshold":
+        return lambda x: F.threshold(x, 0.1, 2.0)
+    if name == "F.prelu":
+        w = T.tensor([0.25])
+        return lambda x: F.prelu(x, w)
     if name.startswith("F."):
         return getattr(F, name[2:])
     if name == "clamp":
         return lambda x: T.clamp(x, -0.5, 0.5)
+    if name == "polygamma-1":
+        return lambda x: T.polygamma(1, x)
+    if name.startswith("special."):
+        return getattr(T.special, name[8:])
     if name in ("erfinv", "digamma"):
         return getattr(T.special, name)
     return getattr(T, name)
@@ -327,6 +341,12 @@ def _sweep_binary_fn(T, name):
         return lambda x, y: T.lerp(x, y, 0.3)
     if name == "where":
         return lambda x, y: T.where(x > 0, x, y)
+    if name == "lerp-tensor":
+        return lambda x, y: T.lerp(x, y, y)
+    if name in ("addcmul", "addcdiv"):
+        return lambda x, y: getattr(T, name)(x, x, y, value=0.5)
+    if name == "clamp-tensor":
+        return lambda x, y: T.clamp(x, max=y)
     return getattr(T, name)
 
 
@@ -341,7 +361,7 @@ def sweep(threads=2):
     g = torch.Generator().manual_seed(0)
     base = torch.randn(1 << 20, generator=g)
     doms = {"any": base * 3, "pos": base.abs() * 3 + 0.01, "unit": base.tanh() * 0.999,
-            "big": base.abs() * 3 + 1.01}
+            "big": base.abs() * 3 + 1.01, "prob": base.sigmoid()}
     y = torch.randn(1 << 20, generator=g).abs() + 0.1
     pairs = {k: (ember.from_numpy(v.numpy().copy()), v) for k, v in doms.items()}
     ys = (ember.from_numpy(y.numpy().copy()), y)
@@ -353,7 +373,7 @@ def sweep(threads=2):
         rows.append((name, te, tt))
     for name in _SWEEP_BINARY:
         fe, ft = _sweep_binary_fn(ember, name), _sweep_binary_fn(torch, name)
-        a = pairs["pos"] if name in ("pow", "xlogy") else pairs["any"]
+        a = pairs["pos"] if name in ("pow", "xlogy", "igamma") else pairs["any"]
         te, tt = pair(lambda: fe(a[0], ys[0]), lambda: ft(a[1], ys[1]), 5)
         rows.append((name, te, tt))
     for name in _SWEEP_BACKWARD:
