@@ -193,6 +193,18 @@ typedef uint8_t em_bool;
             T *oo = (T *)o; const em_bool *cc = (const em_bool *)c;                     \
             const T *xx = (const T *)x, *yy = (const T *)y;                             \
             for (int64_t i = 0; i < n; i++) oo[i] = cc[i] ? xx[i] : yy[i];              \
+        } else if (s[0] == sizeof(T) && s[1] == 1 && (s[2] == 0 || s[2] == sizeof(T)) &&    \
+                   (s[3] == 0 || s[3] == sizeof(T))) {                                  \
+            /* a scalar side (threshold, masked fills): the value is read once */      \
+            T *oo = (T *)o; const em_bool *cc = (const em_bool *)c;                     \
+            const T *xx = (const T *)x, *yy = (const T *)y;                             \
+            const int64_t ix = s[2] != 0, iy = s[3] != 0;                               \
+            if (!ix && !iy) { const T xv = xx[0], yv = yy[0];                           \
+                for (int64_t i = 0; i < n; i++) oo[i] = cc[i] ? xv : yv; }              \
+            else if (!iy) { const T yv = yy[0];                                         \
+                for (int64_t i = 0; i < n; i++) oo[i] = cc[i] ? xx[i] : yv; }           \
+            else { const T xv = xx[0];                                                  \
+                for (int64_t i = 0; i < n; i++) oo[i] = cc[i] ? xv : yy[i]; }           \
         } else {                                                                        \
             for (int64_t i = 0; i < n; i++, o += s[0], c += s[1], x += s[2], y += s[3]) \
                 *(T *)o = *(const em_bool *)c ? *(const T *)x : *(const T *)y;          \
@@ -209,6 +221,16 @@ typedef uint8_t em_bool;
             const T *xx = (const T *)a, *yy = (const T *)b;                             \
             if (t < 0.5) { for (int64_t i = 0; i < n; i++) oo[i] = xx[i] + t * (yy[i] - xx[i]); } \
             else { for (int64_t i = 0; i < n; i++) oo[i] = yy[i] - (yy[i] - xx[i]) * (1 - t); } \
+            return;                                                                     \
+        }                                                                               \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == sizeof(T)) { \
+            /* tensor weight, contiguous: both sides computed, one select (vectorises) */ \
+            T *oo = (T *)o; const T *xx = (const T *)a, *yy = (const T *)b, *ww = (const T *)w; \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                T x = xx[i], y = yy[i], t = ww[i];                                      \
+                T lo = x + t * (y - x), hi = y - (y - x) * (1 - t);                     \
+                oo[i] = (t < 0.5) ? lo : hi;                                            \
+            }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2], w += s[3]) {   \

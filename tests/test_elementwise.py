@@ -192,6 +192,44 @@ def test_clamp_where_lerp_isclose():
     assert not ember.allclose(ember.tensor([1.0]), ember.tensor([1.1]))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_where_with_scalar_sides_matches_numpy(dtype):
+    # a 0-dim or Python-scalar side takes its own contiguous loop: same values as NumPy
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float64) * 5
+    y = rng.standard_normal(n).astype(np.float64) * 5
+    x, y = x.astype(dtype), y.astype(dtype)
+    c = rng.standard_normal(n) > 0
+    ex, ey, ec = ember.tensor(x), ember.tensor(y), ember.tensor(c)
+    for a, b, na, nb in [(ex, 2, x, 2), (3, ey, 3, y), (1, 2, 1, 2),
+                         (ex, ember.tensor(7, dtype=ex.dtype), x, 7),
+                         (ember.tensor(-4, dtype=ex.dtype), ey, -4, y)]:
+        r = ember.where(ec, a, b)
+        assert r.dtype == ex.dtype or not isinstance(a, ember.Tensor) and \
+            not isinstance(b, ember.Tensor)
+        np.testing.assert_array_equal(r.numpy(), np.where(c, na, nb).astype(r.numpy().dtype))
+    # strided condition and operands still take the general loop
+    r = ember.where(ec[::2], ex[::2], 0)
+    np.testing.assert_array_equal(r.numpy(), np.where(c[::2], x[::2], 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lerp_tensor_weight_contiguous_equals_strided_and_torch(dtype):
+    n = 4099
+    a, b = ((rng.standard_normal(2 * n) * 3).astype(dtype) for _ in range(2))
+    w = rng.uniform(-0.5, 1.5, 2 * n).astype(dtype)
+    w[:8] = [0.0, 0.5, 1.0, 0.4999, 0.5001, -0.25, 1.25, np.nan]
+    ea, eb, ew = (ember.tensor(v) for v in (a, b, w))
+    contiguous = ember.lerp(ea[:n], eb[:n], ew[:n]).numpy()
+    strided = ember.lerp(ea[::2], eb[::2], ew[::2]).numpy()
+    ref = np.where(w < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    np.testing.assert_array_equal(contiguous, ref[:n].astype(dtype))
+    np.testing.assert_array_equal(strided, ref[::2].astype(dtype))
+    torch = pytest.importorskip("torch")
+    t = torch.lerp(torch.from_numpy(a[:n]), torch.from_numpy(b[:n]), torch.from_numpy(w[:n]))
+    np.testing.assert_allclose(contiguous, t.numpy(), rtol=0, atol=4 * np.finfo(dtype).eps * 10)
+
+
 def test_half_and_bfloat16_compute_in_float32():
     x = np.array([0.1, 1.5, -2.25, 1000.0], dtype=np.float32)
     h = ember.tensor(x, dtype=ember.float16)
