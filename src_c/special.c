@@ -3390,15 +3390,16 @@ BINARY(laguerre, sp_laguerre_polynomial_l(x, sp_degree(y)),
 BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
        sp_legendre_polynomial_p(x, sp_degree(y)))
 
-/* float32 loops vectorised in double, one copy per ISA: blocks of 512 run FAST(x),
-   then the block's rare inputs outside OK(x) are redone with FULL(x) (strided rows
-   take FULL throughout); the per-block check is an OR-reduction that vectorises too */
-#define FIXUP_F32_LOOP(ATTR, NAME, FAST, OK, FULL)                                     \
+/* loops of T = float (vectorised in double) or double, one copy per ISA: blocks of
+   512 run FAST(x), then the block's rare inputs outside OK(x) are redone with
+   FULL(x); the per-block check is an OR-reduction that vectorises too.  Strided rows
+   make the same choice per element, so they give the contiguous loop's bits. */
+#define FIXUP_LOOP(ATTR, NAME, T, FAST, OK, FULL)                                      \
     ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
         (void)aux;                                                                     \
-        if (s[0] == 4 && s[1] == 4) {                                                  \
-            float *o = (float *)p[0];                                                  \
-            const float *a = (const float *)p[1];                                      \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                  \
+            T *o = (T *)p[0];                                                          \
+            const T *a = (const T *)p[1];                                              \
             for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
                 int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
                 int bad = 0;                                                           \
@@ -3413,14 +3414,16 @@ BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
         } else {                                                                       \
             char *o = p[0];                                                            \
             const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1])                      \
-                *(float *)o = FULL(*(const float *)a);                                 \
+            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
+                T x = *(const T *)a;                                                   \
+                *(T *)o = OK(x) ? FAST(x) : FULL(x);                                   \
+            }                                                                          \
         }                                                                              \
     }
 /* erfinv: the |y| <= 0.999 formula, the full one for the tail, +-1, NaN, |y| > 1 */
 #define ERFINV_F32_OK(y) (fabsf(y) <= 0.999f)
 #define ERFINV_F32_LOOP(ATTR, NAME) \
-    FIXUP_F32_LOOP(ATTR, NAME, em_erfinvf_mid, ERFINV_F32_OK, em_erfinvf)
+    FIXUP_LOOP(ATTR, NAME, float, em_erfinvf_mid, ERFINV_F32_OK, em_erfinvf)
 ERFINV_F32_LOOP(, erfinv_vec_f32)
 /* float64 erfinv: the loop of erfinv_f64_impl.h, here for the generic table; the
    AVX2 and AVX-512 copies live in special_isa_*.c, compiled with FMA */
@@ -3455,7 +3458,7 @@ static inline __attribute__((always_inline)) double sp_digamma_pos(double x) {
 #define DIGAMMA_F32_OK(x) ((x) > 0.0f)
 #define DIGAMMA_F32(x) ((float)sp_digamma((double)(x)))
 #define DIGAMMA_F32_LOOP(ATTR, NAME) \
-    FIXUP_F32_LOOP(ATTR, NAME, DIGAMMA_F32_POS, DIGAMMA_F32_OK, DIGAMMA_F32)
+    FIXUP_LOOP(ATTR, NAME, float, DIGAMMA_F32_POS, DIGAMMA_F32_OK, DIGAMMA_F32)
 DIGAMMA_F32_LOOP(, digamma_vec_f32)
 /* float64 digamma for 0 < x < inf, branch-free so it vectorises: sp_digamma's
    steps (1/x subtracted while x < 10, then psi(10) or the asymptotic series)
@@ -3481,32 +3484,8 @@ static inline __attribute__((always_inline)) double sp_digamma_pos_d(double x) {
     return x == 10.0 ? r + 2.25175258906672110764 : v;
 }
 #define DIGAMMA_F64_OK(x) (((x) > 0.0) & ((x) < INFINITY))
-#define DIGAMMA_F64_LOOP(ATTR, NAME)                                                   \
-    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
-        (void)aux;                                                                     \
-        if (s[0] == 8 && s[1] == 8) {                                                  \
-            double *o = (double *)p[0];                                                \
-            const double *a = (const double *)p[1];                                    \
-            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
-                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
-                int bad = 0;                                                           \
-                for (int64_t i = b0; i < b1; i++) {                                    \
-                    o[i] = sp_digamma_pos_d(a[i]);                                     \
-                    bad |= !DIGAMMA_F64_OK(a[i]);                                      \
-                }                                                                      \
-                if (bad)                                                               \
-                    for (int64_t i = b0; i < b1; i++)                                  \
-                        if (!DIGAMMA_F64_OK(a[i])) o[i] = sp_digamma(a[i]);            \
-            }                                                                          \
-        } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                double x = *(const double *)a;                                         \
-                *(double *)o = DIGAMMA_F64_OK(x) ? sp_digamma_pos_d(x) : sp_digamma(x); \
-            }                                                                          \
-        }                                                                              \
-    }
+#define DIGAMMA_F64_LOOP(ATTR, NAME) \
+    FIXUP_LOOP(ATTR, NAME, double, sp_digamma_pos_d, DIGAMMA_F64_OK, sp_digamma)
 DIGAMMA_F64_LOOP(, digamma_vec_f64)
 #if defined(__x86_64__) || defined(__i386__)
 #define SP_HAVE_ISA 1
