@@ -309,7 +309,9 @@ _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "mi
                  "xlogy", "logaddexp", "lerp", "where", "eq", "lt", "lerp-tensor", "addcmul",
                  "addcdiv", "clamp-tensor", "nextafter", "logaddexp2", "igamma")
 _SWEEP_BACKWARD = ("gelu", "gelu-tanh", "silu", "mish", "softplus", "elu", "sigmoid", "tanh",
-                   "relu")
+                   "relu", "threshold", "hardshrink", "softshrink", "prelu", "glu")
+# the sweep's rows from i0 on (the ops composed or scalar until late) also run in float64
+_SWEEP_LATE = list(_SWEEP_UNARY)[list(_SWEEP_UNARY).index("i0"):]
 
 
 def _sweep_fn(T, name):
@@ -319,8 +321,7 @@ def _sweep_fn(T, name):
     if name == "F.threshold":
         return lambda x: F.threshold(x, 0.1, 2.0)
     if name == "F.prelu":
-        w = T.tensor([0.25])
-        return lambda x: F.prelu(x, w)
+        return lambda x: F.prelu(x, T.tensor([0.25], dtype=x.dtype))
     if name.startswith("F."):
         return getattr(F, name[2:])
     if name == "clamp":
@@ -394,7 +395,8 @@ def _ops64_cases(E, T, n):
     rng = np.random.default_rng(0)
     norm = rng.standard_normal(n) * 3
     arrays = {"x": norm, "pos": np.abs(norm) + 0.01, "unit": np.tanh(norm), "big": np.abs(norm) + 1,
-              "y": rng.standard_normal(n) * 3, "gam": rng.uniform(0.01, 50, n)}
+              "y": rng.standard_normal(n) * 3, "gam": rng.uniform(0.01, 50, n),
+              "prob": 1 / (1 + np.exp(-norm))}
     ts = {k: (E.from_numpy(v.copy()), T.from_numpy(v.copy())) for k, v in arrays.items()}
     unary = {"exp": "x", "exp2": "x", "expm1": "x", "log": "pos", "log2": "pos", "log10": "pos",
              "log1p": "pos", "sqrt": "pos", "rsqrt": "pos", "sin": "x", "cos": "x", "tan": "x",
@@ -410,6 +412,14 @@ def _ops64_cases(E, T, n):
     yield "pow(x, y)", lambda: E.pow(ep, ey), lambda: T.pow(tp, ty)
     for name in ("atan2", "hypot", "logaddexp", "xlogy"):
         yield name, (lambda f=getattr(E, name): f(ex, ep)), (lambda f=getattr(T, name): f(tx, tp))
+    doms = {"any": "x", "pos": "pos", "prob": "prob"}
+    for name in _SWEEP_LATE:
+        (e, t), fe, ft = ts[doms[_SWEEP_UNARY[name]]], _sweep_fn(E, name), _sweep_fn(T, name)
+        yield name, (lambda fe=fe, e=e: fe(e)), (lambda ft=ft, t=t: ft(t))
+    for name in _SWEEP_BINARY[_SWEEP_BINARY.index("lerp-tensor"):]:
+        (e, t) = ts["pos"] if name == "igamma" else ts["x"]
+        fe, ft = _sweep_binary_fn(E, name), _sweep_binary_fn(T, name)
+        yield name, (lambda fe=fe, e=e: fe(e, ep)), (lambda ft=ft, t=t: ft(t, tp))
     F, TF = E.nn.functional, T.nn.functional
     acts = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}),
             ("softplus", {}), ("elu", {}), ("selu", {}), ("celu", {}), ("sigmoid", {}),
