@@ -137,16 +137,16 @@ def heaviside(input, values, *, out=None):
 
 def isposinf(input, *, out=None):
     """True where ``input`` is +inf."""
-    _tensor_arg(input, "isposinf")
-    r = _ew.logical_and(_ew.isinf(input), _ew.gt(input, 0))
-    return _finish(r, out, "isposinf", (input,), exact=True)
+    if _tensor_arg(input, "isposinf").is_complex():
+        raise RuntimeError("isposinf does not support complex inputs.")
+    return _finish(_ew.eq(input, math.inf), out, "isposinf", (input,), exact=True)
 
 
 def isneginf(input, *, out=None):
     """True where ``input`` is -inf."""
-    _tensor_arg(input, "isneginf")
-    r = _ew.logical_and(_ew.isinf(input), _ew.lt(input, 0))
-    return _finish(r, out, "isneginf", (input,), exact=True)
+    if _tensor_arg(input, "isneginf").is_complex():
+        raise RuntimeError("isneginf does not support complex inputs.")
+    return _finish(_ew.eq(input, -math.inf), out, "isneginf", (input,), exact=True)
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
@@ -167,6 +167,21 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
         r = _ew.where(isposinf(x), posinf, r)
         r = _ew.where(isneginf(x), neginf, r)
     return _finish(r, out, "nan_to_num", (input,), exact=True)
+
+
+def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
+    """In-place :func:`nan_to_num`: one pass over a floating tensor's own memory."""
+    x = _tensor_arg(input, "nan_to_num_")
+    if x.dtype.is_floating_point:
+        from ember._dtype_info import finfo
+
+        fi = finfo(x.dtype)
+        r = _ew._nan_to_num(x, 0.0 if nan is None else nan,
+                            fi.max if posinf is None else posinf,
+                            fi.min if neginf is None else neginf, True)
+        if r is not None:
+            return r
+    return x.copy_(nan_to_num(x, nan, posinf, neginf))
 
 
 def fill(input, value):
@@ -1247,6 +1262,13 @@ def frexp(input, *, out=None):
     ``input == mantissa * 2 ** exponent``; zero, inf and nan give themselves and 0."""
     _tensor_arg(input, "frexp")
     it, mbits, emask, bias, scale = _float_layout(input, "frexp")
+    parts = _ew._frexp(input)
+    if parts is not None:
+        mantissa, exponent = parts[0], parts[1].to(core.int32)
+        if out is not None:
+            mantissa = _finish(mantissa, out[0], "frexp", (input,), exact=True)
+            exponent = _finish(exponent, out[1], "frexp", (input,), exact=True)
+        return _red.return_types.frexp(mantissa, exponent)
     finite = _ew.logical_and(_ew.isfinite(input), _ew.ne(input, 0))
     tiny = _ew.logical_and(finite, _ew.lt(_ew.abs(input), 2.0 ** (1 - bias)))
     x = _ew.where(tiny, _ew.mul(input, 2.0 ** scale), input)      # subnormals made normal

@@ -514,6 +514,33 @@ LEAKY_LOOP(un_leaky_relu_f64, double)
     }
 NAN_TO_NUM_LOOP(un_nan_to_num_f32, float)
 NAN_TO_NUM_LOOP(un_nan_to_num_f64, double)
+/* frexp on the bits, branch-free: subnormals are scaled up by 2^k first (their
+   exponent then lowered by k); zero, inf and NaN keep themselves / exponent 0 */
+#define FREXP_PARTS(TY, UT, MB, EMASK, BIAS, K, TINY)                                \
+    int fin_ = (x - x == 0) & (x != 0);                                                 \
+    int sub_ = fin_ & ((x < 0 ? -x : x) < TINY);                                        \
+    TY xs_ = sub_ ? x * (TY)(K == 32 ? 0x1p32 : 0x1p64) : x;                            \
+    UT b_; memcpy(&b_, &xs_, sizeof b_);                                                \
+    int e_ = (int)((b_ >> MB) & EMASK) - BIAS - (sub_ ? K : 0);                         \
+    UT mb_ = (b_ & ~((UT)EMASK << MB)) | ((UT)BIAS << MB);                              \
+    TY m_; memcpy(&m_, &mb_, sizeof m_); (void)m_; (void)e_;
+#define FREXP_LOOP(name, TY, UT, MB, EMASK, BIAS, K, TINY, RESULT)                            \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        (void)aux;                                                                      \
+        if (s[0] == sizeof(TY) && s[1] == sizeof(TY)) {                                 \
+            TY *o = (TY *)p[0]; const TY *in = (const TY *)p[1];                        \
+            for (int64_t i = 0; i < n; i++) { TY x = in[i]; FREXP_PARTS(TY, UT, MB, EMASK, BIAS, K, TINY) o[i] = RESULT; } \
+        } else {                                                                        \
+            char *o = p[0]; const char *in = p[1];                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                TY x = *(const TY *)in; FREXP_PARTS(TY, UT, MB, EMASK, BIAS, K, TINY) *(TY *)o = RESULT; \
+            }                                                                           \
+        }                                                                               \
+    }
+FREXP_LOOP(un_frexp_m_f32, float, uint32_t, 23, 0xFFu, 126, 32, 0x1p-126f, fin_ ? m_ : x)
+FREXP_LOOP(un_frexp_m_f64, double, uint64_t, 52, 0x7FFu, 1022, 64, 0x1p-1022, fin_ ? m_ : x)
+FREXP_LOOP(un_frexp_e_f32, float, uint32_t, 23, 0xFFu, 126, 32, 0x1p-126f, fin_ ? (float)e_ : 0.0f)
+FREXP_LOOP(un_frexp_e_f64, double, uint64_t, 52, 0x7FFu, 1022, 64, 0x1p-1022, fin_ ? (double)e_ : 0.0)
 /* elu: prm = {alpha, scale, input_scale} */
 /* float32 elu with its parameters read once, so the loop vectorises */
 static void un_elu_f32(char **p, const int64_t *s, int64_t n, const void *aux) {
@@ -567,6 +594,7 @@ BINP_LOOP(bin_softplus_bw_f64, double, SOFTPLUS_BW_SETUP,
    vectorise; NaN differences give NaN */
 #define LOSS_P_SETUP const T p_ = (T)prm[0];
 #define LOSS_G_SETUP const T p_ = (T)prm[0], s_ = (T)prm[1];
+#define LOSS_S_SETUP const T s_ = (T)prm[1];
 BINP_LOOP(bin_smooth_l1_f32, float, LOSS_P_SETUP,
           ({ T z = fabsf(a - b); z < p_ ? (T)0.5 * z * z / p_ : z - (T)0.5 * p_; }))
 BINP_LOOP(bin_smooth_l1_f64, double, LOSS_P_SETUP,
@@ -575,8 +603,8 @@ BINP_LOOP(bin_huber_f32, float, LOSS_P_SETUP,
           ({ T z = fabsf(a - b); z < p_ ? (T)0.5 * z * z : p_ * (z - (T)0.5 * p_); }))
 BINP_LOOP(bin_huber_f64, double, LOSS_P_SETUP,
           ({ T z = fabs(a - b); z < p_ ? 0.5 * z * z : p_ * (z - 0.5 * p_); }))
-BINP_LOOP(bin_mse_grad_f32, float, LOSS_G_SETUP, (a - b) * s_)
-BINP_LOOP(bin_mse_grad_f64, double, LOSS_G_SETUP, (a - b) * s_)
+BINP_LOOP(bin_mse_grad_f32, float, LOSS_S_SETUP, (a - b) * s_)
+BINP_LOOP(bin_mse_grad_f64, double, LOSS_S_SETUP, (a - b) * s_)
 #define SMOOTH_L1_GRAD_(T) \
     ({ T d = a - b; d <= -p_ ? -s_ : (d >= p_ ? s_ : s_ * d / p_); })
 #define HUBER_GRAD_(T) \
@@ -585,8 +613,8 @@ BINP_LOOP(bin_smooth_l1_grad_f32, float, LOSS_G_SETUP, SMOOTH_L1_GRAD_(float))
 BINP_LOOP(bin_smooth_l1_grad_f64, double, LOSS_G_SETUP, SMOOTH_L1_GRAD_(double))
 BINP_LOOP(bin_huber_grad_f32, float, LOSS_G_SETUP, HUBER_GRAD_(float))
 BINP_LOOP(bin_huber_grad_f64, double, LOSS_G_SETUP, HUBER_GRAD_(double))
-BINP_LOOP(bin_bce_logits_grad_f32, float, LOSS_G_SETUP, (em_sigmoid_vf(a) - b) * s_)
-BINP_LOOP(bin_bce_logits_grad_f64, double, LOSS_G_SETUP, (em_sigmoid_vd(a) - b) * s_)
+BINP_LOOP(bin_bce_logits_grad_f32, float, LOSS_S_SETUP, (em_sigmoid_vf(a) - b) * s_)
+BINP_LOOP(bin_bce_logits_grad_f64, double, LOSS_S_SETUP, (em_sigmoid_vd(a) - b) * s_)
 CLAMP_LOOP(un_clamp_u8, uint8_t)
 CLAMP_LOOP(un_clamp_i8, int8_t)
 CLAMP_LOOP(un_clamp_i16, int16_t)

@@ -15,7 +15,7 @@ cdef extern from "ember_ew.h" nogil:
         EW_NEG, EW_ABS, EW_SIGN, EW_FRAC, EW_RELU, EW_GELU, EW_GELU_TANH
         EW_FLOOR, EW_CEIL, EW_ROUND, EW_TRUNC, EW_SOFTPLUS, EW_LEAKY_RELU, EW_ELU, EW_CLAMP
         EW_LOGSIGMOID
-        EW_NAN_TO_NUM
+        EW_NAN_TO_NUM, EW_ANGLE, EW_FREXP_M, EW_FREXP_E
         EW_NBIN, EW_NCMP, EW_NUN, EW_NPRED
     # the four lists, and the result-dtype kinds of their `kind` column
     enum:

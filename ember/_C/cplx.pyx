@@ -292,7 +292,9 @@ def angle(input, *, out=None):
         x = t if category(t._dtype) == 2 else t.to(dtype_obj(default_dtype()))
         # pi where negative, nan kept; the gradient of angle on real input is zero
         with _no_grad():
-            r = E.where(E.lt(x, 0), 3.141592653589793, E.mul(x, 0))
+            r = _angle_real(x)
+            if r is None:
+                r = E.where(E.lt(x, 0), 3.141592653589793, E.mul(x, 0))
         if grad_on() and t._requires_grad:
             record("angle", (t,), r, None)
     if out is not None:
@@ -303,6 +305,11 @@ def angle(input, *, out=None):
 def _no_grad():
     from ember.autograd.grad_mode import no_grad
     return no_grad()
+
+
+def _angle_real(x):
+    from ember._C.elementwise import _angle_real as one_pass
+    return one_pass(x)
 
 
 # ---------------------------------------------------------------------------

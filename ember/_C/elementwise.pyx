@@ -769,17 +769,38 @@ def elu(input, alpha=1.0, scale=1.0, input_scale=1.0):
     return _unary(EW_ELU, "elu", input, None, K_FLOAT, prm, (alpha, scale, input_scale))
 
 
-def _nan_to_num(TensorBase input not None, double nan, double posinf, double neginf):
-    """nan_to_num of a floating tensor in one pass (the fast path of
-    ``ember._composite.nan_to_num``); None where the composite's differentiable form
-    must run: Python modes, other devices, autograd."""
+def _nan_to_num(TensorBase input not None, double nan, double posinf, double neginf,
+                bint inplace=False):
+    """nan_to_num of a floating tensor in one pass, into a new tensor or in place (the
+    fast path of ``ember._composite.nan_to_num(_)``); None where the composite's
+    differentiable form must run: Python modes, other devices, autograd."""
     cdef double prm[3]
     if needs_slow1(input) or (grad_on() and input._requires_grad):
         return None
     prm[0] = nan
     prm[1] = posinf
     prm[2] = neginf
-    return _unary(EW_NAN_TO_NUM, "nan_to_num", input, None, K_ARITH, prm)
+    return _unary(EW_NAN_TO_NUM, "nan_to_num", input, None, K_ARITH, prm, None, inplace)
+
+
+cdef object _plain_unary(int op, str name, TensorBase input):
+    """One pass of a by-hand float32/float64 op with nothing to record; None where
+    the composed form runs (Python modes, other devices, other dtypes, autograd)."""
+    if needs_slow1(input) or (grad_on() and input._requires_grad) or \
+            input._dtype not in (EM_F32, EM_F64):
+        return None
+    return _unary(op, name, input, None, K_ARITH, NULL)
+
+
+def _angle_real(TensorBase input not None):
+    """angle of real float input: pi below 0, 0 elsewhere, NaN kept; or None."""
+    return _plain_unary(EW_ANGLE, "angle", input)
+
+
+def _frexp(TensorBase input not None):
+    """frexp's mantissa and its exponent (in the input's float type); or None."""
+    m = _plain_unary(EW_FREXP_M, "frexp", input)
+    return None if m is None else (m, _plain_unary(EW_FREXP_E, "frexp", input))
 
 
 def relu_(TensorBase self not None):

@@ -143,7 +143,13 @@
     X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, OWN, _, _) \
     X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x)) \
     /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
-    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
+    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _) \
+    /* angle of real input: pi below 0, else 0, NaN kept */ \
+    X(ANGLE, angle, "", FLOAT, FLOATS, ALL, x != x ? x : (x < 0 ? (T)3.14159265358979323846 : (T)0), _) \
+    /* frexp's mantissa in [0.5, 1) (0, inf, NaN themselves) and its exponent as a \
+       float of the same type (0 for those) */ \
+    X(FREXP_M, frexp_m, "", ARITH, FLOATS, OWN, _, _) \
+    X(FREXP_E, frexp_e, "", ARITH, FLOATS, OWN, _, _)
 
 #define EW_PREDICATE_OPS(X) \
     X(ISNAN, isnan, "isnan", x != x, 0, 0) \
