@@ -62,7 +62,14 @@
        parameters in aux: {alpha, scale, input_scale}, {beta, threshold} */ \
     X(ELU_BW, elu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(SOFTPLUS_BW, softplus_bw, "", FLOAT, FLOATS, OWN, _, _) \
-    X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b))
+    X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b)) \
+    /* threshold's and the shrinks' backward (a = grad, b = input) read {threshold} or \
+       {lambd} in aux; prelu is a = input, b = the broadcast weight; glu a * sigmoid(b) \
+       over the two halves */ \
+    X(THRESHOLD_BW, threshold_bw, "", FLOAT, FLOATS, OWN, _, _) \
+    X(SHRINK_BW, shrink_bw, "", FLOAT, FLOATS, OWN, _, _) \
+    X(PRELU, prelu, "", FLOAT, FLOATS, ALL, a > 0 ? a : b * a, _) \
+    X(GLU, glu, "", FLOAT, FLOATS, OWN, _, _)
 
 #define EW_COMPARE_OPS(X) \
     X(EQ, eq, "eq", a == b) \
@@ -129,7 +136,12 @@
     X(HARDSWISH, hardswish, "hardswish", FLOAT, FLOATS, OWN, _, _) \
     X(LOGSIGMOID, logsigmoid, "", FLOAT, FLOATS, F2, em_logsigmoid_vf(x), em_logsigmoid_vd(x)) \
     /* nan_to_num: prm {nan, posinf, neginf} (bound by hand; integers are copied) */ \
-    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _)
+    X(NAN_TO_NUM, nan_to_num, "", ARITH, FLOATS, OWN, _, _) \
+    /* threshold {threshold, value} (integer types read them as int64), hardshrink and \
+       softshrink {lambd} (bound by hand) */ \
+    X(THRESHOLD, threshold, "", ARITH, NUM, OWN, _, _) \
+    X(HARDSHRINK, hardshrink, "", ARITH, FLOATS, OWN, _, _) \
+    X(SOFTSHRINK, softshrink, "", ARITH, FLOATS, OWN, _, _)
 
 #define EW_PREDICATE_OPS(X) \
     X(ISNAN, isnan, "isnan", x != x, 0, 0) \
