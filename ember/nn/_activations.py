@@ -1,6 +1,8 @@
 """Activation functions of ``ember.nn.functional`` beyond the element-wise kernels:
 shrinkage, randomized leaky ReLU, PReLU, the in-place ``*_`` forms, feature alpha dropout,
-Gumbel-softmax and ``pdist``; composed from ember's public tensor ops."""
+Gumbel-softmax and ``pdist``; composed from ember's public tensor ops, except the shrinks
+and PReLU, which run one-pass kernels on CPU tensors (their compositions remain for other
+devices and Python modes)."""
 from __future__ import annotations
 
 import ember
