@@ -650,6 +650,84 @@ WHERE_LOOP(where_16, em_b16)
 LERP_LOOP(lerp_f32, float)
 LERP_LOOP(lerp_f64, double)
 
+/* threshold and the shrinks: selects on parameters read once, so the loops vectorise.
+   torch's forms, NaN passing through: threshold x <= th ? value : x; hardshrink 0 on
+   [-lambd, lambd]; softshrink x -+ lambd outside it and +0 inside (as torch's vectorised
+   loop; its scalar tail gives x * 0) */
+#define UNP_LOOP(name, TY, SETUP, EXPR)                                                 \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        typedef TY T; SETUP                                                             \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                   \
+            T *o = (T *)p[0]; const T *in = (const T *)p[1];                            \
+            for (int64_t i = 0; i < n; i++) { T x = in[i]; o[i] = (EXPR); }             \
+        } else {                                                                        \
+            char *o = p[0]; const char *in = p[1];                                      \
+            for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) {                    \
+                T x = *(const T *)in; *(T *)o = (EXPR);                                 \
+            }                                                                           \
+        }                                                                               \
+    }
+/* integer types get {threshold, value} as int64 (range-checked by the caller) */
+#define THR_SETUP(PT) const T th = (T)((const PT *)aux)[0], tv = (T)((const PT *)aux)[1];
+#define THR_EXPR (x <= th ? tv : x)
+UNP_LOOP(un_threshold_u8, uint8_t, THR_SETUP(int64_t), THR_EXPR)
+UNP_LOOP(un_threshold_i8, int8_t, THR_SETUP(int64_t), THR_EXPR)
+UNP_LOOP(un_threshold_i16, int16_t, THR_SETUP(int64_t), THR_EXPR)
+UNP_LOOP(un_threshold_i32, int32_t, THR_SETUP(int64_t), THR_EXPR)
+UNP_LOOP(un_threshold_i64, int64_t, THR_SETUP(int64_t), THR_EXPR)
+UNP_LOOP(un_threshold_f32, float, THR_SETUP(double), THR_EXPR)
+UNP_LOOP(un_threshold_f64, double, THR_SETUP(double), THR_EXPR)
+#define SHRINK_SETUP const T l = (T)((const double *)aux)[0], nl = -l;
+#define HARDSHRINK_EXPR (((x >= nl) & (x <= l)) ? (T)0 : x)
+#define SOFTSHRINK_EXPR ({ T r_ = x > l ? x - l : (x != x ? x : (T)0); x < nl ? x + l : r_; })
+UNP_LOOP(un_hardshrink_f32, float, SHRINK_SETUP, HARDSHRINK_EXPR)
+UNP_LOOP(un_hardshrink_f64, double, SHRINK_SETUP, HARDSHRINK_EXPR)
+UNP_LOOP(un_softshrink_f32, float, SHRINK_SETUP, SOFTSHRINK_EXPR)
+UNP_LOOP(un_softshrink_f64, double, SHRINK_SETUP, SOFTSHRINK_EXPR)
+/* their backward (torch's threshold_backward / shrink backward): the grad, or 0 where
+   the input is at or below the threshold (NaN passes) / not outside [-lambd, lambd]
+   (NaN gives 0: torch's vectorised loop) */
+#define THR_BW_SETUP const T th = (T)prm[0];
+BINP_LOOP(bin_threshold_bw_f32, float, THR_BW_SETUP, b <= th ? 0 : a)
+BINP_LOOP(bin_threshold_bw_f64, double, THR_BW_SETUP, b <= th ? 0 : a)
+#define SHRINK_BW_SETUP const T l = (T)prm[0], nl = -l;
+BINP_LOOP(bin_shrink_bw_f32, float, SHRINK_BW_SETUP, ((b < nl) | (b > l)) ? a : 0)
+BINP_LOOP(bin_shrink_bw_f64, double, SHRINK_BW_SETUP, ((b < nl) | (b > l)) ? a : 0)
+/* glu: a * sigmoid(b) with the sigmoid loops' functions (float64: the fast exponential,
+   the tail form beyond |b| = 708 and for NaN), so it equals a * sigmoid(b) */
+BIN_LOOP(bin_glu_f32, float, a * em_sigmoid_vf(b))
+BINFIX_LOOP(bin_glu_f64, double, a * em_sigmoid_fast_d(b), !(fabs(b) <= EM_EXP_FAST_D_MAX),
+            a * em_sigmoid_vd(b))
+/* glu's backward in one pass, both halves' gradients: torch's s g and (1 - s) s a g,
+   s = sigmoid(b); ptrs ga, gb, g, a, b; a broadcast g (the backward of a sum) keeps
+   the contiguous loop */
+#define GLU_BW_LOOP(name, TY, SIG_)                                                     \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) {         \
+        typedef TY T; (void)aux;                                                        \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[3] == z && s[4] == z && (s[2] == z || s[2] == 0)) { \
+            T *ga = (T *)p[0], *gb = (T *)p[1];                                         \
+            const T *a = (const T *)p[3], *b = (const T *)p[4];                         \
+            if (s[2] == z) {                                                            \
+                const T *g = (const T *)p[2];                                           \
+                for (int64_t i = 0; i < n; i++) GLU_BW_1(SIG_, g[i])                    \
+            } else {                                                                    \
+                const T g0 = *(const T *)p[2];                                          \
+                for (int64_t i = 0; i < n; i++) GLU_BW_1(SIG_, g0)                      \
+            }                                                                           \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                T bb = *(const T *)(p[4] + i * s[4]), sg = SIG_(bb);                    \
+                T g_ = *(const T *)(p[2] + i * s[2]), aa = *(const T *)(p[3] + i * s[3]); \
+                *(T *)(p[0] + i * s[0]) = sg * g_;                                      \
+                *(T *)(p[1] + i * s[1]) = (1 - sg) * sg * aa * g_;                      \
+            }                                                                           \
+        }                                                                               \
+    }
+#define GLU_BW_1(SIG_, G) { T s_ = SIG_(b[i]), g_ = (G); ga[i] = s_ * g_; gb[i] = (1 - s_) * s_ * a[i] * g_; }
+GLU_BW_LOOP(glu_bw_f32, float, em_sigmoid_vf)
+GLU_BW_LOOP(glu_bw_f64, double, em_sigmoid_vd)
+
 /* --- the table ----------------------------------------------------------- */
 static em_ew_table tab;
 static int tab_ready = 0;
@@ -679,6 +757,8 @@ const em_ew_table *EW_TABLE_FN(void) {
     }
     tab.lerp[EM_F32] = lerp_f32;
     tab.lerp[EM_F64] = lerp_f64;
+    tab.glu_bw[EM_F32] = glu_bw_f32;
+    tab.glu_bw[EM_F64] = glu_bw_f64;
     tab_ready = 1;
     return &tab;
 }

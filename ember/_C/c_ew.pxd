@@ -16,6 +16,8 @@ cdef extern from "ember_ew.h" nogil:
         EW_FLOOR, EW_CEIL, EW_ROUND, EW_TRUNC, EW_SOFTPLUS, EW_LEAKY_RELU, EW_ELU, EW_CLAMP
         EW_LOGSIGMOID
         EW_NAN_TO_NUM, EW_ANGLE, EW_FREXP_M, EW_FREXP_E
+        EW_THRESHOLD_BW, EW_SHRINK_BW, EW_PRELU, EW_GLU
+        EW_THRESHOLD, EW_HARDSHRINK, EW_SOFTSHRINK
         EW_NBIN, EW_NCMP, EW_NUN, EW_NPRED
     # the four lists, and the result-dtype kinds of their `kind` column
     enum:
@@ -35,4 +37,5 @@ cdef extern from "ember_ew.h" nogil:
         em_loop pred[EW_NPRED][EM_NDTYPES]
         em_loop where[EM_NDTYPES]
         em_loop lerp[EM_NDTYPES]
+        em_loop glu_bw[EM_NDTYPES]
     const em_ew_table *em_ew_get()

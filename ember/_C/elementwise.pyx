@@ -998,6 +998,216 @@ def equal(input, other):
     return _all_true(_g["eq"](input, other))
 
 
+# ---------------------------------------------------------------------------
+# activations with parameters in one pass each (ember.nn.functional's threshold,
+# hardshrink, softshrink, prelu, glu call these); None where the composite form
+# must run: Python modes, other devices, lazy math bits
+
+cdef dict _C_TYPE = {EM_U8: "uint8_t", EM_I8: "int8_t", EM_I16: "int16_t", EM_I32: "int",
+                     EM_I64: "int64_t"}
+cdef dict _INT_RANGE = {EM_U8: (0, 255), EM_I8: (-128, 127), EM_I16: (-32768, 32767),
+                        EM_I32: (-2 ** 31, 2 ** 31 - 1), EM_I64: (-2 ** 63, 2 ** 63 - 1)}
+# the largest finite value of each float dtype (torch's range checks)
+cdef dict _FLOAT_MAX = {EM_F16: 65504.0, EM_BF16: 3.3895313892515355e+38,
+                        EM_F32: 3.4028234663852886e+38, EM_F64: 1.7976931348623157e+308}
+
+
+cdef object _number(object v, str op, str arg, int pos):
+    if isinstance(v, TensorBase):
+        return v.item()
+    if scalar_category(v) < 0:
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Number, not "
+                        f"{type(v).__name__}")
+    return v
+
+
+cdef int64_t _int_param(object v, int dt) except? -1:
+    """A parameter of an integer tensor as torch converts a Scalar: a float in the
+    type's range, truncated; an int in range (uint8 also takes -255..-1, wrapping)."""
+    lo, hi = _INT_RANGE[dt]
+    if isinstance(v, float) or scalar_category(v) >= 2:
+        f = float(v)
+        if not (lo <= f <= hi):
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dt]} without "
+                               f"overflow")
+        return <int64_t>int(f)
+    iv = int(v)
+    if not (lo <= iv <= hi or (dt == EM_U8 and -255 <= iv < 0)):
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE[dt]} without overflow")
+    return <int64_t>iv
+
+
+cdef double _float_param(object v, int dt) except? -1.0:
+    """A parameter of a float tensor as torch converts a Scalar for its kernel: float32
+    for the 32-bit and half types (their loops run in float32), where finite values
+    beyond the range raise."""
+    cdef double f = float(v)
+    if dt != EM_F64 and f == f and _bi.abs(f) != _bi.float("inf") and \
+            _bi.abs(f) > _FLOAT_MAX[EM_F32]:
+        raise RuntimeError("value cannot be converted to type float without overflow")
+    return f
+
+
+def _threshold(input, threshold, value, bint inplace=False):
+    """torch's threshold: ``value`` where input <= threshold, else the input (NaN kept)."""
+    cdef TensorBase t = as_tensor(input, "threshold", "input", 1)
+    cdef double prm[2]
+    cdef int64_t iprm[2]
+    cdef const void *aux = prm
+    cdef int dt = t._dtype
+    if needs_slow1(t):
+        return None
+    threshold = _number(threshold, "threshold", "threshold", 2)
+    value = _number(value, "threshold", "value", 3)
+    prm[0] = prm[1] = 0.0
+    if category(dt) == 1:
+        iprm[0] = _int_param(threshold, dt)
+        iprm[1] = _int_param(value, dt)
+        aux = iprm
+    elif category(dt) == 2:
+        prm[0] = _float_param(threshold, dt)
+        prm[1] = _float_param(value, dt)
+    if inplace:
+        return _inplace_unary(EW_THRESHOLD, "threshold", t, K_ARITH, aux, (threshold, value))
+    return _unary(EW_THRESHOLD, "threshold", t, None, K_ARITH, aux, (threshold, value))
+
+
+def _hardshrink(input, lambd):
+    """torch's hardshrink: 0 on [-lambd, lambd], else the input (NaN kept)."""
+    cdef TensorBase t = as_tensor(input, "hardshrink", "input", 1)
+    cdef double prm[1]
+    if needs_slow1(t):
+        return None
+    lambd = _number(lambd, "hardshrink", "lambd", 2)
+    prm[0] = _float_param(lambd, t._dtype) if category(t._dtype) == 2 else 0.0
+    if t._dtype == EM_F16 or t._dtype == EM_BF16:
+        # torch compares with lambd in the element type here (float32 elsewhere)
+        prm[0] = float(wrap_scalar(prm[0], t._dtype).item())
+    return _unary(EW_HARDSHRINK, "hardshrink", t, None, K_ARITH, prm, (lambd,))
+
+
+def _type_name(input):
+    """torch's scalar-type name of a tensor's dtype ('Float', 'Long', ...)"""
+    return torch_type_name((<TensorBase?>input)._dtype)
+
+
+def _softshrink_check(input, lambd):
+    """torch's checks of softshrink: a float dtype, then 0 <= lambd <= the dtype's max."""
+    cdef TensorBase t = as_tensor(input, "softshrink", "input", 1)
+    if category(t._dtype) != 2:
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for "
+                                  f"'{torch_type_name(t._dtype)}'")
+    f = float(_number(lambd, "softshrink", "lambd", 2))
+    mx = _FLOAT_MAX[t._dtype]
+    if not (0 <= f <= mx):
+        raise RuntimeError(f"lambda must be in range [0, {mx:g}] for input dtype "
+                           f"{torch_type_name(t._dtype)}, but found {f:g}")
+
+
+def _softshrink(input, lambd):
+    """torch's softshrink: x - lambd above lambd, x + lambd below -lambd, +0 between
+    (NaN kept); the caller checked lambd's range."""
+    cdef TensorBase t = as_tensor(input, "softshrink", "input", 1)
+    cdef double prm[1]
+    if needs_slow1(t):
+        return None
+    prm[0] = _float_param(lambd, t._dtype) if category(t._dtype) == 2 else 0.0
+    return _unary(EW_SOFTSHRINK, "softshrink", t, None, K_ARITH, prm, (lambd,))
+
+
+cdef object _act_backward(int op, str name, object grad, object input, double p):
+    cdef double prm[1]
+    if needs_slow_arg(grad) or needs_slow_arg(input):
+        return None
+    prm[0] = p
+    return _binary(op, name, grad, input, None, K_FLOAT, False, (p,), prm)
+
+
+def _threshold_backward(grad, input, threshold):
+    """torch's threshold_backward: 0 where input <= threshold, else grad (recorded as
+    ``threshold_backward`` for double backward); None as _threshold."""
+    dt = (<TensorBase?>input)._dtype
+    return _act_backward(EW_THRESHOLD_BW, "threshold_backward", grad, input,
+                         _float_param(threshold, dt) if category(dt) == 2 else threshold)
+
+
+def _shrink_backward(grad, input, lambd, str name):
+    """hardshrink's and softshrink's backward: grad where input < -lambd or input >
+    lambd, else 0 (recorded as ``name``: hardshrink_backward or softshrink_backward)."""
+    dt = (<TensorBase?>input)._dtype
+    p = _float_param(lambd, dt) if category(dt) == 2 else lambd
+    if dt == EM_F16 or dt == EM_BF16:
+        p = float(wrap_scalar(p, dt).item())      # torch's lambd in the element type
+    return _act_backward(EW_SHRINK_BW, name, grad, input, p)
+
+
+def _prelu(input, weight):
+    """input > 0 ? input : weight * input, weight broadcast to the input (the caller
+    checked dtypes and shapes)."""
+    if needs_slow((input, weight)):
+        return None
+    return _binary(EW_PRELU, "prelu", input, weight, None, K_FLOAT)
+
+
+cdef tuple _halves(TensorBase t, int d, int64_t *shape):
+    """The two halves of t along dim d (views); their shape in `shape`."""
+    cdef int k
+    for k in range(t._ndim):
+        shape[k] = t._shape[k]
+    shape[d] = t._shape[d] // 2
+    return (make_view(t, t._ndim, shape, t._strides, t._offset),
+            make_view(t, t._ndim, shape, t._strides, t._offset + shape[d] * t._strides[d]))
+
+
+def _glu(input, int d):
+    """a * sigmoid(b) over the halves a, b of input along dim d (wrapped, even size,
+    float dtype: checked by the caller), one pass."""
+    cdef TensorBase t = <TensorBase?>input, a, b, r
+    cdef int64_t shape[MAX_DIMS]
+    cdef int cd
+    if needs_slow1(t):
+        return None
+    a, b = _halves(t, d, shape)
+    cd = _compute_dtype(t._dtype)
+    if cd != t._dtype:
+        a = cast(a, cd)
+        b = cast(b, cd)
+    r = new_tensor(t._ndim, shape, cd, t._device)
+    _run(TAB.bin[EW_GLU][cd], [r, a, b], t._ndim, shape, NULL)
+    if cd != t._dtype:
+        r = cast_keep(r, t._dtype)
+    if grad_on() and t._requires_grad:
+        record("glu", (input,), r, (d,))
+    return r
+
+
+def _glu_backward(grad, input, int d):
+    """glu's input gradient in one pass, both halves (torch's sigmoid(b) g and
+    (1 - sigmoid(b)) sigmoid(b) a g); None as _elu_backward."""
+    cdef TensorBase t, g, a, b, r, ga, gb
+    cdef int64_t shape[MAX_DIMS]
+    cdef int cd, k
+    if not _fused_bw_ok(grad, input):
+        return None
+    t = <TensorBase>input
+    g = <TensorBase>grad
+    if g._dtype != t._dtype or g._ndim != t._ndim:
+        return None
+    a, b = _halves(t, d, shape)
+    for k in range(t._ndim):
+        if g._shape[k] != shape[k]:
+            return None
+    cd = _compute_dtype(t._dtype)
+    if cd != t._dtype:
+        a = cast(a, cd)
+        b = cast(b, cd)
+        g = cast(g, cd)
+    r = new_tensor(t._ndim, t._shape, cd, t._device)
+    ga, gb = _halves(r, d, shape)
+    _run(TAB.glu_bw[cd], [ga, gb, g, a, b], t._ndim, shape, NULL)
+    return cast_keep(r, t._dtype) if cd != t._dtype else r
+
+
 # the public functions, for re-dispatch to modes and plugin backends
 for _name, _fn in list(globals().items()):
     if callable(_fn) and not _name.startswith("_") and _name != "Size":

@@ -560,3 +560,77 @@ def _lerp(ctx, g):
     gb = E.mul(g, w) if ctx.needs(1) else None
     gw = E.mul(g, E.sub(b, a)) if ctx.needs(2) else None
     return ga, gb, gw
+
+
+# ---------------------------------------------------------------------------
+# threshold, hardshrink, softshrink, prelu, glu: the fused backward kernels, with the
+# same selects from public ops where they cannot run (other devices, Python modes)
+
+def _threshold_grad(g, x, threshold):
+    r = E._threshold_backward(g, x, threshold)
+    return E.where(E.le(x, threshold), 0.0, g) if r is None else r
+
+
+def _shrink_grad(g, x, lambd, name):
+    r = E._shrink_backward(g, x, lambd, name)
+    if r is None:
+        r = E.where(E.logical_or(E.lt(x, -lambd), E.gt(x, lambd)), g, 0.0)
+    return r
+
+
+@_unary("threshold")
+def _threshold(ctx, g):
+    return (_threshold_grad(g, ctx.input(0), ctx._attrs[0]),)
+
+
+@_unary("hardshrink")
+def _hardshrink(ctx, g):
+    return (_shrink_grad(g, ctx.input(0), ctx._attrs[0], "hardshrink_backward"),)
+
+
+@_unary("softshrink")
+def _softshrink(ctx, g):
+    return (_shrink_grad(g, ctx.input(0), ctx._attrs[0], "softshrink_backward"),)
+
+
+@formula("threshold_backward")
+def _threshold_backward(ctx, g):
+    grad, x = ctx.inputs
+    return (_threshold_grad(g, x, ctx._attrs[0]) if ctx.needs(0) else None,
+            _zeros(x) if ctx.needs(1) else None)
+
+
+def _shrink_backward_backward(name):
+    def fn(ctx, g):
+        grad, x = ctx.inputs
+        return (_shrink_grad(g, x, ctx._attrs[0], name) if ctx.needs(0) else None,
+                _zeros(x) if ctx.needs(1) else None)
+    return formula(name)(fn)
+
+
+_shrink_backward_backward("hardshrink_backward")
+_shrink_backward_backward("softshrink_backward")
+
+
+@formula("prelu", node_name="PreluKernelBackward0")
+def _prelu(ctx, g):
+    # torch's: grad where x > 0, else weight * grad; the weight's x * grad where x <= 0
+    # (summed to the weight's shape by the engine)
+    x, w = ctx.inputs
+    pos = E.gt(x, 0)
+    return (E.where(pos, g, E.mul(w, g)) if ctx.needs(0) else None,
+            E.where(pos, 0.0, E.mul(x, g)) if ctx.needs(1) else None)
+
+
+@_unary("glu")
+def _glu(ctx, g):
+    x = ctx.input(0)
+    d = ctx._attrs[0]
+    r = E._glu_backward(g, x, d)
+    if r is not None:
+        return (r,)
+    import ember
+
+    a, b = x.chunk(2, d)
+    s = E.sigmoid(b)
+    return (ember.cat([E.mul(s, g), E.mul(E.mul(E.mul(E.rsub(s, 1), s), a), g)], d),)

@@ -1,9 +1,12 @@
 """Activation functions of ``ember.nn.functional`` beyond the element-wise kernels:
 shrinkage, randomized leaky ReLU, PReLU, the in-place ``*_`` forms, feature alpha dropout,
-Gumbel-softmax and ``pdist``; composed from ember's public tensor ops."""
+Gumbel-softmax and ``pdist``; composed from ember's public tensor ops, except the shrinks
+and PReLU, which run one-pass kernels on CPU tensors (their compositions remain for other
+devices and Python modes)."""
 from __future__ import annotations
 
 import ember
+from ember._C import elementwise as _ew
 from ember._check import _check, _check_value, _real_only
 
 __all__ = ["hardshrink", "softshrink", "rrelu", "rrelu_", "prelu", "elu_", "celu_", "selu_",
@@ -15,18 +18,26 @@ def _F():
 
 
 def hardshrink(input: ember.Tensor, lambd: float = 0.5) -> ember.Tensor:
-    """``x`` where ``|x| > lambd``, else 0."""
+    """``x`` outside ``[-lambd, lambd]``, else 0 (NaN passes through)."""
     _real_only(input, "hardshrink_cpu")
-    return ember.where(input.abs() > lambd, input, ember.zeros_like(input))
+    r = _ew._hardshrink(input, lambd)
+    if r is not None:
+        return r
+    # other devices and Python modes: the same selects from public ops, the gradient
+    # passing where |x| > lambd only (NaN takes none, as the kernel's backward)
+    outside = ember.logical_or(input < -lambd, input > lambd)
+    r = ember.where(outside, input, ember.zeros_like(input))
+    return ember.where(input != input, input.detach(), r)
 
 
 def softshrink(input: ember.Tensor, lambd: float = 0.5) -> ember.Tensor:
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
-    _check(lambd >= 0, lambda: f"lambda must be greater or equal to 0, but found to be "
-                               f"{float(lambd)}.")
-    zero = ember.zeros_like(input)
-    return ember.where(input > lambd, input - lambd,
-                       ember.where(input < -lambd, input + lambd, zero))
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0 (NaN passes)."""
+    _ew._softshrink_check(input, lambd)
+    r = _ew._softshrink(input, lambd)
+    if r is not None:
+        return r
+    r = ember.where(input > lambd, input - lambd, ember.where(input != input, input.detach(), 0.0))
+    return ember.where(input < -lambd, input + lambd, r)
 
 
 def rrelu(input: ember.Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
@@ -49,22 +60,31 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 
 def prelu(input: ember.Tensor, weight: ember.Tensor) -> ember.Tensor:
-    """``max(0, x) + weight * min(0, x)`` with one slope or one per channel (dim 1)."""
+    """``x`` where ``x > 0``, else ``weight * x``, with one slope or one per channel (dim 1)."""
     for name, v in (("input", input), ("weight", weight)):
         if not isinstance(v, ember.Tensor):
             raise TypeError(f"prelu(): argument '{name}' must be Tensor, not "
                             f"{type(v).__name__}")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_ew._type_name(input)}'")
+    _check(weight.dim() <= 1, lambda: f"prelu: Expected `weight` to be a scalar or 1D tensor, "
+                                      f"but got: ndim = {weight.dim()}")
+    _check(input.dtype == weight.dtype, lambda: f"prelu: Type promoting not supported. Got "
+                                                f"{_ew._type_name(input)} and "
+                                                f"{_ew._type_name(weight)}")
     n = weight.numel()
     if n != 1:
         _check(input.dim() > 0, "Not allow zero-dim input tensor.")
-        c = input.shape[1] if input.dim() >= 2 else input.shape[0]
+        c = input.shape[1] if input.dim() >= 2 else 1
         _check(c == n, lambda: f"Mismatch of parameter numbers and input channel size. Found "
                                f"parameter numbers = {n} and channel size = {c}.")
-        if input.dim() >= 2:
-            weight = weight.reshape((1, n) + (1,) * (input.dim() - 2))
+        weight = weight.reshape((1, n) + (1,) * (input.dim() - 2))
     else:
         weight = weight.reshape(())
-    return ember.where(input >= 0, input, input * weight)
+    r = _ew._prelu(input, weight)
+    if r is not None:
+        return r
+    return ember.where(input > 0, input, weight * input)
 
 
 def elu_(input, alpha=1.0):

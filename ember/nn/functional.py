@@ -14,7 +14,7 @@ from ember._C import core as _core
 from ember._C import elementwise as _ew
 from ember._C import matmul as _mm
 from ember._C import reduce as _C_reduce
-from ember._check import _real_only
+from ember._check import _check, _check_index, _real_only
 
 __all__ = [
     "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
@@ -246,13 +246,29 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    r = ember.where(input > threshold, input, ember.full((), value, dtype=input.dtype))
+    r = _ew._threshold(input, threshold, value, inplace)
+    if r is not None:
+        return r
+    # other devices and Python modes: torch's x <= threshold ? value : x from public ops
+    r = ember.where(input <= threshold, ember.full((), value, dtype=input.dtype), input)
     return input.copy_(r) if inplace else r
 
 
 def glu(input, dim=-1):
     _real_only(input, "glu_cpu")
-    a, b = input.chunk(2, dim)
+    _check(input.dim() > 0, "glu does not support scalars because halving size must be even")
+    nd = input.dim()
+    _check_index(-nd <= dim < nd, lambda: f"Dimension out of range (expected to be in range "
+                                          f"of [{-nd}, {nd - 1}], but got {dim})")
+    d = dim % nd
+    n = input.shape[d]
+    _check(n % 2 == 0, lambda: f"Halving dimension must be even, but dimension {d} is size {n}")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"glu_cpu\" not implemented for '{_ew._type_name(input)}'")
+    r = _ew._glu(input, d)
+    if r is not None:
+        return r
+    a, b = input.chunk(2, d)
     return a * ember.sigmoid(b)
 
 

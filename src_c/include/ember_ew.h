@@ -45,6 +45,7 @@ typedef struct {
     em_loop pred[EW_NPRED][EM_NDTYPES];
     em_loop where[EM_NDTYPES]; /* ptrs: out, cond(bool), a, b */
     em_loop lerp[EM_NDTYPES];  /* ptrs: out, a, b, w */
+    em_loop glu_bw[EM_NDTYPES];  /* ptrs: grad of a, grad of b, grad, a, b */
 } em_ew_table;
 
 /* aux blocks: integer division writes 1 to *(int *)aux on a zero divisor;

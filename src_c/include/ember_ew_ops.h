@@ -76,7 +76,14 @@
        input gradient s (sigmoid(a) - b) under one uniform grad: prm {unused, s} */ \
     X(BCE_LOGITS, bce_logits, "", FLOAT, FLOATS, F2, (1 - b) * a - em_logsigmoid_vf(a), \
       (1 - b) * a - em_logsigmoid_vd(a)) \
-    X(BCE_LOGITS_GRAD, bce_logits_grad, "", FLOAT, FLOATS, OWN, _, _)
+    X(BCE_LOGITS_GRAD, bce_logits_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    /* threshold's and the shrinks' backward (a = grad, b = input) read {threshold} or \
+       {lambd} in aux; prelu is a = input, b = the broadcast weight; glu a * sigmoid(b) \
+       over the two halves */ \
+    X(THRESHOLD_BW, threshold_bw, "", FLOAT, FLOATS, OWN, _, _) \
+    X(SHRINK_BW, shrink_bw, "", FLOAT, FLOATS, OWN, _, _) \
+    X(PRELU, prelu, "", FLOAT, FLOATS, ALL, a > 0 ? a : b * a, _) \
+    X(GLU, glu, "", FLOAT, FLOATS, OWN, _, _)
 
 #define EW_COMPARE_OPS(X) \
     X(EQ, eq, "eq", a == b) \
@@ -149,7 +156,12 @@
     /* frexp's mantissa in [0.5, 1) (0, inf, NaN themselves) and its exponent as a \
        float of the same type (0 for those) */ \
     X(FREXP_M, frexp_m, "", ARITH, FLOATS, OWN, _, _) \
-    X(FREXP_E, frexp_e, "", ARITH, FLOATS, OWN, _, _)
+    X(FREXP_E, frexp_e, "", ARITH, FLOATS, OWN, _, _) \
+    /* threshold {threshold, value} (integer types read them as int64), hardshrink and \
+       softshrink {lambd} (bound by hand) */ \
+    X(THRESHOLD, threshold, "", ARITH, NUM, OWN, _, _) \
+    X(HARDSHRINK, hardshrink, "", ARITH, FLOATS, OWN, _, _) \
+    X(SOFTSHRINK, softshrink, "", ARITH, FLOATS, OWN, _, _)
 
 #define EW_PREDICATE_OPS(X) \
     X(ISNAN, isnan, "isnan", x != x, 0, 0) \
