@@ -3429,6 +3429,10 @@ ERFINV_F32_LOOP(, erfinv_vec_f32)
    AVX2 and AVX-512 copies live in special_isa_*.c, compiled with FMA */
 #include "erfinv_f64_impl.h"
 static ERFINV_F64_LOOP(, erfinv_vec_f64)
+/* ndtr, log_ndtr, erfcx, ndtri and entr: special_erf_impl.h, the AVX2 and AVX-512
+   copies in special_isa_*.c */
+#include "special_erf_impl.h"
+SPE_LOOPS(static, )
 /* float32 digamma vectorised in double for x > 0 (other inputs, and strided rows,
    take sp_digamma): below 10, psi(x) = psi(x + 10) - sum_{k<10} 1/(x + k) with the
    sum as one fraction (positive terms: no cancellation in it, one division), psi(y)
@@ -3511,6 +3515,13 @@ DIGAMMA_F64_LOOP(__attribute__((target("prefer-vector-width=512"))), digamma_vec
 
 void em_erfinv_f64_avx2(char **p, const int64_t *s, int64_t n, const void *aux);
 void em_erfinv_f64_avx512(char **p, const int64_t *s, int64_t n, const void *aux);
+#define SPE_DECL(NAME)                                                              \
+    void NAME##_avx2(char **p, const int64_t *s, int64_t n, const void *aux);      \
+    void NAME##_avx512(char **p, const int64_t *s, int64_t n, const void *aux);
+SPE_DECL(em_spe_ndtr_f32) SPE_DECL(em_spe_ndtr_f64) SPE_DECL(em_spe_log_ndtr_f32)
+SPE_DECL(em_spe_log_ndtr_f64) SPE_DECL(em_spe_erfcx_f32) SPE_DECL(em_spe_erfcx_f64)
+SPE_DECL(em_spe_ndtri_f32) SPE_DECL(em_spe_ndtri_f64) SPE_DECL(em_spe_entr_f32)
+SPE_DECL(em_spe_entr_f64)
 /* the loop for the running CPU: generic G, AVX2 A2 or AVX-512 A5 */
 #if SP_HAVE_ISA
 static em_loop sp_isa_pick(em_loop g, em_loop a2, em_loop a5) {
@@ -3551,6 +3562,17 @@ em_loop em_special_unary(int op, int dtype) {
         return SP_ISA(erfinv_vec_f32, erfinv_vec_f32_avx2, erfinv_vec_f32_avx512);
     if (op == EM_SP_ERFINV && dtype == EM_F64)
         return SP_ISA(erfinv_vec_f64, em_erfinv_f64_avx2, em_erfinv_f64_avx512);
+#define SPE_PICK(OP, NAME)                                                             \
+    if (op == OP && dtype == EM_F32)                                                   \
+        return SP_ISA(NAME##_f32, NAME##_f32_avx2, NAME##_f32_avx512);                 \
+    if (op == OP && dtype == EM_F64)                                                   \
+        return SP_ISA(NAME##_f64, NAME##_f64_avx2, NAME##_f64_avx512);
+    SPE_PICK(EM_SP_NDTR, em_spe_ndtr)
+    SPE_PICK(EM_SP_LOG_NDTR, em_spe_log_ndtr)
+    SPE_PICK(EM_SP_ERFCX, em_spe_erfcx)
+    SPE_PICK(EM_SP_NDTRI, em_spe_ndtri)
+    SPE_PICK(EM_SP_ENTR, em_spe_entr)
+#undef SPE_PICK
     return dtype == EM_F32 ? UNARY_LOOPS[op][0] : dtype == EM_F64 ? UNARY_LOOPS[op][1] : NULL;
 }
 
