@@ -111,8 +111,16 @@ static inline __attribute__((always_inline)) double spe_ndtri_tail_d(double y0) 
     int flip = y0 > 0.8646647167633873;               /* 1 - exp(-2) */
     double y = flip ? 1.0 - y0 : y0;
     double yt = (y > 0.0) & (y <= 0.13533528323661269189) ? y : 0.1;
-    double xt = sqrt(-2.0 * em_log_d(yt));
+    /* x^2 = -2 log y' in two parts (em_log_d's sum with its first rounding kept),
+       x = sqrt of the high part corrected to first order: x's error would grow by
+       x / result where x - (...) / x cancels */
+    double fe, hf, sr, f = em_log_core_d(yt, &fe, &hf, &sr);
+    double lh = fe * 6.93147180369123816490e-01;            /* exact */
+    double lr = f - (hf - (sr + fe * 1.90821492927058770002e-10));
+    double l = lh + lr, ll = em_twosum_err(lh, lr, l);
+    double xt = sqrt(-2.0 * l);
     double z = 1.0 / xt;
+    double xl = (em_rem_d(-2.0 * l, xt, xt) - 2.0 * ll) * 0.5 * z;
 #define SPE_C(c1, c2) (xt < 8.0 ? (c1) : (c2))
     double pt = SPE_C(4.05544892305962419923E0, 3.23774891776946035970E0);
     pt = EM_MAD(pt, z, SPE_C(3.15251094599893866154E1, 6.91522889068984211695E0));
@@ -133,7 +141,7 @@ static inline __attribute__((always_inline)) double spe_ndtri_tail_d(double y0) 
     qt = EM_MAD(qt, z, SPE_C(-3.80806407691578277194E-2, 2.89247864745380683936E-6));
     qt = EM_MAD(qt, z, SPE_C(-9.33259480895457427372E-4, 6.79019408009981274425E-9));
 #undef SPE_C
-    double rt = xt - z * (em_log_d(xt) + pt / qt);
+    double rt = (xt - z * (em_log_d(xt) + pt / qt)) + xl;
     double r = flip ? rt : -rt;
     r = y0 == 0.0 ? -INFINITY : r;
     r = y0 == 1.0 ? INFINITY : r;
