@@ -164,7 +164,35 @@ static inline __attribute__((always_inline)) float spe_entr_f(float xf) {
     return x != x ? xf : (float)r;
 }
 
-static inline __attribute__((always_inline)) float spe_ndtr_f(float x) { return (float)spe_ndtr_d(x); }
+/* float32 ndtr in double to about 1e-10 (one float rounding): Phi(-|x|) =
+   t Q(t) exp(-x^2 / 2) / 2 with a = |x| / sqrt 2, t = 3.5 / (3.5 + a), Q(t) =
+   erfcx(a) / t a degree-14 fit in u = (t - 0.62) / 0.38 on t in [0.24, 1] (relative
+   error 1.5e-12; a is clamped at 10.5, past where Phi(-|x|) rounds to 0), x^2 / 2
+   exact and em_exp_f32d's exp (2^-34.5) */
+static inline __attribute__((always_inline)) float spe_ndtr_f(float xf) {
+    double x = xf, a = fabs(x) * 0.7071067811865476;
+    a = a > 10.5 ? 10.5 : a;
+    double t = 3.5 / (3.5 + a);
+    double u = EM_MAD(t, 2.6315789473684212, -1.631578947368421);
+    double q = 6.743175617884847e-09;
+    q = EM_MAD(q, u, -6.697992489534957e-08);
+    q = EM_MAD(q, u, -1.4630541045335114e-07);
+    q = EM_MAD(q, u, 1.1430260954625736e-06);
+    q = EM_MAD(q, u, 3.4669425190259073e-06);
+    q = EM_MAD(q, u, -1.311258284388828e-05);
+    q = EM_MAD(q, u, -8.79487061638429e-05);
+    q = EM_MAD(q, u, -3.305965384221566e-05);
+    q = EM_MAD(q, u, 0.001592355566949522);
+    q = EM_MAD(q, u, 0.009637748682385584);
+    q = EM_MAD(q, u, 0.034372098961198375);
+    q = EM_MAD(q, u, 0.08939704928969017);
+    q = EM_MAD(q, u, 0.18147203131591425);
+    q = EM_MAD(q, u, 0.2953861187763256);
+    q = EM_MAD(q, u, 0.3882723149236593);
+    double v = 0.5 * t * q * em_exp_f32d(-0.5 * (x * x));
+    double r = x < 0.0 ? v : 1.0 - v;
+    return x != x ? xf : (float)r;
+}
 static inline __attribute__((always_inline)) float spe_log_ndtr_f(float x) { return (float)spe_log_ndtr_d(x); }
 static inline __attribute__((always_inline)) float spe_erfcx_f(float x) { return (float)spe_erfcx_d(x); }
 static inline __attribute__((always_inline)) float spe_ndtri_central_f(float x) {

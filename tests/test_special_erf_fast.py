@@ -84,13 +84,13 @@ def test_float32_is_the_float64_result_rounded_once(name):
     x = x[np.isfinite(x) & ((x > 0) | (name != "entr"))]
     got = getattr(S, name)(ember.tensor(x)).numpy()
     want = getattr(S, name)(ember.tensor(x.astype(np.float64))).numpy()
-    # one rounding: within half a float32 ulp of the float64 result (entr's float32 log
-    # is good to 2^-35, which can move a near-tie by one ulp)
+    # one rounding: within half a float32 ulp of the float64 result (float32 entr and
+    # ndtr are good to 1e-10 before it, which can move a near-tie by one ulp)
     with np.errstate(over="ignore"):
         w32 = want.astype(np.float32)
     big = ~np.isfinite(w32)                      # entr overflows float32 past 1e37
     np.testing.assert_array_equal(got[big], w32[big])
-    half = 0.5 * np.spacing(np.abs(w32[~big])).astype(np.float64) * (1 + 2.0 ** -10)
+    half = 0.5 * np.spacing(np.abs(w32[~big])).astype(np.float64) * (1 + 2.0 ** -8)
     assert np.all(np.abs(got[~big].astype(np.float64) - want[~big]) <= half), name
 
 
