@@ -148,11 +148,21 @@ static inline __attribute__((always_inline)) double spe_ndtri_tail_d(double y0) 
     return (y0 >= 0.0) & (y0 <= 1.0) ? r : NAN;       /* NaN too */
 }
 
-/* entr = -x log x; 0 at 0, -inf below (and at +inf), NaN passes */
+/* entr = -x log x with log x = l + ll (em_log_d's sum with its last rounding kept)
+   and the product's rounding carried: within one ulp; 0 at 0, -inf below and at
+   +inf, NaN passes */
 static inline __attribute__((always_inline)) double spe_entr_d(double x) {
-    double r = -x * em_log_d(x);
+    int ok = (x > 0.0) & (x < INFINITY);
+    double fe, hf, sr, f = em_log_core_d(ok ? x : 1.0, &fe, &hf, &sr);
+    double lh = fe * 6.93147180369123816490e-01;            /* exact */
+    double lr = f - (hf - (sr + fe * 1.90821492927058770002e-10));
+    double l = lh + lr, ll = em_twosum_err(lh, lr, l);
+    double p = x * l;
+    double r = -(p + (em_prod_err_d(x, l, p) + x * ll));
+    r = fabs(r) < INFINITY ? r : -p;      /* overflow past 1e306 (and Dekker's split past 1e300) */
     r = x == 0.0 ? 0.0 : r;
-    return x < 0.0 ? -INFINITY : r;
+    r = (x < 0.0) | (x == INFINITY) ? -INFINITY : r;
+    return x != x ? x : r;
 }
 /* float32: log in double to 2^-35 relative (em_log_f32d, no division), one rounding */
 static inline __attribute__((always_inline)) float spe_entr_f(float xf) {

@@ -64,8 +64,8 @@ def _ulps(got: np.ndarray, x: np.ndarray, name: str) -> np.ndarray:
 
 # ember's bound; torch 2.13's float64 maximum on inputs like these, for comparison:
 # ndtr 9e15 ulps (its relative precision is lost below -8), log_ndtr 283 (x > 8),
-# erfcx 479 (x < -20), ndtri 2.95, entr 1.3.  ndtr reaches 2.5 with FMA, 3.3 without
-BOUND = {"ndtr": 3.5, "log_ndtr": 4.0, "erfcx": 2.0, "ndtri": 2.5, "entr": 1.5}
+# erfcx 479 (x < -20), ndtri 2.95, entr 1.32.  ndtr reaches 2.5 with FMA, 3.3 without
+BOUND = {"ndtr": 3.5, "log_ndtr": 4.0, "erfcx": 2.0, "ndtri": 2.5, "entr": 1.25}
 
 
 @pytest.mark.parametrize("name", sorted(BOUND))
