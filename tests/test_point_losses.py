@@ -1,6 +1,6 @@
-"""mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits through their one-pass kernels: values and
-gradients (input and target) against torch, the composed form under create_graph,
-and thread-count independence."""
+"""mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits through
+their one-pass kernels: values and gradients (input and target) against torch, the
+composed form under create_graph, and thread-count independence."""
 import numpy as np
 import pytest
 
