@@ -1018,130 +1018,6 @@ static double sp_i1e(double _x) {
   return (_x < ((double)(0.0))) ? -out : out;
 }
 
-static double sp_ndtri(double y0) {
-
-  /* sqrt(2pi) */
-  const double s2pi = 2.50662827463100050242E0;
-  const double one = 1;
-  const double zero = 0;
-
-  /* approximation for 0 <= |y - 0.5| <= 3/8 */
-  static const double P0[5] = {
-      -5.99633501014107895267E1,
-      9.80010754185999661536E1,
-      -5.66762857469070293439E1,
-      1.39312609387279679503E1,
-      -1.23916583867381258016E0,
-  };
-
-  static const double Q0[9] = {
-      1.00000000000000000000E0,
-      1.95448858338141759834E0,
-      4.67627912898881538453E0,
-      8.63602421390890590575E1,
-      -2.25462687854119370527E2,
-      2.00260212380060660359E2,
-      -8.20372256168333339912E1,
-      1.59056225126211695515E1,
-      -1.18331621121330003142E0,
-  };
-
-  /* Approximation for interval z = sqrt(-2 log y ) between 2 and 8
-  * i.e., y between exp(-2) = .135 and exp(-32) = 1.27e-14.
-  */
-  static const double P1[9] = {
-      4.05544892305962419923E0,
-      3.15251094599893866154E1,
-      5.71628192246421288162E1,
-      4.40805073893200834700E1,
-      1.46849561928858024014E1,
-      2.18663306850790267539E0,
-      -1.40256079171354495875E-1,
-      -3.50424626827848203418E-2,
-      -8.57456785154685413611E-4,
-  };
-
-  static const double Q1[9] = {
-      1.00000000000000000000E0,
-      1.57799883256466749731E1,
-      4.53907635128879210584E1,
-      4.13172038254672030440E1,
-      1.50425385692907503408E1,
-      2.50464946208309415979E0,
-      -1.42182922854787788574E-1,
-      -3.80806407691578277194E-2,
-      -9.33259480895457427372E-4,
-  };
-
-  /* Approximation for interval z = sqrt(-2 log y ) between 8 and 64
-  * i.e., y between exp(-32) = 1.27e-14 and exp(-2048) = 3.67e-890.
-  */
-
-  static const double P2[9] = {
-      3.23774891776946035970E0,
-      6.91522889068984211695E0,
-      3.93881025292474443415E0,
-      1.33303460815807542389E0,
-      2.01485389549179081538E-1,
-      1.23716634817820021358E-2,
-      3.01581553508235416007E-4,
-      2.65806974686737550832E-6,
-      6.23974539184983293730E-9,
-  };
-
-  static const double Q2[9] = {
-      1.00000000000000000000E0,
-      6.02427039364742014255E0,
-      3.67983563856160859403E0,
-      1.37702099489081330271E0,
-      2.16236993594496635890E-1,
-      1.34204006088543189037E-2,
-      3.28014464682127739104E-4,
-      2.89247864745380683936E-6,
-      6.79019408009981274425E-9,
-  };
-
-  if (y0 == zero) {
-    return -INFINITY;
-  }
-  if (y0 == one) {
-    return INFINITY;
-  }
-  if (y0 < zero || y0 > one) {
-    return NAN;
-  }
-  int code = 1;
-  double y = y0;
-  if (y > one - ((double)(0.13533528323661269189))) { /* 0.135... = exp(-2) */
-    y = one - y;
-    code = 0;
-  }
-
-  if (y > ((double)(0.13533528323661269189))) {
-    y = y - ((double)(0.5));
-    const double y2 = y * y;
-    double x = y + y * (y2 * polevl(y2, P0, 4) / polevl(y2, Q0, 8));
-    return (x * s2pi);
-  }
-
-  double x = sqrt(((double)(-2.0)) * log(y));
-  const double x0 = x - log(x) / x;
-
-  const double z = one / x;
-  double x1;
-  if (x < ((double)(8.0))) /* y > exp(-32) = 1.2664165549e-14 */
-  {
-    x1 = z * polevl(z, P1, 8) / polevl(z, Q1, 8);
-  } else {
-    x1 = z * polevl(z, P2, 8) / polevl(z, Q2, 8);
-  }
-  x = x0 - x1;
-  if (code) {
-    x = -x;
-  }
-  return x;
-}
-
  static double erfcx_y100(double y100)
 {
   switch ((int)(y100)) {
@@ -1579,15 +1455,6 @@ static double sp_erfcx(double x)
     else {
       return 2*exp(x*x) - erfcx_y100(400/(4-x));
     }
-  }
-}
-
-static double sp_log_ndtr(double x) {
-  double t = x * M_SQRT1_2;
-  if (x < ((double)(-1.0))) {
-    return log(sp_erfcx(-t) / 2) - t * t;
-  } else {
-    return log1p(-erfc(t) / 2);
   }
 }
 
@@ -3262,17 +3129,6 @@ static double sp_polygamma(int64_t n, double x) {
     return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0)) * sp_zeta((double)(n + 1), x);
 }
 
-static double sp_ndtr(double x) {
-    return 0.5 * erfc(-x * M_SQRT1_2);
-}
-
-static double sp_entr(double x) {
-    if (isnan(x)) return x;
-    if (x > 0) return -x * log(x);
-    if (x == 0) return 0.0;
-    return -INFINITY;
-}
-
 static double sp_xlog1py(double x, double y) {
     if (isnan(y)) return NAN;
     if (x == 0) return 0.0;
@@ -3338,10 +3194,6 @@ static double sp_d_polygamma(double x, const void *aux) {
 UNARY(digamma, sp_digamma(x))
 UNARY(polygamma, sp_d_polygamma(x, aux))
 UNARY(erfinv, sp_erfinv(x))
-UNARY(erfcx, sp_erfcx(x))
-UNARY(ndtr, sp_ndtr(x))
-UNARY(ndtri, sp_ndtri(x))
-UNARY(log_ndtr, sp_log_ndtr(x))
 UNARY(i0, sp_i0(x))
 UNARY(i0e, sp_i0e(x))
 UNARY(i1, sp_i1(x))
@@ -3358,7 +3210,6 @@ UNARY(y0, sp_bessel_y0(x))
 UNARY(y1, sp_bessel_y1(x))
 UNARY(sph_j0, sp_spherical_bessel_j0(x))
 UNARY(airy_ai, sp_airy_ai(x))
-UNARY(entr, sp_entr(x))
 
 BINARY(zeta, sp_zeta(x, y), sp_zeta(x, y))
 BINARY(igamma, sp_igamma(x, y), sp_igamma(x, y))
@@ -3429,6 +3280,10 @@ ERFINV_F32_LOOP(, erfinv_vec_f32)
    AVX2 and AVX-512 copies live in special_isa_*.c, compiled with FMA */
 #include "erfinv_f64_impl.h"
 static ERFINV_F64_LOOP(, erfinv_vec_f64)
+/* ndtr, log_ndtr, erfcx, ndtri and entr: special_erf_impl.h, the AVX2 and AVX-512
+   copies in special_isa_*.c */
+#include "special_erf_impl.h"
+SPE_LOOPS(static, )
 /* float32 digamma vectorised in double for x > 0 (other inputs, and strided rows,
    take sp_digamma): below 10, psi(x) = psi(x + 10) - sum_{k<10} 1/(x + k) with the
    sum as one fraction (positive terms: no cancellation in it, one division), psi(y)
@@ -3511,6 +3366,13 @@ DIGAMMA_F64_LOOP(__attribute__((target("prefer-vector-width=512"))), digamma_vec
 
 void em_erfinv_f64_avx2(char **p, const int64_t *s, int64_t n, const void *aux);
 void em_erfinv_f64_avx512(char **p, const int64_t *s, int64_t n, const void *aux);
+#define SPE_DECL(NAME)                                                              \
+    void NAME##_avx2(char **p, const int64_t *s, int64_t n, const void *aux);      \
+    void NAME##_avx512(char **p, const int64_t *s, int64_t n, const void *aux);
+SPE_DECL(em_spe_ndtr_f32) SPE_DECL(em_spe_ndtr_f64) SPE_DECL(em_spe_log_ndtr_f32)
+SPE_DECL(em_spe_log_ndtr_f64) SPE_DECL(em_spe_erfcx_f32) SPE_DECL(em_spe_erfcx_f64)
+SPE_DECL(em_spe_ndtri_f32) SPE_DECL(em_spe_ndtri_f64) SPE_DECL(em_spe_entr_f32)
+SPE_DECL(em_spe_entr_f64)
 /* the loop for the running CPU: generic G, AVX2 A2 or AVX-512 A5 */
 #if SP_HAVE_ISA
 static em_loop sp_isa_pick(em_loop g, em_loop a2, em_loop a5) {
@@ -3525,10 +3387,11 @@ static em_loop sp_isa_pick(em_loop g, em_loop a2, em_loop a5) {
 #define PAIR(NAME) {NAME##_f32, NAME##_f64}
 
 static const em_loop UNARY_LOOPS[EM_SP_NUNARY][2] = {
-    PAIR(digamma), PAIR(polygamma), {erfinv_vec_f32, erfinv_f64}, PAIR(erfcx), PAIR(ndtr),
-    PAIR(ndtri), PAIR(log_ndtr), PAIR(i0), PAIR(i0e), PAIR(i1), PAIR(i1e), PAIR(mi0),
+    PAIR(digamma), PAIR(polygamma), {erfinv_vec_f32, erfinv_f64}, PAIR(em_spe_erfcx),
+    PAIR(em_spe_ndtr), PAIR(em_spe_ndtri), PAIR(em_spe_log_ndtr), PAIR(i0), PAIR(i0e), PAIR(i1),
+    PAIR(i1e), PAIR(mi0),
     PAIR(mi1), PAIR(k0), PAIR(k1), PAIR(k0e), PAIR(k1e), PAIR(j0), PAIR(j1), PAIR(y0),
-    PAIR(y1), PAIR(sph_j0), PAIR(airy_ai), PAIR(entr),
+    PAIR(y1), PAIR(sph_j0), PAIR(airy_ai), PAIR(em_spe_entr),
 };
 
 static const em_loop BINARY_LOOPS[EM_SP_NBINARY][2] = {
@@ -3551,6 +3414,17 @@ em_loop em_special_unary(int op, int dtype) {
         return SP_ISA(erfinv_vec_f32, erfinv_vec_f32_avx2, erfinv_vec_f32_avx512);
     if (op == EM_SP_ERFINV && dtype == EM_F64)
         return SP_ISA(erfinv_vec_f64, em_erfinv_f64_avx2, em_erfinv_f64_avx512);
+#define SPE_PICK(OP, NAME)                                                             \
+    if (op == OP && dtype == EM_F32)                                                   \
+        return SP_ISA(NAME##_f32, NAME##_f32_avx2, NAME##_f32_avx512);                 \
+    if (op == OP && dtype == EM_F64)                                                   \
+        return SP_ISA(NAME##_f64, NAME##_f64_avx2, NAME##_f64_avx512);
+    SPE_PICK(EM_SP_NDTR, em_spe_ndtr)
+    SPE_PICK(EM_SP_LOG_NDTR, em_spe_log_ndtr)
+    SPE_PICK(EM_SP_ERFCX, em_spe_erfcx)
+    SPE_PICK(EM_SP_NDTRI, em_spe_ndtri)
+    SPE_PICK(EM_SP_ENTR, em_spe_entr)
+#undef SPE_PICK
     return dtype == EM_F32 ? UNARY_LOOPS[op][0] : dtype == EM_F64 ? UNARY_LOOPS[op][1] : NULL;
 }
 

@@ -26,8 +26,10 @@ DOMAIN = {"erfinv": lambda x: np.tanh(x / 4), "ndtri": lambda x: 1 / (1 + np.exp
 ATOL = {"bessel_j0": 1e-15, "bessel_j1": 1e-15, "bessel_y0": 1e-14, "bessel_y1": 1e-14,
         "airy_ai": 1e-15, "spherical_bessel_j0": 1e-16, "digamma": 1e-14, "entr": 1e-15,
         "log_ndtr": 1e-16, "ndtr": 2e-16}
-# ops with finite-precision differences from torch's own float64 (the same algorithms)
-RTOL64 = {"bessel_y0": 1e-13, "bessel_y1": 1e-13, "bessel_j1": 1e-13}
+# ops with finite-precision differences from torch's own float64 (the same algorithms);
+# torch's erfcx is off by up to 6e-14 below -20 (x^2 rounded inside exp(x^2)), where
+# ember's is within 2 ulps (tests/test_special_erf_fast.py)
+RTOL64 = {"bessel_y0": 1e-13, "bessel_y1": 1e-13, "bessel_j1": 1e-13, "erfcx": 1e-13}
 
 
 def _assert_same(e, t, rtol, atol, what):
