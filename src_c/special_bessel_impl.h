@@ -263,7 +263,7 @@ SPB_INLINE double spb_airy_pick(double x, double rn, double rs, double rp) {
 }
 SPB_INLINE double spb_airy(double x) {
     double rn = spb_airy_neg(x < -2.09 ? x : -3.0);
-    double rs = spb_airy_series(fabs(x) < 2.09 ? x : 0.0);
+    double rs = spb_airy_series((x >= -2.09) & (x < 2.09) ? x : 0.0);
     double rp = spb_airy_pos((x >= 2.09) & (x <= 103.892) ? x : 3.0);
     return spb_airy_pick(x, rn, rs, rp);
 }
@@ -273,7 +273,8 @@ SPB_INLINE void spb_airy_neg_v(const double *x, double *r, int64_t m) {
     for (int64_t i = 0; i < m; i++) r[i] = spb_airy_neg(x[i] < -2.09 ? x[i] : -3.0);
 }
 SPB_INLINE void spb_airy_series_v(const double *x, double *r, int64_t m) {
-    for (int64_t i = 0; i < m; i++) r[i] = spb_airy_series(fabs(x[i]) < 2.09 ? x[i] : 0.0);
+    for (int64_t i = 0; i < m; i++)
+        r[i] = spb_airy_series((x[i] >= -2.09) & (x[i] < 2.09) ? x[i] : 0.0);
 }
 SPB_INLINE void spb_airy_pos_v(const double *x, double *r, int64_t m) {
     for (int64_t i = 0; i < m; i++)
@@ -295,7 +296,7 @@ SPB_INLINE void spb_zero_v(double *r, int64_t m) {
                 for (int64_t i = 0; i < m; i++) xb[i] = a[i];                          \
                 for (int64_t i = 0; i < m; i++) {                                      \
                     c0 += xb[i] < -2.09;                                               \
-                    c1 += fabs(xb[i]) < 2.09;                                          \
+                    c1 += (xb[i] >= -2.09) & (xb[i] < 2.09);                                        \
                     c2 += (xb[i] >= 2.09) & (xb[i] <= 103.892);                        \
                 }                                                                      \
                 if (c0) spb_airy_neg_v(xb, rn, m); else spb_zero_v(rn, m);             \
@@ -483,6 +484,33 @@ SPB_INLINE void spb_poly_block(int kind, const double *x, double *r, int64_t m, 
         }                                                                              \
     }
 
+/* xlog1py(x, y) = x log1p(y) (0 where x == 0, NaN where y is NaN) with ember_math.h's
+   log1p: one form for every stride, so strided rows give the contiguous bits */
+SPB_INLINE double spb_xlog1py(double x, double y) {
+    double r = x * em_log1p_d(y);
+    r = x == 0.0 ? 0.0 : r;
+    return y != y ? y : r;
+}
+#define SPB_XLOG1PY_LOOP(ATTR, NAME, T)                                                \
+    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
+        (void)aux;                                                                     \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {             \
+            T *o = (T *)p[0];                                                          \
+            const T *a = (const T *)p[1], *b = (const T *)p[2];                        \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)spb_xlog1py(a[i], b[i]);         \
+        } else if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 0) {              \
+            T *o = (T *)p[0];                                                          \
+            const T *a = (const T *)p[1];                                              \
+            double l = *(const T *)p[2];                                               \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)spb_xlog1py(a[i], l);            \
+        } else {                                                                       \
+            char *o = p[0];                                                            \
+            const char *a = p[1], *b = p[2];                                           \
+            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2])           \
+                *(T *)o = (T)spb_xlog1py(*(const T *)a, *(const T *)b);                \
+        }                                                                              \
+    }
+
 /* float32 forms: evaluated in double, rounded once */
 #define SPB_F(FN) spb_f32_##FN
 #define SPB_DEF_F32(FN) \
@@ -533,7 +561,9 @@ SPB_DEF_FULL(EM_SP_SPH_J0)
     SPB_POLY_LOOP(ATTR, PX##_herm_he_f64, double, EM_F64, EM_SP_HERM_HE, 1, 512)           \
     SPB_POLY_LOOP(ATTR, PX##_herm_he_f32, float, EM_F32, EM_SP_HERM_HE, 1, 128)            \
     SPB_POLY_LOOP(ATTR, PX##_laguerre_f64, double, EM_F64, EM_SP_LAGUERRE, 2, 0)           \
-    SPB_POLY_LOOP(ATTR, PX##_laguerre_f32, float, EM_F32, EM_SP_LAGUERRE, 2, 0)
+    SPB_POLY_LOOP(ATTR, PX##_laguerre_f32, float, EM_F32, EM_SP_LAGUERRE, 2, 0)            \
+    SPB_XLOG1PY_LOOP(ATTR, PX##_xlog1py_f64, double)                                       \
+    SPB_XLOG1PY_LOOP(ATTR, PX##_xlog1py_f32, float)
 
 /* the loop of op for dtype among PX's, NULL where the family has none */
 #define SPB_PICK(PX, binary, op, dtype)                                                \
@@ -559,6 +589,7 @@ SPB_DEF_FULL(EM_SP_SPH_J0)
             case EM_SP_HERM_H: return f ? PX##_herm_h_f64 : PX##_herm_h_f32;           \
             case EM_SP_HERM_HE: return f ? PX##_herm_he_f64 : PX##_herm_he_f32;        \
             case EM_SP_LAGUERRE: return f ? PX##_laguerre_f64 : PX##_laguerre_f32;     \
+            case EM_SP_XLOG1PY: return f ? PX##_xlog1py_f64 : PX##_xlog1py_f32;        \
             default: return NULL;                                                      \
         }                                                                              \
     } while (0)
