@@ -34,6 +34,9 @@ GEMM = ["src_c/gemm.c", "src_c/gemm_generic.c", "src_c/gemm_avx2.c", "src_c/gemm
         "src_c/gemm_bf16.c"]
 COMMON = ["src_c/nd.c", "src_c/cpu.c"]
 SPECIAL_ISA = ["src_c/special_isa_avx2.c", "src_c/special_isa_avx512.c"]   # float64 erfinv
+# the Bessel family and the one-degree polynomials, vectorised (generic, AVX2, AVX-512)
+SPECIAL_ISA += ["src_c/special_bessel.c", "src_c/special_bessel_avx2.c",
+                "src_c/special_bessel_avx512.c"]
 MODULES = {
     "core": ["src_c/alloc.c", "src_c/copy.c"] + COMMON,
     "elementwise": EW + COMMON,

@@ -3404,8 +3404,27 @@ double em_digamma(double x) {
     return sp_digamma(x);
 }
 
+/* the scalar form of a unary op, and the strided loop of a binary one: the
+   vectorised Bessel-family loops (special_bessel.c) fall back on them */
+double em_sp_unary_ref(int op, double x) {
+    double r;
+    char *p[2] = {(char *)&r, (char *)&x};
+    const int64_t s[2] = {8, 8};
+    UNARY_LOOPS[op][1](p, s, 1, NULL);
+    return r;
+}
+
+void em_sp_binary_ref(int op, int dtype, char **p, const int64_t *s, int64_t n,
+                      const void *aux) {
+    BINARY_LOOPS[op][dtype == EM_F32 ? 0 : 1](p, s, n, aux);
+}
+
+em_loop em_sp_bessel_loop(int binary, int op, int dtype);
+
 em_loop em_special_unary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NUNARY) return NULL;
+    em_loop vec = em_sp_bessel_loop(0, op, dtype);
+    if (vec) return vec;
     if (op == EM_SP_DIGAMMA && dtype == EM_F32)
         return SP_ISA(digamma_vec_f32, digamma_vec_f32_avx2, digamma_vec_f32_avx512);
     if (op == EM_SP_DIGAMMA && dtype == EM_F64)
@@ -3430,6 +3449,8 @@ em_loop em_special_unary(int op, int dtype) {
 
 em_loop em_special_binary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NBINARY) return NULL;
+    em_loop vec = em_sp_bessel_loop(1, op, dtype);
+    if (vec) return vec;
     return dtype == EM_F32 ? BINARY_LOOPS[op][0] : dtype == EM_F64 ? BINARY_LOOPS[op][1] : NULL;
 }
 

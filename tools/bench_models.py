@@ -303,6 +303,13 @@ _SWEEP_UNARY = {
     "F.glu": "any", "special.ndtr": "any", "special.ndtri": "prob", "special.log_ndtr": "any",
     "special.erfcx": "any", "special.i0e": "any", "special.i1": "any", "special.entr": "pos",
     "polygamma-1": "pos",
+    "special.bessel_j0": "any", "special.bessel_j1": "any", "special.bessel_y0": "pos",
+    "special.bessel_y1": "pos", "special.modified_bessel_i0": "any",
+    "special.modified_bessel_i1": "any", "special.modified_bessel_k0": "pos",
+    "special.modified_bessel_k1": "pos", "special.scaled_modified_bessel_k0": "pos",
+    "special.scaled_modified_bessel_k1": "pos", "special.airy_ai": "any",
+    "special.spherical_bessel_j0": "any", "special.hermite_h-5": "any",
+    "special.laguerre-5": "any", "special.xlog1py-2": "pos",
 }
 _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
                  "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
@@ -328,6 +335,12 @@ def _sweep_fn(T, name):
         return lambda x: T.clamp(x, -0.5, 0.5)
     if name == "polygamma-1":
         return lambda x: T.polygamma(1, x)
+    if name in ("special.hermite_h-5", "special.laguerre-5"):
+        fn = {"special.hermite_h-5": T.special.hermite_polynomial_h,
+              "special.laguerre-5": T.special.laguerre_polynomial_l}[name]
+        return lambda x: fn(x, 5)
+    if name == "special.xlog1py-2":
+        return lambda x: T.special.xlog1py(x, x - 0.5)
     if name.startswith("special."):
         return getattr(T.special, name[8:])
     if name in ("erfinv", "digamma"):
