@@ -302,7 +302,7 @@ _SWEEP_UNARY = {
     "F.threshold": "any", "F.softshrink": "any", "F.hardshrink": "any", "F.prelu": "any",
     "F.glu": "any", "special.ndtr": "any", "special.ndtri": "prob", "special.log_ndtr": "any",
     "special.erfcx": "any", "special.i0e": "any", "special.i1": "any", "special.entr": "pos",
-    "polygamma-1": "pos",
+    "polygamma-1": "pos", "special.i1e": "any",
 }
 _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
                  "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
