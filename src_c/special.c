@@ -40,7 +40,20 @@
 
 static double polevl(const double x, const double A[], size_t len);
 
-static double sp_zeta(double x, double q)  {
+/* a^-s for an integer s >= 1 by squaring: within about log2(s) ulps */
+static inline double sp_pow_negint(double a, int s) {
+  double r = 1.0, b = a;
+  for (; s; s >>= 1) {
+    if (s & 1) r *= b;
+    b *= b;
+  }
+  return 1.0 / r;
+}
+
+/* Hurwitz zeta; POWI: x is an integer in [2, 64] and q in [1/64, 1e4], where the
+   powers come from sp_pow_negint (no overflow or underflow there) instead of pow */
+static inline __attribute__((always_inline)) double sp_zeta_impl(double x, double q,
+                                                                 int POWI)  {
   
   const double MACHEP = ((double)(1.11022302462515654042E-16));
   const double zero = ((double)(0.0));
@@ -79,14 +92,14 @@ static double sp_zeta(double x, double q)  {
     }
   }
 
-  s = pow(q, -x);
+  s = POWI ? sp_pow_negint(q, (int)x) : pow(q, -x);
   a = q;
   int i = 0;
   b = zero;
   while ((i < 9) || (a <= ((double)(9.0)))) {
     i += 1;
     a += one;
-    b = pow(a, -x);
+    b = POWI ? sp_pow_negint(a, (int)x) : pow(a, -x);
     s += b;
     if ((-MACHEP * s < b) && (b < MACHEP * s)) {
       return (double)(s);
@@ -113,6 +126,10 @@ static double sp_zeta(double x, double q)  {
     k += one;
   }
   return (double)(s);
+}
+
+static double sp_zeta(double x, double q) {
+  return sp_zeta_impl(x, q, 0);
 }
 
 static double polevl(const double x, const double A[], size_t len) {
@@ -3261,11 +3278,17 @@ static double sp_i0e(double x) {
     return chbevl(32.0 / x - 2.0, chebyshev_coefficients_i0e_B(), 25) / sqrt(x);
 }
 
-/* polygamma(n, x) for n >= 0 (the caller rejects negative n). */
-static double sp_polygamma(int64_t n, double x) {
+/* polygamma(n, x) for n >= 0 (the caller rejects negative n); FAC is
+   (-1)^(n+1) n! (from sp_polygamma_fac), computed once per loop */
+static double sp_polygamma(int64_t n, double x, double fac) {
     if (n == 0) return sp_digamma(x);
     if (n == 1) return sp_trigamma(x);
-    return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0)) * sp_zeta((double)(n + 1), x);
+    double z = n <= 63 && x >= 0.015625 && x <= 1e4 ? sp_zeta_impl((double)(n + 1), x, 1)
+                                                    : sp_zeta((double)(n + 1), x);
+    return fac * z;
+}
+static double sp_polygamma_fac(int64_t n) {
+    return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0));
 }
 
 static double sp_ndtr(double x) {
@@ -3293,9 +3316,6 @@ static int64_t sp_degree(double n) {
     return (int64_t)n;
 }
 
-static double sp_d_polygamma(double x, const void *aux) {
-    return sp_polygamma(*(const int64_t *)aux, x);
-}
 
 /* ---------------------------------------------------------------------------
    strided loops: ptrs = (out, x) or (out, x, y); float32 goes through double */
@@ -3342,7 +3362,18 @@ static double sp_d_polygamma(double x, const void *aux) {
     }
 
 UNARY(digamma, sp_digamma(x))
-UNARY(polygamma, sp_d_polygamma(x, aux))
+/* polygamma: n from aux, its factor n! once per call */
+#define POLYGAMMA_LOOP(SFX, T)                                                         \
+    static void polygamma_##SFX(char **p, const int64_t *s, int64_t n, const void *aux) { \
+        int64_t order = *(const int64_t *)aux;                                         \
+        double fac = sp_polygamma_fac(order);                                          \
+        char *o = p[0];                                                                \
+        const char *a = p[1];                                                          \
+        for (int64_t i = 0; i < n; i++, o += s[0], a += s[1])                          \
+            *(T *)o = (T)sp_polygamma(order, (double)*(const T *)a, fac);              \
+    }
+POLYGAMMA_LOOP(f64, double)
+POLYGAMMA_LOOP(f32, float)
 UNARY(erfinv, sp_erfinv(x))
 UNARY(erfcx, sp_erfcx(x))
 UNARY(ndtr, sp_ndtr(x))

@@ -148,3 +148,24 @@ def test_igamma_float32_is_the_rounded_double():
         ulp = np.spacing(np.abs(r32)).astype(np.float64)
         ok = ulp > 0
         assert np.all(np.abs(got[ok] - ref[ok]) <= 0.51 * ulp[ok] + 1e-45)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10, 40, 63, 64, 70])
+def test_polygamma_higher_orders_against_mpmath(n):
+    # n <= 63 with 1/64 <= x <= 1e4 takes integer powers, the rest pow; the factor
+    # n! = exp(lgamma(n + 1)) (as torch's, once per call) carries up to 2e-14
+    mp = pytest.importorskip("mpmath")
+    mp.mp.prec = 120
+    rng = np.random.default_rng(n)
+    x = np.concatenate([rng.uniform(0.02, 30, 60), np.exp(rng.uniform(-6, 11, 60)),
+                        [0.015625, 0.0156, 1e4, 1.0001e4, 2.5]])
+    got = S.polygamma(n, ember.tensor(x)).numpy()
+    want = np.array([float(mp.psi(n, mp.mpf(v))) for v in x.tolist()])
+    # where x^-(n+1) underflows, zeta's sum (torch's too) loses its digits
+    fin = np.isfinite(want) & ((n + 1) * np.log(x) < 690)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=5e-14)
+    f32 = S.polygamma(n, ember.tensor(x.astype(np.float32))).numpy()
+    w32 = np.array([float(mp.psi(n, mp.mpf(float(v)))) for v in x.astype(np.float32).tolist()])
+    with np.errstate(over="ignore"):
+        w32 = w32.astype(np.float32)
+    np.testing.assert_allclose(f32, w32, rtol=1.2e-7, atol=0)
