@@ -302,7 +302,7 @@ _SWEEP_UNARY = {
     "F.threshold": "any", "F.softshrink": "any", "F.hardshrink": "any", "F.prelu": "any",
     "F.glu": "any", "special.ndtr": "any", "special.ndtri": "prob", "special.log_ndtr": "any",
     "special.erfcx": "any", "special.i0e": "any", "special.i1": "any", "special.entr": "pos",
-    "polygamma-1": "pos",
+    "polygamma-1": "pos", "special.i1e": "any",
     "special.bessel_j0": "any", "special.bessel_j1": "any", "special.bessel_y0": "pos",
     "special.bessel_y1": "pos", "special.modified_bessel_i0": "any",
     "special.modified_bessel_i1": "any", "special.modified_bessel_k0": "pos",
