@@ -14,6 +14,7 @@ cdef extern from "ember_ew.h" nogil:
         EW_FLOOR, EW_CEIL, EW_ROUND, EW_TRUNC, EW_SOFTPLUS, EW_LEAKY_RELU, EW_ELU, EW_CLAMP
         EW_LOGSIGMOID
         EW_NAN_TO_NUM
+        EW_LOGADDEXP2, EW_NEXTAFTER
         EW_NBIN, EW_NCMP, EW_NUN, EW_NPRED
     # the four lists, and the result-dtype kinds of their `kind` column
     enum:
@@ -33,4 +34,6 @@ cdef extern from "ember_ew.h" nogil:
         em_loop pred[EW_NPRED][EM_NDTYPES]
         em_loop where[EM_NDTYPES]
         em_loop lerp[EM_NDTYPES]
+        em_loop addcmul[EM_NDTYPES]
+        em_loop addcdiv[EM_NDTYPES]
     const em_ew_table *em_ew_get()

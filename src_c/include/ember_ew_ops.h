@@ -62,7 +62,11 @@
        parameters in aux: {alpha, scale, input_scale}, {beta, threshold} */ \
     X(ELU_BW, elu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(SOFTPLUS_BW, softplus_bw, "", FLOAT, FLOATS, OWN, _, _) \
-    X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b))
+    X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b)) \
+    /* bound by hand: their composites (ember/_composite.py) keep the checks and the \
+       other devices */ \
+    X(LOGADDEXP2, logaddexp2, "", FLOAT, FLOATS, OWN, _, _) \
+    X(NEXTAFTER, nextafter, "", FLOAT, FLOATS, F2, em_nextafterf(a, b), em_nextafter_d(a, b))
 
 #define EW_COMPARE_OPS(X) \
     X(EQ, eq, "eq", a == b) \
