@@ -490,6 +490,12 @@ def losses():
             "rms_norm 16x64x512": lambda T=T, x=xr, w=wr: T.nn.functional.rms_norm(
                 x, (512,), w).sum().backward(),
         })
+        xg = T.randn(1 << 20, requires_grad=True)   # regression losses on 1M values
+        yg = T.randn(1 << 20)
+        for name in ("mse_loss", "smooth_l1_loss", "huber_loss",
+                     "binary_cross_entropy_with_logits"):
+            cases[-1][name + " 1M"] = lambda T=T, f=name, x=xg, y=yg: getattr(
+                T.nn.functional, f)(x, y.sigmoid() if "logits" in f else y).backward()
     for th in (1, 2):
         ember.set_num_threads(th)
         torch.set_num_threads(th)

@@ -63,6 +63,20 @@
     X(ELU_BW, elu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(SOFTPLUS_BW, softplus_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b)) \
+    /* pointwise regression losses of a = input, b = target (smooth_l1 prm {beta}, \
+       huber {delta}), and their input gradients under one uniform incoming grad s \
+       (the backward of a mean or sum): prm {beta or delta, s} */ \
+    X(MSE, mse, "", FLOAT, FLOATS, ALL, (a - b) * (a - b), _) \
+    X(SMOOTH_L1, smooth_l1, "", FLOAT, FLOATS, OWN, _, _) \
+    X(HUBER, huber, "", FLOAT, FLOATS, OWN, _, _) \
+    X(MSE_GRAD, mse_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    X(SMOOTH_L1_GRAD, smooth_l1_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    X(HUBER_GRAD, huber_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    /* binary cross-entropy of logits a and targets b, (1 - b) a - logsigmoid(a), and its \
+       input gradient s (sigmoid(a) - b) under one uniform grad: prm {unused, s} */ \
+    X(BCE_LOGITS, bce_logits, "", FLOAT, FLOATS, F2, (1 - b) * a - em_logsigmoid_vf(a), \
+      (1 - b) * a - em_logsigmoid_vd(a)) \
+    X(BCE_LOGITS_GRAD, bce_logits_grad, "", FLOAT, FLOATS, OWN, _, _) \
     /* bound by hand: their composites (ember/_composite.py) keep the checks and the \
        other devices */ \
     X(LOGADDEXP2, logaddexp2, "", FLOAT, FLOATS, OWN, _, _) \
