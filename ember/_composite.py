@@ -1,7 +1,9 @@
 """Ops composed from other public ops.
 
 Each is declared in ``ember/_ops.py`` like a native op; autograd flows through the
-ops it is built from, so none needs a backward formula of its own.
+ops it is built from, so none needs a backward formula of its own, except the few
+that run one fused C kernel on CPU tensors (addcmul, addcdiv, logaddexp2, nextafter:
+their composite remains for other devices and Python modes).
 """
 from __future__ import annotations
 
@@ -50,6 +52,11 @@ def _value_for(value, *tensors):
 def addcmul(input, tensor1, tensor2, *, value=1, out=None):
     """``input + value * tensor1 * tensor2``, elementwise with broadcasting."""
     _tensor_arg(input, "addcmul")
+    if all(getattr(t, "dtype", None) == core.bool_ for t in (input, tensor1, tensor2)):
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    r = _ew._addc(False, input, tensor1, tensor2, value, out)
+    if r is not NotImplemented:
+        return r
     value = _value_for(value, input, tensor1, tensor2)
     r = _ew.add(input, _ew.mul(_ew.mul(tensor1, tensor2), value))
     return _finish(r, out, "addcmul", (input, tensor1, tensor2))
@@ -67,6 +74,9 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
                            "for integer inputs and as (input + value * tensor1 / tensor2) for "
                            "float inputs. The future addcdiv behavior is just the latter "
                            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    r = _ew._addc(True, input, tensor1, tensor2, value, out)
+    if r is not NotImplemented:
+        return r
     r = _ew.add(input, _ew.mul(_ew.div(tensor1, tensor2), value))
     return _finish(r, out, "addcdiv", (input, tensor1, tensor2))
 
@@ -117,6 +127,9 @@ def ldexp(input, other, *, out=None):
 def logaddexp2(input, other, *, out=None):
     """``log2(2 ** input + 2 ** other)`` without overflow."""
     _tensor_arg(input, "logaddexp2")
+    r = _ew._kernel_binary("logaddexp2", input, other, out)
+    if r is not NotImplemented:
+        return r
     m = _ew.maximum(input, other)
     d = _ew.abs(_ew.sub(input, other))
     r = _ew.add(m, _ew.div(_ew.log1p(_ew.exp2(_ew.neg(d))), math.log(2.0)))
@@ -1294,6 +1307,9 @@ def nextafter(input, other, *, out=None):
                            f"{input.dtype} and {other.dtype}")
     if not isinstance(other, TensorBase):
         other = core.full((), other, dtype=input.dtype)
+    r = _ew._kernel_binary("nextafter", input, other, out)
+    if r is not NotImplemented:
+        return r
     shape = core.broadcast_shapes(input.shape, other.shape)
     x, y = input.expand(shape), other.expand(shape)   # (adding zeros would lose -0.0)
     bits = x.contiguous().view(it)

@@ -239,6 +239,25 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
+/* addcmul / addcdiv: torch's operations and order, fma(v * b, c, a) (where the ISA
+   has FMA) and a + v * b / c, v (aux) in the element type; contiguous operands in
+   one loop that vectorises */
+#define ADDC_LOOP(name, TY, EXPR)                                                        \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        const T v = *(const T *)aux;                                                    \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z && s[3] == z) {                         \
+            T *o = (T *)p[0];                                                           \
+            const T *xx = (const T *)p[1], *yy = (const T *)p[2], *ww = (const T *)p[3]; \
+            for (int64_t i = 0; i < n; i++) { T a = xx[i], b = yy[i], c = ww[i]; o[i] = (EXPR); } \
+            return;                                                                     \
+        }                                                                               \
+        char *o = p[0]; const char *x = p[1], *y = p[2], *w = p[3];                     \
+        for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2], w += s[3]) {   \
+            T a = *(const T *)x, b = *(const T *)y, c = *(const T *)w; *(T *)o = (EXPR); \
+        }                                                                               \
+    }
+
 /* --- type lists ---------------------------------------------------------- */
 #define FOR_INTS(M, op, ...) M(op, uint8_t, u8, __VA_ARGS__) M(op, int8_t, i8, __VA_ARGS__) \
     M(op, int16_t, i16, __VA_ARGS__) M(op, int32_t, i32, __VA_ARGS__) M(op, int64_t, i64, __VA_ARGS__)
@@ -649,6 +668,18 @@ WHERE_LOOP(where_8, uint64_t)
 WHERE_LOOP(where_16, em_b16)
 LERP_LOOP(lerp_f32, float)
 LERP_LOOP(lerp_f64, double)
+#define MK_ADDCMUL(op, T, sfx, X_) ADDC_LOOP(addcmul_##sfx, T, (T)(a + v * b * c))
+FOR_INTS(MK_ADDCMUL, addcmul, _)
+ADDC_LOOP(addcmul_f32, float, EM_MADF(v * b, c, a))
+ADDC_LOOP(addcmul_f64, double, EM_MAD(v * b, c, a))
+ADDC_LOOP(addcdiv_f32, float, a + v * b / c)
+ADDC_LOOP(addcdiv_f64, double, a + v * b / c)
+
+/* logaddexp2: float32 with double inside (ember_math.h); float64 with the exponent
+   added to 2^-d's bits, libm-free em_logaddexp2_vd per block past |a - b| = 1020 */
+BIN_LOOP(bin_logaddexp2_f32, float, em_logaddexp2f(a, b))
+BINFIX_LOOP(bin_logaddexp2_f64, double, em_logaddexp2_fast_d(a, b),
+            !(fabs(a - b) <= EM_EXP2_FAST_MAX), em_logaddexp2_vd(a, b))
 
 /* threshold and the shrinks: selects on parameters read once, so the loops vectorise.
    torch's forms, NaN passing through: threshold x <= th ? value : x; hardshrink 0 on
@@ -759,6 +790,12 @@ const em_ew_table *EW_TABLE_FN(void) {
     tab.lerp[EM_F64] = lerp_f64;
     tab.glu_bw[EM_F32] = glu_bw_f32;
     tab.glu_bw[EM_F64] = glu_bw_f64;
+    tab.addcmul[EM_U8] = addcmul_u8; tab.addcmul[EM_I8] = addcmul_i8;
+    tab.addcmul[EM_I16] = addcmul_i16; tab.addcmul[EM_I32] = addcmul_i32;
+    tab.addcmul[EM_I64] = addcmul_i64; tab.addcmul[EM_F32] = addcmul_f32;
+    tab.addcmul[EM_F64] = addcmul_f64;
+    tab.addcdiv[EM_F32] = addcdiv_f32;
+    tab.addcdiv[EM_F64] = addcdiv_f64;
     tab_ready = 1;
     return &tab;
 }

@@ -18,6 +18,7 @@ cdef extern from "ember_ew.h" nogil:
         EW_NAN_TO_NUM, EW_ANGLE, EW_FREXP_M, EW_FREXP_E
         EW_THRESHOLD_BW, EW_SHRINK_BW, EW_PRELU, EW_GLU
         EW_THRESHOLD, EW_HARDSHRINK, EW_SOFTSHRINK
+        EW_LOGADDEXP2, EW_NEXTAFTER
         EW_NBIN, EW_NCMP, EW_NUN, EW_NPRED
     # the four lists, and the result-dtype kinds of their `kind` column
     enum:
@@ -38,4 +39,6 @@ cdef extern from "ember_ew.h" nogil:
         em_loop where[EM_NDTYPES]
         em_loop lerp[EM_NDTYPES]
         em_loop glu_bw[EM_NDTYPES]
+        em_loop addcmul[EM_NDTYPES]
+        em_loop addcdiv[EM_NDTYPES]
     const em_ew_table *em_ew_get()

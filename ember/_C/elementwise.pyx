@@ -952,6 +952,64 @@ def lerp(input, end, weight, *, out=None):
     return write_out(out, r, OUT_CAST, (input, end, weight), "lerp")
 
 
+cdef dict _KERNEL_BINARY = {"logaddexp2": EW_LOGADDEXP2, "nextafter": EW_NEXTAFTER}
+
+
+def _kernel_binary(str name, input, other, out):
+    """logaddexp2 / nextafter of CPU tensors in one C pass, for their composites
+    (which check the arguments first); NotImplemented when the composite must run
+    instead (a Python mode, another device, lazy bits, out= with grad)."""
+    if needs_slow((input, other)) or lazy_out(out) or (out is not None and
+                                                        any_grad((input, other))):
+        return NotImplemented
+    return _binary(_KERNEL_BINARY[name], name, input, other, out, K_FLOAT)
+
+
+def _addc(bint div, input, tensor1, tensor2, value, out):
+    """addcmul (input + value * tensor1 * tensor2) or addcdiv (/ tensor2) in one C
+    pass, value cast to the result dtype as torch does; NotImplemented when the
+    composite must run (a Python mode, another device, mixed-dimension promotion,
+    a dtype without a kernel, out= with grad)."""
+    cdef str name = "addcdiv" if div else "addcmul"
+    cdef TensorBase a, b, c, x, y, w, r
+    cdef int64_t s1[MAX_DIMS]
+    cdef int64_t s2[MAX_DIMS]
+    cdef uint64_t vbuf[2]
+    cdef int nd, rd, cd
+    cdef em_loop fn
+    if not (_is_t(input) and _is_t(tensor1) and _is_t(tensor2)) or \
+            needs_slow((input, tensor1, tensor2)) or lazy_out(out) or \
+            scalar_category(value) < 0 or scalar_category(value) == 3:
+        return NotImplemented
+    a, b, c = <TensorBase>input, <TensorBase>tensor1, <TensorBase>tensor2
+    if a._device is not b._device or a._device is not c._device or \
+            (out is not None and any_grad((input, tensor1, tensor2))):
+        return NotImplemented
+    if a._dtype == b._dtype == c._dtype:
+        rd = a._dtype
+    elif (a._ndim == 0) == (b._ndim == 0) == (c._ndim == 0):
+        rd = promote(promote(a._dtype, b._dtype), c._dtype)
+    else:
+        return NotImplemented
+    if div and category(rd) < 2:
+        return NotImplemented
+    cd = _compute_dtype(rd)
+    fn = TAB.addcdiv[cd] if div else TAB.addcmul[cd]
+    if fn == NULL:
+        return NotImplemented
+    scalar_to_buf(value if category(rd) >= 2 else int(value), cd, vbuf)
+    x, y, w = cast(a, cd), cast(b, cd), cast(c, cd)
+    nd = broadcast_shape(x._ndim, x._shape, y._ndim, y._shape, s1)
+    nd = broadcast_shape(nd, s1, w._ndim, w._shape, s2)
+    r = new_out(nd, s2, cd, a._device, [input, tensor1, tensor2])
+    _run(fn, [r, x, y, w], nd, s2, vbuf)
+    if rd != cd:
+        r = cast_keep(r, rd)
+    if any_grad((input, tensor1, tensor2)):
+        record(name, (input, tensor1, tensor2), r, (value,))
+    return write_out(out, r, OUT_CAST, (input, tensor1, tensor2), name)
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|input - other| <= atol + rtol * |other|``, elementwise."""
     cdef TensorBase a = <TensorBase?>input

@@ -46,6 +46,8 @@ typedef struct {
     em_loop where[EM_NDTYPES]; /* ptrs: out, cond(bool), a, b */
     em_loop lerp[EM_NDTYPES];  /* ptrs: out, a, b, w */
     em_loop glu_bw[EM_NDTYPES];  /* ptrs: grad of a, grad of b, grad, a, b */
+    em_loop addcmul[EM_NDTYPES];   /* ptrs: out, a, b, c: a + v * b * c, v in aux (a T) */
+    em_loop addcdiv[EM_NDTYPES];   /* a + v * b / c */
 } em_ew_table;
 
 /* aux blocks: integer division writes 1 to *(int *)aux on a zero divisor;

@@ -83,7 +83,11 @@
     X(THRESHOLD_BW, threshold_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(SHRINK_BW, shrink_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(PRELU, prelu, "", FLOAT, FLOATS, ALL, a > 0 ? a : b * a, _) \
-    X(GLU, glu, "", FLOAT, FLOATS, OWN, _, _)
+    X(GLU, glu, "", FLOAT, FLOATS, OWN, _, _) \
+    /* bound by hand: their composites (ember/_composite.py) keep the checks and the \
+       other devices */ \
+    X(LOGADDEXP2, logaddexp2, "", FLOAT, FLOATS, OWN, _, _) \
+    X(NEXTAFTER, nextafter, "", FLOAT, FLOATS, F2, em_nextafterf(a, b), em_nextafter_d(a, b))
 
 #define EW_COMPARE_OPS(X) \
     X(EQ, eq, "eq", a == b) \

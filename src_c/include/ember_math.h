@@ -2135,8 +2135,7 @@ EM_HD_INLINE float em_atanh_vf(float x) {
 /* log1p(e) for e in [0, 1] in float, no division: 1 + e = 2^k (1 + f) with f = e
    (k = 0) or (e - 1)/2 (k = 1, e >= sqrt(2) - 1) and the rounding error of e - 1
    carried as c; log1p(f) = f - f^2/2 + f^3 g(f) with em_logf's g */
-EM_HD_INLINE float em_log1p_unitf(float e) {
-    int big = e >= 0.41421356237309515f;
+EM_HD_INLINE float em_log1p_unit_partf(float e, int big) {
     float d = e - 1.0f;                              /* exact for e >= 1/2 */
     float lo = e - (d + 1.0f);                       /* its rounding error below 1/2 */
     float f = big ? 0.5f * d : e;
@@ -2152,8 +2151,105 @@ EM_HD_INLINE float em_log1p_unitf(float e) {
     g = EM_MADF(g, f, 0.20000010039684972f);
     g = EM_MADF(g, f, -0.24999990275042185f);
     g = EM_MADF(g, f, 0.33333333281199244f);
-    float r = EM_MADF(f * z, g, EM_MADF(-0.5f, z, EM_MADF(-c, f, c))) + f;   /* c / (1 + f) */
+    return EM_MADF(f * z, g, EM_MADF(-0.5f, z, EM_MADF(-c, f, c))) + f;   /* c / (1 + f) */
+}
+/* (em_log1p_unit_partf is log1p(e) less k ln2, k = big: logaddexp2 scales it first) */
+EM_HD_INLINE float em_log1p_unitf(float e) {
+    int big = e >= 0.41421356237309515f;
+    float r = em_log1p_unit_partf(e, big);
     return r + (big ? 0.693147180559945309f : 0.0f);
+}
+/* logaddexp2 = m + log2(1 + 2^-d), m = max(a, b), in float with TwoSums: d = |a - b| as
+   dh + dl, 2^-d = 2^-dh (1 - dl ln2) with 2^-dh formed times 2^32 past d = 100 (normal
+   down to d = 157); log2(1 + e) = k + log1p(f) / ln2 with em_log1p_unit_partf's f, 1/ln2 as
+   hi + lo, and m + that summed in two parts and rounded once (m close to
+   -log2(1 + e) keeps its digits); NaN in, NaN out; equal infinities give themselves */
+EM_HD_INLINE float em_logaddexp2f(float a, float b) {
+    float m = a > b ? a : b;
+    float d = a - b, bb = d - a;
+    float de = (a - (d - bb)) + (-b - bb);
+    float dh = fabsf(d), dl = d < 0.0f ? -de : de;
+    dl = dh < 157.0f ? dl : 0.0f;
+    dh = dh < 157.0f ? dh : 157.0f;
+    int far = dh > 100.0f;                           /* 32 - dh exact there */
+    float e = em_exp2_vf((far ? 32.0f : 0.0f) - dh) * (far ? 2.3283064365386963e-10f : 1.0f);
+    e = EM_MADF(e, -0.693147180559945309f * dl, e);
+    int big = e >= 0.41421356237309515f;
+    float q = em_log1p_unit_partf(e, big), k = big ? 1.0f : 0.0f;
+    float l = EM_MADF(q, 1.44269502162933349609f, k);
+    float le = EM_MADF(q, 1.44269502162933349609f, k - l) + q * 1.925963033500011e-08f;
+    float r = m + l, rb = r - m;
+    float re = ((m - (r - rb)) + (l - rb)) + le;
+    r = r + re;
+    r = (a != a) | (b != b) ? a + b : r;
+    return (m == INFINITY) | (m == -INFINITY) ? m : r;
+}
+/* float64 logaddexp2 as em_logaddexp_vd with base 2: t = 2^-d, 1 + t = 2^k (1 + f),
+   log2(1 + t) = k + (2/ln2) atanh(f / (2 + f)), the product with 2/ln2 (hi + lo)
+   carried in two parts and m + that summed in two parts */
+EM_HD_INLINE double em_logaddexp2_t_d(double a, double b, double m, double t) {
+    int e1 = t > 0.41421356237309503;
+    double f = e1 ? 0.5 * (t - 1.0) : t;
+    double dh = 2.0 + f, dl = (2.0 - dh) + f;
+    double inv = 1.0 / dh;
+    double sh = f * inv, sl = (em_rem_d(f, sh, dh) - sh * dl) * inv;
+    double z = sh * sh;
+    double p = 0.043478260869565216;
+    p = EM_MAD(p, z, 0.047619047619047616);
+    p = EM_MAD(p, z, 0.05263157894736842);
+    p = EM_MAD(p, z, 0.058823529411764705);
+    p = EM_MAD(p, z, 0.06666666666666667);
+    p = EM_MAD(p, z, 0.07692307692307693);
+    p = EM_MAD(p, z, 0.09090909090909091);
+    p = EM_MAD(p, z, 0.1111111111111111);
+    p = EM_MAD(p, z, 0.14285714285714285);
+    p = EM_MAD(p, z, 0.2);
+    p = EM_MAD(p, z, 0.3333333333333333);
+    const double kh = 2.8853900817779268, kl = 4.0710547481862066e-17;   /* 2 / ln2 */
+    double uh = kh * sh;
+    double ul = em_prod_err_d(kh, sh, uh) + EM_MAD(kl, sh, kh * EM_MAD(sh * z, p, sl));
+    double c0 = e1 ? 1.0 : 0.0;
+    double lh = c0 + uh, ll = ((c0 - lh) + uh) + ul;
+    double v = m + lh, vl = em_twosum_err(m, lh, v) + ll;
+    double r = v + vl;
+    r = fabs(m) == INFINITY ? m : r;
+    return (a != a) | (b != b) ? a + b : r;
+}
+/* d = |a - b| as dh + dl (TwoSum): 2^-d = 2^-dh (1 - dl ln2) */
+#define EM_LAE2_D_SPLIT(a, b, dh, dl)                                                  \
+    double d_ = (a) - (b), bb_ = d_ - (a);                                          \
+    double de_ = ((a) - (d_ - bb_)) + (-(b) - bb_);                                 \
+    double dh = fabs(d_), dl = d_ < 0.0 ? -de_ : de_;                               \
+    dl = dl == dl ? dl : 0.0;
+EM_HD_INLINE double em_logaddexp2_vd(double a, double b) {
+    double m = a > b ? a : b;
+    EM_LAE2_D_SPLIT(a, b, dh, dl)
+    double t = em_exp2_vd(-dh);
+    return em_logaddexp2_t_d(a, b, m, EM_MAD(t, -0.6931471805599453 * dl, t));
+}
+/* for |a - b| <= EM_EXP2_FAST_MAX (2^-d normal): the loops send the rest to em_logaddexp2_vd */
+EM_HD_INLINE double em_logaddexp2_fast_d(double a, double b) {
+    double m = a > b ? a : b;
+    EM_LAE2_D_SPLIT(a, b, dh, dl)
+    double t = em_exp2_fast_d(-dh);
+    return em_logaddexp2_t_d(a, b, m, EM_MAD(t, -0.6931471805599453 * dl, t));
+}
+/* nextafter as a select on the bits (vectorises): one step away from or towards zero
+   on the magnitude, the smallest subnormal of y's sign from a zero, y itself when
+   equal (so nextafter(0.0, -0.0) is -0.0), NaN when either is */
+EM_HD_INLINE float em_nextafterf(float x, float y) {
+    int32_t away = (y > x) == (x > 0.0f);
+    float r = em_f32_from_bits(em_f32_bits(x) + (away ? 1 : -1));
+    r = x == 0.0f ? em_f32_from_bits(y > 0.0f ? 1 : (int32_t)0x80000001u) : r;
+    r = x == y ? y : r;
+    return (x != x) | (y != y) ? x + y : r;
+}
+EM_HD_INLINE double em_nextafter_d(double x, double y) {
+    int64_t away = (y > x) == (x > 0.0);
+    double r = em_f64_from_bits(em_f64_bits(x) + (away ? 1 : -1));
+    r = x == 0.0 ? em_f64_from_bits(y > 0.0 ? 1 : (int64_t)0x8000000000000001ull) : r;
+    r = x == y ? y : r;
+    return (x != x) | (y != y) ? x + y : r;
 }
 /* softplus(t) = max(t, 0) + log1p(exp(-|t|)): no overflow, and e^t's tail
    (subnormal below t = -87.3, 0 below -103.9) rounds once */
