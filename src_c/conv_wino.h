@@ -65,6 +65,19 @@ int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const floa
 int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const float *dy,
                             float *dw, int nthreads, int nhwc);
 
+/* Scratch kept by the calling thread across calls, one buffer per slot
+   (EMBER_CONV_NSCRATCH): the kernels' per-thread workspaces.  A fresh
+   calloc / free per call and per thread costs page faults (glibc hands large
+   freed blocks back to the kernel) and a heap consolidation each time, which
+   at two threads took a fifth of a small convolution's time.  Returns at least
+   bytes, 64-byte aligned, zeroed when zero is set (as calloc), or NULL; blocks
+   over EMBER_CONV_SCRATCH_KEEP bytes are not kept.  Pair each call with
+   ember_conv_scratch_done on the same thread and slot. */
+#define EMBER_CONV_NSCRATCH 4
+#define EMBER_CONV_SCRATCH_KEEP ((size_t)16 << 20)
+void *ember_conv_scratch(int slot, size_t bytes, int zero);
+void ember_conv_scratch_done(int slot, void *p);
+
 #define EMBER_WINO_DECL(sfx)                                                               \
     int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \
                                  const float *bias, float *y, int nthreads);               \

@@ -341,8 +341,8 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* V (36, C, tiles), M (36, K, tiles) + a vector of slack, the padded rows, scratch */
-        float *V = (float *)calloc(
-            (size_t)(36 * (sv + sm) + WV + npad + wi_ws_size(TW)), sizeof(float));
+        float *V = (float *)ember_conv_scratch(
+            0, (size_t)(36 * (sv + sm) + WV + npad + wi_ws_size(TW)) * sizeof(float), 1);
         float *M = V + 36 * sv, *pad = M + 36 * sm + WV, *ws = pad + npad;
         if (!V) {
 #pragma omp atomic write
@@ -374,7 +374,7 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
                                y + (n * K + k) * P, s, th, ws);
             }
         }
-        free(V);
+        ember_conv_scratch_done(0, V);
     }
     return failed ? -1 : 0;
 }
@@ -435,7 +435,7 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
        nothing depends on the thread count, and threads meet no barrier until the
        end (barriers per block cost a scheduling slice each on a busy machine). */
     const int64_t UKC = 36 * K * C, S = wi_wg_slices(nblk, UKC);
-    float *dU = (float *)calloc((size_t)(UKC * S), sizeof(float));
+    float *dU = (float *)ember_conv_scratch(1, (size_t)(UKC * S) * sizeof(float), 1);
     if (!dU) return -1;
     /* each thread's V (36, tiles, C) and D (36, tiles, K): channel-minor, the
        layouts the GEMM packs fastest for dU += D^T V */
@@ -448,8 +448,10 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* V, D, the padded rows of x and of dy (their zero columns differ), scratch */
-        float *V = (float *)calloc(
-            (size_t)(36 * (sv + sd) + 2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS), sizeof(float));
+        float *V = (float *)ember_conv_scratch(
+            0,
+            (size_t)(36 * (sv + sd) + 2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS) * sizeof(float),
+            1);
         float *D = V + 36 * sv, *pad = D + 36 * sd, *pady = pad + npad, *ws = pady + npad;
         float *tmp = ws + wi_ws_size(TW);
         if (!V) {
@@ -496,14 +498,14 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
                                 myU + xi * K * C, C, 1, gemm_nt);
             }
         }
-        free(V);
+        ember_conv_scratch_done(0, V);
     }
     if (failed) {
-        free(dU);
+        ember_conv_scratch_done(1, dU);
         return -1;
     }
     wi_wgrad_finish(dU, S, K, C, dw, nthreads);
-    free(dU);
+    ember_conv_scratch_done(1, dU);
     return 0;
 }
 
