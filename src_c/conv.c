@@ -190,7 +190,7 @@ static int cv_wino_conv(const ember_conv2d_params *p, int dir, int nhwc, const f
     }
     float *U = (float *)ember_conv_scratch(1, (size_t)(36 * s.C * s.K) * sizeof(float), 0);
     if (!U) return -1;
-    ember_wino_weights_f32(s.K, s.C, w, dir, U);
+    ember_wino_weights_f32(s.K, s.C, w, dir, U, nthreads);
     const int rc = nhwc ? ember_wino_fwd_nhwc_f32(&s, src, U, bias, dst, nthreads)
                         : ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
     ember_conv_scratch_done(1, U);

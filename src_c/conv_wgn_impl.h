@@ -215,20 +215,22 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
             }
         }
         ember_conv_scratch_done(0, xt);
+        /* (after the slices' barrier) per (tap, input channel), the slices in
+           order, then (T, C, K) -> dw (K, C, kh, kw), the threads sharing it */
+        if (!failed) {
+#pragma omp for schedule(static)
+            for (int64_t tc = 0; tc < T * C; tc++) {
+                const int64_t t = tc / C, c = tc % C;
+                for (int64_t k = 0; k < K; k++) {
+                    float v = acc[tc * K + k];
+                    for (int64_t sl = 1; sl < S; sl++) v += acc[sl * TKC + tc * K + k];
+                    dw[(k * C + c) * T + t] = v;
+                }
+            }
+        }
     }
-    if (failed) {
-        ember_conv_scratch_done(1, acc);
-        return -1;
-    }
-    /* the slices in order, then (T, C, K) -> dw (K, C, kh, kw) */
-    for (int64_t sl = 1; sl < S; sl++) {
-        const float *a = acc + sl * TKC;
-        for (int64_t q = 0; q < TKC; q++) acc[q] += a[q];
-    }
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t k = 0; k < K; k++) dw[(k * C + c) * T + t] = acc[(t * C + c) * K + k];
     ember_conv_scratch_done(1, acc);
+    if (failed) return -1;
     return 0;
 }
 #undef wg_ld

@@ -23,7 +23,8 @@ typedef struct {
 /* U (36, C, K): the filters in the transform domain.  w is (K, C, 3, 3); with
    flip, w is (C, K, 3, 3) and filter (k, c) is w[c, k] rotated by 180 degrees
    (the input gradient of a convolution is this convolution of its grad_output). */
-void ember_wino_weights_f32(int64_t K, int64_t C, const float *w, int flip, float *U);
+void ember_wino_weights_f32(int64_t K, int64_t C, const float *w, int flip, float *U,
+                            int nthreads);
 /* y = conv(x, U) + bias (bias may be NULL).  Returns 0, or -1 when the
    workspace could not be allocated. */
 int ember_wino_fwd_f32(const ember_wino_shape *s, const float *x, const float *U,
