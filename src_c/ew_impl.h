@@ -562,6 +562,31 @@ BINP_LOOP(bin_softplus_bw_f32, float, SOFTPLUS_BW_SETUP,
           ({ T u = b * beta, e = em_expf(u); u > thr ? a : a * e / (e + 1); }))
 BINP_LOOP(bin_softplus_bw_f64, double, SOFTPLUS_BW_SETUP,
           ({ T u = b * beta, e = em_act_exp_d(u); u > thr ? a : a * e / (e + 1); }))
+/* pointwise regression losses (torch's forms and operation order); the gradients
+   take s = norm * grad (norm 1/N for a mean, 2/N for mse's) and select, so they
+   vectorise; NaN differences give NaN */
+#define LOSS_P_SETUP const T p_ = (T)prm[0];
+#define LOSS_G_SETUP const T p_ = (T)prm[0], s_ = (T)prm[1];
+BINP_LOOP(bin_smooth_l1_f32, float, LOSS_P_SETUP,
+          ({ T z = fabsf(a - b); z < p_ ? (T)0.5 * z * z / p_ : z - (T)0.5 * p_; }))
+BINP_LOOP(bin_smooth_l1_f64, double, LOSS_P_SETUP,
+          ({ T z = fabs(a - b); z < p_ ? 0.5 * z * z / p_ : z - 0.5 * p_; }))
+BINP_LOOP(bin_huber_f32, float, LOSS_P_SETUP,
+          ({ T z = fabsf(a - b); z < p_ ? (T)0.5 * z * z : p_ * (z - (T)0.5 * p_); }))
+BINP_LOOP(bin_huber_f64, double, LOSS_P_SETUP,
+          ({ T z = fabs(a - b); z < p_ ? 0.5 * z * z : p_ * (z - 0.5 * p_); }))
+BINP_LOOP(bin_mse_grad_f32, float, LOSS_G_SETUP, (a - b) * s_)
+BINP_LOOP(bin_mse_grad_f64, double, LOSS_G_SETUP, (a - b) * s_)
+#define SMOOTH_L1_GRAD_(T) \
+    ({ T d = a - b; d <= -p_ ? -s_ : (d >= p_ ? s_ : s_ * d / p_); })
+#define HUBER_GRAD_(T) \
+    ({ T d = a - b; d <= -p_ ? -s_ * p_ : (d >= p_ ? s_ * p_ : s_ * d); })
+BINP_LOOP(bin_smooth_l1_grad_f32, float, LOSS_G_SETUP, SMOOTH_L1_GRAD_(float))
+BINP_LOOP(bin_smooth_l1_grad_f64, double, LOSS_G_SETUP, SMOOTH_L1_GRAD_(double))
+BINP_LOOP(bin_huber_grad_f32, float, LOSS_G_SETUP, HUBER_GRAD_(float))
+BINP_LOOP(bin_huber_grad_f64, double, LOSS_G_SETUP, HUBER_GRAD_(double))
+BINP_LOOP(bin_bce_logits_grad_f32, float, LOSS_G_SETUP, (em_sigmoid_vf(a) - b) * s_)
+BINP_LOOP(bin_bce_logits_grad_f64, double, LOSS_G_SETUP, (em_sigmoid_vd(a) - b) * s_)
 CLAMP_LOOP(un_clamp_u8, uint8_t)
 CLAMP_LOOP(un_clamp_i8, int8_t)
 CLAMP_LOOP(un_clamp_i16, int16_t)

@@ -519,6 +519,29 @@ def _mish_backward(grad, input):
     return _binary(EW_MISH_BW, "mish_backward", grad, input, None, K_FLOAT)
 
 
+_POINT_LOSSES = {"mse_loss": (EW_MSE, EW_MSE_GRAD), "smooth_l1_loss": (EW_SMOOTH_L1, EW_SMOOTH_L1_GRAD),
+                 "huber_loss": (EW_HUBER, EW_HUBER_GRAD),
+                 "binary_cross_entropy_with_logits": (EW_BCE_LOGITS, EW_BCE_LOGITS_GRAD)}
+
+
+def _point_loss(str name, input, target, double param, grad=None):
+    """The elementwise loss ``name`` of input and target (``grad`` None), or its input
+    gradient under the uniform incoming gradient ``grad`` (a float: norm * grad), in
+    one pass; None where the composed form must run: Python modes, other devices,
+    dtypes other than float32/float64 alike, shapes that differ, a graph to record."""
+    cdef double prm[2]
+    if not (_fused_bw_ok(input, target) and (<TensorBase>input)._dtype == (<TensorBase>target)._dtype
+            and (<TensorBase>input)._dtype in (EM_F32, EM_F64)
+            and tuple(input.shape) == tuple(target.shape)):
+        return None
+    prm[0] = param
+    fwd, bwd = _POINT_LOSSES[name]
+    if grad is None:
+        return _binary(fwd, name, input, target, None, K_FLOAT, False, None, prm)
+    prm[1] = grad
+    return _binary(bwd, name, input, target, None, K_FLOAT, False, None, prm)
+
+
 def _softplus_backward(grad, input, double beta, double threshold):
     """softplus's input gradient in one pass (torch's softplus_backward); None as
     _elu_backward."""

@@ -7,6 +7,7 @@ import math
 import warnings
 
 import ember
+from ember._C import elementwise as _C_ew
 from ember._C import reduce as _C_reduce
 from ember._check import _real_only
 from ember.nn.functional import _LazyFn, logsigmoid, pairwise_distance
@@ -49,11 +50,19 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_same_size(input, target, "mse_loss")
     _real_only(input, "mse_cpu")
-    d = input - target
-    loss = d * d
+    if weight is None:
+        r = _point_loss("mse_loss", input, target, 0.0, reduction)
+        if r is not None:
+            return r
+    loss = _mse_terms(input, target, 0.0)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _mse_terms(input, target, _):
+    d = input - target
+    return d * d
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -69,23 +78,110 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_same_size(input, target, "smooth_l1_loss")
     _real_only(input, "smooth_l1_cpu")
-    d = ember.abs(input - target)
     if beta == 0.0:
-        return _reduce(d, reduction)
-    loss = ember.where(d < beta, (0.5 / beta) * d * d, d - 0.5 * beta)
-    return _reduce(loss, reduction)
+        return _reduce(ember.abs(input - target), reduction)
+    r = _point_loss("smooth_l1_loss", input, target, beta, reduction)
+    return _reduce(_smooth_l1_terms(input, target, beta), reduction) if r is None else r
+
+
+# the square of the signed difference keeps the second derivative right at 0
+def _smooth_l1_terms(input, target, beta):
+    d = input - target
+    z = ember.abs(d)
+    return ember.where(z < beta, (0.5 / beta) * d * d, z - 0.5 * beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_same_size(input, target, "huber_loss")
     _real_only(input, "huber_cpu")
-    d = ember.abs(input - target)
-    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is None:
+        r = _point_loss("huber_loss", input, target, delta, reduction)
+        if r is not None:
+            return r
+    loss = _huber_terms(input, target, delta)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _huber_terms(input, target, delta):
+    d = input - target
+    z = ember.abs(d)
+    return ember.where(z < delta, 0.5 * d * d, delta * (z - 0.5 * delta))
+
+
+def _bce_logits_terms(input, target, _):
+    return (1 - target) * input - logsigmoid(input)
+
+
+_TERMS = {"mse_loss": _mse_terms, "smooth_l1_loss": _smooth_l1_terms,
+          "huber_loss": _huber_terms, "binary_cross_entropy_with_logits": _bce_logits_terms}
+
+
+def _point_loss(name, input, target, param, reduction):
+    """A regression loss through its one-pass kernels: the elementwise terms, and for
+    a mean or sum under autograd one graph node whose backward is one pass too; None
+    where the composed ops run (other devices and dtypes, broadcasting, ``none``
+    under autograd)."""
+    if not (isinstance(input, ember.Tensor) and isinstance(target, ember.Tensor)
+            and input.device.type == "cpu" and target.device.type == "cpu"
+            and input.dtype in (ember.float32, ember.float64) and target.dtype == input.dtype
+            and tuple(input.shape) == tuple(target.shape)
+            and reduction in ("mean", "sum", "none")):
+        return None
+    if ember.is_grad_enabled() and (input.requires_grad or target.requires_grad):
+        if reduction == "none":
+            return None
+        return _PointLoss.apply(input, target, name, param, reduction)
+    loss = _C_ew._point_loss(name, input, target, param)
+    return None if loss is None else _reduce(loss, reduction)
+
+
+def _point_loss_function():
+    from ember.autograd import Function
+
+    class _PointLossFn(Function):
+        """mean or sum of mse / smooth_l1 / huber / bce-with-logits terms as one graph
+        node: the input gradient under the uniform incoming gradient is one kernel
+        pass, the target's its negation (bce: -s * input)."""
+
+        @staticmethod
+        def forward(ctx, input, target, name, param, reduction):
+            loss = _C_ew._point_loss(name, input, target, param)
+            if loss is None:                   # a Python mode sees the composed ops
+                loss = _TERMS[name](input, target, param)
+            ctx.save_for_backward(input, target)
+            ctx.args = (name, param, reduction)
+            return _reduce(loss, reduction)
+
+        @staticmethod
+        def backward(ctx, grad):
+            input, target = ctx.saved_tensors
+            name, param, reduction = ctx.args
+            need_x, need_t = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+            gx = s = None
+            if not ember.is_grad_enabled() and grad.device.type == "cpu":
+                n = input.numel()
+                s = float(grad) * (1.0 / n if reduction == "mean" and n else 1.0)
+                gx = _C_ew._point_loss(name, input, target, param,
+                                       2.0 * s if name == "mse_loss" else s)
+            if gx is None:       # create_graph: differentiate the composed form
+                wrt = tuple(t for t, need in ((input, need_x), (target, need_t)) if need)
+                with ember.enable_grad():
+                    loss = _reduce(_TERMS[name](input, target, param), reduction)
+                    gs = iter(ember.autograd.grad(loss, wrt, grad, create_graph=True))
+                return (next(gs) if need_x else None, next(gs) if need_t else None,
+                        None, None, None)
+            gt = None
+            if need_t:
+                gt = input * -s if name == "binary_cross_entropy_with_logits" else -gx
+            return (gx if need_x else None, gt, None, None, None)
+
+    return _PointLossFn
 
 
 def _class_shape(input, C):
@@ -369,6 +465,7 @@ def _cross_entropy_prob(input, target, weight, label_smoothing, reduction):
 _CrossEntropy = _LazyFn(_cross_entropy_function)
 _CrossEntropyP = _LazyFn(_cross_entropy_prob_function)
 _NLLLoss = _LazyFn(_nll_loss_function)
+_PointLoss = _LazyFn(_point_loss_function)
 _FUSED_CE = True
 
 
@@ -393,6 +490,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
                          f"size ({ember.Size(input.shape)})")
+    if weight is None and pos_weight is None:
+        r = _point_loss("binary_cross_entropy_with_logits", input, target, 0.0, reduction)
+        if r is not None:
+            return r
     ls = logsigmoid(input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1

@@ -62,7 +62,21 @@
        parameters in aux: {alpha, scale, input_scale}, {beta, threshold} */ \
     X(ELU_BW, elu_bw, "", FLOAT, FLOATS, OWN, _, _) \
     X(SOFTPLUS_BW, softplus_bw, "", FLOAT, FLOATS, OWN, _, _) \
-    X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b))
+    X(MISH_BW, mish_bw, "", FLOAT, FLOATS, F2, a * (float)em_mish_grad_vd((double)b), a * em_mish_grad_vd(b)) \
+    /* pointwise regression losses of a = input, b = target (smooth_l1 prm {beta}, \
+       huber {delta}), and their input gradients under one uniform incoming grad s \
+       (the backward of a mean or sum): prm {beta or delta, s} */ \
+    X(MSE, mse, "", FLOAT, FLOATS, ALL, (a - b) * (a - b), _) \
+    X(SMOOTH_L1, smooth_l1, "", FLOAT, FLOATS, OWN, _, _) \
+    X(HUBER, huber, "", FLOAT, FLOATS, OWN, _, _) \
+    X(MSE_GRAD, mse_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    X(SMOOTH_L1_GRAD, smooth_l1_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    X(HUBER_GRAD, huber_grad, "", FLOAT, FLOATS, OWN, _, _) \
+    /* binary cross-entropy of logits a and targets b, (1 - b) a - logsigmoid(a), and its \
+       input gradient s (sigmoid(a) - b) under one uniform grad: prm {unused, s} */ \
+    X(BCE_LOGITS, bce_logits, "", FLOAT, FLOATS, F2, (1 - b) * a - em_logsigmoid_vf(a), \
+      (1 - b) * a - em_logsigmoid_vd(a)) \
+    X(BCE_LOGITS_GRAD, bce_logits_grad, "", FLOAT, FLOATS, OWN, _, _)
 
 #define EW_COMPARE_OPS(X) \
     X(EQ, eq, "eq", a == b) \
