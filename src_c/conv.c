@@ -188,12 +188,12 @@ static int cv_wino_conv(const ember_conv2d_params *p, int dir, int nhwc, const f
                                     p->H, p->W};
         s = b;
     }
-    float *U = (float *)malloc((size_t)(36 * s.C * s.K) * sizeof(float));
+    float *U = (float *)ember_conv_scratch(1, (size_t)(36 * s.C * s.K) * sizeof(float), 0);
     if (!U) return -1;
-    ember_wino_weights_f32(s.K, s.C, w, dir, U);
+    ember_wino_weights_f32(s.K, s.C, w, dir, U, nthreads);
     const int rc = nhwc ? ember_wino_fwd_nhwc_f32(&s, src, U, bias, dst, nthreads)
                         : ember_wino_fwd_f32(&s, src, U, bias, dst, nthreads);
-    free(U);
+    ember_conv_scratch_done(1, U);
     return rc;
 }
 
@@ -517,7 +517,8 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
         const int64_t ld = pl.nb * P;
         /* GEMM output of a multi-image chunk, then the zero-padded images */
         const int64_t ntmp = pl.nb > 1 ? OCg * ld : shallow ? Kg * P : 0;
-        T *tmp = (T *)malloc((size_t)(ntmp + (ig.pad ? pl.nb * ig.img : 0) + 1) * sizeof(T));
+        T *tmp = (T *)ember_conv_scratch(
+            0, (size_t)(ntmp + (ig.pad ? pl.nb * ig.img : 0) + 1) * sizeof(T), 0);
         T *xp = tmp ? tmp + ntmp : NULL;
         if (!tmp) {
 #pragma omp atomic write
@@ -564,7 +565,7 @@ int F(ember_conv2d_fwd)(const ember_conv2d_params *p, const T *x, const T *w, co
                                (size_t)P * sizeof(T));
             }
         }
-        free(tmp);
+        ember_conv_scratch_done(0, tmp);
     }
     cv_ig_free(&ig);
     return failed ? -1 : 0;
@@ -608,7 +609,7 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
 #pragma omp parallel num_threads(pl.outer) if (pl.outer > 1)
     {
         const int64_t ld = pl.nb * P;
-        T *col = one ? NULL : (T *)malloc((size_t)(Kg * ld) * sizeof(T));
+        T *col = one ? NULL : (T *)ember_conv_scratch(0, (size_t)(Kg * ld) * sizeof(T), 0);
         if (!one && !col) {
 #pragma omp atomic write
             failed = 1;
@@ -639,7 +640,7 @@ int F(ember_conv2d_bwd_input)(const ember_conv2d_params *p, const T *dy, const T
                 }
             }
         }
-        free(col);
+        ember_conv_scratch_done(0, col);
     }
     cv_ig_free(&ig);
     return failed ? -1 : 0;
@@ -704,18 +705,19 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
     const double flops = 2.0 * (double)N * OC * P * Kg;
     const int outer = nthreads > 1 && flops > 1e6 ? (int)cv_min(nthreads, S) : 1;
     const int inner = outer > 1 ? 1 : nthreads;
-    T *acc = S > 1 ? (T *)malloc((size_t)(WN * (S - 1)) * sizeof(T)) : NULL;
+    T *acc = S > 1 ? (T *)ember_conv_scratch(1, (size_t)(WN * (S - 1)) * sizeof(T), 0) : NULL;
     if (S > 1 && !acc) return -1;
     cv_ig ig = {0};
     if (cv_ig_init(p, pl.nb, &ig)) {
-        free(acc);
+        ember_conv_scratch_done(1, acc);
         return -1;
     }
     int failed = 0;
 #pragma omp parallel num_threads(outer) if (outer > 1)
     {
         /* zero-padded copies of the chunk's images, when the convolution pads */
-        T *xp = ig.pad && !one ? (T *)malloc((size_t)(pl.nb * ig.img) * sizeof(T)) : NULL;
+        T *xp = ig.pad && !one ? (T *)ember_conv_scratch(0, (size_t)(pl.nb * ig.img) * sizeof(T), 0)
+                               : NULL;
         if (ig.pad && !one && !xp) {
 #pragma omp atomic write
             failed = 1;
@@ -749,14 +751,14 @@ int F(ember_conv2d_bwd_weight)(const ember_conv2d_params *p, const T *x, const T
                 }
             }
         }
-        free(xp);
+        ember_conv_scratch_done(0, xp);
     }
     cv_ig_free(&ig);
     for (int64_t sl = 1; sl < S; sl++) {
         const T *a = acc + (sl - 1) * WN;
         for (int64_t q = 0; q < WN; q++) dw[q] += a[q];
     }
-    free(acc);
+    ember_conv_scratch_done(1, acc);
     return failed ? -1 : 0;
 }
 

@@ -94,10 +94,10 @@ static inline void dc_cpy(float *d, const float *s, int64_t n) {
     if (q < n) dc_mst(d + q, dc_mld(s + q, (int)(n - q)), 0, (int)(n - q));
 }
 
-/* 64-byte aligned scratch (whole vectors of a staged plane or grad_output row
-   stay within one cache line where their start allows) */
+/* this thread's 64-byte aligned scratch, slot 0 (whole vectors of a staged
+   plane or grad_output row stay within one cache line where their start allows) */
 static float *dc_alloc(int64_t n) {
-    return (float *)aligned_alloc(64, ((size_t)n * sizeof(float) + 127) / 64 * 64);
+    return (float *)ember_conv_scratch(0, ((size_t)n * sizeof(float) + 127) / 64 * 64, 0);
 }
 
 /* staged planes: Hp = Ho + 2 rows of Wp = Wo + 2 floats; the buffer has DC_SLACK
@@ -224,7 +224,7 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
     const int64_t Hp = Ho + 2, Wp = Wo + 2, plane = Hp * Wp, P = Ho * Wo;
     const int64_t KP = (K + DC_OCB - 1) / DC_OCB * DC_OCB, QBL = DC_QB * DV;
     const int64_t Qe = (Ho - 1) * Wp + Wo;
-    float *wt = (float *)malloc((size_t)(C * 9 * KP) * sizeof(float));
+    float *wt = (float *)ember_conv_scratch(1, (size_t)(C * 9 * KP) * sizeof(float), 0);
     if (!wt) return -1;
     dc_pack(K, C, KP, w, flip, wt);
     /* threads take whole images, or with fewer images than threads, G parts
@@ -259,9 +259,9 @@ int WI_PUB(ember_dconv3_fwd_f32)(const ember_wino_shape *s, const float *x, cons
                                  bias ? bias + k0 : NULL, wi_min(DC_OCB, K - k0),
                                  y + (n * K + k0) * P, P);
         }
-        free(xs);
+        ember_conv_scratch_done(0, xs);
     }
-    free(wt);
+    ember_conv_scratch_done(1, wt);
     return failed ? -1 : 0;
 }
 
@@ -333,7 +333,7 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
        the thrown-away ones, so they add nothing */
     const int64_t QV = ((Ho - 1) * Wp + Wo + DV - 1) / DV * DV;
     const int64_t S = wi_min(N, DC_SLICES), per = KP * C * 9 * DV;
-    float *part = dc_alloc(S * per);
+    float *part = (float *)ember_conv_scratch(1, (size_t)(S * per) * sizeof(float), 0);
     if (!part) return -1;
     const int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, S);
     int failed = 0, nonfinite = 0;
@@ -371,7 +371,7 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
                                     acc + ((k0 / DC_WOB) * C + c) * 3 * DC_WOB * 3 * DV);
             }
         }
-        free(xs);
+        ember_conv_scratch_done(0, xs);
     }
     /* slices, then lanes, summed in a fixed order (whole vectors first: the
        lanes of one vector are a serial chain of additions) */
@@ -386,7 +386,7 @@ int WI_PUB(ember_dconv3_wgrad_f32)(const ember_wino_shape *s, const float *x, co
                 for (int u = 0; u < DV; u++) tot += v[u];
                 dw[(k * C + c) * 9 + t] = tot;
             }
-    free(part);
+    ember_conv_scratch_done(1, part);
     return failed ? -1 : nonfinite;
 }
 

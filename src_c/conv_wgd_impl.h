@@ -66,7 +66,7 @@ int WI_PUB(ember_conv_wgrad_direct_f32)(const ember_conv2d_params *p, const floa
     float *xp = NULL;
     const float *src = x;
     if (p->ph > 0 || p->pw > 0) {
-        xp = (float *)malloc((size_t)(N * C * plane) * sizeof(float));
+        xp = (float *)ember_conv_scratch(1, (size_t)(N * C * plane) * sizeof(float), 0);
         if (!xp) return -1;
         const int ntp = N * C * plane < 65536 ? 1 : nthreads;
 #pragma omp parallel for num_threads(ntp) schedule(static) if (ntp > 1)
@@ -89,6 +89,6 @@ int WI_PUB(ember_conv_wgrad_direct_f32)(const ember_conv2d_params *p, const floa
         else
             wgd_channel(p, src, dy, dw, oc, Cg, p->kh, p->kw);
     }
-    free(xp);
+    ember_conv_scratch_done(1, xp);
     return 0;
 }

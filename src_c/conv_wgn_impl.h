@@ -144,7 +144,7 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
     if (K % WG_VL || p->groups != 1) return 1;
     const int64_t S = N < WG_SLICES ? N : WG_SLICES;
     /* the slices' sums (T, C, K) */
-    float *acc = (float *)malloc((size_t)(S * TKC) * sizeof(float));
+    float *acc = (float *)ember_conv_scratch(1, (size_t)(S * TKC) * sizeof(float), 0);
     if (!acc) return -1;
     const int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, S);
     const wg_geo geo = {Ho, Wo, K, p->sw * C, p->sh * Wp * C};
@@ -154,7 +154,8 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* this thread's channels-last image (borders zeroed once) and dy */
-        float *xt = (float *)calloc((size_t)(Hp * Wp * C + (nhwc ? 0 : P * K)), sizeof(float));
+        float *xt = (float *)ember_conv_scratch(
+            0, (size_t)(Hp * Wp * C + (nhwc ? 0 : P * K)) * sizeof(float), 1);
         float *dyt = xt + Hp * Wp * C;
         if (!xt) {
 #pragma omp atomic write
@@ -213,21 +214,23 @@ int WI_PUB(ember_conv_wgrad_cl_f32)(const ember_conv2d_params *p, const float *x
                 }
             }
         }
-        free(xt);
+        ember_conv_scratch_done(0, xt);
+        /* (after the slices' barrier) per (tap, input channel), the slices in
+           order, then (T, C, K) -> dw (K, C, kh, kw), the threads sharing it */
+        if (!failed) {
+#pragma omp for schedule(static)
+            for (int64_t tc = 0; tc < T * C; tc++) {
+                const int64_t t = tc / C, c = tc % C;
+                for (int64_t k = 0; k < K; k++) {
+                    float v = acc[tc * K + k];
+                    for (int64_t sl = 1; sl < S; sl++) v += acc[sl * TKC + tc * K + k];
+                    dw[(k * C + c) * T + t] = v;
+                }
+            }
+        }
     }
-    if (failed) {
-        free(acc);
-        return -1;
-    }
-    /* the slices in order, then (T, C, K) -> dw (K, C, kh, kw) */
-    for (int64_t sl = 1; sl < S; sl++) {
-        const float *a = acc + sl * TKC;
-        for (int64_t q = 0; q < TKC; q++) acc[q] += a[q];
-    }
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t k = 0; k < K; k++) dw[(k * C + c) * T + t] = acc[(t * C + c) * K + k];
-    free(acc);
+    ember_conv_scratch_done(1, acc);
+    if (failed) return -1;
     return 0;
 }
 #undef wg_ld

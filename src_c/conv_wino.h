@@ -23,7 +23,8 @@ typedef struct {
 /* U (36, C, K): the filters in the transform domain.  w is (K, C, 3, 3); with
    flip, w is (C, K, 3, 3) and filter (k, c) is w[c, k] rotated by 180 degrees
    (the input gradient of a convolution is this convolution of its grad_output). */
-void ember_wino_weights_f32(int64_t K, int64_t C, const float *w, int flip, float *U);
+void ember_wino_weights_f32(int64_t K, int64_t C, const float *w, int flip, float *U,
+                            int nthreads);
 /* y = conv(x, U) + bias (bias may be NULL).  Returns 0, or -1 when the
    workspace could not be allocated. */
 int ember_wino_fwd_f32(const ember_wino_shape *s, const float *x, const float *U,
@@ -64,6 +65,19 @@ int ember_dconv3_wgrad_f32(const ember_wino_shape *s, const float *x, const floa
    multiple of the vector width, or no AVX2): the caller takes another path. */
 int ember_conv_wgrad_cl_f32(const ember_conv2d_params *p, const float *x, const float *dy,
                             float *dw, int nthreads, int nhwc);
+
+/* Scratch kept by the calling thread across calls, one buffer per slot
+   (EMBER_CONV_NSCRATCH): the kernels' per-thread workspaces.  A fresh
+   calloc / free per call and per thread costs page faults (glibc hands large
+   freed blocks back to the kernel) and a heap consolidation each time, which
+   at two threads took a fifth of a small convolution's time.  Returns at least
+   bytes, 64-byte aligned, zeroed when zero is set (as calloc), or NULL; blocks
+   over EMBER_CONV_SCRATCH_KEEP bytes are not kept.  Pair each call with
+   ember_conv_scratch_done on the same thread and slot. */
+#define EMBER_CONV_NSCRATCH 4
+#define EMBER_CONV_SCRATCH_KEEP ((size_t)16 << 20)
+void *ember_conv_scratch(int slot, size_t bytes, int zero);
+void ember_conv_scratch_done(int slot, void *p);
 
 #define EMBER_WINO_DECL(sfx)                                                               \
     int ember_wino_fwd_f32_##sfx(const ember_wino_shape *s, const float *x, const float *U, \

@@ -297,6 +297,13 @@ static inline int wi_tid(void) {
     return 0;
 #endif
 }
+static inline int wi_nth(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
 
 /* channels per transposed group of the weight gradient's transforms */
 #define WI_CG WI_WV
@@ -341,17 +348,22 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* V (36, C, tiles), M (36, K, tiles) + a vector of slack, the padded rows, scratch */
-        float *V = (float *)calloc(
-            (size_t)(36 * (sv + sm) + WV + npad + wi_ws_size(TW)), sizeof(float));
+        float *V = (float *)ember_conv_scratch(
+            0, (size_t)(36 * (sv + sm) + WV + npad + wi_ws_size(TW)) * sizeof(float), 1);
         float *M = V + 36 * sv, *pad = M + 36 * sm + WV, *ws = pad + npad;
         if (!V) {
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(static)
-        for (int64_t b = 0; b < nblk; b++) {
-            if (!V) continue;
-            const int64_t r0 = b * RB, nr = wi_min(RB, rows - r0);
+        /* each thread an equal share of the tile rows, in blocks of RB: a
+           block's results do not depend on where it starts (every tile's
+           transforms and products are its own), and equal shares balance two
+           threads where whole blocks would not (39 blocks of 10 rows) */
+        const int tid = wi_tid(), nth = wi_nth();
+        const int64_t e0 = rows * tid / nth, e1 = rows * (tid + 1) / nth;
+        for (int64_t r0 = e0; r0 < e1; r0 += RB) {
+            if (!V) break;
+            const int64_t nr = wi_min(RB, e1 - r0);
             /* the block's tile rows, one image at a time */
             for (int64_t q0 = 0; q0 < nr;) {
                 const int64_t n = (r0 + q0) / TH, th0 = (r0 + q0) % TH;
@@ -374,7 +386,7 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
                                y + (n * K + k) * P, s, th, ws);
             }
         }
-        free(V);
+        ember_conv_scratch_done(0, V);
     }
     return failed ? -1 : 0;
 }
@@ -387,30 +399,32 @@ static int64_t wi_wg_slices(int64_t nblk, int64_t UKC) {
     return S < 1 ? 1 : S;
 }
 
-/* dw (K, C, 3, 3) from the S slices' transform-domain sums dU (S, 36, K, C): the
-   slices added in slice order (into slice 0), then dw = G^T dU G per (k, c) */
-static void wi_wgrad_finish(float *dU, int64_t S, int64_t K, int64_t C, float *dw,
+/* dw (K, C, 3, 3) from the S slices' transform-domain sums dU (S, 36, K, C): per
+   (k, c), the slices added in slice order, then dw = G^T dU G; threads over
+   (k, c) (a serial pass would hold the second thread idle) */
+static void wi_wgrad_finish(const float *dU, int64_t S, int64_t K, int64_t C, float *dw,
                             int nthreads) {
     const int64_t KC = K * C, UKC = 36 * KC;
-    for (int64_t sl = 1; sl < S; sl++) {
-        const float *a = dU + sl * UKC;
-        for (int64_t q = 0; q < UKC; q++) dU[q] += a[q];
-    }
-    /* dw = G^T dU G per (k, c) */
     static const double G[6][3] = {{0.25, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                    {0, 0, 1}};
-    int nt2 = KC < 4096 ? 1 : (nthreads < 1 ? 1 : nthreads);
+    int nt2 = KC < 256 ? 1 : (nthreads < 1 ? 1 : nthreads);
 #pragma omp parallel for num_threads(nt2) schedule(static) if (nt2 > 1)
     for (int64_t q = 0; q < KC; q++) {
+        float u[36];
+        for (int xi = 0; xi < 36; xi++) {
+            float v = dU[xi * KC + q];
+            for (int64_t sl = 1; sl < S; sl++) v += dU[sl * UKC + xi * KC + q];
+            u[xi] = v;
+        }
         double t[6][3];
         for (int a = 0; a < 6; a++)
             for (int j = 0; j < 3; j++) {
                 double acc = 0;
-                for (int b = 0; b < 6; b++) acc += (double)dU[(a * 6 + b) * KC + q] * G[b][j];
+                for (int b = 0; b < 6; b++) acc += (double)u[a * 6 + b] * G[b][j];
                 t[a][j] = acc;
             }
         for (int i = 0; i < 3; i++)
@@ -435,7 +449,7 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
        nothing depends on the thread count, and threads meet no barrier until the
        end (barriers per block cost a scheduling slice each on a busy machine). */
     const int64_t UKC = 36 * K * C, S = wi_wg_slices(nblk, UKC);
-    float *dU = (float *)calloc((size_t)(UKC * S), sizeof(float));
+    float *dU = (float *)ember_conv_scratch(1, (size_t)(UKC * S) * sizeof(float), 1);
     if (!dU) return -1;
     /* each thread's V (36, tiles, C) and D (36, tiles, K): channel-minor, the
        layouts the GEMM packs fastest for dU += D^T V */
@@ -448,8 +462,10 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* V, D, the padded rows of x and of dy (their zero columns differ), scratch */
-        float *V = (float *)calloc(
-            (size_t)(36 * (sv + sd) + 2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS), sizeof(float));
+        float *V = (float *)ember_conv_scratch(
+            0,
+            (size_t)(36 * (sv + sd) + 2 * npad + wi_ws_size(TW) + WI_CG * 36 * TS) * sizeof(float),
+            1);
         float *D = V + 36 * sv, *pad = D + 36 * sd, *pady = pad + npad, *ws = pady + npad;
         float *tmp = ws + wi_ws_size(TW);
         if (!V) {
@@ -496,14 +512,14 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
                                 myU + xi * K * C, C, 1, gemm_nt);
             }
         }
-        free(V);
+        ember_conv_scratch_done(0, V);
     }
     if (failed) {
-        free(dU);
+        ember_conv_scratch_done(1, dU);
         return -1;
     }
     wi_wgrad_finish(dU, S, K, C, dw, nthreads);
-    free(dU);
+    ember_conv_scratch_done(1, dU);
     return 0;
 }
 

@@ -188,7 +188,7 @@ int WI_PUB(ember_wino_fwd_nhwc_f32)(const ember_wino_shape *s, const float *x, c
     const int64_t Kp = wi_cdiv(K, WI_NV) * WI_NV;
     float *Up = NULL;
     if (Kp != K) {
-        Up = (float *)calloc((size_t)(36 * C * Kp), sizeof(float));
+        Up = (float *)ember_conv_scratch(2, (size_t)(36 * C * Kp) * sizeof(float), 1);
         if (!Up) return -1;
         for (int64_t r = 0; r < 36 * C; r++) memcpy(Up + r * Kp, U + r * K, (size_t)K * sizeof(float));
     }
@@ -199,7 +199,7 @@ int WI_PUB(ember_wino_fwd_nhwc_f32)(const ember_wino_shape *s, const float *x, c
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        float *V = (float *)malloc((size_t)(36 * (sv + sm)) * sizeof(float));
+        float *V = (float *)ember_conv_scratch(0, (size_t)(36 * (sv + sm)) * sizeof(float), 0);
         float *M = V + 36 * sv;
         if (!V) {
 #pragma omp atomic write
@@ -223,9 +223,9 @@ int WI_PUB(ember_wino_fwd_nhwc_f32)(const ember_wino_shape *s, const float *x, c
                             w0);
             }
         }
-        free(V);
+        ember_conv_scratch_done(0, V);
     }
-    free(Up);
+    ember_conv_scratch_done(2, Up);
     return failed ? -1 : 0;
 }
 
@@ -236,7 +236,7 @@ int WI_PUB(ember_wino_wgrad_nhwc_f32)(const ember_wino_shape *s, const float *x,
     const int64_t C = s->C, K = s->K, TH = wi_cdiv(s->Ho, 4), TW = wi_cdiv(s->Wo, 4);
     const int64_t T = s->N * TH * TW, TB = WI_WG_TILES, nblk = wi_cdiv(T, TB);
     const int64_t UKC = 36 * K * C, S = wi_wg_slices(nblk, UKC);
-    float *dU = (float *)calloc((size_t)(UKC * S), sizeof(float));
+    float *dU = (float *)ember_conv_scratch(1, (size_t)(UKC * S) * sizeof(float), 1);
     if (!dU) return -1;
     const int64_t sv = TB * C + WI_SKEW, sd = TB * K + WI_SKEW;
     const int nt = (int)wi_min(nthreads < 1 ? 1 : nthreads, S);
@@ -244,7 +244,7 @@ int WI_PUB(ember_wino_wgrad_nhwc_f32)(const ember_wino_shape *s, const float *x,
     int failed = 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        float *V = (float *)malloc((size_t)(36 * (sv + sd)) * sizeof(float));
+        float *V = (float *)ember_conv_scratch(0, (size_t)(36 * (sv + sd)) * sizeof(float), 0);
         float *D = V + 36 * sv;
         if (!V) {
 #pragma omp atomic write
@@ -275,13 +275,13 @@ int WI_PUB(ember_wino_wgrad_nhwc_f32)(const ember_wino_shape *s, const float *x,
                                     myU + xi * K * C, C, 1, gemm_nt);
             }
         }
-        free(V);
+        ember_conv_scratch_done(0, V);
     }
     if (failed) {
-        free(dU);
+        ember_conv_scratch_done(1, dU);
         return -1;
     }
     wi_wgrad_finish(dU, S, K, C, dw, nthreads);
-    free(dU);
+    ember_conv_scratch_done(1, dU);
     return 0;
 }

@@ -583,6 +583,36 @@ static inline T EGT(_dot_c)(int64_t n, const T *restrict x, const T *restrict y)
     return s;
 }
 
+/* row i of the gemv below, rows (or neither) contiguous */
+static inline void EGT(_gemv_row)(int64_t i, int64_t K, T alpha, const T *A, int64_t rsa,
+                                  int64_t csa, const T *xv, T beta, T *y, int64_t incy) {
+    const T *a = A + i * rsa;
+    T s;
+    if (csa == 1) s = EGT(_dot_c)(K, a, xv);
+    else {
+        s = 0;
+        for (int64_t k = 0; k < K; k++) s += a[k * csa] * xv[k];
+    }
+    T *yi = y + i * incy;
+    *yi = beta == (T)0 ? alpha * s : alpha * s + beta * *yi;
+}
+
+/* rows [i0, i0 + m) (m <= 1024) of the gemv below, columns contiguous */
+static inline void EGT(_gemv_cols)(int64_t i0, int64_t m, int64_t K, T alpha, const T *A,
+                                   int64_t csa, const T *xv, T beta, T *y, int64_t incy) {
+    T acc[1024];
+    for (int64_t i = 0; i < m; i++) acc[i] = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const T *a = A + i0 + k * csa;
+        T xk = xv[k];
+        for (int64_t i = 0; i < m; i++) acc[i] += a[i] * xk;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        T *yi = y + (i0 + i) * incy;
+        *yi = beta == (T)0 ? alpha * acc[i] : alpha * acc[i] + beta * *yi;
+    }
+}
+
 /* y[i*incy] = alpha * sum_k A[i*rsa + k*csa] x[k*incx] + beta*y  (i < M) */
 static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, int64_t csa,
                        const T *x, int64_t incx, T beta, T *y, int64_t incy, int nthreads) {
@@ -595,37 +625,28 @@ static void EGT(_gemv)(int64_t M, int64_t K, T alpha, const T *A, int64_t rsa, i
     }
     int nt = (M * K < 65536) ? 1 : nthreads;
     if (csa == 1 || (rsa != 1)) {
-        /* rows (or neither) contiguous: one dot per row */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (int64_t i = 0; i < M; i++) {
-            const T *a = A + i * rsa;
-            T s;
-            if (csa == 1) s = EGT(_dot_c)(K, a, xv);
-            else {
-                s = 0;
-                for (int64_t k = 0; k < K; k++) s += a[k * csa] * xv[k];
-            }
-            T *yi = y + i * incy;
-            *yi = beta == (T)0 ? alpha * s : alpha * s + beta * *yi;
+        /* rows (or neither) contiguous: one dot per row; no region for one
+           thread (inside a team it would be a nested one) */
+        if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t i = 0; i < M; i++)
+                EGT(_gemv_row)(i, K, alpha, A, rsa, csa, xv, beta, y, incy);
+        } else {
+            for (int64_t i = 0; i < M; i++)
+                EGT(_gemv_row)(i, K, alpha, A, rsa, csa, xv, beta, y, incy);
         }
     } else {
         /* columns contiguous: y += A[:,k] * x[k], split rows over threads */
-        int64_t chunk = 1024;
-        int64_t nch = eg_cdiv(M, chunk);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-        for (int64_t c = 0; c < nch; c++) {
-            int64_t i0 = c * chunk, m = eg_min(chunk, M - i0);
-            T acc[1024];
-            for (int64_t i = 0; i < m; i++) acc[i] = 0;
-            for (int64_t k = 0; k < K; k++) {
-                const T *a = A + i0 + k * csa;
-                T xk = xv[k];
-                for (int64_t i = 0; i < m; i++) acc[i] += a[i] * xk;
-            }
-            for (int64_t i = 0; i < m; i++) {
-                T *yi = y + (i0 + i) * incy;
-                *yi = beta == (T)0 ? alpha * acc[i] : alpha * acc[i] + beta * *yi;
-            }
+        const int64_t nch = eg_cdiv(M, 1024);
+        if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t c = 0; c < nch; c++)
+                EGT(_gemv_cols)(c * 1024, eg_min(1024, M - c * 1024), K, alpha, A, csa, xv,
+                                beta, y, incy);
+        } else {
+            for (int64_t c = 0; c < nch; c++)
+                EGT(_gemv_cols)(c * 1024, eg_min(1024, M - c * 1024), K, alpha, A, csa, xv,
+                                beta, y, incy);
         }
     }
     free(xc);
@@ -719,20 +740,96 @@ static int EGT(_narrow)(int64_t M, int64_t N, int64_t K, T alpha, const T *A, in
     const int64_t tiles = eg_cdiv(M, MRN);
     int nt = EGT(_threads)(2.0 * (double)M * (double)W * (double)K, nthreads);
     if (nt > tiles) nt = (int)tiles;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t t = 0; t < tiles; t++) {
-        const int64_t i0 = t * MRN;
-        EGT(_narrow_tile)(K, A + i0 * rsa, rsa, csa, eg_min(MRN, M - i0), bp, alpha, beta,
-                          C + i0 * rsc, rsc, csc, N, br ? br + i0 : NULL, bc);
+#define EG_NARROW_TILE(t)                                                                 \
+    EGT(_narrow_tile)(K, A + (t) * MRN * rsa, rsa, csa, eg_min(MRN, M - (t) * MRN), bp, alpha, \
+                      beta, C + (t) * MRN * rsc, rsc, csc, N, br ? br + (t) * MRN : NULL, bc)
+    /* no region for one thread: inside a team it would be a nested one */
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t t = 0; t < tiles; t++) EG_NARROW_TILE(t);
+    } else {
+        for (int64_t t = 0; t < tiles; t++) EG_NARROW_TILE(t);
     }
+#undef EG_NARROW_TILE
     return 1;
 }
 
 /* ---------------------------------------------------------- blocked GEMM */
+/* the body of the blocked GEMM for thread grid tm x tn: run by each thread of
+   a team of nt (team), or alone (no OpenMP construct is met) */
+static void EGT(_blocked_run)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A,
+                              const MAT *B, T beta, T *C, int64_t rsc, int64_t csc, const T *br,
+                              const T *bc, EPI epi, void *ctx, T *bp, int tm, int tn, int nt,
+                              int team) {
+    const int64_t MC = EG_TUNE(eg_tune_mc, MC_DEF) / MR * MR;
+    const int64_t KC = EG_TUNE(eg_tune_kc, KC_DEF);
+    const int64_t NC = EG_TUNE(eg_tune_nc, NC_DEF) / NR * NR;
+    const int64_t kc_max = eg_min(KC, K);
+    const int64_t tiles_m = eg_cdiv(M, MR);
+    const int tid = team ? eg_tid() : 0;
+    int gtm = tm, gtn = tn;
+    if (team && eg_nthr() != nt) { gtm = eg_nthr(); gtn = 1; } /* runtime gave fewer threads */
+    int ti = tid / gtn, tj = tid % gtn;
+    int64_t t0 = tiles_m * ti / gtm, t1 = tiles_m * (ti + 1) / gtm;
+    int64_t m0 = eg_min(M, t0 * MR), m1 = eg_min(M, t1 * MR);
+    /* + 2*W: slack for the spilling stores of the transposing A pack */
+    T *ap = (T *)eg_buf(0, (size_t)(eg_min(MC, eg_cdiv(M, MR) * MR) * kc_max + 2 * W) *
+                               sizeof(T));
+
+    for (int64_t jc = 0; jc < N; jc += NC) {
+        const int64_t nc = eg_min(NC, N - jc);
+        const int64_t np = eg_cdiv(nc, NR);
+        const int64_t p0 = np * tj / gtn, p1 = np * (tj + 1) / gtn;
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            const int64_t kc = eg_min(KC, K - pc);
+            const T beta_eff = pc == 0 ? beta : (T)1;
+            if (team) {
+#pragma omp for schedule(static)
+                for (int64_t p = 0; p < np; p++)
+                    EGT(_pack_b_panel)(eg_min(NR, nc - p * NR), kc, B, pc, jc + p * NR,
+                                       bp + p * NR * kc);
+            } else {
+                for (int64_t p = 0; p < np; p++)
+                    EGT(_pack_b_panel)(eg_min(NR, nc - p * NR), kc, B, pc, jc + p * NR,
+                                       bp + p * NR * kc);
+            }
+            for (int64_t ic = m0; ic < m1; ic += MC) {
+                const int64_t mc = eg_min(MC, m1 - ic);
+                EGT(_pack_a)(mc, kc, A, ic, pc, ap);
+                for (int64_t p = p0; p < p1; p++) {
+                    const int64_t nr = eg_min(NR, nc - p * NR);
+                    const T *bpp = bp + p * NR * kc;
+                    T *cc = C + ic * rsc + (jc + p * NR) * csc;
+                    /* the bias goes in with the first K block */
+                    const T *bcp = bc && pc == 0 ? bc + jc + p * NR : NULL;
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        const int64_t mr = eg_min(MR, mc - ir);
+                        if (mr <= MR / 2)
+                            EGT(_ukr_half)(kc, ap + ir * kc, bpp, alpha, beta_eff,
+                                           cc + ir * rsc, rsc, csc, mr, nr);
+                        else
+                            EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff,
+                                      cc + ir * rsc, rsc, csc, mr, nr);
+                        if (pc == 0 && (br || bc))
+                            EGT(_tile_bias)(cc + ir * rsc, rsc, csc, mr, nr,
+                                            br ? br + ic + ir : NULL, bcp);
+                    }
+                    /* the panel is final after the last K block and still in
+                       L1: the caller's epilogue runs on it now */
+                    if (epi && pc + kc >= K)
+                        epi(cc, rsc, csc, ic, jc + p * NR, mc, nr, ctx);
+                }
+            }
+            if (team) {
+#pragma omp barrier
+            }
+        }
+    }
+}
+
 static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A, const MAT *B,
                           T beta, T *C, int64_t rsc, int64_t csc, const T *br, const T *bc,
                           EPI epi, void *ctx, int nt) {
-    const int64_t MC = EG_TUNE(eg_tune_mc, MC_DEF) / MR * MR;
     const int64_t KC = EG_TUNE(eg_tune_kc, KC_DEF);
     const int64_t NC = EG_TUNE(eg_tune_nc, NC_DEF) / NR * NR;
     const int64_t kc_max = eg_min(KC, K);
@@ -760,59 +857,16 @@ static void EGT(_blocked)(int64_t M, int64_t N, int64_t K, T alpha, const MAT *A
         }
     }
 
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int tid = eg_tid();
-        int gtm = tm, gtn = tn;
-        if (eg_nthr() != nt) { gtm = eg_nthr(); gtn = 1; } /* runtime gave fewer threads */
-        int ti = tid / gtn, tj = tid % gtn;
-        int64_t t0 = tiles_m * ti / gtm, t1 = tiles_m * (ti + 1) / gtm;
-        int64_t m0 = eg_min(M, t0 * MR), m1 = eg_min(M, t1 * MR);
-        /* + 2*W: slack for the spilling stores of the transposing A pack */
-        T *ap = (T *)eg_buf(0, (size_t)(eg_min(MC, eg_cdiv(M, MR) * MR) * kc_max + 2 * W) *
-                                   sizeof(T));
-
-        for (int64_t jc = 0; jc < N; jc += NC) {
-            const int64_t nc = eg_min(NC, N - jc);
-            const int64_t np = eg_cdiv(nc, NR);
-            const int64_t p0 = np * tj / gtn, p1 = np * (tj + 1) / gtn;
-            for (int64_t pc = 0; pc < K; pc += KC) {
-                const int64_t kc = eg_min(KC, K - pc);
-                const T beta_eff = pc == 0 ? beta : (T)1;
-#pragma omp for schedule(static)
-                for (int64_t p = 0; p < np; p++)
-                    EGT(_pack_b_panel)(eg_min(NR, nc - p * NR), kc, B, pc, jc + p * NR,
-                                       bp + p * NR * kc);
-                for (int64_t ic = m0; ic < m1; ic += MC) {
-                    const int64_t mc = eg_min(MC, m1 - ic);
-                    EGT(_pack_a)(mc, kc, A, ic, pc, ap);
-                    for (int64_t p = p0; p < p1; p++) {
-                        const int64_t nr = eg_min(NR, nc - p * NR);
-                        const T *bpp = bp + p * NR * kc;
-                        T *cc = C + ic * rsc + (jc + p * NR) * csc;
-                        /* the bias goes in with the first K block */
-                        const T *bcp = bc && pc == 0 ? bc + jc + p * NR : NULL;
-                        for (int64_t ir = 0; ir < mc; ir += MR) {
-                            const int64_t mr = eg_min(MR, mc - ir);
-                            if (mr <= MR / 2)
-                                EGT(_ukr_half)(kc, ap + ir * kc, bpp, alpha, beta_eff,
-                                               cc + ir * rsc, rsc, csc, mr, nr);
-                            else
-                                EGT(_ukr)(kc, ap + ir * kc, bpp, alpha, beta_eff,
-                                          cc + ir * rsc, rsc, csc, mr, nr);
-                            if (pc == 0 && (br || bc))
-                                EGT(_tile_bias)(cc + ir * rsc, rsc, csc, mr, nr,
-                                                br ? br + ic + ir : NULL, bcp);
-                        }
-                        /* the panel is final after the last K block and still in
-                           L1: the caller's epilogue runs on it now */
-                        if (epi && pc + kc >= K)
-                            epi(cc, rsc, csc, ic, jc + p * NR, mc, nr, ctx);
-                    }
-                }
-#pragma omp barrier
-            }
-        }
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        EGT(_blocked_run)(M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, epi, ctx, bp, tm, tn,
+                          nt, 1);
+    } else {
+        /* no team: inside another one a one-thread region is still a real
+           nested team, whose set-up and futex wake-up cost more than a small
+           product (the Winograd and im2col convolutions call thousands) */
+        EGT(_blocked_run)(M, N, K, alpha, A, B, beta, C, rsc, csc, br, bc, epi, ctx, bp, 1, 1,
+                          1, 0);
     }
 }
 
@@ -924,10 +978,16 @@ void EGPUB(gemm_batched)(int64_t batch, int64_t M, int64_t N, int64_t K, T alpha
     }
     int nt = (int)eg_min(nthreads, batch);
     if (flops * (double)batch < 4.0e5) nt = 1;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t b = 0; b < batch; b++)
-        EGT(_gemm)(M, N, K, alpha, A + b * bsa, rsa, csa, B + b * bsb, rsb, csb, beta,
-                   C + b * bsc, rsc, csc, 1);
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t b = 0; b < batch; b++)
+            EGT(_gemm)(M, N, K, alpha, A + b * bsa, rsa, csa, B + b * bsb, rsb, csb, beta,
+                       C + b * bsc, rsc, csc, 1);
+    } else {
+        for (int64_t b = 0; b < batch; b++)
+            EGT(_gemm)(M, N, K, alpha, A + b * bsa, rsa, csa, B + b * bsb, rsb, csb, beta,
+                       C + b * bsc, rsc, csc, 1);
+    }
 }
 
 #undef VT

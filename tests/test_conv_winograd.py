@@ -143,10 +143,12 @@ def test_strided_and_noncontiguous_inputs():
 
 @pytest.mark.parametrize("n,c,k,h,w,pad", [(4, 16, 16, 32, 32, 1), HITS[1], MISSES[0],
                                            MISSES[2], (16, 1, 32, 26, 26, 0),
-                                           (6, 16, 16, 8, 8, 1)])
+                                           (6, 16, 16, 8, 8, 1), (5, 32, 32, 26, 26, 1)])
 def test_bit_identical_across_threads(n, c, k, h, w, pad):
     """Winograd's three passes and the im2col paths (the weight gradient's image
-    slices included) give the same bits on 1 and 2 threads"""
+    slices included) give the same bits on 1 and 2 threads; 5 images of 7 tile
+    rows split between two threads mid-block (the forward's 35 rows in blocks
+    of 9), and their weight gradient's 5 slices summed by both threads"""
     x, wt, b, dy = case(n, c, k, h, w, pad)
     old = ember.get_num_threads()
     try:
