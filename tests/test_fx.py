@@ -564,7 +564,7 @@ def _check_runner(runner, m, x, want, gx, gp, exact=True):
 
 # eager runs these as one fused C kernel; a compile capture records the composed ops
 _FUSED_IN_EAGER = {"BatchNorm1d", "BatchNorm1d-train", "BatchNorm2d", "BatchNorm3d", "GroupNorm",
-                   "InstanceNorm1d", "InstanceNorm2d"}
+                   "InstanceNorm1d", "InstanceNorm2d", "GLU"}
 
 
 @pytest.mark.parametrize("name,make,shape,call", _LAYERS, ids=[e[0] for e in _LAYERS])

@@ -969,7 +969,8 @@ def _addc(bint div, input, tensor1, tensor2, value, out):
     """addcmul (input + value * tensor1 * tensor2) or addcdiv (/ tensor2) in one C
     pass, value cast to the result dtype as torch does; NotImplemented when the
     composite must run (a Python mode, another device, mixed-dimension promotion,
-    a dtype without a kernel, out= with grad)."""
+    a dtype without a kernel, autograd: the composite's graph saves only the two
+    factors, so the in-place form on a saved tensor's input still differentiates)."""
     cdef str name = "addcdiv" if div else "addcmul"
     cdef TensorBase a, b, c, x, y, w, r
     cdef int64_t s1[MAX_DIMS]
@@ -983,7 +984,7 @@ def _addc(bint div, input, tensor1, tensor2, value, out):
         return NotImplemented
     a, b, c = <TensorBase>input, <TensorBase>tensor1, <TensorBase>tensor2
     if a._device is not b._device or a._device is not c._device or \
-            (out is not None and any_grad((input, tensor1, tensor2))):
+            any_grad((input, tensor1, tensor2)):
         return NotImplemented
     if a._dtype == b._dtype == c._dtype:
         rd = a._dtype
@@ -1005,8 +1006,6 @@ def _addc(bint div, input, tensor1, tensor2, value, out):
     _run(fn, [r, x, y, w], nd, s2, vbuf)
     if rd != cd:
         r = cast_keep(r, rd)
-    if any_grad((input, tensor1, tensor2)):
-        record(name, (input, tensor1, tensor2), r, (value,))
     return write_out(out, r, OUT_CAST, (input, tensor1, tensor2), name)
 
 

@@ -636,24 +636,6 @@ def _glu(ctx, g):
     return (ember.cat([E.mul(s, g), E.mul(E.mul(E.mul(E.rsub(s, 1), s), a), g)], d),)
 
 
-@formula("addcmul")
-def _addcmul(ctx, g):
-    _, t1, t2 = ctx.inputs
-    v = ctx._attrs[0]
-    return (g if ctx.needs(0) else None,
-            E.mul(g, E.mul(t2, v)) if ctx.needs(1) else None,
-            E.mul(g, E.mul(t1, v)) if ctx.needs(2) else None)
-
-
-@formula("addcdiv")
-def _addcdiv(ctx, g):
-    _, t1, t2 = ctx.inputs
-    v = ctx._attrs[0]
-    g1 = E.mul(g, E.div(v, t2)) if ctx.needs(1) else None
-    g2 = E.mul(E.neg(g), E.div(E.mul(t1, v), E.mul(t2, t2))) if ctx.needs(2) else None
-    return (g if ctx.needs(0) else None), g1, g2
-
-
 @formula("logaddexp2")
 def _logaddexp2(ctx, g):
     a, b = ctx.inputs
