@@ -1,9 +1,9 @@
 """Ops composed from other public ops.
 
 Each is declared in ``ember/_ops.py`` like a native op; autograd flows through the
-ops it is built from, so none needs a backward formula of its own, except the few
-that run one fused C kernel on CPU tensors (addcmul, addcdiv, logaddexp2, nextafter:
-their composite remains for other devices and Python modes).
+ops it is built from, so none needs a backward formula of its own, except logaddexp2
+and nextafter, whose one-pass C kernels record their own node on CPU tensors (the
+composites remain for other devices and Python modes).
 """
 from __future__ import annotations
 
@@ -1270,18 +1270,8 @@ def _float_layout(x, op):
     return getattr(core, it), mbits, emask, bias, scale
 
 
-def frexp(input, *, out=None):
-    """Split into a mantissa in [0.5, 1) (with input's sign) and an int32 exponent with
-    ``input == mantissa * 2 ** exponent``; zero, inf and nan give themselves and 0."""
-    _tensor_arg(input, "frexp")
-    it, mbits, emask, bias, scale = _float_layout(input, "frexp")
-    parts = _ew._frexp(input)
-    if parts is not None:
-        mantissa, exponent = parts[0], parts[1].to(core.int32)
-        if out is not None:
-            mantissa = _finish(mantissa, out[0], "frexp", (input,), exact=True)
-            exponent = _finish(exponent, out[1], "frexp", (input,), exact=True)
-        return _red.return_types.frexp(mantissa, exponent)
+def _frexp_composed(input, it, mbits, emask, bias, scale):
+    """frexp from public bit ops: where the one-pass kernels cannot run."""
     finite = _ew.logical_and(_ew.isfinite(input), _ew.ne(input, 0))
     tiny = _ew.logical_and(finite, _ew.lt(_ew.abs(input), 2.0 ** (1 - bias)))
     x = _ew.where(tiny, _ew.mul(input, 2.0 ** scale), input)      # subnormals made normal
@@ -1291,7 +1281,19 @@ def frexp(input, *, out=None):
     keep = ~(emask << mbits)
     mant = _ew.bitwise_or(_ew.bitwise_and(bits, keep), bias << mbits).view(input.dtype)
     mantissa = _ew.where(finite, mant, input)
-    exponent = _ew.where(finite, exponent, 0).to(core.int32)
+    return mantissa, _ew.where(finite, exponent, 0).to(core.int32)
+
+
+def frexp(input, *, out=None):
+    """Split into a mantissa in [0.5, 1) (with input's sign) and an int32 exponent with
+    ``input == mantissa * 2 ** exponent``; zero, inf and nan give themselves and 0."""
+    _tensor_arg(input, "frexp")
+    it, mbits, emask, bias, scale = _float_layout(input, "frexp")
+    parts = _ew._frexp(input)                   # one pass each where it can run
+    if parts is not None:
+        mantissa, exponent = parts[0], parts[1].to(core.int32)
+    else:
+        mantissa, exponent = _frexp_composed(input, it, mbits, emask, bias, scale)
     if out is not None:
         mantissa = _finish(mantissa, out[0], "frexp", (input,), exact=True)
         exponent = _finish(exponent, out[1], "frexp", (input,), exact=True)
