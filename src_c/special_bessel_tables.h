@@ -1,6 +1,6 @@
-/* Coefficient tables of the vectorised Bessel-family loops (special_bessel_impl.h):
-   the Cephes coefficients special.c's scalar forms use, in the same order (leading
-   coefficient first).  Generated from special.c; keep them equal. */
+/* The Cephes coefficient tables of the Bessel family (leading coefficient first):
+   one copy, read by special.c's scalar forms and the vectorised loops
+   (special_bessel_impl.h). */
 #ifndef EMBER_SPECIAL_BESSEL_TABLES_H
 #define EMBER_SPECIAL_BESSEL_TABLES_H
 static const double SPB_J0_PP[7] = {
