@@ -277,6 +277,7 @@ static inline __attribute__((always_inline)) void EGT(_ukr_r)(
         return;
     }
     T tile[MR * NR] __attribute__((aligned(64)));
+    mr = mr < R ? mr : R;      /* always so; said, the compiler sees every row read is written */
 #pragma GCC unroll 16
     for (int i = 0; i < R; i++) {
         VSTORE(tile + i * NR, VMUL(va, acc[i][0]));

@@ -1889,13 +1889,12 @@ EM_HD_INLINE double em_mish_grad_vd(double x) {
     double r = EM_MAD(q, d, 4.0 * x * n * (n + 1.0)) / (d * d);
     return x > 40.0 ? (x == INFINITY ? NAN : 1.0) : r;
 }
-/* logaddexp = m + log1p(t), m = max(a, b), t = exp(-|a - b|) in (0, 1]: 1 + t = 2^e (1 + f)
-   with f = t (e = 0) or (t - 1)/2 (e = 1, 1 + t > sqrt 2), so f is known without
-   rounding 1 + t, and log1p(t) = e ln2 + 2 atanh(f / (2 + f)), |f/(2 + f)| < 0.172,
-   the series to s^23 (one division); m + that summed in two parts */
-EM_HD_INLINE double em_logaddexp_vd(double a, double b) {
-    double m = a > b ? a : b;
-    double t = em_exp_d(-fabs(a - b));
+/* log1p(t) for t in (0, 1]: 1 + t = 2^e (1 + f) with f = t (e = 0) or (t - 1)/2 (e = 1,
+   1 + t > sqrt 2), so f is known without rounding 1 + t, and log1p(t) = e ln2 +
+   2 atanh(s), s = f / (2 + f), |s| < 0.172, the series to s^23 (one division).
+   Returns s rounded; *e gets e, *tail the rest of atanh(s) - s with s's own
+   rounding error, for the callers to scale and sum in two parts. */
+EM_HD_INLINE double em_log1p_unit_atanh_d(double t, int *e, double *tail) {
     int e1 = t > 0.41421356237309503;
     double f = e1 ? 0.5 * (t - 1.0) : t;
     double dh = 2.0 + f, dl = (2.0 - dh) + f;
@@ -1913,9 +1912,19 @@ EM_HD_INLINE double em_logaddexp_vd(double a, double b) {
     p = EM_MAD(p, z, 0.14285714285714285);
     p = EM_MAD(p, z, 0.2);
     p = EM_MAD(p, z, 0.3333333333333333);
+    *e = e1;
+    *tail = EM_MAD(sh * z, p, sl);
+    return sh;
+}
+/* logaddexp = m + log1p(t), m = max(a, b), t = exp(-|a - b|) in (0, 1]; m + that
+   summed in two parts */
+EM_HD_INLINE double em_logaddexp_vd(double a, double b) {
+    double m = a > b ? a : b;
+    int e1;
+    double q, sh = em_log1p_unit_atanh_d(em_exp_d(-fabs(a - b)), &e1, &q);
     double c0 = e1 ? 6.93147180369123816490e-01 : 0.0;
     double lh = c0 + 2.0 * sh;
-    double ll = ((c0 - lh) + 2.0 * sh) + (2.0 * EM_MAD(sh * z, p, sl) + (e1 ? 1.90821492927058770002e-10 : 0.0));
+    double ll = ((c0 - lh) + 2.0 * sh) + (2.0 * q + (e1 ? 1.90821492927058770002e-10 : 0.0));
     double v = m + lh, vl = em_twosum_err(m, lh, v) + ll;
     double r = v + vl;
     r = fabs(m) == INFINITY ? m : r;
@@ -2188,26 +2197,11 @@ EM_HD_INLINE float em_logaddexp2f(float a, float b) {
    log2(1 + t) = k + (2/ln2) atanh(f / (2 + f)), the product with 2/ln2 (hi + lo)
    carried in two parts and m + that summed in two parts */
 EM_HD_INLINE double em_logaddexp2_t_d(double a, double b, double m, double t) {
-    int e1 = t > 0.41421356237309503;
-    double f = e1 ? 0.5 * (t - 1.0) : t;
-    double dh = 2.0 + f, dl = (2.0 - dh) + f;
-    double inv = 1.0 / dh;
-    double sh = f * inv, sl = (em_rem_d(f, sh, dh) - sh * dl) * inv;
-    double z = sh * sh;
-    double p = 0.043478260869565216;
-    p = EM_MAD(p, z, 0.047619047619047616);
-    p = EM_MAD(p, z, 0.05263157894736842);
-    p = EM_MAD(p, z, 0.058823529411764705);
-    p = EM_MAD(p, z, 0.06666666666666667);
-    p = EM_MAD(p, z, 0.07692307692307693);
-    p = EM_MAD(p, z, 0.09090909090909091);
-    p = EM_MAD(p, z, 0.1111111111111111);
-    p = EM_MAD(p, z, 0.14285714285714285);
-    p = EM_MAD(p, z, 0.2);
-    p = EM_MAD(p, z, 0.3333333333333333);
+    int e1;
+    double q, sh = em_log1p_unit_atanh_d(t, &e1, &q);
     const double kh = 2.8853900817779268, kl = 4.0710547481862066e-17;   /* 2 / ln2 */
     double uh = kh * sh;
-    double ul = em_prod_err_d(kh, sh, uh) + EM_MAD(kl, sh, kh * EM_MAD(sh * z, p, sl));
+    double ul = em_prod_err_d(kh, sh, uh) + EM_MAD(kl, sh, kh * q);
     double c0 = e1 ? 1.0 : 0.0;
     double lh = c0 + uh, ll = ((c0 - lh) + uh) + ul;
     double v = m + lh, vl = em_twosum_err(m, lh, v) + ll;
