@@ -309,7 +309,8 @@ _SWEEP_UNARY = {
     "special.modified_bessel_k1": "pos", "special.scaled_modified_bessel_k0": "pos",
     "special.scaled_modified_bessel_k1": "pos", "special.airy_ai": "any",
     "special.spherical_bessel_j0": "any", "special.hermite_h-5": "any",
-    "special.laguerre-5": "any", "special.xlog1py-2": "pos",
+    "special.laguerre-5": "any", "special.xlog1py-2": "pos", "angle": "any", "frexp": "any",
+    "isposinf": "any", "isneginf": "any", "nan_to_num_": "any",
 }
 _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
                  "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
