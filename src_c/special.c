@@ -28,6 +28,7 @@
 #include "ember_special.h"
 #include "ember_math.h"
 #include "special_bessel_tables.h"   /* the Cephes tables, shared with the vector loops */
+#include "special_loop.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -2700,36 +2701,6 @@ BINARY(laguerre, sp_laguerre_polynomial_l(x, sp_degree(y)),
 BINARY(legendre, sp_legendre_polynomial_p(x, sp_degree(y)),
        sp_legendre_polynomial_p(x, sp_degree(y)))
 
-/* loops of T = float (vectorised in double) or double, one copy per ISA: blocks of
-   512 run FAST(x), then the block's rare inputs outside OK(x) are redone with
-   FULL(x); the per-block check is an OR-reduction that vectorises too.  Strided rows
-   make the same choice per element, so they give the contiguous loop's bits. */
-#define FIXUP_LOOP(ATTR, NAME, T, FAST, OK, FULL)                                      \
-    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {     \
-        (void)aux;                                                                     \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                  \
-            T *o = (T *)p[0];                                                          \
-            const T *a = (const T *)p[1];                                              \
-            for (int64_t b0 = 0; b0 < n; b0 += 512) {                                  \
-                int64_t b1 = b0 + 512 < n ? b0 + 512 : n;                              \
-                int bad = 0;                                                           \
-                for (int64_t i = b0; i < b1; i++) {                                    \
-                    o[i] = FAST(a[i]);                                                 \
-                    bad |= !OK(a[i]);                                                  \
-                }                                                                      \
-                if (bad)                                                               \
-                    for (int64_t i = b0; i < b1; i++)                                  \
-                        if (!OK(a[i])) o[i] = FULL(a[i]);                              \
-            }                                                                          \
-        } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                T x = *(const T *)a;                                                   \
-                *(T *)o = OK(x) ? FAST(x) : FULL(x);                                   \
-            }                                                                          \
-        }                                                                              \
-    }
 /* erfinv: the |y| <= 0.999 formula, the full one for the tail, +-1, NaN, |y| > 1 */
 #define ERFINV_F32_OK(y) (fabsf(y) <= 0.999f)
 #define ERFINV_F32_LOOP(ATTR, NAME) \

@@ -8,7 +8,7 @@
 #include "ember_math.h"
 #include "special_bessel_impl.h"
 
-SPB_ALL_LOOPS(static, spb_gen)
+SPB_ALL_LOOPS(, spb_gen)
 
 em_loop em_sp_bessel_avx2(int binary, int op, int dtype);
 em_loop em_sp_bessel_avx512(int binary, int op, int dtype);

@@ -11,7 +11,7 @@
 #include "ember_math.h"
 #include "special_bessel_impl.h"
 
-SPB_ALL_LOOPS(static, spb_a2)
+SPB_ALL_LOOPS(, spb_a2)
 
 em_loop em_sp_bessel_avx2(int binary, int op, int dtype) {
     SPB_PICK(spb_a2, binary, op, dtype);

@@ -11,7 +11,7 @@
 #include "ember_math.h"
 #include "special_bessel_impl.h"
 
-SPB_ALL_LOOPS(static __attribute__((target("prefer-vector-width=512"))), spb_a5)
+SPB_ALL_LOOPS(__attribute__((target("prefer-vector-width=512"))), spb_a5)
 
 em_loop em_sp_bessel_avx512(int binary, int op, int dtype) {
     SPB_PICK(spb_a5, binary, op, dtype);

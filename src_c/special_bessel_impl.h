@@ -16,6 +16,7 @@
 #define EMBER_SPECIAL_BESSEL_IMPL_H
 #include <float.h>
 #include "special_bessel_tables.h"
+#include "special_loop.h"
 
 #define SPB_INLINE static inline __attribute__((always_inline))
 #define SPB_TRIG_MAX 1.6e6            /* em_trig_red_d's exact range */
@@ -284,7 +285,7 @@ SPB_INLINE void spb_zero_v(double *r, int64_t m) {
     for (int64_t i = 0; i < m; i++) r[i] = 0.0;
 }
 #define SPB_AIRY_LOOP(ATTR, NAME, T)                                                   \
-    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
+    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
         (void)aux;                                                                     \
         if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                  \
             double xb[SPB_BLOCK], rn[SPB_BLOCK], rs[SPB_BLOCK], rp[SPB_BLOCK];         \
@@ -324,38 +325,9 @@ SPB_INLINE void spb_zero_v(double *r, int64_t m) {
 /* ---- the loops ---------------------------------------------------------------- */
 #define SPB_BLOCK 512
 
-/* one form FAST on inputs with OK(x), FULL (the scalar form) on the others */
-#define SPB_LOOP1(ATTR, NAME, T, FAST, OK, FULL)                                       \
-    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
-        (void)aux;                                                                     \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                  \
-            T xb[SPB_BLOCK];                                                           \
-            for (int64_t b0 = 0; b0 < n; b0 += SPB_BLOCK) {                            \
-                int64_t m = n - b0 < SPB_BLOCK ? n - b0 : SPB_BLOCK;                   \
-                T *y = (T *)p[0] + b0;                                                 \
-                int bad = 0;                                                           \
-                for (int64_t i = 0; i < m; i++) xb[i] = ((const T *)p[1])[b0 + i];     \
-                for (int64_t i = 0; i < m; i++) {                                      \
-                    y[i] = FAST(xb[i]);                                                \
-                    bad |= !OK(xb[i]);                                                 \
-                }                                                                      \
-                if (bad)                                                               \
-                    for (int64_t i = 0; i < m; i++)                                    \
-                        if (!OK(xb[i])) y[i] = FULL(xb[i]);                            \
-            }                                                                          \
-        } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                T x = *(const T *)a;                                                   \
-                *(T *)o = OK(x) ? FAST(x) : FULL(x);                                   \
-            }                                                                          \
-        }                                                                              \
-    }
-
 /* two forms: SMALL where IS_SMALL(x), LARGE elsewhere, FULL where !OK(x) */
 #define SPB_LOOP2(ATTR, NAME, T, SMALL, LARGE, IS_SMALL, OK, FULL)                     \
-    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
+    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
         (void)aux;                                                                     \
         if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                                  \
             T xb[SPB_BLOCK], tb[SPB_BLOCK];                                            \
@@ -469,7 +441,7 @@ SPB_INLINE void spb_poly_block(int kind, const double *x, double *r, int64_t m, 
 }
 
 #define SPB_POLY_LOOP(ATTR, NAME, T, DT, OP, KIND, LIMIT)                              \
-    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
+    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
         if (!(s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 0)) {                  \
             em_sp_binary_ref(OP, DT, p, s, n, aux);                                    \
             return;                                                                    \
@@ -492,7 +464,7 @@ SPB_INLINE double spb_xlog1py(double x, double y) {
     return y != y ? y : r;
 }
 #define SPB_XLOG1PY_LOOP(ATTR, NAME, T)                                                \
-    ATTR void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
+    ATTR static void NAME(char **p, const int64_t *s, int64_t n, const void *aux) {            \
         (void)aux;                                                                     \
         if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {             \
             T *o = (T *)p[0];                                                          \
@@ -538,8 +510,8 @@ SPB_DEF_FULL(EM_SP_SPH_J0)
     SPB_LOOP2(ATTR, PX##_##OPN##_f64, double, SM, LG, IS, OK, SPB_FULL64(OP))          \
     SPB_LOOP2(ATTR, PX##_##OPN##_f32, float, SPB_F(SM), SPB_F(LG), IS, OK, SPB_FULL32(OP))
 #define SPB_LOOPS1(ATTR, PX, OPN, OP, FN, OK)                                          \
-    SPB_LOOP1(ATTR, PX##_##OPN##_f64, double, FN, OK, SPB_FULL64(OP))                  \
-    SPB_LOOP1(ATTR, PX##_##OPN##_f32, float, SPB_F(FN), OK, SPB_FULL32(OP))
+    FIXUP_LOOP(ATTR, PX##_##OPN##_f64, double, FN, OK, SPB_FULL64(OP))                  \
+    FIXUP_LOOP(ATTR, PX##_##OPN##_f32, float, SPB_F(FN), OK, SPB_FULL32(OP))
 #define SPB_ALL_LOOPS(ATTR, PX)                                                        \
     SPB_LOOPS2(ATTR, PX, j0, EM_SP_J0, spb_j0_small, spb_j0_large, SPB_JY_SMALL, SPB_J_OK) \
     SPB_LOOPS2(ATTR, PX, j1, EM_SP_J1, spb_j1_small, spb_j1_large, SPB_JY_SMALL, SPB_J_OK) \
