@@ -258,6 +258,27 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
+/* clamp with tensor bounds: maximum then minimum in one pass, each the binary op's
+   expression (NaN in x or in a bound propagates; lo > hi gives hi, as torch) */
+#define CLAMP3_LOOP(name, TY, MAXE, MINE)                                                \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        (void)aux;                                                                      \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z && s[3] == z) {                         \
+            T *o = (T *)p[0];                                                           \
+            const T *xx = (const T *)p[1], *ll = (const T *)p[2], *hh = (const T *)p[3]; \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                T a = xx[i], b = ll[i]; T m = (MAXE); a = m; b = hh[i]; o[i] = (MINE);  \
+            }                                                                           \
+            return;                                                                     \
+        }                                                                               \
+        char *o = p[0]; const char *x = p[1], *l = p[2], *h = p[3];                     \
+        for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], l += s[2], h += s[3]) {   \
+            T a = *(const T *)x, b = *(const T *)l; T m = (MAXE);                       \
+            a = m; b = *(const T *)h; *(T *)o = (MINE);                                 \
+        }                                                                               \
+    }
+
 /* --- type lists ---------------------------------------------------------- */
 #define FOR_INTS(M, op, ...) M(op, uint8_t, u8, __VA_ARGS__) M(op, int8_t, i8, __VA_ARGS__) \
     M(op, int16_t, i16, __VA_ARGS__) M(op, int32_t, i32, __VA_ARGS__) M(op, int64_t, i64, __VA_ARGS__)
@@ -674,6 +695,12 @@ ADDC_LOOP(addcmul_f32, float, EM_MADF(v * b, c, a))
 ADDC_LOOP(addcmul_f64, double, EM_MAD(v * b, c, a))
 ADDC_LOOP(addcdiv_f32, float, a + v * b / c)
 ADDC_LOOP(addcdiv_f64, double, a + v * b / c)
+#define FMAXE_ ({ T m_ = a > b ? a : b; a != a ? a : m_; })
+#define FMINE_ ({ T m_ = a < b ? a : b; a != a ? a : m_; })
+#define MK_CLAMP3(op, T, sfx, X_) CLAMP3_LOOP(clamp3_##sfx, T, a > b ? a : b, a < b ? a : b)
+FOR_INTS(MK_CLAMP3, clamp3, _)
+CLAMP3_LOOP(clamp3_f32, float, FMAXE_, FMINE_)
+CLAMP3_LOOP(clamp3_f64, double, FMAXE_, FMINE_)
 
 /* logaddexp2: float32 with double inside (ember_math.h); float64 with the exponent
    added to 2^-d's bits, libm-free em_logaddexp2_vd per block past |a - b| = 1020 */
@@ -796,6 +823,10 @@ const em_ew_table *EW_TABLE_FN(void) {
     tab.addcmul[EM_F64] = addcmul_f64;
     tab.addcdiv[EM_F32] = addcdiv_f32;
     tab.addcdiv[EM_F64] = addcdiv_f64;
+    tab.clamp3[EM_U8] = clamp3_u8; tab.clamp3[EM_I8] = clamp3_i8;
+    tab.clamp3[EM_I16] = clamp3_i16; tab.clamp3[EM_I32] = clamp3_i32;
+    tab.clamp3[EM_I64] = clamp3_i64; tab.clamp3[EM_F32] = clamp3_f32;
+    tab.clamp3[EM_F64] = clamp3_f64;
     tab_ready = 1;
     return &tab;
 }
