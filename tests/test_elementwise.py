@@ -286,6 +286,11 @@ def test_lerp_out_is_written_directly_and_may_alias_the_input(weight):
     o64 = ember.empty(1001, dtype=ember.float64)              # another dtype: cast on the way
     ember.lerp(a, b, weight, out=o64)
     np.testing.assert_array_equal(o64.numpy(), ref.astype(np.float64))
+    a3 = a.clone()
+    assert a3.lerp_(b, weight) is a3
+    np.testing.assert_array_equal(a3.numpy(), ref)
+    with pytest.raises(RuntimeError, match="broadcast shape"):
+        a3.lerp_(b.reshape(1, 1001).expand(2, 1001), weight)
     with pytest.raises(RuntimeError, match="lerp"):
         ember.lerp(a, b, weight, out=ember.empty(5))
     with pytest.raises(RuntimeError):
