@@ -211,6 +211,7 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
+/* lerp: torch's two forms, x + t (y - x) where |t| < 0.5, else y - (y - x)(1 - t) */
 #define LERP_LOOP(name, TY)                                                              \
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
         (void)aux;                                                                      \
@@ -219,7 +220,7 @@ typedef uint8_t em_bool;
             /* scalar weight (optimizers' moving averages): one branch-free loop */     \
             const T t = *(const T *)w; T *oo = (T *)o;                                  \
             const T *xx = (const T *)a, *yy = (const T *)b;                             \
-            if (t < 0.5) { for (int64_t i = 0; i < n; i++) oo[i] = xx[i] + t * (yy[i] - xx[i]); } \
+            if (fabs(t) < 0.5) { for (int64_t i = 0; i < n; i++) oo[i] = xx[i] + t * (yy[i] - xx[i]); } \
             else { for (int64_t i = 0; i < n; i++) oo[i] = yy[i] - (yy[i] - xx[i]) * (1 - t); } \
             return;                                                                     \
         }                                                                               \
@@ -229,13 +230,13 @@ typedef uint8_t em_bool;
             for (int64_t i = 0; i < n; i++) {                                           \
                 T x = xx[i], y = yy[i], t = ww[i];                                      \
                 T lo = x + t * (y - x), hi = y - (y - x) * (1 - t);                     \
-                oo[i] = (t < 0.5) ? lo : hi;                                            \
+                oo[i] = (fabs(t) < 0.5) ? lo : hi;                                      \
             }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2], w += s[3]) {   \
             T x = *(const T *)a, y = *(const T *)b, t = *(const T *)w;                  \
-            *(T *)o = (t < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);              \
+            *(T *)o = (fabs(t) < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);        \
         }                                                                               \
     }
 

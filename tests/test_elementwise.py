@@ -217,14 +217,17 @@ def test_where_with_scalar_sides_matches_numpy(dtype):
 def test_lerp_tensor_weight_contiguous_equals_strided_and_torch(dtype):
     n = 4099
     a, b = ((rng.standard_normal(2 * n) * 3).astype(dtype) for _ in range(2))
-    w = rng.uniform(-0.5, 1.5, 2 * n).astype(dtype)
-    w[:8] = [0.0, 0.5, 1.0, 0.4999, 0.5001, -0.25, 1.25, np.nan]
+    w = rng.uniform(-1.5, 1.5, 2 * n).astype(dtype)
+    w[:10] = [0.0, 0.5, 1.0, 0.4999, 0.5001, -0.25, 1.25, np.nan, -0.5, -0.4999]
     ea, eb, ew = (ember.tensor(v) for v in (a, b, w))
     contiguous = ember.lerp(ea[:n], eb[:n], ew[:n]).numpy()
     strided = ember.lerp(ea[::2], eb[::2], ew[::2]).numpy()
-    ref = np.where(w < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    ref = np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
     np.testing.assert_array_equal(contiguous, ref[:n].astype(dtype))
     np.testing.assert_array_equal(strided, ref[::2].astype(dtype))
+    for t in (-0.75, -0.5, -0.25, 0.25, 0.75):               # a scalar weight: the same forms
+        r = a + t * (b - a) if abs(t) < 0.5 else b - (b - a) * (1 - t)
+        np.testing.assert_array_equal(ember.lerp(ea, eb, t).numpy(), r.astype(dtype))
     torch = pytest.importorskip("torch")
     t = torch.lerp(torch.from_numpy(a[:n]), torch.from_numpy(b[:n]), torch.from_numpy(w[:n]))
     np.testing.assert_allclose(contiguous, t.numpy(), rtol=0, atol=4 * np.finfo(dtype).eps * 10)
