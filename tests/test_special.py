@@ -3,10 +3,10 @@ float32 against torch's float64 result rounded), NumPy references where NumPy ha
 function, gradients against torch, and argument errors."""
 import math
 
+import _bessel_ref
 import numpy as np
 import pytest
 
-import _bessel_ref
 import ember
 import ember.special as S
 

@@ -8,10 +8,10 @@ implied leading 1 of Cephes' denominators that torch drops (tests/_bessel_ref.py
 bounded against mpmath, and against torch only where torch is right."""
 import math
 
+import _bessel_ref
 import numpy as np
 import pytest
 
-import _bessel_ref
 import ember
 import ember.special as S
 
