@@ -1459,7 +1459,7 @@ static double sp_airy_ai(double x) {
             afn = afn * (z * z) + AFN[index];
         }
 
-        double afd = 0.0;
+        double afd = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 8; index++) {
             afd = afd * (z * z) + AFD[index];
@@ -1471,7 +1471,7 @@ static double sp_airy_ai(double x) {
             agn = agn * (z * z) + AGN[index];
         }
 
-        double agd = 0.0;
+        double agd = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 10 - 1; index++) {
             agd = agd * (z * z) + AGD[index];
@@ -1566,7 +1566,7 @@ static double sp_bessel_j0(double x) {
             rp = rp * (x * x) + RP[index];
         }
 
-        double rq = 0.0;
+        double rq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 7; index++) {
             rq = rq * (x * x) + RQ[index];
@@ -1593,7 +1593,7 @@ static double sp_bessel_j0(double x) {
         qp = qp * ((double)(25.0) / (x * x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(25.0) / (x * x)) + QQ[index];
@@ -1626,7 +1626,7 @@ static double sp_bessel_j1(double x) {
             rp = rp * (x * x) + RP[index];
         }
 
-        double rq = 0.0;
+        double rq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 7; index++) {
             rq = rq * (x * x) + RQ[index];
@@ -1653,7 +1653,7 @@ static double sp_bessel_j1(double x) {
         qp = qp * ((double)(5.0) / x * ((double)(5.0) / x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(5.0) / x * ((double)(5.0) / x)) + QQ[index];
@@ -1690,7 +1690,7 @@ static double sp_bessel_y0(double x) {
             yp = yp * (x * x) + YP[index];
         }
 
-        double yq = 0.0;
+        double yq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 6; index++) {
             yq = yq * (x * x) + YQ[index];
@@ -1717,7 +1717,7 @@ static double sp_bessel_y0(double x) {
         qp = qp * ((double)(25.0) / (x * x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(25.0) / (x * x)) + QQ[index];
@@ -1754,7 +1754,7 @@ static double sp_bessel_y1(double x) {
             yp = yp * (x * x) + YP[index];
         }
 
-        double yq = 0.0;
+        double yq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 7; index++) {
             yq = yq * (x * x) + YQ[index];
@@ -1781,7 +1781,7 @@ static double sp_bessel_y1(double x) {
         qp = qp * ((double)(5.0) / x * ((double)(5.0) / x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(5.0) / x * ((double)(5.0) / x)) + QQ[index];
