@@ -2578,7 +2578,14 @@ static double sp_polygamma(int64_t n, double x, double fac) {
     return fac * z;
 }
 static double sp_polygamma_fac(int64_t n) {
-    return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0));
+    /* n! as a product (exact to 22!, then one rounding a factor) where it is finite:
+       exp(lgamma) is off by up to |lgamma| ulps */
+    double f = 1.0;
+    if (n <= 170)
+        for (int64_t k = 2; k <= n; k++) f *= (double)k;
+    else
+        f = exp(lgamma((double)n + 1.0));
+    return ((n % 2) ? 1.0 : -1.0) * f;
 }
 
 static double sp_xlog1py(double x, double y) {

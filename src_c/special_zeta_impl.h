@@ -45,6 +45,68 @@ static const double spz_ia[12] = {
     1.0 / 1.8152105401943546773e17, -1.0 / 7.1661652561756670113e18,
 };
 
+/* log(a + e) = hi + *lo for a in [SPZ_QMIN, 2 SPZ_QMAX] and |e| <= ulp(a):
+   pow_f64_impl.h's em_pw_log with the tail e of a (scaled as a, times 1/c) added to
+   the reduced argument's low part */
+SPZ_INLINE double spz_log2(double a, double e, double *lo) {
+    int64_t ix = em_f64_bits(a);
+    uint64_t tmp = (uint64_t)ix - 0x3fe6955500000000ULL;
+    int64_t i = (int64_t)(tmp >> 45) & 127;
+    double kd = em_f64_from_bits((int64_t)(0x4330000000000000ULL | ((tmp + (1100ULL << 52)) >> 52)))
+                - 4503599627371596.0;
+    double z = em_f64_from_bits((int64_t)((uint64_t)ix - (tmp & 0xfff0000000000000ULL)));
+    double sc = em_f64_from_bits((int64_t)(0x3ff0000000000000ULL - (tmp & 0xfff0000000000000ULL)));
+    double invc = em_pw_invc[i], logc = em_pw_logc[i], logct = em_pw_logct[i];
+#if EM_FMA_OK
+    double r = fma(z, invc, -1.0);
+#else
+    double ph = z * invc;
+    double r = (ph - 1.0) + em_prod_err_d(z, invc, ph);
+#endif
+    double t1 = kd * 0x1.62e42fefa3800p-1 + logc;
+    double t2 = t1 + r;
+    double lo1 = kd * 0x1.ef35793c76730p-45 + logct + (e * sc) * invc;
+    double lo2 = (t1 - t2) + r;
+    double ar = -0.5 * r, ar2 = r * ar;
+    double hi = t2 + ar2;
+    double lo3 = em_prod_err_d(ar, r, ar2);
+    double lo4 = (t2 - hi) + ar2;
+    double r2 = r * r, r3 = r2 * r;
+    double q = EM_MAD(r, -0x1.0000000000010p-2, 0x1.5555555555562p-2)
+             + r2 * (EM_MAD(r, -0x1.55555550824bdp-3, 0x1.99999994fc38fp-3)
+             + r2 * EM_MAD(r, -0x1.000386a007416p-3, 0x1.2495f8fd5c3e1p-3));
+    double l = lo1 + lo2 + lo3 + lo4 + r3 * q;
+    double y = hi + l;
+    *lo = (hi - y) + l;
+    return y;
+}
+
+/* (a + e)^b, a as spz_log2, |b| <= SPZ_XMAX: em_pow_pos_d's exp (no clamp needed,
+   |b log a| < 746 there) */
+SPZ_INLINE double spz_pow2(double a, double e, double b) {
+    double ll, lh = spz_log2(a, e, &ll);
+    double eh = b * lh, el = EM_MAD(b, ll, em_prod_err_d(b, lh, eh));
+    double kd = eh * 0x1.71547652b82fep7 + 0x1.8p52;
+    int64_t k = em_f64_bits(kd) - 0x4338000000000000LL;
+    kd -= 0x1.8p52;
+    double r = (eh + kd * -0x1.62e42fefa0000p-8) + kd * -0x1.cf79abc9e3b3ap-47;
+    r += el;
+    int64_t j = k & 127;
+    double s = em_pw_exp2j[j], t = em_pw_exp2t[j];
+    double r2 = r * r;
+    double p = EM_MAD(r, 0x1.5555555555487p-3, 0.5)
+             + r2 * EM_MAD(r2, 0x1.6c16c7ff34027p-10, EM_MAD(r, 0x1.111115cf79099p-7, 0x1.5555555555455p-5));
+    double u = t + r + r2 * p;
+    return em_ldexp_d(EM_MAD(s, u, s), k >> 7);
+}
+
+/* q + k = a + e exactly (Knuth's two-sum) */
+SPZ_INLINE double spz_add(double q, double k, double *e) {
+    double a = q + k, bv = a - q;
+    *e = (q - (a - bv)) + (k - bv);
+    return a;
+}
+
 SPZ_INLINE int spz_ok(double x, double q) {
     return (x > 1.0) & (x <= SPZ_XMAX) & (q >= SPZ_QMIN) & (q <= SPZ_QMAX);
 }
@@ -67,11 +129,15 @@ SPZ_INLINE double spz_zeta(double x, double q) {
         a *= (x + (2 * i - 1)) * (x + 2 * i);
         c[i] = a * spz_ia[i];
     }
-    double w = q + 9.0;
-    double s = spz_tail(x, w, em_pow_pos_d(w, -x), c);
-    _Pragma("GCC unroll 9")
-    for (int k = 8; k >= 0; k--) s += em_pow_pos_d(q + k, -x);
-    return s;
+    /* q + k is rounded: its error e, raised to x, would cost x/2 ulps */
+    double e, w = spz_add(q, 9.0, &e);
+    double s = spz_tail(x, w, spz_pow2(w, e, -x), c);
+    _Pragma("GCC unroll 8")
+    for (int k = 8; k >= 1; k--) {
+        double a = spz_add(q, k, &e);
+        s += spz_pow2(a, e, -x);
+    }
+    return s + spz_pow2(q, 0.0, -x);
 }
 
 /* the block's zeta at lanes xb, qb into rb; 1 where a lane needs the scalar form */
@@ -108,31 +174,41 @@ SPZ_INLINE int spz_zeta_block(const double *xb, const double *qb, double *rb, in
     }
 
 /* polygamma(n, q) = fac zeta(n + 1, q) for 2 <= n <= SPZ_XMAX - 1 at the block's
-   lanes: x = n + 1 is one integer, the powers are products by squaring (exact
-   factors 1 skipped, as the scalar POWI path), c the call's constants */
+   lanes, c the call's constants.  x = n + 1 is one integer: up to SPZ_SQMAX the
+   powers are products by squaring over the whole block (the scalar POWI path's,
+   at most four roundings), then 1 / (a + e)^x = (1 / a^x)(1 - x e / a) for the
+   error e of a = q + k; above, spz_pow2 (fewer roundings than a longer chain) */
+#define SPZ_SQMAX 8
 SPZ_INLINE void spz_poly_block(const double *qb, double *rb, int64_t m, int x1,
                                const double *c, double fac) {
-    double bs[SPZ_BLOCK], pr[SPZ_BLOCK];
+    double bs[SPZ_BLOCK], pr[SPZ_BLOCK], eb[SPZ_BLOCK];
     const double x = x1;
     for (int k = 9; k >= 0; k--) {
-        int first = 1;
-        for (int64_t i = 0; i < m; i++) bs[i] = qb[i] + k;
-        for (int e = x1; e; e >>= 1) {
-            if (e & 1) {
-                if (first)
-                    for (int64_t i = 0; i < m; i++) pr[i] = bs[i];
-                else
-                    for (int64_t i = 0; i < m; i++) pr[i] *= bs[i];
-                first = 0;
+        for (int64_t i = 0; i < m; i++) bs[i] = spz_add(qb[i], k, &eb[i]);
+        if (x1 <= SPZ_SQMAX) {
+            int first = 1;
+            for (int e = x1; e; e >>= 1) {
+                if (e & 1) {
+                    if (first)
+                        for (int64_t i = 0; i < m; i++) pr[i] = bs[i];
+                    else
+                        for (int64_t i = 0; i < m; i++) pr[i] *= bs[i];
+                    first = 0;
+                }
+                if (e >> 1)
+                    for (int64_t i = 0; i < m; i++) bs[i] *= bs[i];
             }
-            if (e >> 1)
-                for (int64_t i = 0; i < m; i++) bs[i] *= bs[i];
+            for (int64_t i = 0; i < m; i++) {
+                double a = qb[i] + k, v = 1.0 / pr[i];
+                pr[i] = EM_MAD(-x * eb[i] / a, v, v);
+            }
+        } else {
+            for (int64_t i = 0; i < m; i++) pr[i] = spz_pow2(bs[i], eb[i], -x);
         }
         if (k == 9)
-            for (int64_t i = 0; i < m; i++)
-                rb[i] = spz_tail(x, qb[i] + 9.0, 1.0 / pr[i], c);
+            for (int64_t i = 0; i < m; i++) rb[i] = spz_tail(x, qb[i] + 9.0, pr[i], c);
         else
-            for (int64_t i = 0; i < m; i++) rb[i] += 1.0 / pr[i];
+            for (int64_t i = 0; i < m; i++) rb[i] += pr[i];
     }
     for (int64_t i = 0; i < m; i++) rb[i] *= fac;
 }
