@@ -111,13 +111,28 @@ SPZ_INLINE int spz_ok(double x, double q) {
     return (x > 1.0) & (x <= SPZ_XMAX) & (q >= SPZ_QMIN) & (q <= SPZ_QMAX);
 }
 
-/* b (1/2 + w/(x-1)) + b sum_i c_i w^-(2i+1): the part of zeta from q + 9 on */
-SPZ_INLINE double spz_tail(double x, double w, double b, const double *c) {
+/* b (1/2 + w/(x-1)) + b sum_i c_i w^-(2i+1) = hi + *lo: the part of zeta from
+   q + 9 = w + we on.  b w/(x-1) leads as x nears 1: w/(x-1) and its product by b are
+   carried in two parts */
+SPZ_INLINE double spz_tail(double x, double w, double we, double b, const double *c,
+                           double *lo) {
     double iw = 1.0 / w, iw2 = iw * iw;
     double h = c[11];
     _Pragma("GCC unroll 12")
     for (int i = 10; i >= 0; i--) h = EM_MAD(h, iw2, c[i]);
-    return b * (0.5 + w / (x - 1.0)) + (b * iw) * h;
+    double xm = x - 1.0, v = w / xm, vl = (EM_MAD(-v, xm, w) + we) / xm;
+    double d = b * v;
+    *lo = em_prod_err_d(b, v, d) + EM_MAD(b, vl + 0.5, (b * iw) * h);
+    return d;
+}
+
+/* s + t = s' + err exactly (Knuth's two-sum): the terms are summed with their
+   rounding errors carried apart, so neither the tail (large as x nears 1) nor
+   q^-x (large for small q) takes an error from the other nine terms */
+SPZ_INLINE double spz_acc(double s, double t, double *c) {
+    double r = s + t, bv = r - s;
+    *c += (s - (r - bv)) + (t - bv);
+    return r;
 }
 
 /* zeta(x, q) in the fast range */
@@ -130,14 +145,15 @@ SPZ_INLINE double spz_zeta(double x, double q) {
         c[i] = a * spz_ia[i];
     }
     /* q + k is rounded: its error e, raised to x, would cost x/2 ulps */
-    double e, w = spz_add(q, 9.0, &e);
-    double s = spz_tail(x, w, spz_pow2(w, e, -x), c);
+    double e, lo, w = spz_add(q, 9.0, &e);
+    double s = spz_tail(x, w, e, spz_pow2(w, e, -x), c, &lo);
     _Pragma("GCC unroll 8")
     for (int k = 8; k >= 1; k--) {
         double a = spz_add(q, k, &e);
-        s += spz_pow2(a, e, -x);
+        s = spz_acc(s, spz_pow2(a, e, -x), &lo);
     }
-    return s + spz_pow2(q, 0.0, -x);
+    s = spz_acc(s, spz_pow2(q, 0.0, -x), &lo);
+    return s + lo;
 }
 
 /* the block's zeta at lanes xb, qb into rb; 1 where a lane needs the scalar form */
@@ -175,42 +191,68 @@ SPZ_INLINE int spz_zeta_block(const double *xb, const double *qb, double *rb, in
 
 /* polygamma(n, q) = fac zeta(n + 1, q) for 2 <= n <= SPZ_XMAX - 1 at the block's
    lanes, c the call's constants.  x = n + 1 is one integer: up to SPZ_SQMAX the
-   powers are products by squaring over the whole block (the scalar POWI path's,
-   at most four roundings), then 1 / (a + e)^x = (1 / a^x)(1 - x e / a) for the
-   error e of a = q + k; above, spz_pow2 (fewer roundings than a longer chain) */
+   powers are products by squaring over the whole block (as the scalar POWI path),
+   here in two parts from a = q + k and its rounding error (exact products), then
+   1 / (p + pl) = v + v ((1 - v p) - pl v), v = 1 / p; above, spz_pow2 */
 #define SPZ_SQMAX 8
 SPZ_INLINE void spz_poly_block(const double *qb, double *rb, int64_t m, int x1,
                                const double *c, double fac) {
-    double bs[SPZ_BLOCK], pr[SPZ_BLOCK], eb[SPZ_BLOCK];
+    double bs[SPZ_BLOCK], bl[SPZ_BLOCK], pr[SPZ_BLOCK], pl[SPZ_BLOCK], lb[SPZ_BLOCK];
     const double x = x1;
     for (int k = 9; k >= 0; k--) {
-        for (int64_t i = 0; i < m; i++) bs[i] = spz_add(qb[i], k, &eb[i]);
+        for (int64_t i = 0; i < m; i++) bs[i] = spz_add(qb[i], k, &bl[i]);
         if (x1 <= SPZ_SQMAX) {
             int first = 1;
             for (int e = x1; e; e >>= 1) {
                 if (e & 1) {
-                    if (first)
-                        for (int64_t i = 0; i < m; i++) pr[i] = bs[i];
-                    else
-                        for (int64_t i = 0; i < m; i++) pr[i] *= bs[i];
+                    if (first) {
+                        for (int64_t i = 0; i < m; i++) {
+                            pr[i] = bs[i];
+                            pl[i] = bl[i];
+                        }
+                    } else {
+                        for (int64_t i = 0; i < m; i++) {
+                            double h = pr[i] * bs[i];
+                            pl[i] = em_prod_err_d(pr[i], bs[i], h)
+                                    + EM_MAD(pr[i], bl[i], pl[i] * bs[i]);
+                            pr[i] = h;
+                        }
+                    }
                     first = 0;
                 }
                 if (e >> 1)
-                    for (int64_t i = 0; i < m; i++) bs[i] *= bs[i];
+                    for (int64_t i = 0; i < m; i++) {
+                        double h = bs[i] * bs[i];
+                        bl[i] = em_prod_err_d(bs[i], bs[i], h) + 2.0 * bs[i] * bl[i];
+                        bs[i] = h;
+                    }
             }
             for (int64_t i = 0; i < m; i++) {
-                double a = qb[i] + k, v = 1.0 / pr[i];
-                pr[i] = EM_MAD(-x * eb[i] / a, v, v);
+                double v = 1.0 / pr[i], ph = v * pr[i];
+                double r = (1.0 - ph) - em_prod_err_d(v, pr[i], ph);
+                pr[i] = v;
+                pl[i] = v * (r - pl[i] * v);
             }
         } else {
-            for (int64_t i = 0; i < m; i++) pr[i] = spz_pow2(bs[i], eb[i], -x);
+            for (int64_t i = 0; i < m; i++) {
+                pr[i] = spz_pow2(bs[i], bl[i], -x);
+                pl[i] = 0.0;
+            }
         }
         if (k == 9)
-            for (int64_t i = 0; i < m; i++) rb[i] = spz_tail(x, qb[i] + 9.0, pr[i], c);
+            for (int64_t i = 0; i < m; i++) {
+                /* the tail is b times a factor: b's low part times the factor */
+                double we, w = spz_add(qb[i], 9.0, &we);
+                rb[i] = spz_tail(x, w, we, pr[i], c, &lb[i]);
+                lb[i] += pl[i] * (rb[i] / pr[i]);
+            }
         else
-            for (int64_t i = 0; i < m; i++) rb[i] += pr[i];
+            for (int64_t i = 0; i < m; i++) {
+                rb[i] = spz_acc(rb[i], pr[i], &lb[i]);
+                lb[i] += pl[i];
+            }
     }
-    for (int64_t i = 0; i < m; i++) rb[i] *= fac;
+    for (int64_t i = 0; i < m; i++) rb[i] = (rb[i] + lb[i]) * fac;
 }
 
 /* order n from aux; the caller takes this loop only for 2 <= n <= SPZ_XMAX - 1 */
