@@ -12,11 +12,12 @@
    ratio is at most (x+22)(x+23) / (39.5 w^2) < 1), so the twelve terms are never
    less accurate than the scalar form's stopping rule.
 
-   zeta: the powers from pow_f64_impl.h's vector pow (log and exp in two parts,
-   within 0.52 ulp).  polygamma: the order is one per call, so the powers are
-   products by repeated squaring, one exponent bit at a time over the whole block
-   (the scalar POWI path's products), and the c_i are constants of the call.
-   Lanes outside the fast range (x <= 1 or above SPZ_XMAX, q outside
+   The powers: pow_f64_impl.h's vector pow (log and exp in two parts, within 0.52
+   ulp) with the rounding error of q + k added to the log; polygamma's order is one
+   per call, so up to n + 1 = 8 its powers are products by squaring in two parts,
+   one exponent bit at a time over the whole block, and the c_i are constants of
+   the call.  The terms are summed with their rounding errors carried apart, so
+   the result is within about an ulp.  Lanes outside the fast range (x <= 1 or above SPZ_XMAX, q outside
    [SPZ_QMIN, SPZ_QMAX], NaN, inf) are redone by special.c's scalar form.  Every
    stride gathers into the same block buffers, so strided rows and any thread
    split give the contiguous loop's bits.  Included once per ISA
