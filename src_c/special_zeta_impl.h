@@ -82,11 +82,15 @@ SPZ_INLINE double spz_log2(double a, double e, double *lo) {
     return y;
 }
 
-/* (a + e)^b, a as spz_log2, |b| <= SPZ_XMAX: em_pow_pos_d's exp (no clamp needed,
-   |b log a| < 746 there) */
+/* (a + e)^b, a as spz_log2, |b| <= SPZ_XMAX: em_pow_pos_d's exp.  The clamp only
+   keeps the lanes outside the fast range (redone by the scalar form) inside
+   em_ldexp_d's exponents */
 SPZ_INLINE double spz_pow2(double a, double e, double b) {
     double ll, lh = spz_log2(a, e, &ll);
     double eh = b * lh, el = EM_MAD(b, ll, em_prod_err_d(b, lh, eh));
+    int big = !(fabs(eh) < 746.0);
+    eh = big ? copysign(746.0, eh) : eh;
+    el = big ? 0.0 : el;
     double kd = eh * 0x1.71547652b82fep7 + 0x1.8p52;
     int64_t k = em_f64_bits(kd) - 0x4338000000000000LL;
     kd -= 0x1.8p52;
