@@ -2578,7 +2578,14 @@ static double sp_polygamma(int64_t n, double x, double fac) {
     return fac * z;
 }
 static double sp_polygamma_fac(int64_t n) {
-    return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0));
+    /* n! as a product (exact to 22!, then one rounding a factor) where it is finite:
+       exp(lgamma) is off by up to |lgamma| ulps */
+    double f = 1.0;
+    if (n <= 170)
+        for (int64_t k = 2; k <= n; k++) f *= (double)k;
+    else
+        f = exp(lgamma((double)n + 1.0));
+    return ((n % 2) ? 1.0 : -1.0) * f;
 }
 
 static double sp_xlog1py(double x, double y) {
@@ -3029,16 +3036,22 @@ SP_BESSEL_LOOPS(__attribute__((target("prefer-vector-width=512"), optimize("fp-c
 
 #define SP_BESSEL_PICK(NAME) SP_ISA(NAME, NAME##_avx2, NAME##_avx512)
 
-/* polygamma(n, x): trigamma's loop for n = 1, the scalar loop otherwise */
-#define SP_POLYGAMMA_LOOP(T)                                                             \
+em_loop em_sp_zeta_loop(int poly, int dtype);
+
+/* polygamma(n, x): trigamma's loop for n = 1, the zeta loop (special_zeta_impl.h)
+   for 2 <= n <= 30, the scalar loop otherwise */
+#define SP_POLYGAMMA_LOOP(T, DT)                                                         \
     static void polygamma_vec_##T(char **p, const int64_t *s, int64_t n, const void *aux) { \
-        if (*(const int64_t *)aux != 1)                                                  \
-            polygamma_##T(p, s, n, aux);                                                 \
-        else                                                                             \
+        int64_t order = *(const int64_t *)aux;                                           \
+        if (order == 1)                                                                  \
             SP_BESSEL_PICK(trigamma_vec_##T)(p, s, n, aux);                              \
+        else if (order >= 2 && order <= 30)                                              \
+            em_sp_zeta_loop(1, DT)(p, s, n, aux);                                        \
+        else                                                                             \
+            polygamma_##T(p, s, n, aux);                                                 \
     }
-SP_POLYGAMMA_LOOP(f32)
-SP_POLYGAMMA_LOOP(f64)
+SP_POLYGAMMA_LOOP(f32, EM_F32)
+SP_POLYGAMMA_LOOP(f64, EM_F64)
 
 /* the vectorised loop of a unary op, or NULL where special.c's table holds it */
 static em_loop sp_bessel_unary(int op, int dtype) {
@@ -3069,6 +3082,14 @@ static const em_loop BINARY_LOOPS[EM_SP_NBINARY][2] = {
     PAIR(cheb_v), PAIR(cheb_w), PAIR(scheb_t), PAIR(scheb_u), PAIR(scheb_v), PAIR(scheb_w),
     PAIR(herm_h), PAIR(herm_he), PAIR(laguerre), PAIR(legendre),
 };
+
+/* polygamma's scalar form and its factor, for the zeta loop's rare lanes */
+double em_sp_polygamma_ref(int64_t n, double x, double fac) {
+    return sp_polygamma(n, x, fac);
+}
+double em_sp_polygamma_fac(int64_t n) {
+    return sp_polygamma_fac(n);
+}
 
 double em_digamma(double x) {
     return sp_digamma(x);
@@ -3121,6 +3142,8 @@ em_loop em_special_unary(int op, int dtype) {
 
 em_loop em_special_binary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NBINARY) return NULL;
+    if (op == EM_SP_ZETA && (dtype == EM_F32 || dtype == EM_F64))
+        return em_sp_zeta_loop(0, dtype);
     em_loop vec = em_sp_bessel_loop(1, op, dtype);
     if (vec) return vec;
     return dtype == EM_F32 ? BINARY_LOOPS[op][0] : dtype == EM_F64 ? BINARY_LOOPS[op][1] : NULL;
