@@ -201,9 +201,12 @@ static inline void wi_put6(const wv *v, int64_t n, float *out, int64_t sxi, int6
 
 /* The 36 transform-domain values of a row of TW input patches: the strip's 6
    padded rows start at d (row stride ld); value xi of tile tw goes to
-   out[xi*sxi + tw*st]. */
+   out[xi*sxi + tw*st].  With over (st == 1), the last vector is stored whole,
+   up to WV - 1 floats past the row's last tile: a row of 6 or 7 tiles (24-28
+   wide images) then takes 6 vector stores per plane row instead of 42 scalar
+   ones (the caller leaves room, or writes those floats later). */
 static void wi_in_row(const float *d, int64_t ld, int64_t TW, float *ws, float *out, int64_t sxi,
-                      int64_t st) {
+                      int64_t st, int over) {
     const int64_t L = wi_strip(TW), Lc = wi_ld_cols(TW);
     float *t = ws;
     /* B^T down the columns of the strip */
@@ -225,7 +228,7 @@ static void wi_in_row(const float *d, int64_t ld, int64_t TW, float *ws, float *
             wi_deal(row + 4 * (k + WV), &a2, &b2, &c2, &e2);
             WI_BT(a, b, c, e, __builtin_shuffle(a, a2, WI_NEXT), __builtin_shuffle(b, b2, WI_NEXT),
                   v[0], v[1], v[2], v[3], v[4], v[5]);
-            wi_put6(v, wi_min(WV, TW - k), o + k * st, sxi, st);
+            wi_put6(v, over ? WV : wi_min(WV, TW - k), o + k * st, sxi, st);
             a = a2, b = b2, c = c2, e = e2;
         }
     }
@@ -338,7 +341,9 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
     const int64_t N = s->N, C = s->C, K = s->K, HW = s->H * s->W, P = s->Ho * s->Wo;
     const int64_t TH = wi_cdiv(s->Ho, 4), TW = wi_cdiv(s->Wo, 4), rows = N * TH;
     if (rows == 0 || K == 0) return 0;
-    const int64_t RB = wi_max(1, WI_FWD_TILES / TW), TB = RB * TW, nblk = wi_cdiv(rows, RB);
+    /* TB: a block's tiles and a vector of room for wi_in_row's whole-vector
+       stores (each tile row's overhang lands on the next row, written after it) */
+    const int64_t RB = wi_max(1, WI_FWD_TILES / TW), TB = RB * TW + WV, nblk = wi_cdiv(rows, RB);
     const int64_t ld = wi_ld_cols(TW), npad = wi_pad_rows(0, wi_min(RB, TH)) * ld;
     /* V (36, C, TB) and M (36, K, TB), each of the 36 planes a cache line further
        than a multiple of the block (planes 2^k bytes apart share L1 sets) */
@@ -373,7 +378,7 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
                            wi_pad_rows(th0, th1), s->pw, ld, pad);
                     for (int64_t th = th0; th < th1; th++)
                         wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws,
-                                  V + c * TB + (q0 + th - th0) * TW, sv, 1);
+                                  V + c * TB + (q0 + th - th0) * TW, sv, 1, 1);
                 }
                 q0 += th1 - th0;
             }
@@ -499,7 +504,7 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
                             for (int64_t th = th0; th < th1; th++) {
                                 float *o = tmp + cl * 36 * TS + (th - th0) * TW;
                                 if (is_x)
-                                    wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
+                                    wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1, 0);
                                 else
                                     wi_dy_row(pady + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
                             }
