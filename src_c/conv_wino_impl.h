@@ -20,10 +20,19 @@
 #define WI_CAT(a, b) WI_CAT2(a, b)
 #define WI_PUB(name) WI_CAT(name, WI_SFX)
 
-/* tiles per block: the forward's V and M of a block stay in L2 */
+/* tiles per block of the forward: WI_FWD_TILES, or up to WI_FWD_TILES_MAX
+   while the block's V and M (36 (C + K) floats a tile) take at most
+   WI_FWD_BYTES.  Few channels make short GEMMs (32 -> 64 channels: 36 of 64 x
+   63 x 32 a block), whose set-up and packing of the filters a wider block
+   spreads over more tiles: 256 tiles instead of 64 took 0.8-0.85x the time of
+   the forward at 32 -> 64 channels on 26x26 and 64 -> 64 on 56x56, and 0.9x
+   at 32 -> 32 on 64x64 (1 thread, process CPU time), though V and M then
+   leave L2; 128 -> 128 stays near 64 tiles, where the bound takes it. */
 #ifndef WI_FWD_TILES
 #define WI_FWD_TILES 64
 #endif
+#define WI_FWD_TILES_MAX 256
+#define WI_FWD_BYTES ((int64_t)4 << 20)
 #define WI_WG_TILES 128
 /* the weight gradient's fixed slices of blocks, and the memory their partial
    sums may take */
@@ -343,7 +352,11 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
     if (rows == 0 || K == 0) return 0;
     /* TB: a block's tiles and a vector of room for wi_in_row's whole-vector
        stores (each tile row's overhang lands on the next row, written after it) */
-    const int64_t RB = wi_max(1, WI_FWD_TILES / TW), TB = RB * TW + WV, nblk = wi_cdiv(rows, RB);
+    const int64_t tiles = wi_min(WI_FWD_TILES_MAX, wi_max(WI_FWD_TILES,
+                                 WI_FWD_BYTES / (36 * (C + K) * (int64_t)sizeof(float))));
+    const int64_t RB = wi_max(1, tiles / TW), TB = RB * TW + WV;
+    /* threads as for blocks of WI_FWD_TILES: the shares are of tile rows */
+    const int64_t nblk = wi_cdiv(rows, wi_max(1, WI_FWD_TILES / TW));
     const int64_t ld = wi_ld_cols(TW), npad = wi_pad_rows(0, wi_min(RB, TH)) * ld;
     /* V (36, C, TB) and M (36, K, TB), each of the 36 planes a cache line further
        than a multiple of the block (planes 2^k bytes apart share L1 sets) */
