@@ -83,6 +83,15 @@ HITS = [(2, 64, 64, 16, 16, 1),       # the ResNet block's shape, smaller
         (1, 32, 16, 24, 20, 1)]       # batch 1, unequal channels
 
 
+# input gradients whose 4x4 tiles overhang the image (sides no multiple of 4) with
+# fewer than 64 channels: rows of 7 tiles (26 wide), of 10 (38: a whole vector
+# and a part), of 5 (18, 19), and the input transform's whole-vector stores past
+# each tile row; 12 images of 7 tile rows make 3 forward blocks on 1 thread
+# (36 + 36 + 12 rows) and 36 + 6 on each of 2
+OVERHANG = [(2, 32, 64, 26, 26, 0), (2, 32, 64, 26, 26, 1), (3, 32, 24, 22, 38, 1),
+            (2, 24, 16, 30, 18, 1), (2, 20, 16, 27, 19, 1), (12, 16, 24, 26, 26, 1)]
+
+
 @pytest.mark.parametrize("n,c,k,h,w,pad", HITS)
 def test_winograd_vs_torch(n, c, k, h, w, pad):
     x, wt, b, dy = case(n, c, k, h, w, pad)
@@ -177,20 +186,21 @@ def test_bit_identical_across_threads_1x1_weight_grad():
     np.testing.assert_array_equal(got[0], got[1])
 
 
+@pytest.mark.parametrize("shape", [HITS[1], OVERHANG[2], OVERHANG[-1]])
 @pytest.mark.parametrize("isa", [0, 1])
-def test_lower_isa_variants(isa):
+def test_lower_isa_variants(isa, shape):
     """the generic (4-lane) and AVX2 builds of the transforms and the GEMM"""
     hw = L._kernel_isa()
     if isa > hw:
         pytest.skip("CPU lacks this ISA")
-    x, wt, b, dy = case(*HITS[1])
+    x, wt, b, dy = case(*shape)
     try:
         assert L._set_kernel_isa(isa) == isa
-        got = ours(x, wt, b, dy, HITS[1][-1])
+        got = ours(x, wt, b, dy, shape[-1])
     finally:
         L._set_kernel_isa(-1)
     assert L._kernel_isa() == hw
-    for g, ref, what in zip(got, refs(x, wt, b, dy, HITS[1][-1]), ("y", "dx", "dw")):
+    for g, ref, what in zip(got, refs(x, wt, b, dy, shape[-1]), ("y", "dx", "dw")):
         check(g, ref, what)
 
 
@@ -247,14 +257,6 @@ def test_direct_weight_grad_vs_torch(shape, kw):
         np.testing.assert_array_equal(N(L.conv2d_weight_grad(E(x), wt.shape, E(dy), **kw)), got)
     finally:
         ember.set_num_threads(old)
-
-
-# input gradients whose 4x4 tiles overhang the image (sides no multiple of 4) with
-# fewer than 64 channels: rows of 7 tiles (26 wide), of 10 (38: a whole vector
-# and a part), of 5 (18), and the input transform's whole-vector stores past
-# each tile row
-OVERHANG = [(2, 32, 64, 26, 26, 0), (2, 32, 64, 26, 26, 1), (3, 32, 24, 22, 38, 1),
-            (2, 24, 16, 30, 18, 1)]
 
 
 @pytest.mark.parametrize("n,c,k,h,w,pad", OVERHANG)
