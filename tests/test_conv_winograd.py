@@ -158,8 +158,9 @@ def test_strided_and_noncontiguous_inputs():
 def test_bit_identical_across_threads(n, c, k, h, w, pad):
     """Winograd's three passes and the im2col paths (the weight gradient's image
     slices included) give the same bits on 1 and 2 threads; 5 images of 7 tile
-    rows split between two threads mid-block (the forward's 35 rows in blocks
-    of 9), and their weight gradient's 5 slices summed by both threads"""
+    rows split between two threads mid-image (the forward's 35 rows in one
+    block on one thread, 17 + 18 on two), and their weight gradient's 5 slices
+    summed by both threads"""
     x, wt, b, dy = case(n, c, k, h, w, pad)
     old = ember.get_num_threads()
     try:
