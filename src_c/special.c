@@ -889,6 +889,10 @@ static double sp_igamma_e(double a, double x, double EPS) {
 #define SP_IGAM_EPS32 1.4551915228366852e-11
 static double sp_igamma(double a, double x) { return sp_igamma_e(a, x, SP_IGAM_EPS64); }
 static double sp_igammac(double a, double x) { return sp_igammac_e(a, x, SP_IGAM_EPS64); }
+/* the scalar form for the block loops of special_igam_impl.h */
+double em_sp_igam_ref(int upper, double a, double x, double eps) {
+    return upper ? sp_igammac_e(a, x, eps) : sp_igamma_e(a, x, eps);
+}
 
 static double chbevl(const double x, const double array[], size_t len) {
   double b0, b1, b2 = (double)(0.0);
@@ -2714,6 +2718,10 @@ static ERFINV_F64_LOOP(, erfinv_vec_f64)
    copies in special_isa_*.c */
 #include "special_erf_impl.h"
 SPE_LOOPS(static, )
+/* igamma and igammac over blocks (special_igam_impl.h); the AVX2 and AVX-512
+   copies in special_isa_*.c */
+#include "special_igam_impl.h"
+SPIG_LOOPS(static, )
 /* float32 digamma vectorised in double for x > 0 (other inputs, and strided rows,
    take sp_digamma): below 10, psi(x) = psi(x + 10) - sum_{k<10} 1/(x + k) with the
    sum as one fraction (positive terms: no cancellation in it, one division), psi(y)
@@ -2803,6 +2811,8 @@ SPE_DECL(em_spe_ndtr_f32) SPE_DECL(em_spe_ndtr_f64) SPE_DECL(em_spe_log_ndtr_f32
 SPE_DECL(em_spe_log_ndtr_f64) SPE_DECL(em_spe_erfcx_f32) SPE_DECL(em_spe_erfcx_f64)
 SPE_DECL(em_spe_ndtri_f32) SPE_DECL(em_spe_ndtri_f64) SPE_DECL(em_spe_entr_f32)
 SPE_DECL(em_spe_entr_f64)
+SPE_DECL(em_spig_igamma_f32) SPE_DECL(em_spig_igamma_f64) SPE_DECL(em_spig_igammac_f32)
+SPE_DECL(em_spig_igammac_f64)
 /* the loop for the running CPU: generic G, AVX2 A2 or AVX-512 A5 */
 #if SP_HAVE_ISA
 static em_loop sp_isa_pick(em_loop g, em_loop a2, em_loop a5) {
@@ -3123,6 +3133,14 @@ em_loop em_special_binary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NBINARY) return NULL;
     em_loop vec = em_sp_bessel_loop(1, op, dtype);
     if (vec) return vec;
+    if ((op == EM_SP_IGAMMA || op == EM_SP_IGAMMAC) && (dtype == EM_F32 || dtype == EM_F64)) {
+        int f32 = dtype == EM_F32;
+        if (op == EM_SP_IGAMMA)
+            return f32 ? SP_ISA(em_spig_igamma_f32, em_spig_igamma_f32_avx2, em_spig_igamma_f32_avx512)
+                       : SP_ISA(em_spig_igamma_f64, em_spig_igamma_f64_avx2, em_spig_igamma_f64_avx512);
+        return f32 ? SP_ISA(em_spig_igammac_f32, em_spig_igammac_f32_avx2, em_spig_igammac_f32_avx512)
+                   : SP_ISA(em_spig_igammac_f64, em_spig_igammac_f64_avx2, em_spig_igammac_f64_avx512);
+    }
     return dtype == EM_F32 ? BINARY_LOOPS[op][0] : dtype == EM_F64 ? BINARY_LOOPS[op][1] : NULL;
 }
 
