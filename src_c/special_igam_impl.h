@@ -89,7 +89,8 @@ static inline __attribute__((always_inline)) double spig_kind(double a, double x
     /* igammac: 1 - the igam series where x < a past 1.1, and below it where
        a > -0.4 / log x (x <= 1/2) or a > 1.1 x */
     double lo = x <= 0.5 ? -0.4 / em_log_d(x) : x * 1.1;
-    double ser = (x > 1.1 ? x < a : lo < a) ? 4.0 : 0.0;
+    double s1 = x < a ? 4.0 : 0.0, s2 = lo < a ? 4.0 : 0.0;
+    double ser = x > 1.1 ? s1 : s2;
     double ku = ser != 0.0 ? SPIG_SER : (x > 1.1 ? SPIG_CF : SPIG_CSER);
     double k = upper ? ku + ser : kl + big;
     /* the prefactor's large-argument Lanczos form is left to the scalar code (the
@@ -113,22 +114,21 @@ typedef struct {
     int id[SPIG_BLOCK], flip[SPIG_BLOCK];
 } spig_group;
 
-/* keep lanes with act != 0 (first NS state arrays), handing the others to DONE */
+/* keep lanes with act != 0 (first NS state arrays), handing the others to DONE;
+   branch-free (lanes finish at random): every lane is written at the next free
+   place and DONE runs on all, the running lanes' results being overwritten later */
 #define SPIG_SQUEEZE(G, M, NS, DONE)                                                   \
     do {                                                                               \
         double *st_[8] = {(G)->s0, (G)->s1, (G)->s2, (G)->s3, (G)->s4, (G)->s5, (G)->s6, \
-                          (G)->s7};                                                \
+                          (G)->s7};                                                    \
         int k_ = 0;                                                                    \
         for (int j = 0; j < (M); j++) {                                                \
-            if ((G)->act[j] == 0.0) {                                                  \
-                DONE(j);                                                               \
-                continue;                                                              \
-            }                                                                          \
+            DONE(j);                                                                   \
             (G)->a[k_] = (G)->a[j]; (G)->x[k_] = (G)->x[j]; (G)->p[k_] = (G)->p[j];     \
             (G)->id[k_] = (G)->id[j]; (G)->flip[k_] = (G)->flip[j];                     \
-            (G)->act[k_] = 1.0;                                                        \
+            (G)->act[k_] = (G)->act[j];                                                \
             for (int q_ = 0; q_ < (NS); q_++) st_[q_][k_] = st_[q_][j];                \
-            k_++;                                                                      \
+            k_ += (G)->act[j] != 0.0;                                                  \
         }                                                                              \
         (M) = k_;                                                                      \
     } while (0)
@@ -147,26 +147,45 @@ static void spig_run_ser(spig_group *g, int m, double eps, double *out, int uppe
 #define SPIG_SER_DONE(j) out[g->id[j]] = spig_out(g->s2[j] * g->p[j] / g->a[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
-            for (int j = 0; j < m; j++)
-                out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
+            /* lanes still running go to the scalar form, the others keep their value */
+            for (int j = 0; j < m; j++) {
+                if (g->act[j] != 0.0)
+                    out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
+                else
+                    SPIG_SER_DONE(j);
+            }
             return;
         }
-        for (int k = 0; k < 8; k++) {
+        {
+            /* eight terms per pass with the state in registers */
             double *restrict r = g->s0, *restrict c = g->s1, *restrict ans = g->s2,
                    *restrict act = g->act;
             const double *restrict x = g->x;
             for (int i = 0; i < m; i++) {
-                double rn = r[i] + 1.0, cn = c[i] * (x[i] / rn), an = ans[i] + cn;
-                int on = act[i] != 0.0;
-                r[i] = on ? rn : r[i];
-                c[i] = on ? cn : c[i];
-                ans[i] = on ? an : ans[i];
-                act[i] = on && !(cn <= eps * an) ? 1.0 : 0.0;
+                double ri = r[i], ci = c[i], ai = ans[i], w = act[i], xi = x[i];
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    /* two terms per division: 1 / ((r + 1)(r + 2)); each term keeps
+                       its own stopping test */
+                    double r1 = ri + 1.0, r2 = ri + 2.0, d = 1.0 / (r1 * r2);
+                    double t1 = ci * xi * (r2 * d), a1 = ai + t1;
+                    double t2 = t1 * xi * (r1 * d), a2 = a1 + t2;
+                    int on = w != 0.0, one = t1 <= eps * a1;
+                    double go = t2 <= eps * a2 ? 0.0 : 1.0;
+                    ri = on ? (one ? r1 : r2) : ri;
+                    ci = on ? (one ? t1 : t2) : ci;
+                    ai = on ? (one ? a1 : a2) : ai;
+                    w = on ? (one ? 0.0 : go) : 0.0;
+                }
+                r[i] = ri;
+                c[i] = ci;
+                ans[i] = ai;
+                act[i] = w;
             }
         }
         int left = 0;
         for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 4 < m * 3) SPIG_SQUEEZE(g, m, 3, SPIG_SER_DONE);
+        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 3, SPIG_SER_DONE);
     }
 #undef SPIG_SER_DONE
 }
@@ -190,41 +209,63 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
 #define SPIG_CF_DONE(j) out[g->id[j]] = spig_out(g->s7[j] * g->p[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
-            for (int j = 0; j < m; j++)
-                out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
+            /* lanes still running go to the scalar form, the others keep their value */
+            for (int j = 0; j < m; j++) {
+                if (g->act[j] != 0.0)
+                    out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
+                else
+                    SPIG_CF_DONE(j);
+            }
             return;
         }
-        for (int k = 0; k < 8; k++) {
+        {
             double *restrict y = g->s0, *restrict z = g->s1, *restrict c = g->s2,
                    *restrict pkm1 = g->s3, *restrict pkm2 = g->s4, *restrict qkm1 = g->s5,
                    *restrict qkm2 = g->s6, *restrict an = g->s7, *restrict act = g->act;
             for (int i = 0; i < m; i++) {
-                double w = act[i];                  /* 1 while the lane runs, else 0 */
-                double c0 = c[i], y0 = y[i], z0 = z[i], a0 = an[i];
+                double w = act[i], c0 = c[i], y0 = y[i], z0 = z[i], a0 = an[i];
                 double p1 = pkm1[i], p2 = pkm2[i], q1 = qkm1[i], q2 = qkm2[i];
-                double cn = c0 + 1.0, yn = y0 + 1.0, zn = z0 + 2.0, yc = yn * cn;
-                double pk = p1 * zn - p2 * yc;
-                double qk = q1 * zn - q2 * yc;
-                double qs = qk != 0.0 ? qk : 1.0;
-                double r = pk / qs;
-                double go = qk != 0.0 ? (fabs(a0 - r) <= eps * fabs(r) ? 0.0 : 1.0) : 1.0;
-                double ann = qk != 0.0 ? r : a0;
-                double f = fabs(pk) > 4.503599627370496e15 ? 2.22044604925031308085e-16 : 1.0;
-                int on = w != 0.0;
-                c[i] = on ? cn : c0;
-                y[i] = on ? yn : y0;
-                z[i] = on ? zn : z0;
-                pkm2[i] = on ? p1 * f : p2;
-                pkm1[i] = on ? pk * f : p1;
-                qkm2[i] = on ? q1 * f : q2;
-                qkm1[i] = on ? qk * f : q1;
-                an[i] = on ? ann : a0;
-                act[i] = w * go;
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) {
+                    double cn = c0 + 1.0, yn = y0 + 1.0, zn = z0 + 2.0, yc = yn * cn;
+                    double pk = p1 * zn - p2 * yc;
+                    double qk = q1 * zn - q2 * yc;
+                    /* the quotient and the test on odd steps only (the lane may run
+                       one step past the scalar form's stop, never short of it) */
+                    double go = 1.0, ann = a0;
+                    if (k & 1) {
+                        double qs = qk != 0.0 ? qk : 1.0;
+                        double r = pk / qs;
+                        go = qk != 0.0 ? (fabs(a0 - r) <= eps * fabs(r) ? 0.0 : 1.0) : 1.0;
+                        ann = qk != 0.0 ? r : a0;
+                    }
+                    double f = fabs(pk) > 4.503599627370496e15 ? 2.22044604925031308085e-16 : 1.0;
+                    int on = w != 0.0;
+                    c0 = on ? cn : c0;
+                    y0 = on ? yn : y0;
+                    z0 = on ? zn : z0;
+                    double np2 = p1 * f, np1 = pk * f, nq2 = q1 * f, nq1 = qk * f;
+                    p2 = on ? np2 : p2;
+                    p1 = on ? np1 : p1;
+                    q2 = on ? nq2 : q2;
+                    q1 = on ? nq1 : q1;
+                    a0 = on ? ann : a0;
+                    w = on ? go : 0.0;
+                }
+                c[i] = c0;
+                y[i] = y0;
+                z[i] = z0;
+                pkm1[i] = p1;
+                pkm2[i] = p2;
+                qkm1[i] = q1;
+                qkm2[i] = q2;
+                an[i] = a0;
+                act[i] = w;
             }
         }
         int left = 0;
         for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 4 < m * 3) SPIG_SQUEEZE(g, m, 8, SPIG_CF_DONE);
+        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 8, SPIG_CF_DONE);
     }
 #undef SPIG_CF_DONE
 }
@@ -233,41 +274,54 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
    - exp(a log x - lgamma(a)) sum; state n, fac, sum, term */
 static void spig_run_cser(spig_group *g, int m, double eps, double *out, int upper) {
     for (int i = 0; i < m; i++) {
+        double a = g->a[i], lx = em_log_d(g->x[i]);
+        g->s3[i] = -em_expm1_vd(a * lx - em_lgamma_pos_d(1 + a));
+        g->p[i] = em_exp_d(a * lx - em_lgamma_pos_d(a));
         g->s0[i] = 0.0;
         g->s1[i] = 1.0;
         g->s2[i] = 0.0;
         g->act[i] = 1.0;
     }
-#define SPIG_CSER_DONE(j)                                                              \
-    do {                                                                               \
-        double a_ = g->a[j], lx_ = em_log_d(g->x[j]);                                  \
-        double t_ = -em_expm1_vd(a_ * lx_ - em_lgamma_pos_d(1 + a_));                   \
-        double v_ = t_ - em_exp_d(a_ * lx_ - em_lgamma_pos_d(a_)) * g->s2[j];           \
-        out[g->id[j]] = spig_out(v_, g->flip[j]);                                      \
-    } while (0)
+#define SPIG_CSER_DONE(j) out[g->id[j]] = spig_out(g->s3[j] - g->p[j] * g->s2[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
-            for (int j = 0; j < m; j++)
-                out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
+            /* lanes still running go to the scalar form, the others keep their value */
+            for (int j = 0; j < m; j++) {
+                if (g->act[j] != 0.0)
+                    out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
+                else
+                    SPIG_CSER_DONE(j);
+            }
             return;
         }
-        for (int k = 0; k < 8; k++) {
+        {
             double *restrict nn = g->s0, *restrict fac = g->s1, *restrict sum = g->s2,
                    *restrict act = g->act;
             const double *restrict x = g->x, *restrict a = g->a;
             for (int i = 0; i < m; i++) {
-                int on = act[i] != 0.0;
-                double n1 = nn[i] + 1.0, f = fac[i] * (-x[i] / n1), t = f / (a[i] + n1);
-                double sn = sum[i] + t;
-                nn[i] = on ? n1 : nn[i];
-                fac[i] = on ? f : fac[i];
-                sum[i] = on ? sn : sum[i];
-                act[i] = on && !(fabs(t) <= eps * fabs(sn)) ? 1.0 : 0.0;
+                double w = act[i], n0 = nn[i], f0 = fac[i], s0 = sum[i], xi = x[i], ai = a[i];
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) {
+                    /* one division for both quotients: 1 / (n (a + n)) */
+                    double n1 = n0 + 1.0, an1 = ai + n1, v = f0 * -xi, d = 1.0 / (n1 * an1);
+                    double f = v * an1 * d, t = v * d;
+                    double sn = s0 + t;
+                    int on = w != 0.0;
+                    n0 = on ? n1 : n0;
+                    f0 = on ? f : f0;
+                    s0 = on ? sn : s0;
+                    double go = fabs(t) <= eps * fabs(sn) ? 0.0 : 1.0;
+                    w = on ? go : 0.0;
+                }
+                nn[i] = n0;
+                fac[i] = f0;
+                sum[i] = s0;
+                act[i] = w;
             }
         }
         int left = 0;
         for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 4 < m * 3) SPIG_SQUEEZE(g, m, 3, SPIG_CSER_DONE);
+        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 4, SPIG_CSER_DONE);
     }
 #undef SPIG_CSER_DONE
 }
