@@ -190,8 +190,8 @@ static void spig_run_ser(spig_group *g, int m, double eps, double *out, int uppe
 #undef SPIG_SER_DONE
 }
 
-/* DLMF 8.9.2, Cephes' recurrence with its rescaling; result ans p.  State: y, z,
-   c, pkm1, pkm2, qkm1, qkm2, ans */
+/* DLMF 8.9.2, Cephes' recurrence with its rescaling; result pkm1 / qkm1 p at the
+   step whose quotient passes the test.  State: y, z, c, pkm1, pkm2, qkm1, qkm2 */
 static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper) {
     for (int i = 0; i < m; i++) {
         double x = g->x[i], y = 1.0 - g->a[i], z = x + y + 1.0;
@@ -203,10 +203,9 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
         g->s4[i] = 1.0;
         g->s5[i] = z * x;
         g->s6[i] = x;
-        g->s7[i] = g->s3[i] / g->s5[i];
         g->act[i] = 1.0;
     }
-#define SPIG_CF_DONE(j) out[g->id[j]] = spig_out(g->s7[j] * g->p[j], g->flip[j])
+#define SPIG_CF_DONE(j) out[g->id[j]] = spig_out(g->s3[j] / g->s5[j] * g->p[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
             /* lanes still running go to the scalar form, the others keep their value */
@@ -221,24 +220,20 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
         {
             double *restrict y = g->s0, *restrict z = g->s1, *restrict c = g->s2,
                    *restrict pkm1 = g->s3, *restrict pkm2 = g->s4, *restrict qkm1 = g->s5,
-                   *restrict qkm2 = g->s6, *restrict an = g->s7, *restrict act = g->act;
+                   *restrict qkm2 = g->s6, *restrict act = g->act;
             for (int i = 0; i < m; i++) {
-                double w = act[i], c0 = c[i], y0 = y[i], z0 = z[i], a0 = an[i];
+                double w = act[i], c0 = c[i], y0 = y[i], z0 = z[i];
                 double p1 = pkm1[i], p2 = pkm2[i], q1 = qkm1[i], q2 = qkm2[i];
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) {
                     double cn = c0 + 1.0, yn = y0 + 1.0, zn = z0 + 2.0, yc = yn * cn;
                     double pk = p1 * zn - p2 * yc;
                     double qk = q1 * zn - q2 * yc;
-                    /* the quotient and the test on odd steps only (the lane may run
-                       one step past the scalar form's stop, never short of it) */
-                    double go = 1.0, ann = a0;
-                    if (k & 1) {
-                        double qs = qk != 0.0 ? qk : 1.0;
-                        double r = pk / qs;
-                        go = qk != 0.0 ? (fabs(a0 - r) <= eps * fabs(r) ? 0.0 : 1.0) : 1.0;
-                        ann = qk != 0.0 ? r : a0;
-                    }
+                    /* the scalar form's test |pk/qk - ans| <= eps |pk/qk|, ans being
+                       the last quotient, without divisions: multiplied through by
+                       |qk qkm1| (the last quotient is pkm1 / qkm1, qk = 0 runs on) */
+                    double u = pk * q1, v = p1 * qk;
+                    double go = qk != 0.0 ? (fabs(u - v) <= eps * fabs(u) ? 0.0 : 1.0) : 1.0;
                     double f = fabs(pk) > 4.503599627370496e15 ? 2.22044604925031308085e-16 : 1.0;
                     int on = w != 0.0;
                     c0 = on ? cn : c0;
@@ -249,7 +244,6 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
                     p1 = on ? np1 : p1;
                     q2 = on ? nq2 : q2;
                     q1 = on ? nq1 : q1;
-                    a0 = on ? ann : a0;
                     w = on ? go : 0.0;
                 }
                 c[i] = c0;
@@ -259,13 +253,12 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
                 pkm2[i] = p2;
                 qkm1[i] = q1;
                 qkm2[i] = q2;
-                an[i] = a0;
                 act[i] = w;
             }
         }
         int left = 0;
         for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 8, SPIG_CF_DONE);
+        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 7, SPIG_CF_DONE);
     }
 #undef SPIG_CF_DONE
 }
