@@ -227,8 +227,10 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) {
                     double cn = c0 + 1.0, yn = y0 + 1.0, zn = z0 + 2.0, yc = yn * cn;
-                    double pk = p1 * zn - p2 * yc;
-                    double qk = q1 * zn - q2 * yc;
+                    /* fused where the ISA has it: the recurrence cancels, and over
+                       tens of steps the unfused roundings cost ulps */
+                    double pk = EM_MAD(p1, zn, -(p2 * yc));
+                    double qk = EM_MAD(q1, zn, -(q2 * yc));
                     /* the scalar form's test |pk/qk - ans| <= eps |pk/qk|, ans being
                        the last quotient, without divisions: multiplied through by
                        |qk qkm1| (the last quotient is pkm1 / qkm1, qk = 0 runs on) */
