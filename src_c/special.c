@@ -715,8 +715,10 @@ static double _igamc_helper_continued_fraction(double a, double x, double EPS) {
     y += 1.0;
     z += 2.0;
     yc = y * c;
-    pk = pkm1 * z - pkm2 * yc;
-    qk = qkm1 * z - qkm2 * yc;
+    /* fused, as torch's build contracts it: the recurrence cancels, and over tens
+       of steps the unfused roundings cost tens of ulps */
+    pk = fma(pkm1, z, -(pkm2 * yc));
+    qk = fma(qkm1, z, -(qkm2 * yc));
     if (qk != 0) {
       r = pk / qk;
       /* |ans - r| <= EPS |r|, the relative change without a second division */
@@ -889,7 +891,7 @@ static double sp_igamma_e(double a, double x, double EPS) {
 #define SP_IGAM_EPS32 1.4551915228366852e-11
 static double sp_igamma(double a, double x) { return sp_igamma_e(a, x, SP_IGAM_EPS64); }
 static double sp_igammac(double a, double x) { return sp_igammac_e(a, x, SP_IGAM_EPS64); }
-/* the scalar form for the block loops of special_igam_impl.h */
+/* the scalar form for the block loops of special_igam_impl.h (special_isa_*.c) */
 double em_sp_igam_ref(int upper, double a, double x, double eps) {
     return upper ? sp_igammac_e(a, x, eps) : sp_igamma_e(a, x, eps);
 }
@@ -2718,10 +2720,6 @@ static ERFINV_F64_LOOP(, erfinv_vec_f64)
    copies in special_isa_*.c */
 #include "special_erf_impl.h"
 SPE_LOOPS(static, )
-/* igamma and igammac over blocks (special_igam_impl.h); the AVX2 and AVX-512
-   copies in special_isa_*.c */
-#include "special_igam_impl.h"
-SPIG_LOOPS(static, )
 /* float32 digamma vectorised in double for x > 0 (other inputs, and strided rows,
    take sp_digamma): below 10, psi(x) = psi(x + 10) - sum_{k<10} 1/(x + k) with the
    sum as one fraction (positive terms: no cancellation in it, one division), psi(y)
@@ -3135,11 +3133,13 @@ em_loop em_special_binary(int op, int dtype) {
     if (vec) return vec;
     if ((op == EM_SP_IGAMMA || op == EM_SP_IGAMMAC) && (dtype == EM_F32 || dtype == EM_F64)) {
         int f32 = dtype == EM_F32;
+        /* the block loops of special_igam_impl.h on AVX2 / AVX-512, the scalar
+           loops on the generic table */
         if (op == EM_SP_IGAMMA)
-            return f32 ? SP_ISA(em_spig_igamma_f32, em_spig_igamma_f32_avx2, em_spig_igamma_f32_avx512)
-                       : SP_ISA(em_spig_igamma_f64, em_spig_igamma_f64_avx2, em_spig_igamma_f64_avx512);
-        return f32 ? SP_ISA(em_spig_igammac_f32, em_spig_igammac_f32_avx2, em_spig_igammac_f32_avx512)
-                   : SP_ISA(em_spig_igammac_f64, em_spig_igammac_f64_avx2, em_spig_igammac_f64_avx512);
+            return f32 ? SP_ISA(igamma_f32, em_spig_igamma_f32_avx2, em_spig_igamma_f32_avx512)
+                       : SP_ISA(igamma_f64, em_spig_igamma_f64_avx2, em_spig_igamma_f64_avx512);
+        return f32 ? SP_ISA(igammac_f32, em_spig_igammac_f32_avx2, em_spig_igammac_f32_avx512)
+                   : SP_ISA(igammac_f64, em_spig_igammac_f64_avx2, em_spig_igammac_f64_avx512);
     }
     return dtype == EM_F32 ? BINARY_LOOPS[op][0] : dtype == EM_F64 ? BINARY_LOOPS[op][1] : NULL;
 }

@@ -11,8 +11,10 @@
    leave the arrays as the group shrinks.  Special values, Temme's regime, the
    large-a form of the prefactor and lanes past SPIG_CAP terms take the scalar form.
 
-   Compiled once per ISA (special.c generic, special_isa_avx2.c / _avx512.c); the
-   caller provides em_sp_igam_ref, the scalar form. */
+   Compiled for AVX2 and AVX-512 with FMA (special_isa_avx2.c / _avx512.c); the
+   generic table keeps special.c's scalar loops (with SSE2's two lanes and no FMA
+   these blocks ran 2.5x slower than them).  special.c provides em_sp_igam_ref, the
+   scalar form. */
 #ifndef EMBER_SPECIAL_IGAM_IMPL_H
 #define EMBER_SPECIAL_IGAM_IMPL_H
 
@@ -227,8 +229,8 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) {
                     double cn = c0 + 1.0, yn = y0 + 1.0, zn = z0 + 2.0, yc = yn * cn;
-                    /* fused where the ISA has it: the recurrence cancels, and over
-                       tens of steps the unfused roundings cost ulps */
+                    /* fused: the recurrence cancels, and over tens of steps the
+                       unfused roundings cost tens of ulps */
                     double pk = EM_MAD(p1, zn, -(p2 * yc));
                     double qk = EM_MAD(q1, zn, -(q2 * yc));
                     /* the scalar form's test |pk/qk - ans| <= eps |pk/qk|, ans being
