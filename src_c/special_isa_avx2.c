@@ -10,7 +10,9 @@
 #include "ember_math.h"
 #include "erfinv_f64_impl.h"
 #include "special_erf_impl.h"
+#include "special_igam_impl.h"
 
 ERFINV_F64_LOOP(, em_erfinv_f64_avx2)
 SPE_LOOPS(, _avx2)
+SPIG_LOOPS(, _avx2)
 #endif

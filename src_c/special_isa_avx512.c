@@ -10,7 +10,9 @@
 #include "ember_math.h"
 #include "erfinv_f64_impl.h"
 #include "special_erf_impl.h"
+#include "special_igam_impl.h"
 
 ERFINV_F64_LOOP(__attribute__((target("prefer-vector-width=512"))), em_erfinv_f64_avx512)
 SPE_LOOPS(__attribute__((target("prefer-vector-width=512"))), _avx512)
+SPIG_LOOPS(__attribute__((target("prefer-vector-width=512"))), _avx512)
 #endif

@@ -610,7 +610,9 @@ EM_HD_INLINE double em_log_core_d(double x, double *fe, double *hf, double *sr) 
     int hi = m > 1.4142135623730951;
     m = hi ? 0.5 * m : m;
     e = hi ? e + 1 : e;
-    *fe = (double)(tiny ? e - 54 : e);
+    /* e as a double through the 2^52 bias (exact; AVX2 has no int64 -> double) */
+    *fe = em_f64_from_bits(0x4330000000000000LL + ((tiny ? e - 54 : e) + 2048)) -
+          (4503599627370496.0 + 2048.0);
     double f = m - 1.0;
     double s = f / (2.0 + f), z = s * s, w = z * z;
     double t1 = w * EM_MAD(w, EM_MAD(w, 1.531383769920937332e-01, 2.222219843214978396e-01), 3.999999999940941908e-01);
