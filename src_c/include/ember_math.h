@@ -714,30 +714,34 @@ EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
    rounds once in fma(y, 2^-64, x or x*0): the far tail rounds once into the
    subnormals (-0 past them, as torch), zeros keep their sign, +inf stays +inf
    and -inf gives NaN (inf * 0, as torch); NaN passes. */
+/* without FMA (the generic table) the multiply-adds run in double, which rounds
+   each as FMA does but for a rare double rounding: the last one must round once */
+#define EM_GELU_MAD(a, b, c) \
+    (EM_FMA_OK ? fmaf((a), (b), (c)) : (float)((double)(a) * (double)(b) + (double)(c)))
 EM_HD_INLINE float em_gelu_vf(float x) {
     float u = fabsf(x);
     int32_t ub = em_f32_bits(u);
     float uc = em_f32_from_bits(ub < 0x41822000 ? ub : 0x41822000);   /* min(u, 16.265625) */
     float w = uc * uc;
-    float p34 = EM_MADF(0.0020465117f, uc, 0.020245956f);
-    float p12 = EM_MADF(0.09141945f, uc, 0.218898f);
-    float p = EM_MADF(EM_MADF(p34, w, p12), uc, 0.25f);
-    float q12 = EM_MADF(1.2009152f, uc, 1.6734768f);
-    float q34 = EM_MADF(0.101504676f, uc, 0.46841764f);
-    float q = EM_MADF(EM_MADF(EM_MADF(0.010259568f, w, q34), w, q12), uc, 1.0f);
+    float p34 = EM_GELU_MAD(0.0020465117f, uc, 0.020245956f);
+    float p12 = EM_GELU_MAD(0.09141945f, uc, 0.218898f);
+    float p = EM_GELU_MAD(EM_GELU_MAD(p34, w, p12), uc, 0.25f);
+    float q12 = EM_GELU_MAD(1.2009152f, uc, 1.6734768f);
+    float q34 = EM_GELU_MAD(0.101504676f, uc, 0.46841764f);
+    float q = EM_GELU_MAD(EM_GELU_MAD(EM_GELU_MAD(0.010259568f, w, q34), w, q12), uc, 1.0f);
     float hh = p / q;
-    float kf = EM_MADF(w, -0.72134752044448170f, 12583359.0f);    /* 1.5 2^23 + 447 + n */
+    float kf = EM_GELU_MAD(w, -0.72134752044448170f, 12583359.0f);    /* 1.5 2^23 + 447 + n */
     float nf = kf - 12583359.0f;
-    float r2 = fmaf(-uc, uc, nf * -1.38671875f);                 /* exact product inside */
-    r2 = EM_MADF(nf, 4.24388880e-4f, r2);
+    float r2 = EM_GELU_MAD(-uc, uc, nf * -1.38671875f);                 /* exact product inside */
+    r2 = EM_GELU_MAD(nf, 4.24388880e-4f, r2);
     float rr = r2 * r2;
-    float e01 = EM_MADF(0.041666291654109955f, r2, 0.25f);
-    float e23 = EM_MADF(0.0005230681854300201f, r2, 0.005208306945860386f);
-    float s2 = EM_MADF(EM_MADF(EM_MADF(4.354925113148056e-05f, rr, e23), rr, e01), rr, r2);
+    float e01 = EM_GELU_MAD(0.041666291654109955f, r2, 0.25f);
+    float e23 = EM_GELU_MAD(0.0005230681854300201f, r2, 0.005208306945860386f);
+    float s2 = EM_GELU_MAD(EM_GELU_MAD(EM_GELU_MAD(4.354925113148056e-05f, rr, e23), rr, e01), rr, r2);
     float sc = em_f32_from_bits((int32_t)((uint32_t)em_f32_bits(kf) << 23));   /* -2^(n+64) */
-    float y = uc * (EM_MADF(hh, s2, hh + hh) * sc);
+    float y = uc * (EM_GELU_MAD(hh, s2, hh + hh) * sc);
     float xp = x > 0.0f ? x : x * 0.0f;                         /* x > 0, else -0 or NaN */
-    return EM_MADF(y, 5.421010862427522e-20f, xp);
+    return EM_GELU_MAD(y, 5.421010862427522e-20f, xp);
 }
 
 #define EM_GELU_A 0.4939231872558594f
@@ -1479,8 +1483,10 @@ EM_HD_INLINE double em_atan_vd(double x) {
 EM_HD_INLINE double em_atan2_s1_d(double y, double x, double *num, double *den, double *rng) {
     double ax = fabs(x), ay = fabs(y);
     double p = ay > ax ? ax : ay, q = ay > ax ? ay : ax;
-    /* 2^-100 above 2^960, 2^600 below 2^-600: Dekker's split (no FMA) stays finite and exact */
-    double sc = q > 9.7453140114e+288 ? 7.888609052210118e-31 : (q < 2.409919865102884e-181 ? 4.149515568880993e+180 : 1.0);
+    /* 2^-100 above 2^960, 2^600 below 2^-600 (and for p < 2^-900 while q < 2^100):
+       Dekker's split (no FMA) stays finite and exact, its low products normal */
+    int up = (q < 2.409919865102884e-181) | ((p < 1.1830521861667747e-271) & (q < 1.2676506002282294e+30));
+    double sc = q > 9.7453140114e+288 ? 7.888609052210118e-31 : (up ? 4.149515568880993e+180 : 1.0);
     p = p * sc;
     q = q == 0.0 ? 1.0 : q * sc;                 /* atan2(+-0, +-0): atan(0/1) */
     double n = p, d = q, r = 0.0;
@@ -2374,33 +2380,48 @@ EM_HD_INLINE double em_erfinv_guess_d(double y) {
 }
 /* the Newton step from x = em_erfinv_guess_d(y) (the loops run the two in separate
    passes over a block: shorter dependency chains per pass, about 1.6x faster) */
-EM_HD_INLINE double em_erfinv_newton_d(double y, double x) {
-    double a = fabs(y);
+EM_HD_INLINE double em_erfinv_quo_d(double x, double *ih) {
     /* erf(x) - a: x + x P/Q below 0.84375, erx + P1/Q1 to 1.25 (x - a, erx - a exact);
        (1 - a) - erfc(x) beyond, erfc = exp(-x^2 - 0.5625 + R/S) / x with -x^2 exact
        and the exponent's rounding carried to first order.  One division for the
        three quotients, one for 1/x. */
     double xc = x < 1.25 ? 1.25 : x;
-    double ih = 1.0 / xc;
+    *ih = 1.0 / xc;
     double z = x * x;
     double num = x < 0.84375 ? em_erf_pq_num_d(z) : em_erf_mid_p_d(x - 1.0);
     double den = x < 0.84375 ? em_erf_pq_den_d(z) : em_erf_mid_q_d(x - 1.0);
     double rn, rd;
-    em_erfinv_rs_d(xc, ih * ih, &rn, &rd);
+    em_erfinv_rs_d(xc, *ih * *ih, &rn, &rd);
     num = x < 1.25 ? num : rn;
     den = x < 1.25 ? den : rd;
-    double quo = num / den;
-    double r1 = EM_MAD(x, quo, x - a);
+    return num / den;
+}
+/* the rest of the step from the quotient and 1/max(x, 1.25) */
+EM_HD_INLINE double em_erfinv_step_d(double y, double x, double quo, double ih) {
+    double a = fabs(y), xc = x < 1.25 ? 1.25 : x;
+#if EM_FMA_OK
+    double r1 = fma(x, quo, x - a);
+#else
+    /* x quo in two parts: its rounding would move x by up to 0.2 ulp */
+    double xq = x * quo, r1 = (xq + (x - a)) + em_prod_err_d(x, quo, xq);
+#endif
     double r2 = (8.45062911510467529297e-01 - a) + quo;
     double a2 = xc * xc, a2l = em_prod_err_d(xc, xc, a2);
     double m = (-0.5625 - a2l) + quo;
     double e = m - a2, el = em_twosum_err(m, -a2, e);
     double ex = em_erfinv_exp_d(e);                  /* -40 < e < -1.5 */
-    double r3 = (1.0 - a) - EM_MAD(ex, el, ex) * ih;
+    /* erfc = ex (1 + el) (ih + il), its leading product split off exactly: (1 - a)
+       less it is exact (Sterbenz), so erfc keeps about the exponential's error */
+    double il = em_rem_d(1.0, ih, xc) * ih, eh = ex * ih;
+    double r3 = ((1.0 - a) - eh) - (em_prod_err_d(ex, ih, eh) + ex * EM_MAD(el, ih, il));
     double res = x < 0.84375 ? r1 : r2;
     res = x < 1.25 ? res : r3;
     x = x - res * (0.88622692545275801365 * em_exp_f32d(x * x));
     return copysign(x, y);
+}
+EM_HD_INLINE double em_erfinv_newton_d(double y, double x) {
+    double ih, quo = em_erfinv_quo_d(x, &ih);
+    return em_erfinv_step_d(y, x, quo, ih);
 }
 EM_HD_INLINE double em_erfinv_vd(double y) {
     return em_erfinv_newton_d(y, em_erfinv_guess_d(y));
