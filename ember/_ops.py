@@ -417,6 +417,11 @@ _IMPL_MODULES = ("ember._C.elementwise", "ember._C.matmul", "ember._C.conv",
                  "ember._C.cplx", "ember._C.special", "ember._linalg_legacy", "ember._spectral",
                  "ember._composite")
 
+# ops whose kernel writes out= directly, each element read before it is written at the
+# same index: their in-place form passes out=self when autograd records nothing
+_OUT_IS_SELF = frozenset({"lerp"})
+
+
 def _composed_inplace(fn, name: str):
     """``Tensor.name_`` from the out-of-place op: self may not overlap its operands, the
     result must keep self's shape and be castable to its dtype (torch's rules), then it
@@ -425,6 +430,11 @@ def _composed_inplace(fn, name: str):
 
     def op_(self, *args, **kwargs):
         core._check_written(self, args, name + "_")
+        if name in _OUT_IS_SELF and not (core.is_grad_enabled() and any(
+                getattr(t, "requires_grad", False) for t in (self, *args))):
+            shapes = [t.shape for t in args if isinstance(t, core.TensorBase)]
+            if core.broadcast_shapes(self.shape, *shapes) == self.shape:
+                return fn(self, *args, out=self, **kwargs)
         # under autograd the op reads a copy: its backward may need self's old value
         src = self.clone() if self.requires_grad and core.is_grad_enabled() else self
         r = fn(src, *args, **kwargs)

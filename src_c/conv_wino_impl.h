@@ -20,10 +20,19 @@
 #define WI_CAT(a, b) WI_CAT2(a, b)
 #define WI_PUB(name) WI_CAT(name, WI_SFX)
 
-/* tiles per block: the forward's V and M of a block stay in L2 */
+/* tiles per block of the forward: WI_FWD_TILES, or up to WI_FWD_TILES_MAX
+   while the block's V and M (36 (C + K) floats a tile) take at most
+   WI_FWD_BYTES.  Few channels make short GEMMs (32 -> 64 channels: 36 of 64 x
+   63 x 32 a block), whose set-up and packing of the filters a wider block
+   spreads over more tiles: 256 tiles instead of 64 took 0.8-0.85x the time of
+   the forward at 32 -> 64 channels on 26x26 and 64 -> 64 on 56x56, and 0.9x
+   at 32 -> 32 on 64x64 (1 thread, process CPU time), though V and M then
+   leave L2; 128 -> 128 stays near 64 tiles, where the bound takes it. */
 #ifndef WI_FWD_TILES
 #define WI_FWD_TILES 64
 #endif
+#define WI_FWD_TILES_MAX 256
+#define WI_FWD_BYTES ((int64_t)4 << 20)
 #define WI_WG_TILES 128
 /* the weight gradient's fixed slices of blocks, and the memory their partial
    sums may take */
@@ -201,9 +210,12 @@ static inline void wi_put6(const wv *v, int64_t n, float *out, int64_t sxi, int6
 
 /* The 36 transform-domain values of a row of TW input patches: the strip's 6
    padded rows start at d (row stride ld); value xi of tile tw goes to
-   out[xi*sxi + tw*st]. */
+   out[xi*sxi + tw*st].  With over (st == 1), the last vector is stored whole,
+   up to WV - 1 floats past the row's last tile: a row of 6 or 7 tiles (24-28
+   wide images) then takes 6 vector stores per plane row instead of 42 scalar
+   ones (the caller leaves room, or writes those floats later). */
 static void wi_in_row(const float *d, int64_t ld, int64_t TW, float *ws, float *out, int64_t sxi,
-                      int64_t st) {
+                      int64_t st, int over) {
     const int64_t L = wi_strip(TW), Lc = wi_ld_cols(TW);
     float *t = ws;
     /* B^T down the columns of the strip */
@@ -225,7 +237,7 @@ static void wi_in_row(const float *d, int64_t ld, int64_t TW, float *ws, float *
             wi_deal(row + 4 * (k + WV), &a2, &b2, &c2, &e2);
             WI_BT(a, b, c, e, __builtin_shuffle(a, a2, WI_NEXT), __builtin_shuffle(b, b2, WI_NEXT),
                   v[0], v[1], v[2], v[3], v[4], v[5]);
-            wi_put6(v, wi_min(WV, TW - k), o + k * st, sxi, st);
+            wi_put6(v, over ? WV : wi_min(WV, TW - k), o + k * st, sxi, st);
             a = a2, b = b2, c = c2, e = e2;
         }
     }
@@ -338,7 +350,13 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
     const int64_t N = s->N, C = s->C, K = s->K, HW = s->H * s->W, P = s->Ho * s->Wo;
     const int64_t TH = wi_cdiv(s->Ho, 4), TW = wi_cdiv(s->Wo, 4), rows = N * TH;
     if (rows == 0 || K == 0) return 0;
-    const int64_t RB = wi_max(1, WI_FWD_TILES / TW), TB = RB * TW, nblk = wi_cdiv(rows, RB);
+    /* TB: a block's tiles and a vector of room for wi_in_row's whole-vector
+       stores (each tile row's overhang lands on the next row, written after it) */
+    const int64_t tiles = wi_min(WI_FWD_TILES_MAX, wi_max(WI_FWD_TILES,
+                                 WI_FWD_BYTES / (36 * (C + K) * (int64_t)sizeof(float))));
+    const int64_t RB = wi_max(1, tiles / TW), TB = RB * TW + WV;
+    /* threads as for blocks of WI_FWD_TILES: the shares are of tile rows */
+    const int64_t nblk = wi_cdiv(rows, wi_max(1, WI_FWD_TILES / TW));
     const int64_t ld = wi_ld_cols(TW), npad = wi_pad_rows(0, wi_min(RB, TH)) * ld;
     /* V (36, C, TB) and M (36, K, TB), each of the 36 planes a cache line further
        than a multiple of the block (planes 2^k bytes apart share L1 sets) */
@@ -373,7 +391,7 @@ int WI_PUB(ember_wino_fwd_f32)(const ember_wino_shape *s, const float *x, const 
                            wi_pad_rows(th0, th1), s->pw, ld, pad);
                     for (int64_t th = th0; th < th1; th++)
                         wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws,
-                                  V + c * TB + (q0 + th - th0) * TW, sv, 1);
+                                  V + c * TB + (q0 + th - th0) * TW, sv, 1, 1);
                 }
                 q0 += th1 - th0;
             }
@@ -499,7 +517,7 @@ int WI_PUB(ember_wino_wgrad_f32)(const ember_wino_shape *s, const float *x, cons
                             for (int64_t th = th0; th < th1; th++) {
                                 float *o = tmp + cl * 36 * TS + (th - th0) * TW;
                                 if (is_x)
-                                    wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
+                                    wi_in_row(pad + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1, 0);
                                 else
                                     wi_dy_row(pady + 4 * (th - th0) * ld, ld, TW, ws, o, TS, 1);
                             }

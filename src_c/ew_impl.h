@@ -211,6 +211,7 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
+/* lerp: torch's two forms, x + t (y - x) where |t| < 0.5, else y - (y - x)(1 - t) */
 #define LERP_LOOP(name, TY)                                                              \
     static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
         (void)aux;                                                                      \
@@ -219,7 +220,7 @@ typedef uint8_t em_bool;
             /* scalar weight (optimizers' moving averages): one branch-free loop */     \
             const T t = *(const T *)w; T *oo = (T *)o;                                  \
             const T *xx = (const T *)a, *yy = (const T *)b;                             \
-            if (t < 0.5) { for (int64_t i = 0; i < n; i++) oo[i] = xx[i] + t * (yy[i] - xx[i]); } \
+            if (fabs(t) < 0.5) { for (int64_t i = 0; i < n; i++) oo[i] = xx[i] + t * (yy[i] - xx[i]); } \
             else { for (int64_t i = 0; i < n; i++) oo[i] = yy[i] - (yy[i] - xx[i]) * (1 - t); } \
             return;                                                                     \
         }                                                                               \
@@ -229,13 +230,13 @@ typedef uint8_t em_bool;
             for (int64_t i = 0; i < n; i++) {                                           \
                 T x = xx[i], y = yy[i], t = ww[i];                                      \
                 T lo = x + t * (y - x), hi = y - (y - x) * (1 - t);                     \
-                oo[i] = (t < 0.5) ? lo : hi;                                            \
+                oo[i] = (fabs(t) < 0.5) ? lo : hi;                                      \
             }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2], w += s[3]) {   \
             T x = *(const T *)a, y = *(const T *)b, t = *(const T *)w;                  \
-            *(T *)o = (t < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);              \
+            *(T *)o = (fabs(t) < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);        \
         }                                                                               \
     }
 
@@ -255,6 +256,27 @@ typedef uint8_t em_bool;
         char *o = p[0]; const char *x = p[1], *y = p[2], *w = p[3];                     \
         for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], y += s[2], w += s[3]) {   \
             T a = *(const T *)x, b = *(const T *)y, c = *(const T *)w; *(T *)o = (EXPR); \
+        }                                                                               \
+    }
+
+/* clamp with tensor bounds: maximum then minimum in one pass, each the binary op's
+   expression (NaN in x or in a bound propagates; lo > hi gives hi, as torch) */
+#define CLAMP3_LOOP(name, TY, MAXE, MINE)                                                \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
+        (void)aux;                                                                      \
+        const int64_t z = sizeof(T);                                                    \
+        if (s[0] == z && s[1] == z && s[2] == z && s[3] == z) {                         \
+            T *o = (T *)p[0];                                                           \
+            const T *xx = (const T *)p[1], *ll = (const T *)p[2], *hh = (const T *)p[3]; \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                T a = xx[i], b = ll[i]; T m = (MAXE); a = m; b = hh[i]; o[i] = (MINE);  \
+            }                                                                           \
+            return;                                                                     \
+        }                                                                               \
+        char *o = p[0]; const char *x = p[1], *l = p[2], *h = p[3];                     \
+        for (int64_t i = 0; i < n; i++, o += s[0], x += s[1], l += s[2], h += s[3]) {   \
+            T a = *(const T *)x, b = *(const T *)l; T m = (MAXE);                       \
+            a = m; b = *(const T *)h; *(T *)o = (MINE);                                 \
         }                                                                               \
     }
 
@@ -674,6 +696,12 @@ ADDC_LOOP(addcmul_f32, float, EM_MADF(v * b, c, a))
 ADDC_LOOP(addcmul_f64, double, EM_MAD(v * b, c, a))
 ADDC_LOOP(addcdiv_f32, float, a + v * b / c)
 ADDC_LOOP(addcdiv_f64, double, a + v * b / c)
+#define FMAXE_ ({ T m_ = a > b ? a : b; a != a ? a : m_; })
+#define FMINE_ ({ T m_ = a < b ? a : b; a != a ? a : m_; })
+#define MK_CLAMP3(op, T, sfx, X_) CLAMP3_LOOP(clamp3_##sfx, T, a > b ? a : b, a < b ? a : b)
+FOR_INTS(MK_CLAMP3, clamp3, _)
+CLAMP3_LOOP(clamp3_f32, float, FMAXE_, FMINE_)
+CLAMP3_LOOP(clamp3_f64, double, FMAXE_, FMINE_)
 
 /* logaddexp2: float32 with double inside (ember_math.h); float64 with the exponent
    added to 2^-d's bits, libm-free em_logaddexp2_vd per block past |a - b| = 1020 */
@@ -796,6 +824,10 @@ const em_ew_table *EW_TABLE_FN(void) {
     tab.addcmul[EM_F64] = addcmul_f64;
     tab.addcdiv[EM_F32] = addcdiv_f32;
     tab.addcdiv[EM_F64] = addcdiv_f64;
+    tab.clamp3[EM_U8] = clamp3_u8; tab.clamp3[EM_I8] = clamp3_i8;
+    tab.clamp3[EM_I16] = clamp3_i16; tab.clamp3[EM_I32] = clamp3_i32;
+    tab.clamp3[EM_I64] = clamp3_i64; tab.clamp3[EM_F32] = clamp3_f32;
+    tab.clamp3[EM_F64] = clamp3_f64;
     tab_ready = 1;
     return &tab;
 }

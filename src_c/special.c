@@ -1459,7 +1459,7 @@ static double sp_airy_ai(double x) {
             afn = afn * (z * z) + AFN[index];
         }
 
-        double afd = 0.0;
+        double afd = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 8; index++) {
             afd = afd * (z * z) + AFD[index];
@@ -1471,7 +1471,7 @@ static double sp_airy_ai(double x) {
             agn = agn * (z * z) + AGN[index];
         }
 
-        double agd = 0.0;
+        double agd = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 10 - 1; index++) {
             agd = agd * (z * z) + AGD[index];
@@ -1566,7 +1566,7 @@ static double sp_bessel_j0(double x) {
             rp = rp * (x * x) + RP[index];
         }
 
-        double rq = 0.0;
+        double rq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 7; index++) {
             rq = rq * (x * x) + RQ[index];
@@ -1593,7 +1593,7 @@ static double sp_bessel_j0(double x) {
         qp = qp * ((double)(25.0) / (x * x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(25.0) / (x * x)) + QQ[index];
@@ -1626,7 +1626,7 @@ static double sp_bessel_j1(double x) {
             rp = rp * (x * x) + RP[index];
         }
 
-        double rq = 0.0;
+        double rq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 7; index++) {
             rq = rq * (x * x) + RQ[index];
@@ -1653,7 +1653,7 @@ static double sp_bessel_j1(double x) {
         qp = qp * ((double)(5.0) / x * ((double)(5.0) / x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(5.0) / x * ((double)(5.0) / x)) + QQ[index];
@@ -1690,7 +1690,7 @@ static double sp_bessel_y0(double x) {
             yp = yp * (x * x) + YP[index];
         }
 
-        double yq = 0.0;
+        double yq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 6; index++) {
             yq = yq * (x * x) + YQ[index];
@@ -1717,7 +1717,7 @@ static double sp_bessel_y0(double x) {
         qp = qp * ((double)(25.0) / (x * x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(25.0) / (x * x)) + QQ[index];
@@ -1754,7 +1754,7 @@ static double sp_bessel_y1(double x) {
             yp = yp * (x * x) + YP[index];
         }
 
-        double yq = 0.0;
+        double yq = 1.0;  /* p1evl: implied leading 1 */
 
         for (uint8_t index = 0; index <= 7; index++) {
             yq = yq * (x * x) + YQ[index];
@@ -1781,7 +1781,7 @@ static double sp_bessel_y1(double x) {
         qp = qp * ((double)(5.0) / x * ((double)(5.0) / x)) + QP[index];
     }
 
-    double qq = 0.0;
+    double qq = 1.0;  /* p1evl: implied leading 1 */
 
     for (uint8_t index = 0; index <= 6; index++) {
         qq = qq * ((double)(5.0) / x * ((double)(5.0) / x)) + QQ[index];
@@ -2578,7 +2578,14 @@ static double sp_polygamma(int64_t n, double x, double fac) {
     return fac * z;
 }
 static double sp_polygamma_fac(int64_t n) {
-    return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0));
+    /* n! as a product (exact to 22!, then one rounding a factor) where it is finite:
+       exp(lgamma) is off by up to |lgamma| ulps */
+    double f = 1.0;
+    if (n <= 170)
+        for (int64_t k = 2; k <= n; k++) f *= (double)k;
+    else
+        f = exp(lgamma((double)n + 1.0));
+    return ((n % 2) ? 1.0 : -1.0) * f;
 }
 
 static double sp_xlog1py(double x, double y) {
@@ -3039,16 +3046,22 @@ SP_BESSEL_LOOPS(__attribute__((target("prefer-vector-width=512"), optimize("fp-c
 
 #define SP_BESSEL_PICK(NAME) SP_ISA(NAME, NAME##_avx2, NAME##_avx512)
 
-/* polygamma(n, x): trigamma's loop for n = 1, the scalar loop otherwise */
-#define SP_POLYGAMMA_LOOP(T)                                                             \
+em_loop em_sp_zeta_loop(int poly, int dtype);
+
+/* polygamma(n, x): trigamma's loop for n = 1, the zeta loop (special_zeta_impl.h)
+   for 2 <= n <= 30, the scalar loop otherwise */
+#define SP_POLYGAMMA_LOOP(T, DT)                                                         \
     static void polygamma_vec_##T(char **p, const int64_t *s, int64_t n, const void *aux) { \
-        if (*(const int64_t *)aux != 1)                                                  \
-            polygamma_##T(p, s, n, aux);                                                 \
-        else                                                                             \
+        int64_t order = *(const int64_t *)aux;                                           \
+        if (order == 1)                                                                  \
             SP_BESSEL_PICK(trigamma_vec_##T)(p, s, n, aux);                              \
+        else if (order >= 2 && order <= 30)                                              \
+            em_sp_zeta_loop(1, DT)(p, s, n, aux);                                        \
+        else                                                                             \
+            polygamma_##T(p, s, n, aux);                                                 \
     }
-SP_POLYGAMMA_LOOP(f32)
-SP_POLYGAMMA_LOOP(f64)
+SP_POLYGAMMA_LOOP(f32, EM_F32)
+SP_POLYGAMMA_LOOP(f64, EM_F64)
 
 /* the vectorised loop of a unary op, or NULL where special.c's table holds it */
 static em_loop sp_bessel_unary(int op, int dtype) {
@@ -3079,6 +3092,14 @@ static const em_loop BINARY_LOOPS[EM_SP_NBINARY][2] = {
     PAIR(cheb_v), PAIR(cheb_w), PAIR(scheb_t), PAIR(scheb_u), PAIR(scheb_v), PAIR(scheb_w),
     PAIR(herm_h), PAIR(herm_he), PAIR(laguerre), PAIR(legendre),
 };
+
+/* polygamma's scalar form and its factor, for the zeta loop's rare lanes */
+double em_sp_polygamma_ref(int64_t n, double x, double fac) {
+    return sp_polygamma(n, x, fac);
+}
+double em_sp_polygamma_fac(int64_t n) {
+    return sp_polygamma_fac(n);
+}
 
 double em_digamma(double x) {
     return sp_digamma(x);
@@ -3131,6 +3152,8 @@ em_loop em_special_unary(int op, int dtype) {
 
 em_loop em_special_binary(int op, int dtype) {
     if (op < 0 || op >= EM_SP_NBINARY) return NULL;
+    if (op == EM_SP_ZETA && (dtype == EM_F32 || dtype == EM_F64))
+        return em_sp_zeta_loop(0, dtype);
     em_loop vec = em_sp_bessel_loop(1, op, dtype);
     if (vec) return vec;
     return dtype == EM_F32 ? BINARY_LOOPS[op][0] : dtype == EM_F64 ? BINARY_LOOPS[op][1] : NULL;

@@ -10,10 +10,15 @@
 #include "ember_special.h"
 #include "ember_math.h"
 #include "special_bessel_impl.h"
+#include "special_zeta_impl.h"
 
 SPB_ALL_LOOPS(, spb_a2)
+SPZ_ALL_LOOPS(, spz_a2)
 
 em_loop em_sp_bessel_avx2(int binary, int op, int dtype) {
     SPB_PICK(spb_a2, binary, op, dtype);
+}
+em_loop em_sp_zeta_avx2(int poly, int dtype) {
+    SPZ_PICK(spz_a2, poly, dtype);
 }
 #endif

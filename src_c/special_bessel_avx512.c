@@ -10,10 +10,15 @@
 #include "ember_special.h"
 #include "ember_math.h"
 #include "special_bessel_impl.h"
+#include "special_zeta_impl.h"
 
 SPB_ALL_LOOPS(__attribute__((target("prefer-vector-width=512"))), spb_a5)
+SPZ_ALL_LOOPS(__attribute__((target("prefer-vector-width=512"))), spz_a5)
 
 em_loop em_sp_bessel_avx512(int binary, int op, int dtype) {
     SPB_PICK(spb_a5, binary, op, dtype);
+}
+em_loop em_sp_zeta_avx512(int poly, int dtype) {
+    SPZ_PICK(spz_a5, poly, dtype);
 }
 #endif

@@ -35,6 +35,15 @@ SPB_INLINE double spb_polevl(double x, const double *c, int n) {
     return v;
 }
 
+/* Horner's rule with an implied leading coefficient 1 (Cephes p1evl): the
+   denominators RQ, QQ, YQ, AFD and AGD are stored without it */
+SPB_INLINE double spb_p1evl(double x, const double *c, int n) {
+    double v = x + c[0];
+    _Pragma("GCC unroll 32")
+    for (int i = 1; i < n; i++) v = EM_MAD(v, x, c[i]);
+    return v;
+}
+
 /* t q - p of Clenshaw's step in one rounding with FMA; without it (the generic
    table) t q's rounding error is added back (Dekker's product): a plain product
    costs a few ulps over the series' 25-30 steps */
@@ -93,7 +102,7 @@ SPB_INLINE void spb_sincos(double x, double *s, double *c) {
 
 SPB_INLINE double spb_j0_small(double x) {
     double z = x * x;
-    double rp = spb_polevl(z, SPB_J0_RP, 4), rq = spb_polevl(z, SPB_J0_RQ, 8);
+    double rp = spb_polevl(z, SPB_J0_RP, 4), rq = spb_p1evl(z, SPB_J0_RQ, 8);
     double r = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) * rp / rq;
     return fabs(x) < 0.00001 ? 1.0 - z / 4.0 : r;
 }
@@ -102,7 +111,7 @@ SPB_INLINE double spb_j0_small(double x) {
 SPB_INLINE double spb_jy_large(double x, double w, double phase, const double *PP,
                                const double *PQ, const double *QP, const double *QQ, int y) {
     double pp = spb_polevl(w, PP, 7), pq = spb_polevl(w, PQ, 7);
-    double qp = spb_polevl(w, QP, 8), qq = spb_polevl(w, QQ, 7);
+    double qp = spb_polevl(w, QP, 8), qq = spb_p1evl(w, QQ, 7);
     double s, c;
     spb_sincos(x - phase, &s, &c);
     double a = pp / pq, b = 5.0 / x * (qp / qq);
@@ -119,7 +128,7 @@ SPB_INLINE double spb_j0_large(double x) {
 /* odd: the rational form keeps x's sign (as -J1(-x) rounds) */
 SPB_INLINE double spb_j1_small(double x) {
     double z = x * x;
-    double rp = spb_polevl(z, SPB_J1_RP, 4), rq = spb_polevl(z, SPB_J1_RQ, 8);
+    double rp = spb_polevl(z, SPB_J1_RP, 4), rq = spb_p1evl(z, SPB_J1_RQ, 8);
     return rp / rq * x * (z - 1.46819706421238932572e+01) * (z - 4.92184563216946036703e+01);
 }
 
@@ -133,7 +142,7 @@ SPB_INLINE double spb_j1_large(double x) {
 /* 0 < x <= 5 */
 SPB_INLINE double spb_y0_small(double x) {
     double z = x * x;
-    double yp = spb_polevl(z, SPB_Y0_YP, 8), yq = spb_polevl(z, SPB_Y0_YQ, 7);
+    double yp = spb_polevl(z, SPB_Y0_YP, 8), yq = spb_p1evl(z, SPB_Y0_YQ, 7);
     return yp / yq + (SPB_2_PI * em_log_d(x) * spb_j0_small(x));
 }
 
@@ -144,7 +153,7 @@ SPB_INLINE double spb_y0_large(double x) {
 
 SPB_INLINE double spb_y1_small(double x) {
     double z = x * x;
-    double yp = spb_polevl(z, SPB_Y1_YP, 6), yq = spb_polevl(z, SPB_Y1_YQ, 8);
+    double yp = spb_polevl(z, SPB_Y1_YP, 6), yq = spb_p1evl(z, SPB_Y1_YQ, 8);
     return x * (yp / yq) + (SPB_2_PI * (spb_j1_small(x) * em_log_d(x) - 1.0 / x));
 }
 
@@ -230,8 +239,8 @@ SPB_INLINE double spb_sph_j0(double x) {
 SPB_INLINE double spb_airy_neg(double x) {
     double r3 = -2.0 * x * sqrt(-x) / 3.0;
     double z = 1.0 / r3, zz = z * z;
-    double afn = spb_polevl(zz, SPB_AI_AFN, 9), afd = spb_polevl(zz, SPB_AI_AFD, 9);
-    double agn = spb_polevl(zz, SPB_AI_AGN, 11), agd = spb_polevl(zz, SPB_AI_AGD, 10);
+    double afn = spb_polevl(zz, SPB_AI_AFN, 9), afd = spb_p1evl(zz, SPB_AI_AFD, 9);
+    double agn = spb_polevl(zz, SPB_AI_AGN, 11), agd = spb_p1evl(zz, SPB_AI_AGD, 10);
     double t = r3 + 0.25 * 3.14159265358979323846;
     double s, c;
     spb_sincos(t, &s, &c);

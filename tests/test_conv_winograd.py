@@ -7,7 +7,9 @@ Accuracy: the transforms grow magnitudes before the products (B^T d B up to ~10x
 per dimension, A^T up to 8x), so the error is measured against the largest
 output, not elementwise.  Measured on 64 -> 64 channels, 32x32, float32 inputs:
 max |error| / max |reference| ~6e-6 forward, ~7e-6 input gradient, ~1.2e-5
-weight gradient (PyTorch's own float32 paths: ~3e-7, ~3e-7, ~2e-6)."""
+weight gradient (PyTorch's own float32 paths: ~3e-7, ~3e-7, ~2e-6); the input
+gradient of 32 -> 64 channels at 26x26 (tiles overhanging the image) ~7e-6
+(the im2col path it replaces: ~2e-7)."""
 
 import numpy as np
 import pytest
@@ -81,6 +83,15 @@ HITS = [(2, 64, 64, 16, 16, 1),       # the ResNet block's shape, smaller
         (1, 32, 16, 24, 20, 1)]       # batch 1, unequal channels
 
 
+# input gradients whose 4x4 tiles overhang the image (sides no multiple of 4) with
+# fewer than 64 channels: rows of 7 tiles (26 wide), of 10 (38: a whole vector
+# and a part), of 5 (18, 19), and the input transform's whole-vector stores past
+# each tile row; 12 images of 7 tile rows make 3 forward blocks on 1 thread
+# (36 + 36 + 12 rows) and 36 + 6 on each of 2
+OVERHANG = [(2, 32, 64, 26, 26, 0), (2, 32, 64, 26, 26, 1), (3, 32, 24, 22, 38, 1),
+            (2, 24, 16, 30, 18, 1), (2, 20, 16, 27, 19, 1), (12, 16, 24, 26, 26, 1)]
+
+
 @pytest.mark.parametrize("n,c,k,h,w,pad", HITS)
 def test_winograd_vs_torch(n, c, k, h, w, pad):
     x, wt, b, dy = case(n, c, k, h, w, pad)
@@ -147,8 +158,9 @@ def test_strided_and_noncontiguous_inputs():
 def test_bit_identical_across_threads(n, c, k, h, w, pad):
     """Winograd's three passes and the im2col paths (the weight gradient's image
     slices included) give the same bits on 1 and 2 threads; 5 images of 7 tile
-    rows split between two threads mid-block (the forward's 35 rows in blocks
-    of 9), and their weight gradient's 5 slices summed by both threads"""
+    rows split between two threads mid-image (the forward's 35 rows in one
+    block on one thread, 17 + 18 on two), and their weight gradient's 5 slices
+    summed by both threads"""
     x, wt, b, dy = case(n, c, k, h, w, pad)
     old = ember.get_num_threads()
     try:
@@ -175,20 +187,21 @@ def test_bit_identical_across_threads_1x1_weight_grad():
     np.testing.assert_array_equal(got[0], got[1])
 
 
+@pytest.mark.parametrize("shape", [HITS[1], OVERHANG[2], OVERHANG[-1]])
 @pytest.mark.parametrize("isa", [0, 1])
-def test_lower_isa_variants(isa):
+def test_lower_isa_variants(isa, shape):
     """the generic (4-lane) and AVX2 builds of the transforms and the GEMM"""
     hw = L._kernel_isa()
     if isa > hw:
         pytest.skip("CPU lacks this ISA")
-    x, wt, b, dy = case(*HITS[1])
+    x, wt, b, dy = case(*shape)
     try:
         assert L._set_kernel_isa(isa) == isa
-        got = ours(x, wt, b, dy, HITS[1][-1])
+        got = ours(x, wt, b, dy, shape[-1])
     finally:
         L._set_kernel_isa(-1)
     assert L._kernel_isa() == hw
-    for g, ref, what in zip(got, refs(x, wt, b, dy, HITS[1][-1]), ("y", "dx", "dw")):
+    for g, ref, what in zip(got, refs(x, wt, b, dy, shape[-1]), ("y", "dx", "dw")):
         check(g, ref, what)
 
 
@@ -247,17 +260,25 @@ def test_direct_weight_grad_vs_torch(shape, kw):
         ember.set_num_threads(old)
 
 
-def test_input_grad_of_few_channels_skips_winograd_off_multiples_of_4():
-    """an input gradient of fewer than 64 channels whose sides are no multiple of
-    4 (the tiles would overhang) takes the GEMM path; the forward stays Winograd"""
-    x, wt, b, dy = case(2, 32, 64, 26, 26, 0)
-    on = ours(x, wt, b, dy, 0)
+@pytest.mark.parametrize("n,c,k,h,w,pad", OVERHANG)
+def test_input_grad_winograd_off_multiples_of_4(n, c, k, h, w, pad):
+    """these input gradients take Winograd (their bits differ from the im2col
+    path's), as accurate as the forward, the same bits on 1 and 2 threads"""
+    x, wt, b, dy = case(n, c, k, h, w, pad)
+    on = ours(x, wt, b, dy, pad)
     try:
         L._winograd(False)
-        off = ours(x, wt, b, dy, 0)
+        off = ours(x, wt, b, dy, pad)
     finally:
         L._winograd(True)
-    assert not np.array_equal(on[0], off[0])
-    np.testing.assert_array_equal(on[1], off[1])
-    for got, ref, what in zip(on, refs(x, wt, b, dy, 0), ("y", "dx", "dw")):
+    assert not np.array_equal(on[1], off[1])
+    for got, ref, what in zip(on, refs(x, wt, b, dy, pad), ("y", "dx", "dw")):
         check(got, ref, what)
+    old = ember.get_num_threads()
+    try:
+        ember.set_num_threads(2)
+        two = ours(x, wt, b, dy, pad)
+    finally:
+        ember.set_num_threads(old)
+    for a, o in zip(on, two):
+        np.testing.assert_array_equal(a, o)

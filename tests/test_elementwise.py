@@ -217,17 +217,87 @@ def test_where_with_scalar_sides_matches_numpy(dtype):
 def test_lerp_tensor_weight_contiguous_equals_strided_and_torch(dtype):
     n = 4099
     a, b = ((rng.standard_normal(2 * n) * 3).astype(dtype) for _ in range(2))
-    w = rng.uniform(-0.5, 1.5, 2 * n).astype(dtype)
-    w[:8] = [0.0, 0.5, 1.0, 0.4999, 0.5001, -0.25, 1.25, np.nan]
+    w = rng.uniform(-1.5, 1.5, 2 * n).astype(dtype)
+    w[:10] = [0.0, 0.5, 1.0, 0.4999, 0.5001, -0.25, 1.25, np.nan, -0.5, -0.4999]
     ea, eb, ew = (ember.tensor(v) for v in (a, b, w))
     contiguous = ember.lerp(ea[:n], eb[:n], ew[:n]).numpy()
     strided = ember.lerp(ea[::2], eb[::2], ew[::2]).numpy()
-    ref = np.where(w < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    ref = np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
     np.testing.assert_array_equal(contiguous, ref[:n].astype(dtype))
     np.testing.assert_array_equal(strided, ref[::2].astype(dtype))
+    for t in (-0.75, -0.5, -0.25, 0.25, 0.75):               # a scalar weight: the same forms
+        r = a + t * (b - a) if abs(t) < 0.5 else b - (b - a) * (1 - t)
+        np.testing.assert_array_equal(ember.lerp(ea, eb, t).numpy(), r.astype(dtype))
     torch = pytest.importorskip("torch")
     t = torch.lerp(torch.from_numpy(a[:n]), torch.from_numpy(b[:n]), torch.from_numpy(w[:n]))
     np.testing.assert_allclose(contiguous, t.numpy(), rtol=0, atol=4 * np.finfo(dtype).eps * 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.int8,
+                                   np.uint8])
+def test_clamp_with_two_tensor_bounds_matches_maximum_then_minimum(dtype):
+    # one pass over x and both bounds: the same bits as minimum(maximum(x, lo), hi),
+    # NaN in any operand propagating and lo > hi giving hi
+    n = 3001
+    if np.dtype(dtype).kind == "f":
+        x, lo, hi = ((rng.standard_normal(n) * 2).astype(dtype) for _ in range(3))
+        x[::7], lo[::11], hi[::13] = np.nan, np.nan, np.nan
+        lo[:4], hi[:4], x[:4] = [0.0, -0.0, 1.0, np.inf], [-0.0, 0.0, -1.0, -np.inf], 0.5
+    else:
+        x, lo, hi = (rng.integers(0, 100, n).astype(dtype) for _ in range(3))
+    ex, el, eh = (ember.tensor(v) for v in (x, lo, hi))
+    ref = ember.minimum(ember.maximum(ex, el), eh).numpy()
+    np.testing.assert_array_equal(ember.clamp(ex, el, eh).numpy(), ref)
+    np.testing.assert_array_equal(np.isnan(ref) if ref.dtype.kind == "f" else ref,
+                                  np.isnan(x) | np.isnan(lo) | np.isnan(hi)
+                                  if ref.dtype.kind == "f"
+                                  else np.minimum(np.maximum(x, lo), hi))
+    # broadcast bounds, a transposed input, out=
+    m = ex[:1200].reshape(30, 40)
+    got = ember.clamp(m.t(), el[:30].reshape(1, 30), eh[:40].reshape(40, 1))
+    want = ember.minimum(ember.maximum(m.t(), el[:30].reshape(1, 30)), eh[:40].reshape(40, 1))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    o = ember.empty(n, dtype=ex.dtype)
+    assert ember.clamp(ex, el, eh, out=o) is o
+    np.testing.assert_array_equal(o.numpy(), ref)
+    torch = pytest.importorskip("torch")
+    t = torch.clamp(torch.from_numpy(x), torch.from_numpy(lo), torch.from_numpy(hi))
+    np.testing.assert_array_equal(ember.clamp(ex, el, eh).numpy(), t.numpy())
+
+
+def test_clamp_tensor_bounds_gradients_and_mixed_dtypes_use_the_composite():
+    x = ember.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    lo, hi = ember.tensor([-1.0, -1.0, -1.0]), ember.tensor([1.0, 1.0, 1.0])
+    ember.clamp(x, lo, hi).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
+    r = ember.clamp(ember.tensor([1, 5, 9]), ember.tensor([2.5, 2.5, 2.5]),
+                    ember.tensor([7.0, 7.0, 7.0]))
+    assert r.dtype == ember.float32
+    np.testing.assert_array_equal(r.numpy(), [2.5, 5.0, 7.0])
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.7])
+def test_lerp_out_is_written_directly_and_may_alias_the_input(weight):
+    a, b = (ember.tensor(rng.standard_normal(1001).astype(np.float32)) for _ in range(2))
+    ref = ember.lerp(a, b, weight).numpy()
+    o = ember.empty(1001)
+    assert ember.lerp(a, b, weight, out=o) is o
+    np.testing.assert_array_equal(o.numpy(), ref)
+    a2 = a.clone()
+    assert ember.lerp(a2, b, weight, out=a2) is a2          # the optimizers' moving average
+    np.testing.assert_array_equal(a2.numpy(), ref)
+    o64 = ember.empty(1001, dtype=ember.float64)              # another dtype: cast on the way
+    ember.lerp(a, b, weight, out=o64)
+    np.testing.assert_array_equal(o64.numpy(), ref.astype(np.float64))
+    a3 = a.clone()
+    assert a3.lerp_(b, weight) is a3
+    np.testing.assert_array_equal(a3.numpy(), ref)
+    with pytest.raises(RuntimeError, match="broadcast shape"):
+        a3.lerp_(b.reshape(1, 1001).expand(2, 1001), weight)
+    with pytest.raises(RuntimeError, match="lerp"):
+        ember.lerp(a, b, weight, out=ember.empty(5))
+    with pytest.raises(RuntimeError):
+        ember.lerp(a[1:], b[:-1], weight, out=a[:-1])         # partial overlap, as torch
 
 
 def test_half_and_bfloat16_compute_in_float32():

@@ -3,6 +3,7 @@ float32 against torch's float64 result rounded), NumPy references where NumPy ha
 function, gradients against torch, and argument errors."""
 import math
 
+import _bessel_ref
 import numpy as np
 import pytest
 
@@ -47,9 +48,10 @@ def test_unary_float64_matches_torch(name):
     torch = pytest.importorskip("torch")
     x = DOMAIN.get(name, lambda v: v)(WIDE)
     e = getattr(S, name)(ember.tensor(x, dtype=ember.float64))
-    t = getattr(torch.special, name)(torch.tensor(x, dtype=torch.float64))
+    t = getattr(torch.special, name)(torch.tensor(x, dtype=torch.float64)).numpy()
+    t = _bessel_ref.fix_torch(name, x, t)        # mpmath where torch's J, Y, Ai are off
     assert e.dtype == ember.float64
-    _assert_same(e.numpy(), t.numpy(), RTOL64.get(name, 5e-15), ATOL.get(name, 0.0), name)
+    _assert_same(e.numpy(), t, RTOL64.get(name, 5e-15), ATOL.get(name, 0.0), name)
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -62,6 +64,7 @@ def test_unary_float32_is_the_rounded_float64_result(name):
     e = getattr(S, name)(ember.tensor(x)).numpy()
     assert e.dtype == np.float32
     t = getattr(torch.special, name)(torch.tensor(x, dtype=torch.float64)).numpy()
+    t = _bessel_ref.fix_torch(name, x, t)
     with np.errstate(over="ignore"):
         ref = t.astype(np.float32)
     _assert_same(e, ref, 1.2e-7, ATOL.get(name, 0.0), name)

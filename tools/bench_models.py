@@ -310,12 +310,13 @@ _SWEEP_UNARY = {
     "special.scaled_modified_bessel_k1": "pos", "special.airy_ai": "any",
     "special.spherical_bessel_j0": "any", "special.hermite_h-5": "any",
     "special.laguerre-5": "any", "special.xlog1py-2": "pos", "angle": "any", "frexp": "any",
-    "isposinf": "any", "isneginf": "any", "nan_to_num_": "any",
+    "isposinf": "any", "isneginf": "any", "nan_to_num_": "any", "polygamma-2": "pos",
+    "polygamma-3": "pos",
 }
 _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
                  "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
                  "xlogy", "logaddexp", "lerp", "where", "eq", "lt", "lerp-tensor", "addcmul",
-                 "addcdiv", "clamp-tensor", "nextafter", "logaddexp2", "igamma")
+                 "addcdiv", "clamp-tensor", "nextafter", "logaddexp2", "igamma", "zeta")
 _SWEEP_BACKWARD = ("gelu", "gelu-tanh", "silu", "mish", "softplus", "elu", "sigmoid", "tanh",
                    "relu", "threshold", "hardshrink", "softshrink", "prelu", "glu")
 # the sweep's rows from i0 on (the ops composed or scalar until late) also run in float64
@@ -334,8 +335,8 @@ def _sweep_fn(T, name):
         return getattr(F, name[2:])
     if name == "clamp":
         return lambda x: T.clamp(x, -0.5, 0.5)
-    if name == "polygamma-1":
-        return lambda x: T.polygamma(1, x)
+    if name.startswith("polygamma-"):
+        return lambda x, n=int(name[10:]): T.polygamma(n, x)
     if name in ("special.hermite_h-5", "special.laguerre-5"):
         fn = {"special.hermite_h-5": T.special.hermite_polynomial_h,
               "special.laguerre-5": T.special.laguerre_polynomial_l}[name]
@@ -362,6 +363,8 @@ def _sweep_binary_fn(T, name):
         return lambda x, y: getattr(T, name)(x, x, y, value=0.5)
     if name == "clamp-tensor":
         return lambda x, y: T.clamp(x, max=y)
+    if name == "zeta":          # x: q, y: the exponent (1.5 + |normal|)
+        return lambda x, y: T.special.zeta(y, x)
     return getattr(T, name)
 
 
@@ -380,6 +383,7 @@ def sweep(threads=2):
     y = torch.randn(1 << 20, generator=g).abs() + 0.1
     pairs = {k: (ember.from_numpy(v.numpy().copy()), v) for k, v in doms.items()}
     ys = (ember.from_numpy(y.numpy().copy()), y)
+    zs = (ember.from_numpy((y + 1.4).numpy()), y + 1.4)       # zeta's exponent 1.5 + |n|
     rows = []
     for name, dom in _SWEEP_UNARY.items():
         fe, ft = _sweep_fn(ember, name), _sweep_fn(torch, name)
@@ -388,8 +392,9 @@ def sweep(threads=2):
         rows.append((name, te, tt))
     for name in _SWEEP_BINARY:
         fe, ft = _sweep_binary_fn(ember, name), _sweep_binary_fn(torch, name)
-        a = pairs["pos"] if name in ("pow", "xlogy", "igamma") else pairs["any"]
-        te, tt = pair(lambda: fe(a[0], ys[0]), lambda: ft(a[1], ys[1]), 5)
+        a = pairs["pos"] if name in ("pow", "xlogy", "igamma", "zeta") else pairs["any"]
+        b = zs if name == "zeta" else ys
+        te, tt = pair(lambda: fe(a[0], b[0]), lambda: ft(a[1], b[1]), 5)
         rows.append((name, te, tt))
     for name in _SWEEP_BACKWARD:
         fe = _sweep_fn(ember, "F." + name if name not in ("sigmoid", "tanh") else name)
@@ -411,6 +416,7 @@ def _ops64_cases(E, T, n):
     arrays = {"x": norm, "pos": np.abs(norm) + 0.01, "unit": np.tanh(norm), "big": np.abs(norm) + 1,
               "y": rng.standard_normal(n) * 3, "gam": rng.uniform(0.01, 50, n),
               "prob": 1 / (1 + np.exp(-norm))}
+    arrays["zs"] = np.abs(arrays["y"]) / 3 + 1.5          # zeta's exponent 1.5 + |normal|
     ts = {k: (E.from_numpy(v.copy()), T.from_numpy(v.copy())) for k, v in arrays.items()}
     unary = {"exp": "x", "exp2": "x", "expm1": "x", "log": "pos", "log2": "pos", "log10": "pos",
              "log1p": "pos", "sqrt": "pos", "rsqrt": "pos", "sin": "x", "cos": "x", "tan": "x",
@@ -431,9 +437,10 @@ def _ops64_cases(E, T, n):
         (e, t), fe, ft = ts[doms[_SWEEP_UNARY[name]]], _sweep_fn(E, name), _sweep_fn(T, name)
         yield name, (lambda fe=fe, e=e: fe(e)), (lambda ft=ft, t=t: ft(t))
     for name in _SWEEP_BINARY[_SWEEP_BINARY.index("lerp-tensor"):]:
-        (e, t) = ts["pos"] if name == "igamma" else ts["x"]
+        (e, t) = ts["pos"] if name in ("igamma", "zeta") else ts["x"]
+        (eb, tb) = ts["zs"] if name == "zeta" else (ep, tp)
         fe, ft = _sweep_binary_fn(E, name), _sweep_binary_fn(T, name)
-        yield name, (lambda fe=fe, e=e: fe(e, ep)), (lambda ft=ft, t=t: ft(t, tp))
+        yield name, (lambda fe=fe, e=e, eb=eb: fe(e, eb)), (lambda ft=ft, t=t, tb=tb: ft(t, tb))
     F, TF = E.nn.functional, T.nn.functional
     acts = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}),
             ("softplus", {}), ("elu", {}), ("selu", {}), ("celu", {}), ("sigmoid", {}),

@@ -41,4 +41,5 @@ cdef extern from "ember_ew.h" nogil:
         em_loop glu_bw[EM_NDTYPES]
         em_loop addcmul[EM_NDTYPES]
         em_loop addcdiv[EM_NDTYPES]
+        em_loop clamp3[EM_NDTYPES]
     const em_ew_table *em_ew_get()

@@ -831,6 +831,29 @@ cdef object _clamp_scalar(object input, object lo, object hi, object out, bint i
     return _unary(EW_CLAMP, "clamp", x, out, K_ARITH, aux, (lo, hi))
 
 
+cdef object _clamp3(TensorBase x, object lo, object hi):
+    """clamp with two tensor bounds of x's dtype in one pass; None where the
+    composite runs (a scalar or missing bound, another dtype or device, autograd)."""
+    cdef TensorBase l, h, r
+    cdef int64_t s1[MAX_DIMS]
+    cdef int64_t s2[MAX_DIMS]
+    cdef int nd
+    cdef em_loop fn
+    if not (_is_t(lo) and _is_t(hi)) or needs_slow((x, lo, hi)):
+        return None
+    l, h = <TensorBase>lo, <TensorBase>hi
+    fn = TAB.clamp3[x._dtype]
+    if fn == NULL or l._dtype != x._dtype or h._dtype != x._dtype or \
+            x._device is not l._device or x._device is not h._device or \
+            x._device.kind != DEV_CPU or any_grad((x, lo, hi)):
+        return None
+    nd = broadcast_shape(x._ndim, x._shape, l._ndim, l._shape, s1)
+    nd = broadcast_shape(nd, s1, h._ndim, h._shape, s2)
+    r = new_out(nd, s2, x._dtype, x._device, [x, lo, hi])
+    _run(fn, [r, x, l, h], nd, s2, NULL)
+    return r
+
+
 def clamp(input, min=None, max=None, *, out=None):
     """Clamp every element into [min, max]; bounds may be numbers or tensors."""
     if min is None and max is None:
@@ -840,6 +863,9 @@ def clamp(input, min=None, max=None, *, out=None):
     if needs_slow_arg(input):
         return redispatch("clamp", clamp, (input, min, max), _with_out({}, out))
     if _is_t(min) or _is_t(max):
+        r = _clamp3(input, min, max)
+        if r is not None:
+            return write_out(out, r, OUT_EXACT, (input, min, max), "clamp")
         r = input
         if min is not None:
             r = _g["maximum"](r, min)
@@ -913,6 +939,25 @@ def where(condition, input=None, other=None, *, out=None):
     return write_out(out, r, OUT_EXACT, (condition, input, other), "where")
 
 
+cdef TensorBase _direct_out(object out, int nd, const int64_t *shape, int dtype, tuple inputs,
+                            str op):
+    """out itself when the kernel can write it directly (a CPU tensor of the result's
+    shape and dtype, not overlapping an input but for being one); else None, and the
+    result goes through write_out's checks and copy."""
+    cdef TensorBase o
+    cdef int i
+    if not isinstance(out, TensorBase) or lazy_out(out):
+        return None
+    o = <TensorBase>out
+    if o._dtype != dtype or o._ndim != nd or o._device.kind != DEV_CPU or o._requires_grad:
+        return None
+    for i in range(nd):
+        if o._shape[i] != shape[i]:
+            return None
+    check_written(o, inputs, op)
+    return o
+
+
 def lerp(input, end, weight, *, out=None):
     """input + weight * (end - input), computed stably."""
     cdef TensorBase a, b, w, r
@@ -942,6 +987,12 @@ def lerp(input, end, weight, *, out=None):
     w = _operand(weight, cd)
     nd = broadcast_shape(a._ndim, a._shape, b._ndim, b._shape, s1)
     nd = broadcast_shape(nd, s1, w._ndim, w._shape, s2)
+    r = _direct_out(out, nd, s2, cd, (input, end, weight), "lerp") \
+        if rd == cd and not any_grad((input, end, weight)) else None
+    if r is not None:
+        _run(TAB.lerp[cd], [r, a, b, w], nd, s2, NULL)
+        bump_version(r)
+        return r
     r = new_out(nd, s2, cd, a._device, [v if _is_t(v) else None for v in (input, end, weight)])
     _run(TAB.lerp[cd], [r, a, b, w], nd, s2, NULL)
     if rd != cd:

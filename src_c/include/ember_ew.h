@@ -48,6 +48,7 @@ typedef struct {
     em_loop glu_bw[EM_NDTYPES];  /* ptrs: grad of a, grad of b, grad, a, b */
     em_loop addcmul[EM_NDTYPES];   /* ptrs: out, a, b, c: a + v * b * c, v in aux (a T) */
     em_loop addcdiv[EM_NDTYPES];   /* a + v * b / c */
+    em_loop clamp3[EM_NDTYPES];    /* ptrs: out, x, lo, hi: minimum(maximum(x, lo), hi) */
 } em_ew_table;
 
 /* aux blocks: integer division writes 1 to *(int *)aux on a zero divisor;
