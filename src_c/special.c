@@ -2838,22 +2838,31 @@ static inline __attribute__((always_inline)) double sp_chb2(double y, int small,
                                                              const double *B, int nb,
                                                              int exact) {
     const int n = na > nb ? na : nb;
-    double b0 = 0.0, b1 = 0.0, b2 = 0.0;
+    double b0 = 0.0, b1 = 0.0, b2 = 0.0, l0 = 0.0, l1 = 0.0, l2 = 0.0;
 #pragma GCC unroll 32
     for (int j = 0; j < n; j++) {
         int ja = j - (n - na), jb = j - (n - nb);
         double c = small ? (ja >= 0 ? A[ja] : 0.0) : (jb >= 0 ? B[jb] : 0.0);
         b2 = b1;
         b1 = b0;
-        /* exact (the generic table, no FMA): y b1 - b2 in two parts (Dekker's
-           product, TwoSum) with c in the low part, one rounding in all: the sums
-           grow near y = +-2 and cancel in b0 - b2, where a plain product and sum
-           put i0e 7.5 ulps off; the FMA tables (contracted) keep theirs */
-        double yb = y * b1, sb = yb - b2;
-        double lo = (em_twosum_err(yb, -b2, sb) + em_prod_err_d(y, b1, yb)) + c;
-        b0 = exact ? sb + lo : y * b1 - b2 + c;
+        l2 = l1;
+        l1 = l0;
+        if (exact) {
+            /* the generic table (no FMA): the sums in two parts (Dekker's product,
+               TwoSum).  They grow and cancel in b0 - b2, where plain roundings put
+               i0e 7.5 and i1e 6.9 ulps off (torch: 4.8, 5.7); the FMA tables
+               (contracted) keep their one-part form */
+            double ph = y * b1, pl = em_prod_err_d(y, b1, ph);
+            double sh = ph - b2, sl = em_twosum_err(ph, -b2, sh);
+            double th = sh + c, tl = em_twosum_err(sh, c, th);
+            double lo = (sl + tl) + (pl + (y * l1 - l2));
+            b0 = th + lo;
+            l0 = em_twosum_err(th, lo, b0);
+        } else {
+            b0 = y * b1 - b2 + c;
+        }
     }
-    return 0.5 * (b0 - b2);
+    return exact ? 0.5 * ((b0 - b2) + (l0 - l2)) : 0.5 * (b0 - b2);
 }
 
 #define SP_I0E_A SPB_I0_A
