@@ -2843,18 +2843,34 @@ static em_loop sp_isa_pick(em_loop g, em_loop a2, em_loop a5) {
    nb) */
 static inline __attribute__((always_inline)) double sp_chb2(double y, int small,
                                                              const double *A, int na,
-                                                             const double *B, int nb) {
+                                                             const double *B, int nb,
+                                                             int exact) {
     const int n = na > nb ? na : nb;
-    double b0 = 0.0, b1 = 0.0, b2 = 0.0;
+    double b0 = 0.0, b1 = 0.0, b2 = 0.0, l0 = 0.0, l1 = 0.0, l2 = 0.0;
 #pragma GCC unroll 32
     for (int j = 0; j < n; j++) {
         int ja = j - (n - na), jb = j - (n - nb);
         double c = small ? (ja >= 0 ? A[ja] : 0.0) : (jb >= 0 ? B[jb] : 0.0);
         b2 = b1;
         b1 = b0;
-        b0 = y * b1 - b2 + c;
+        l2 = l1;
+        l1 = l0;
+        if (exact) {
+            /* the generic table (no FMA): the sums in two parts (Dekker's product,
+               TwoSum).  They grow and cancel in b0 - b2, where plain roundings put
+               i0e 7.5 and i1e 6.9 ulps off (torch: 4.8, 5.7); the FMA tables
+               (contracted) keep their one-part form */
+            double ph = y * b1, pl = em_prod_err_d(y, b1, ph);
+            double sh = ph - b2, sl = em_twosum_err(ph, -b2, sh);
+            double th = sh + c, tl = em_twosum_err(sh, c, th);
+            double lo = (sl + tl) + (pl + (y * l1 - l2));
+            b0 = th + lo;
+            l0 = em_twosum_err(th, lo, b0);
+        } else {
+            b0 = y * b1 - b2 + c;
+        }
     }
-    return 0.5 * (b0 - b2);
+    return exact ? 0.5 * ((b0 - b2) + (l0 - l2)) : 0.5 * (b0 - b2);
 }
 
 #define SP_I0E_A SPB_I0_A
@@ -2915,18 +2931,18 @@ static inline __attribute__((always_inline)) double sp_poly2(double y, int small
 
 /* the Chebyshev part of I0 or I1 at ax = |x| (exp(-ax) I0(ax), or exp(-ax) I1(ax) /
    ax below 8; exp(-ax) sqrt(ax) I(ax) above), as the scalar forms */
-#define SP_I0_CHB(y, small) sp_chb2(y, small, SP_I0E_A, 30, SP_I0E_B, 25)
-#define SP_I1_CHB(y, small) sp_chb2(y, small, SP_I1E_A, 29, SP_I1E_B, 25)
+#define SP_I0_CHB(y, small, ex) sp_chb2(y, small, SP_I0E_A, 30, SP_I0E_B, 25, ex)
+#define SP_I1_CHB(y, small, ex) sp_chb2(y, small, SP_I1E_A, 29, SP_I1E_B, 25, ex)
 
-/* KIND: 0 i0, 1 i0e, 2 i1, 3 i1e; F32: float32's short series */
+/* KIND: 0 i0, 1 i0e, 2 i1, 3 i1e; F32: float32's short series; EX: sp_chb2's exact */
 static inline __attribute__((always_inline)) double sp_bessel_i_fast(double x, int kind,
-                                                                     int f32) {
+                                                                     int f32, int ex) {
     double ax = fabs(x);
     int small = ax <= 8.0;
     double y = small ? ax * 0.5 - 2.0 : 32.0 / ax - 2.0;
     double c = f32 ? (kind < 2 ? sp_poly2(y, small, SP_I0E_A_F, 23, SP_I0E_B_F, 11)
                                 : sp_poly2(y, small, SP_I1E_A_F, 23, SP_I1E_B_F, 11))
-                    : (kind < 2 ? SP_I0_CHB(y, small) : SP_I1_CHB(y, small));
+                    : (kind < 2 ? SP_I0_CHB(y, small, ex) : SP_I1_CHB(y, small, ex));
     double e = (kind & 1) ? 1.0 : em_exp_d(ax);
     double sq = sqrt(ax);
     double r;
@@ -2942,14 +2958,14 @@ static inline __attribute__((always_inline)) double sp_bessel_i_fast(double x, i
    scaled ones hold everywhere (NaN propagates, +-inf gives +-0 as the scalar form) */
 #define SP_IX_OK(x) (fabs(x) <= 700.0)
 #define SP_IXE_OK(x) 1
-#define SP_I0_D(x) sp_bessel_i_fast(x, 0, 0)
-#define SP_I0E_D(x) sp_bessel_i_fast(x, 1, 0)
-#define SP_I1_D(x) sp_bessel_i_fast(x, 2, 0)
-#define SP_I1E_D(x) sp_bessel_i_fast(x, 3, 0)
-#define SP_I0_F(x) ((float)sp_bessel_i_fast((double)(x), 0, 1))
-#define SP_I0E_F(x) ((float)sp_bessel_i_fast((double)(x), 1, 1))
-#define SP_I1_F(x) ((float)sp_bessel_i_fast((double)(x), 2, 1))
-#define SP_I1E_F(x) ((float)sp_bessel_i_fast((double)(x), 3, 1))
+#define SP_I0_D(x) sp_bessel_i_fast(x, 0, 0, SP_CHB_EXACT)
+#define SP_I0E_D(x) sp_bessel_i_fast(x, 1, 0, SP_CHB_EXACT)
+#define SP_I1_D(x) sp_bessel_i_fast(x, 2, 0, SP_CHB_EXACT)
+#define SP_I1E_D(x) sp_bessel_i_fast(x, 3, 0, SP_CHB_EXACT)
+#define SP_I0_F(x) ((float)sp_bessel_i_fast((double)(x), 0, 1, 0))
+#define SP_I0E_F(x) ((float)sp_bessel_i_fast((double)(x), 1, 1, 0))
+#define SP_I1_F(x) ((float)sp_bessel_i_fast((double)(x), 2, 1, 0))
+#define SP_I1E_F(x) ((float)sp_bessel_i_fast((double)(x), 3, 1, 0))
 #define SP_I0_FS(x) ((float)sp_i0((double)(x)))
 #define SP_I0E_FS(x) ((float)sp_i0e((double)(x)))
 #define SP_I1_FS(x) ((float)sp_i1((double)(x)))
@@ -3029,7 +3045,10 @@ static inline __attribute__((always_inline)) double sp_trigamma_pos_f(double x) 
     FIXUP_LOOP(ATTR, trigamma_vec_f32##SFX, float, SP_TRIGAMMA_F, SP_TRIGAMMA_F_OK,      \
                SP_TRIGAMMA_FS)
 
+#define SP_CHB_EXACT 1          /* the generic copies: no FMA */
 SP_BESSEL_LOOPS(, )
+#undef SP_CHB_EXACT
+#define SP_CHB_EXACT 0
 #if SP_HAVE_ISA
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")

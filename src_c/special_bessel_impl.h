@@ -44,6 +44,19 @@ SPB_INLINE double spb_p1evl(double x, const double *c, int n) {
     return v;
 }
 
+/* t q - p of Clenshaw's step in one rounding with FMA; without it (the generic
+   table) t q's rounding error is added back (Dekker's product): a plain product
+   costs a few ulps over the series' 25-30 steps */
+#if EM_FMA_OK
+#define SPB_CLENSHAW(t, q, p) fma((t), (q), -(p))
+#else
+SPB_INLINE double spb_clenshaw_nofma(double t, double q, double p) {
+    double tq = t * q;
+    return (tq - p) + em_prod_err_d(t, q, tq);
+}
+#define SPB_CLENSHAW(t, q, p) spb_clenshaw_nofma((t), (q), (p))
+#endif
+
 /* Clenshaw's sum of a Chebyshev series, 0.5 (b0 - b2) as Cephes' chbevl */
 SPB_INLINE double spb_cheb(double t, const double *c, int n) {
     double a = c[0], p = 0.0, q = 0.0;
@@ -51,7 +64,7 @@ SPB_INLINE double spb_cheb(double t, const double *c, int n) {
     for (int i = 1; i < n; i++) {
         p = q;
         q = a;
-        a = EM_MAD(t, q, -p) + c[i];
+        a = SPB_CLENSHAW(t, q, p) + c[i];
     }
     return 0.5 * (a - p);
 }
@@ -66,7 +79,7 @@ SPB_INLINE double spb_cheb2(double t, int sm, const double *A, int na, const dou
         p = q;
         q = a;
         double cb = i >= na - nb ? B[i - (na - nb)] : 0.0;
-        a = EM_MAD(t, q, -p) + (sm ? A[i] : cb);
+        a = SPB_CLENSHAW(t, q, p) + (sm ? A[i] : cb);
     }
     return 0.5 * (a - p);
 }

@@ -272,3 +272,19 @@ def test_xlog1py_against_torch_and_strides(dt):
         np.full(len(x), yy, dt))).numpy())
     wide = ember.tensor(np.stack([x, x], 1))[:, 1]
     np.testing.assert_array_equal(S.xlog1py(wide, ember.tensor(y)).numpy(), got)
+
+
+def test_generic_table_error_within_torchs():
+    import os
+    import subprocess
+    import sys
+    # without FMA each Clenshaw step adds t q's rounding error back (Dekker's
+    # product); a plain product put K0 5.5 ulps off where torch is 3.4
+    ids = [f"{__file__}::test_error_against_mpmath_within_torchs[{n}]"
+           for n in ("modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+                     "scaled_modified_bessel_k1")]
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"] + ids,
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "EMBER_ISA": "generic"},
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stdout[-3000:]

@@ -769,6 +769,22 @@ def test_float64_erfinv_below_one_ulp_and_special_values():
                                   ember.erfinv(ember.from_numpy(mixed[::3].copy())).numpy())
 
 
+@pytest.mark.parametrize("isa", ["generic", "avx2"])
+def test_erfinv_gelu_atan2_accuracy_on_other_tables(isa):
+    import subprocess
+    # the same checks with the generic table (no FMA: exact products by Dekker's split,
+    # float32 gelu's multiply-adds in double) and the AVX2 one
+    ids = ["test_float64_erfinv_below_one_ulp_and_special_values",
+           "test_float64_atan2_scaled_operands_and_strides",
+           "test_gelu_special_values_match_torch",
+           "test_activation_tails_keep_full_precision[gelu]"]
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+                       + [f"{__file__}::{i}" for i in ids], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "EMBER_ISA": isa},
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stdout[-3000:]
+
+
 def test_float64_exp2_fast_path_edges_and_integers():
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("needs an 80-bit long double reference")
@@ -800,6 +816,12 @@ def test_float64_atan2_scaled_operands_and_strides():
     y = rng.standard_normal(60_000) * np.exp(rng.uniform(-744, 708, 60_000))
     x = rng.standard_normal(60_000) * np.exp(rng.uniform(-744, 708, 60_000))
     x[::5] = y[::5] * rng.uniform(0.3, 3, x[::5].size)       # near the reduction's ranges
+    # the smaller operand subnormal or below 2^-900 against a moderate one (rescaled too:
+    # without FMA the remainder's split products would underflow)
+    tiny = rng.choice([-1.0, 1.0], 4000) * np.exp(rng.uniform(-744, -620, 4000))
+    mid = rng.standard_normal(4000) * np.exp(rng.uniform(-400, 60, 4000))
+    y = np.concatenate([y, tiny[:2000], mid[2000:]])
+    x = np.concatenate([x, mid[:2000], tiny[2000:]])
     got = ember.atan2(ember.from_numpy(y), ember.from_numpy(x)).numpy()
     ref = np.arctan2(y.astype(np.longdouble), x.astype(np.longdouble))
     err, fin = _ulps_vs_longdouble(got, ref)

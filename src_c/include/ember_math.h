@@ -716,30 +716,34 @@ EM_HD_INLINE float em_gauss_expm1_vf(float u, float w, int32_t *nb) {
    rounds once in fma(y, 2^-64, x or x*0): the far tail rounds once into the
    subnormals (-0 past them, as torch), zeros keep their sign, +inf stays +inf
    and -inf gives NaN (inf * 0, as torch); NaN passes. */
+/* without FMA (the generic table) the multiply-adds run in double, which rounds
+   each as FMA does but for a rare double rounding: the last one must round once */
+#define EM_GELU_MAD(a, b, c) \
+    (EM_FMA_OK ? fmaf((a), (b), (c)) : (float)((double)(a) * (double)(b) + (double)(c)))
 EM_HD_INLINE float em_gelu_vf(float x) {
     float u = fabsf(x);
     int32_t ub = em_f32_bits(u);
     float uc = em_f32_from_bits(ub < 0x41822000 ? ub : 0x41822000);   /* min(u, 16.265625) */
     float w = uc * uc;
-    float p34 = EM_MADF(0.0020465117f, uc, 0.020245956f);
-    float p12 = EM_MADF(0.09141945f, uc, 0.218898f);
-    float p = EM_MADF(EM_MADF(p34, w, p12), uc, 0.25f);
-    float q12 = EM_MADF(1.2009152f, uc, 1.6734768f);
-    float q34 = EM_MADF(0.101504676f, uc, 0.46841764f);
-    float q = EM_MADF(EM_MADF(EM_MADF(0.010259568f, w, q34), w, q12), uc, 1.0f);
+    float p34 = EM_GELU_MAD(0.0020465117f, uc, 0.020245956f);
+    float p12 = EM_GELU_MAD(0.09141945f, uc, 0.218898f);
+    float p = EM_GELU_MAD(EM_GELU_MAD(p34, w, p12), uc, 0.25f);
+    float q12 = EM_GELU_MAD(1.2009152f, uc, 1.6734768f);
+    float q34 = EM_GELU_MAD(0.101504676f, uc, 0.46841764f);
+    float q = EM_GELU_MAD(EM_GELU_MAD(EM_GELU_MAD(0.010259568f, w, q34), w, q12), uc, 1.0f);
     float hh = p / q;
-    float kf = EM_MADF(w, -0.72134752044448170f, 12583359.0f);    /* 1.5 2^23 + 447 + n */
+    float kf = EM_GELU_MAD(w, -0.72134752044448170f, 12583359.0f);    /* 1.5 2^23 + 447 + n */
     float nf = kf - 12583359.0f;
-    float r2 = fmaf(-uc, uc, nf * -1.38671875f);                 /* exact product inside */
-    r2 = EM_MADF(nf, 4.24388880e-4f, r2);
+    float r2 = EM_GELU_MAD(-uc, uc, nf * -1.38671875f);                 /* exact product inside */
+    r2 = EM_GELU_MAD(nf, 4.24388880e-4f, r2);
     float rr = r2 * r2;
-    float e01 = EM_MADF(0.041666291654109955f, r2, 0.25f);
-    float e23 = EM_MADF(0.0005230681854300201f, r2, 0.005208306945860386f);
-    float s2 = EM_MADF(EM_MADF(EM_MADF(4.354925113148056e-05f, rr, e23), rr, e01), rr, r2);
+    float e01 = EM_GELU_MAD(0.041666291654109955f, r2, 0.25f);
+    float e23 = EM_GELU_MAD(0.0005230681854300201f, r2, 0.005208306945860386f);
+    float s2 = EM_GELU_MAD(EM_GELU_MAD(EM_GELU_MAD(4.354925113148056e-05f, rr, e23), rr, e01), rr, r2);
     float sc = em_f32_from_bits((int32_t)((uint32_t)em_f32_bits(kf) << 23));   /* -2^(n+64) */
-    float y = uc * (EM_MADF(hh, s2, hh + hh) * sc);
+    float y = uc * (EM_GELU_MAD(hh, s2, hh + hh) * sc);
     float xp = x > 0.0f ? x : x * 0.0f;                         /* x > 0, else -0 or NaN */
-    return EM_MADF(y, 5.421010862427522e-20f, xp);
+    return EM_GELU_MAD(y, 5.421010862427522e-20f, xp);
 }
 
 #define EM_GELU_A 0.4939231872558594f
@@ -1481,8 +1485,10 @@ EM_HD_INLINE double em_atan_vd(double x) {
 EM_HD_INLINE double em_atan2_s1_d(double y, double x, double *num, double *den, double *rng) {
     double ax = fabs(x), ay = fabs(y);
     double p = ay > ax ? ax : ay, q = ay > ax ? ay : ax;
-    /* 2^-100 above 2^960, 2^600 below 2^-600: Dekker's split (no FMA) stays finite and exact */
-    double sc = q > 9.7453140114e+288 ? 7.888609052210118e-31 : (q < 2.409919865102884e-181 ? 4.149515568880993e+180 : 1.0);
+    /* 2^-100 above 2^960, 2^600 below 2^-600 (and for p < 2^-900 while q < 2^100):
+       Dekker's split (no FMA) stays finite and exact, its low products normal */
+    int up = (q < 2.409919865102884e-181) | ((p < 1.1830521861667747e-271) & (q < 1.2676506002282294e+30));
+    double sc = q > 9.7453140114e+288 ? 7.888609052210118e-31 : (up ? 4.149515568880993e+180 : 1.0);
     p = p * sc;
     q = q == 0.0 ? 1.0 : q * sc;                 /* atan2(+-0, +-0): atan(0/1) */
     double n = p, d = q, r = 0.0;
@@ -2264,79 +2270,160 @@ EM_HD_INLINE float em_softplus1_vf(float t) {
    sqrt(w) beyond (the ranges of M. Giles, "Approximating the erfinv function",
    GPU Computing Gems Jade, 2011); the Newton step's derivative to float accuracy. */
 #define EM_ERFINV_D_MAX 0.9999999999999999
+/* The guess pass is bound by the latency of its polynomial chains, not by its
+   arithmetic: each polynomial runs as three Horner chains combined in u^k. */
+/* log(t) to about 2^-35: em_log_f32d's reduction and polynomial */
+EM_HD_INLINE double em_erfinv_log_d(double t) {
+    int64_t it = em_f64_bits(t);
+    int64_t e = (it - 0x3fe6a09e667f3bccLL) >> 52;
+    double f = em_f64_from_bits(it - (e << 52)) - 1.0;
+    double p0 = 0.19999881808054076, p1 = -0.0992539718340875, p2 = 0.053487393441579156;
+    p0 = EM_MAD(p0, f, -0.24999993923046218);
+    p1 = EM_MAD(p1, f, 0.11005144898226121);
+    p2 = EM_MAD(p2, f, -0.09890402611609031);
+    p0 = EM_MAD(p0, f, 0.3333333432568133);
+    p1 = EM_MAD(p1, f, -0.12497255798497793);
+    p2 = EM_MAD(p2, f, 0.10034966291793324);
+    p0 = EM_MAD(p0, f, -0.5000000003018834);
+    p1 = EM_MAD(p1, f, 0.14290970957554383);
+    p0 = EM_MAD(p0, f, 0.9999999999860991);
+    p1 = EM_MAD(p1, f, -0.16666952653928147);
+    double f2 = f * f, f5 = f2 * f2 * f;
+    return EM_MAD((double)e, 0.6931471805599453, f * EM_MAD(EM_MAD(p2, f5, p1), f5, p0));
+}
 EM_HD_INLINE double em_erfinv_guess_tail(double w) {
-    double u = sqrt(w) - 4.35, p = 1.7166730326082437e-09;
-    p = EM_MAD(p, u, 7.675581883248291e-10);
-    p = EM_MAD(p, u, -4.273599373298776e-08);
-    p = EM_MAD(p, u, 6.450214920209804e-08);
-    p = EM_MAD(p, u, 1.9752357132213102e-07);
-    p = EM_MAD(p, u, -6.401513538129171e-07);
-    p = EM_MAD(p, u, 8.226874748305026e-07);
-    p = EM_MAD(p, u, -1.507799801025371e-06);
-    p = EM_MAD(p, u, 3.6778199572637106e-06);
-    p = EM_MAD(p, u, -7.0479598914404025e-06);
-    p = EM_MAD(p, u, 1.6134999142691493e-05);
-    p = EM_MAD(p, u, -5.2806396916781874e-05);
-    p = EM_MAD(p, u, 0.00018296625515219558);
-    p = EM_MAD(p, u, -0.000529127141408308);
-    p = EM_MAD(p, u, 0.0005424975546582219);
-    p = EM_MAD(p, u, 1.010103413003324);
-    p = EM_MAD(p, u, 4.193227791584444);
-    return p;
+    double u = sqrt(w) - 4.35;
+    double p0 = -5.2806396916781874e-05, p1 = -6.401513538129171e-07, p2 = 1.7166730326082437e-09;
+    p0 = EM_MAD(p0, u, 0.00018296625515219558);
+    p1 = EM_MAD(p1, u, 8.226874748305026e-07);
+    p2 = EM_MAD(p2, u, 7.675581883248291e-10);
+    p0 = EM_MAD(p0, u, -0.000529127141408308);
+    p1 = EM_MAD(p1, u, -1.507799801025371e-06);
+    p2 = EM_MAD(p2, u, -4.273599373298776e-08);
+    p0 = EM_MAD(p0, u, 0.0005424975546582219);
+    p1 = EM_MAD(p1, u, 3.6778199572637106e-06);
+    p2 = EM_MAD(p2, u, 6.450214920209804e-08);
+    p0 = EM_MAD(p0, u, 1.010103413003324);
+    p1 = EM_MAD(p1, u, -7.0479598914404025e-06);
+    p2 = EM_MAD(p2, u, 1.9752357132213102e-07);
+    p0 = EM_MAD(p0, u, 4.193227791584444);
+    p1 = EM_MAD(p1, u, 1.6134999142691493e-05);
+    double u2 = u * u, u6 = u2 * u2 * u2;
+    return EM_MAD(EM_MAD(p2, u6, p1), u6, p0);
 }
 EM_HD_INLINE double em_erfinv_guess_mid(double w) {
-    double u = w - 3.125, p = -1.2570814414523687e-11;
-    p = EM_MAD(p, u, 5.688216479117087e-12);
-    p = EM_MAD(p, u, 1.0363882341451174e-09);
-    p = EM_MAD(p, u, -4.752745619151995e-09);
-    p = EM_MAD(p, u, -2.895896037948332e-08);
-    p = EM_MAD(p, u, 4.2698513895053384e-07);
-    p = EM_MAD(p, u, -1.3658217507589212e-06);
-    p = EM_MAD(p, u, -1.389214124592301e-05);
-    p = EM_MAD(p, u, 0.00018673466051691629);
-    p = EM_MAD(p, u, -0.0007406910325430195);
-    p = EM_MAD(p, u, -0.006033671032285515);
-    p = EM_MAD(p, u, 0.24015817844735166);
-    p = EM_MAD(p, u, 1.6536545626831027);
-    return p;
+    double u = w - 3.125;
+    double p0 = 0.00018673466051691629, p1 = -4.752745619151995e-09, p2 = -1.2570814414523687e-11;
+    p0 = EM_MAD(p0, u, -0.0007406910325430195);
+    p1 = EM_MAD(p1, u, -2.895896037948332e-08);
+    p2 = EM_MAD(p2, u, 5.688216479117087e-12);
+    p0 = EM_MAD(p0, u, -0.006033671032285515);
+    p1 = EM_MAD(p1, u, 4.2698513895053384e-07);
+    p2 = EM_MAD(p2, u, 1.0363882341451174e-09);
+    p0 = EM_MAD(p0, u, 0.24015817844735166);
+    p1 = EM_MAD(p1, u, -1.3658217507589212e-06);
+    p0 = EM_MAD(p0, u, 1.6536545626831027);
+    p1 = EM_MAD(p1, u, -1.389214124592301e-05);
+    double u2 = u * u, u5 = u2 * u2 * u;
+    return EM_MAD(EM_MAD(p2, u5, p1), u5, p0);
+}
+/* The Newton step's exp and R/S as em_exp_normal_d and em_erfc_rs_dd (in plain
+   double), their polynomials as several Horner chains for the same reason */
+EM_HD_INLINE double em_erfinv_exp_d(double x) {
+    double kd = x * 1.4426950408889634 + 6755399441055744.0;
+    int64_t n = em_f64_bits(kd) - 0x4338000000000000LL;
+    double fn = kd - 6755399441055744.0;
+    double r = (x - fn * 6.93147180369123816490e-01) - fn * 1.90821492927058770002e-10;
+    double p0 = 0.008333333333333333, p1 = 2.7557319223985893e-06, p2 = 1.6059043836821613e-10;
+    p0 = EM_MAD(p0, r, 0.041666666666666664);
+    p1 = EM_MAD(p1, r, 2.48015873015873e-05);
+    p2 = EM_MAD(p2, r, 2.08767569878681e-09);
+    p0 = EM_MAD(p0, r, 0.16666666666666666);
+    p1 = EM_MAD(p1, r, 0.0001984126984126984);
+    p2 = EM_MAD(p2, r, 2.505210838544172e-08);
+    p0 = EM_MAD(p0, r, 0.5);
+    p1 = EM_MAD(p1, r, 0.001388888888888889);
+    p2 = EM_MAD(p2, r, 2.755731922398589e-07);
+    double r2 = r * r, r4 = r2 * r2;
+    double p = EM_MAD(EM_MAD(EM_MAD(p2, r4, p1), r4, p0), r2, r) + 1.0;
+    return em_f64_from_bits(em_f64_bits(p) + (int64_t)((uint64_t)n << 52));
+}
+EM_HD_INLINE void em_erfinv_rs_d(double a, double s, double *rn, double *rd) {
+#define C(ra, rb) (a >= 2.857142857142857 ? (rb) : (ra))
+    double r0 = C(-6.23753324503260060396e+01, -1.60636384855821916062e+02);
+    double r1 = C(-9.81432934416914548592e+00, 0.0);
+    r0 = EM_MAD(r0, s, C(-1.05586262253232909814e+01, -1.77579549177547519889e+01));
+    r1 = EM_MAD(r1, s, C(-8.12874355063065934246e+01, -4.83519191608651397019e+02));
+    r0 = EM_MAD(r0, s, C(-6.93858572707181764372e-01, -7.99283237680523006574e-01));
+    r1 = EM_MAD(r1, s, C(-1.84605092906711035994e+02, -1.02509513161107724954e+03));
+    r0 = EM_MAD(r0, s, C(-9.86494403484714822705e-03, -9.86494292470009928597e-03));
+    r1 = EM_MAD(r1, s, C(-1.62396669462573470355e+02, -6.37566443368389627722e+02));
+    double q0 = C(6.45387271733267880336e+02, 3.19985821950859553908e+03);
+    double q1 = C(-6.04244152148580987438e-02, 0.0);
+    q0 = EM_MAD(q0, s, C(4.34565877475229228821e+02, 1.53672958608443695994e+03));
+    q1 = EM_MAD(q1, s, C(6.57024977031928170135e+00, -2.24409524465858183362e+01));
+    q0 = EM_MAD(q0, s, C(1.37657754143519042600e+02, 3.25792512996573918826e+02));
+    q1 = EM_MAD(q1, s, C(1.08635005541779435134e+02, 4.74528541206955367215e+02));
+    q0 = EM_MAD(q0, s, C(1.96512716674392571292e+01, 3.03380607434824582924e+01));
+    q1 = EM_MAD(q1, s, C(4.29008140027567833386e+02, 2.55305040643316442583e+03));
+    q0 = EM_MAD(q0, s, 1.0);
+#undef C
+    double s2 = s * s, s4 = s2 * s2, s5 = s4 * s;
+    *rn = EM_MAD(r1, s4, r0);
+    *rd = EM_MAD(q1, s5, q0);
 }
 /* the first guess, erfinv(|y|) to about 1e-9 */
 EM_HD_INLINE double em_erfinv_guess_d(double y) {
     double a = fabs(y);
-    double t = a < 0.5 ? EM_MAD(-a, a, 1.0) : (1.0 - a) * (1.0 + a);
-    double w = -em_log_f32d(t > 0.0 ? t : 1.0);
-    double x0 = w < 6.25 ? em_erfinv_guess_mid(w) : em_erfinv_guess_tail(w < 6.25 ? 6.25 : w);
+    double t = (1.0 - a) * (1.0 + a);
+    double w = -em_erfinv_log_d(t > 0.0 ? t : 1.0);
+    double x0 = w < 6.25 ? em_erfinv_guess_mid(w) : em_erfinv_guess_tail(w);
     return x0 * a;
 }
 /* the Newton step from x = em_erfinv_guess_d(y) (the loops run the two in separate
    passes over a block: shorter dependency chains per pass, about 1.6x faster) */
-EM_HD_INLINE double em_erfinv_newton_d(double y, double x) {
-    double a = fabs(y);
+EM_HD_INLINE double em_erfinv_quo_d(double x, double *ih) {
     /* erf(x) - a: x + x P/Q below 0.84375, erx + P1/Q1 to 1.25 (x - a, erx - a exact);
        (1 - a) - erfc(x) beyond, erfc = exp(-x^2 - 0.5625 + R/S) / x with -x^2 exact
        and the exponent's rounding carried to first order.  One division for the
        three quotients, one for 1/x. */
     double xc = x < 1.25 ? 1.25 : x;
-    double il, s, sl, ih = em_recip_sq_d(xc, &il, &s, &sl);
-    double rh, rl, qh, ql;
-    em_erfc_rs_dd(xc, s, 0.0, &rh, &rl, &qh, &ql);           /* R/S in plain double here */
+    *ih = 1.0 / xc;
     double z = x * x;
     double num = x < 0.84375 ? em_erf_pq_num_d(z) : em_erf_mid_p_d(x - 1.0);
     double den = x < 0.84375 ? em_erf_pq_den_d(z) : em_erf_mid_q_d(x - 1.0);
-    num = x < 1.25 ? num : rh;
-    den = x < 1.25 ? den : qh;
-    double quo = num / den;
-    double r1 = EM_MAD(x, quo, x - a);
+    double rn, rd;
+    em_erfinv_rs_d(xc, *ih * *ih, &rn, &rd);
+    num = x < 1.25 ? num : rn;
+    den = x < 1.25 ? den : rd;
+    return num / den;
+}
+/* the rest of the step from the quotient and 1/max(x, 1.25) */
+EM_HD_INLINE double em_erfinv_step_d(double y, double x, double quo, double ih) {
+    double a = fabs(y), xc = x < 1.25 ? 1.25 : x;
+#if EM_FMA_OK
+    double r1 = fma(x, quo, x - a);
+#else
+    /* x quo in two parts: its rounding would move x by up to 0.2 ulp */
+    double xq = x * quo, r1 = (xq + (x - a)) + em_prod_err_d(x, quo, xq);
+#endif
     double r2 = (8.45062911510467529297e-01 - a) + quo;
     double a2 = xc * xc, a2l = em_prod_err_d(xc, xc, a2);
     double m = (-0.5625 - a2l) + quo;
     double e = m - a2, el = em_twosum_err(m, -a2, e);
-    double ex = em_exp_normal_d(e);                  /* -40 < e < -1.5 */
-    double r3 = (1.0 - a) - EM_MAD(ex, el, ex) * ih;
+    double ex = em_erfinv_exp_d(e);                  /* -40 < e < -1.5 */
+    /* erfc = ex (1 + el) (ih + il), its leading product split off exactly: (1 - a)
+       less it is exact (Sterbenz), so erfc keeps about the exponential's error */
+    double il = em_rem_d(1.0, ih, xc) * ih, eh = ex * ih;
+    double r3 = ((1.0 - a) - eh) - (em_prod_err_d(ex, ih, eh) + ex * EM_MAD(el, ih, il));
     double res = x < 0.84375 ? r1 : r2;
     res = x < 1.25 ? res : r3;
     x = x - res * (0.88622692545275801365 * em_exp_f32d(x * x));
     return copysign(x, y);
+}
+EM_HD_INLINE double em_erfinv_newton_d(double y, double x) {
+    double ih, quo = em_erfinv_quo_d(x, &ih);
+    return em_erfinv_step_d(y, x, quo, ih);
 }
 EM_HD_INLINE double em_erfinv_vd(double y) {
     return em_erfinv_newton_d(y, em_erfinv_guess_d(y));
