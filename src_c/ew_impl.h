@@ -211,9 +211,13 @@ typedef uint8_t em_bool;
         }                                                                               \
     }
 
-/* lerp: torch's two forms, x + t (y - x) where |t| < 0.5, else y - (y - x)(1 - t) */
-#define LERP_LOOP(name, TY)                                                              \
-    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T;          \
+/* lerp: where |t| < 0.5, x + t (y - x), else y - (y - x)(1 - t).  A scalar weight
+   (the optimizers' moving averages) rounds each step as the multi-tensor optimizer
+   loops (foreach_impl.h) and CUDA's do, so both paths give the same bits; a tensor
+   weight computes as torch's vector kernel, y + (t - 1)(y - x) and one multiply-add
+   (fused where the ISA has FMA) of the selected coefficient and base */
+#define LERP_LOOP(name, TY, MAD)                                                         \
+    static void name(char **p, const int64_t *s, int64_t n, const void *aux) { typedef TY T; \
         (void)aux;                                                                      \
         char *o = p[0]; const char *a = p[1], *b = p[2], *w = p[3];                     \
         if (s[3] == 0 && s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) { \
@@ -225,18 +229,19 @@ typedef uint8_t em_bool;
             return;                                                                     \
         }                                                                               \
         if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == sizeof(T)) { \
-            /* tensor weight, contiguous: both sides computed, one select (vectorises) */ \
             T *oo = (T *)o; const T *xx = (const T *)a, *yy = (const T *)b, *ww = (const T *)w; \
             for (int64_t i = 0; i < n; i++) {                                           \
                 T x = xx[i], y = yy[i], t = ww[i];                                      \
-                T lo = x + t * (y - x), hi = y - (y - x) * (1 - t);                     \
-                oo[i] = (fabs(t) < 0.5) ? lo : hi;                                      \
+                const int small = fabs(t) < 0.5;                                        \
+                oo[i] = MAD(small ? t : t - 1, y - x, small ? x : y);                   \
             }                                                                           \
             return;                                                                     \
         }                                                                               \
         for (int64_t i = 0; i < n; i++, o += s[0], a += s[1], b += s[2], w += s[3]) {   \
             T x = *(const T *)a, y = *(const T *)b, t = *(const T *)w;                  \
-            *(T *)o = (fabs(t) < 0.5) ? x + t * (y - x) : y - (y - x) * (1 - t);        \
+            const int small = fabs(t) < 0.5;                                            \
+            *(T *)o = s[3] == 0 ? (small ? x + t * (y - x) : y - (y - x) * (1 - t))     \
+                                : MAD(small ? t : t - 1, y - x, small ? x : y);         \
         }                                                                               \
     }
 
@@ -688,8 +693,8 @@ WHERE_LOOP(where_2, uint16_t)
 WHERE_LOOP(where_4, uint32_t)
 WHERE_LOOP(where_8, uint64_t)
 WHERE_LOOP(where_16, em_b16)
-LERP_LOOP(lerp_f32, float)
-LERP_LOOP(lerp_f64, double)
+LERP_LOOP(lerp_f32, float, EM_MADF)
+LERP_LOOP(lerp_f64, double, EM_MAD)
 #define MK_ADDCMUL(op, T, sfx, X_) ADDC_LOOP(addcmul_##sfx, T, (T)(a + v * b * c))
 FOR_INTS(MK_ADDCMUL, addcmul, _)
 ADDC_LOOP(addcmul_f32, float, EM_MADF(v * b, c, a))
