@@ -224,9 +224,8 @@ static inline __attribute__((always_inline)) double em_pw_log(double a, double *
     return y;
 }
 
-/* a^b for a > 0 finite, b finite: 0 / inf past the exponent range */
-static inline __attribute__((always_inline)) double em_pow_pos_d(double a, double b) {
-    double ll, lh = em_pw_log(a, &ll);
+/* exp(b (lh + ll)) for a two-part log lh + ll: 0 / inf past the exponent range */
+static inline __attribute__((always_inline)) double em_pw_exp_mul(double b, double lh, double ll) {
     double eh = b * lh, el = EM_MAD(b, ll, em_prod_err_d(b, lh, eh));
     /* past +-746 the result is inf or 0 whatever the tail: clamp (the exponent
        stays in em_ldexp_d's range) */
@@ -245,6 +244,12 @@ static inline __attribute__((always_inline)) double em_pow_pos_d(double a, doubl
              + r2 * EM_MAD(r2, 0x1.6c16c7ff34027p-10, EM_MAD(r, 0x1.111115cf79099p-7, 0x1.5555555555455p-5));
     double u = t + r + r2 * p;
     return em_ldexp_d(EM_MAD(s, u, s), k >> 7);
+}
+
+/* a^b for a > 0 finite, b finite */
+static inline __attribute__((always_inline)) double em_pow_pos_d(double a, double b) {
+    double ll, lh = em_pw_log(a, &ll);
+    return em_pw_exp_mul(b, lh, ll);
 }
 
 /* the loops' expression: b == 2 gives a * a (as torch).  The power is computed

@@ -116,6 +116,16 @@ typedef struct {
     int id[SPIG_BLOCK], flip[SPIG_BLOCK];
 } spig_group;
 
+/* past SPIG_CAP terms: lanes still running go to the scalar form, the others
+   keep their value (DONE) */
+#define SPIG_CAPPED(G, M, OUT, UPPER, EPS, DONE)                                       \
+    for (int j = 0; j < (M); j++) {                                                    \
+        if ((G)->act[j] != 0.0)                                                        \
+            (OUT)[(G)->id[j]] = em_sp_igam_ref(UPPER, (G)->a[j], (G)->x[j], EPS);      \
+        else                                                                           \
+            DONE(j);                                                                   \
+    }
+
 /* keep lanes with act != 0 (first NS state arrays), handing the others to DONE;
    branch-free (lanes finish at random): every lane is written at the next free
    place and DONE runs on all, the running lanes' results being overwritten later */
@@ -149,13 +159,7 @@ static void spig_run_ser(spig_group *g, int m, double eps, double *out, int uppe
 #define SPIG_SER_DONE(j) out[g->id[j]] = spig_out(g->s2[j] * g->p[j] / g->a[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
-            /* lanes still running go to the scalar form, the others keep their value */
-            for (int j = 0; j < m; j++) {
-                if (g->act[j] != 0.0)
-                    out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
-                else
-                    SPIG_SER_DONE(j);
-            }
+            SPIG_CAPPED(g, m, out, upper, eps, SPIG_SER_DONE);
             return;
         }
         {
@@ -210,13 +214,7 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
 #define SPIG_CF_DONE(j) out[g->id[j]] = spig_out(g->s3[j] / g->s5[j] * g->p[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
-            /* lanes still running go to the scalar form, the others keep their value */
-            for (int j = 0; j < m; j++) {
-                if (g->act[j] != 0.0)
-                    out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
-                else
-                    SPIG_CF_DONE(j);
-            }
+            SPIG_CAPPED(g, m, out, upper, eps, SPIG_CF_DONE);
             return;
         }
         {
@@ -282,13 +280,7 @@ static void spig_run_cser(spig_group *g, int m, double eps, double *out, int upp
 #define SPIG_CSER_DONE(j) out[g->id[j]] = spig_out(g->s3[j] - g->p[j] * g->s2[j], g->flip[j])
     for (int it = 0; m > 0; it += 8) {
         if (it >= SPIG_CAP) {
-            /* lanes still running go to the scalar form, the others keep their value */
-            for (int j = 0; j < m; j++) {
-                if (g->act[j] != 0.0)
-                    out[g->id[j]] = em_sp_igam_ref(upper, g->a[j], g->x[j], eps);
-                else
-                    SPIG_CSER_DONE(j);
-            }
+            SPIG_CAPPED(g, m, out, upper, eps, SPIG_CSER_DONE);
             return;
         }
         {

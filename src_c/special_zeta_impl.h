@@ -82,27 +82,12 @@ SPZ_INLINE double spz_log2(double a, double e, double *lo) {
     return y;
 }
 
-/* (a + e)^b, a as spz_log2, |b| <= SPZ_XMAX: em_pow_pos_d's exp.  The clamp only
-   keeps the lanes outside the fast range (redone by the scalar form) inside
-   em_ldexp_d's exponents */
+/* (a + e)^b, a as spz_log2, |b| <= SPZ_XMAX: em_pow_pos_d's exp (its clamp keeps
+   the lanes outside the fast range, redone by the scalar form, inside em_ldexp_d's
+   exponents) */
 SPZ_INLINE double spz_pow2(double a, double e, double b) {
     double ll, lh = spz_log2(a, e, &ll);
-    double eh = b * lh, el = EM_MAD(b, ll, em_prod_err_d(b, lh, eh));
-    int big = !(fabs(eh) < 746.0);
-    eh = big ? copysign(746.0, eh) : eh;
-    el = big ? 0.0 : el;
-    double kd = eh * 0x1.71547652b82fep7 + 0x1.8p52;
-    int64_t k = em_f64_bits(kd) - 0x4338000000000000LL;
-    kd -= 0x1.8p52;
-    double r = (eh + kd * -0x1.62e42fefa0000p-8) + kd * -0x1.cf79abc9e3b3ap-47;
-    r += el;
-    int64_t j = k & 127;
-    double s = em_pw_exp2j[j], t = em_pw_exp2t[j];
-    double r2 = r * r;
-    double p = EM_MAD(r, 0x1.5555555555487p-3, 0.5)
-             + r2 * EM_MAD(r2, 0x1.6c16c7ff34027p-10, EM_MAD(r, 0x1.111115cf79099p-7, 0x1.5555555555455p-5));
-    double u = t + r + r2 * p;
-    return em_ldexp_d(EM_MAD(s, u, s), k >> 7);
+    return em_pw_exp_mul(b, lh, ll);
 }
 
 /* q + k = a + e exactly (Knuth's two-sum) */
