@@ -186,8 +186,10 @@ static const double em_pw_exp2t[128] = {
     0x1.a64a931d185eep-55, -0x1.e37bae43be3edp-55, 0x1.7893b4d91cd9dp-56, 0x1.305c14160cc89p-58,
 };
 
-/* log(a) = hi + *lo for finite a > 0 (subnormals scaled by 2^52 first) */
-static inline __attribute__((always_inline)) double em_pw_log(double a, double *lo) {
+/* log(a + e) = hi + *lo for finite a > 0 (subnormals scaled by 2^52 first, their
+   tail ignored) and a tail |e| <= ulp(a) (0 for pow; the zeta loops' exact q + k),
+   which joins the reduced argument's low part scaled as a */
+static inline __attribute__((always_inline)) double em_pw_log_e(double a, double e, double *lo) {
     int tiny = a < 2.2250738585072014e-308;
     int64_t ix = em_f64_bits(tiny ? a * 0x1p52 : a) - (tiny ? (int64_t)52 << 52 : 0);
     uint64_t tmp = (uint64_t)ix - 0x3fe6955500000000ULL;
@@ -197,6 +199,7 @@ static inline __attribute__((always_inline)) double em_pw_log(double a, double *
     double kd = em_f64_from_bits((int64_t)(0x4330000000000000ULL | ((tmp + (1100ULL << 52)) >> 52)))
                 - 4503599627371596.0;
     double z = em_f64_from_bits((int64_t)((uint64_t)ix - (tmp & 0xfff0000000000000ULL)));
+    double sc = em_f64_from_bits((int64_t)(0x3ff0000000000000ULL - (tmp & 0xfff0000000000000ULL)));
     double invc = em_pw_invc[i], logc = em_pw_logc[i], logct = em_pw_logct[i];
 #if EM_FMA_OK
     double r = fma(z, invc, -1.0);
@@ -208,7 +211,7 @@ static inline __attribute__((always_inline)) double em_pw_log(double a, double *
 #endif
     double t1 = kd * 0x1.62e42fefa3800p-1 + logc;           /* exact */
     double t2 = t1 + r;
-    double lo1 = kd * 0x1.ef35793c76730p-45 + logct;
+    double lo1 = kd * 0x1.ef35793c76730p-45 + logct + (tiny ? 0.0 : (e * sc) * invc);
     double lo2 = (t1 - t2) + r;
     double ar = -0.5 * r, ar2 = r * ar;
     double hi = t2 + ar2;
@@ -222,6 +225,10 @@ static inline __attribute__((always_inline)) double em_pw_log(double a, double *
     double y = hi + l;
     *lo = (hi - y) + l;
     return y;
+}
+
+static inline __attribute__((always_inline)) double em_pw_log(double a, double *lo) {
+    return em_pw_log_e(a, 0.0, lo);
 }
 
 /* exp(b (lh + ll)) for a two-part log lh + ll: 0 / inf past the exponent range */

@@ -46,47 +46,11 @@ static const double spz_ia[12] = {
     1.0 / 1.8152105401943546773e17, -1.0 / 7.1661652561756670113e18,
 };
 
-/* log(a + e) = hi + *lo for a in [SPZ_QMIN, 2 SPZ_QMAX] and |e| <= ulp(a):
-   pow_f64_impl.h's em_pw_log with the tail e of a (scaled as a, times 1/c) added to
-   the reduced argument's low part */
-SPZ_INLINE double spz_log2(double a, double e, double *lo) {
-    int64_t ix = em_f64_bits(a);
-    uint64_t tmp = (uint64_t)ix - 0x3fe6955500000000ULL;
-    int64_t i = (int64_t)(tmp >> 45) & 127;
-    double kd = em_f64_from_bits((int64_t)(0x4330000000000000ULL | ((tmp + (1100ULL << 52)) >> 52)))
-                - 4503599627371596.0;
-    double z = em_f64_from_bits((int64_t)((uint64_t)ix - (tmp & 0xfff0000000000000ULL)));
-    double sc = em_f64_from_bits((int64_t)(0x3ff0000000000000ULL - (tmp & 0xfff0000000000000ULL)));
-    double invc = em_pw_invc[i], logc = em_pw_logc[i], logct = em_pw_logct[i];
-#if EM_FMA_OK
-    double r = fma(z, invc, -1.0);
-#else
-    double ph = z * invc;
-    double r = (ph - 1.0) + em_prod_err_d(z, invc, ph);
-#endif
-    double t1 = kd * 0x1.62e42fefa3800p-1 + logc;
-    double t2 = t1 + r;
-    double lo1 = kd * 0x1.ef35793c76730p-45 + logct + (e * sc) * invc;
-    double lo2 = (t1 - t2) + r;
-    double ar = -0.5 * r, ar2 = r * ar;
-    double hi = t2 + ar2;
-    double lo3 = em_prod_err_d(ar, r, ar2);
-    double lo4 = (t2 - hi) + ar2;
-    double r2 = r * r, r3 = r2 * r;
-    double q = EM_MAD(r, -0x1.0000000000010p-2, 0x1.5555555555562p-2)
-             + r2 * (EM_MAD(r, -0x1.55555550824bdp-3, 0x1.99999994fc38fp-3)
-             + r2 * EM_MAD(r, -0x1.000386a007416p-3, 0x1.2495f8fd5c3e1p-3));
-    double l = lo1 + lo2 + lo3 + lo4 + r3 * q;
-    double y = hi + l;
-    *lo = (hi - y) + l;
-    return y;
-}
-
-/* (a + e)^b, a as spz_log2, |b| <= SPZ_XMAX: em_pow_pos_d's exp (its clamp keeps
-   the lanes outside the fast range, redone by the scalar form, inside em_ldexp_d's
-   exponents) */
+/* (a + e)^b for a in [SPZ_QMIN, 2 SPZ_QMAX], |e| <= ulp(a), |b| <= SPZ_XMAX: pow's
+   two-part log and exp (the exp's clamp keeps the lanes outside the fast range,
+   redone by the scalar form, inside em_ldexp_d's exponents) */
 SPZ_INLINE double spz_pow2(double a, double e, double b) {
-    double ll, lh = spz_log2(a, e, &ll);
+    double ll, lh = em_pw_log_e(a, e, &ll);
     return em_pw_exp_mul(b, lh, ll);
 }
 
