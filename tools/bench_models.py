@@ -316,7 +316,7 @@ _SWEEP_UNARY = {
 _SWEEP_BINARY = ("add", "sub", "mul", "div", "pow", "pow-scalar", "maximum", "minimum", "fmax",
                  "fmin", "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide",
                  "xlogy", "logaddexp", "lerp", "where", "eq", "lt", "lerp-tensor", "addcmul",
-                 "addcdiv", "clamp-tensor", "nextafter", "logaddexp2", "igamma", "zeta")
+                 "addcdiv", "clamp-tensor", "nextafter", "logaddexp2", "igamma", "igammac", "zeta")
 _SWEEP_BACKWARD = ("gelu", "gelu-tanh", "silu", "mish", "softplus", "elu", "sigmoid", "tanh",
                    "relu", "threshold", "hardshrink", "softshrink", "prelu", "glu")
 # the sweep's rows from i0 on (the ops composed or scalar until late) also run in float64
@@ -395,7 +395,7 @@ def sweep(threads=2):
         rows.append((name, te, tt))
     for name in _SWEEP_BINARY:
         fe, ft = _sweep_binary_fn(ember, name), _sweep_binary_fn(torch, name)
-        a = pairs["pos"] if name in ("pow", "xlogy", "igamma", "zeta") else pairs["any"]
+        a = pairs["pos"] if name in ("pow", "xlogy", "igamma", "igammac", "zeta") else pairs["any"]
         b = zs if name == "zeta" else ys
         te, tt = pair(lambda: fe(a[0], b[0]), lambda: ft(a[1], b[1]), 5)
         rows.append((name, te, tt))
@@ -440,7 +440,7 @@ def _ops64_cases(E, T, n):
         (e, t), fe, ft = ts[doms[_SWEEP_UNARY[name]]], _sweep_fn(E, name), _sweep_fn(T, name)
         yield name, (lambda fe=fe, e=e: fe(e)), (lambda ft=ft, t=t: ft(t))
     for name in _SWEEP_BINARY[_SWEEP_BINARY.index("lerp-tensor"):]:
-        (e, t) = ts["pos"] if name in ("igamma", "zeta") else ts["x"]
+        (e, t) = ts["pos"] if name in ("igamma", "igammac", "zeta") else ts["x"]
         (eb, tb) = ts["zs"] if name == "zeta" else (ep, tp)
         fe, ft = _sweep_binary_fn(E, name), _sweep_binary_fn(T, name)
         yield name, (lambda fe=fe, e=e, eb=eb: fe(e, eb)), (lambda ft=ft, t=t, tb=tb: ft(t, tb))
