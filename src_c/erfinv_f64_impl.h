@@ -7,6 +7,7 @@
    NaN) are set after it, the per-block check an OR-reduction that vectorises too. */
 #ifndef EMBER_ERFINV_F64_IMPL_H
 #define EMBER_ERFINV_F64_IMPL_H
+#include "special_loop.h"
 
 static inline double em_erfinv_edge_d(double y) {
     return fabs(y) == 1.0 ? copysign((double)INFINITY, y) : (double)NAN;
@@ -33,12 +34,7 @@ static inline double em_erfinv_edge_d(double y) {
                         if (!(fabs(a[i]) < 1.0)) o[i] = em_erfinv_edge_d(a[i]);        \
             }                                                                          \
         } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                double y = *(const double *)a;                                         \
-                *(double *)o = fabs(y) < 1.0 ? em_erfinv_vd(y) : em_erfinv_edge_d(y);  \
-            }                                                                          \
+            SP_STRIDED_UNARY(double, fabs(x) < 1.0 ? em_erfinv_vd(x) : em_erfinv_edge_d(x)); \
         }                                                                              \
     }
 

@@ -377,12 +377,7 @@ SPB_INLINE void spb_zero_v(double *r, int64_t m) {
                         if (!OK(xb[i])) y[i] = FULL(xb[i]);                            \
             }                                                                          \
         } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                T x = *(const T *)a;                                                   \
-                *(T *)o = !OK(x) ? FULL(x) : IS_SMALL(x) ? SMALL(x) : LARGE(x);        \
-            }                                                                          \
+            SP_STRIDED_UNARY(T, !OK(x) ? FULL(x) : IS_SMALL(x) ? SMALL(x) : LARGE(x));  \
         }                                                                              \
     }
 

@@ -10,6 +10,7 @@
    and em_gelu_gauss_d (exp(-x^2 / 2) from x^2 taken exactly). */
 #ifndef EMBER_SPECIAL_ERF_IMPL_H
 #define EMBER_SPECIAL_ERF_IMPL_H
+#include "special_loop.h"
 
 #define SPE_ISPI 0.56418958354775628694807945156      /* 1 / sqrt(pi) */
 
@@ -248,12 +249,7 @@ static inline __attribute__((always_inline)) float spe_ndtri_tail_f(float x) { r
                 for (int j = 0; j < m; j++) o[at[j]] = rs[j];                          \
             }                                                                          \
         } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                T x = *(const T *)a;                                                   \
-                *(T *)o = OK(x) ? FAST(x) : SLOW(x);                                   \
-            }                                                                          \
+            SP_STRIDED_UNARY(T, OK(x) ? FAST(x) : SLOW(x));                            \
         }                                                                              \
     }
 /* every loop of the family, names ending in SFX */

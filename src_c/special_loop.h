@@ -4,6 +4,18 @@
 #define EMBER_SPECIAL_LOOP_H
 #include <stdint.h>
 
+/* the strided form of a unary loop: out = EXPR of the element x, one at a time
+   (p, s, n are the loop's arguments) */
+#define SP_STRIDED_UNARY(T, EXPR)                                                      \
+    do {                                                                               \
+        char *o_ = p[0];                                                               \
+        const char *a_ = p[1];                                                         \
+        for (int64_t i_ = 0; i_ < n; i_++, o_ += s[0], a_ += s[1]) {                   \
+            T x = *(const T *)a_;                                                      \
+            *(T *)o_ = (EXPR);                                                         \
+        }                                                                              \
+    } while (0)
+
 /* loops of T = float (vectorised in double) or double, one copy per ISA: blocks of
    512 run FAST(x), then the block's rare inputs outside OK(x) are redone with
    FULL(x); the per-block check is an OR-reduction that vectorises too.  Strided rows
@@ -26,12 +38,7 @@
                         if (!OK(a[i])) o[i] = FULL(a[i]);                              \
             }                                                                          \
         } else {                                                                       \
-            char *o = p[0];                                                            \
-            const char *a = p[1];                                                      \
-            for (int64_t i = 0; i < n; i++, o += s[0], a += s[1]) {                    \
-                T x = *(const T *)a;                                                   \
-                *(T *)o = OK(x) ? FAST(x) : FULL(x);                                   \
-            }                                                                          \
+            SP_STRIDED_UNARY(T, OK(x) ? FAST(x) : FULL(x));                            \
         }                                                                              \
     }
 
