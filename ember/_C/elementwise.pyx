@@ -833,7 +833,8 @@ cdef object _clamp_scalar(object input, object lo, object hi, object out, bint i
 
 cdef object _clamp3(TensorBase x, object lo, object hi):
     """clamp with two tensor bounds of x's dtype in one pass; None where the
-    composite runs (a scalar or missing bound, another dtype or device, autograd)."""
+    composite runs (a scalar or missing bound, another dtype, a non-CPU or lazy-bit
+    operand, autograd)."""
     cdef TensorBase l, h, r
     cdef int64_t s1[MAX_DIMS]
     cdef int64_t s2[MAX_DIMS]
@@ -843,9 +844,7 @@ cdef object _clamp3(TensorBase x, object lo, object hi):
         return None
     l, h = <TensorBase>lo, <TensorBase>hi
     fn = TAB.clamp3[x._dtype]
-    if fn == NULL or l._dtype != x._dtype or h._dtype != x._dtype or \
-            x._device is not l._device or x._device is not h._device or \
-            x._device.kind != DEV_CPU or any_grad((x, lo, hi)):
+    if fn == NULL or l._dtype != x._dtype or h._dtype != x._dtype or any_grad((x, lo, hi)):
         return None
     nd = broadcast_shape(x._ndim, x._shape, l._ndim, l._shape, s1)
     nd = broadcast_shape(nd, s1, h._ndim, h._shape, s2)
