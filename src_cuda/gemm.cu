@@ -2,10 +2,14 @@
    batches on grid z.
    - float32 ("highest" precision) and float64: tiled SIMT kernels (sgemm_tiles
      for whole 128x128x8 tiles, gemm_simt for the rest).
-   - float16/bfloat16, and float32 when TF32 is allowed ("high"/"medium", the
-     inputs rounded to TF32): gemm_tc, mma.sync tensor cores with fp32
-     accumulation, for any shape whose operand rows are 16-byte aligned;
-     gemm_wmma (WMMA, element-wise loads) for the rest. */
+   - float16/bfloat16, and float32 when TF32 is allowed ("high"/"medium"): on
+     Hopper (sm_90a) gemm_ws, TMA + wgmma with fp32 accumulation (TF32 for A @ B.T
+     only, the layout wgmma reads for 32-bit operands); elsewhere gemm_tc,
+     mma.sync tensor cores (the float inputs rounded to TF32); both for any shape
+     whose operand rows are 16-byte aligned; gemm_wmma (WMMA, element-wise loads)
+     for the rest. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <mma.h>
 #include <cstdlib>
 #include <cstring>
@@ -577,17 +581,10 @@ static int launch_tc(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alph
     return 1;
 }
 
-/* --- the Hopper kernel: wgmma (sm_90a) --------------------------------------------------
-   The same 128 x 256 block tile, as two warpgroups each issuing m64n256k16 wgmma
-   on operands read straight from shared memory through descriptors (128-byte
-   swizzle; transposed operands through wgmma's own transpose, so no ldmatrix and
-   no fragments in registers).  K-tiles of 64 elements stream in by cp.async
-   (zero-filled edges, as gemm_tc) through WG_STAGES buffers, two tiles ahead,
-   while one group of wgmma runs.  16-bit operands only (wgmma transposes only
-   those); opt-in with EMBER_CUDA_WGMMA=1 (see wgmma_usable). */
-#define WG_TILE_A (TC_BM * WG_BK * 2)
-#define WG_TILE_B (TC_BN * WG_BK * 2)
-#define WG_SMEM (WG_STAGES * (WG_TILE_A + WG_TILE_B) + 1024)
+/* --- Hopper (sm_90a): wgmma ---------------------------------------------------------------
+   wgmma reads both operands straight from shared memory through descriptors
+   (128-byte swizzle; transposed 16-bit operands through wgmma's own transpose, so
+   no ldmatrix and no fragments in registers). */
 
 __global__ void wgmma_probe(int *out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -610,9 +607,9 @@ template <typename T, bool TA, bool TB>
 __device__ __forceinline__ void wg_mma(float (&d)[128], uint64_t da, uint64_t db) {
 #define WG_OPS(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
                   "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define WG_ASM(TY)                                                                              \
+#define WG_ASM(SHAPE, TY, TRANS)                                                                \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                 \
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                 \
+                 "wgmma.mma_async.sync.aligned." SHAPE ".f32." TY "." TY " {"                 \
     "%0, %1, %2, %3, %4, %5, %6, %7," \
     "%8, %9, %10, %11, %12, %13, %14, %15," \
     "%16, %17, %18, %19, %20, %21, %22, %23," \
@@ -629,134 +626,175 @@ __device__ __forceinline__ void wg_mma(float (&d)[128], uint64_t da, uint64_t db
     "%104, %105, %106, %107, %108, %109, %110, %111," \
     "%112, %113, %114, %115, %116, %117, %118, %119," \
     "%120, %121, %122, %123, %124, %125, %126, %127" \
-                 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"                                     \
+                 "}, %128, %129, p, 1, 1" TRANS ";\n}\n"                                       \
                  : WG_OPS(0), WG_OPS(8), WG_OPS(16), WG_OPS(24), WG_OPS(32), WG_OPS(40),         \
                    WG_OPS(48), WG_OPS(56), WG_OPS(64), WG_OPS(72), WG_OPS(80), WG_OPS(88),       \
                    WG_OPS(96), WG_OPS(104), WG_OPS(112), WG_OPS(120)                             \
                  : "l"(da), "l"(db), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 0 : 1))
+    /* TF32 takes both operands K-major only: no transpose immediates */
     if constexpr (std::is_same<T, __half>::value)
-        WG_ASM("f16");
+        WG_ASM("m64n256k16", "f16", ", %131, %132");
+    else if constexpr (std::is_same<T, float>::value)
+        WG_ASM("m64n256k8", "tf32", "");
     else
-        WG_ASM("bf16");
+        WG_ASM("m64n256k16", "bf16", ", %131, %132");
 #undef WG_ASM
 #undef WG_OPS
 }
 #endif
 
-template <typename T, bool TA, bool TB>
-__global__ void __launch_bounds__(TC_THREADS, 1)
-    gemm_wgmma(int64_t M, int64_t N, int64_t K, float alpha, const T *A, int64_t lda, int64_t sA,
-               const T *B, int64_t ldb, int64_t sB, float beta, T *C, int64_t ldc, int64_t sC,
-               int64_t batch, bool cvec) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int V = 8;   /* elements per 16-byte chunk */
-    extern __shared__ unsigned char wg_smem[];
-    /* the swizzle atoms need 1024-byte alignment (WG_SMEM has the slack) */
-    const uint32_t sraw = (uint32_t)__cvta_generic_to_shared(wg_smem);
-    const uint32_t sbase = (sraw + 1023u) & ~1023u;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-    const int g = lane >> 2, t = lane & 3;
+/* --- the Hopper kernel: TMA, mbarriers and warp specialisation (sm_90a) -----------------
+   128 x 256 block tiles; K-tiles of 128 bytes of K (64 halves or 32 floats) arrive by
+   TMA (cp.async.bulk.tensor: the copy engine applies the 128-byte swizzle and fills
+   zeros past the matrix, so any M, N, K runs) issued by one producer thread through
+   WS_STAGES buffers guarded by mbarriers: `full` completes when a stage's bytes have
+   landed, `empty` when all 8 consumer warps have finished reading it.  Two consumer
+   warpgroups each own 64 rows, issue m64n256 wgmma on the stage through descriptors
+   and keep one wgmma group in flight while the producer runs up to WS_STAGES tiles
+   ahead; no block-wide barrier in the main loop.  The operands are described by
+   3-D tensor maps made on the host (ws_make_map), batches being a coordinate.
+   Shared-memory layouts (gemm_tc.cuh): a K-major tile is rows of 128 bytes, chunk c
+   of row r at c ^ (r & 7) (wg_kmaj); an MN-major tile (16-bit only: wgmma transposes
+   those alone) is 64-column boxes WG_MN_LBO bytes apart (wg_mnmaj). */
+#define WS_THREADS 384
+#define WS_STAGES 4
+#define WG_TILE_A (TC_BM * 128)
+#define WG_TILE_B (TC_BN * 128)
+#define WS_STAGE_BYTES (WG_TILE_A + WG_TILE_B)
+#define WS_SMEM (WS_STAGES * WS_STAGE_BYTES + 1024)
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+/* one box of a 3-D tensor map into shared memory, completing on `bar` */
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, uint32_t bar,
+                                         int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+#endif
+
+template <typename T, bool TA, bool TB>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+    gemm_ws(const __grid_constant__ CUtensorMap tma, const __grid_constant__ CUtensorMap tmb,
+            int64_t M, int64_t N, int64_t K, float alpha, float beta, T *C, int64_t ldc,
+            int64_t sC, int64_t batch, int bza, int bzb, bool cvec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int BK = 128 / (int)sizeof(T);   /* elements of K per tile */
+    extern __shared__ unsigned char ws_smem[];
+    __shared__ __align__(8) uint64_t bars[2 * WS_STAGES];
+    /* the swizzle atoms need 1024-byte alignment (WS_SMEM has the slack) */
+    const uint32_t sraw = (uint32_t)__cvta_generic_to_shared(ws_smem);
+    const uint32_t sbase = (sraw + 1023u) & ~1023u;
+    const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(bars);
+    auto full = [&](int s) { return bar0 + 8u * s; };
+    auto empty = [&](int s) { return bar0 + 8u * (WS_STAGES + s); };
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+
+    /* block -> tile, in groups of 8 tile rows so that a wave's blocks share operands in L2 */
     const int64_t tiles_m = (M + TC_BM - 1) / TC_BM, tiles_n = (N + TC_BN - 1) / TC_BN;
     const int64_t pid = blockIdx.x, width = 8 * tiles_n, first = pid / width * 8;
     const int64_t gsize = tiles_m - first < 8 ? tiles_m - first : 8;
-    const int64_t m0 = (first + pid % width % gsize) * TC_BM, n0 = pid % width / gsize * TC_BN;
-    const int KT = (int)((K + WG_BK - 1) / WG_BK);
+    const int m0 = (int)((first + pid % width % gsize) * TC_BM);
+    const int n0 = (int)(pid % width / gsize * TC_BN);
+    const int KT = (int)((K + BK - 1) / BK);
 
+    if (tid == 0) {
+        for (int s = 0; s < WS_STAGES; s++) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {   /* the producer: one thread issues every copy */
+        if (tid != 0) return;
+        uint32_t it = 0;   /* tiles issued, counted across batches as the consumers do */
+        for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+            const int za = (int)z * bza, zb = (int)z * bzb;
+            for (int kt = 0; kt < KT; kt++, it++) {
+                const int s = (int)(it % WS_STAGES);
+                if (it >= WS_STAGES) mbar_wait(empty(s), ((it / WS_STAGES) - 1) & 1);
+                mbar_expect_tx(full(s), WS_STAGE_BYTES);
+                const uint32_t sa = sbase + s * WS_STAGE_BYTES, sb = sa + WG_TILE_A;
+                const int k0 = kt * BK;
+                if (TA) {   /* stored K x M: 64-column boxes of M */
+                    for (int j = 0; j < TC_BM / 64; j++)
+                        tma_load(sa + j * WG_MN_LBO, &tma, full(s), m0 + 64 * j, k0, za);
+                } else {
+                    tma_load(sa, &tma, full(s), k0, m0, za);
+                }
+                if (TB) {
+                    tma_load(sb, &tmb, full(s), k0, n0, zb);
+                } else {    /* stored K x N: 64-column boxes of N */
+                    for (int j = 0; j < TC_BN / 64; j++)
+                        tma_load(sb + j * WG_MN_LBO, &tmb, full(s), n0 + 64 * j, k0, zb);
+                }
+            }
+        }
+        return;
+    }
+
+    const int cw = wg - 1;   /* this consumer's 64-row half */
+    const int g = lane >> 2, t = lane & 3;
+    uint32_t it = 0;
     for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
-        const T *Az = A + z * sA, *Bz = B + z * sB;
         T *Cz = C + z * sC;
-        auto load = [&](int stage, int kt) {
-            const int64_t k0 = (int64_t)kt * WG_BK;
-            const uint32_t sa = sbase + stage * (WG_TILE_A + WG_TILE_B), sb = sa + WG_TILE_A;
-#pragma unroll
-            for (int i = 0; i < WG_TILE_A / 16 / TC_THREADS; i++) {
-                const int e = tid + i * TC_THREADS;
-                int64_t mm, kk;
-                int off;
-                if (TA) {   /* rows k, chunks of m */
-                    const int r = e / (TC_BM / V), c = e % (TC_BM / V);
-                    off = wg_mnmaj(r, c);
-                    kk = k0 + r;
-                    mm = m0 + c * V;
-                } else {    /* rows m, chunks of k */
-                    const int r = e / (WG_BK / V), c = e % (WG_BK / V);
-                    off = wg_kmaj(r, c);
-                    mm = m0 + r;
-                    kk = k0 + c * V;
-                }
-                const int64_t rest = TA ? M - mm : K - kk;
-                const bool in = TA ? kk < K : mm < M;
-                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * 2;
-                const T *src = bytes ? (TA ? Az + kk * lda + mm : Az + mm * lda + kk) : Az;
-                cp_async16(sa + off, src, bytes);
-            }
-#pragma unroll
-            for (int i = 0; i < WG_TILE_B / 16 / TC_THREADS; i++) {
-                const int e = tid + i * TC_THREADS;
-                int64_t nn, kk;
-                int off;
-                if (TB) {   /* rows n, chunks of k */
-                    const int r = e / (WG_BK / V), c = e % (WG_BK / V);
-                    off = wg_kmaj(r, c);
-                    nn = n0 + r;
-                    kk = k0 + c * V;
-                } else {    /* rows k, chunks of n */
-                    const int r = e / (TC_BN / V), c = e % (TC_BN / V);
-                    off = wg_mnmaj(r, c);
-                    kk = k0 + r;
-                    nn = n0 + c * V;
-                }
-                const int64_t rest = TB ? K - kk : N - nn;
-                const bool in = TB ? nn < N : kk < K;
-                const int bytes = !in || rest <= 0 ? 0 : rest >= V ? 16 : (int)rest * 2;
-                const T *src = bytes ? (TB ? Bz + nn * ldb + kk : Bz + kk * ldb + nn) : Bz;
-                cp_async16(sb + off, src, bytes);
-            }
-        };
-
         float d[128];
 #pragma unroll
         for (int i = 0; i < 128; i++) d[i] = 0.0f;
-        /* two tiles in flight ahead of the one being multiplied, one stage drains */
-#pragma unroll
-        for (int st = 0; st < WG_STAGES - 2; st++) {
-            if (st < KT) load(st, st);
-            cp_async_commit();
-        }
-        for (int kt = 0; kt < KT; kt++) {
-            cp_async_wait<WG_STAGES - 3>();
-            /* cp.async wrote through the generic proxy; wgmma reads through the async one */
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            __syncthreads();   /* tile kt landed everywhere; wgmma group kt-2 is done */
-            const int next = kt + WG_STAGES - 2;
-            if (next < KT) load(next % WG_STAGES, next);
-            cp_async_commit();
-
-            const uint32_t sa = sbase + (kt % WG_STAGES) * (WG_TILE_A + WG_TILE_B);
-            const uint32_t sb = sa + WG_TILE_A;
+        int prev = -1;
+        for (int kt = 0; kt < KT; kt++, it++) {
+            const int s = (int)(it % WS_STAGES);
+            mbar_wait(full(s), (it / WS_STAGES) & 1);
+            const uint32_t sa = sbase + s * WS_STAGE_BYTES, sb = sa + WG_TILE_A;
             wg_fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-            for (int s = 0; s < WG_BK / 16; s++) {
-                /* K-major: the k16 step is 32 bytes into each 128-byte line; MN-major:
-                   two 8-row k groups (2 x 1024 bytes) further */
-                const uint64_t da = TA ? wg_desc(sa + wg * WG_MN_LBO + s * 2048, WG_MN_LBO, 1024)
-                                       : wg_desc(sa + wg * 64 * 128 + s * 32, 16, 1024);
-                const uint64_t db = TB ? wg_desc(sb + s * 32, 16, 1024)
-                                       : wg_desc(sb + s * 2048, WG_MN_LBO, 1024);
+            for (int ks = 0; ks < 4; ks++) {
+                /* a k-step is 32 bytes into each K-major row; MN-major: two 8-row k groups
+                   (2 x 1024 bytes) further */
+                const uint64_t da = TA ? wg_desc(sa + cw * WG_MN_LBO + ks * 2048, WG_MN_LBO, 1024)
+                                       : wg_desc(sa + cw * 64 * 128 + ks * 32, 16, 1024);
+                const uint64_t db = TB ? wg_desc(sb + ks * 32, 16, 1024)
+                                       : wg_desc(sb + ks * 2048, WG_MN_LBO, 1024);
                 wg_mma<T, TA, TB>(d, da, db);
             }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
             wg_fence_acc(d);
+            /* the previous group is complete: its stage may be refilled */
+            if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
+            prev = s;
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         wg_fence_acc(d);
-        cp_async_wait<0>();
+        if (prev >= 0 && lane == 0) mbar_arrive(empty(prev));
 
         /* d[4i..4i+3]: rows 16 * (warp % 4) + g (+8), columns 8i + 2t (+1) */
-        const int64_t mrow = m0 + wg * 64 + (warp & 3) * 16 + g;
+        const int64_t mrow = m0 + cw * 64 + (warp & 3) * 16 + g;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int64_t m = mrow + 8 * h;
@@ -769,17 +807,16 @@ __global__ void __launch_bounds__(TC_THREADS, 1)
                               n + 1 < N, cvec);
             }
         }
-        __syncthreads();   /* the next batch refills the stages */
     }
 #endif
 }
 
-/* whether gemm_wgmma may run on the current device: asked for (EMBER_CUDA_WGMMA=1),
-   compute capability 9.0 with the sm_90a code loaded (wgmma_probe), the shared
-   memory there; the probe's answer is kept per device */
+/* whether gemm_ws may run on the current device: compute capability 9.0 with the
+   sm_90a code loaded (wgmma_probe) and the shared memory, unless EMBER_CUDA_WGMMA=0;
+   the probe's answer is kept per device */
 static int wgmma_usable() {
     const char *env = getenv("EMBER_CUDA_WGMMA");
-    if (!env || strcmp(env, "1") != 0) return 0;
+    if (env && strcmp(env, "0") == 0) return 0;
     static int known[64];   /* 0 unknown, 1 yes, -1 no */
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
@@ -788,7 +825,7 @@ static int wgmma_usable() {
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (major == 9 && minor == 0 && optin >= WG_SMEM) {
+    if (major == 9 && minor == 0 && optin >= WS_SMEM + 128) {
         int *flag = nullptr;
         if (cudaMalloc(&flag, sizeof(int)) == cudaSuccess) {
             wgmma_probe<<<1, 1>>>(flag);
@@ -801,20 +838,67 @@ static int wgmma_usable() {
     return ok == 1;
 }
 
+/* the driver's cuTensorMapEncodeTiled, found through the runtime (ember links no libcuda) */
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+    static int tried = 0;
+    if (!tried) {
+        void *p = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                             cudaEnableDefault, &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+        cudaGetLastError();
+        tried = 1;
+    }
+    return fn;
+}
+
+/* a 3-D map of a row-major matrix: `inner` contiguous elements per row, `outer` rows
+   ld apart, `nb` matrices sb apart (nb 1 for a broadcast operand); boxes of 128 bytes
+   x box_rows, 128-byte swizzle, zeros past the edges.  false when the driver refuses
+   it.  float stays FLOAT32: wgmma reads its TF32 part, as cuBLAS's TF32 kernels do. */
+template <typename T>
+static bool ws_make_map(CUtensorMap *map, const T *p, int64_t inner, int64_t outer, int64_t ld,
+                        int64_t nb, int64_t sb, int box_rows) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    if (!enc) return false;
+    const CUtensorMapDataType dt = std::is_same<T, float>::value  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                   : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const cuuint64_t E = sizeof(T);
+    cuuint64_t dims[3] = {(cuuint64_t)inner, (cuuint64_t)outer, (cuuint64_t)nb};
+    cuuint64_t strides[2] = {(cuuint64_t)ld * E, (cuuint64_t)(nb > 1 ? sb : ld * outer) * E};
+    cuuint32_t box[3] = {(cuuint32_t)(128 / E), (cuuint32_t)box_rows, 1}, estr[3] = {1, 1, 1};
+    return enc(map, dt, 3, (void *)p, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* gemm_ws: 1 when it launched, 0 when a tensor map could not be made */
 template <typename T, bool TA, bool TB>
-static int launch_wgmma(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
-                        int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
-                        T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec) {
-    EMC_CHECK(cudaFuncSetAttribute(gemm_wgmma<T, TA, TB>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM),
+static int launch_ws(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
+                     int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
+                     T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec) {
+    if (M > 0x7fffff00 || N > 0x7fffff00 || K > 0x7fffff00 || batch > 0x7fffffff) return 0;
+    const bool ba = batch > 1 && sA != 0, bb = batch > 1 && sB != 0;
+    CUtensorMap ma, mb;
+    const bool ok = (TA ? ws_make_map(&ma, A, M, K, lda, ba ? batch : 1, sA, 64)
+                        : ws_make_map(&ma, A, K, M, lda, ba ? batch : 1, sA, TC_BM)) &&
+                    (TB ? ws_make_map(&mb, B, K, N, ldb, bb ? batch : 1, sB, TC_BN)
+                        : ws_make_map(&mb, B, N, K, ldb, bb ? batch : 1, sB, 64));
+    if (!ok) return 0;
+    EMC_CHECK(cudaFuncSetAttribute(gemm_ws<T, TA, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   WS_SMEM),
               "emc_gemm");
     const int64_t tiles = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
-    gemm_wgmma<T, TA, TB><<<dim3((unsigned)tiles, 1, gz), TC_THREADS, WG_SMEM, s>>>(
-        M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch, cvec);
+    gemm_ws<T, TA, TB><<<dim3((unsigned)tiles, 1, gz), WS_THREADS, WS_SMEM, s>>>(
+        ma, mb, M, N, K, alpha, beta, C, ldc, sC, batch, ba ? 1 : 0, bb ? 1 : 0, cvec);
     return 1;
 }
 
-/* gemm_tc (gemm_wgmma where usable) when its 16-byte copies are aligned and the part
+/* gemm_tc (gemm_ws where usable) when its 16-byte copies are aligned and the part
    has the shared memory: 1 when it launched, 0 when it did not (the caller runs
    gemm_wmma), negative on a runtime error */
 template <typename T>
@@ -835,20 +919,27 @@ static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, 
     /* output pairs (n, n+1) with n even go as one store when C's rows keep them aligned */
     const bool cvec = ldc % 2 == 0 && (batch == 1 || sC % 2 == 0) &&
                       ((uintptr_t)C & (2 * sizeof(T) - 1)) == 0;
-    if constexpr (sizeof(T) == 2) {
-        if (wgmma_usable()) {
-            if (!ta && !tb)
-                return launch_wgmma<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
-                                                     beta, C, ldc, sC, batch, gz, cvec);
-            if (ta && !tb)
-                return launch_wgmma<T, true, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
-                                                    beta, C, ldc, sC, batch, gz, cvec);
+    if (wgmma_usable()) {
+        int rc = 0;
+        if constexpr (sizeof(T) == 4) {   /* TF32: both operands K-major only */
             if (!ta && tb)
-                return launch_wgmma<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB,
-                                                    beta, C, ldc, sC, batch, gz, cvec);
-            return launch_wgmma<T, true, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta,
-                                               C, ldc, sC, batch, gz, cvec);
+                rc = launch_ws<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+                                               ldc, sC, batch, gz, cvec);
+        } else {
+            if (!ta && !tb)
+                rc = launch_ws<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+                                                ldc, sC, batch, gz, cvec);
+            else if (ta && !tb)
+                rc = launch_ws<T, true, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+                                               ldc, sC, batch, gz, cvec);
+            else if (!ta && tb)
+                rc = launch_ws<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+                                               ldc, sC, batch, gz, cvec);
+            else
+                rc = launch_ws<T, true, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
+                                              ldc, sC, batch, gz, cvec);
         }
+        if (rc != 0) return rc;   /* launched, or a runtime error */
     }
     if (!ta && !tb)
         return launch_tc<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc,

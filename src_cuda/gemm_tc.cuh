@@ -73,12 +73,11 @@ TC_HD int tc_b_mn(int lane, int nb, int s, int w) {
 /* float index of element (k row, column x) in an MN-contiguous TF32 tile */
 TC_HD int tc_mn_f32(int k, int x, int w) { return tc_mn(k, x >> 2, w, true) * 4 + (x & 3); }
 
-/* ---- the Hopper wgmma kernel's tiles (16-bit operands): K-tiles of 64 elements,
-   128-byte swizzle (the 16-byte chunk c of 128-byte line L sits at c ^ (L & 7)),
-   1024-byte aligned 8-line atoms, the canonical layouts of wgmma's descriptors. */
-#define WG_BK 64
-#define WG_STAGES 4
-/* byte offset of chunk c (8 elements of K) of row r (an M or N index) in a
+/* ---- the Hopper kernel's tiles (gemm_ws): where TMA's 128-byte swizzle puts each
+   16-byte chunk (chunk c of 128-byte line L at c ^ (L & 7), 1024-byte aligned 8-line
+   atoms), which are the canonical layouts wgmma's descriptors read. */
+#define WG_BK 64   /* K rows of an MN-major (16-bit) tile */
+/* byte offset of chunk c (16 bytes of K) of row r (an M or N index) in a
    K-major tile: rows of 128 bytes, 8-row groups 1024 bytes apart (SBO) */
 TC_HD int wg_kmaj(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 /* byte offset of chunk cn (8 elements of M or N) of K row k in an MN-major tile:

@@ -1,11 +1,16 @@
 """Time one training step on the GPU: ember beside PyTorch, same model, same device.
 
-    python tools/bench_cuda_train.py [--model mlp|cnn] [--precision highest|high]
-                                     [--reps 20] [--profile]
+    python tools/bench_cuda_train.py [--model mlp|cnn|transformer]
+                                     [--precision highest|high] [--amp] [--reps 20]
+                                     [--profile]
 
 mlp: Linear-GELU-Linear, cross-entropy, Adam at batch 4096, width 1024/4096.
 cnn: three 3x3 convolutions with batch norm, ReLU and max pooling, a linear head,
-SGD with momentum, batch 64 of 3x32x32.  The two libraries alternate in one
+SGD with momentum, batch 64 of 3x32x32.
+transformer: token embedding, four encoder layers (width 512, 8 heads, feed-forward
+2048, batch-first, no dropout), a vocabulary head, cross-entropy, AdamW; batch 32 of
+256 tokens.  ``--amp`` runs the forward under bfloat16 autocast.
+The two libraries alternate in one
 process; each row is the median step time in ms after warm-up, synchronised.
 ``--profile`` then lists each library's GPU kernels by total time over five steps
 (torch.profiler's CUDA activity sees every kernel of the process, ember's too) and
@@ -25,11 +30,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ember  # noqa: E402
 
 
-def make_step(lib, precision, model_name="mlp"):
+def make_step(lib, precision, model_name="mlp", amp=False):
     lib.set_float32_matmul_precision(precision)
     lib.manual_seed(0)
     nn = lib.nn
-    if model_name == "cnn":
+    if model_name == "transformer":
+        vocab, width = 1000, 512
+        layer = nn.TransformerEncoderLayer(width, 8, 2048, dropout=0.0, batch_first=True)
+        model = nn.Sequential(nn.Embedding(vocab, width), nn.TransformerEncoder(layer, 4),
+                              nn.Linear(width, vocab)).to("cuda")
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-4)
+        x = lib.randint(0, vocab, (32, 256), device="cuda")
+        y = lib.randint(0, vocab, (32 * 256,), device="cuda")
+    elif model_name == "cnn":
         model = nn.Sequential(
             nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
@@ -47,7 +60,9 @@ def make_step(lib, precision, model_name="mlp"):
 
     def step():
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        with lib.autocast("cuda", dtype=lib.bfloat16, enabled=amp):
+            out = model(x)
+        loss = nn.functional.cross_entropy(out.float().reshape(-1, out.shape[-1]), y)
         loss.backward()
         opt.step()
         return loss
@@ -67,7 +82,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--precision", default="highest", choices=["highest", "high"])
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    ap.add_argument("--model", default="mlp", choices=["mlp", "cnn", "transformer"])
+    ap.add_argument("--amp", action="store_true", help="bfloat16 autocast forward")
     ap.add_argument("--profile", action="store_true", help="list GPU kernels by time")
     args = ap.parse_args(argv)
     if not ember.cuda.is_available():
@@ -80,7 +96,8 @@ def main(argv=None):
             libs["torch"] = torch
     except ImportError:
         pass
-    steps = {name: make_step(lib, args.precision, args.model) for name, lib in libs.items()}
+    steps = {name: make_step(lib, args.precision, args.model, args.amp)
+             for name, lib in libs.items()}
     for name, lib in libs.items():
         for _ in range(3):
             timed(lib, steps[name])
@@ -89,8 +106,8 @@ def main(argv=None):
         for name, lib in libs.items():
             times[name].append(timed(lib, steps[name]))
     med = {name: statistics.median(t) for name, t in times.items()}
-    print(f"{args.model.upper()} training step, float32 matmul precision {args.precision!r}, "
-          f"{ember.cuda.get_device_name()}")
+    print(f"{args.model.upper()} training step, float32 matmul precision {args.precision!r}"
+          f"{', bfloat16 autocast' if args.amp else ''}, {ember.cuda.get_device_name()}")
     for name, ms in med.items():
         print(f"  {name:6s} {ms:8.2f} ms")
     if "torch" in med:

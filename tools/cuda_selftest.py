@@ -142,22 +142,18 @@ def _core_rows(dev, torch):
                                      hc, M, 0, 1, 0, None), iters=5)
     tms = _torch_timer(torch, lambda: th @ th.t(), iters=5) if has_torch else None
     rows.append(("gemm f16 8192^3 a@b.T", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
-    # the opt-in Hopper wgmma kernel (EMBER_CUDA_WGMMA=1), where it can run
-    old = os.environ.get("EMBER_CUDA_WGMMA")
-    os.environ["EMBER_CUDA_WGMMA"] = "1"
-    try:
-        if lib.emc_gemm_wgmma():
-            for tb, name in [(0, "gemm f16 8192^3 wgmma"), (1, "gemm f16 8192^3 a@b.T wgmma")]:
+    # the mma.sync kernel where the Hopper one is the default (EMBER_CUDA_WGMMA=0)
+    if lib.emc_gemm_wgmma():
+        os.environ["EMBER_CUDA_WGMMA"] = "0"
+        try:
+            for tb, name in [(0, "gemm f16 8192^3 mma.sync"), (1, "gemm f16 8192^3 a@b.T mma")]:
                 ms = _timer(lambda: lib.emc_gemm(EM["float16"], 0, tb, M, M, M, 1.0, ha, M, 0, ha,
                                                  M, 0, 0.0, hc, M, 0, 1, 0, None), iters=5)
                 tms = (_torch_timer(torch, lambda: th @ (th.t() if tb else th), iters=5)
                        if has_torch else None)
                 rows.append((name, ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
-    finally:
-        if old is None:
+        finally:
             del os.environ["EMBER_CUDA_WGMMA"]
-        else:
-            os.environ["EMBER_CUDA_WGMMA"] = old
     M = 4096
     fa = dev.put(np.full((M, M), 0.01, np.float32))
     fc = dev.alloc((M, M), np.float32)
@@ -169,6 +165,10 @@ def _core_rows(dev, torch):
         tf = torch.full((M, M), 0.01, device="cuda")
         tms = _torch_timer(torch, lambda: tf @ tf, iters=5)
     rows.append(("gemm tf32 4096^3", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
+    ms = _timer(lambda: lib.emc_gemm(EM["float32"], 0, 1, M, M, M, 1.0, fa, M, 0, fa, M, 0, 0.0,
+                                     fc, M, 0, 1, 1, None), iters=5)
+    tms = _torch_timer(torch, lambda: tf @ tf.t(), iters=5) if has_torch else None
+    rows.append(("gemm tf32 4096^3 a@b.T", ms, tms, f"{2 * M ** 3 / ms / 1e9:.0f} TFLOP/s"))
     ms = _timer(lambda: lib.emc_gemm(EM["float32"], 0, 0, M, M, M, 1.0, fa, M, 0, fa, M, 0, 0.0,
                                      fc, M, 0, 1, 0, None), iters=5)
     tms = None

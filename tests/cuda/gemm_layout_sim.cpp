@@ -178,10 +178,11 @@ static void run(int E, bool TA, bool TB) {
     (void)BK;
 }
 
-// ---- gemm_wgmma: where the wgmma descriptors read each element (PTX ISA, "Shared
+// ---- gemm_ws: where the wgmma descriptors read each element (PTX ISA, "Shared
 // Memory Matrix Layout": canonical 128-byte-swizzle layouts, swizzle applied to the
-// byte address) against where the kernel's cp.async loop put it.  Tiles start on
-// 1024-byte boundaries, as in the kernel.
+// byte address) against where the TMA boxes put it (wg_kmaj / wg_mnmaj: one box of
+// 128-byte rows per K-major tile, 64-column boxes WG_MN_LBO apart per MN-major one).
+// Tiles start on 1024-byte boundaries, as in the kernel.
 static int sw128(int addr) { return addr ^ (((addr >> 7) & 7) << 4); }
 // K-major: element (row i, k j) at start + (i % 8) * 128 + (i / 8) * SBO + 2 j
 static int kmaj_addr(int start, int i, int j) { return sw128(start + (i % 8) * 128 + (i / 8) * 1024 + 2 * j); }

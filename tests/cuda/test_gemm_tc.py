@@ -1,9 +1,9 @@
 """The tensor-core GEMM (gemm_tc in src_cuda/gemm.cu) on odd shapes, every
 transpose, fp16/bf16/tf32, alpha/beta and batches, against a float64 product of
 the rounded inputs.  Operand rows padded to 16 bytes (NaN in the padding) run the
-cp.async kernel with its zero-filled edges; tight rows of odd length take the
-fallback.  On compute capability 9.0 the 16-bit cases run again with
-EMBER_CUDA_WGMMA=1 (the Hopper wgmma kernel) in a child process.  The layout
+tensor-core kernels with their zero-filled edges; tight rows of odd length take the
+fallback.  On compute capability 9.0 the default is the TMA kernel (gemm_ws), and
+a child process runs the cases again with EMBER_CUDA_WGMMA=0 (gemm_tc).  The layout
 replay (gemm_layout_sim.cpp) needs only a C++ compiler."""
 
 import os
@@ -121,30 +121,28 @@ def test_gemm_tf32_rounds_and_highest_is_exact(dev):
         assert lo <= err < hi, (tf32, err)
 
 
+def _hopper():
+    return ember.cuda.get_device_capability() == (9, 0)
+
+
 @pytest.mark.cuda
-def test_gemm_wgmma_is_opt_in(dev, monkeypatch):
-    monkeypatch.delenv("EMBER_CUDA_WGMMA", raising=False)
+def test_gemm_hopper_kernel_selection(dev, monkeypatch):
+    # gemm_ws by default on compute capability 9.0; EMBER_CUDA_WGMMA=0 turns it off
+    off = os.environ.get("EMBER_CUDA_WGMMA") == "0"
+    assert dev.lib.emc_gemm_wgmma() == (1 if _hopper() and not off else 0)
+    monkeypatch.setenv("EMBER_CUDA_WGMMA", "0")
     assert dev.lib.emc_gemm_wgmma() == 0
 
 
 @pytest.mark.cuda
-def test_gemm_wgmma_is_active_when_asked(dev):
-    if os.environ.get("EMBER_CUDA_WGMMA") != "1":
-        pytest.skip("EMBER_CUDA_WGMMA=1 not set (test_gemm_wgmma_in_a_child_process sets it)")
-    if ember.cuda.get_device_capability() != (9, 0):
-        pytest.skip("gemm_wgmma needs compute capability 9.0")
-    assert dev.lib.emc_gemm_wgmma() == 1   # the library's sm_90a code is the one loaded
-
-
-@pytest.mark.cuda
-def test_gemm_wgmma_in_a_child_process():
-    # a child process, so that a fault in the kernel cannot poison this one's context
-    if ember.cuda.get_device_capability() != (9, 0):
-        pytest.skip("gemm_wgmma needs compute capability 9.0")
+def test_gemm_tc_in_a_child_process_where_hopper_kernel_is_default():
+    # a child process, so that a fault in one kernel cannot poison this one's context
+    if not _hopper():
+        pytest.skip("gemm_tc is already the default here")
     r = subprocess.run(
         [sys.executable, "-m", "pytest", os.path.abspath(__file__), "-p", "no:cacheprovider",
-         "-k", "(odd_shapes or many_tiles or wgmma_is_active) and not tf32"],
-        env=dict(os.environ, EMBER_CUDA_WGMMA="1"), cwd=ROOT, capture_output=True, text=True)
+         "-k", "odd_shapes or many_tiles or kernel_selection"],
+        env=dict(os.environ, EMBER_CUDA_WGMMA="0"), cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
 
