@@ -82,6 +82,75 @@ __global__ void cast_contig(int64_t n, int dd, char *dst, int sd, const char *sr
         store_val(dd, dst + i * zd, load_val(sd, src + i * zs));
 }
 
+/* a batched transpose, dst[b][r][c] = src[b][c][r] with dst rows contiguous and src
+   columns contiguous: 32 x 32 tiles through shared memory, so that reads and writes
+   both go along contiguous memory (copy_kernel would read with a stride) */
+template <typename U>
+__global__ void transpose_kernel(int64_t nb, int64_t R, int64_t C, U *dst, int64_t dsb,
+                                 const U *src, int64_t ssb, int64_t ssc) {
+    __shared__ U tile[32][33];
+    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;   /* 32 x 8 threads */
+    const int64_t r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
+    for (int64_t b = blockIdx.z; b < nb; b += gridDim.z) {
+        for (int i = ty; i < 32; i += 8) {
+            const int64_t r = r0 + tx, c = c0 + i;
+            if (r < R && c < C) tile[i][tx] = src[b * ssb + c * ssc + r];
+        }
+        __syncthreads();
+        for (int i = ty; i < 32; i += 8) {
+            const int64_t r = r0 + i, c = c0 + tx;
+            if (r < R && c < C) dst[b * dsb + r * C + c] = tile[tx][i];
+        }
+        __syncthreads();
+    }
+}
+
+/* whether nd (dst contiguous) is a batched transpose [B,] R x C whose source has
+   stride 1 along R: fills nb, R, C and the source's batch and C strides */
+static bool as_transpose(const emc_nd *nd, int64_t *nb, int64_t *R, int64_t *C, int64_t *ssb,
+                         int64_t *ssc) {
+    if (!emc_contig(nd, 0)) return false;
+    int d[EMC_MAX_DIMS], k = 0;
+    for (int i = 0; i < nd->ndim; i++)
+        if (nd->shape[i] != 1) d[k++] = i;
+    if (k < 2 || k > 3) return false;
+    const int rd = d[k - 2], cd = d[k - 1];
+    if (nd->strides[1][rd] != 1 || nd->strides[1][cd] < 1) return false;
+    *R = nd->shape[rd];
+    *C = nd->shape[cd];
+    *ssc = nd->strides[1][cd];
+    *nb = k == 3 ? nd->shape[d[0]] : 1;
+    *ssb = k == 3 ? nd->strides[1][d[0]] : 0;
+    return (*R + 31) / 32 <= 65535;
+}
+
+/* nd with its innermost dim counted in 16-byte vectors, when that dim is contiguous
+   in both operands and every row starts on a 16-byte boundary: copy_kernel then
+   moves whole vectors (permutes that keep the last dim, such as splitting heads) */
+static bool as_vectors(const emc_nd *nd, int isz, const void *dst, const void *src, emc_nd *out) {
+    const int last = nd->ndim - 1;
+    if (last < 0 || isz >= 16 || 16 % isz || ((uintptr_t)dst & 15) || ((uintptr_t)src & 15))
+        return false;
+    const int64_t v = 16 / isz;
+    if (nd->shape[last] % v || nd->strides[0][last] != 1 || nd->strides[1][last] != 1) return false;
+    *out = *nd;
+    for (int d = 0; d < last; d++)
+        for (int a = 0; a < 2; a++) {
+            if (nd->shape[d] != 1 && nd->strides[a][d] % v) return false;
+            out->strides[a][d] = nd->strides[a][d] / v;
+        }
+    out->shape[last] = nd->shape[last] / v;
+    return true;
+}
+
+template <typename U>
+static void launch_transpose(int64_t nb, int64_t R, int64_t C, void *dst, const void *src,
+                             int64_t ssb, int64_t ssc, cudaStream_t s) {
+    dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32),
+              (unsigned)(nb < 65535 ? nb : 65535));
+    transpose_kernel<U><<<grid, 256, 0, s>>>(nb, R, C, (U *)dst, R * C, (const U *)src, ssb, ssc);
+}
+
 EMC_API int emc_copy(int dd, void *dst, int sd, const void *src, const emc_nd *nd,
                      void *stream) {
     if (dd < 0 || dd >= EM_NDTYPES || sd < 0 || sd >= EM_NDTYPES)
@@ -92,6 +161,8 @@ EMC_API int emc_copy(int dd, void *dst, int sd, const void *src, const emc_nd *n
     if (n == 0) return 0;
     cudaStream_t s = emc_stream(stream);
     bool contig = emc_contig(nd, 0) && emc_contig(nd, 1);
+    int64_t nb, R, C, ssb, ssc;
+    emc_nd vec;
     if (dd == sd && contig) {
         EMC_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * em_itemsize[dd], cudaMemcpyDeviceToDevice,
                                   s), "emc_copy");
@@ -100,6 +171,17 @@ EMC_API int emc_copy(int dd, void *dst, int sd, const void *src, const emc_nd *n
     if (contig) {
         cast_contig<<<emc_blocks(n), EMC_THREADS, 0, s>>>(n, dd, (char *)dst, sd,
                                                           (const char *)src);
+    } else if (dd == sd && as_transpose(nd, &nb, &R, &C, &ssb, &ssc)) {
+        switch (em_itemsize[dd]) {
+        case 1: launch_transpose<uint8_t>(nb, R, C, dst, src, ssb, ssc, s); break;
+        case 2: launch_transpose<uint16_t>(nb, R, C, dst, src, ssb, ssc, s); break;
+        case 4: launch_transpose<uint32_t>(nb, R, C, dst, src, ssb, ssc, s); break;
+        case 16: launch_transpose<uint4>(nb, R, C, dst, src, ssb, ssc, s); break;
+        default: launch_transpose<uint64_t>(nb, R, C, dst, src, ssb, ssc, s); break;
+        }
+    } else if (dd == sd && as_vectors(nd, (int)em_itemsize[dd], dst, src, &vec)) {
+        const int64_t nv = emc_numel(&vec);
+        copy_kernel<<<emc_blocks(nv), EMC_THREADS, 0, s>>>(vec, nv, (uint4 *)dst, (const uint4 *)src);
     } else if (dd == sd) {
         switch (em_itemsize[dd]) {
         case 1: copy_kernel<<<emc_blocks(n), EMC_THREADS, 0, s>>>(*nd, n, (uint8_t *)dst, (const uint8_t *)src); break;

@@ -699,7 +699,7 @@ template <typename T, bool TA, bool TB>
 __global__ void __launch_bounds__(WS_THREADS, 1)
     gemm_ws(const __grid_constant__ CUtensorMap tma, const __grid_constant__ CUtensorMap tmb,
             int64_t M, int64_t N, int64_t K, float alpha, float beta, T *C, int64_t ldc,
-            int64_t sC, int64_t batch, int bza, int bzb, bool cvec) {
+            int64_t sC, int64_t batch, int bza, int bzb, bool cvec, float *part) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int BK = 128 / (int)sizeof(T);   /* elements of K per tile */
     extern __shared__ unsigned char ws_smem[];
@@ -718,7 +718,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     const int64_t gsize = tiles_m - first < 8 ? tiles_m - first : 8;
     const int m0 = (int)((first + pid % width % gsize) * TC_BM);
     const int n0 = (int)(pid % width / gsize * TC_BN);
+    /* split K (part != NULL): slice blockIdx.y of gridDim.y takes k-tiles [kt0, kt1) */
     const int KT = (int)((K + BK - 1) / BK);
+    const int kt0 = (int)((int64_t)KT * blockIdx.y / gridDim.y);
+    const int kt1 = (int)((int64_t)KT * (blockIdx.y + 1) / gridDim.y);
 
     if (tid == 0) {
         for (int s = 0; s < WS_STAGES; s++) {
@@ -734,7 +737,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         uint32_t it = 0;   /* tiles issued, counted across batches as the consumers do */
         for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
             const int za = (int)z * bza, zb = (int)z * bzb;
-            for (int kt = 0; kt < KT; kt++, it++) {
+            for (int kt = kt0; kt < kt1; kt++, it++) {
                 const int s = (int)(it % WS_STAGES);
                 if (it >= WS_STAGES) mbar_wait(empty(s), ((it / WS_STAGES) - 1) & 1);
                 mbar_expect_tx(full(s), WS_STAGE_BYTES);
@@ -766,7 +769,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 #pragma unroll
         for (int i = 0; i < 128; i++) d[i] = 0.0f;
         int prev = -1;
-        for (int kt = 0; kt < KT; kt++, it++) {
+        for (int kt = kt0; kt < kt1; kt++, it++) {
             const int s = (int)(it % WS_STAGES);
             mbar_wait(full(s), (it / WS_STAGES) & 1);
             const uint32_t sa = sbase + s * WS_STAGE_BYTES, sb = sa + WG_TILE_A;
@@ -795,6 +798,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 
         /* d[4i..4i+3]: rows 16 * (warp % 4) + g (+8), columns 8i + 2t (+1) */
         const int64_t mrow = m0 + cw * 64 + (warp & 3) * 16 + g;
+        /* a K slice's plain fp32 sums go to part[z][slice], M x N; ws_reduce finishes */
+        float *pz = part ? part + (z * gridDim.y + blockIdx.y) * M * N : nullptr;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int64_t m = mrow + 8 * h;
@@ -802,13 +807,35 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 #pragma unroll
             for (int i = 0; i < 32; i++) {
                 const int64_t n = n0 + 8 * i + 2 * t;
-                if (n < N)
+                if (n >= N) continue;
+                if (pz)
+                    tc_store2(pz + m * N + n, d[4 * i + 2 * h], d[4 * i + 2 * h + 1], 1.0f, 0.0f,
+                              n + 1 < N, N % 2 == 0);
+                else
                     tc_store2(Cz + m * ldc + n, d[4 * i + 2 * h], d[4 * i + 2 * h + 1], alpha, beta,
                               n + 1 < N, cvec);
             }
         }
     }
 #endif
+}
+
+/* C = alpha * (the sum of a split-K GEMM's slices, in slice order) + beta * C */
+template <typename T>
+__global__ void ws_reduce(const float *part, int splits, int64_t M, int64_t N, int64_t batch,
+                          float alpha, float beta, T *C, int64_t ldc, int64_t sC) {
+    const int64_t mn = M * N, total = batch * mn;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t z = e / mn, r = e - z * mn, m = r / N, n = r - m * N;
+        const float *p = part + z * splits * mn + r;
+        float v = 0.0f;
+        for (int k = 0; k < splits; k++) v += p[k * mn];
+        T *c = C + z * sC + m * ldc + n;
+        v *= alpha;
+        if (beta != 0.0f) v += beta * to_f(*c);
+        *c = from_f<T>(v);
+    }
 }
 
 /* whether gemm_ws may run on the current device: compute capability 9.0 with the
@@ -876,11 +903,13 @@ static bool ws_make_map(CUtensorMap *map, const T *p, int64_t inner, int64_t out
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/* gemm_ws: 1 when it launched, 0 when a tensor map could not be made */
+/* gemm_ws: 1 when it launched, 0 when a tensor map could not be made.  `stream` is
+   the caller's handle (the allocator's key for the split-K workspace). */
 template <typename T, bool TA, bool TB>
 static int launch_ws(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
                      int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta,
-                     T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec) {
+                     T *C, int64_t ldc, int64_t sC, int64_t batch, unsigned gz, bool cvec,
+                     void *stream) {
     if (M > 0x7fffff00 || N > 0x7fffff00 || K > 0x7fffff00 || batch > 0x7fffffff) return 0;
     const bool ba = batch > 1 && sA != 0, bb = batch > 1 && sB != 0;
     CUtensorMap ma, mb;
@@ -893,8 +922,32 @@ static int launch_ws(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alph
                                    WS_SMEM),
               "emc_gemm");
     const int64_t tiles = ((M + TC_BM - 1) / TC_BM) * ((N + TC_BN - 1) / TC_BN);
-    gemm_ws<T, TA, TB><<<dim3((unsigned)tiles, 1, gz), WS_THREADS, WS_SMEM, s>>>(
-        ma, mb, M, N, K, alpha, beta, C, ldc, sC, batch, ba ? 1 : 0, bb ? 1 : 0, cvec);
+    /* too few tiles to fill the GPU and a long K (weight gradients: a small output, K the
+       batch): K is split into slices whose fp32 sums ws_reduce adds in a fixed order */
+    int splits = 1, dev = 0, sms = 0;
+    const int64_t KT = (K + 128 / (int)sizeof(T) - 1) / (128 / (int)sizeof(T));
+    float *part = nullptr;
+    EMC_CHECK(cudaGetDevice(&dev), "emc_gemm");
+    EMC_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "emc_gemm");
+    if (tiles * batch * 2 <= sms && KT >= 8) {
+        int64_t n = sms / (tiles * batch);
+        n = n < KT / 4 ? n : KT / 4;
+        n = n < 16 ? n : 16;
+        const int64_t cap = ((int64_t)64 << 20) / (batch * M * N * 4);   /* 64 MiB at most */
+        n = n < cap ? n : cap;
+        if (n >= 2 && emc_malloc((void **)&part, (size_t)(batch * n * M * N * 4), stream) == 0)
+            splits = (int)n;
+        else
+            part = nullptr;
+    }
+    gemm_ws<T, TA, TB><<<dim3((unsigned)tiles, (unsigned)splits, gz), WS_THREADS, WS_SMEM, s>>>(
+        ma, mb, M, N, K, alpha, beta, C, ldc, sC, batch, ba ? 1 : 0, bb ? 1 : 0, cvec, part);
+    if (part) {
+        ws_reduce<T><<<emc_blocks(batch * M * N), EMC_THREADS, 0, s>>>(part, splits, M, N, batch,
+                                                                      alpha, beta, C, ldc, sC);
+        /* the pool hands the block out again only to later work on this stream */
+        emc_free(part);
+    }
     return 1;
 }
 
@@ -904,7 +957,8 @@ static int launch_ws(cudaStream_t s, int64_t M, int64_t N, int64_t K, float alph
 template <typename T>
 static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const T *A,
                   int64_t lda, int64_t sA, const T *B, int64_t ldb, int64_t sB, float beta, T *C,
-                  int64_t ldc, int64_t sC, int64_t batch, unsigned gz, cudaStream_t s) {
+                  int64_t ldc, int64_t sC, int64_t batch, unsigned gz, cudaStream_t s,
+                  void *stream) {
     constexpr int64_t V = 16 / sizeof(T);
     if (K == 0) return 0;
     if (lda % V || ldb % V || (batch > 1 && (sA % V || sB % V))) return 0;
@@ -924,20 +978,20 @@ static int try_tc(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, 
         if constexpr (sizeof(T) == 4) {   /* TF32: both operands K-major only */
             if (!ta && tb)
                 rc = launch_ws<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-                                               ldc, sC, batch, gz, cvec);
+                                               ldc, sC, batch, gz, cvec, stream);
         } else {
             if (!ta && !tb)
                 rc = launch_ws<T, false, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-                                                ldc, sC, batch, gz, cvec);
+                                                ldc, sC, batch, gz, cvec, stream);
             else if (ta && !tb)
                 rc = launch_ws<T, true, false>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-                                               ldc, sC, batch, gz, cvec);
+                                               ldc, sC, batch, gz, cvec, stream);
             else if (!ta && tb)
                 rc = launch_ws<T, false, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-                                               ldc, sC, batch, gz, cvec);
+                                               ldc, sC, batch, gz, cvec, stream);
             else
                 rc = launch_ws<T, true, true>(s, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C,
-                                              ldc, sC, batch, gz, cvec);
+                                              ldc, sC, batch, gz, cvec, stream);
         }
         if (rc != 0) return rc;   /* launched, or a runtime error */
     }
@@ -967,7 +1021,8 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
     unsigned gz = (unsigned)(batch < 65535 ? batch : 65535);
     if (dtype == EM_F32 && allow_tf32) {
         int rc = try_tc(ta, tb, M, N, K, (float)alpha, (const float *)A, lda, sA,
-                          (const float *)B, ldb, sB, (float)beta, (float *)C, ldc, sC, batch, gz, s);
+                          (const float *)B, ldb, sB, (float)beta, (float *)C, ldc, sC, batch, gz, s,
+                        stream);
         if (rc < 0) return rc;
         if (rc == 1) { EMC_LAUNCHED("emc_gemm"); return 0; }
         int64_t gx = (N + TN - 1) / TN, gy = (M + TM - 1) / TM;
@@ -1009,10 +1064,11 @@ EMC_API int emc_gemm(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
     } else if (dtype == EM_F16 || dtype == EM_BF16) {
         int rc = dtype == EM_F16
             ? try_tc(ta, tb, M, N, K, (float)alpha, (const __half *)A, lda, sA,
-                       (const __half *)B, ldb, sB, (float)beta, (__half *)C, ldc, sC, batch, gz, s)
+                       (const __half *)B, ldb, sB, (float)beta, (__half *)C, ldc, sC, batch, gz, s,
+                     stream)
             : try_tc(ta, tb, M, N, K, (float)alpha, (const __nv_bfloat16 *)A, lda, sA,
                        (const __nv_bfloat16 *)B, ldb, sB, (float)beta, (__nv_bfloat16 *)C, ldc,
-                       sC, batch, gz, s);
+                       sC, batch, gz, s, stream);
         if (rc < 0) return rc;
         if (rc == 1) { EMC_LAUNCHED("emc_gemm"); return 0; }
         int64_t gx = (N + TN - 1) / TN, gy = (M + TM - 1) / TM;

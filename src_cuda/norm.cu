@@ -52,10 +52,77 @@ __global__ void softmax_kernel(bool lg, const T *x, int64_t O, int64_t K, int64_
     }
 }
 
+/* rows of at most WARP_K elements (attention scores, small vocabularies): a warp per
+   row, the row held in registers so that x is read once, shuffles instead of block
+   barriers */
+#define WARP_K 1024
+template <typename T>
+__global__ void softmax_warp(bool lg, const T *x, int64_t O, int K, T *out) {
+    typedef typename Acc<T>::type A;
+    const int lane = threadIdx.x & 31;
+    const int64_t row = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= O) return;
+    const T *p = x + row * K;
+    T *q = out + row * K;
+    A v[WARP_K / 32];
+    A m = -(A)INFINITY;
+#pragma unroll
+    for (int j = 0; j < WARP_K / 32; j++) {
+        const int k = lane + 32 * j;
+        v[j] = k < K ? ld<T, A>(p + k) : -(A)INFINITY;
+        m = (v[j] != v[j] || v[j] > m) ? v[j] : m;
+    }
+    m = warp_max(m);
+    A sum = 0;
+#pragma unroll
+    for (int j = 0; j < WARP_K / 32; j++)
+        if (lane + 32 * j < K) {
+            v[j] -= m;
+            sum += a_exp(v[j]);
+        }
+    sum = warp_sum(sum);
+    const A ls = a_log(sum);
+#pragma unroll
+    for (int j = 0; j < WARP_K / 32; j++) {
+        const int k = lane + 32 * j;
+        if (k < K) st<T, A>(q + k, lg ? v[j] - ls : a_exp(v[j]) / sum);
+    }
+}
+
+template <typename T>
+__global__ void softmax_bwd_warp(bool lg, const T *g, const T *y, int64_t O, int K, T *gin) {
+    typedef typename Acc<T>::type A;
+    const int lane = threadIdx.x & 31;
+    const int64_t row = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= O) return;
+    const int64_t base = row * K;
+    A gv[WARP_K / 32], yv[WARP_K / 32];
+    A sum = 0;
+#pragma unroll
+    for (int j = 0; j < WARP_K / 32; j++) {
+        const int k = lane + 32 * j;
+        gv[j] = k < K ? ld<T, A>(g + base + k) : (A)0;
+        yv[j] = k < K ? ld<T, A>(y + base + k) : (A)0;
+        sum += lg ? gv[j] : gv[j] * yv[j];
+    }
+    sum = warp_sum(sum);
+#pragma unroll
+    for (int j = 0; j < WARP_K / 32; j++) {
+        const int k = lane + 32 * j;
+        if (k < K) st<T, A>(gin + base + k, lg ? gv[j] - a_exp(yv[j]) * sum : yv[j] * (gv[j] - sum));
+    }
+}
+
 EMC_API int emc_softmax(int log, int dtype, const void *x, int64_t O, int64_t K, int64_t I,
                         void *out, void *stream) {
     if (O * I == 0 || K == 0) return 0;
     cudaStream_t s = emc_stream(stream);
+    if (I == 1 && K <= WARP_K && (O + 7) / 8 <= 0x7fffffff) {
+        EMC_FLOAT_TYPES(dtype, softmax_warp<T><<<(unsigned)((O + 7) / 8), 256, 0, s>>>(
+                                   log != 0, (const T *)x, O, (int)K, (T *)out));
+        EMC_LAUNCHED("emc_softmax");
+        return 0;
+    }
     bool row = I == 1;
     unsigned g = row ? (unsigned)O : emc_blocks(O * I), b = row ? NB : EMC_THREADS;
     EMC_FLOAT_TYPES(dtype, softmax_kernel<T><<<g, b, 0, s>>>(log != 0, (const T *)x, O, K, I, (T *)out));
@@ -101,6 +168,12 @@ EMC_API int emc_softmax_bwd(int log, int dtype, const void *g, const void *y, in
                             int64_t K, int64_t I, void *gin, void *stream) {
     if (O * I == 0 || K == 0) return 0;
     cudaStream_t s = emc_stream(stream);
+    if (I == 1 && K <= WARP_K && (O + 7) / 8 <= 0x7fffffff) {
+        EMC_FLOAT_TYPES(dtype, softmax_bwd_warp<T><<<(unsigned)((O + 7) / 8), 256, 0, s>>>(
+                                   log != 0, (const T *)g, (const T *)y, O, (int)K, (T *)gin));
+        EMC_LAUNCHED("emc_softmax_bwd");
+        return 0;
+    }
     bool row = I == 1;
     unsigned gr = row ? (unsigned)O : emc_blocks(O * I), b = row ? NB : EMC_THREADS;
     EMC_FLOAT_TYPES(dtype, softmax_bwd_kernel<T><<<gr, b, 0, s>>>(log != 0, (const T *)g,

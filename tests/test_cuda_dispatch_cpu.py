@@ -247,3 +247,40 @@ def test_attention_takes_the_fused_kernels_where_they_fit():
         ember.nn.functional.scaled_dot_product_attention(
             q.cuda(), q.cuda(), q.cuda(), attn_mask=ember.ones(5, 5, device="cuda"))
         assert not any(c[0] == "sdpa_fwd" for c in fd.lib.calls if isinstance(c, tuple))
+
+
+def test_tf32_products_on_hopper_go_to_the_k_major_layout(monkeypatch):
+    # wgmma reads 32-bit operands only as A @ B.T: the dispatcher re-lays out the rest
+    from ember.cuda import _device_ops
+
+    monkeypatch.setattr(_device_ops, "_TF32_RELAYOUT_FLOPS", 0)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
+    x = rng.standard_normal((2, 7, 5))
+    prev = ember.get_float32_matmul_precision()
+    with FakeDevice() as fd:
+        fd.lib.hopper = 1
+        ad, bd, xd = (ember.tensor(v, dtype=ember.float32, device="cuda") for v in (a, b, x))
+        cases = [(lambda: ad @ bd, a @ b), (lambda: bd.t() @ ad.t(), b.T @ a.T),
+                 (lambda: ad @ bd.t().contiguous().t(), a @ b),
+                 (lambda: xd.transpose(1, 2) @ bd, x.transpose(0, 2, 1) @ b)]
+        try:
+            ember.set_float32_matmul_precision("high")
+            for make, ref in cases:
+                fd.lib.calls.clear()
+                got = make()
+                assert [c for c in fd.lib.calls if c[0] == "gemm"] == [("gemm", 0, 1)]
+                np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=1e-5, atol=1e-5)
+            ember.set_float32_matmul_precision("highest")   # exact fp32: any layout
+            fd.lib.calls.clear()
+            np.testing.assert_allclose((bd.t() @ ad.t()).cpu().numpy(), b.T @ a.T, rtol=1e-5)
+            assert ("gemm", 1, 1) in fd.lib.calls
+            ember.set_float32_matmul_precision("high")
+            fd.lib.calls.clear()
+            h = (bd.half().t() @ ad.half().t()).float()   # 16-bit: wgmma transposes
+            assert ("gemm", 1, 1) in fd.lib.calls
+            np.testing.assert_allclose(h.cpu().numpy(), b.T.astype(np.float16).astype(float)
+                                       @ a.T.astype(np.float16).astype(float), rtol=1e-2,
+                                       atol=1e-2)
+        finally:
+            ember.set_float32_matmul_precision(prev)

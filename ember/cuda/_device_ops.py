@@ -450,6 +450,25 @@ def _allow_tf32() -> bool:
     return ember.get_float32_matmul_precision() != "highest"
 
 
+# M * N * K from which a TF32 product on Hopper first copies its operands into the
+# one layout wgmma reads for 32-bit data (A rows and B columns contiguous in K):
+# the copies cost far less than the mma.sync kernel's 4-5x longer run
+_TF32_RELAYOUT_FLOPS = 1 << 30
+
+
+def _k_major(m: Any, t: int, ld: int, sb: int, want_t: int) -> tuple:
+    """(tensor, transposed, leading dim, batch stride) of operand m ([B, R, C] as the
+    GEMM reads it) re-laid so that its transposed flag is want_t; a broadcast batch
+    (stride 0) stays one matrix."""
+    if t == want_t:
+        return m, t, ld, sb
+    one = m[:1] if sb == 0 else m
+    B, R, C = one.shape
+    if want_t:   # [B, R, C] stored as [B, C, R]
+        return one.transpose(1, 2).contiguous(), 1, R, 0 if sb == 0 else R * C
+    return one.contiguous(), 0, C, 0 if sb == 0 else R * C
+
+
 def _gemm(a3: Any, b3: Any, c3: Any, beta: float = 0.0, alpha: float = 1.0) -> None:
     """c3[b] = alpha * a3[b] @ b3[b] (+ beta * c3[b]) for [B, M, K] @ [B, K, N] ->
     contiguous [B, M, N]."""
@@ -468,9 +487,14 @@ def _gemm(a3: Any, b3: Any, c3: Any, beta: float = 0.0, alpha: float = 1.0) -> N
         return
     a, ta, lda, sa = _mat(a3)
     b, tb, ldb, sb = _mat(b3)
+    tf32 = dt == ember.float32 and _allow_tf32()
+    if (tf32 and (ta or not tb) and B * M * N * Kd >= _TF32_RELAYOUT_FLOPS
+            and _lib().emc_gemm_wgmma()):
+        a, ta, lda, sa = _k_major(a3 if ta else a, ta, lda, sa, 0)
+        b, tb, ldb, sb = _k_major(b3 if not tb else b, tb, ldb, sb, 1)
     rc = _lib().emc_gemm(dt.code, ta, tb, M, N, Kd, ctypes.c_double(alpha), _ptr(a), lda, sa,
                          _ptr(b), ldb, sb, ctypes.c_double(beta), _ptr(c3), N, M * N, B,
-                         1 if _allow_tf32() else 0, _stream(c3))
+                         1 if tf32 else 0, _stream(c3))
     if rc == 10001:
         raise _not_implemented("addmm", dt)
     K.check(rc, "matmul")

@@ -378,9 +378,11 @@ class FakeLib:
     def emc_softmax(self, log, dt, x, O, Kn, In, out, stream):
         self.calls.append("softmax")
         v = _vals(view(_v(x), dt, (O, Kn, In)), dt).astype(np.float64)
-        m = v.max(axis=1, keepdims=True)
-        lse = m + np.log(np.exp(v - m).sum(axis=1, keepdims=True))
-        _store(view(_v(out), dt, (O, Kn, In)), v - lse if log else np.exp(v - lse), dt)
+        with np.errstate(invalid="ignore"):   # an all -inf row gives NaN, as the kernel does
+            m = v.max(axis=1, keepdims=True)
+            lse = m + np.log(np.exp(v - m).sum(axis=1, keepdims=True))
+            r = v - lse if log else np.exp(v - lse)
+        _store(view(_v(out), dt, (O, Kn, In)), r, dt)
         return 0
 
     def _ce_rows(self, dt, x, t, R, C, ignore):
@@ -454,6 +456,11 @@ class FakeLib:
         return 0
 
     # -- GEMM
+    hopper = 0   # what emc_gemm_wgmma answers: a test sets 1 to take the Hopper paths
+
+    def emc_gemm_wgmma(self):
+        return self.hopper
+
     def emc_gemm(self, dt, ta, tb, M, N, Kd, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC,
                  batch, tf32, stream):
         self.calls.append(("gemm", ta, tb))

@@ -157,6 +157,32 @@ def test_moves_casts_strided_and_views():
     np.testing.assert_array_equal(host.numpy(), c.numpy())
 
 
+@pytest.mark.parametrize("dtype", [ember.uint8, ember.float16, ember.float32, ember.float64,
+                                   ember.complex128])
+def test_transposed_copies(dtype):
+    # device transposes (the tiled kernel: dst contiguous, src contiguous along dst's rows)
+    def same(got, ref):
+        assert got.is_cuda and got.dtype == ref.dtype and got.shape == ref.shape
+        np.testing.assert_array_equal(_np(got), _np(ref))
+
+    rng = np.random.default_rng(3)
+    for shape, dims in [((33, 70), (1, 0)), ((3, 45, 17), (0, 2, 1)), ((1, 5, 64), (0, 2, 1)),
+                        ((40, 1, 33), (2, 1, 0)), ((2, 3, 31, 9), (0, 1, 3, 2))]:
+        v = rng.uniform(0, 100, shape)
+        c = ember.tensor(v + 1j * v[::-1] if dtype == ember.complex128 else v).to(dtype)
+        same(c.cuda().permute(*dims).contiguous(), c.permute(*dims).contiguous())
+    c = ember.tensor(rng.uniform(0, 100, (64, 48))).to(dtype)
+    same(c.cuda()[::2].t().contiguous(), c[::2].t().contiguous())
+    same(c.cuda().t()[:, 3:40].contiguous(), c.t()[:, 3:40].contiguous())
+    # permutes that keep the last dim (16-byte vectors where rows allow), a misaligned
+    # start and a last dim of odd length
+    c = ember.tensor(rng.uniform(0, 100, (2, 5, 3, 32))).to(dtype)
+    same(c.cuda().permute(0, 2, 1, 3).contiguous(), c.permute(0, 2, 1, 3).contiguous())
+    same(c.cuda()[..., 1:17].permute(2, 0, 1, 3).contiguous(),
+         c[..., 1:17].permute(2, 0, 1, 3).contiguous())
+    same(c.cuda()[..., :7].transpose(0, 1).contiguous(), c[..., :7].transpose(0, 1).contiguous())
+
+
 def test_item_print_numpy_and_non_blocking():
     d = ember.tensor([[1.5, 2.0]], device=DEV)
     assert d[0, 1].item() == 2.0 and d.sum().item() == 3.5
@@ -508,12 +534,57 @@ def test_mm_bmm_matmul_linear_layouts():
         ember.mm(a.cuda(), a.cuda())
 
 
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt", "batched_tn", "broadcast_nn"])
+def test_tf32_matmul_every_layout(layout):
+    # products of 2^30 multiply-adds reach the Hopper kernel, whose TF32 path first
+    # re-lays out every operand pair but a @ b.T; the reference is the float64 product
+    K = 1024
+    a, b = data(K, K, lo=-1, hi=1, seed=21), data(K, K, lo=-1, hi=1, seed=22)
+    x, y = data(2, K, K // 2, lo=-1, hi=1, seed=23), data(2, K, K, lo=-1, hi=1, seed=24)
+    na, nb, nx, ny = (t.numpy().astype(np.float64) for t in (a, b, x, y))
+    ad, bd, xd, yd = a.cuda(), b.cuda(), x.cuda(), y.cuda()
+    cases = {"nn": (lambda: ad @ bd, na @ nb), "tn": (lambda: ad.t() @ bd, na.T @ nb),
+             "nt": (lambda: ad @ bd.t(), na @ nb.T), "tt": (lambda: ad.t() @ bd.t(), na.T @ nb.T),
+             "batched_tn": (lambda: xd.transpose(1, 2) @ yd, nx.transpose(0, 2, 1) @ ny),
+             "broadcast_nn": (lambda: xd.transpose(1, 2).contiguous() @ bd,
+                              nx.transpose(0, 2, 1) @ nb)}
+    make, ref = cases[layout]
+    prev = ember.get_float32_matmul_precision()
+    ember.set_float32_matmul_precision("high")
+    try:
+        got = make()
+    finally:
+        ember.set_float32_matmul_precision(prev)
+    assert got.is_cuda and got.dtype == ember.float32 and tuple(got.shape) == ref.shape
+    err = np.abs(_np(got).astype(np.float64) - ref).max()
+    assert err < 3e-3 * np.sqrt(K), err   # TF32 inputs: 10-bit mantissas over K terms
+
+
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax_log_softmax(dim):
     x = data(6, 33, seed=7) * 3
     close(ember.softmax(x.cuda(), dim), ember.softmax(x, dim), rtol=1e-5)
     close(F.log_softmax(x.cuda(), dim), F.log_softmax(x, dim), rtol=1e-5, atol=1e-5)
     close(F.softmax(x.t().cuda(), dim), F.softmax(x.t(), dim), rtol=1e-5)
+
+
+@pytest.mark.parametrize("K", [1, 31, 256, 1024, 1025])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.float64])
+def test_softmax_rows_forward_backward(K, dtype):
+    # last-dim rows up to 1024 take a warp per row, longer ones a block; -inf entries
+    # (masked scores) give zeros, an all -inf row NaN, as on the CPU
+    x = (data(13, K, seed=K) * 4).to(dtype)
+    x[2, : K // 2 + 1] = -math.inf
+    x[5] = -math.inf
+    g = data(13, K, seed=K + 1).to(dtype)
+    tol = {ember.float16: 2e-3, ember.float32: 1e-5, ember.float64: 1e-12}[dtype]
+    for fn in (F.softmax, F.log_softmax):
+        xc, xd = x.clone().requires_grad_(True), x.cuda().requires_grad_(True)
+        yc, yd = fn(xc, -1), fn(xd, -1)
+        close(yd, yc, rtol=tol, atol=tol)
+        yc.backward(g)
+        yd.backward(g.cuda())
+        close(xd.grad, xc.grad, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

@@ -107,6 +107,15 @@ def test_gemm_tensor_cores_many_tiles(dev, dtype, ta, tb):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "tf32"])
+@pytest.mark.parametrize("ta,tb", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_tensor_cores_long_k_small_output(dev, dtype, ta, tb):
+    # few output tiles over a long K: the Hopper kernel splits K and sums the slices
+    _run(dev, dtype, ta, tb, 300, 260, 8192, batch=1, beta=0.0, pad=True)
+    _run(dev, dtype, ta, tb, 130, 70, 4099, batch=3, beta=0.5, pad=True)
+
+
+@pytest.mark.cuda
 def test_gemm_tf32_rounds_and_highest_is_exact(dev):
     M, N, K = 160, 264, 520
     rng = np.random.default_rng(5)
@@ -141,7 +150,7 @@ def test_gemm_tc_in_a_child_process_where_hopper_kernel_is_default():
         pytest.skip("gemm_tc is already the default here")
     r = subprocess.run(
         [sys.executable, "-m", "pytest", os.path.abspath(__file__), "-p", "no:cacheprovider",
-         "-k", "odd_shapes or many_tiles or kernel_selection"],
+         "-k", "odd_shapes or many_tiles or long_k or kernel_selection"],
         env=dict(os.environ, EMBER_CUDA_WGMMA="0"), cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
