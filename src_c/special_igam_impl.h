@@ -126,11 +126,15 @@ typedef struct {
             DONE(j);                                                                   \
     }
 
-/* keep lanes with act != 0 (first NS state arrays), handing the others to DONE;
-   branch-free (lanes finish at random): every lane is written at the next free
-   place and DONE runs on all, the running lanes' results being overwritten later */
+/* once fewer than two thirds of the M lanes still run: keep lanes with act != 0
+   (first NS state arrays), handing the others to DONE; branch-free (lanes finish at
+   random): every lane is written at the next free place and DONE runs on all, the
+   running lanes' results being overwritten later */
 #define SPIG_SQUEEZE(G, M, NS, DONE)                                                   \
     do {                                                                               \
+        int left_ = 0;                                                                 \
+        for (int j = 0; j < (M); j++) left_ += (G)->act[j] != 0.0;                     \
+        if (left_ * 3 >= (M) * 2) break;                                               \
         double *st_[8] = {(G)->s0, (G)->s1, (G)->s2, (G)->s3, (G)->s4, (G)->s5, (G)->s6, \
                           (G)->s7};                                                    \
         int k_ = 0;                                                                    \
@@ -189,9 +193,7 @@ static void spig_run_ser(spig_group *g, int m, double eps, double *out, int uppe
                 act[i] = w;
             }
         }
-        int left = 0;
-        for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 3, SPIG_SER_DONE);
+        SPIG_SQUEEZE(g, m, 3, SPIG_SER_DONE);
     }
 #undef SPIG_SER_DONE
 }
@@ -258,9 +260,7 @@ static void spig_run_cf(spig_group *g, int m, double eps, double *out, int upper
                 act[i] = w;
             }
         }
-        int left = 0;
-        for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 7, SPIG_CF_DONE);
+        SPIG_SQUEEZE(g, m, 7, SPIG_CF_DONE);
     }
 #undef SPIG_CF_DONE
 }
@@ -308,9 +308,7 @@ static void spig_run_cser(spig_group *g, int m, double eps, double *out, int upp
                 act[i] = w;
             }
         }
-        int left = 0;
-        for (int i = 0; i < m; i++) left += g->act[i] != 0.0;
-        if (left * 3 < m * 2) SPIG_SQUEEZE(g, m, 4, SPIG_CSER_DONE);
+        SPIG_SQUEEZE(g, m, 4, SPIG_CSER_DONE);
     }
 #undef SPIG_CSER_DONE
 }

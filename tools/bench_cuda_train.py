@@ -10,8 +10,8 @@ SGD with momentum, batch 64 of 3x32x32.
 transformer: token embedding, four encoder layers (width 512, 8 heads, feed-forward
 2048, batch-first, no dropout), a vocabulary head, cross-entropy, AdamW; batch 32 of
 256 tokens.  ``--amp`` runs the forward under bfloat16 autocast.
-The two libraries alternate in one
-process; each row is the median step time in ms after warm-up, synchronised.
+The two libraries alternate in one process; each row is the median step time in ms
+after warm-up, synchronised.
 ``--profile`` then lists each library's GPU kernels by total time over five steps
 (torch.profiler's CUDA activity sees every kernel of the process, ember's too) and
 ember's Python functions by own time (cProfile): where the host time goes.
